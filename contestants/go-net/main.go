@@ -1,0 +1,173 @@
+// netarena contestant: Go's net/http for the HTTP scenarios and net for echo.
+//
+// Concurrency is Go's own: one goroutine per connection, multiplexed by the runtime onto
+// GOMAXPROCS threads (the manifest sets GOMAXPROCS from {workers}). The listen backlog is
+// the kernel's somaxconn, which Go reads itself; Go sets TCP_NODELAY on every TCP
+// connection by default.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Refuse absurd /bytes/{n} and /sleep/{ms} so one request cannot exhaust memory or hang forever.
+const (
+	maxBytesLen  = 64 << 20
+	maxSleepMs   = 600_000
+	drainTimeout = 3 * time.Second
+)
+
+// bytesBodies holds each /bytes/{n} body, built on first use and shared afterwards.
+var bytesBodies sync.Map // int -> []byte
+
+func bytesBody(n int) []byte {
+	if body, ok := bytesBodies.Load(n); ok {
+		return body.([]byte)
+	}
+	body := make([]byte, n)
+	for i := range body {
+		body[i] = '*'
+	}
+	actual, _ := bytesBodies.LoadOrStore(n, body)
+	return actual.([]byte)
+}
+
+type message struct {
+	Message string `json:"message"`
+}
+
+func newMux(staticDir string) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "Hello, World!")
+	})
+	mux.HandleFunc("GET /json", func(w http.ResponseWriter, r *http.Request) {
+		body, err := json.Marshal(message{Message: "Hello, World!"})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(body)
+	})
+	mux.HandleFunc("GET /bytes/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, err := strconv.Atoi(r.PathValue("n"))
+		if err != nil || n < 0 || n > maxBytesLen {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Write(bytesBody(n))
+	})
+	mux.HandleFunc("GET /sleep/{ms}", func(w http.ResponseWriter, r *http.Request) {
+		ms, err := strconv.Atoi(r.PathValue("ms"))
+		if err != nil || ms < 0 || ms > maxSleepMs {
+			http.NotFound(w, r)
+			return
+		}
+		// Blocks only this request's goroutine; the runtime parks it and serves others.
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "slept %d", ms)
+	})
+	if staticDir != "" {
+		mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServer(http.Dir(staticDir))))
+	}
+	return mux
+}
+
+func serveHTTP(ln net.Listener, staticDir string, stop <-chan os.Signal) error {
+	for _, n := range []int{40, 10000, 524288} {
+		bytesBody(n)
+	}
+	srv := &http.Server{Handler: newMux(staticDir), ReadHeaderTimeout: 30 * time.Second}
+	done := make(chan error, 1)
+	go func() {
+		<-stop
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		done <- srv.Shutdown(ctx)
+	}()
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	// Shutdown timing out only means a slow request was cut off; the stop itself succeeded.
+	if err := <-done; err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+func echo(conn net.Conn) {
+	defer conn.Close()
+	io.Copy(conn, conn)
+}
+
+func serveEcho(ln net.Listener, stop <-chan os.Signal) error {
+	go func() {
+		<-stop
+		ln.Close()
+	}()
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors and similar: back off rather than spin.
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go echo(conn)
+	}
+}
+
+func main() {
+	mode := flag.String("mode", "http", "http or echo")
+	port := flag.Int("port", 0, "TCP port to listen on (127.0.0.1)")
+	staticDir := flag.String("static-dir", "", "folder served under /static/")
+	flag.Parse()
+	log.SetFlags(0)
+	log.SetPrefix("go-net: ")
+	if *port < 1 || *port > 65535 {
+		log.Fatalf("-port must be 1..65535, got %d", *port)
+	}
+	if *mode != "http" && *mode != "echo" {
+		log.Fatalf("-mode must be http or echo, got %q", *mode)
+	}
+	if *mode == "http" && *staticDir != "" {
+		if st, err := os.Stat(*staticDir); err != nil || !st.IsDir() {
+			log.Fatalf("-static-dir %q is not a directory; pass the folder holding the static file set", *staticDir)
+		}
+	}
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+
+	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	if err != nil {
+		log.Fatalf("cannot listen on 127.0.0.1:%d: %v", *port, err)
+	}
+	if *mode == "echo" {
+		err = serveEcho(ln, stop)
+	} else {
+		err = serveHTTP(ln, *staticDir, stop)
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+}

@@ -1,0 +1,84 @@
+"""Launch nginx for netarena: fill nginx.conf.template and exec nginx in the foreground.
+
+Usage: python3 run.py --port P --workers W --static-dir D --run-dir R
+
+Everything nginx writes (pid, temp files, the generated config) goes to the run dir, so
+it needs neither /run nor /var/lib/nginx and several instances on different ports do not collide.
+stdlib only; exec keeps nginx's master as the process the orchestrator signals.
+"""
+
+import argparse
+import os
+import pwd
+import grp
+import resource
+import shutil
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# Debian installs nginx in /usr/sbin, which is not on a regular user's PATH.
+NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
+MAX_NOFILE = 65536
+
+
+def die(message: str) -> None:
+    print(f"nginx/run.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def find_nginx() -> str:
+    found = shutil.which("nginx") or next((p for p in NGINX_CANDIDATES if os.access(p, os.X_OK)), None)
+    if found is None:
+        die("nginx not found on PATH or in /usr/sbin; install it with: apt-get install nginx")
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--static-dir", required=True)
+    parser.add_argument("--run-dir", required=True, help="private folder for config, pid, logs, temp files")
+    args = parser.parse_args()
+    if not 1 <= args.port <= 65535:
+        die(f"--port must be 1..65535, got {args.port}")
+    if args.workers < 1:
+        die(f"--workers must be >= 1, got {args.workers}")
+    static_dir = Path(args.static_dir).resolve()
+    if not static_dir.is_dir():
+        die(f"--static-dir {static_dir} is not a directory; pass the folder holding the static file set")
+
+    run_dir = Path(args.run_dir).resolve() / f"port-{args.port}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    # Started as root, nginx drops its workers to `nobody`, which cannot read a static set under
+    # /root; keep them as the invoking user instead (a loopback benchmark, not a public server).
+    user_line = ""
+    if os.geteuid() == 0:
+        user_line = f"user {pwd.getpwuid(os.geteuid()).pw_name} {grp.getgrgid(os.getegid()).gr_name};"
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    nofile = MAX_NOFILE if hard == resource.RLIM_INFINITY else min(hard, MAX_NOFILE)
+
+    values = {
+        "@USER_LINE@": user_line,
+        "@WORKERS@": str(args.workers),
+        "@PORT@": str(args.port),
+        "@STATIC_DIR@": str(static_dir),
+        "@RUN_DIR@": str(run_dir),
+        "@NOFILE@": str(nofile),
+        # Leave headroom for the log, listening socket and files open for sendfile.
+        "@WORKER_CONNECTIONS@": str(max(1024, nofile // 2)),
+    }
+    conf = (HERE / "nginx.conf.template").read_text()
+    for key, value in values.items():
+        conf = conf.replace(key, value)
+    conf_path = run_dir / "nginx.conf"
+    conf_path.write_text(conf)
+
+    nginx = find_nginx()
+    os.execv(nginx, [nginx, "-p", str(run_dir), "-c", str(conf_path), "-g", "daemon off;"])
+
+
+if __name__ == "__main__":
+    main()

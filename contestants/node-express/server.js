@@ -1,0 +1,68 @@
+'use strict';
+// netarena contestant: Express on Node.js, HTTP scenarios only.
+// Usage: node server.js --port P --workers W --static-dir D
+
+const fs = require('node:fs');
+const http = require('node:http');
+const express = require('express');
+const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
+
+// The catalog asks for at least 1024; the kernel caps it at somaxconn.
+const LISTEN_BACKLOG = 4096;
+// Refuse absurd /bytes/{n} and /sleep/{ms} so one request cannot exhaust memory or hang forever.
+const MAX_BYTES_LEN = 64 * 1024 * 1024;
+const MAX_SLEEP_MS = 600000;
+
+const opts = parseArgs(process.argv.slice(2), { port: undefined, workers: '1', static_dir: undefined });
+const port = parsePort(opts.port);
+const workers = parseWorkers(opts.workers);
+if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
+  fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
+}
+
+// /bytes/{n} bodies, built on first use and reused.
+const bytesBodies = new Map();
+function bytesBody(n) {
+  let body = bytesBodies.get(n);
+  if (body === undefined) {
+    body = Buffer.alloc(n, '*');
+    bytesBodies.set(n, body);
+  }
+  return body;
+}
+
+function intParam(text, max) {
+  const value = Number(text);
+  return Number.isInteger(value) && value >= 0 && value <= max ? value : null;
+}
+
+function buildApp() {
+  const app = express();
+  app.get('/hello', (req, res) => {
+    res.type('text/plain').send('Hello, World!');
+  });
+  app.get('/json', (req, res) => {
+    res.json({ message: 'Hello, World!' });
+  });
+  app.get('/bytes/:n', (req, res) => {
+    const n = intParam(req.params.n, MAX_BYTES_LEN);
+    if (n === null) return res.sendStatus(404);
+    res.type('application/octet-stream').send(bytesBody(n));
+  });
+  app.get('/sleep/:ms', (req, res) => {
+    const ms = intParam(req.params.ms, MAX_SLEEP_MS);
+    if (ms === null) return res.sendStatus(404);
+    setTimeout(() => res.type('text/plain').send(`slept ${ms}`), ms);
+  });
+  app.use('/static', express.static(opts.static_dir));
+  return app;
+}
+
+function start() {
+  for (const n of [40, 10000, 524288]) bytesBody(n);
+  // http.createServer rather than app.listen() only to pass noDelay explicitly.
+  const server = http.createServer({ noDelay: true }, buildApp());
+  server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });
+}
+
+runWorkers(workers, start);

@@ -1,0 +1,112 @@
+'use strict';
+// netarena contestant: Node.js core `http` for the HTTP scenarios, core `net` for echo.
+// Usage: node server.js --mode http|echo --port P --workers W [--static-dir D]
+
+const fs = require('node:fs');
+const http = require('node:http');
+const net = require('node:net');
+const path = require('node:path');
+const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
+
+// The catalog asks for at least 1024; the kernel caps it at somaxconn.
+const LISTEN_BACKLOG = 4096;
+// Refuse absurd /bytes/{n} and /sleep/{ms} so one request cannot exhaust memory or hang forever.
+const MAX_BYTES_LEN = 64 * 1024 * 1024;
+const MAX_SLEEP_MS = 600000;
+
+const CONTENT_TYPES = {
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.png': 'image/png',
+  '.html': 'text/html',
+  '.txt': 'text/plain',
+  '.json': 'application/json',
+};
+
+const opts = parseArgs(process.argv.slice(2), { mode: undefined, port: undefined, workers: '1', static_dir: '' });
+if (opts.mode !== 'http' && opts.mode !== 'echo') fail(`--mode must be http or echo, got ${JSON.stringify(opts.mode)}`);
+const port = parsePort(opts.port);
+const workers = parseWorkers(opts.workers);
+const staticRoot = opts.static_dir ? path.resolve(opts.static_dir) : '';
+if (opts.mode === 'http' && staticRoot && !fs.statSync(staticRoot, { throwIfNoEntry: false })?.isDirectory()) {
+  fail(`--static-dir ${staticRoot} is not a directory; pass the folder holding the static file set`);
+}
+
+// /bytes/{n} bodies, built on first use and reused.
+const bytesBodies = new Map();
+function bytesBody(n) {
+  let body = bytesBodies.get(n);
+  if (body === undefined) {
+    body = Buffer.alloc(n, '*');
+    bytesBodies.set(n, body);
+  }
+  return body;
+}
+
+function send(res, status, contentType, body) {
+  res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function notFound(res) {
+  send(res, 404, 'text/plain', 'not found');
+}
+
+// Raw `http` has no static-file facility, so this is the hand-written version its users write:
+// stat for the length, then stream the file. No ETag, ranges or caching headers.
+function serveStatic(req, res, rel) {
+  let decoded;
+  try {
+    decoded = decodeURIComponent(rel);
+  } catch {
+    return notFound(res);
+  }
+  const file = path.join(staticRoot, decoded);
+  if (!staticRoot || !file.startsWith(staticRoot + path.sep)) return notFound(res);
+  fs.stat(file, (err, st) => {
+    if (err || !st.isFile()) return notFound(res);
+    res.writeHead(200, {
+      'Content-Type': CONTENT_TYPES[path.extname(file)] || 'application/octet-stream',
+      'Content-Length': st.size,
+    });
+    const stream = fs.createReadStream(file);
+    stream.on('error', () => res.destroy());
+    stream.pipe(res);
+  });
+}
+
+function handle(req, res) {
+  const url = req.url;
+  if (url === '/hello') return send(res, 200, 'text/plain', 'Hello, World!');
+  if (url === '/json') return send(res, 200, 'application/json', JSON.stringify({ message: 'Hello, World!' }));
+  if (url.startsWith('/bytes/')) {
+    const n = Number(url.slice(7));
+    if (!Number.isInteger(n) || n < 0 || n > MAX_BYTES_LEN) return notFound(res);
+    return send(res, 200, 'application/octet-stream', bytesBody(n));
+  }
+  if (url.startsWith('/sleep/')) {
+    const ms = Number(url.slice(7));
+    if (!Number.isInteger(ms) || ms < 0 || ms > MAX_SLEEP_MS) return notFound(res);
+    setTimeout(() => send(res, 200, 'text/plain', `slept ${ms}`), ms);
+    return;
+  }
+  if (url.startsWith('/static/')) return serveStatic(req, res, url.slice(8).split('?')[0]);
+  notFound(res);
+}
+
+function startHttp() {
+  for (const n of [40, 10000, 524288]) bytesBody(n);
+  const server = http.createServer({ noDelay: true }, handle);
+  server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });
+}
+
+function startEcho() {
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    // A reset from the client is the client's business; just drop the connection.
+    socket.on('error', () => socket.destroy());
+    socket.pipe(socket);
+  });
+  server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });
+}
+
+runWorkers(workers, opts.mode === 'http' ? startHttp : startEcho);

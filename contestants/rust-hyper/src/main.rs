@@ -1,0 +1,288 @@
+//! netarena contestant: tokio + hyper 1.x, every catalog scenario.
+//!
+//! `server --mode http --port P --workers W --static-dir D` serves the HTTP scenarios;
+//! `server --mode echo --port P --workers W` is the raw TCP echo server.
+//! `--workers` is the number of tokio worker threads (one multi-threaded runtime).
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde::Serialize;
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+
+/// Matches the catalog's "backlog of at least 1024"; the kernel caps it at somaxconn.
+const LISTEN_BACKLOG: u32 = 4096;
+/// Refuse absurd /bytes/{n} so one request cannot make the server allocate gigabytes.
+const MAX_BYTES_LEN: usize = 64 * 1024 * 1024;
+const MAX_SLEEP_MS: u64 = 600_000;
+
+struct Options {
+    mode: String,
+    port: u16,
+    workers: usize,
+    static_dir: Option<PathBuf>,
+}
+
+fn usage() -> &'static str {
+    "usage: server --mode http|echo --port PORT [--workers N] [--static-dir DIR]"
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut mode = None;
+    let mut port = None;
+    let mut workers = 1usize;
+    let mut static_dir = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
+        match flag.as_str() {
+            "--mode" => mode = Some(value),
+            "--port" => {
+                port = Some(value.parse::<u16>().map_err(|_| {
+                    format!("--port must be an integer 1..65535, got {value:?}")
+                })?)
+            }
+            "--workers" => {
+                workers = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|w| *w >= 1)
+                    .ok_or_else(|| format!("--workers must be an integer >= 1, got {value:?}"))?
+            }
+            "--static-dir" => static_dir = Some(PathBuf::from(value)),
+            other => return Err(format!("unknown option {other:?}; {}", usage())),
+        }
+    }
+    let mode = mode.ok_or_else(|| format!("--mode is required; {}", usage()))?;
+    if mode != "http" && mode != "echo" {
+        return Err(format!("--mode must be http or echo, got {mode:?}"));
+    }
+    let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
+    Ok(Options { mode, port, workers, static_dir })
+}
+
+fn listen(port: u16) -> std::io::Result<TcpListener> {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    let socket = TcpSocket::new_v4()?;
+    // A restarted contestant must be able to rebind while old connections sit in TIME_WAIT.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
+
+#[derive(Serialize)]
+struct Message {
+    message: &'static str,
+}
+
+struct App {
+    static_dir: Option<PathBuf>,
+    /// Bodies for /bytes/{n}, built on first use and then shared (Bytes clones are refcounts).
+    bytes_bodies: Mutex<HashMap<usize, Bytes>>,
+}
+
+impl App {
+    fn bytes_body(&self, n: usize) -> Bytes {
+        let mut bodies = self.bytes_bodies.lock().unwrap();
+        bodies
+            .entry(n)
+            .or_insert_with(|| Bytes::from(vec![b'*'; n]))
+            .clone()
+    }
+}
+
+fn response(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+fn not_found() -> Response<Full<Bytes>> {
+    response(StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"not found"))
+}
+
+fn content_type_for(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("jpg") | Some("jpeg") => "image/jpeg",
+        Some("png") => "image/png",
+        Some("html") => "text/html",
+        Some("txt") => "text/plain",
+        Some("json") => "application/json",
+        _ => "application/octet-stream",
+    }
+}
+
+/// Maps a URL path below /static/ to a file under the static dir, refusing anything that
+/// could escape it (`..`, absolute parts).
+fn static_path(root: &Path, rel: &str) -> Option<PathBuf> {
+    let rel = Path::new(rel);
+    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
+        return None;
+    }
+    Some(root.join(rel))
+}
+
+async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return Ok(response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            Bytes::from_static(b"method not allowed"),
+        ));
+    }
+    let path = req.uri().path();
+    if path == "/hello" {
+        return Ok(response(StatusCode::OK, "text/plain", Bytes::from_static(b"Hello, World!")));
+    }
+    if path == "/json" {
+        let body = serde_json::to_vec(&Message { message: "Hello, World!" }).expect("serializable");
+        return Ok(response(StatusCode::OK, "application/json", Bytes::from(body)));
+    }
+    if let Some(n) = path.strip_prefix("/bytes/") {
+        return Ok(match n.parse::<usize>() {
+            Ok(n) if n <= MAX_BYTES_LEN => {
+                response(StatusCode::OK, "application/octet-stream", app.bytes_body(n))
+            }
+            _ => not_found(),
+        });
+    }
+    if let Some(ms) = path.strip_prefix("/sleep/") {
+        return Ok(match ms.parse::<u64>() {
+            Ok(ms) if ms <= MAX_SLEEP_MS => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                response(StatusCode::OK, "text/plain", Bytes::from(format!("slept {ms}")))
+            }
+            _ => not_found(),
+        });
+    }
+    if let (Some(rel), Some(root)) = (path.strip_prefix("/static/"), app.static_dir.as_deref()) {
+        let Some(file) = static_path(root, rel) else {
+            return Ok(not_found());
+        };
+        return Ok(match tokio::fs::read(&file).await {
+            Ok(data) => response(StatusCode::OK, content_type_for(&file), Bytes::from(data)),
+            Err(_) => not_found(),
+        });
+    }
+    Ok(not_found())
+}
+
+async fn serve_http(listener: TcpListener, app: Arc<App>) {
+    loop {
+        let (stream, _) = match listener.accept().await {
+            Ok(conn) => conn,
+            // EMFILE and friends: back off briefly instead of spinning or dying.
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let app = app.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |req| handle(app.clone(), req));
+            let _ = http1::Builder::new()
+                .keep_alive(true)
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn echo_connection(mut stream: TcpStream) {
+    let (mut reader, mut writer) = stream.split();
+    let _ = tokio::io::copy(&mut reader, &mut writer).await;
+}
+
+async fn serve_echo(listener: TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let _ = stream.set_nodelay(true);
+                tokio::spawn(echo_connection(stream));
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_args() {
+        Ok(opts) => opts,
+        Err(msg) => {
+            eprintln!("rust-hyper: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    if opts.mode == "http" {
+        if let Some(dir) = &opts.static_dir {
+            if !dir.is_dir() {
+                eprintln!(
+                    "rust-hyper: --static-dir {} is not a directory; pass the folder holding the static file set",
+                    dir.display()
+                );
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(opts.workers)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(async move {
+        let listener = match listen(opts.port) {
+            Ok(l) => l,
+            Err(err) => {
+                eprintln!("rust-hyper: cannot listen on 127.0.0.1:{}: {err}", opts.port);
+                return ExitCode::from(1);
+            }
+        };
+        let server = async {
+            if opts.mode == "echo" {
+                serve_echo(listener).await
+            } else {
+                let app = Arc::new(App {
+                    static_dir: opts.static_dir.clone(),
+                    bytes_bodies: Mutex::new(HashMap::new()),
+                });
+                for n in [40, 10_000, 524_288] {
+                    app.bytes_body(n);
+                }
+                serve_http(listener, app).await
+            }
+        };
+        tokio::select! {
+            _ = server => {}
+            _ = shutdown_signal() => {}
+        }
+        ExitCode::SUCCESS
+    })
+}
