@@ -1,0 +1,432 @@
+"""`netarena doctor`: what this machine's limits mean for a run, and how to raise them.
+
+Every check reports the current value, its consequence in plain numbers, a status and the exact
+command that fixes it. Nothing is changed unless ``apply=True`` (root only): then each recommended
+sysctl is written to /proc/sys and reported old -> new, and whatever cannot be changed from here
+(per-process limits, CPU governors) is listed with the reason.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import resource
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from netarena.envinfo import cpu_governors, read_sysctl, sysctl_path
+
+# File descriptors a generator process needs besides its connections: stdio, epoll/eventfds per
+# thread, the timer and pipes of the runtime.
+FD_SPARE = 100
+# The largest seed experiment holds 32,768 connections (seed 000); this leaves room for the server.
+RECOMMENDED_OPEN_FILES = 65536
+RECOMMENDED_NR_OPEN = 1048576
+RECOMMENDED_FILE_MAX = 262144
+RECOMMENDED_SOMAXCONN = 4096
+RECOMMENDED_SYN_BACKLOG = 4096
+# Leaves 1024-9999 to servers on fixed ports (an ephemeral port in use blocks a server's bind).
+RECOMMENDED_PORT_RANGE = (10000, 65535)
+SEED_MAX_CONNECTIONS = 32768
+RECOMMENDED_BUFFER_MAX_BYTES = 4 * 1024 * 1024
+
+_IO_URING_SETUP_SYSCALL = 425  # same number on every architecture (the unified syscall table)
+
+
+@dataclass
+class Check:
+    name: str
+    value: str
+    meaning: str
+    status: str  # "ok" | "warn" | "fail"
+    fix: str | None = None
+    # The sysctl and value that apply=True writes when the status is not ok.
+    sysctl: tuple[str, str] | None = None
+    # Why apply=True cannot fix it, when it cannot.
+    manual_only: str | None = None
+
+
+def _int_sysctl(name: str) -> int | None:
+    value = read_sysctl(name)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _triple_sysctl(name: str) -> list[int] | None:
+    value = read_sysctl(name)
+    try:
+        return [int(v) for v in value.split()] if value else None
+    except ValueError:
+        return None
+
+
+def _open_files_limits() -> tuple[int, int]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    unlimited = 2**31
+    return (unlimited if soft == resource.RLIM_INFINITY else soft,
+            unlimited if hard == resource.RLIM_INFINITY else hard)
+
+
+def port_range_size() -> int | None:
+    ports = _triple_sysctl("net.ipv4.ip_local_port_range")
+    if not ports or len(ports) != 2:
+        return None
+    return ports[1] - ports[0] + 1
+
+
+def max_connections() -> int:
+    """Most concurrent client connections one generator process can hold here, to one target.
+
+    Bounded by the open-files hard limit (any process may raise its soft limit to it; whoever starts
+    netarena-load must do so) minus ``FD_SPARE``, and by the ephemeral ports of one source address.
+    More needs several generator processes and/or ``netarena-load --source-ips``.
+    """
+    _, hard = _open_files_limits()
+    by_fds = max(0, hard - FD_SPARE)
+    ports = port_range_size()
+    return min(by_fds, ports) if ports is not None else by_fds
+
+
+def _fmt(n: int) -> str:
+    return f"{n:,}"
+
+
+def _check_open_files() -> Check:
+    soft, hard = _open_files_limits()
+    meaning = (
+        f"open files hard limit {_fmt(hard)}: at most ~{_fmt(max(0, hard - FD_SPARE))} concurrent "
+        f"connections per generator process; the server process needs its own."
+    )
+    if soft < hard:
+        meaning += (f" The soft limit {_fmt(soft)} applies until a process raises it (no privilege "
+                    f"needed up to the hard limit).")
+    if hard >= RECOMMENDED_OPEN_FILES:
+        status = "ok"
+    elif hard >= 4096:
+        status = "warn"
+        meaning += f" Below {_fmt(RECOMMENDED_OPEN_FILES)}: seed 000's {_fmt(SEED_MAX_CONNECTIONS)}-connection runs need more."
+    else:
+        status = "fail"
+        meaning += " Too low for runs of a few thousand connections."
+    n = RECOMMENDED_OPEN_FILES
+    return Check(
+        name="open files (process)",
+        value=f"soft {soft} / hard {hard}",
+        meaning=meaning,
+        status=status,
+        fix=(f"ulimit -n {n} (as root, in the shell that starts netarena); permanent: "
+             f"'* - nofile {n}' in /etc/security/limits.conf; containers: --ulimit nofile={n}:{n}"),
+        manual_only="a per-process limit, inherited from the shell or container that started netarena",
+    )
+
+
+def _check_nr_open_file_max() -> Check:
+    nr_open = _int_sysctl("fs.nr_open")
+    file_max = _int_sysctl("fs.file-max")
+    if nr_open is None or file_max is None:
+        return Check("fs.nr_open / file-max", "unreadable", "cannot read /proc/sys/fs", "warn")
+    meaning = (f"no process can have a hard open-files limit above fs.nr_open {_fmt(nr_open)}; the whole "
+               f"machine can hold {_fmt(file_max)} open files (server + generator each hold one per connection).")
+    status, sysctl, fix = "ok", None, None
+    if nr_open < RECOMMENDED_OPEN_FILES:
+        status = "warn"
+        sysctl = ("fs.nr_open", str(RECOMMENDED_NR_OPEN))
+        fix = f"sysctl -w fs.nr_open={RECOMMENDED_NR_OPEN}"
+    elif file_max < RECOMMENDED_FILE_MAX:
+        status = "warn"
+        sysctl = ("fs.file-max", str(RECOMMENDED_FILE_MAX))
+        fix = f"sysctl -w fs.file-max={RECOMMENDED_FILE_MAX}"
+    return Check("fs.nr_open / file-max", f"{nr_open} / {file_max}", meaning, status, fix, sysctl)
+
+
+def _check_min_sysctl(name: str, recommended: int, meaning_of) -> Check:
+    value = _int_sysctl(name)
+    if value is None:
+        return Check(name, "unreadable", f"cannot read {sysctl_path(name)}", "warn")
+    ok = value >= recommended
+    return Check(
+        name=name,
+        value=str(value),
+        meaning=meaning_of(value),
+        status="ok" if ok else "warn",
+        fix=None if ok else f"sysctl -w {name}={recommended}",
+        sysctl=None if ok else (name, str(recommended)),
+    )
+
+
+def _check_somaxconn() -> Check:
+    return _check_min_sysctl(
+        "net.core.somaxconn", RECOMMENDED_SOMAXCONN,
+        lambda v: (f"a listen backlog is capped at {_fmt(v)}: a server asking for 1,024 gets "
+                   f"{_fmt(min(1024, v))}; a burst of connects beyond the backlog is dropped or reset."),
+    )
+
+
+def _check_syn_backlog() -> Check:
+    cookies = _int_sysctl("net.ipv4.tcp_syncookies")
+    return _check_min_sysctl(
+        "net.ipv4.tcp_max_syn_backlog", RECOMMENDED_SYN_BACKLOG,
+        lambda v: (f"{_fmt(v)} half-open connections queue per listener; beyond that "
+                   + ("SYN cookies take over (tcp_syncookies=1), losing TCP options."
+                      if cookies == 1 else "SYNs are dropped and the client retries after 1 s.")),
+    )
+
+
+def _check_port_range() -> Check:
+    ports = _triple_sysctl("net.ipv4.ip_local_port_range")
+    name = "net.ipv4.ip_local_port_range"
+    if not ports or len(ports) != 2:
+        return Check(name, "unreadable", f"cannot read {sysctl_path(name)}", "warn")
+    low, high = ports
+    count = high - low + 1
+    meaning = (f"ephemeral ports {low}–{high}: {_fmt(count)} connections per source address to one "
+               f"target; use netarena-load --source-ips for more. Closed connections hold their port "
+               f"in TIME_WAIT for 60 s.")
+    ok = count >= SEED_MAX_CONNECTIONS
+    rec = f"{RECOMMENDED_PORT_RANGE[0]} {RECOMMENDED_PORT_RANGE[1]}"
+    if not ok:
+        meaning += f" Fewer than seed 000's {_fmt(SEED_MAX_CONNECTIONS)} connections."
+    return Check(name, f"{low} {high}", meaning, "ok" if ok else "warn",
+                 None if ok else f'sysctl -w {name}="{rec}"', None if ok else (name, rec))
+
+
+def _check_tw_reuse() -> Check:
+    name = "net.ipv4.tcp_tw_reuse"
+    value = _int_sysctl(name)
+    if value is None:
+        return Check(name, "unreadable", f"cannot read {sysctl_path(name)}", "warn")
+    count = port_range_size() or 0
+    meanings = {
+        0: (f"ports in TIME_WAIT are not reused: connection-per-request scenarios (--close) run out of "
+            f"ports after ~{_fmt(count)} connections in 60 s (~{_fmt(count // 60)}/s sustained) per source address."),
+        1: "ports in TIME_WAIT are reused for new outgoing connections: --close scenarios do not run out.",
+        2: "ports in TIME_WAIT are reused on loopback only, which is all netarena uses: fine.",
+    }
+    ok = value in (1, 2)
+    return Check(name, str(value), meanings.get(value, f"unknown value {value}"), "ok" if ok else "warn",
+                 None if ok else f"sysctl -w {name}=1", None if ok else (name, "1"))
+
+
+def _check_buffers() -> list[Check]:
+    checks = []
+    for name in ("net.core.rmem_max", "net.core.wmem_max"):
+        direction = "receive" if "rmem" in name else "send"
+        checks.append(_check_min_sysctl(
+            name, RECOMMENDED_BUFFER_MAX_BYTES,
+            lambda v, d=direction: f"a socket can ask for a {d} buffer (SO_{'RCV' if d == 'receive' else 'SND'}BUF) of at most {_fmt(v)} bytes.",
+        ))
+    for name in ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"):
+        values = _triple_sysctl(name)
+        if not values or len(values) != 3:
+            checks.append(Check(name, "unreadable", f"cannot read {sysctl_path(name)}", "warn"))
+            continue
+        low, default, high = values
+        per_32k = default * SEED_MAX_CONNECTIONS
+        meaning = (f"TCP {'receive' if 'rmem' in name else 'send'} buffers start at {_fmt(default)} bytes "
+                   f"and autotune up to {_fmt(high)}; {_fmt(SEED_MAX_CONNECTIONS)} connections at the "
+                   f"default could pin up to {per_32k / 2**30:.1f} GiB.")
+        ok = high >= RECOMMENDED_BUFFER_MAX_BYTES
+        rec = f"{low} {default} {RECOMMENDED_BUFFER_MAX_BYTES}"
+        checks.append(Check(name, " ".join(map(str, values)), meaning, "ok" if ok else "warn",
+                            None if ok else f'sysctl -w {name}="{rec}"', None if ok else (name, rec)))
+    return checks
+
+
+def _siblings(cpu: int) -> str | None:
+    path = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _check_cpus() -> list[Check]:
+    available = sorted(os.sched_getaffinity(0))
+    logical = os.cpu_count() or len(available)
+    cores = {_siblings(c) for c in available}
+    cores.discard(None)
+    if len(available) < 2:
+        split = Check("CPU split", f"{len(available)} of {logical}",
+                      "only one CPU available: server and generator would share it, and results would "
+                      "measure their contention, not the server.", "fail",
+                      "run on a machine (or with a cpuset) giving this process at least 2 CPUs")
+    elif cores and len(cores) < 2:
+        split = Check("CPU split", f"CPUs {available}",
+                      "server and generator can get separate CPUs, but they are SMT siblings of one core "
+                      "and share its execution units.", "warn",
+                      "give netarena CPUs on two physical cores (taskset/cpuset)")
+    else:
+        split = Check("CPU split", f"CPUs {available}",
+                      f"{len(available)} CPUs available: the server and the generator get disjoint CPU sets "
+                      f"(e.g. server on CPU {available[0]}, generator on CPU {available[-1]}).", "ok")
+
+    governors = cpu_governors()
+    if governors is None:
+        governor = Check("CPU governor", "not exposed",
+                         "no cpufreq in /sys (typical of VMs/containers): the host decides clock speed; "
+                         "expect run-to-run variation, hence repeats and medians.", "warn",
+                         "nothing to do from inside; on the host: cpupower frequency-set -g performance",
+                         manual_only="no cpufreq interface here")
+    else:
+        kinds = sorted(set(governors.values()))
+        ok = kinds == ["performance"]
+        governor = Check("CPU governor", ", ".join(kinds),
+                         "all CPUs run at full speed." if ok else
+                         "clock speed follows load: the first seconds of a run and lightly loaded CPUs run "
+                         "slower, which skews comparisons.",
+                         "ok" if ok else "warn",
+                         None if ok else "cpupower frequency-set -g performance "
+                         "(or echo performance > /sys/devices/system/cpu/cpu*/cpufreq/scaling_governor)",
+                         manual_only=None if ok else "not a sysctl; netarena does not change CPU frequency policy")
+    return [split, governor]
+
+
+def io_uring_usable() -> tuple[bool, str]:
+    """Whether io_uring_setup works for this process, by calling it (seccomp can block it)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError as exc:
+        return False, f"cannot load libc: {exc}"
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    fd = libc.syscall(_IO_URING_SETUP_SYSCALL, 1, params)
+    if fd >= 0:
+        os.close(fd)
+        return True, "io_uring_setup succeeded"
+    err = ctypes.get_errno()
+    return False, f"io_uring_setup failed: {errno.errorcode.get(err, err)} ({os.strerror(err)})"
+
+
+def _check_io_uring() -> Check:
+    disabled = _int_sysctl("kernel.io_uring_disabled")
+    usable, detail = io_uring_usable()
+    meanings = {0: "enabled for all processes", 1: "restricted to the kernel.io_uring_group group",
+                2: "disabled for everyone"}
+    value = "no sysctl" if disabled is None else str(disabled)
+    sysctl_part = (f"kernel.io_uring_disabled={disabled}: {meanings.get(disabled, 'unknown')}; "
+                   if disabled is not None else "")
+    if usable:
+        return Check("io_uring", value, sysctl_part + "a test ring was created: io_uring contestants can run.", "ok")
+    return Check("io_uring", value,
+                 sysctl_part + f"{detail}: io_uring contestants cannot run here.", "warn",
+                 "sysctl -w kernel.io_uring_disabled=0" if disabled else
+                 "allow io_uring_setup/enter/register in the container's seccomp profile",
+                 ("kernel.io_uring_disabled", "0") if disabled else None,
+                 manual_only=None if disabled else "blocked outside the kernel's sysctl (seccomp or kernel build)")
+
+
+def collect_checks() -> list[Check]:
+    return [
+        _check_open_files(),
+        _check_nr_open_file_max(),
+        _check_somaxconn(),
+        _check_syn_backlog(),
+        _check_port_range(),
+        _check_tw_reuse(),
+        *_check_buffers(),
+        *_check_cpus(),
+        _check_io_uring(),
+    ]
+
+
+_STYLE = {"ok": "green", "warn": "yellow", "fail": "bold red"}
+
+
+def _render(checks: list[Check], console: Console) -> None:
+    table = Table(title="netarena doctor", show_lines=True, expand=False)
+    table.add_column("check", max_width=20, overflow="fold")
+    table.add_column("value", max_width=16, overflow="fold")
+    table.add_column("status", width=6)
+    table.add_column("what it means / how to raise it", ratio=1, overflow="fold")
+    for check in checks:
+        text = escape(check.meaning)
+        if check.fix and check.status != "ok":
+            text += f"\n[bold]fix:[/bold] {escape(check.fix)}"
+        table.add_row(escape(check.name), escape(check.value),
+                      f"[{_STYLE[check.status]}]{check.status}[/]", text)
+    console.print(table)
+    console.print(f"One generator process can hold at most {_fmt(max_connections())} concurrent connections "
+                  f"to one target here (open files and ephemeral ports of one source address).")
+
+
+def _write_sysctl(name: str, value: str) -> str | None:
+    """Write a sysctl; returns the error message, or None when the value reads back as written."""
+    try:
+        sysctl_path(name).write_text(value + "\n")
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    now = read_sysctl(name)
+    if now != " ".join(value.split()):
+        return f"kernel kept {now!r}"
+    return None
+
+
+def can_raise_open_files_hard_limit(target: int) -> bool:
+    """Whether this process may raise its hard open-files limit to target (tried in a child)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, target))
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _apply(checks: list[Check], console: Console) -> int:
+    failures = 0
+    console.print("[bold]Applying recommended changes[/bold]")
+    for check in checks:
+        if check.status == "ok":
+            continue
+        if check.sysctl is not None:
+            name, value = check.sysctl
+            old = read_sysctl(name)
+            error = _write_sysctl(name, value)
+            if error is None:
+                console.print(f"  changed {name}: {old} → {read_sysctl(name)}")
+            else:
+                failures += 1
+                console.print(f"  [red]could not change[/red] {name} ({old} → {value}): {escape(error)}")
+        else:
+            reason = check.manual_only or "no automatic fix"
+            if check.name == "open files (process)":
+                _, hard = _open_files_limits()
+                if can_raise_open_files_hard_limit(RECOMMENDED_OPEN_FILES):
+                    reason += "; root may raise it here (up to fs.nr_open), so the command below works"
+                else:
+                    reason += (f"; this process may not raise its hard limit above {hard} (EPERM: the "
+                               f"container or its runtime forbids it), so only the container's "
+                               f"settings can change it")
+            console.print(f"  [yellow]not changed[/yellow] {check.name}: {escape(reason)}."
+                          + (f" Run: {escape(check.fix)}" if check.fix else ""))
+    console.print("  sysctl changes last until reboot; to keep them, put them in /etc/sysctl.d/90-netarena.conf.")
+    return failures
+
+
+def run_doctor(apply: bool, console: Console) -> int:
+    """Print the checks; with apply=True (root) write the recommended sysctls.
+
+    Returns 0 when nothing fails, 1 when a check fails or a change could not be made, 2 when
+    apply=True is asked without root.
+    """
+    if apply and os.geteuid() != 0:
+        console.print("[red]netarena doctor --apply needs root[/red] (it writes /proc/sys). "
+                      "Run it with sudo, or run without --apply to only see the checks and the commands.")
+        return 2
+    checks = collect_checks()
+    _render(checks, console)
+    apply_failures = 0
+    if apply:
+        apply_failures = _apply(checks, console)
+        checks = collect_checks()
+        remaining = ", ".join(f"{c.name} {c.status}" for c in checks if c.status != "ok")
+        console.print("[bold]After applying:[/bold] " + (remaining or "all checks ok"))
+    return 1 if apply_failures or any(c.status == "fail" for c in checks) else 0

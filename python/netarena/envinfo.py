@@ -1,0 +1,267 @@
+"""Environment fingerprint stored with every run: enough to know whether two runs are comparable.
+
+``collect()`` never raises on a missing file or tool (the value is ``None``) and finishes in well
+under 2 s: external version commands run in parallel, each with ``TOOL_TIMEOUT_S``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime
+import os
+import platform
+import resource
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+import netarena
+
+TOOL_TIMEOUT_S = 1.5
+
+# The kernel settings that change what a network benchmark can do or how it behaves.
+SYSCTLS = (
+    "net.core.somaxconn",
+    "net.ipv4.tcp_max_syn_backlog",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.tcp_tw_reuse",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.tcp_fin_timeout",
+    "net.core.rmem_max",
+    "net.core.wmem_max",
+    "net.core.rmem_default",
+    "net.core.wmem_default",
+    "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_wmem",
+    "net.core.netdev_max_backlog",
+    "fs.file-max",
+    "fs.nr_open",
+    "kernel.io_uring_disabled",
+)
+
+_ERLANG_VERSION = (
+    '{ok,V}=file:read_file(filename:join([code:root_dir(),"releases",'
+    'erlang:system_info(otp_release),"OTP_VERSION"])),io:put_chars(V),halt().'
+)
+
+# name -> (argv after the executable, how many output lines make the version, exit codes that mean ok)
+RUNTIMES: dict[str, tuple[list[str], int, tuple[int, ...]]] = {
+    "python3": (["--version"], 1, (0,)),
+    "pypy3": (["--version"], 2, (0,)),  # line 2 carries the PyPy version, line 1 the Python one
+    "node": (["--version"], 1, (0,)),
+    "go": (["version"], 1, (0,)),
+    "erl": (["-noshell", "-eval", _ERLANG_VERSION], 1, (0,)),
+    "ruby": (["--version"], 1, (0,)),
+    "java": (["-version"], 1, (0,)),
+    "nginx": (["-v"], 1, (0,)),
+    "wrk": (["-v"], 1, (0, 1)),  # exits 1 after printing its version
+}
+
+
+def read_text(path: str | Path) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def sysctl_path(name: str) -> Path:
+    return Path("/proc/sys") / name.replace(".", "/")
+
+
+def read_sysctl(name: str) -> str | None:
+    """The value as `sysctl -n` prints it (fields separated by one space), or None."""
+    raw = read_text(sysctl_path(name))
+    return " ".join(raw.split()) if raw is not None else None
+
+
+def _cpu_model() -> str | None:
+    text = read_text("/proc/cpuinfo")
+    if text is None:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() in ("model name", "Processor", "cpu model"):
+            return value.strip()
+    return None
+
+
+def _hypervisor() -> bool | None:
+    text = read_text("/proc/cpuinfo")
+    if text is None:
+        return None
+    for line in text.splitlines():
+        if line.startswith("flags"):
+            return " hypervisor" in line
+    return None
+
+
+def cpu_governors() -> dict[str, str] | None:
+    """cpuN -> scaling governor, or None where cpufreq is not exposed (VMs, containers)."""
+    governors = {}
+    for path in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")):
+        value = read_text(path)
+        if value is not None:
+            governors[path.parent.parent.name] = value
+    return governors or None
+
+
+def _distro() -> dict[str, str] | None:
+    text = read_text("/etc/os-release")
+    if text is None:
+        return None
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            fields[key] = value.strip().strip('"')
+    return {k: fields[k] for k in ("PRETTY_NAME", "ID", "VERSION_ID") if k in fields} or None
+
+
+def _first_lines(text: str, count: int) -> str | None:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return " ".join(lines[:count])[:200] or None
+
+
+def tool_version(executable: str, args: list[str], lines: int = 1, ok_exit_codes: tuple[int, ...] = (0,)) -> str | None:
+    """First line(s) of a tool's version output (stdout, else stderr), or None if absent/failed/hung."""
+    path = shutil.which(executable)
+    if path is None:
+        return None
+    try:
+        # Own session so a timeout kills the whole group: a wrapper script's children would
+        # otherwise hold the pipes open and make communicate() wait for them.
+        proc = subprocess.Popen(
+            [path, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError:
+        return None
+    try:
+        stdout, stderr = proc.communicate(timeout=TOOL_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        return None
+    if proc.returncode not in ok_exit_codes:
+        return None  # e.g. a shim that prints "command not found"-like errors
+    return _first_lines(stdout, lines) or _first_lines(stderr, lines)
+
+
+def _repo_root() -> Path | None:
+    """The checkout this package runs from, if it runs from one (not from site-packages)."""
+    package_dir = Path(netarena.__file__).resolve().parent
+    root = package_dir.parent.parent
+    if (root / ".git").exists() and (root / "pyproject.toml").is_file():
+        return root
+    return None
+
+
+def git_revision() -> dict[str, Any] | None:
+    root = _repo_root()
+    if root is None or shutil.which("git") is None:
+        return None
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=True,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain"],
+            capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"sha": sha or None, "dirty": bool(status.strip())}
+
+
+def load_generator_path() -> str | None:
+    """netarena-load on PATH (the installed package), else the release build of this checkout."""
+    found = shutil.which("netarena-load")
+    if found:
+        return found
+    root = _repo_root()
+    if root is not None:
+        built = root / "target" / "release" / "netarena-load"
+        if built.is_file() and os.access(built, os.X_OK):
+            return str(built)
+    return None
+
+
+def _load_generator() -> dict[str, str | None]:
+    path = load_generator_path()
+    version = tool_version(path, ["--version"]) if path else None
+    return {"path": path, "version": version}
+
+
+def _open_files_limit() -> dict[str, int | None]:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+
+    def finite(value: int) -> int | None:
+        return None if value == resource.RLIM_INFINITY else value
+
+    return {"soft": finite(soft), "hard": finite(hard)}
+
+
+def collect(extra: dict | None = None) -> dict:
+    started_s = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(RUNTIMES) + 2) as pool:
+        runtime_futures = {
+            name: pool.submit(tool_version, name, args, lines, ok_codes)
+            for name, (args, lines, ok_codes) in RUNTIMES.items()
+        }
+        git_future = pool.submit(git_revision)
+        load_future = pool.submit(_load_generator)
+
+        uname = platform.uname()
+        memory = psutil.virtual_memory()
+        swap = psutil.swap_memory()
+        try:
+            available_cpus = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):
+            available_cpus = None
+        info: dict[str, Any] = {
+            "collected_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "hostname": socket.gethostname(),
+            "cpu": {
+                "model": _cpu_model(),
+                "logical_cores": psutil.cpu_count(logical=True),
+                "physical_cores": psutil.cpu_count(logical=False),
+                "available_cpus": available_cpus,
+                "governors": cpu_governors(),
+                "hypervisor": _hypervisor(),
+            },
+            "memory": {"total_bytes": memory.total, "swap_total_bytes": swap.total},
+            "kernel": {"system": uname.system, "release": uname.release, "version": uname.version,
+                       "machine": uname.machine},
+            "distro": _distro(),
+            "sysctls": {name: read_sysctl(name) for name in SYSCTLS},
+            "limits": {"open_files": _open_files_limit()},
+            "python": {
+                "version": platform.python_version(),
+                "implementation": platform.python_implementation(),
+                "executable": sys.executable,
+            },
+        }
+        info["netarena"] = {"version": netarena.__version__, "git": git_future.result()}
+        info["netarena_load"] = load_future.result()
+        info["runtimes"] = {name: future.result() for name, future in runtime_futures.items()}
+    info["collect_s"] = round(time.monotonic() - started_s, 3)
+    if extra:
+        info.update(extra)
+    return info

@@ -1,0 +1,155 @@
+"""`netarena doctor` against this machine's real limits and /proc/sys."""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import resource
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+from netarena import doctor, envinfo  # noqa: E402
+
+
+def _console(width: int = 100) -> Console:
+    return Console(file=io.StringIO(), width=width, record=True, color_system=None)
+
+
+def _snapshot() -> dict[str, str | None]:
+    names = set(envinfo.SYSCTLS)
+    return {name: envinfo.read_sysctl(name) for name in sorted(names)}
+
+
+def _in_child(fn) -> object:
+    """Run fn in a forked child (so setuid/affinity changes cannot leak) and return its result."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            payload = pickle.dumps(("ok", fn()))
+        except BaseException as exc:  # report, never fall back into pytest inside the child
+            payload = pickle.dumps(("error", repr(exc)))
+        with os.fdopen(write_fd, "wb") as out:
+            out.write(payload)
+        os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as inp:
+        kind, value = pickle.loads(inp.read())
+    os.waitpid(pid, 0)
+    assert kind == "ok", value
+    return value
+
+
+def test_report_changes_nothing_and_states_the_real_limits():
+    before = _snapshot()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    console = _console(width=400)  # wide enough that no sentence wraps inside a cell
+    code = doctor.run_doctor(False, console)
+    text = console.export_text()
+    assert _snapshot() == before
+    assert resource.getrlimit(resource.RLIMIT_NOFILE) == (soft, hard)
+    assert code in (0, 1)
+    assert str(hard) in text
+    assert f"at most ~{hard - doctor.FD_SPARE:,} concurrent connections" in text
+    low, high = (int(v) for v in before["net.ipv4.ip_local_port_range"].split())
+    assert f"{high - low + 1:,} connections per source address" in text
+    assert "Applying" not in text
+
+
+def test_output_fits_100_columns():
+    console = _console()
+    doctor.run_doctor(False, console)
+    lines = console.export_text().splitlines()
+    assert len(lines) > 10
+    assert max(len(line) for line in lines) <= 100
+
+
+def test_every_non_ok_check_has_a_fix_or_says_why_not():
+    for check in doctor.collect_checks():
+        assert check.status in ("ok", "warn", "fail")
+        if check.status != "ok":
+            assert check.fix or check.manual_only, check
+
+
+def test_max_connections_is_the_smaller_of_fds_and_ports():
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    low, high = (int(v) for v in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    assert doctor.max_connections() == min(hard - doctor.FD_SPARE, high - low + 1)
+
+
+def test_a_single_cpu_fails_the_split_check_and_the_exit_code():
+    def run() -> tuple[int, str]:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        console = _console()
+        return doctor.run_doctor(False, console), console.export_text()
+
+    code, text = _in_child(run)
+    assert code == 1
+    assert "only one CPU available" in text
+
+
+def test_apply_without_root_refuses_and_changes_nothing():
+    before = _snapshot()
+
+    def run() -> tuple[int, str]:
+        if os.geteuid() == 0:
+            os.setgid(65534)
+            os.setuid(65534)
+        console = _console()
+        return doctor.run_doctor(True, console), console.export_text()
+
+    code, text = _in_child(run)
+    assert code == 2
+    assert "needs root" in text
+    assert _snapshot() == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="apply needs root")
+def test_apply_writes_recommended_sysctls_reports_them_and_is_restored():
+    pending = [c for c in doctor.collect_checks() if c.status != "ok" and c.sysctl]
+    if not pending:
+        pytest.skip("every sysctl already meets the recommendation; nothing to apply")
+    before = _snapshot()
+    try:
+        console = _console(width=400)
+        doctor.run_doctor(True, console)
+        text = console.export_text()
+        for check in pending:
+            name, value = check.sysctl
+            now = envinfo.read_sysctl(name)
+            if now == " ".join(value.split()):
+                assert f"changed {name}: {before[name]} → {now}" in text
+            else:  # e.g. a read-only /proc/sys: must be said, not hidden
+                assert f"could not change {name}" in text
+        # Settings that were already fine are left alone.
+        untouched = {n for n in before if n not in {c.sysctl[0] for c in pending}}
+        after = _snapshot()
+        assert {n: after[n] for n in untouched} == {n: before[n] for n in untouched}
+        # Per-process limits cannot be applied; that is reported, not skipped silently.
+        if any(c.name == "open files (process)" and c.status != "ok" for c in doctor.collect_checks()):
+            assert "not changed open files (process)" in text
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            if doctor.can_raise_open_files_hard_limit(doctor.RECOMMENDED_OPEN_FILES):
+                assert "root may raise it here" in text
+            else:
+                assert f"may not raise its hard limit above {hard}" in text
+    finally:
+        for name, value in before.items():
+            if value is not None and envinfo.read_sysctl(name) != value:
+                envinfo.sysctl_path(name).write_text(value + "\n")
+    assert _snapshot() == before
+
+
+def test_hard_limit_probe_tells_allowed_from_forbidden():
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    assert doctor.can_raise_open_files_hard_limit(hard)  # keeping it is always allowed
+    nr_open = int(Path("/proc/sys/fs/nr_open").read_text())
+    assert not doctor.can_raise_open_files_hard_limit(nr_open + 1)  # the kernel's ceiling
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[1] == hard  # probed in a child only

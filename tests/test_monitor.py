@@ -1,0 +1,346 @@
+"""The monitor against real process trees: forked workers, late children, exits, threads, fds."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+
+from netarena.monitor import Monitor, MonitorError  # noqa: E402
+
+# Shared by the child scripts: burn CPU by *CPU time*, not wall time, so the amount burnt is known
+# even when the (shared, 2-core) machine is busy.
+_PRELUDE = textwrap.dedent(
+    """
+    import os, sys, time, signal, threading
+
+    def burn(cpu_s):
+        start = time.process_time()
+        while time.process_time() - start < cpu_s:
+            pass
+
+    def say(*words):
+        sys.stdout.write(" ".join(str(w) for w in words) + "\\n")
+        sys.stdout.flush()
+
+    # Every process of the tree waits for its own SIGUSR1 ("go"); blocked from the start and
+    # inherited across fork, so a signal sent early is kept pending, never fatal.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+
+    def wait_go():
+        signal.sigwait({signal.SIGUSR1})
+
+    say("ready")
+    """
+)
+
+
+class Tree:
+    """A real Python process tree; it reports on stdout, the test answers with SIGUSR1."""
+
+    def __init__(self, body: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", _PRELUDE + textwrap.dedent(body)],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,  # own process group: cleanup kills exactly this tree
+        )
+        self.pid = self.proc.pid
+        self.expect("ready")  # SIGUSR1 is blocked from here on: go() cannot kill it
+
+    def expect(self, word: str, timeout_s: float = 10.0) -> list[str]:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise AssertionError(f"tree exited (rc={self.proc.poll()}) before printing {word!r}")
+            parts = line.split()
+            if parts and parts[0] == word:
+                return parts[1:]
+        raise AssertionError(f"tree did not print {word!r} within {timeout_s} s")
+
+    def go(self, pid: int | None = None) -> None:
+        os.kill(self.pid if pid is None else pid, signal.SIGUSR1)
+
+    def close(self) -> None:
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(timeout=10)
+
+    def __enter__(self) -> "Tree":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _wait_until(predicate, timeout_s: float = 10.0, step_s: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(step_s)
+    raise AssertionError("condition not reached in time")
+
+
+def _assert_cumulative(samples: list[dict]) -> None:
+    for key in ("cpu_user_s", "cpu_sys_s", "ctx_voluntary", "ctx_involuntary"):
+        values = [s[key] for s in samples]
+        assert values == sorted(values), f"{key} went backwards: {values}"
+
+
+MIB = 1024 * 1024
+
+
+def test_forked_workers_are_summed_cpu_rises_and_rss_is_plausible():
+    # A master forking 3 workers, each holding 40 MiB and burning 0.3 s of CPU.
+    body = """
+    kids = []
+    for i in range(3):
+        pid = os.fork()
+        if pid == 0:
+            block = bytearray(40 * 1024 * 1024)
+            for i in range(0, len(block), 4096):
+                block[i] = 1   # touch every page so it is resident
+            say("allocated")
+            burn(0.3)
+            say("burnt")
+            time.sleep(60)
+            os._exit(0)
+        kids.append(pid)
+    wait_go()
+    """
+    with Tree(body) as tree:
+        for _ in range(3):
+            tree.expect("allocated")
+        with Monitor(tree.pid, interval_s=0.05) as monitor:
+            for _ in range(3):
+                tree.expect("burnt")
+            time.sleep(0.15)
+        result = monitor.result
+
+    samples = result["server"]
+    assert all(s["processes"] == 4 for s in samples)
+    assert samples[-1]["cpu_user_s"] + samples[-1]["cpu_sys_s"] > samples[0]["cpu_user_s"] + samples[0]["cpu_sys_s"]
+    summary = result["summary"]["server"]
+    # 3 x 0.3 s were burnt inside the window (tick resolution 10 ms per process).
+    assert summary["cpu_user_s"] + summary["cpu_sys_s"] >= 0.8
+    assert summary["rss_peak_bytes"] >= 3 * 40 * MIB
+    assert summary["rss_peak_bytes"] < 3 * 40 * MIB + 4 * 60 * MIB
+    assert summary["processes_peak"] == 4
+    assert summary["threads_peak"] >= 4
+    assert summary["cpu_pct_mean"] > 0
+    _assert_cumulative(samples)
+    json.dumps(result)  # the store saves it as JSON
+
+
+def test_late_child_is_included_and_exited_child_keeps_its_cpu():
+    body = """
+    first = os.fork()
+    if first == 0:
+        wait_go()
+        burn(0.4)
+        os._exit(0)
+    say("first", first)
+    wait_go()
+    os.waitpid(first, 0)     # reaped: its time moves to our cutime
+    late = os.fork()
+    if late == 0:
+        time.sleep(60)
+        os._exit(0)
+    say("late", late)
+    time.sleep(60)
+    """
+    with Tree(body) as tree:
+        (first_pid,) = tree.expect("first")
+        monitor = Monitor(tree.pid, interval_s=0.05).start()
+        _wait_until(lambda: len(monitor._server_samples) >= 2)
+        tree.go(int(first_pid))
+        tree.go()
+        (late_pid,) = tree.expect("late", timeout_s=20)
+        _wait_until(lambda: monitor._server_samples[-1]["processes"] == 2 and
+                    int(late_pid) in monitor._server.tracked)
+        time.sleep(0.1)
+        result = monitor.stop()
+
+    samples = result["server"]
+    assert samples[0]["processes"] == 2  # root + first child
+    assert samples[-1]["processes"] == 2  # root + late child
+    assert result["summary"]["server"]["cpu_user_s"] + result["summary"]["server"]["cpu_sys_s"] >= 0.35
+    _assert_cumulative(samples)
+
+
+def test_reparented_grandchild_stays_tracked_and_unwaited_exit_keeps_cpu():
+    # The middle process exits without anyone waiting for it (the root ignores SIGCHLD, so the
+    # kernel reaps it without adding its time to the root's cutime) and its child is reparented
+    # outside the tree, like a daemonizing server: both must still be counted.
+    body = """
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    middle = os.fork()
+    if middle == 0:
+        grandchild = os.fork()
+        if grandchild == 0:
+            wait_go()
+            burn(0.3)
+            say("grandchild-burnt")
+            time.sleep(60)
+            os._exit(0)
+        burn(0.3)
+        say("middle", os.getpid(), grandchild)
+        wait_go()
+        os._exit(0)
+    time.sleep(60)
+    """
+    with Tree(body) as tree:
+        monitor = Monitor(tree.pid, interval_s=0.05).start()
+        middle_pid, grandchild_pid = (int(p) for p in tree.expect("middle"))
+        _wait_until(lambda: {middle_pid, grandchild_pid} <= set(monitor._server.tracked))
+        time.sleep(0.1)  # at least one sample sees the middle's 0.3 s
+        tree.go(middle_pid)
+        _wait_until(lambda: psutil.Process(grandchild_pid).ppid() != middle_pid)
+        tree.go(grandchild_pid)
+        tree.expect("grandchild-burnt")
+        time.sleep(0.15)
+        result = monitor.stop()
+
+    samples = result["server"]
+    _assert_cumulative(samples)
+    assert samples[-1]["processes"] == 2  # root + reparented grandchild
+    # middle (0.3 s, gone unwaited) + grandchild (0.3 s, reparented) are both counted.
+    assert samples[-1]["cpu_user_s"] + samples[-1]["cpu_sys_s"] >= 0.55
+
+
+def test_threads_and_their_context_switches_and_fds_are_counted():
+    # /proc/PID/status counts the main thread's switches only; 4 sleeping threads must show up.
+    body = """
+    fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(300)]
+    done = threading.Event()
+    def sleeper():
+        for _ in range(200):
+            time.sleep(0.001)
+        done.wait()
+    threads = [threading.Thread(target=sleeper) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)
+    say("slept")
+    wait_go()
+    """
+    with Tree(body) as tree:
+        tree.expect("slept")
+        with Monitor(tree.pid, interval_s=0.05) as monitor:
+            time.sleep(0.15)
+        result = monitor.result
+    last = result["server"][-1]
+    assert last["threads"] == 5
+    assert last["ctx_voluntary"] >= 4 * 150
+    assert last["fds"] >= 300
+    assert result["summary"]["server"]["fds_peak"] >= 300
+
+
+def test_generator_tree_is_sampled_separately_and_system_counters_are_sane():
+    server_body = """
+    wait_go()
+    burn(0.2)
+    say("burnt")
+    time.sleep(60)
+    """
+    generator_body = """
+    say("ready")
+    time.sleep(60)
+    """
+    with Tree(server_body) as server, Tree(generator_body) as generator:
+        generator.expect("ready")
+        with Monitor(server.pid, generator.pid, interval_s=0.05) as monitor:
+            server.go()
+            server.expect("burnt")
+            time.sleep(0.15)
+        result = monitor.result
+    # burn() polls the process clock, a system call: its time is split between user and system.
+    server, generator = result["summary"]["server"], result["summary"]["generator"]
+    assert server["cpu_user_s"] + server["cpu_sys_s"] >= 0.15
+    assert generator["cpu_user_s"] + generator["cpu_sys_s"] < 0.1
+    assert len(result["generator"]) == len(result["server"])
+    cpu_count = psutil.cpu_count()
+    assert result["system"], "no system samples"
+    previous_t_s = result["server"][0]["t_s"]
+    for s in result["system"]:
+        assert len(s["per_cpu_busy_pct"]) == cpu_count
+        assert all(v is None or 0 <= v <= 100 for v in s["per_cpu_busy_pct"])
+        if s["cpu_idle_pct"] is None:  # no clock tick in the interval
+            continue
+        total = s["cpu_user_pct"] + s["cpu_sys_pct"] + s["cpu_idle_pct"] + s["cpu_iowait_pct"]
+        assert 99 <= total + s["cpu_steal_pct"] <= 100.5
+        assert s["t_s"] - previous_t_s >= 0.025  # never closer than half an interval
+        previous_t_s = s["t_s"]
+        assert s["ctx_switches_per_s"] > 0
+        assert s["interrupts_per_s"] > 0
+    # Someone was busy: our server burnt 0.2 s of CPU within the window.
+    assert max(v for s in result["system"] for v in s["per_cpu_busy_pct"] if v is not None) > 10
+    assert set(result["summary"]["system"]) >= {
+        "ctx_switches_per_s_mean", "interrupts_per_s_mean", "cpu_user_pct_mean",
+        "cpu_sys_pct_mean", "cpu_idle_pct_mean",
+    }
+
+
+def test_server_that_exits_keeps_its_cpu_and_shows_zero_processes():
+    body = """
+    wait_go()
+    burn(0.2)
+    """
+    with Tree(body) as tree:
+        monitor = Monitor(tree.pid, interval_s=0.05).start()
+        tree.go()
+        tree.proc.wait(timeout=20)
+        time.sleep(0.15)
+        result = monitor.stop()
+    samples = result["server"]
+    assert samples[-1]["processes"] == 0
+    assert samples[-1]["rss_bytes"] == 0
+    # The monitor's last look at the process may be up to one interval before its exit.
+    assert samples[-1]["cpu_user_s"] + samples[-1]["cpu_sys_s"] >= 0.1
+    _assert_cumulative(samples)
+
+
+def test_sampling_cost_stays_far_below_one_core():
+    # The budget is < 1% of a core at 250 ms with a ~10-process tree; the bound leaves room for a
+    # machine shared with other work (cache misses, frequency), not for a slower implementation.
+    body = """
+    for _ in range(9):
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+    say("forked")
+    time.sleep(60)
+    """
+    with Tree(body) as tree:
+        tree.expect("forked")
+        with Monitor(tree.pid, interval_s=0.25) as monitor:
+            time.sleep(2.0)
+        result = monitor.result
+    assert result["summary"]["server"]["processes_peak"] == 10
+    assert result["summary"]["samples"] >= 8
+    assert result["summary"]["monitor_cpu_pct"] < 2.0, result["summary"]
+
+
+def test_bad_input_is_refused_with_a_clear_message():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    with pytest.raises(MonitorError, match=f"server process {dead.pid} does not exist"):
+        Monitor(dead.pid).start()
+    with pytest.raises(MonitorError, match="interval_s must be > 0"):
+        Monitor(os.getpid(), interval_s=0)
+    with pytest.raises(MonitorError, match="before start"):
+        Monitor(os.getpid()).stop()
