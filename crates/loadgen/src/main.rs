@@ -1,1 +1,68 @@
-fn main() {}
+//! netarena-load: parse → validate → check limits → run → print. See docs/load-generator.md.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use netarena_load::config::{self, Mode};
+use netarena_load::{cli, limits, output, run};
+
+/// Bad usage, a refused target, or a limit that makes the run impossible; nothing was sent.
+const EXIT_USAGE: u8 = 2;
+/// The tool itself failed.
+const EXIT_FAILURE: u8 = 1;
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let cli = cli::Cli::parse(); // exits with 2 on a parse error, 0 for --help / --version
+    let mut cfg = match config::from_cli(cli, argv) {
+        Ok(c) => c,
+        Err(e) => return usage_error(&e),
+    };
+
+    let fd_limit = limits::raise_fd_limit();
+    let probe_sockets = match &cfg.mode {
+        Mode::Echo(e) if e.probe_interval.is_some() => 1,
+        _ => 0,
+    };
+    if let Err(e) = limits::check(
+        cfg.connections as u64,
+        cfg.threads as u64,
+        probe_sockets,
+        fd_limit,
+        limits::ephemeral_port_range(),
+        cfg.source_ips.len() as u64,
+    ) {
+        return usage_error(&e);
+    }
+
+    if let Mode::Http(h) = &mut cfg.mode {
+        if h.verify_learn {
+            match run::learn_expectation(h, cfg.target_addr, cfg.timeout) {
+                Ok(expect) => h.expect = expect,
+                Err(e) => return failure(&e),
+            }
+        }
+    }
+
+    let outcome = match run::run(&cfg) {
+        Ok(o) => o,
+        Err(e) => return failure(&e),
+    };
+    let doc = output::document(&cfg, &outcome);
+    if cfg.json {
+        println!("{}", serde_json::to_string(&doc).expect("the result document serializes"));
+    } else {
+        print!("{}", output::human(&doc));
+    }
+    ExitCode::SUCCESS
+}
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("netarena-load: {msg}");
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn failure(msg: &str) -> ExitCode {
+    eprintln!("netarena-load: {msg}");
+    ExitCode::from(EXIT_FAILURE)
+}

@@ -1,0 +1,207 @@
+"""Shared plumbing for netarena's own benchmarks (stdlib only).
+
+Both benchmarks measure a load generator's CPU cost the same way for every tool: the generator runs
+as a direct child pinned to one CPU, and its user + system time comes from ``os.wait4``'s rusage for
+that child alone. That counts everything the process did (start-up, connecting, the run, printing
+the result), identically for netarena-load and wrk.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class BenchError(Exception):
+    """A problem the user can fix; printed as one message, exit status 2."""
+
+
+def find_load_bin(explicit: str | None) -> Path:
+    """--load-bin, then $NETARENA_LOAD, then PATH, then target/release in this checkout."""
+    candidates: list[tuple[str, str | None]] = [
+        ("--load-bin", explicit),
+        ("$NETARENA_LOAD", os.environ.get("NETARENA_LOAD")),
+        ("PATH", shutil.which("netarena-load")),
+        ("target/release", str(REPO_ROOT / "target" / "release" / "netarena-load")),
+    ]
+    for source, path in candidates:
+        if not path:
+            continue
+        p = Path(path)
+        if p.is_file() and os.access(p, os.X_OK):
+            return p
+        if source in ("--load-bin", "$NETARENA_LOAD"):
+            raise BenchError(f"{source} points to {path}, which is not an executable file")
+    raise BenchError(
+        "netarena-load not found (looked at --load-bin, $NETARENA_LOAD, PATH and target/release); "
+        "build it with: cargo build --release -p netarena-load"
+    )
+
+
+def require_tool(name: str, hint: str) -> str:
+    path = shutil.which(name)
+    if not path:
+        raise BenchError(f"{name} not found on PATH; {hint}")
+    return path
+
+
+def check_cpus(*cpus: int) -> None:
+    available = os.sched_getaffinity(0)
+    missing = [c for c in cpus if c not in available]
+    if missing:
+        raise BenchError(
+            f"CPU(s) {missing} are not available to this process (allowed: {sorted(available)}); "
+            "choose others with --server-cpu / --client-cpu"
+        )
+    if len(set(cpus)) != len(cpus):
+        raise BenchError(f"server and generator CPUs must differ, got {list(cpus)}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"{what} exited with status {proc.returncode} before listening on port {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise BenchError(f"{what} did not listen on 127.0.0.1:{port} within {timeout_s} s")
+
+
+def stop_process_group(proc: subprocess.Popen, first_signal: int = signal.SIGTERM, grace_s: float = 5.0) -> None:
+    """Stops a child started with start_new_session=True: its group id is its own pid."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, first_signal)
+    except ProcessLookupError:
+        return
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=grace_s)
+
+
+@dataclass
+class ChildRun:
+    argv: list[str]
+    exit_status: int
+    stdout: str
+    stderr: str
+    wall_s: float
+    cpu_user_s: float
+    cpu_sys_s: float
+
+    @property
+    def cpu_s(self) -> float:
+        return self.cpu_user_s + self.cpu_sys_s
+
+
+def run_pinned(argv: list[str], cpu: int, timeout_s: float, workdir: Path) -> ChildRun:
+    """Runs argv pinned to `cpu`; CPU time from wait4 on exactly this child.
+
+    Output goes to files rather than pipes so that reading it can never stall the child while we
+    sit in wait4.
+    """
+    out_path, err_path = workdir / "child.stdout", workdir / "child.stderr"
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+        )
+        try:
+            deadline = started + timeout_s
+            while True:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid == proc.pid:
+                    break
+                if time.monotonic() > deadline:
+                    proc.kill()
+                    os.wait4(proc.pid, 0)
+                    raise BenchError(f"{argv[0]} did not finish within {timeout_s:.0f} s; killed it")
+                time.sleep(0.02)
+        except BaseException:
+            # Ctrl-C or a failure above: never leave a generator running behind us.
+            if proc.returncode is None:
+                try:
+                    proc.kill()
+                    os.wait4(proc.pid, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+            raise
+        # Popen must not try to reap it again.
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall_s = time.monotonic() - started
+    return ChildRun(
+        argv=argv,
+        exit_status=proc.returncode,
+        stdout=out_path.read_text(errors="replace"),
+        stderr=err_path.read_text(errors="replace"),
+        wall_s=wall_s,
+        cpu_user_s=rusage.ru_utime,
+        cpu_sys_s=rusage.ru_stime,
+    )
+
+
+def machine_state() -> dict:
+    """What a reader needs to judge the numbers: the machine and how busy it was."""
+    cpu_model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cpu_model": cpu_model,
+        "online_cpus": os.cpu_count(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "loadavg_1_5_15": list(os.getloadavg()),
+    }
+
+
+def tool_version(argv: list[str]) -> str:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"unknown ({e})"
+    text = (p.stdout + p.stderr).strip().splitlines()
+    return text[0].strip() if text else "unknown"
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)

@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""netarena-load against wrk on the same nginx: requests/s and generator CPU per request.
+
+Method
+------
+* nginx is started by this script from its own generated config in a temporary directory
+  (one worker, ``daemon off``, ``access_log off``, ``keepalive_requests 1000000``) serving
+  ``location = /hello { return 200 "Hello, World!"; }`` on 127.0.0.1 at a free port. nginx (master
+  and worker) is pinned to the server CPU (default 0). Its response is checked before any run.
+* The two generators take turns, each pinned to the client CPU (default 1), one thread, the same
+  number of keep-alive connections (default 100) for the same duration. The order alternates from
+  run to run (A B, B A, ...) so that drift in the machine's state does not favour either tool.
+* requests/s: netarena-load's ``throughput.requests_per_s`` from its ``--json`` result; for wrk, a Lua
+  ``done`` hook prints ``summary.requests`` and ``summary.duration`` and we divide (the same numbers
+  wrk's own summary line is computed from).
+* Generator CPU: user + system time of the generator process itself, from ``os.wait4``'s rusage,
+  measured identically for both tools. It includes each tool's start-up and connection set-up, which
+  is why runs should be long (the default 10 s) when quoting µs per request.
+* Reported: every run, then the median requests/s and median CPU µs per request of each tool, the
+  ratios netarena-load / wrk, and whether the project's goal holds: CPU per request ≤ 0.77 × wrk's
+  and requests/s ≥ wrk's. Quote medians, with the machine state printed at the top (load average,
+  CPU model), never a best run. See bench/README.md.
+
+Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick]
+                               [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import benchlib
+from benchlib import BenchError
+
+HELLO = b"Hello, World!"
+PATH = "/hello"
+
+# The goal from DESIGN.md: cheaper per request than wrk, by this factor, and at least as fast.
+GOAL_CPU_RATIO = 0.77
+GOAL_RPS_RATIO = 1.0
+
+NGINX_CONF = """\
+worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{
+    worker_connections 4096;
+}}
+http {{
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    client_body_temp_path {tmp}/client_body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096;
+        location = /hello {{
+            default_type text/plain;
+            return 200 "Hello, World!";
+        }}
+    }}
+}}
+"""
+
+# wrk calls done() once at the end with the merged summary; summary.duration is in microseconds.
+WRK_DONE_LUA = """\
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format(
+    "NETARENA_WRK {\\"requests\\": %d, \\"duration_us\\": %d, \\"connect\\": %d, \\"read\\": %d, " ..
+    "\\"write\\": %d, \\"status\\": %d, \\"timeout\\": %d, \\"p50_us\\": %d, \\"p99_us\\": %d}\\n",
+    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+"""
+
+
+def start_nginx(tmp: Path, port: int, cpu: int) -> subprocess.Popen:
+    nginx = benchlib.require_tool("nginx", "install it with: apt-get install nginx")
+    conf = tmp / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port))
+    log = open(tmp / "nginx.stderr", "wb")
+    proc = subprocess.Popen(
+        [nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,  # its own process group, so we stop exactly nginx and its worker
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+    )
+    try:
+        benchlib.wait_for_port(port, proc, 10.0, "nginx")
+    except BenchError as e:
+        raise BenchError(f"{e}; nginx said: {(tmp / 'nginx.stderr').read_text(errors='replace').strip()}")
+    return proc
+
+
+def check_hello(port: int) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", PATH)
+        resp = conn.getresponse()
+        body = resp.read()
+    finally:
+        conn.close()
+    if resp.status != 200 or body != HELLO:
+        raise BenchError(f"nginx answered {resp.status} {body[:60]!r} on {PATH}, expected 200 {HELLO!r}")
+
+
+def run_netarena(load_bin: Path, url: str, args, tmp: Path) -> dict:
+    argv = [str(load_bin), "http", url, "-c", str(args.connections), "-t", "1",
+            "-d", f"{args.duration}s", "--timeout", "5s", "--json"]
+    run = benchlib.run_pinned(argv, args.client_cpu, args.duration + 60, tmp)
+    if run.exit_status != 0:
+        raise BenchError(f"netarena-load exited {run.exit_status}: {run.stderr.strip()[:2000]}")
+    try:
+        doc = json.loads(run.stdout)
+    except json.JSONDecodeError as e:
+        raise BenchError(f"netarena-load printed no JSON result ({e}): {run.stdout[:500]!r}")
+    requests = doc["totals"]["requests"]
+    return {
+        "tool": "netarena-load",
+        "requests": requests,
+        "errors": doc["errors"]["total"],
+        "requests_per_s": doc["throughput"]["requests_per_s"],
+        "p50_us": doc["latency"]["p50_us"],
+        "p99_us": doc["latency"]["p99_us"],
+        "generator_saturated": doc.get("generator_saturated"),
+        **cpu_figures(run, requests),
+    }
+
+
+def run_wrk(url: str, args, tmp: Path) -> dict:
+    wrk = benchlib.require_tool("wrk", "install it with: apt-get install wrk")
+    script = tmp / "done.lua"
+    script.write_text(WRK_DONE_LUA)
+    argv = [wrk, "-t", "1", "-c", str(args.connections), "-d", f"{args.duration}s",
+            "--timeout", "5s", "-s", str(script), url]
+    run = benchlib.run_pinned(argv, args.client_cpu, args.duration + 60, tmp)
+    if run.exit_status != 0:
+        raise BenchError(f"wrk exited {run.exit_status}: {run.stderr.strip()[:2000]}")
+    line = next((l for l in run.stdout.splitlines() if l.startswith("NETARENA_WRK ")), None)
+    if line is None:
+        raise BenchError(f"wrk's done hook printed nothing; output was:\n{run.stdout}")
+    s = json.loads(line.split(" ", 1)[1])
+    # Like netarena-load's totals.requests: only successful responses count.
+    good = s["requests"] - s["status"]
+    errors = s["connect"] + s["read"] + s["write"] + s["status"] + s["timeout"]
+    return {
+        "tool": "wrk",
+        "requests": good,
+        "errors": errors,
+        "requests_per_s": good / (s["duration_us"] / 1e6),
+        "p50_us": s["p50_us"],
+        "p99_us": s["p99_us"],
+        "generator_saturated": None,
+        **cpu_figures(run, good),
+    }
+
+
+def cpu_figures(run: benchlib.ChildRun, requests: int) -> dict:
+    return {
+        "cpu_user_s": run.cpu_user_s,
+        "cpu_sys_s": run.cpu_sys_s,
+        "wall_s": run.wall_s,
+        "cpu_us_per_request": run.cpu_s / requests * 1e6 if requests else math.inf,
+    }
+
+
+def describe(i: int, runs: int, r: dict) -> str:
+    sat = " generator-saturated" if r.get("generator_saturated") else ""
+    return (f"run {i}/{runs} {r['tool']:<13} {r['requests_per_s']:>11,.0f} req/s  "
+            f"{r['cpu_us_per_request']:6.2f} µs CPU/req  (user {r['cpu_user_s']:.2f} s, sys {r['cpu_sys_s']:.2f} s)  "
+            f"p50 {r['p50_us']} µs  p99 {r['p99_us']} µs  errors {r['errors']}  load {r['loadavg_1m']:.2f}{sat}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--runs", type=int, default=5, help="runs per tool (default 5)")
+    p.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
+    p.add_argument("--connections", type=int, default=100, help="keep-alive connections (default 100)")
+    p.add_argument("--quick", action="store_true", help="smoke run: 1 run of 2 s each")
+    p.add_argument("--load-bin", help="netarena-load binary (else $NETARENA_LOAD, PATH, target/release)")
+    p.add_argument("--json-out", type=Path, help="also save every figure to this JSON file")
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--client-cpu", type=int, default=1)
+    args = p.parse_args()
+    if args.quick:
+        args.runs, args.duration = 1, 2
+    if args.runs < 1 or args.duration < 1 or args.connections < 1:
+        p.error("--runs, --duration and --connections must be at least 1")
+
+    try:
+        return bench(args)
+    except BenchError as e:
+        benchlib.fail(str(e))
+    except KeyboardInterrupt:
+        print("interrupted; nginx and any running generator were stopped", file=sys.stderr)
+        return 130
+    return 1
+
+
+def bench(args) -> int:
+    load_bin = benchlib.find_load_bin(args.load_bin)
+    benchlib.require_tool("wrk", "install it with: apt-get install wrk")
+    benchlib.check_cpus(args.server_cpu, args.client_cpu)
+    state = benchlib.machine_state()
+    versions = {
+        "netarena-load": benchlib.tool_version([str(load_bin), "--version"]),
+        "wrk": benchlib.tool_version(["wrk", "-v"]),
+        "nginx": benchlib.tool_version(["nginx", "-v"]),
+    }
+    print(f"machine: {state['cpu_model']}, {state['online_cpus']} CPUs, kernel {state['kernel']}, "
+          f"load average {state['loadavg_1_5_15']}")
+    print(f"tools: {versions}")
+    print(f"nginx on CPU {args.server_cpu}, generators on CPU {args.client_cpu}; "
+          f"{args.runs} run(s) x {args.duration} s, {args.connections} connections, 1 thread")
+
+    results: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="netarena-bench-") as tmpdir:
+        tmp = Path(tmpdir)
+        port = benchlib.free_port()
+        nginx = start_nginx(tmp, port, args.server_cpu)
+        try:
+            check_hello(port)
+            url = f"http://127.0.0.1:{port}{PATH}"
+            for i in range(1, args.runs + 1):
+                order = ["netarena-load", "wrk"] if i % 2 else ["wrk", "netarena-load"]
+                for tool in order:
+                    load = os.getloadavg()[0]
+                    r = run_netarena(load_bin, url, args, tmp) if tool == "netarena-load" else run_wrk(url, args, tmp)
+                    r.update(run=i, loadavg_1m=load)
+                    results.append(r)
+                    print(describe(i, args.runs, r), flush=True)
+        finally:
+            # SIGQUIT is nginx's graceful stop; stop_process_group escalates to SIGKILL if needed.
+            benchlib.stop_process_group(nginx, signal.SIGQUIT)
+
+    summary = summarize(results)
+    print()
+    for tool in ("netarena-load", "wrk"):
+        s = summary[tool]
+        print(f"median {tool:<13} {s['requests_per_s']:>11,.0f} req/s  {s['cpu_us_per_request']:6.2f} µs CPU/req  "
+              f"(min..max req/s {s['requests_per_s_min']:,.0f}..{s['requests_per_s_max']:,.0f})")
+    print(f"ratio netarena-load/wrk: req/s {summary['rps_ratio']:.3f} (goal >= {GOAL_RPS_RATIO}), "
+          f"CPU/req {summary['cpu_ratio']:.3f} (goal <= {GOAL_CPU_RATIO})")
+    print("goal " + ("MET" if summary["goal_met"] else "NOT MET") +
+          (" (a --quick run is a smoke test, not a measurement)" if args.quick else ""))
+
+    if args.json_out:
+        args.json_out.write_text(json.dumps({
+            "benchmark": "loadgen_vs_wrk",
+            "config": {"runs": args.runs, "duration_s": args.duration, "connections": args.connections,
+                       "threads": 1, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
+                       "quick": args.quick, "target": "nginx return 200 \"Hello, World!\""},
+            "machine": state, "versions": versions, "runs": results, "summary": summary,
+        }, indent=2) + "\n")
+        print(f"saved {args.json_out}")
+    return 0
+
+
+def summarize(results: list[dict]) -> dict:
+    out: dict = {}
+    for tool in ("netarena-load", "wrk"):
+        rows = [r for r in results if r["tool"] == tool]
+        rps = [r["requests_per_s"] for r in rows]
+        out[tool] = {
+            "requests_per_s": benchlib.median(rps),
+            "requests_per_s_min": min(rps),
+            "requests_per_s_max": max(rps),
+            "cpu_us_per_request": benchlib.median([r["cpu_us_per_request"] for r in rows]),
+            "errors": sum(r["errors"] for r in rows),
+        }
+    out["rps_ratio"] = out["netarena-load"]["requests_per_s"] / out["wrk"]["requests_per_s"]
+    out["cpu_ratio"] = out["netarena-load"]["cpu_us_per_request"] / out["wrk"]["cpu_us_per_request"]
+    out["goal_met"] = out["cpu_ratio"] <= GOAL_CPU_RATIO and out["rps_ratio"] >= GOAL_RPS_RATIO
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+package netarena.netty;
+
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/** HTTP/1.1 server: one boss thread accepts, {workers} event-loop threads serve the connections. */
+public final class HttpServer {
+
+    public static void main(String[] argv) throws InterruptedException {
+        Args args = new Args(argv,
+                "java -jar netarena-netty.jar --port PORT [--workers N] --static-dir DIR");
+        int port = args.positiveInt("port", null);
+        int workers = args.positiveInt("workers", 1);
+        Path staticDir = Path.of(args.string("static-dir", null)).toAbsolutePath().normalize();
+        if (!Files.isDirectory(staticDir)) {
+            args.fail("--static-dir " + staticDir + " is not a directory; pass the folder holding the static file set");
+        }
+
+        EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(workers, NioIoHandler.newFactory());
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(boss, group)));
+        Routes routes = new Routes(staticDir);
+        Channel server = new ServerBootstrap()
+                .group(boss, group)
+                .channel(NioServerSocketChannel.class)
+                .option(ChannelOption.SO_BACKLOG, 1024)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        ch.pipeline()
+                                .addLast(new HttpServerCodec())
+                                // Sets Connection headers and closes after the last response when the
+                                // client did not ask for keep-alive (HTTP/1.0 or "Connection: close").
+                                .addLast(new HttpServerKeepAliveHandler())
+                                .addLast(new HttpObjectAggregator(64 * 1024))
+                                .addLast(new HttpHandler(routes));
+                    }
+                })
+                .bind("127.0.0.1", port).awaitUninterruptibly().channel();
+        HttpServer.exitUnlessBound(server, port, boss, group);
+        server.closeFuture().sync();
+    }
+
+    // Without this a failed bind leaves the event-loop threads running and the JVM alive.
+    static void exitUnlessBound(Channel server, int port, EventLoopGroup... groups) {
+        if (!server.isActive()) {
+            System.err.println("error: cannot listen on 127.0.0.1:" + port + " (is the port already in use?)");
+            shutdown(groups);
+            System.exit(1);
+        }
+    }
+
+    // A short quiet period: the orchestrator stops us between measurements and waits for the exit.
+    static void shutdown(EventLoopGroup... groups) {
+        for (EventLoopGroup g : groups) {
+            g.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+        }
+        for (EventLoopGroup g : groups) {
+            g.terminationFuture().awaitUninterruptibly(2, TimeUnit.SECONDS);
+        }
+    }
+}

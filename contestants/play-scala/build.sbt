@@ -1,0 +1,14 @@
+// A standard Play application (routes file, injected controller), staged with `sbt stage`.
+lazy val root = (project in file("."))
+  .enablePlugins(PlayScala)
+  .settings(
+    name := "netarena-play",
+    version := "1.0",
+    scalaVersion := "2.13.18",
+    libraryDependencies += guice,
+    // netarena builds outside the repository: -Dnetarena.target={build_dir}/sbt-target.
+    target := sys.props.get("netarena.target").map(file).getOrElse(baseDirectory.value / "target"),
+    // No Scaladoc in the staged package: it only slows the build down.
+    Compile / doc / sources := Seq.empty,
+    Compile / packageDoc / publishArtifact := false
+  )

@@ -1,0 +1,1 @@
+addSbtPlugin("org.playframework" % "sbt-plugin" % "3.0.11")

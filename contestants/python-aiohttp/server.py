@@ -1,0 +1,68 @@
+"""netarena contestant: aiohttp.web application, one coroutine per request."""
+import argparse
+import asyncio
+import os
+import sys
+
+from aiohttp import web
+
+import prefork
+
+BYTES_SIZES = (40, 10000, 524288)
+# Built once at start: the catalog measures serving a body, not building it.
+BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
+
+
+async def hello(request):
+    return web.Response(text="Hello, World!")
+
+
+async def bytes_body(request):
+    body = BYTES_BODIES.get(int(request.match_info["n"]))
+    if body is None:
+        raise web.HTTPNotFound()
+    return web.Response(body=body)
+
+
+async def json_message(request):
+    return web.json_response({"message": "Hello, World!"})
+
+
+async def sleep(request):
+    ms = int(request.match_info["ms"])
+    await asyncio.sleep(ms / 1000)
+    return web.Response(text=f"slept {ms}")
+
+
+def make_app(static_dir):
+    app = web.Application()
+    app.add_routes([
+        web.get("/hello", hello),
+        web.get(r"/bytes/{n:\d+}", bytes_body),
+        web.get("/json", json_message),
+        web.get(r"/sleep/{ms:\d+}", sleep),
+        web.static("/static", static_dir),
+    ])
+    return app
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--static-dir", required=True)
+    args = parser.parse_args()
+    if not os.path.isdir(args.static_dir):
+        sys.exit(f"--static-dir {args.static_dir!r} is not a directory; pass the generated static file set")
+
+    def serve():
+        # run_app handles SIGTERM itself; a short shutdown_timeout keeps a stop with /sleep requests in
+        # flight within the manifest's stop_timeout_s. aiohttp sets TCP_NODELAY on every connection.
+        web.run_app(make_app(args.static_dir), host="127.0.0.1", port=args.port, backlog=2048,
+                    reuse_port=args.workers > 1, access_log=None, print=None, shutdown_timeout=1.0)
+
+    prefork.run(args.workers, serve)
+
+
+if __name__ == "__main__":
+    main()

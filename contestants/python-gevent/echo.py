@@ -1,0 +1,46 @@
+"""netarena contestant: gevent.server.StreamServer echo, one greenlet per connection."""
+import argparse
+import signal
+import socket
+
+import gevent
+import gevent.socket
+from gevent.server import StreamServer
+
+import prefork
+
+RECV_BYTES = 16384
+
+
+def handle(conn, _address):
+    while True:
+        chunk = conn.recv(RECV_BYTES)
+        if not chunk:
+            break
+        conn.sendall(chunk)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+
+    # A gevent socket: a plain one would block the whole hub in accept().
+    listener = gevent.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Inherited by accepted sockets: small echoes go out at once instead of waiting for an ACK.
+    listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    listener.bind(("127.0.0.1", args.port))
+    listener.listen(2048)
+
+    def serve():
+        server = StreamServer(listener, handle)
+        gevent.signal_handler(signal.SIGTERM, server.stop)
+        server.serve_forever()
+
+    prefork.run(args.workers, serve)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""netarena HTTP contestant: the standard library's http.server.ThreadingHTTPServer, a thread per connection.
+
+/sleep/{ms} blocks the connection's thread with time.sleep: that is what a threaded server does,
+and the contrast with the event loops is seed 002's point.
+"""
+
+import argparse
+import http.server
+import json
+import os
+import signal
+import sys
+import time
+
+# The catalog asks for >= 1024; socketserver's default request_queue_size is 5.
+LISTEN_BACKLOG = 4096
+MAX_BYTES_N = 64 * 1024 * 1024
+MAX_SLEEP_MS = 60_000
+
+# Built once per n on first use (catalog: not per request). A racing first use builds it twice; harmless.
+bytes_bodies: dict[int, bytes] = {}
+
+
+def parse_int(text: str, maximum: int) -> int | None:
+    if not text.isdigit() or len(text) > 9:
+        return None
+    value = int(text)
+    return value if value <= maximum else None
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    # HTTP/1.1 keeps the connection open between requests (every response has a Content-Length).
+    protocol_version = "HTTP/1.1"
+    # StreamRequestHandler's switch for TCP_NODELAY on the accepted socket.
+    disable_nagle_algorithm = True
+    server_version = "netarena-threads"
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path == "/hello":
+            self.reply(b"text/plain", b"Hello, World!")
+        elif path == "/json":
+            self.reply(b"application/json", json.dumps({"message": "Hello, World!"}).encode())
+        elif path.startswith("/bytes/"):
+            n = parse_int(path[7:], MAX_BYTES_N)
+            if n is None:
+                self.send_error(404)
+                return
+            body = bytes_bodies.get(n)
+            if body is None:
+                body = bytes_bodies[n] = b"*" * n
+            self.reply(b"application/octet-stream", body)
+        elif path.startswith("/sleep/"):
+            ms = parse_int(path[7:], MAX_SLEEP_MS)
+            if ms is None:
+                self.send_error(404)
+                return
+            time.sleep(ms / 1000)
+            self.reply(b"text/plain", b"slept %d" % ms)
+        elif path.startswith("/static/"):
+            # SimpleHTTPRequestHandler serves self.path relative to `directory` (path traversal
+            # is handled by its translate_path).
+            self.path = self.path[len("/static"):]
+            super().do_GET()
+        else:
+            self.send_error(404)
+
+    def reply(self, content_type: bytes, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type.decode())
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args):
+        # Per-request access logging to stderr is off, as for every other contestant.
+        pass
+
+
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = LISTEN_BACKLOG
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client closing or resetting its connection (every load generator does at the end) is
+        # not a server error; socketserver would print a traceback for each one.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--static-dir", required=True)
+    args = parser.parse_args()
+    if not os.path.isdir(args.static_dir):
+        parser.error(f"--static-dir {args.static_dir!r} is not a directory; pass the folder holding the static file set")
+    static_dir = os.path.abspath(args.static_dir)
+
+    class StaticHandler(Handler):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, directory=static_dir, **kw)
+
+    server = Server(("127.0.0.1", args.port), StaticHandler)
+    # The default SIGTERM action would kill us mid-write; exit through serve_forever instead.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

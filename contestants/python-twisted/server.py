@@ -1,0 +1,131 @@
+"""netarena HTTP contestant: twisted.web with a Resource tree.
+
+Shared by python-twisted (default reactor), python-twisted-asyncio (`--reactor asyncio`) and
+pypy-twisted (the same code on PyPy).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from twisted.web import http, resource, server, static
+
+from twisted_workers import argument_parser, check_args, serve
+
+MAX_BYTES_N = 64 * 1024 * 1024
+MAX_SLEEP_MS = 60_000
+
+
+def parse_int(segment: bytes, maximum: int):
+    if not segment.isdigit() or len(segment) > 9:
+        return None
+    value = int(segment)
+    return value if value <= maximum else None
+
+
+class Hello(resource.Resource):
+    isLeaf = True
+
+    def render_GET(self, request):
+        request.setHeader(b"content-type", b"text/plain")
+        return b"Hello, World!"
+
+
+class Json(resource.Resource):
+    isLeaf = True
+
+    def render_GET(self, request):
+        request.setHeader(b"content-type", b"application/json")
+        return json.dumps({"message": "Hello, World!"}).encode()
+
+
+class Bytes(resource.Resource):
+    """/bytes/{n}: a static.Data (seed 001's fixed resource) per n, built on first use and then kept
+    as a child, so later requests find it without calling getChild again."""
+
+    def getChild(self, name, request):
+        n = parse_int(name, MAX_BYTES_N)
+        if n is None:
+            return resource.NoResource()
+        child = static.Data(b"*" * n, "application/octet-stream")
+        self.putChild(name, child)
+        return child
+
+
+class Sleep(resource.Resource):
+    def getChild(self, name, request):
+        ms = parse_int(name, MAX_SLEEP_MS)
+        if ms is None:
+            return resource.NoResource()
+        return SleepFor(ms)
+
+
+class SleepFor(resource.Resource):
+    isLeaf = True
+
+    def __init__(self, ms: int) -> None:
+        super().__init__()
+        self.ms = ms
+
+    def render_GET(self, request):
+        from twisted.internet import reactor
+        body = b"slept %d" % self.ms
+
+        def finish():
+            request.setHeader(b"content-type", b"text/plain")
+            request.setHeader(b"content-length", b"%d" % len(body))
+            request.write(body)
+            request.finish()
+
+        call = reactor.callLater(self.ms / 1000, finish)
+        # A client that goes away mid-sleep must not leave a timer that writes to a dead request.
+        request.notifyFinish().addErrback(lambda _failure: call.cancel() if call.active() else None)
+        return server.NOT_DONE_YET
+
+
+class NoDelayChannel(http.HTTPChannel):
+    def connectionMade(self):
+        # Twisted leaves Nagle on; small responses would then wait for the client's delayed ACK.
+        self.transport.setTcpNoDelay(True)
+        super().connectionMade()
+
+
+class QuietSite(server.Site):
+    # Per-request access logging is off, as in seed 001 (`--silence`): it costs more than a hello.
+    protocol = NoDelayChannel
+    noisy = False
+
+    def log(self, request):
+        pass
+
+
+def build_site(static_dir: str | None) -> server.Site:
+    root = resource.Resource()
+    root.putChild(b"hello", Hello())
+    root.putChild(b"json", Json())
+    root.putChild(b"bytes", Bytes())
+    root.putChild(b"sleep", Sleep())
+    if static_dir is not None:
+        # Twisted's default type for unknown extensions is text/html; the bytes/{n} files have none.
+        root.putChild(b"static", static.File(static_dir, defaultType="application/octet-stream"))
+    return QuietSite(root)
+
+
+def main() -> int:
+    parser = argument_parser(__doc__)
+    parser.add_argument("--static-dir")
+    args = parser.parse_args()
+    check_args(parser, args)
+    if args.static_dir is not None and not os.path.isdir(args.static_dir):
+        parser.error(f"--static-dir {args.static_dir!r} is not a directory; pass the folder holding the static file set")
+    worker_argv = [sys.executable, os.path.abspath(__file__), "--port", str(args.port), "--workers", "1",
+                   "--reactor", args.reactor]
+    if args.static_dir:
+        worker_argv += ["--static-dir", args.static_dir]
+    return serve(args, lambda: build_site(args.static_dir), worker_argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+//! The command line, as documented in docs/load-generator.md. Values are parsed here (clap reports
+//! bad ones with exit code 2); cross-option rules and defaults live in `config`.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::parse::{parse_bytes, parse_duration};
+
+#[derive(Parser, Debug)]
+#[command(name = "netarena-load", version, about = "netarena's load generator: HTTP/1.1 and TCP echo, verified, with HdrHistogram latencies")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// HTTP/1.1 closed loop (keep-alive unless --close)
+    Http(HttpArgs),
+    /// TCP echo flood, verified byte for byte
+    Echo(EchoArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct CommonArgs {
+    /// Concurrent connections, spread evenly over the threads [default: 100 (http), 1 (echo)]
+    #[arg(short = 'c', long)]
+    pub connections: Option<usize>,
+    /// Event-loop threads
+    #[arg(short = 't', long, default_value_t = 1)]
+    pub threads: usize,
+    /// Pin thread i to CPU LIST[i % len], e.g. 1 or 0,2 or 2-5
+    #[arg(long, value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Measured time after warm-up: 500ms, 10s, 2m, 1h or seconds [default: 10s for http]
+    #[arg(short = 'd', long, value_parser = parse_duration, value_name = "D")]
+    pub duration: Option<Duration>,
+    /// Load applied but not counted before the measured phase
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    pub warmup: Option<Duration>,
+    /// A request, chunk echo or connect not complete within D is an error
+    #[arg(long, value_parser = parse_duration, default_value = "5s", value_name = "D")]
+    pub timeout: Duration,
+    /// Bind connections round-robin to these local addresses: 127.0.0.2,127.0.0.3 or 127.0.1.1-127.0.1.20
+    #[arg(long, value_name = "LIST")]
+    pub source_ips: Option<String>,
+    /// Allow this non-loopback target host (repeatable)
+    #[arg(long, value_name = "HOST")]
+    pub allow_target: Vec<String>,
+    /// Print the JSON result document on stdout instead of the human summary
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct HttpArgs {
+    /// http://HOST[:PORT]/PATH
+    pub url: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Stop after N completed responses instead of after --duration
+    #[arg(short = 'n', long, value_name = "N")]
+    pub requests: Option<u64>,
+    /// One request per connection (Connection: close)
+    #[arg(long)]
+    pub close: bool,
+    /// Requests in flight per connection
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    pub pipeline: usize,
+    #[arg(short = 'm', long, default_value = "GET", value_name = "M")]
+    pub method: String,
+    /// "Name: value" (repeatable)
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body
+    #[arg(long, value_name = "STR", conflicts_with = "body_file")]
+    pub body: Option<String>,
+    /// Request body from a file
+    #[arg(long, value_name = "PATH")]
+    pub body_file: Option<std::path::PathBuf>,
+    /// Expected status; any other is a `status` error [default: any 2xx/3xx]
+    #[arg(long, value_name = "CODE", value_parser = clap::value_parser!(u16).range(100..=999))]
+    pub expect_status: Option<u16>,
+    /// Expected body length in bytes
+    #[arg(long, value_name = "N")]
+    pub expect_body_size: Option<u64>,
+    /// Expected SHA-256 of the body (64 hex digits)
+    #[arg(long, value_name = "HEX")]
+    pub expect_body_sha256: Option<String>,
+    /// The first response's status and body (size + sha256) become the expectation
+    #[arg(long)]
+    pub verify_learn: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EchoArgs {
+    /// HOST:PORT of a TCP echo server
+    pub target: String,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Bytes each connection sends and must get back (accepts 32k, 512KiB, 1m)
+    #[arg(long, value_parser = parse_bytes, value_name = "B")]
+    pub bytes: Option<u64>,
+    /// Bytes per write; the next chunk goes out when the previous one is fully echoed
+    #[arg(long, value_parser = parse_bytes, default_value = "32768", value_name = "C")]
+    pub chunk: u64,
+    /// While the flood runs, every I a probe connects, echoes 32 KiB and closes
+    #[arg(long, value_parser = parse_duration, value_name = "I")]
+    pub probe_interval: Option<Duration>,
+}

@@ -1,0 +1,325 @@
+//! TCP echo flood: each connection writes chunks of a deterministic pattern and checks every echoed
+//! byte against it; a chunk's round trip (first byte written → last byte echoed) is its latency.
+//!
+//! The pattern has period `PATTERN_PERIOD` (a prime, so it never lines up with power-of-two chunk
+//! or buffer sizes) and never contains zero; connection k starts at phase k·`PHASE_STEP` mod the
+//! period, so a server that mixes up two connections' streams is caught too. Expected bytes for any
+//! offset are a slice of one prebuilt buffer: sending and checking are plain slice writes and memcmp.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use mio::net::TcpStream;
+
+use crate::engine::{Outcome, Protocol};
+use crate::stats::{self, ErrorClass, ThreadStats};
+
+pub const PATTERN_PERIOD: usize = 251;
+const PHASE_STEP: usize = 97;
+/// Largest slice handed to one write() or compared at once; the pattern buffer is this much longer
+/// than one period so any (phase, length ≤ SLICE_BYTES) is a contiguous slice.
+const SLICE_BYTES: usize = 64 * 1024;
+/// Bytes each probe sends (seed 000's "client delay": a fresh connection echoing 32 KiB).
+pub const PROBE_BYTES: usize = 32 * 1024;
+
+pub struct Pattern {
+    buf: Vec<u8>,
+}
+
+impl Default for Pattern {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Pattern {
+    pub fn new() -> Self {
+        Pattern { buf: (0..PATTERN_PERIOD + SLICE_BYTES).map(|i| (i % PATTERN_PERIOD) as u8 + 1).collect() }
+    }
+
+    pub fn phase(conn_index: usize) -> usize {
+        conn_index.wrapping_mul(PHASE_STEP) % PATTERN_PERIOD
+    }
+
+    /// The bytes connection-phase `phase` has at stream offset `offset`, at most SLICE_BYTES long.
+    #[inline]
+    pub fn slice(&self, phase: usize, offset: u64, len: usize) -> &[u8] {
+        let start = (phase + (offset % PATTERN_PERIOD as u64) as usize) % PATTERN_PERIOD;
+        &self.buf[start..start + len.min(SLICE_BYTES)]
+    }
+
+    /// Compare `data` with the stream at `offset`; Err(position of the first wrong byte in data).
+    pub fn check(&self, phase: usize, offset: u64, data: &[u8]) -> Result<(), usize> {
+        let mut done = 0;
+        while done < data.len() {
+            let expected = self.slice(phase, offset + done as u64, data.len() - done);
+            let got = &data[done..done + expected.len()];
+            if got != expected {
+                let bad = got.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(0);
+                return Err(done + bad);
+            }
+            done += expected.len();
+        }
+        Ok(())
+    }
+}
+
+pub struct EchoConn {
+    phase: usize,
+    index: usize,
+    sent: u64,
+    verified: u64,
+    chunk_end: u64,
+    chunk_started: Instant,
+}
+
+pub struct EchoProtocol {
+    pattern: Pattern,
+    /// None: `--duration` mode, connections flood until the end.
+    bytes_per_connection: Option<u64>,
+    chunk_bytes: u64,
+    scratch: Vec<u8>,
+}
+
+impl EchoProtocol {
+    pub fn new(bytes_per_connection: Option<u64>, chunk_bytes: u64) -> Self {
+        EchoProtocol { pattern: Pattern::new(), bytes_per_connection, chunk_bytes, scratch: vec![0; SLICE_BYTES] }
+    }
+
+    fn start_chunk(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        let left = self.bytes_per_connection.map_or(u64::MAX, |b| b - c.sent);
+        c.chunk_end = c.sent + self.chunk_bytes.min(left);
+        c.chunk_started = now;
+        self.flush(c, sock, now, stats)
+    }
+
+    fn flush(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        while c.sent < c.chunk_end {
+            let want = (c.chunk_end - c.sent).min(SLICE_BYTES as u64) as usize;
+            match sock.write(self.pattern.slice(c.phase, c.sent, want)) {
+                Ok(n) => {
+                    c.sent += n as u64;
+                    stats.sent(now, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Outcome::Fail(ErrorClass::of_write_error(&e), format!("echo write: {e}")),
+            }
+        }
+        Outcome::Ok
+    }
+}
+
+impl Protocol for EchoProtocol {
+    type Conn = EchoConn;
+
+    fn new_conn(&self, index: usize) -> EchoConn {
+        EchoConn { phase: Pattern::phase(index), index, sent: 0, verified: 0, chunk_end: 0, chunk_started: Instant::now() }
+    }
+
+    fn nodelay(&self) -> bool {
+        true
+    }
+
+    /// With `--bytes` a connection is one unit of work: a failed one is counted, not retried, so a
+    /// broken server cannot keep the run going forever. With `--duration` it is replaced.
+    fn replace_failed(&self) -> bool {
+        self.bytes_per_connection.is_none()
+    }
+
+    fn reset(&mut self, c: &mut EchoConn) {
+        c.sent = 0;
+        c.verified = 0;
+        c.chunk_end = 0;
+    }
+
+    fn busy_since(&self, c: &EchoConn) -> Option<Instant> {
+        (c.verified < c.chunk_end).then_some(c.chunk_started)
+    }
+
+    fn on_connected(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        if self.bytes_per_connection == Some(0) {
+            return Outcome::Finished;
+        }
+        self.start_chunk(c, sock, now, stats)
+    }
+
+    fn on_writable(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        self.flush(c, sock, now, stats)
+    }
+
+    fn on_readable(&mut self, c: &mut EchoConn, sock: &mut TcpStream, _now: Instant, stats: &mut ThreadStats) -> Outcome {
+        loop {
+            let space = self.scratch.len();
+            let n = match sock.read(&mut self.scratch) {
+                Ok(0) => {
+                    return Outcome::Fail(
+                        ErrorClass::ClosedEarly,
+                        format!("echo connection {}: closed by the server after {} of {} bytes echoed", c.index, c.verified, c.sent),
+                    )
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Outcome::Fail(ErrorClass::of_read_error(&e), format!("echo read: {e}")),
+            };
+            let now = Instant::now();
+            stats.received(now, n);
+            if c.verified + n as u64 > c.sent {
+                return Outcome::Fail(
+                    ErrorClass::VerificationMismatch,
+                    format!("echo connection {}: received {} bytes but only {} were sent", c.index, c.verified + n as u64, c.sent),
+                );
+            }
+            if let Err(at) = self.pattern.check(c.phase, c.verified, &self.scratch[..n]) {
+                let offset = c.verified + at as u64;
+                return Outcome::Fail(
+                    ErrorClass::VerificationMismatch,
+                    format!(
+                        "echo connection {}: byte {offset} is 0x{:02x}, expected 0x{:02x}",
+                        c.index,
+                        self.scratch[at],
+                        self.pattern.slice(c.phase, offset, 1)[0]
+                    ),
+                );
+            }
+            c.verified += n as u64;
+            if stats.counting(now) {
+                stats.verified_bytes += n as u64;
+            }
+            if c.verified == c.chunk_end {
+                stats.response(now, now - c.chunk_started, true);
+                if self.bytes_per_connection == Some(c.verified) {
+                    return Outcome::Finished;
+                }
+                match self.start_chunk(c, sock, now, stats) {
+                    Outcome::Ok => {}
+                    other => return other,
+                }
+            }
+            if n < space {
+                return Outcome::Ok;
+            }
+        }
+    }
+
+    fn thread_done(&self, _stats: &ThreadStats) -> bool {
+        false
+    }
+}
+
+/// Results of the `--probe-interval` thread.
+pub struct ProbeResult {
+    pub attempts: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub hist: Histogram<u64>,
+    pub examples: Vec<String>,
+}
+
+/// Every `interval`, from `measure_start` until `stop`: connect, send PROBE_BYTES, read the whole
+/// echo back (verified), close. Latency spans connect to last byte echoed. Blocking sockets: one
+/// probe at a time is the point (it measures how long a newcomer waits), and this thread is idle
+/// almost all the time.
+pub fn run_probe(target: SocketAddr, interval: Duration, timeout: Duration, measure_start: Instant, stop: Arc<AtomicBool>) -> ProbeResult {
+    let pattern = Pattern::new();
+    let mut r = ProbeResult { attempts: 0, completed: 0, errors: 0, hist: stats::new_histogram(), examples: Vec::new() };
+    let mut next = measure_start;
+    let mut buf = vec![0u8; PROBE_BYTES];
+    let mut probe_index = usize::MAX / 2;
+    loop {
+        while Instant::now() < next {
+            if stop.load(Ordering::Relaxed) {
+                return r;
+            }
+            std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(5)));
+        }
+        if stop.load(Ordering::Relaxed) {
+            return r;
+        }
+        next += interval;
+        r.attempts += 1;
+        probe_index = probe_index.wrapping_add(1);
+        let started = Instant::now();
+        match probe_once(target, timeout, &pattern, Pattern::phase(probe_index), &mut buf) {
+            Ok(()) => {
+                let us = started.elapsed().as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64;
+                r.hist.saturating_record(us.max(1));
+                r.completed += 1;
+            }
+            Err(e) => {
+                r.errors += 1;
+                let msg = format!("probe: {e}");
+                if r.examples.len() < stats::MAX_ERROR_EXAMPLES && !r.examples.contains(&msg) {
+                    r.examples.push(msg);
+                }
+            }
+        }
+        // A probe that took longer than the interval does not trigger a burst of catch-up probes.
+        let now = Instant::now();
+        if next < now {
+            next = now;
+        }
+    }
+}
+
+fn probe_once(target: SocketAddr, timeout: Duration, pattern: &Pattern, phase: usize, buf: &mut [u8]) -> io::Result<()> {
+    let mut s = std::net::TcpStream::connect_timeout(&target, timeout)?;
+    s.set_nodelay(true)?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    let deadline = Instant::now() + timeout;
+    // Writing everything before reading cannot deadlock: 32 KiB fits the loopback socket buffers.
+    s.write_all(pattern.slice(phase, 0, PROBE_BYTES))?;
+    let mut got = 0usize;
+    while got < PROBE_BYTES {
+        if Instant::now() > deadline {
+            return Err(io::Error::new(io::ErrorKind::TimedOut, "echo not complete within the timeout"));
+        }
+        let n = s.read(&mut buf[got..])?;
+        if n == 0 {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("server closed after {got} of {PROBE_BYTES} bytes")));
+        }
+        got += n;
+    }
+    if let Err(at) = pattern.check(phase, 0, &buf[..PROBE_BYTES]) {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("echoed byte {at} differs from what was sent")));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_is_periodic_nonzero_and_phase_shifted() {
+        let p = Pattern::new();
+        let a = p.slice(Pattern::phase(0), 0, 1000).to_vec();
+        assert!(a.iter().all(|&b| b != 0));
+        assert_eq!(a[..PATTERN_PERIOD], a[PATTERN_PERIOD..2 * PATTERN_PERIOD]);
+        // Offsets continue the same stream: bytes 10.. equal a slice taken at offset 10.
+        assert_eq!(&a[10..400], p.slice(Pattern::phase(0), 10, 390));
+        let b = p.slice(Pattern::phase(1), 0, 1000);
+        assert_ne!(&a[..], b, "neighbouring connections must differ");
+        // Slices are capped so long chunks are written in several pieces.
+        assert_eq!(p.slice(3, 5, 10 * SLICE_BYTES).len(), SLICE_BYTES);
+    }
+
+    #[test]
+    fn check_finds_the_first_wrong_byte_across_slices() {
+        let p = Pattern::new();
+        let phase = Pattern::phase(42);
+        let offset = 1_000_003u64;
+        let mut data: Vec<u8> = (0..(SLICE_BYTES as u64 + 500)).map(|o| p.slice(phase, offset + o, 1)[0]).collect();
+        assert_eq!(p.check(phase, offset, &data), Ok(()));
+        let wrong = SLICE_BYTES + 17;
+        data[wrong] ^= 0xff;
+        assert_eq!(p.check(phase, offset, &data), Err(wrong));
+        assert!(p.check(Pattern::phase(43), offset, &data[..100]).is_err(), "another connection's bytes are wrong");
+    }
+}

@@ -1,0 +1,373 @@
+//! The per-thread event loop, shared by both modes.
+//!
+//! Each thread owns one edge-triggered mio `Poll` and a flat vector of connection slots. A socket is
+//! registered once, for READABLE | WRITABLE, and never re-registered: requests are written straight
+//! after the previous response is parsed (the socket is almost always writable), and the writable
+//! edge only matters after a partial write. What travels on the connection is the `Protocol`'s
+//! business (HTTP or echo); the engine owns connecting, timeouts, failures and replacement.
+//!
+//! Timeouts need no per-request timers: every `SWEEP_INTERVAL` the loop walks its slots and compares
+//! the start of the outstanding work with `--timeout`.
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use socket2::{Domain, Socket, Type};
+
+use crate::stats::{ErrorClass, ThreadStats};
+use crate::sys;
+
+/// How often a thread checks its connections for timeouts and due reconnects.
+pub const SWEEP_INTERVAL: Duration = Duration::from_millis(10);
+/// First and largest delay before replacing a failed connection, so that a dead server costs a few
+/// connect attempts per second per connection instead of a spinning core.
+const BACKOFF_MIN_MS: u32 = 10;
+const BACKOFF_MAX_MS: u32 = 500;
+const EVENTS_CAPACITY: usize = 1024;
+/// Initial connects per loop turn: with thousands of connections, opening them all before the
+/// first poll would leave the early ones unserved (and their handshakes unanswered) for seconds.
+const CONNECT_BATCH: usize = 256;
+/// During the initial ramp a thread keeps at most this many handshakes in progress. A burst of
+/// SYNs beyond the server's accept queue is dropped by the kernel and retried only after 1 s, 3 s,
+/// 7 s...: that would measure TCP's retransmission timer, not the server.
+const MAX_RAMP_CONNECTING: usize = 1024;
+
+/// What a protocol handler tells the engine about a connection.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Keep going.
+    Ok,
+    /// The exchange ended normally but the connection cannot carry more (`--close`, or the server
+    /// announced a close): open a new one at once.
+    Reconnect,
+    /// The connection did all it had to do (echo with `--bytes`): close it and do not replace it.
+    Finished,
+    /// Count an error of this class, close the connection, replace it after a backoff (or not,
+    /// if the protocol says failed connections are not replaced).
+    Fail(ErrorClass, String),
+}
+
+/// One way of using a connection (HTTP or echo); wrk's `struct sock`, as a trait the loop is
+/// compiled for, so the hot path has no dynamic dispatch.
+pub trait Protocol {
+    type Conn;
+    /// Per-connection state for connection number `index` (unique within the run).
+    fn new_conn(&self, index: usize) -> Self::Conn;
+    fn nodelay(&self) -> bool;
+    /// Whether a failed connection is replaced by a fresh one.
+    fn replace_failed(&self) -> bool;
+    /// The connection's socket is gone; forget in-flight work.
+    fn reset(&mut self, c: &mut Self::Conn);
+    /// Start of the oldest outstanding work, if any, for the `--timeout` sweep.
+    fn busy_since(&self, c: &Self::Conn) -> Option<Instant>;
+    fn on_connected(&mut self, c: &mut Self::Conn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome;
+    fn on_writable(&mut self, c: &mut Self::Conn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome;
+    fn on_readable(&mut self, c: &mut Self::Conn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome;
+    /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
+    fn thread_done(&self, stats: &ThreadStats) -> bool;
+}
+
+pub struct WorkerConfig {
+    pub thread_index: usize,
+    pub cpu: Option<usize>,
+    pub target: SocketAddr,
+    pub source_ips: Vec<IpAddr>,
+    /// This thread's connections are numbers first_conn .. first_conn + connections.
+    pub first_conn: usize,
+    pub connections: usize,
+    pub timeout: Duration,
+    pub measure_start: Instant,
+    /// None: run until the protocol is done or every connection finished.
+    pub measure_end: Option<Instant>,
+    pub response_quota: Option<u64>,
+}
+
+pub struct WorkerResult {
+    pub stats: ThreadStats,
+    pub cpu: Option<usize>,
+    /// Thread CPU time and wall time over the measured phase.
+    pub cpu_time: Duration,
+    pub wall_time: Duration,
+    pub user_time: Duration,
+    pub sys_time: Duration,
+    pub stopped_at: Instant,
+}
+
+enum Phase {
+    /// Not opened yet (the initial ramp opens slots in order).
+    New,
+    Idle { retry_at: Instant },
+    Connecting { since: Instant },
+    Open,
+    Done,
+}
+
+struct Slot<C> {
+    sock: Option<TcpStream>,
+    phase: Phase,
+    backoff_ms: u32,
+    source: Option<SocketAddr>,
+    conn: C,
+}
+
+struct Worker<P: Protocol> {
+    proto: P,
+    poll: Poll,
+    slots: Vec<Slot<P::Conn>>,
+    stats: ThreadStats,
+    target: SocketAddr,
+    timeout: Duration,
+    nodelay: bool,
+    /// Slots not Done.
+    live: usize,
+    /// Slots in Phase::Connecting.
+    connecting: usize,
+}
+
+/// Run one thread's share of the load until its end condition; returns its measurements.
+pub fn run_worker<P: Protocol>(cfg: WorkerConfig, proto: P) -> io::Result<WorkerResult> {
+    if let Some(cpu) = cfg.cpu {
+        sys::pin_current_thread(cpu).map_err(|e| io::Error::new(e.kind(), format!("pinning thread {} to CPU {cpu}: {e}", cfg.thread_index)))?;
+    }
+    let far_future = Instant::now() + Duration::from_secs(10 * 365 * 86400);
+    let stats = ThreadStats::new(cfg.measure_start, cfg.measure_end.unwrap_or(far_future), cfg.response_quota);
+    let slots = (0..cfg.connections)
+        .map(|k| {
+            let index = cfg.first_conn + k;
+            let source = (!cfg.source_ips.is_empty()).then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0));
+            Slot { sock: None, phase: Phase::New, backoff_ms: 0, source, conn: proto.new_conn(index) }
+        })
+        .collect();
+    let nodelay = proto.nodelay();
+    let w = Worker {
+        proto,
+        poll: Poll::new()?,
+        slots,
+        stats,
+        target: cfg.target,
+        timeout: cfg.timeout,
+        nodelay,
+        live: cfg.connections,
+        connecting: 0,
+    };
+    w.run(cfg.measure_start, cfg.measure_end, cfg.cpu)
+}
+
+impl<P: Protocol> Worker<P> {
+    fn run(mut self, measure_start: Instant, measure_end: Option<Instant>, cpu: Option<usize>) -> io::Result<WorkerResult> {
+        let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
+        // (thread cpu, user, sys, wall) at the start of the measured phase.
+        let mut at_start: Option<(Duration, (Duration, Duration), Instant)> = None;
+        let mut never_opened = 0..self.slots.len();
+        let stopped_at = loop {
+            let now = Instant::now();
+            let ramping = never_opened.len() > 0;
+            let room = MAX_RAMP_CONNECTING.saturating_sub(self.connecting).min(CONNECT_BATCH);
+            for i in never_opened.by_ref().take(room) {
+                self.open(i, now);
+            }
+            if at_start.is_none() && now >= measure_start {
+                at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
+            }
+            if measure_end.is_some_and(|end| now >= end) || self.live == 0 || self.proto.thread_done(&self.stats) {
+                break now;
+            }
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + SWEEP_INTERVAL;
+            }
+            // While ramping, come back at once if there is room for more connects.
+            let ramp_wait = if ramping && self.connecting < MAX_RAMP_CONNECTING { Duration::ZERO } else { SWEEP_INTERVAL };
+            let mut wait = next_sweep.saturating_duration_since(now).min(ramp_wait);
+            if at_start.is_none() {
+                wait = wait.min(measure_start.saturating_duration_since(now));
+            }
+            if let Some(end) = measure_end {
+                wait = wait.min(end.saturating_duration_since(now));
+            }
+            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(e);
+            }
+            for ev in events.iter() {
+                self.on_event(ev.token().0, ev);
+            }
+        };
+        let (cpu0, (user0, sys0), wall0) = at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
+        let (user1, sys1) = sys::thread_rusage();
+        Ok(WorkerResult {
+            cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
+            wall_time: stopped_at.saturating_duration_since(wall0),
+            user_time: user1.saturating_sub(user0),
+            sys_time: sys1.saturating_sub(sys0),
+            stats: self.stats,
+            cpu,
+            stopped_at,
+        })
+    }
+
+    fn on_event(&mut self, i: usize, ev: &mio::event::Event) {
+        let now = Instant::now();
+        let Some(slot) = self.slots.get_mut(i) else { return };
+        let Some(sock) = slot.sock.as_mut() else { return };
+        let out = match slot.phase {
+            Phase::Connecting { .. } => {
+                if ev.is_error() || ev.is_write_closed() || ev.is_read_closed() {
+                    let e = sock.take_error().ok().flatten();
+                    let class = e.as_ref().map_or(ErrorClass::ConnectRefused, ErrorClass::of_connect_error);
+                    let msg = match e {
+                        Some(e) => format!("connect to {}: {e}", self.target),
+                        None => format!("connect to {}: closed by the peer", self.target),
+                    };
+                    Outcome::Fail(class, msg)
+                } else if ev.is_writable() {
+                    slot.phase = Phase::Open;
+                    self.connecting -= 1;
+                    self.stats.connection_opened(now);
+                    let mut out = self.proto.on_connected(&mut slot.conn, sock, now, &mut self.stats);
+                    if matches!(out, Outcome::Ok) && ev.is_readable() {
+                        out = self.proto.on_readable(&mut slot.conn, sock, now, &mut self.stats);
+                    }
+                    out
+                } else {
+                    Outcome::Ok
+                }
+            }
+            Phase::Open => {
+                let mut out = Outcome::Ok;
+                if ev.is_writable() {
+                    out = self.proto.on_writable(&mut slot.conn, sock, now, &mut self.stats);
+                }
+                if matches!(out, Outcome::Ok) && (ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
+                    out = self.proto.on_readable(&mut slot.conn, sock, now, &mut self.stats);
+                    slot.backoff_ms = 0;
+                }
+                out
+            }
+            Phase::New | Phase::Idle { .. } | Phase::Done => Outcome::Ok,
+        };
+        self.apply(i, out, now);
+    }
+
+    fn apply(&mut self, i: usize, out: Outcome, now: Instant) {
+        match out {
+            Outcome::Ok => {}
+            Outcome::Reconnect => {
+                self.close(i);
+                self.slots[i].backoff_ms = 0;
+                self.open(i, now);
+            }
+            Outcome::Finished => {
+                self.close(i);
+                self.slots[i].phase = Phase::Done;
+                self.live -= 1;
+                if self.stats.counting(now) {
+                    self.stats.connections_completed += 1;
+                    self.stats.last_event = Some(now);
+                }
+            }
+            Outcome::Fail(class, msg) => self.fail(i, now, class, msg),
+        }
+    }
+
+    fn fail(&mut self, i: usize, now: Instant, class: ErrorClass, msg: String) {
+        self.stats.error(now, class, || msg);
+        self.close(i);
+        let slot = &mut self.slots[i];
+        if self.proto.replace_failed() {
+            slot.backoff_ms = (slot.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+            slot.phase = Phase::Idle { retry_at: now + Duration::from_millis(u64::from(slot.backoff_ms)) };
+        } else {
+            slot.phase = Phase::Done;
+            self.live -= 1;
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if matches!(slot.phase, Phase::Connecting { .. }) {
+            self.connecting -= 1;
+        }
+        self.proto.reset(&mut slot.conn);
+        // Closing the fd also removes it from the epoll set: no deregister syscall needed.
+        slot.sock = None;
+        slot.phase = Phase::Idle { retry_at: Instant::now() };
+    }
+
+    fn open(&mut self, i: usize, now: Instant) {
+        let slot = &mut self.slots[i];
+        match connect_nonblocking(self.target, slot.source, self.nodelay) {
+            Ok(mut sock) => {
+                if let Err(e) = self.poll.registry().register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE) {
+                    self.fail(i, now, ErrorClass::of_connect_error(&e), format!("epoll registration: {e}"));
+                    return;
+                }
+                slot.sock = Some(sock);
+                slot.phase = Phase::Connecting { since: now };
+                self.connecting += 1;
+            }
+            Err(e) => {
+                let source = slot.source.map(|s| format!(" from {}", s.ip())).unwrap_or_default();
+                self.fail(i, now, ErrorClass::of_connect_error(&e), format!("connect to {}{source}: {e}", self.target));
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.slots.len() {
+            let slot = &self.slots[i];
+            match slot.phase {
+                Phase::Connecting { since } if now.saturating_duration_since(since) >= self.timeout => {
+                    let msg = format!("connect to {} not complete after {:?}", self.target, self.timeout);
+                    self.fail(i, now, ErrorClass::ConnectTimeout, msg);
+                }
+                Phase::Open => {
+                    if let Some(t) = self.proto.busy_since(&slot.conn) {
+                        if now.saturating_duration_since(t) >= self.timeout {
+                            let msg = format!("no complete response within {:?}", self.timeout);
+                            self.fail(i, now, ErrorClass::Timeout, msg);
+                        }
+                    }
+                }
+                Phase::Idle { retry_at } if now >= retry_at => self.open(i, now),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// socket() + optional bind + connect(), non-blocking; `Ok` means connected or in progress.
+pub fn connect_nonblocking(target: SocketAddr, source: Option<SocketAddr>, nodelay: bool) -> io::Result<TcpStream> {
+    let sock = Socket::new(Domain::for_address(target), Type::STREAM.nonblocking().cloexec(), Some(socket2::Protocol::TCP))?;
+    if let Some(src) = source {
+        // Let connect() pick the port per 4-tuple instead of bind() reserving one per address, so
+        // each source address really adds a whole ephemeral port range.
+        let one: libc::c_int = 1;
+        // SAFETY: valid fd and a c_int option value of the right size.
+        unsafe {
+            libc::setsockopt(
+                std::os::fd::AsRawFd::as_raw_fd(&sock),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                &one as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        sock.bind(&src.into())?;
+    }
+    if nodelay {
+        sock.set_nodelay(true)?;
+    }
+    match sock.connect(&target.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(TcpStream::from_std(sock.into()))
+}

@@ -1,0 +1,792 @@
+//! HTTP/1.1: the request bytes (built once), an incremental response parser that works in place on
+//! whatever the socket delivered, and the `http` protocol driven by the engine.
+//!
+//! The parser never copies a body: it counts it and, only when a digest is expected, feeds it to
+//! SHA-256. Chunked framing is a byte-level state machine, so a chunk-size line or CRLF split across
+//! two reads needs no buffering; only an incomplete response head is carried over to the next read.
+
+use std::io::{self, Read, Write};
+use std::time::Instant;
+
+use mio::net::TcpStream;
+use sha2::{Digest, Sha256};
+
+use crate::engine::{Outcome, Protocol};
+use crate::stats::{ErrorClass, ThreadStats};
+
+/// A response head larger than this is a `parse_error` (real servers send a few hundred bytes).
+pub const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Headers beyond this count make the head unparseable.
+const MAX_HEADERS: usize = 64;
+/// Per-thread read buffer. Larger than MAX_HEAD_BYTES so an incomplete head carried over from the
+/// previous read still leaves room to read the rest.
+const SCRATCH_BYTES: usize = 2 * MAX_HEAD_BYTES;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    pub body_len: u64,
+    pub body_sha256: Option<[u8; 32]>,
+    /// False when the server will close after this response (`Connection: close`, HTTP/1.0
+    /// without keep-alive, or a close-delimited body).
+    pub keep_alive: bool,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub enum Step {
+    /// All of the input was useful but the response is not complete; `consumed` bytes may be
+    /// dropped, the rest (an incomplete head) must be presented again with more data.
+    NeedMore(usize),
+    /// A response ended after `consumed` bytes of the input.
+    Done(usize, Response),
+    Error(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Head,
+    Length { remaining: u64 },
+    ChunkSize { size: u64, digits: u32, in_extension: bool, seen_cr: bool },
+    ChunkData { remaining: u64 },
+    ChunkDataCr,
+    ChunkDataLf,
+    Trailer { line_bytes: usize },
+    UntilClose,
+}
+
+pub struct ResponseParser {
+    state: State,
+    status: u16,
+    keep_alive: bool,
+    body_len: u64,
+    hasher: Option<Sha256>,
+    /// The request was HEAD: responses have no body whatever their headers say.
+    head_request: bool,
+}
+
+impl ResponseParser {
+    pub fn new(want_digest: bool, head_request: bool) -> Self {
+        ResponseParser {
+            state: State::Head,
+            status: 0,
+            keep_alive: true,
+            body_len: 0,
+            hasher: want_digest.then(Sha256::new),
+            head_request,
+        }
+    }
+
+    /// Forget any partial response (the connection it belonged to is gone).
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.body_len = 0;
+        if let Some(h) = self.hasher.as_mut() {
+            h.reset();
+        }
+    }
+
+    /// True between the first byte of a response head being consumed and the response's end.
+    pub fn in_body(&self) -> bool {
+        self.state != State::Head
+    }
+
+    /// The peer closed the connection: completes a close-delimited body, otherwise None.
+    pub fn on_eof(&mut self) -> Option<Response> {
+        if self.state == State::UntilClose {
+            Some(self.finish())
+        } else {
+            None
+        }
+    }
+
+    fn finish(&mut self) -> Response {
+        let body_sha256 = self.hasher.as_mut().map(|h| h.finalize_reset().into());
+        let r = Response { status: self.status, body_len: self.body_len, body_sha256, keep_alive: self.keep_alive };
+        self.state = State::Head;
+        self.body_len = 0;
+        r
+    }
+
+    #[inline]
+    fn body(&mut self, data: &[u8]) {
+        self.body_len += data.len() as u64;
+        if let Some(h) = self.hasher.as_mut() {
+            h.update(data);
+        }
+    }
+
+    /// Parse as much of `buf` as possible, stopping at the end of the first complete response.
+    pub fn advance(&mut self, buf: &[u8]) -> Step {
+        let mut pos = 0;
+        loop {
+            match self.state {
+                State::Head => {
+                    if pos == buf.len() {
+                        return Step::NeedMore(pos);
+                    }
+                    match self.parse_head(&buf[pos..]) {
+                        Ok(Some((n, done))) => {
+                            pos += n;
+                            if done {
+                                return Step::Done(pos, self.finish());
+                            }
+                        }
+                        Ok(None) => return Step::NeedMore(pos),
+                        Err(e) => return Step::Error(e),
+                    }
+                }
+                State::Length { remaining } => {
+                    let take = remaining.min((buf.len() - pos) as u64) as usize;
+                    self.body(&buf[pos..pos + take]);
+                    pos += take;
+                    if take as u64 == remaining {
+                        return Step::Done(pos, self.finish());
+                    }
+                    self.state = State::Length { remaining: remaining - take as u64 };
+                    return Step::NeedMore(pos);
+                }
+                State::ChunkData { remaining } => {
+                    let take = remaining.min((buf.len() - pos) as u64) as usize;
+                    self.body(&buf[pos..pos + take]);
+                    pos += take;
+                    if take as u64 == remaining {
+                        self.state = State::ChunkDataCr;
+                    } else {
+                        self.state = State::ChunkData { remaining: remaining - take as u64 };
+                        return Step::NeedMore(pos);
+                    }
+                }
+                State::UntilClose => {
+                    self.body(&buf[pos..]);
+                    return Step::NeedMore(buf.len());
+                }
+                _ => {
+                    // The byte-at-a-time states: chunk-size line, CRLF after data, trailer.
+                    let Some(&b) = buf.get(pos) else { return Step::NeedMore(pos) };
+                    pos += 1;
+                    if let Some(step) = self.framing_byte(b, pos) {
+                        return step;
+                    }
+                }
+            }
+        }
+    }
+
+    fn framing_byte(&mut self, b: u8, pos: usize) -> Option<Step> {
+        match self.state {
+            State::ChunkSize { size, digits, in_extension, seen_cr } => {
+                if seen_cr && b != b'\n' {
+                    return Some(Step::Error("chunk-size line: CR not followed by LF".into()));
+                }
+                match b {
+                    b'\n' => {
+                        if digits == 0 {
+                            return Some(Step::Error("chunk-size line without a hexadecimal size".into()));
+                        }
+                        self.state = if size == 0 { State::Trailer { line_bytes: 0 } } else { State::ChunkData { remaining: size } };
+                    }
+                    b'\r' => self.state = State::ChunkSize { size, digits, in_extension, seen_cr: true },
+                    _ if in_extension => {}
+                    b';' | b' ' | b'\t' => self.state = State::ChunkSize { size, digits, in_extension: true, seen_cr },
+                    _ => {
+                        let Some(d) = (b as char).to_digit(16) else {
+                            return Some(Step::Error(format!("chunk size: unexpected byte 0x{b:02x}")));
+                        };
+                        if digits >= 15 {
+                            return Some(Step::Error("chunk size too large".into()));
+                        }
+                        self.state = State::ChunkSize { size: size * 16 + u64::from(d), digits: digits + 1, in_extension, seen_cr };
+                    }
+                }
+            }
+            State::ChunkDataCr => match b {
+                b'\r' => self.state = State::ChunkDataLf,
+                b'\n' => self.state = State::ChunkSize { size: 0, digits: 0, in_extension: false, seen_cr: false },
+                _ => return Some(Step::Error("chunk data longer than its declared size".into())),
+            },
+            State::ChunkDataLf => match b {
+                b'\n' => self.state = State::ChunkSize { size: 0, digits: 0, in_extension: false, seen_cr: false },
+                _ => return Some(Step::Error("chunk data not followed by CRLF".into())),
+            },
+            State::Trailer { line_bytes } => match b {
+                b'\n' if line_bytes == 0 => return Some(Step::Done(pos, self.finish())),
+                b'\n' => self.state = State::Trailer { line_bytes: 0 },
+                b'\r' => {}
+                _ if line_bytes >= MAX_HEAD_BYTES => return Some(Step::Error("chunked trailer too large".into())),
+                _ => self.state = State::Trailer { line_bytes: line_bytes + 1 },
+            },
+            _ => unreachable!("framing_byte called in a bulk state"),
+        }
+        None
+    }
+
+    /// Ok(None): incomplete head. Ok(Some((consumed, response_complete))).
+    fn parse_head(&mut self, buf: &[u8]) -> Result<Option<(usize, bool)>, String> {
+        // Uninitialised header slots: zeroing 64 of them for every response would cost more than
+        // parsing a typical head.
+        let mut headers = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+        let mut resp = httparse::Response::new(&mut []);
+        let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut resp, buf, &mut headers) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD_BYTES => {
+                return Err(format!("response head larger than {MAX_HEAD_BYTES} bytes"))
+            }
+            Ok(httparse::Status::Partial) => return Ok(None),
+            Err(e) => return Err(format!("invalid response head: {e}")),
+        };
+        let status = resp.code.unwrap_or(0);
+        let version = resp.version.unwrap_or(1);
+        let mut content_length: Option<u64> = None;
+        let mut chunked = false;
+        let mut conn_close = false;
+        let mut conn_keep_alive = false;
+        for h in resp.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let v = std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse::<u64>().ok());
+                match (v, content_length) {
+                    (None, _) => return Err("invalid Content-Length".into()),
+                    (Some(a), Some(b)) if a != b => return Err("conflicting Content-Length headers".into()),
+                    (Some(a), _) => content_length = Some(a),
+                }
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                // Chunked only matters as the final coding; anything else means close-delimited.
+                let last = h.value.rsplit(|&c| c == b',').next().unwrap_or(b"");
+                chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                for token in h.value.split(|&c| c == b',') {
+                    let t = token.trim_ascii();
+                    conn_close |= t.eq_ignore_ascii_case(b"close");
+                    conn_keep_alive |= t.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+        }
+        self.status = status;
+        self.keep_alive = !conn_close && (version == 1 || conn_keep_alive);
+        self.body_len = 0;
+        if (100..200).contains(&status) && status != 101 {
+            // Interim response (100 Continue, 103 Early Hints): the real one follows.
+            return Ok(Some((n, false)));
+        }
+        if self.head_request || status == 204 || status == 304 || status == 101 {
+            return Ok(Some((n, true)));
+        }
+        if chunked {
+            self.state = State::ChunkSize { size: 0, digits: 0, in_extension: false, seen_cr: false };
+        } else if let Some(len) = content_length {
+            if len == 0 {
+                return Ok(Some((n, true)));
+            }
+            self.state = State::Length { remaining: len };
+        } else {
+            self.keep_alive = false;
+            self.state = State::UntilClose;
+        }
+        Ok(Some((n, false)))
+    }
+}
+
+/// The request line and headers as given on the command line, turned into wire bytes.
+pub struct RequestSpec<'a> {
+    pub method: &'a str,
+    pub host_header: &'a str,
+    pub path: &'a str,
+    pub headers: &'a [String],
+    pub body: &'a [u8],
+    pub close: bool,
+}
+
+/// One request's bytes. `Host` and `Content-Length` are added unless given.
+pub fn build_request(spec: &RequestSpec) -> Result<Vec<u8>, String> {
+    if spec.method.is_empty() || !spec.method.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) {
+        return Err(format!("invalid --method '{}': it must be an HTTP token like GET or POST", spec.method));
+    }
+    let mut out = format!("{} {} HTTP/1.1\r\n", spec.method, spec.path).into_bytes();
+    let (mut has_host, mut has_length) = (false, false);
+    for h in spec.headers {
+        let Some((name, value)) = h.split_once(':') else {
+            return Err(format!("invalid --header '{h}': use \"Name: value\""));
+        };
+        let name = name.trim();
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) || h.contains(['\r', '\n']) {
+            return Err(format!("invalid --header '{h}': the name must be a token and neither part may contain CR or LF"));
+        }
+        has_host |= name.eq_ignore_ascii_case("host");
+        has_length |= name.eq_ignore_ascii_case("content-length");
+        out.extend_from_slice(format!("{name}: {}\r\n", value.trim()).as_bytes());
+    }
+    if !has_host {
+        out.extend_from_slice(format!("Host: {}\r\n", spec.host_header).as_bytes());
+    }
+    let method_has_body = matches!(spec.method, "POST" | "PUT" | "PATCH");
+    if !has_length && (!spec.body.is_empty() || method_has_body) {
+        out.extend_from_slice(format!("Content-Length: {}\r\n", spec.body.len()).as_bytes());
+    }
+    if spec.close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(spec.body);
+    Ok(out)
+}
+
+/// What every response must match.
+#[derive(Clone, Debug, Default)]
+pub struct Expectation {
+    /// None: any 2xx or 3xx.
+    pub status: Option<u16>,
+    pub body_size: Option<u64>,
+    pub body_sha256: Option<[u8; 32]>,
+}
+
+pub enum Verdict {
+    Ok,
+    Status,
+    Mismatch(String),
+}
+
+impl Expectation {
+    pub fn wants_digest(&self) -> bool {
+        self.body_sha256.is_some()
+    }
+
+    pub fn judge(&self, r: &Response) -> Verdict {
+        let status_ok = match self.status {
+            Some(s) => r.status == s,
+            None => (200..400).contains(&r.status),
+        };
+        if !status_ok {
+            return Verdict::Status;
+        }
+        if let Some(n) = self.body_size {
+            if r.body_len != n {
+                return Verdict::Mismatch(format!("body of {} bytes, expected {n}", r.body_len));
+            }
+        }
+        if let Some(d) = self.body_sha256 {
+            if r.body_sha256 != Some(d) {
+                return Verdict::Mismatch(format!("body sha256 differs from the expected {}", hex(&d)));
+            }
+        }
+        Verdict::Ok
+    }
+
+    pub fn describe_status(&self) -> String {
+        match self.status {
+            Some(s) => format!("{s}"),
+            None => "2xx/3xx".into(),
+        }
+    }
+}
+
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn parse_sha256_hex(text: &str) -> Result<[u8; 32], String> {
+    let t = text.trim();
+    if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("invalid --expect-body-sha256 '{text}': give 64 hexadecimal digits"));
+    }
+    let mut out = [0u8; 32];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(&t[2 * i..2 * i + 2], 16).expect("checked hex");
+    }
+    Ok(out)
+}
+
+/// When a connection sends its next batch. The closed loop sends as soon as the previous batch is
+/// fully answered; open-loop models (a request rate, a connection rate) would add a variant that
+/// parks the connection until a scheduled instant, leaving the engine's loop unchanged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextSend {
+    Now(usize),
+    Never,
+}
+
+pub struct HttpConn {
+    parser: ResponseParser,
+    /// An incomplete response head left over from the previous read (empty almost always).
+    carry: Vec<u8>,
+    write_off: usize,
+    write_len: usize,
+    inflight: usize,
+    sent_at: Instant,
+}
+
+pub struct HttpProtocol {
+    /// `pipeline` copies of the request, concatenated; a batch of k is the first k copies.
+    requests: Vec<u8>,
+    one_request_len: usize,
+    pipeline: usize,
+    close: bool,
+    head_request: bool,
+    expect: Expectation,
+    /// "GET /path", for error messages.
+    what: String,
+    scratch: Vec<u8>,
+    inflight_total: u64,
+}
+
+impl HttpProtocol {
+    pub fn new(request: &[u8], pipeline: usize, close: bool, method: &str, path: &str, expect: Expectation) -> Self {
+        HttpProtocol {
+            requests: request.repeat(pipeline),
+            one_request_len: request.len(),
+            pipeline,
+            close,
+            head_request: method.eq_ignore_ascii_case("HEAD"),
+            expect,
+            what: format!("{method} {path}"),
+            scratch: vec![0; SCRATCH_BYTES],
+            inflight_total: 0,
+        }
+    }
+
+    fn next_send(&self, stats: &ThreadStats) -> NextSend {
+        match stats.response_quota {
+            None => NextSend::Now(self.pipeline),
+            Some(q) => {
+                let left = q.saturating_sub(stats.responses + self.inflight_total);
+                if left == 0 {
+                    NextSend::Never
+                } else {
+                    NextSend::Now(self.pipeline.min(left as usize))
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        let NextSend::Now(k) = self.next_send(stats) else { return Outcome::Ok };
+        c.write_off = 0;
+        c.write_len = k * self.one_request_len;
+        c.inflight = k;
+        self.inflight_total += k as u64;
+        c.sent_at = now;
+        self.flush(c, sock, now, stats)
+    }
+
+    fn flush(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        while c.write_off < c.write_len {
+            match sock.write(&self.requests[c.write_off..c.write_len]) {
+                Ok(n) => {
+                    c.write_off += n;
+                    stats.sent(now, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}")),
+            }
+        }
+        Outcome::Ok
+    }
+
+    /// Account for one complete response; returns Some(outcome) if the connection must stop here.
+    fn on_response(&mut self, c: &mut HttpConn, r: Response, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Option<Outcome> {
+        c.inflight = c.inflight.saturating_sub(1);
+        self.inflight_total = self.inflight_total.saturating_sub(1);
+        let verdict = self.expect.judge(&r);
+        let ok = matches!(verdict, Verdict::Ok);
+        if stats.response(now, now - c.sent_at, ok) {
+            match verdict {
+                Verdict::Ok => {}
+                Verdict::Status => {
+                    stats.status_error(r.status);
+                    stats.error(now, ErrorClass::Status, || {
+                        format!("status {} from {} (expected {})", r.status, self.what, self.expect.describe_status())
+                    });
+                }
+                Verdict::Mismatch(m) => stats.error(now, ErrorClass::VerificationMismatch, || format!("{}: {m}", self.what)),
+            }
+        }
+        if !r.keep_alive || self.close {
+            return Some(Outcome::Reconnect);
+        }
+        if c.inflight == 0 {
+            match self.send(c, sock, now, stats) {
+                Outcome::Ok => {}
+                other => return Some(other),
+            }
+        }
+        None
+    }
+}
+
+impl Protocol for HttpProtocol {
+    type Conn = HttpConn;
+
+    fn new_conn(&self, _index: usize) -> HttpConn {
+        HttpConn {
+            parser: ResponseParser::new(self.expect.wants_digest(), self.head_request),
+            carry: Vec::new(),
+            write_off: 0,
+            write_len: 0,
+            inflight: 0,
+            sent_at: Instant::now(),
+        }
+    }
+
+    fn nodelay(&self) -> bool {
+        // With --close each connection carries one small write, which Nagle never delays; skipping
+        // the setsockopt saves a syscall per request.
+        !self.close
+    }
+
+    fn replace_failed(&self) -> bool {
+        true
+    }
+
+    fn reset(&mut self, c: &mut HttpConn) {
+        self.inflight_total = self.inflight_total.saturating_sub(c.inflight as u64);
+        c.inflight = 0;
+        c.write_off = 0;
+        c.write_len = 0;
+        c.carry.clear();
+        c.parser.reset();
+    }
+
+    fn busy_since(&self, c: &HttpConn) -> Option<Instant> {
+        (c.inflight > 0).then_some(c.sent_at)
+    }
+
+    fn on_connected(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        self.send(c, sock, now, stats)
+    }
+
+    fn on_writable(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        self.flush(c, sock, now, stats)
+    }
+
+    fn on_readable(&mut self, c: &mut HttpConn, sock: &mut TcpStream, _now: Instant, stats: &mut ThreadStats) -> Outcome {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let out = self.read_responses(c, sock, &mut scratch, stats);
+        self.scratch = scratch;
+        out
+    }
+
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        stats.quota_reached()
+    }
+}
+
+impl HttpProtocol {
+    fn read_responses(&mut self, c: &mut HttpConn, sock: &mut TcpStream, scratch: &mut [u8], stats: &mut ThreadStats) -> Outcome {
+        loop {
+            let carried = c.carry.len();
+            if carried > 0 {
+                scratch[..carried].copy_from_slice(&c.carry);
+                c.carry.clear();
+            }
+            let space = scratch.len() - carried;
+            let n = match sock.read(&mut scratch[carried..]) {
+                Ok(0) => return self.on_eof(c, carried, sock, stats),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.carry.extend_from_slice(&scratch[..carried]);
+                    return Outcome::Ok;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    c.carry.extend_from_slice(&scratch[..carried]);
+                    continue;
+                }
+                Err(e) => return Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}")),
+            };
+            // One clock read per read() serves as the end of the responses in it and the start of
+            // the requests sent in reply.
+            let now = Instant::now();
+            stats.received(now, n);
+            let total = carried + n;
+            let mut pos = 0;
+            while pos < total {
+                match c.parser.advance(&scratch[pos..total]) {
+                    Step::NeedMore(k) => {
+                        pos += k;
+                        break;
+                    }
+                    Step::Done(k, r) => {
+                        pos += k;
+                        if c.inflight == 0 {
+                            return Outcome::Fail(ErrorClass::ParseError, format!("response to {} without a request outstanding", self.what));
+                        }
+                        if let Some(out) = self.on_response(c, r, sock, now, stats) {
+                            return out;
+                        }
+                    }
+                    Step::Error(e) => return Outcome::Fail(ErrorClass::ParseError, format!("{}: {e}", self.what)),
+                }
+            }
+            if pos < total {
+                c.carry.extend_from_slice(&scratch[pos..total]);
+            }
+            // A short read drained the socket's receive queue: the next data raises a new edge, so
+            // another read now would only return EAGAIN (epoll(7), "Questions and answers" 9).
+            if n < space {
+                return Outcome::Ok;
+            }
+        }
+    }
+
+    fn on_eof(&mut self, c: &mut HttpConn, carried: usize, sock: &mut TcpStream, stats: &mut ThreadStats) -> Outcome {
+        if carried == 0 && c.inflight > 0 {
+            if let Some(r) = c.parser.on_eof() {
+                // A close-delimited body ends here; keep_alive is false, so this reconnects.
+                return self.on_response(c, r, sock, Instant::now(), stats).unwrap_or(Outcome::Reconnect);
+            }
+        }
+        if c.inflight > 0 {
+            let partial = if c.parser.in_body() || carried > 0 { "in the middle of a response" } else { "before the response" };
+            return Outcome::Fail(ErrorClass::ClosedEarly, format!("{}: server closed the connection {partial}", self.what));
+        }
+        Outcome::Reconnect
+    }
+}
+
+/// Feed `pieces` to a parser the way the engine does (an incomplete head is carried over to the
+/// next piece; bodies never are), then signal EOF. Returns the responses or the first error.
+/// Public for the fuzz target.
+pub fn parse_pieces(pieces: &[&[u8]], want_digest: bool) -> Result<Vec<Response>, String> {
+    let mut p = ResponseParser::new(want_digest, false);
+    let mut carry: Vec<u8> = Vec::new();
+    let mut out = Vec::new();
+    for piece in pieces {
+        let mut buf = std::mem::take(&mut carry);
+        buf.extend_from_slice(piece);
+        let mut pos = 0;
+        while pos < buf.len() {
+            match p.advance(&buf[pos..]) {
+                Step::NeedMore(k) => {
+                    pos += k;
+                    break;
+                }
+                Step::Done(k, r) => {
+                    pos += k;
+                    out.push(r);
+                }
+                Step::Error(e) => return Err(e),
+            }
+        }
+        carry = buf[pos..].to_vec();
+    }
+    if carry.is_empty() {
+        if let Some(r) = p.on_eof() {
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn digest(b: &[u8]) -> [u8; 32] {
+        Sha256::digest(b).into()
+    }
+
+    /// Several framings back to back, ending with a close-delimited body.
+    const STREAM: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nServer: t\r\n\r\nhello\
+HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5;ext=1\r\nhello\r\nA\r\n0123456789\r\n0\r\nX-Trailer: y\r\n\r\n\
+HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n\
+HTTP/1.1 503 Busy\r\nConnection: keep-alive, close\r\nContent-Length: 0\r\n\r\n\
+HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n\
+HTTP/1.0 200 OK\r\n\r\nbody until close";
+
+    fn expected() -> Vec<Response> {
+        let r = |status, body: &[u8], keep_alive| Response { status, body_len: body.len() as u64, body_sha256: Some(digest(body)), keep_alive };
+        vec![
+            r(200, b"hello", true),
+            r(200, b"hello0123456789", true),
+            r(204, b"", true),
+            r(503, b"", false),
+            r(200, b"abc", true),
+            r(200, b"body until close", false),
+        ]
+    }
+
+    #[test]
+    fn whole_stream() {
+        assert_eq!(parse_pieces(&[STREAM], true).unwrap(), expected());
+    }
+
+    #[test]
+    fn split_at_every_byte_boundary() {
+        for i in 0..=STREAM.len() {
+            let got = parse_pieces(&[&STREAM[..i], &STREAM[i..]], true).unwrap_or_else(|e| panic!("split at {i}: {e}"));
+            assert_eq!(got, expected(), "split at {i}");
+        }
+    }
+
+    #[test]
+    fn one_byte_at_a_time() {
+        let pieces: Vec<&[u8]> = STREAM.chunks(1).collect();
+        assert_eq!(parse_pieces(&pieces, true).unwrap(), expected());
+    }
+
+    #[test]
+    fn without_digest_bodies_are_only_counted() {
+        let got = parse_pieces(&[STREAM], false).unwrap();
+        assert!(got.iter().all(|r| r.body_sha256.is_none()));
+        assert_eq!(got.iter().map(|r| r.body_len).collect::<Vec<_>>(), [5, 15, 0, 0, 3, 16]);
+    }
+
+    #[test]
+    fn eof_inside_a_length_delimited_body_is_not_a_response() {
+        let got = parse_pieces(&[b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"], false).unwrap();
+        assert!(got.is_empty());
+    }
+
+    #[test]
+    fn head_request_has_no_body() {
+        let mut p = ResponseParser::new(false, true);
+        let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n";
+        assert_eq!(p.advance(wire), Step::Done(wire.len(), Response { status: 200, body_len: 0, body_sha256: None, keep_alive: true }));
+    }
+
+    #[test]
+    fn malformed_responses_are_errors() {
+        for bad in [
+            &b"HTTP/1.1 2x0 OK\r\n\r\n"[..],
+            b"SSH-2.0-OpenSSH\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n",
+        ] {
+            assert!(parse_pieces(&[bad], false).is_err(), "{:?} accepted", String::from_utf8_lossy(bad));
+        }
+        let mut huge = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+        huge.resize(MAX_HEAD_BYTES + 10, b'a');
+        let e = parse_pieces(&[&huge[..1000], &huge[1000..]], false).unwrap_err();
+        assert!(e.contains("larger than"), "{e}");
+    }
+
+    #[test]
+    fn requests_are_built_once_with_defaults() {
+        let spec = RequestSpec { method: "POST", host_header: "127.0.0.1:8080", path: "/x", headers: &["X-A: 1".into()], body: b"abc", close: true };
+        let r = String::from_utf8(build_request(&spec).unwrap()).unwrap();
+        assert_eq!(r, "POST /x HTTP/1.1\r\nX-A: 1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc");
+        let spec = RequestSpec { method: "GET", host_header: "h", path: "/", headers: &["host: other".into()], body: b"", close: false };
+        assert_eq!(build_request(&spec).unwrap(), b"GET / HTTP/1.1\r\nhost: other\r\n\r\n");
+        for bad in ["NoColon", ": empty", "X-Bad\r\nInjected: 1"] {
+            let spec = RequestSpec { method: "GET", host_header: "h", path: "/", headers: &[bad.into()], body: b"", close: false };
+            assert!(build_request(&spec).is_err(), "{bad:?} accepted");
+        }
+        let spec = RequestSpec { method: "G ET", host_header: "h", path: "/", headers: &[], body: b"", close: false };
+        assert!(build_request(&spec).unwrap_err().contains("--method"));
+    }
+
+    #[test]
+    fn expectations() {
+        let r = Response { status: 200, body_len: 5, body_sha256: Some(digest(b"hello")), keep_alive: true };
+        assert!(matches!(Expectation::default().judge(&r), Verdict::Ok));
+        assert!(matches!(Expectation::default().judge(&Response { status: 404, ..r.clone() }), Verdict::Status));
+        assert!(matches!(Expectation { status: Some(201), ..Default::default() }.judge(&r), Verdict::Status));
+        assert!(matches!(Expectation { body_size: Some(4), ..Default::default() }.judge(&r), Verdict::Mismatch(_)));
+        assert!(matches!(Expectation { body_sha256: Some(digest(b"hellO")), ..Default::default() }.judge(&r), Verdict::Mismatch(_)));
+        assert!(matches!(Expectation { body_sha256: Some(digest(b"hello")), body_size: Some(5), status: Some(200) }.judge(&r), Verdict::Ok));
+        assert_eq!(parse_sha256_hex(&hex(&digest(b"x"))).unwrap(), digest(b"x"));
+        assert!(parse_sha256_hex("abc").is_err());
+    }
+}

@@ -1,0 +1,323 @@
+//! Per-thread measurements (counters, error classes, latency histogram, per-second timeline) and
+//! their merge. A thread only ever touches its own `ThreadStats`; the merge happens once, after the
+//! threads have stopped, so the hot path has no locks and no shared cache lines.
+
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+/// Histogram range: 1 µs to 1 h at 3 significant digits (0.1% resolution).
+pub const HIST_LOWEST_US: u64 = 1;
+pub const HIST_HIGHEST_US: u64 = 3_600_000_000;
+pub const HIST_SIGFIG: u8 = 3;
+/// How many distinct error messages a run keeps as examples.
+pub const MAX_ERROR_EXAMPLES: usize = 5;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_SIGFIG).expect("valid histogram bounds")
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorClass {
+    ConnectRefused,
+    ConnectTimeout,
+    AddressUnavailable,
+    TooManyOpenFiles,
+    Reset,
+    ClosedEarly,
+    ReadError,
+    WriteError,
+    Timeout,
+    ParseError,
+    Status,
+    VerificationMismatch,
+}
+
+impl ErrorClass {
+    pub const ALL: [ErrorClass; 12] = [
+        ErrorClass::ConnectRefused,
+        ErrorClass::ConnectTimeout,
+        ErrorClass::AddressUnavailable,
+        ErrorClass::TooManyOpenFiles,
+        ErrorClass::Reset,
+        ErrorClass::ClosedEarly,
+        ErrorClass::ReadError,
+        ErrorClass::WriteError,
+        ErrorClass::Timeout,
+        ErrorClass::ParseError,
+        ErrorClass::Status,
+        ErrorClass::VerificationMismatch,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorClass::ConnectRefused => "connect_refused",
+            ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::AddressUnavailable => "address_unavailable",
+            ErrorClass::TooManyOpenFiles => "too_many_open_files",
+            ErrorClass::Reset => "reset",
+            ErrorClass::ClosedEarly => "closed_early",
+            ErrorClass::ReadError => "read_error",
+            ErrorClass::WriteError => "write_error",
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::ParseError => "parse_error",
+            ErrorClass::Status => "status",
+            ErrorClass::VerificationMismatch => "verification_mismatch",
+        }
+    }
+
+    /// Class of a failed connect() (immediate or reported later through SO_ERROR).
+    pub fn of_connect_error(e: &std::io::Error) -> ErrorClass {
+        match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) => ErrorClass::ConnectRefused,
+            Some(libc::EADDRNOTAVAIL) | Some(libc::EADDRINUSE) => ErrorClass::AddressUnavailable,
+            Some(libc::EMFILE) | Some(libc::ENFILE) => ErrorClass::TooManyOpenFiles,
+            Some(libc::ETIMEDOUT) => ErrorClass::ConnectTimeout,
+            Some(libc::ECONNRESET) => ErrorClass::Reset,
+            _ => ErrorClass::ConnectRefused,
+        }
+    }
+
+    pub fn of_read_error(e: &std::io::Error) -> ErrorClass {
+        match e.raw_os_error() {
+            Some(libc::ECONNRESET) | Some(libc::EPIPE) => ErrorClass::Reset,
+            Some(libc::ECONNREFUSED) => ErrorClass::ConnectRefused,
+            _ => ErrorClass::ReadError,
+        }
+    }
+
+    pub fn of_write_error(e: &std::io::Error) -> ErrorClass {
+        match e.raw_os_error() {
+            Some(libc::ECONNRESET) | Some(libc::EPIPE) => ErrorClass::Reset,
+            Some(libc::ECONNREFUSED) => ErrorClass::ConnectRefused,
+            _ => ErrorClass::WriteError,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Second {
+    pub requests: u64,
+    pub bytes_received: u64,
+    pub errors: u64,
+}
+
+/// Everything one thread counted during the measured phase.
+pub struct ThreadStats {
+    /// Counting window: events before `measure_start` are warm-up, events at or after `measure_end`
+    /// are past the end of the run.
+    measure_start: Instant,
+    measure_end: Instant,
+    /// With `--requests`: this thread stops counting (and sending) after this many responses.
+    pub response_quota: Option<u64>,
+    pub hist: Histogram<u64>,
+    pub requests: u64,
+    pub responses: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub connections_opened: u64,
+    pub connections_completed: u64,
+    pub verified_bytes: u64,
+    pub errors: [u64; 12],
+    /// (status code, count), only for responses counted under `status`; tiny, searched linearly.
+    pub status_codes: Vec<(u16, u64)>,
+    pub examples: Vec<String>,
+    pub timeline: Vec<Second>,
+    /// When the last counted response arrived (the end of a `--requests` or fixed-bytes run).
+    pub last_event: Option<Instant>,
+}
+
+impl ThreadStats {
+    pub fn new(measure_start: Instant, measure_end: Instant, response_quota: Option<u64>) -> Self {
+        ThreadStats {
+            measure_start,
+            measure_end,
+            response_quota,
+            hist: new_histogram(),
+            requests: 0,
+            responses: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            connections_opened: 0,
+            connections_completed: 0,
+            verified_bytes: 0,
+            errors: [0; 12],
+            status_codes: Vec::new(),
+            examples: Vec::new(),
+            timeline: Vec::new(),
+            last_event: None,
+        }
+    }
+
+    #[inline]
+    pub fn counting(&self, now: Instant) -> bool {
+        now >= self.measure_start && now < self.measure_end
+    }
+
+    pub fn measure_start(&self) -> Instant {
+        self.measure_start
+    }
+
+    /// True when `--requests` is in force and this thread has counted its share.
+    #[inline]
+    pub fn quota_reached(&self) -> bool {
+        matches!(self.response_quota, Some(q) if self.responses >= q)
+    }
+
+    #[inline]
+    fn second(&mut self, now: Instant) -> &mut Second {
+        let idx = (now - self.measure_start).as_secs() as usize;
+        if idx >= self.timeline.len() {
+            self.timeline.resize(idx + 1, Second::default());
+        }
+        &mut self.timeline[idx]
+    }
+
+    /// A complete response (or echoed chunk). `ok` = expected status and verified; only those
+    /// count as requests and enter the latency histogram. Returns false if not counted.
+    #[inline]
+    pub fn response(&mut self, now: Instant, latency: Duration, ok: bool) -> bool {
+        if !self.counting(now) || self.quota_reached() {
+            return false;
+        }
+        self.responses += 1;
+        self.last_event = Some(now);
+        if ok {
+            self.requests += 1;
+            let us = latency.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64;
+            self.hist.saturating_record(us.max(HIST_LOWEST_US));
+            self.second(now).requests += 1;
+        }
+        true
+    }
+
+    #[inline]
+    pub fn received(&mut self, now: Instant, n: usize) {
+        if self.counting(now) {
+            self.bytes_received += n as u64;
+            self.second(now).bytes_received += n as u64;
+        }
+    }
+
+    #[inline]
+    pub fn sent(&mut self, now: Instant, n: usize) {
+        if self.counting(now) {
+            self.bytes_sent += n as u64;
+        }
+    }
+
+    pub fn connection_opened(&mut self, now: Instant) {
+        if self.counting(now) {
+            self.connections_opened += 1;
+        }
+    }
+
+    /// Count an error. `detail` is only called when the message could still become an example.
+    pub fn error(&mut self, now: Instant, class: ErrorClass, detail: impl FnOnce() -> String) {
+        if !self.counting(now) {
+            return;
+        }
+        self.errors[class as usize] += 1;
+        self.second(now).errors += 1;
+        if self.examples.len() < MAX_ERROR_EXAMPLES {
+            let msg = detail();
+            if !self.examples.contains(&msg) {
+                self.examples.push(msg);
+            }
+        }
+    }
+
+    pub fn status_error(&mut self, code: u16) {
+        match self.status_codes.iter_mut().find(|(c, _)| *c == code) {
+            Some((_, n)) => *n += 1,
+            None => self.status_codes.push((code, 1)),
+        }
+    }
+
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    /// Fold another thread's measurements into this one.
+    pub fn merge(&mut self, other: &ThreadStats) {
+        self.hist.add(&other.hist).expect("histograms share bounds");
+        self.requests += other.requests;
+        self.responses += other.responses;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.connections_opened += other.connections_opened;
+        self.connections_completed += other.connections_completed;
+        self.verified_bytes += other.verified_bytes;
+        for (a, b) in self.errors.iter_mut().zip(other.errors.iter()) {
+            *a += b;
+        }
+        for &(code, n) in &other.status_codes {
+            match self.status_codes.iter_mut().find(|(c, _)| *c == code) {
+                Some((_, m)) => *m += n,
+                None => self.status_codes.push((code, n)),
+            }
+        }
+        for e in &other.examples {
+            if self.examples.len() < MAX_ERROR_EXAMPLES && !self.examples.contains(e) {
+                self.examples.push(e.clone());
+            }
+        }
+        if self.timeline.len() < other.timeline.len() {
+            self.timeline.resize(other.timeline.len(), Second::default());
+        }
+        for (a, b) in self.timeline.iter_mut().zip(other.timeline.iter()) {
+            a.requests += b.requests;
+            a.bytes_received += b.bytes_received;
+            a.errors += b.errors;
+        }
+        self.last_event = match (self.last_event, other.last_event) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_only_inside_the_window_and_merges() {
+        let t0 = Instant::now();
+        let start = t0 + Duration::from_secs(1);
+        let end = start + Duration::from_secs(3);
+        let mut a = ThreadStats::new(start, end, None);
+        assert!(!a.response(t0, Duration::from_micros(5), true), "warm-up must not count");
+        assert!(a.response(start, Duration::from_micros(100), true));
+        assert!(a.response(start + Duration::from_millis(2500), Duration::from_micros(300), false));
+        a.error(start + Duration::from_millis(2500), ErrorClass::Status, || "status 503".into());
+        a.status_error(503);
+        assert!(!a.response(end, Duration::from_micros(5), true), "the end is exclusive");
+        let mut b = ThreadStats::new(start, end, None);
+        b.response(start + Duration::from_millis(100), Duration::from_micros(200), true);
+        b.error(start, ErrorClass::Status, || "status 503".into());
+        b.status_error(503);
+        a.merge(&b);
+        assert_eq!((a.requests, a.responses), (2, 3));
+        assert_eq!(a.hist.len(), 2);
+        assert_eq!(a.hist.max(), a.hist.highest_equivalent(200));
+        assert_eq!(a.errors[ErrorClass::Status as usize], 2);
+        assert_eq!(a.status_codes, vec![(503, 2)]);
+        assert_eq!(a.examples, vec!["status 503".to_string()], "examples are distinct");
+        assert_eq!(a.timeline.len(), 3);
+        assert_eq!(a.timeline[0], Second { requests: 2, bytes_received: 0, errors: 1 });
+        assert_eq!(a.timeline[1], Second::default());
+        assert_eq!(a.timeline[2].errors, 1);
+    }
+
+    #[test]
+    fn quota_stops_counting() {
+        let now = Instant::now();
+        let mut s = ThreadStats::new(now, now + Duration::from_secs(60), Some(2));
+        assert!(s.response(now, Duration::from_micros(1), true));
+        assert!(s.response(now, Duration::from_micros(1), false));
+        assert!(s.quota_reached());
+        assert!(!s.response(now, Duration::from_micros(1), true));
+        assert_eq!((s.requests, s.responses), (1, 2));
+    }
+}

@@ -1,0 +1,173 @@
+//! The documented contract, checked on the real binary against real loopback servers: the JSON
+//! document validates against docs/schema/netarena-load.schema.json in both modes, and its numbers
+//! agree with what the servers saw.
+
+mod loadgen_support;
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use loadgen_support::{echo_server, http_server, run_load, validate_against_schema};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+#[test]
+fn http_result_matches_schema_and_counts() {
+    let server = http_server(200, b"Hello, World!");
+    let url = format!("http://{}/hello", server.addr);
+    let doc = run_load(&["http", &url, "-c", "4", "-t", "2", "-d", "1500ms", "--expect-body-size", "13", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    assert_eq!(doc["mode"], "http");
+    assert!(doc["echo"].is_null());
+    let requests = u(&doc["totals"]["requests"]);
+    assert!(requests > 100, "{doc:#}");
+    assert_eq!(u(&doc["totals"]["errors"]), 0, "{doc:#}");
+    assert_eq!(u(&doc["latency"]["count"]), requests);
+    assert!(u(&doc["totals"]["requests"]) <= server.count.load(Ordering::Relaxed));
+    // 1.5 s measured: one full second and a partial one, zeros included, summing to the total.
+    let timeline = doc["timeline"].as_array().unwrap();
+    assert_eq!(timeline.len(), 2);
+    assert_eq!(timeline[1]["t_s"].as_f64().unwrap(), doc["duration_s"].as_f64().unwrap());
+    assert_eq!(timeline.iter().map(|s| u(&s["requests"])).sum::<u64>(), requests);
+    assert_eq!(u(&doc["totals"]["connections_opened"]), 4);
+}
+
+#[test]
+fn http_requests_stop_exactly_at_n() {
+    let server = http_server(200, b"ok");
+    let url = format!("http://{}/", server.addr);
+    let doc = run_load(&["http", &url, "-c", "7", "-t", "2", "-n", "1001", "--pipeline", "3", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    assert_eq!(u(&doc["totals"]["responses"]), 1001);
+    assert_eq!(u(&doc["totals"]["requests"]), 1001);
+    // Sends are capped by the quota too: the server never saw more than N requests.
+    assert_eq!(server.count.load(Ordering::Relaxed), 1001);
+}
+
+#[test]
+fn unexpected_bodies_and_statuses_are_errors_not_successes() {
+    let server = http_server(200, b"Hello, World!");
+    let url = format!("http://{}/", server.addr);
+    let doc = run_load(&["http", &url, "-c", "2", "-n", "50", "--expect-body-size", "12", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    assert_eq!(u(&doc["totals"]["requests"]), 0);
+    assert_eq!(u(&doc["totals"]["responses"]), 50);
+    assert_eq!(u(&doc["errors"]["by_class"]["verification_mismatch"]), 50);
+    assert_eq!(u(&doc["latency"]["count"]), 0);
+
+    let busy = http_server(503, b"busy");
+    let url = format!("http://{}/", busy.addr);
+    let doc = run_load(&["http", &url, "-c", "2", "-n", "20", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    assert_eq!(u(&doc["errors"]["by_class"]["status"]), 20);
+    assert_eq!(u(&doc["errors"]["status_codes"]["503"]), 20);
+    assert!(doc["errors"]["examples"][0].as_str().unwrap().contains("503"));
+}
+
+#[test]
+fn verify_learn_uses_the_first_response() {
+    let server = http_server(200, b"Hello, World!");
+    let url = format!("http://{}/", server.addr);
+    let doc = run_load(&["http", &url, "-c", "2", "-n", "10", "--verify-learn", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    assert_eq!(doc["config"]["expect_status"], 200);
+    assert_eq!(doc["config"]["expect_body_size"], 13);
+    assert_eq!(doc["config"]["expect_body_sha256"], "dffd6021bb2bd5b0af676290809ec3a53191dd81c7f70a4b28688a362182986f");
+    assert_eq!(u(&doc["totals"]["requests"]), 10);
+}
+
+#[test]
+fn echo_fixed_bytes_result_matches_schema() {
+    let server = echo_server(None);
+    let target = server.addr.to_string();
+    let doc = run_load(&["echo", &target, "-c", "8", "-t", "2", "--bytes", "100000", "--chunk", "8192", "--probe-interval", "20ms", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    let echo = &doc["echo"];
+    assert_eq!(u(&echo["connections_completed"]), 8);
+    assert_eq!(u(&echo["verified_bytes"]), 800_000);
+    assert_eq!(u(&doc["totals"]["bytes_sent"]), 800_000);
+    // 100000 bytes in 8192-byte chunks: 12 full chunks and one of 1696 bytes per connection.
+    assert_eq!(u(&doc["totals"]["requests"]), 8 * 13);
+    assert!(echo["completion_time_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(u(&doc["totals"]["errors"]), 0, "{doc:#}");
+}
+
+#[test]
+fn echo_duration_with_probe_matches_schema() {
+    let server = echo_server(None);
+    let target = server.addr.to_string();
+    let doc = run_load(&["echo", &target, "-c", "4", "-d", "1s", "--chunk", "4096", "--probe-interval", "100ms", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    let probe = &doc["echo"]["probe"];
+    assert!(u(&probe["attempts"]) >= 5, "{probe:#}");
+    assert_eq!(u(&probe["completed"]), u(&probe["attempts"]), "{probe:#}");
+    assert_eq!(u(&probe["latency"]["count"]), u(&probe["completed"]));
+    assert!(doc["echo"]["completion_time_s"].is_null());
+    assert!(u(&doc["totals"]["requests"]) > 10);
+}
+
+#[test]
+fn corrupted_echo_is_a_verification_mismatch() {
+    let server = echo_server(Some(5000));
+    let target = server.addr.to_string();
+    let doc = run_load(&["echo", &target, "-c", "3", "--bytes", "20000", "--chunk", "4096", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    assert_eq!(u(&doc["errors"]["by_class"]["verification_mismatch"]), 3);
+    assert_eq!(u(&doc["echo"]["connections_completed"]), 0);
+    // The first chunk (bytes 0..4096) was fine, the second carried the flipped byte.
+    assert_eq!(u(&doc["totals"]["requests"]), 3);
+    let example = doc["errors"]["examples"][0].as_str().unwrap();
+    assert!(example.contains("byte 5000"), "{example}");
+}
+
+#[test]
+fn refusals_exit_2_and_send_nothing() {
+    let run = run_load(&["http", "http://10.255.255.1:80/", "-d", "1s", "--json"], LIMIT);
+    assert_eq!(run.code, 2);
+    assert!(run.stdout.is_empty());
+    assert!(run.stderr.contains("--allow-target 10.255.255.1"), "{}", run.stderr);
+
+    let run = run_load(&["echo", "127.0.0.1:9", "-c", "25000"], LIMIT);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("at most") && run.stderr.contains("ulimit -n"), "{}", run.stderr);
+
+    let run = run_load(&["http", "http://127.0.0.1:9/", "-d", "ten"], LIMIT);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("invalid duration"), "{}", run.stderr);
+
+    let run = run_load(&["echo", "127.0.0.1:9", "--bytes", "10", "-d", "1s"], LIMIT);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("not both"), "{}", run.stderr);
+}
+
+#[test]
+fn dead_server_is_counted_not_fatal() {
+    // Bind then drop: the port is very likely unused for the next second.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let url = format!("http://127.0.0.1:{port}/");
+    let doc = run_load(&["http", &url, "-c", "3", "-d", "500ms", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    let refused = u(&doc["errors"]["by_class"]["connect_refused"]);
+    assert!(refused >= 3, "{doc:#}");
+    // The backoff keeps a dead server from spinning a core: 3 connections, at most ~100 tries each.
+    assert!(refused < 400, "{refused} connect attempts in 0.5 s");
+    assert_eq!(u(&doc["totals"]["requests"]), 0);
+}
+
+#[test]
+fn the_schema_check_rejects_a_drifted_document() {
+    let server = http_server(200, b"ok");
+    let url = format!("http://{}/", server.addr);
+    let mut doc = run_load(&["http", &url, "-c", "1", "-n", "5", "--json"], LIMIT).json();
+    validate_against_schema(&doc);
+    doc["totals"]["surprise"] = Value::from(1);
+    assert!(std::panic::catch_unwind(|| validate_against_schema(&doc)).is_err(), "an unknown field must fail validation");
+    doc["totals"].as_object_mut().unwrap().remove("surprise");
+    doc["errors"]["by_class"].as_object_mut().unwrap().remove("reset");
+    assert!(std::panic::catch_unwind(|| validate_against_schema(&doc)).is_err(), "a missing error class must fail validation");
+}

@@ -1,0 +1,324 @@
+"""Measurement backends: the real one (start the contestant, verify, run netarena-load, stop) and a mock.
+
+A backend turns one planned measurement into one plain record (a dict, stored as it is). The mock one
+returns deterministic generator-shaped results without starting anything, for fast CLI tests
+(hyperfine's MockExecutor); it is selected with NETARENA_BACKEND=mock or the hidden --backend flag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hdrh.histogram import HdrHistogram
+
+from . import stats
+from .contestants import Contestant, expand, install, repo_root, tail
+from .process import ManagedProcess, free_port
+from .scenarios import Level, load_spec, verify
+from .store import STATUS_FAILED, STATUS_OK, now_iso
+
+# Extra time the generator gets beyond warm-up + duration + its own request timeout before we kill it.
+GENERATOR_GRACE_S = 30.0
+STDERR_TAIL_BYTES = 4000
+
+
+class GeneratorMissing(Exception):
+    pass
+
+
+def find_generator() -> Path:
+    """netarena-load: $NETARENA_LOAD, else this checkout's target/release, else PATH."""
+    explicit = os.environ.get("NETARENA_LOAD")
+    if explicit:
+        path = Path(explicit)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise GeneratorMissing(f"NETARENA_LOAD={explicit} is not an executable file")
+        return path
+    root = repo_root()
+    if root is not None:
+        built = root / "target" / "release" / "netarena-load"
+        if built.is_file() and os.access(built, os.X_OK):
+            return built
+    found = shutil.which("netarena-load")
+    if found:
+        return Path(found)
+    raise GeneratorMissing("netarena-load not found: build it with `cargo build --release -p netarena-load` "
+                           "(from the repository root) or install netarena with `pip install .`")
+
+
+def generator_version(path: Path) -> str | None:
+    try:
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+@dataclass
+class MeasureRequest:
+    contestant: Contestant
+    scenario: str
+    level: Level
+    repeat_index: int
+    warmup_s: float
+    duration_s: float
+    timeout_s: float
+    server_cpus: list[int]
+    generator_cpus: list[int]
+    static_dir: Path
+    log_dir: Path
+
+    def base_record(self) -> dict:
+        return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,
+                "level": self.level.to_dict(), "repeat_index": self.repeat_index}
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, warmup_s: float, duration_s: float,
+                   timeout_s: float, cpus: list[int]) -> list[str]:
+    argv = [str(binary), mode, target, *args, "--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s),
+            "--timeout", _seconds(timeout_s), "--json"]
+    if cpus:
+        argv += ["--cpus", ",".join(str(c) for c in cpus)]
+    return argv
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)
+
+
+def _result_fields(generator: dict) -> dict:
+    latency = generator.get("latency") or {}
+    return {"requests_per_s": generator["throughput"]["requests_per_s"], "error_rate": stats.error_rate(generator),
+            "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
+
+
+class RealBackend:
+    name = "real"
+
+    def __init__(self, generator: Path, on_spawn=lambda proc, role: None, on_reaped=lambda proc: None,
+                 monitor_interval_s: float = 0.25):
+        self.generator = generator
+        self.on_spawn = on_spawn  # lets the runner record process groups in the store (cleanup after kill -9)
+        self.on_reaped = on_reaped
+        self.monitor_interval_s = monitor_interval_s
+
+    def prepare(self, contestant: Contestant, allow_apt: bool, say) -> dict:
+        return install(contestant, allow_apt=allow_apt, say=say)
+
+    def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
+                     cpus: list[int], log_path: Path) -> ManagedProcess:
+        values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir)
+        argv = [expand(w, values) for w in contestant.command(scenario)]
+        env = dict(os.environ)
+        env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
+        env["PYTHONUNBUFFERED"] = "1"  # so a crashed Python contestant's last words reach the log
+        proc = ManagedProcess(argv, cwd=contestant.dir, env=env, cpus=cpus, log_path=log_path)
+        self.on_spawn(proc, f"server:{contestant.name}")
+        return proc
+
+    def stop_server(self, contestant: Contestant, proc: ManagedProcess) -> dict:
+        outcome = proc.stop(contestant.manifest.start.stop_signal, contestant.manifest.start.stop_timeout_s)
+        self.on_reaped(proc)
+        return outcome.to_dict()
+
+    def wait_ready(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
+                   static_dir: Path, timeout_s: float) -> tuple[str | None, str | None, dict | None]:
+        """(failure_kind, error, verification): port open, then the scenario verified, within ready_timeout_s."""
+        ready_timeout_s = contestant.manifest.start.ready_timeout_s
+        deadline = time.monotonic() + ready_timeout_s
+        reason = proc.wait_port(port, ready_timeout_s)
+        if reason is not None:
+            return ("start_failed" if proc.poll() is not None else "not_ready"), reason, None
+        while True:
+            result = verify(scenario, port, static_dir, timeout_s=min(timeout_s, max(0.5, deadline - time.monotonic())))
+            if result.ok:
+                return None, None, result.to_dict()
+            if proc.poll() is not None:
+                return "crashed", f"exited with code {proc.poll()} during verification: {result.reason}", \
+                    result.to_dict()
+            if not result.retryable:
+                return "verify_failed", f"wrong response: {result.reason}", result.to_dict()
+            if time.monotonic() >= deadline:
+                return "not_ready", (f"no valid response within ready_timeout_s={ready_timeout_s:g} s: "
+                                     f"{result.reason}"), result.to_dict()
+            time.sleep(0.1)
+
+    def measure(self, req: MeasureRequest, progress=lambda text: None) -> dict:
+        record = req.base_record()
+        record["started_at"] = now_iso()
+        port = free_port()
+        record["port"] = port
+        log_path = req.log_dir / _safe(f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
+        record["log_path"] = str(log_path)
+        server = None
+        try:
+            try:
+                server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
+                                           req.server_cpus, log_path)
+            except OSError as exc:
+                return self._failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
+                                    f"{exc}", None)
+            progress("starting")
+            kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
+                                                        req.timeout_s)
+            record["verification"] = verification
+            if kind is not None:
+                record["stop"] = self.stop_server(req.contestant, server)
+                return self._failed(record, kind, error, log_path)
+            spec = load_spec(req.scenario, req.level, port, req.static_dir)
+            argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
+                                  duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
+            record["generator_argv"] = argv
+            progress("load")
+            generator, monitor, gen_error = self._run_generator(argv, server, req)
+            record["generator"] = generator
+            record["monitor"] = monitor
+            crashed_code = server.poll()
+            record["stop"] = self.stop_server(req.contestant, server)
+            if crashed_code is not None:
+                return self._failed(record, "crashed", f"the contestant exited with code {crashed_code} "
+                                    "while under load", log_path)
+            if gen_error is not None:
+                return self._failed(record, "generator_failed", gen_error, log_path)
+            record.update(_result_fields(generator))
+            record["flags"] = stats.measurement_flags(generator, record["stop"])
+            if generator["totals"]["requests"] == 0:
+                return self._failed(record, "no_successful_requests",
+                                    "no successful request during the measured phase; errors: "
+                                    + json.dumps({k: v for k, v in generator["errors"]["by_class"].items() if v}),
+                                    log_path)
+            record["status"] = STATUS_OK
+            record["ended_at"] = now_iso()
+            return record
+        finally:
+            if server is not None and server.alive:
+                # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
+                try:
+                    server.stop(req.contestant.manifest.start.stop_signal,
+                                min(req.contestant.manifest.start.stop_timeout_s, 2.0))
+                finally:
+                    self.on_reaped(server)
+
+    def _run_generator(self, argv: list[str], server: ManagedProcess, req: MeasureRequest):
+        from .monitor import Monitor, MonitorError
+
+        gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True)
+        self.on_spawn(gen, "generator")
+        monitor = None
+        monitor_result = None
+        try:
+            try:
+                monitor = Monitor(server.pid, gen.pid, interval_s=self.monitor_interval_s).start()
+            except MonitorError as exc:
+                monitor_result = {"error": str(exc)}
+            try:
+                stdout, stderr = gen.proc.communicate(timeout=req.warmup_s + req.duration_s + req.timeout_s
+                                                      + GENERATOR_GRACE_S)
+            except subprocess.TimeoutExpired:
+                gen.kill()
+                stdout, stderr = gen.proc.communicate()
+                return None, self._stop_monitor(monitor, monitor_result), \
+                    "netarena-load did not finish in time and was killed"
+        finally:
+            if gen.alive:
+                gen.kill()
+            self.on_reaped(gen)
+        monitor_result = self._stop_monitor(monitor, monitor_result)
+        if gen.proc.returncode != 0:
+            message = stderr.decode("utf-8", "replace").strip()[-2000:]
+            return None, monitor_result, f"netarena-load exited with code {gen.proc.returncode}: {message}"
+        try:
+            return json.loads(stdout), monitor_result, None
+        except ValueError as exc:
+            return None, monitor_result, f"netarena-load printed no valid JSON ({exc}): {stdout[:200]!r}"
+
+    @staticmethod
+    def _stop_monitor(monitor, fallback):
+        if monitor is None:
+            return fallback
+        try:
+            return monitor.stop()
+        except Exception as exc:  # a monitor failure must not lose the measurement
+            return {"error": f"{type(exc).__name__}: {exc}"}
+
+    @staticmethod
+    def _failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:
+        record["status"] = STATUS_FAILED
+        record["failure_kind"] = kind
+        record["error"] = error
+        if log_path is not None:
+            record["stderr_tail"] = tail(log_path, STDERR_TAIL_BYTES)
+        if record.get("generator"):
+            record.update(_result_fields(record["generator"]))
+            record["flags"] = stats.measurement_flags(record["generator"], record.get("stop"))
+        else:
+            record["flags"] = stats.measurement_flags(None, record.get("stop"))
+        record["ended_at"] = now_iso()
+        return record
+
+
+class MockBackend:
+    """Deterministic, instant results shaped like netarena-load's JSON; starts nothing."""
+
+    name = "mock"
+
+    def __init__(self, generator: Path | None = None, **_):
+        self.generator = generator
+
+    def prepare(self, contestant: Contestant, allow_apt: bool, say) -> dict:
+        return {"mock": True}
+
+    def measure(self, req: MeasureRequest, progress=lambda text: None) -> dict:
+        record = req.base_record()
+        record["started_at"] = now_iso()
+        seed = int(hashlib.sha256(f"{req.contestant.name}/{req.scenario}/{req.level.key}".encode()).hexdigest()[:8], 16)
+        base_rps = 1000 + seed % 9000
+        # Repeats differ by -2%, 0, +2%: a stable contestant (CV below the flag threshold).
+        rps = base_rps * (1 + 0.02 * ((req.repeat_index % 3) - 1))
+        requests = int(rps * req.duration_s)
+        hist = HdrHistogram(1, 3_600_000_000, 3)
+        latency_us = max(1, int(req.level.connections / rps * 1e6))
+        hist.record_value(latency_us, requests)
+        hist.record_value(latency_us * 4, max(1, requests // 100))
+        generator = {
+            "schema_version": 1, "tool": {"name": "netarena-load (mock backend)", "version": "0"},
+            "mode": "echo" if req.scenario == "echo" else "http", "command_line": [],
+            "config": {"connections": req.level.connections, "duration_s": req.duration_s},
+            "started_at": record["started_at"], "ended_at": record["started_at"], "duration_s": req.duration_s,
+            "warmup_s": req.warmup_s,
+            "totals": {"requests": requests, "responses": requests, "bytes_sent": 0, "bytes_received": 0,
+                       "connections_opened": req.level.connections, "errors": 0},
+            "throughput": {"requests_per_s": rps, "bytes_per_s": 0.0},
+            "latency": {"count": hist.get_total_count(), "p50_us": hist.get_value_at_percentile(50),
+                        "p99_us": hist.get_value_at_percentile(99), "max_us": hist.get_max_value(),
+                        "histogram": {"encoding": "hdrhistogram-v2-deflate-base64", "unit": "us",
+                                      "lowest_trackable": 1, "highest_trackable": 3_600_000_000,
+                                      "significant_digits": 3, "data": hist.encode().decode()}},
+            "timeline": [], "errors": {"total": 0, "by_class": {}, "status_codes": {}, "examples": []},
+            "generator": {"threads": 1, "cpus": req.generator_cpus, "busy_fraction": 0.5, "saturated": False},
+            "generator_saturated": False, "echo": None,
+        }
+        record.update({"status": STATUS_OK, "generator": generator, "generator_argv": ["(mock)"],
+                       "flags": stats.measurement_flags(generator), "ended_at": now_iso()})
+        record.update(_result_fields(generator))
+        return record
+
+
+def make_backend(name: str, **kwargs):
+    if name == "mock":
+        return MockBackend(**kwargs)
+    if name == "real":
+        return RealBackend(**kwargs)
+    raise ValueError(f"unknown backend {name!r} (real | mock)")

@@ -1,0 +1,104 @@
+"""`netarena report`, `netarena show` and `netarena compare`: read the results store, never a live run.
+
+Registered on the main click group with ``register(main)`` (cli.py), so this module stays out of cli.py's
+way. Exit codes as in cli.py: 0 ok, 2 bad input (no store, no such run, unreadable store).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from .errors import EXIT_BAD_INPUT
+
+DEFAULT_RESULTS_DIR = "results"
+
+
+def _fail(message: str) -> None:
+    Console(stderr=True, highlight=False).print(f"error: {message}", markup=False, soft_wrap=True)
+    sys.exit(EXIT_BAD_INPUT)
+
+
+def _results_option(f):
+    return click.option("--results", "results_dir", type=click.Path(path_type=Path, file_okay=False),
+                        default=DEFAULT_RESULTS_DIR, show_default=True,
+                        help="Folder holding the results store (netarena.sqlite).")(f)
+
+
+def _load(results_dir: Path, run: str | None, what: str = "RUN"):
+    from .report import ReportError, load_report, open_store, resolve_run
+
+    try:
+        db, where = open_store(results_dir)
+        try:
+            run_id = resolve_run(db, run, where)
+            return load_report(db, run_id)
+        finally:
+            db.close()
+    except ReportError as exc:
+        _fail(f"{what}: {exc}" if what != "RUN" else str(exc))
+
+
+def register(cli_group: click.Group) -> None:
+    """Add report, show and compare to netarena's command group."""
+
+    @cli_group.command()
+    @click.argument("run", required=False)
+    @_results_option
+    @click.option("-o", "--output", "output", type=click.Path(path_type=Path, dir_okay=False),
+                  help="HTML file to write (default: RESULTS/report-run-<id>.html).")
+    def report(run, results_dir, output):
+        """Write one self-contained HTML report of RUN (default: the latest run); it works offline."""
+        from .report import default_report_path
+        from .report.html import render
+
+        loaded = _load(results_dir, run)
+        out = output or default_report_path(results_dir, loaded.run.id)
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(render(loaded))
+        except OSError as exc:
+            _fail(f"-o {out}: cannot write the report: {exc.strerror or exc}")
+        click.echo(f"wrote {out} (run {loaded.run.id}, {len(loaded.measurements)} measurements)")
+
+    @cli_group.command()
+    @click.argument("run", required=False)
+    @_results_option
+    def show(run, results_dir):
+        """The summary tables of RUN (default: the latest run) in the terminal, with the report's badges."""
+        from .report.terminal import print_summary
+
+        print_summary(_load(results_dir, run))
+
+    @cli_group.command()
+    @click.argument("run_a")
+    @click.argument("run_b")
+    @_results_option
+    @click.option("--results-b", "results_b", type=click.Path(path_type=Path, file_okay=False),
+                  help="Folder of RUN_B's store, when it is not the same as RUN_A's (--results).")
+    @click.option("-o", "--output", "output", type=click.Path(path_type=Path, dir_okay=False),
+                  help="Also write the comparison as one self-contained HTML file.")
+    def compare(run_a, run_b, results_dir, results_b, output):
+        """Ratios B/A of throughput and p99 per contestant × scenario × level, with their spreads.
+
+        A change is marked significant only when the repeats' min–max ranges of the two runs do not overlap.
+        """
+        from .report.compare import compare as build, print_comparison, render_html
+
+        a = _load(results_dir, run_a, "RUN_A")
+        b = _load(results_b or results_dir, run_b, "RUN_B")
+        comparison = build(a, b)
+        if not comparison.rows:
+            _fail(f"runs {a.run.id} and {b.run.id} share no contestant × scenario × level to compare "
+                  f"(only in A: {len(comparison.only_in_a)}, only in B: {len(comparison.only_in_b)})")
+        print_comparison(comparison)
+        if output is not None:
+            try:
+                output.parent.mkdir(parents=True, exist_ok=True)
+                output.write_bytes(render_html(comparison))
+            except OSError as exc:
+                _fail(f"-o {output}: cannot write the comparison: {exc.strerror or exc}")
+            click.echo(f"wrote {output}")

@@ -1,0 +1,370 @@
+"""Schemas of contestant manifests and suites, and strict loading with errors that point at the fix.
+
+Every file is parsed with tomllib, then validated by pydantic (extra="forbid"); every error is turned
+into a ConfigError naming the file, the line (found by scanning the TOML text for the key), the field,
+and the near miss when there is one.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError, did_you_mean
+
+SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep")
+HTTP_SCENARIOS = tuple(s for s in SCENARIOS if s != "echo")
+BYTES_SIZES = (40, 10000, 524288)
+PLACEHOLDERS = ("port", "workers", "static_dir", "dir", "env_dir", "build_dir", "python")
+STEP_PLACEHOLDERS = tuple(p for p in PLACEHOLDERS if p not in ("port", "workers"))
+NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+
+ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# ----------------------------------------------------------------------------- contestant manifest
+
+
+class Install(Strict):
+    requires: list[str] = []
+    debian: list[str] = []
+    python_requirements: str | None = None
+    python_runtime: Literal["cpython", "pypy"] = "cpython"
+    steps: list[Annotated[list[str], Field(min_length=1)]] = []
+
+
+class Start(Strict):
+    command: Annotated[list[str], Field(min_length=1)] | None = None
+    echo_command: Annotated[list[str], Field(min_length=1)] | None = None
+    stop_signal: Literal["SIGTERM", "SIGINT", "SIGQUIT", "SIGKILL"] = "SIGTERM"
+    stop_timeout_s: Annotated[float, Field(gt=0, le=600)] = 5
+    ready_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30
+    env: dict[str, str] = {}
+
+
+class Workers(Strict):
+    supported: bool = False
+    how: str = ""
+
+
+class Manifest(Strict):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    display_name: Annotated[str, Field(min_length=1)]
+    language: Literal["python", "javascript", "go", "erlang", "ruby", "java", "scala", "rust", "c"]
+    runtime: Literal["cpython", "pypy", "node", "go", "erlang", "ruby", "jvm", "native"]
+    framework: Annotated[str, Field(min_length=1)]
+    framework_version: Annotated[str, Field(min_length=1)]
+    concurrency_model: Literal["event-loop", "greenlets", "threads", "processes", "actors"]
+    scenarios: Annotated[list[ScenarioName], Field(min_length=1)]
+    notes: str = ""
+    unsupported: dict[str, str] = {}
+    install: Install = Install()
+    start: Start
+    workers: Workers = Workers()
+
+
+# ----------------------------------------------------------------------------- suite
+
+
+class Cpus(Strict):
+    server: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+    generator: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+
+
+class Measure(Strict):
+    scenario: ScenarioName
+    connections: Annotated[list[Annotated[int, Field(ge=1, le=1_000_000)]], Field(min_length=1)]
+    workers: Annotated[list[Annotated[int, Field(ge=1, le=1024)]], Field(min_length=1)] = [1]
+    # Scenario parameters; each is only allowed with its scenario (checked after validation).
+    sizes: list[Literal[40, 10000, 524288]] | None = None
+    sleep_ms: list[Annotated[int, Field(ge=0, le=60_000)]] | None = None
+    static_path: str | None = None
+    generator_threads: Annotated[int, Field(ge=1, le=256)] = 1
+    pipeline: Annotated[int, Field(ge=1, le=1024)] = 1
+    close: bool = False
+    echo_chunk_bytes: Annotated[int, Field(ge=1, le=16 * 1024 * 1024)] = 32768
+    probe_interval_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+
+
+class Suite(Strict):
+    name: Annotated[str, Field(pattern=NAME_PATTERN)]
+    description: str = ""
+    contestants: Annotated[list[str], Field(min_length=1)] = ["*"]
+    exclude: list[str] = []
+    repeat: Annotated[int, Field(ge=1, le=1000)] = 3
+    warmup_s: Annotated[float, Field(ge=0, le=3600)] = 1.0
+    duration_s: Annotated[float, Field(gt=0, le=86_400)] = 3.0
+    timeout_s: Annotated[float, Field(gt=0, le=600)] = 5.0
+    time_budget_s: Annotated[float, Field(gt=0)] | None = None
+    cpus: Cpus | None = None
+    measure: Annotated[list[Measure], Field(min_length=1)]
+
+
+# ----------------------------------------------------------------------------- loading
+
+
+def read_toml(path: Path) -> tuple[dict, str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", path=path) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {exc}", path=path) from None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as exc:
+        # tomllib ends its message with "(at line L, column C)".
+        match = re.search(r"at line (\d+), column (\d+)", str(exc))
+        line = int(match.group(1)) if match else None
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        col = f" column {match.group(2)}" if match else ""
+        raise ConfigError(f"malformed TOML{col}: {msg}", path=path, line=line) from None
+
+
+def key_lines(text: str) -> dict[tuple, int]:
+    """Map each key path (as pydantic reports it: strings and array-of-table indexes) to its line.
+
+    A deliberately small scanner: it understands [table], [[array]], `key =` and dotted keys, which is
+    all the manifests and suites use. It only serves error messages, so a miss just drops the line.
+    """
+    lines: dict[tuple, int] = {}
+    current: tuple = ()
+    array_counts: dict[tuple, int] = {}
+
+    def split_key(raw: str) -> tuple:
+        return tuple(part.strip().strip('"').strip("'") for part in raw.split("."))
+
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[["):
+            end = line.find("]]")
+            table = split_key(line[2:end])
+            array_counts[table] = array_counts.get(table, -1) + 1
+            current = table + (array_counts[table],)
+            lines.setdefault(current, lineno)
+            lines.setdefault(table, lineno)
+        elif line.startswith("["):
+            end = line.find("]")
+            current = split_key(line[1:end])
+            lines.setdefault(current, lineno)
+        elif "=" in line:
+            key = split_key(line.split("=", 1)[0])
+            lines.setdefault(current + key, lineno)
+    return lines
+
+
+def _line_for(lines: dict[tuple, int], loc: tuple) -> int | None:
+    for cut in range(len(loc), 0, -1):
+        if loc[:cut] in lines:
+            return lines[loc[:cut]]
+    return None
+
+
+def _unwrap(annotation):
+    """The model class inside list[...] / dict[str, ...] / X | None / Annotated[...], if any."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (list, tuple):
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin is dict:
+        return _unwrap(typing.get_args(annotation)[1])
+    if origin in (Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _unwrap(arg)
+            if found is not None:
+                return found
+        return None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return None
+
+
+def _model_at(model: type[BaseModel], loc: tuple) -> type[BaseModel] | None:
+    current: type[BaseModel] | None = model
+    for part in loc:
+        if isinstance(part, int) or current is None:
+            continue
+        field = current.model_fields.get(part)
+        if field is None:
+            return None
+        current = _unwrap(field.annotation)
+    return current
+
+
+def format_loc(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _clean_loc(loc: tuple) -> tuple:
+    # pydantic inserts the union branch / constraint names ("list[...]", "function-after") into locs.
+    return tuple(p for p in loc if isinstance(p, int) or "[" not in p)
+
+
+def validation_to_config_error(exc: ValidationError, model: type[BaseModel], path: Path, text: str) -> ConfigError:
+    lines = key_lines(text)
+    # A misspelt key also makes its real name "missing": report the misspelling, it explains both.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    err = errors[0]
+    loc = _clean_loc(tuple(err["loc"]))
+    field = format_loc(loc)
+    line = _line_for(lines, loc)
+    kind = err["type"]
+    value = err.get("input")
+    hint = None
+    if kind == "extra_forbidden":
+        parent = _model_at(model, loc[:-1])
+        candidates = list(parent.model_fields) if parent else []
+        hint = did_you_mean(str(loc[-1]), candidates)
+        allowed = ", ".join(candidates)
+        message = f"unknown key '{loc[-1]}'" + (f"; allowed keys here: {allowed}" if allowed else "")
+        field = format_loc(loc[:-1]) or None
+    elif kind == "missing":
+        message = "required field is missing"
+    elif kind in ("literal_error", "enum"):
+        expected = re.findall(r"'([^']*)'|(\d+)", err.get("ctx", {}).get("expected", ""))
+        options = [a or b for a, b in expected]
+        hint = did_you_mean(str(value), options)
+        message = f"{value!r} is not one of: {', '.join(options)}"
+    else:
+        message = f"{err['msg']} (got {value!r})" if not isinstance(value, dict) else err["msg"]
+    if len(exc.errors()) > 1:
+        message += f" [and {len(exc.errors()) - 1} more problem(s) in this file]"
+    return ConfigError(message, path=path, line=line, field=field or None, hint=hint)
+
+
+def _validate(model: type[BaseModel], data: dict, path: Path, text: str):
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_to_config_error(exc, model, path, text) from None
+
+
+def _placeholders(words, allowed, path, lines, loc) -> None:
+    for word in words:
+        for name in re.findall(r"\{([^{}]*)\}", word):
+            if name not in allowed:
+                raise ConfigError(
+                    f"unknown placeholder '{{{name}}}' in {word!r}; known: "
+                    + ", ".join("{" + p + "}" for p in allowed),
+                    path=path,
+                    line=_line_for(lines, loc),
+                    field=format_loc(loc),
+                    hint=did_you_mean(name, allowed),
+                )
+
+
+def load_manifest(path: Path) -> Manifest:
+    data, text = read_toml(path)
+    manifest: Manifest = _validate(Manifest, data, path, text)
+    lines = key_lines(text)
+
+    def fail(loc: tuple, message: str, hint: str | None = None):
+        raise ConfigError(message, path=path, line=_line_for(lines, loc), field=format_loc(loc), hint=hint)
+
+    folder = path.parent.name
+    if manifest.name != folder:
+        fail(("name",), f"'{manifest.name}' must equal the folder name '{folder}'", "rename one of them")
+    if len(set(manifest.scenarios)) != len(manifest.scenarios):
+        fail(("scenarios",), "a scenario is listed twice")
+    for key in manifest.unsupported:
+        if key not in SCENARIOS:
+            fail(("unsupported", key), f"'{key}' is not a catalog scenario ({', '.join(SCENARIOS)})",
+                 did_you_mean(key, SCENARIOS))
+        if key in manifest.scenarios:
+            fail(("unsupported", key), f"'{key}' is both implemented (scenarios) and unsupported")
+    missing = [s for s in SCENARIOS if s not in manifest.scenarios and s not in manifest.unsupported]
+    if missing:
+        fail(("unsupported",), "every catalog scenario not implemented needs a reason under [unsupported]; "
+             f"missing: {', '.join(missing)}", f'add e.g. {missing[0]} = "why it is not implemented"')
+    claims_http = any(s in HTTP_SCENARIOS for s in manifest.scenarios)
+    if claims_http and manifest.start.command is None:
+        fail(("start", "command"), "required when an HTTP scenario is listed in scenarios")
+    if "echo" in manifest.scenarios and manifest.start.echo_command is None:
+        fail(("start", "echo_command"), "required when 'echo' is listed in scenarios")
+    if "echo" not in manifest.scenarios and manifest.start.echo_command is not None:
+        fail(("start", "echo_command"), "given but 'echo' is not in scenarios")
+    if manifest.install.python_requirements is None and "python_runtime" in data.get("install", {}):
+        fail(("install", "python_runtime"), "only meaningful with install.python_requirements")
+    if manifest.install.python_requirements is not None:
+        req = path.parent / manifest.install.python_requirements
+        if not req.is_file():
+            fail(("install", "python_requirements"), f"file not found: {req}")
+    if manifest.workers.supported and not manifest.workers.how.strip():
+        fail(("workers", "how"), "say how several workers run (required when workers.supported = true)")
+    _placeholders(manifest.start.command or [], PLACEHOLDERS, path, lines, ("start", "command"))
+    _placeholders(manifest.start.echo_command or [], PLACEHOLDERS, path, lines, ("start", "echo_command"))
+    for key, value in manifest.start.env.items():
+        _placeholders([value], PLACEHOLDERS, path, lines, ("start", "env", key))
+    for index, step in enumerate(manifest.install.steps):
+        _placeholders(step, STEP_PLACEHOLDERS, path, lines, ("install", "steps", index))
+    return manifest
+
+
+def load_suite(path: Path) -> tuple[Suite, dict]:
+    """The validated suite and its raw TOML data (stored with the run so --resume replays it)."""
+    data, text = read_toml(path)
+    suite: Suite = _validate(Suite, data, path, text)
+    check_suite(suite, path, text)
+    return suite, data
+
+
+def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
+    lines = key_lines(text)
+
+    def fail(loc: tuple, message: str, hint: str | None = None):
+        raise ConfigError(message, path=path, line=_line_for(lines, loc), field=format_loc(loc), hint=hint)
+
+    only = {"sizes": "bytes", "sleep_ms": "sleep", "static_path": "static", "probe_interval_s": "echo"}
+    for index, entry in enumerate(suite.measure):
+        for param, scenario in only.items():
+            if getattr(entry, param) is not None and entry.scenario != scenario:
+                fail(("measure", index, param), f"only allowed with scenario = \"{scenario}\" "
+                     f"(this entry is \"{entry.scenario}\")")
+        if entry.scenario == "echo" and (entry.close or entry.pipeline != 1):
+            fail(("measure", index, "scenario"), "close and pipeline apply to HTTP scenarios, not echo")
+        if entry.static_path is not None and (entry.static_path.startswith("/") or ".." in entry.static_path):
+            fail(("measure", index, "static_path"), "must be a relative path inside the static file set, "
+                 "e.g. \"bytes/10000\" or \"img/00042.jpg\"")
+    if suite.cpus is not None:
+        overlap = set(suite.cpus.server) & set(suite.cpus.generator)
+        if overlap:
+            fail(("cpus",), f"server and generator CPU sets overlap on {sorted(overlap)}; "
+                 "disjoint sets keep the generator from measuring itself")
+
+
+def check_names(requested: list[str], known: list[str], what: str, source: str) -> None:
+    """Exact names (not patterns) must exist; a typo is an error with the near miss."""
+    for name in requested:
+        if any(ch in name for ch in "*?[") or name in known:
+            continue
+        hint = did_you_mean(name, known)
+        raise ConfigError(
+            f"unknown {what} '{name}'; known: {', '.join(known) if known else '(none)'}",
+            path=source,
+            hint=hint,
+        )
+
+
+__all__ = [
+    "SCENARIOS", "HTTP_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite", "Measure", "Cpus",
+    "load_manifest", "load_suite", "check_suite", "check_names", "key_lines",
+]

@@ -1,0 +1,336 @@
+"""Contestants: discovery, whether each can run here (and exactly why not), installation, placeholders."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .config import SCENARIOS, Manifest, load_manifest
+from .errors import ConfigError, did_you_mean
+
+MANIFEST_NAME = "contestant.toml"
+INSTALL_TIMEOUT_S = 1800  # pip builds from source (uwsgi ~30 s), cargo/go builds: generous but bounded
+# Folders that builds write into; hashing them would make every build invalidate itself.
+_BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("NETARENA_CACHE") or Path.home() / ".cache" / "netarena").absolute()
+
+
+def repo_root() -> Path | None:
+    """The checkout this package runs from, when it runs from one (python/netarena/ inside it)."""
+    here = Path(__file__).resolve().parent.parent.parent
+    return here if (here / "pyproject.toml").is_file() and (here / "contestants").is_dir() else None
+
+
+def default_contestants_dir() -> Path:
+    root = repo_root()
+    return (root / "contestants") if root else Path("contestants").absolute()
+
+
+@dataclass
+class Contestant:
+    manifest: Manifest
+    dir: Path
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def env_dir(self) -> Path:
+        return cache_root() / "envs" / self.name
+
+    @property
+    def venv_dir(self) -> Path:
+        return self.env_dir / "venv"
+
+    def python(self) -> str:
+        if self.manifest.install.python_requirements:
+            return str(self.venv_dir / "bin" / "python")
+        return "python3"
+
+    def placeholders(self, *, port: int | None = None, workers: int | None = None,
+                     static_dir: Path | None = None) -> dict[str, str]:
+        values = {
+            "dir": str(self.dir),
+            "env_dir": str(self.env_dir),
+            "build_dir": str(self.env_dir / "build"),
+            "python": self.python(),
+            "static_dir": str(static_dir) if static_dir else "",
+        }
+        if port is not None:
+            values["port"] = str(port)
+        if workers is not None:
+            values["workers"] = str(workers)
+        return values
+
+    def command(self, scenario: str) -> list[str]:
+        start = self.manifest.start
+        return list(start.echo_command if scenario == "echo" else start.command)
+
+
+def expand(word: str, values: dict[str, str]) -> str:
+    # Only known placeholders are replaced, so literal braces (JSON, shell snippets) pass through.
+    return re.sub(r"\{([a-z_]+)\}", lambda m: values.get(m.group(1), m.group(0)), word)
+
+
+def list_names(contestants_dir: Path) -> list[str]:
+    if not contestants_dir.is_dir():
+        return []
+    return sorted(p.name for p in contestants_dir.iterdir() if (p / MANIFEST_NAME).is_file())
+
+
+def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), source: str = "--only") -> list[str]:
+    """Names matching the patterns (exact names or fnmatch globs), minus the excluded ones.
+
+    An exact name that does not exist is an error with the near miss; a glob may match nothing.
+    """
+    names = list_names(contestants_dir)
+    chosen: list[str] = []
+    for pattern in patterns:
+        if any(ch in pattern for ch in "*?["):
+            chosen += [n for n in names if fnmatch.fnmatchcase(n, pattern) and n not in chosen]
+        elif pattern in names:
+            if pattern not in chosen:
+                chosen.append(pattern)
+        else:
+            raise ConfigError(
+                f"unknown contestant '{pattern}' (looked in {contestants_dir}; "
+                f"known: {', '.join(names) if names else 'none'})",
+                path=source, hint=did_you_mean(pattern, names))
+    return [n for n in chosen if not any(fnmatch.fnmatchcase(n, ex) for ex in exclude)]
+
+
+def load(contestants_dir: Path, names: list[str]) -> list[Contestant]:
+    return [Contestant(load_manifest(contestants_dir / n / MANIFEST_NAME), (contestants_dir / n).absolute())
+            for n in names]
+
+
+# ----------------------------------------------------------------------------- can it run here?
+
+
+def dpkg_installed(package: str) -> bool:
+    if not shutil.which("dpkg-query"):
+        return False
+    result = subprocess.run(["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True)
+    return result.returncode == 0 and result.stdout.strip().endswith("install ok installed")
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+@dataclass
+class Availability:
+    runnable: bool
+    reasons: list[str] = field(default_factory=list)  # why not, each with the command that fixes it
+    notes: list[str] = field(default_factory=list)  # what installing will do
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.reasons) if self.reasons else ("; ".join(self.notes) or "ready")
+
+
+def _required_executables(manifest: Manifest) -> list[str]:
+    required = list(manifest.install.requires)
+    if manifest.install.python_requirements:
+        runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
+        if runtime not in required:
+            required.append(runtime)
+    return required
+
+
+def availability(contestant: Contestant, allow_apt: bool = True) -> Availability:
+    """Whether the contestant can run here, without changing anything."""
+    manifest = contestant.manifest
+    av = Availability(True)
+    missing_debs = [p for p in manifest.install.debian if not dpkg_installed(p)]
+    apt_will_install = bool(missing_debs) and allow_apt and is_root() and shutil.which("apt-get") is not None
+    if missing_debs:
+        command = "apt-get install -y " + " ".join(missing_debs)
+        if apt_will_install:
+            av.notes.append(f"Debian packages {', '.join(missing_debs)} will be installed ({command})")
+        else:
+            av.runnable = False
+            why = "not root" if not is_root() else ("--no-apt given" if not allow_apt else "apt-get not found")
+            av.reasons.append(f"Debian package(s) {', '.join(missing_debs)} not installed ({why}): "
+                              f"sudo {command}")
+    for exe in _required_executables(manifest):
+        if shutil.which(exe):
+            continue
+        if apt_will_install:
+            av.notes.append(f"{exe} expected from the Debian packages")
+            continue
+        av.runnable = False
+        hint = ("apt-get install -y " + " ".join(manifest.install.debian)) if manifest.install.debian else \
+            ("apt-get install -y pypy3 pypy3-venv" if exe == "pypy3" else f"install {exe} and put it on PATH")
+        av.reasons.append(f"{exe} not installed: {hint}")
+    if manifest.install.python_requirements and not _venv_current(contestant):
+        av.notes.append(f"a venv will be created in {contestant.venv_dir} from "
+                        f"{manifest.install.python_requirements}")
+    if manifest.install.steps and not _steps_current(contestant):
+        av.notes.append(f"{len(manifest.install.steps)} build step(s) will run")
+    return av
+
+
+def scenario_note(contestant: Contestant, scenario: str) -> str | None:
+    """None when the contestant implements the scenario, else its declared reason."""
+    if scenario in contestant.manifest.scenarios:
+        return None
+    return contestant.manifest.unsupported.get(scenario, "not implemented")
+
+
+# ----------------------------------------------------------------------------- install
+
+
+class InstallError(Exception):
+    def __init__(self, message: str, output_tail: str = ""):
+        super().__init__(message)
+        self.output_tail = output_tail
+
+
+def _hash_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tree_hash(folder: Path) -> str:
+    digest = hashlib.sha256()
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d not in _BUILD_OUTPUT_DIRS and not d.startswith("."))
+        for name in sorted(files):
+            path = Path(root) / name
+            digest.update(str(path.relative_to(folder)).encode() + b"\0")
+            try:
+                digest.update(path.read_bytes())
+            except OSError:
+                pass
+    return digest.hexdigest()
+
+
+def _venv_stamp(contestant: Contestant) -> str:
+    install = contestant.manifest.install
+    return json.dumps({"runtime": install.python_runtime,
+                       "requirements_sha256": _hash_file(contestant.dir / install.python_requirements)})
+
+
+def _steps_stamp(contestant: Contestant) -> str:
+    return json.dumps({"steps": contestant.manifest.install.steps, "tree_sha256": _tree_hash(contestant.dir)})
+
+
+def _venv_current(contestant: Contestant) -> bool:
+    stamp = contestant.env_dir / "venv.stamp"
+    return stamp.is_file() and stamp.read_text() == _venv_stamp(contestant) and \
+        (contestant.venv_dir / "bin" / "python").exists()
+
+
+def _steps_current(contestant: Contestant) -> bool:
+    stamp = contestant.env_dir / "steps.stamp"
+    return stamp.is_file() and stamp.read_text() == _steps_stamp(contestant)
+
+
+def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None) -> None:
+    with log.open("ab") as out:
+        out.write(f"\n$ {' '.join(argv)}\n".encode())
+        out.flush()
+        try:
+            result = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    timeout=INSTALL_TIMEOUT_S, env=env)
+        except FileNotFoundError:
+            raise InstallError(f"{what}: {argv[0]} not found") from None
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"{what}: still running after {INSTALL_TIMEOUT_S} s", tail(log)) from None
+    if result.returncode != 0:
+        raise InstallError(f"{what} failed with exit code {result.returncode}: {' '.join(argv)}", tail(log))
+
+
+def tail(path: Path, limit_bytes: int = 4000) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit_bytes))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None) -> dict:
+    """Make the contestant runnable; returns what was installed (versions) for the store.
+
+    Raises InstallError with the reason and the tail of the install log.
+    """
+    manifest = contestant.manifest
+    contestant.env_dir.mkdir(parents=True, exist_ok=True)
+    log = contestant.env_dir / "install.log"
+    record: dict = {"env_dir": str(contestant.env_dir), "install_log": str(log)}
+    missing_debs = [p for p in manifest.install.debian if not dpkg_installed(p)]
+    if missing_debs:
+        av = availability(contestant, allow_apt)
+        if not (allow_apt and is_root() and shutil.which("apt-get")):
+            raise InstallError("; ".join(av.reasons))
+        say(f"{contestant.name}: apt-get install -y {' '.join(missing_debs)}")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        _run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing_debs], contestant.dir, log,
+                    "apt-get install", env)
+    record["debian"] = {p: _dpkg_version(p) for p in manifest.install.debian}
+    for exe in _required_executables(manifest):
+        if not shutil.which(exe):
+            raise InstallError(availability(contestant, allow_apt).summary or f"{exe} not installed")
+    record["executables"] = {exe: shutil.which(exe) for exe in _required_executables(manifest)}
+    if manifest.install.python_requirements:
+        if not _venv_current(contestant):
+            say(f"{contestant.name}: creating venv ({manifest.install.python_runtime}) and installing "
+                f"{manifest.install.python_requirements}")
+            shutil.rmtree(contestant.venv_dir, ignore_errors=True)
+            (contestant.env_dir / "venv.stamp").unlink(missing_ok=True)
+            runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
+            _run_logged([runtime, "-m", "venv", str(contestant.venv_dir)], contestant.dir, log, "venv creation")
+            _run_logged([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "install",
+                         "--disable-pip-version-check", "--no-input", "-r",
+                         str(contestant.dir / manifest.install.python_requirements)],
+                        contestant.dir, log, "pip install")
+            (contestant.env_dir / "venv.stamp").write_text(_venv_stamp(contestant))
+        freeze = subprocess.run([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "freeze",
+                                 "--disable-pip-version-check"], capture_output=True, text=True, timeout=120)
+        record["pip_freeze"] = freeze.stdout.split()
+        version = subprocess.run([str(contestant.venv_dir / "bin" / "python"), "-c",
+                                  "import sys,platform;print(platform.python_implementation(), sys.version.split()[0])"],
+                                 capture_output=True, text=True, timeout=60)
+        record["python"] = version.stdout.strip()
+    if manifest.install.steps:
+        if not _steps_current(contestant):
+            (contestant.env_dir / "build").mkdir(parents=True, exist_ok=True)
+            values = contestant.placeholders()
+            for index, step in enumerate(manifest.install.steps):
+                argv = [expand(w, values) for w in step]
+                say(f"{contestant.name}: step {index + 1}/{len(manifest.install.steps)}: {' '.join(argv)}")
+                _run_logged(argv, contestant.dir, log, f"install step {index + 1}")
+            (contestant.env_dir / "steps.stamp").write_text(_steps_stamp(contestant))
+        record["steps"] = manifest.install.steps
+    return record
+
+
+def _dpkg_version(package: str) -> str | None:
+    if not shutil.which("dpkg-query"):
+        return None
+    result = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True)
+    return (result.stdout.strip() or None) if result.returncode == 0 else None
+
+
+def catalog_table(contestants: list[Contestant]) -> list[dict]:
+    """Per contestant and catalog scenario: implemented or the declared reason (for `netarena list`)."""
+    return [{"contestant": c.name, "scenario": s, "implemented": s in c.manifest.scenarios,
+             "reason": scenario_note(c, s)} for c in contestants for s in SCENARIOS]
+
+
+__all__ = ["Contestant", "Availability", "InstallError", "availability", "install", "select", "load", "list_names",
+           "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note"]

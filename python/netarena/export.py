@@ -1,0 +1,74 @@
+"""Renderers from the store to bytes: pure functions of what is stored (never of a live run)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from . import stats
+from .store import Store, row_to_dict
+
+CSV_COLUMNS = ["run_id", "measurement_id", "contestant", "scenario", "level_key", "connections", "workers",
+               "repeat_index", "status", "failure_kind", "requests_per_s", "error_rate", "latency_p50_us",
+               "latency_p99_us", "errors_total", "generator_busy_fraction", "generator_saturated",
+               "server_cpu_user_s", "server_cpu_sys_s", "server_rss_peak_bytes", "flags", "error", "started_at",
+               "ended_at"]
+
+
+def run_summary(store: Store, run_id: int) -> dict:
+    """The run, its per-(contestant, scenario, level) statistics and its skips; no raw series."""
+    run = row_to_dict(store.run(run_id))
+    rows = [row_to_dict(r) for r in store.measurements(run_id)]
+    groups = stats.summarize(rows)
+    statuses = [r["status"] for r in rows]
+    return {
+        "store": str(store.path),
+        "run": {k: run[k] for k in ("id", "suite_name", "suite_path", "status", "started_at", "ended_at",
+                                    "netarena_version", "git_sha", "backend", "server_cpus", "generator_cpus")},
+        "measurements": {"planned": run["planned_measurements"], "ok": statuses.count("ok"),
+                         "failed": statuses.count("failed"), "interrupted": statuses.count("interrupted")},
+        "groups": [g.to_dict() for g in groups],
+        "skipped": [{k: s[k] for k in ("contestant", "scenario", "level_key", "reason")} for s in store.skipped(run_id)],
+    }
+
+
+def export_json(store: Store, run_id: int) -> str:
+    """Everything stored about the run: run row (environment included), contestants, skips, measurements
+    (generator JSON with histograms and monitor series) and the summary statistics."""
+    run = row_to_dict(store.run(run_id))
+    contestants = [row_to_dict(r) for r in store.db.execute(
+        "SELECT * FROM contestants WHERE run_id=? ORDER BY name", (run_id,)).fetchall()]
+    document = {
+        "netarena_export_version": 1,
+        "run": run,
+        "contestants": contestants,
+        "skipped": [dict(s) for s in store.skipped(run_id)],
+        "measurements": [row_to_dict(r) for r in store.measurements(run_id)],
+        "summary": run_summary(store, run_id)["groups"],
+    }
+    return json.dumps(document, indent=2, default=str) + "\n"
+
+
+def export_csv(store: Store, run_id: int) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for row in store.measurements(run_id):
+        m = row_to_dict(row)
+        gen = m.get("generator") or {}
+        server = ((m.get("monitor") or {}).get("summary") or {}).get("server") or {}
+        writer.writerow({
+            "run_id": run_id, "measurement_id": m["id"], "contestant": m["contestant"], "scenario": m["scenario"],
+            "level_key": m["level_key"], "connections": m["connections"], "workers": m["workers"],
+            "repeat_index": m["repeat_index"], "status": m["status"], "failure_kind": m["failure_kind"],
+            "requests_per_s": m["requests_per_s"], "error_rate": m["error_rate"],
+            "latency_p50_us": m["latency_p50_us"], "latency_p99_us": m["latency_p99_us"],
+            "errors_total": (gen.get("errors") or {}).get("total"),
+            "generator_busy_fraction": (gen.get("generator") or {}).get("busy_fraction"),
+            "generator_saturated": gen.get("generator_saturated"),
+            "server_cpu_user_s": server.get("cpu_user_s"), "server_cpu_sys_s": server.get("cpu_sys_s"),
+            "server_rss_peak_bytes": server.get("rss_peak_bytes"), "flags": " ".join(m.get("flags") or []),
+            "error": m["error"], "started_at": m["started_at"], "ended_at": m["ended_at"],
+        })
+    return out.getvalue()

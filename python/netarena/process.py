@@ -1,0 +1,213 @@
+"""Child processes of a run: each in its own process group, pinned, and never left behind."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+_PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def free_port() -> int:
+    """A port nothing listens on right now (the kernel's choice for 127.0.0.1:0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def available_cpus() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def _child_setup(cpus: list[int] | None):
+    def setup() -> None:
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+        # If the orchestrator dies without cleaning up (kill -9), the kernel kills the direct child.
+        # Its own children are found later through the process group recorded in the store.
+        _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    return setup
+
+
+def process_start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    """Live (non-zombie) processes whose process group is pgid."""
+    members = []
+    for proc in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(proc.pid) == pgid and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                members.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return members
+
+
+def describe(proc: psutil.Process) -> dict:
+    try:
+        return {"pid": proc.pid, "name": proc.name(), "cmdline": proc.cmdline()[:8]}
+    except psutil.Error:
+        return {"pid": proc.pid}
+
+
+def kill_group(pgid: int, leader_start_time: float | None = None) -> list[dict]:
+    """SIGKILL whatever is left of a process group (e.g. after the orchestrator was killed).
+
+    When the group leader still exists but is a different process than the one recorded (PID reuse),
+    nothing is touched.
+    """
+    if leader_start_time is not None:
+        now = process_start_time(pgid)
+        if now is not None and abs(now - leader_start_time) > 1.0:
+            return []
+    members = group_members(pgid)
+    found = [describe(p) for p in members]
+    if members:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        psutil.wait_procs(members, timeout=5)
+    return found
+
+
+@dataclass
+class StopOutcome:
+    signal: str
+    exit_code: int | None
+    stopped_in_s: float
+    killed: bool  # the stop signal was not enough: SIGKILL went to the group
+    leftover: list[dict] = field(default_factory=list)  # processes still there after SIGKILL (should be [])
+    escaped: list[dict] = field(default_factory=list)  # descendants that had left the group, killed too
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class ManagedProcess:
+    """A child in its own session/process group, its output in a log file, pinned to `cpus`."""
+
+    def __init__(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
+                 cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False):
+        self.argv = argv
+        self.log_path = log_path
+        self._log = None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = log_path.open("wb")
+        out = subprocess.PIPE if capture else (self._log or subprocess.DEVNULL)
+        err = subprocess.PIPE if capture else (subprocess.STDOUT if self._log else subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            start_new_session=True, preexec_fn=_child_setup(cpus), close_fds=True)
+        self.pid = self.proc.pid
+        self.pgid = self.proc.pid
+        self.start_time = process_start_time(self.pid)
+        self.started_monotonic = time.monotonic()
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def wait_port(self, port: int, timeout_s: float) -> str | None:
+        """None once the port accepts connections; else why not (exited, or the deadline passed)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                return f"exited with code {code} before accepting connections on port {port}"
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    return None
+            except OSError:
+                pass
+            if time.monotonic() >= deadline:
+                return f"port {port} not accepting connections after {timeout_s:g} s (ready_timeout_s)"
+            time.sleep(0.05)
+
+    def _descendants(self) -> list[psutil.Process]:
+        try:
+            return psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            return []
+
+    def stop(self, sig_name: str = "SIGTERM", timeout_s: float = 5.0) -> StopOutcome:
+        started = time.monotonic()
+        # Descendants that called setsid() are not in our group any more; remember them now.
+        snapshot = [p for p in self._descendants() if _pgid(p.pid) not in (None, self.pgid)]
+        killed = False
+        if self.proc.poll() is None or group_members(self.pgid):
+            try:
+                os.killpg(self.pgid, getattr(signal, sig_name))
+            except ProcessLookupError:
+                pass
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                self.proc.poll()
+                if self.proc.returncode is not None and not group_members(self.pgid):
+                    break
+                time.sleep(0.02)
+            else:
+                killed = True
+                try:
+                    os.killpg(self.pgid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        leftover = [describe(p) for p in group_members(self.pgid)]
+        if leftover:
+            kill_group(self.pgid)
+        escaped = []
+        for proc in snapshot:
+            try:
+                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+                    escaped.append(describe(proc))
+                    proc.kill()
+            except psutil.Error:
+                pass
+        self.close()
+        return StopOutcome(sig_name, self.proc.returncode, round(time.monotonic() - started, 3), killed,
+                           leftover, escaped)
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self.close()
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except (ProcessLookupError, PermissionError):
+        return None

@@ -1,0 +1,276 @@
+"""Compare two runs: per contestant × scenario × level, the ratio B/A of throughput and of p99 latency.
+
+A difference is called significant only when the two runs' repeat ranges do not overlap (the min–max of
+B's repeats lies wholly above or below A's). That is a deliberately plain, conservative criterion rather
+than a statistical test: with the usual three repeats, any test's p-value would rest on very little, and
+non-overlapping ranges are what a reader can check by eye in the tables. It needs at least
+``MIN_REPEATS_FOR_SIGNIFICANCE`` ok repeats on each side; with fewer, the verdict is "too few repeats".
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from rich import box
+from rich.console import Console, Group as RichGroup
+from rich.table import Table
+from rich.text import Text
+
+from . import fmt
+from .model import Group, Report
+
+MIN_REPEATS_FOR_SIGNIFICANCE = 2
+
+SIGNIFICANCE_RULE = (f"significant = the repeats' min–max ranges of A and B do not overlap (at least "
+                     f"{MIN_REPEATS_FOR_SIGNIFICANCE} ok repeats each); not a statistical test")
+
+
+@dataclass
+class Metric:
+    a_median: float | None
+    a_min: float | None
+    a_max: float | None
+    b_median: float | None
+    b_min: float | None
+    b_max: float | None
+    ratio: float | None            # B / A of the medians
+    ratio_low: float | None        # the most pessimistic ratio the ranges allow: B min / A max
+    ratio_high: float | None       # B max / A min
+    verdict: str                   # "higher" | "lower" | "overlap" | "too few repeats" | "missing"
+
+    @property
+    def significant(self) -> bool:
+        return self.verdict in ("higher", "lower")
+
+
+@dataclass
+class Row:
+    contestant: str
+    scenario: str
+    level_key: str
+    a_ids: list[int]
+    b_ids: list[int]
+    throughput: Metric
+    p99: Metric
+
+
+@dataclass
+class Comparison:
+    a: Report
+    b: Report
+    rows: list[Row]
+    only_in_a: list[str]
+    only_in_b: list[str]
+    environment_differences: list[str]
+
+
+def _metric(a_values: list[float], b_values: list[float], a_median: float | None = None,
+            b_median: float | None = None) -> Metric:
+    if not a_values or not b_values:
+        return Metric(a_median, min(a_values, default=None), max(a_values, default=None), b_median,
+                      min(b_values, default=None), max(b_values, default=None), None, None, None, "missing")
+    a_median = statistics.median(a_values) if a_median is None else a_median
+    b_median = statistics.median(b_values) if b_median is None else b_median
+    a_min, a_max, b_min, b_max = min(a_values), max(a_values), min(b_values), max(b_values)
+
+    def div(x: float, y: float) -> float | None:
+        return x / y if y else None
+
+    if len(a_values) < MIN_REPEATS_FOR_SIGNIFICANCE or len(b_values) < MIN_REPEATS_FOR_SIGNIFICANCE:
+        verdict = "too few repeats"
+    elif b_min > a_max:
+        verdict = "higher"
+    elif b_max < a_min:
+        verdict = "lower"
+    else:
+        verdict = "overlap"
+    return Metric(a_median, a_min, a_max, b_median, b_min, b_max, div(b_median, a_median), div(b_min, a_max),
+                  div(b_max, a_min), verdict)
+
+
+def _throughput_values(report: Report, g: Group) -> list[float]:
+    return [m.generator["throughput"]["requests_per_s"] for m in report.measurements if m.id in g.ok_ids]
+
+
+def compare(a: Report, b: Report) -> Comparison:
+    a_groups = {(g.contestant, g.scenario, g.level_key): g for g in a.groups}
+    b_groups = {(g.contestant, g.scenario, g.level_key): g for g in b.groups}
+    rows = []
+    for key in sorted(set(a_groups) & set(b_groups), key=lambda k: (k[1], a_groups[k].connections, k[2], k[0])):
+        ga, gb = a_groups[key], b_groups[key]
+        rows.append(Row(
+            *key, a_ids=ga.measurement_ids, b_ids=gb.measurement_ids,
+            throughput=_metric(_throughput_values(a, ga), _throughput_values(b, gb)),
+            # The headline p99 is the merged histogram's; the spread is the repeats' own p99s.
+            p99=_metric(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us)))
+    label = lambda k: " ".join(k)  # noqa: E731
+    return Comparison(a, b, rows, [label(k) for k in sorted(set(a_groups) - set(b_groups))],
+                      [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b))
+
+
+def environment_differences(a: Report, b: Report) -> list[str]:
+    """What differs between the two runs' machines and settings: a reason to doubt any ratio."""
+    def pick(r: Report) -> dict:
+        env = r.run.environment or {}
+        cpu, kernel = env.get("cpu") or {}, env.get("kernel") or {}
+        generator = env.get("generator") or {}
+        return {"CPU model": cpu.get("model"), "logical cores": cpu.get("logical_cores"),
+                "kernel": kernel.get("release"), "host": env.get("hostname"), "server CPUs": r.run.server_cpus,
+                "generator CPUs": r.run.generator_cpus, "netarena-load": generator.get("version"),
+                "sysctls": env.get("sysctls"), "open files limit": (env.get("limits") or {}).get("open_files"),
+                "backend": r.run.backend}
+    pa, pb = pick(a), pick(b)
+    return [f"{k}: A {pa[k]!r}, B {pb[k]!r}" if k != "sysctls" else "sysctls differ"
+            for k in pa if pa[k] != pb[k]]
+
+
+# ----------------------------------------------------------------------------- terminal
+
+
+def _ratio_text(m: Metric) -> str:
+    if m.ratio is None:
+        return "-"
+    return f"{m.ratio:.3f} [{fmt.ratio(m.ratio_low)}–{fmt.ratio(m.ratio_high)}]"
+
+
+def _ratio_short(m: Metric) -> str:
+    if m.ratio is None:
+        return "-"
+    return f"{m.ratio:.2f} [{m.ratio_low:.2f}–{m.ratio_high:.2f}]" if m.ratio_low is not None and \
+        m.ratio_high is not None else f"{m.ratio:.2f}"
+
+
+def _verdict_text(m: Metric, better: str) -> Text:
+    if not m.significant:
+        return Text(m.verdict, style="dim")
+    good = m.verdict == better
+    return Text(f"{m.verdict}*", style="bold green" if good else "bold red")
+
+
+def renderables(c: Comparison) -> list:
+    out: list = [Text(f"A = run {c.a.run.id} ({c.a.run.suite_name}, {c.a.run.started_at})  "
+                      f"B = run {c.b.run.id} ({c.b.run.suite_name}, {c.b.run.started_at})"),
+                 Text("ratio = B/A of the medians [the range the repeats allow: B min/A max – B max/A min]; "
+                      + SIGNIFICANCE_RULE + "; * = significant. The measurement ids behind each row are in "
+                      "the HTML comparison (netarena compare A B -o FILE).", style="dim")]
+    levels: dict[tuple, list[Row]] = {}
+    for r in c.rows:
+        levels.setdefault((r.scenario, r.level_key), []).append(r)
+    for (scenario, level_key), rows in levels.items():
+        table = Table(title=f"{scenario} · {level_key}", title_justify="left", title_style="bold",
+                      box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
+        table.add_column("contestant", overflow="fold", min_width=10)
+        table.add_column(f"{fmt.throughput_unit(scenario)} A→B", justify="right", no_wrap=True)
+        table.add_column("B/A [range]", justify="right", no_wrap=True)
+        table.add_column("", min_width=7)
+        table.add_column("p99 A→B", justify="right", no_wrap=True)
+        table.add_column("B/A [range]", justify="right", no_wrap=True)
+        table.add_column("", min_width=7)
+        for r in rows:
+            t, p = r.throughput, r.p99
+            table.add_row(r.contestant, f"{fmt.rps_short(t.a_median)}→{fmt.rps_short(t.b_median)}",
+                          _ratio_short(t), _verdict_text(t, "higher"), f"{fmt.us(p.a_median)}→{fmt.us(p.b_median)}",
+                          _ratio_short(p), _verdict_text(p, "lower"))
+        out += [Text(""), table]
+    for label, items in (("only in A", c.only_in_a), ("only in B", c.only_in_b)):
+        if items:
+            out.append(Text(f"{label}: " + "; ".join(items)))
+    if c.environment_differences:
+        out.append(Text("the runs' environments differ (ratios may reflect that): "
+                        + "; ".join(c.environment_differences), style="yellow"))
+    return out
+
+
+def render_text(c: Comparison, width: int = 100) -> str:
+    console = Console(width=width, record=True, file=_Null(), color_system=None, highlight=False)
+    console.print(RichGroup(*renderables(c)))
+    return console.export_text()
+
+
+def print_comparison(c: Comparison, console: Console | None = None) -> None:
+    (console or Console(width=100, highlight=False)).print(RichGroup(*renderables(c)))
+
+
+class _Null:
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+
+# ----------------------------------------------------------------------------- HTML
+
+
+def render_html(c: Comparison) -> bytes:
+    import plotly.graph_objects as go
+
+    from .html import CSS, _plotly_js, e
+
+    def verdict_html(m: Metric, better: str) -> str:
+        if not m.significant:
+            return f'<span class="note">{e(m.verdict)}</span>'
+        color = "#1a7f37" if m.verdict == better else "#cf222e"
+        return f'<b style="color:{color}" data-significant="1">{e(m.verdict)}</b>'
+
+    def spread(m: Metric, f) -> str:
+        return "-" if m.a_min is None or m.b_min is None else \
+            f"A {f(m.a_min)}–{f(m.a_max)}<br>B {f(m.b_min)}–{f(m.b_max)}"
+
+    parts = []
+    for scenario in sorted({r.scenario for r in c.rows}):
+        rows = []
+        for r in (r for r in c.rows if r.scenario == scenario):
+            t, p = r.throughput, r.p99
+            rows.append(
+                f'<tr data-contestant="{e(r.contestant)}" data-level="{e(r.level_key)}"><td>{e(r.contestant)}</td>'
+                f"<td>{e(r.level_key)}</td><td class=\"num\">{fmt.rps(t.a_median)} → {fmt.rps(t.b_median)}</td>"
+                f'<td class="num">{spread(t, fmt.rps)}</td><td class="num">{_ratio_text(t)}</td>'
+                f"<td>{verdict_html(t, 'higher')}</td>"
+                f'<td class="num">{fmt.us(p.a_median)} → {fmt.us(p.b_median)}</td>'
+                f'<td class="num">{spread(p, fmt.us)}</td><td class="num">{_ratio_text(p)}</td>'
+                f"<td>{verdict_html(p, 'lower')}</td>"
+                f'<td class="ids">A {fmt.ids(r.a_ids)}<br>B {fmt.ids(r.b_ids)}</td></tr>')
+        head = "".join(f"<th>{h}</th>" for h in ["contestant", "level", f"{fmt.throughput_unit(scenario)} A → B",
+                                                  "repeats' range", "B/A", "", "p99 A → B", "repeats' range",
+                                                  "B/A", "", "from"])
+        parts.append(f"<h2>{e(scenario)}</h2><table class=\"compare\"><thead><tr>{head}</tr></thead><tbody>"
+                     + "".join(rows) + "</tbody></table>")
+        fig = go.Figure()
+        scenario_rows = [r for r in c.rows if r.scenario == scenario and r.throughput.ratio is not None]
+        labels = [f"{r.contestant} {r.level_key}" for r in scenario_rows]
+        for name, metric in (("throughput B/A", lambda r: r.throughput), ("p99 B/A", lambda r: r.p99)):
+            ms = [metric(r) for r in scenario_rows]
+            fig.add_trace(go.Bar(
+                x=labels, y=[m.ratio for m in ms], name=name,
+                error_y={"type": "data", "symmetric": False,
+                         "array": [(m.ratio_high or m.ratio) - m.ratio if m.ratio is not None else 0 for m in ms],
+                         "arrayminus": [m.ratio - (m.ratio_low or m.ratio) if m.ratio is not None else 0
+                                        for m in ms]}))
+        if fig.data and scenario_rows:
+            fig.add_hline(y=1.0, line_dash="dot", line_color="#57606a")
+            fig.update_layout(barmode="group", height=420, template="plotly_white", margin={"t": 60},
+                              title={"text": f"{scenario}: B/A (1 = no change; bars to the range the repeats allow)"})
+            fig.update_yaxes(title="B / A")
+            parts.append('<div class="chart">' + fig.to_html(full_html=False, include_plotlyjs=False,
+                                                             div_id=f"compare-{len(parts)}",
+                                                             config={"displaylogo": False}) + "</div>")
+    extras = []
+    for label, items in (("Only in A", c.only_in_a), ("Only in B", c.only_in_b)):
+        if items:
+            extras.append(f"<p><b>{label}:</b> {e('; '.join(items))}</p>")
+    if c.environment_differences:
+        extras.append("<p><b>The runs' environments differ</b> (ratios may reflect that): "
+                      + e("; ".join(c.environment_differences)) + "</p>")
+    title = f"netarena: run {c.b.run.id} (B) against run {c.a.run.id} (A)"
+    header = (f"<h1>{e(title)}</h1><p class=\"meta\">A = run {c.a.run.id} ({e(c.a.run.suite_name)}, "
+              f"{e(c.a.run.started_at)}, store <code>{e(c.a.store_path)}</code>) · B = run {c.b.run.id} "
+              f"({e(c.b.run.suite_name)}, {e(c.b.run.started_at)}, store <code>{e(c.b.store_path)}</code>)</p>"
+              f"<p class=\"note\">Ratio = B/A of the medians (throughput: median of repeats; p99: from the merged "
+              f"histograms), with in brackets the range the repeats allow (B min / A max – B max / A min). "
+              f"{e(SIGNIFICANCE_RULE)}. Measurement ids refer to each run's own store.</p>")
+    page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>"
+            f"<style>{CSS}</style><script type=\"text/javascript\">{_plotly_js()}</script></head><body>"
+            + header + "".join(extras) + "".join(parts) + "</body></html>\n")
+    return page.encode("utf-8")

@@ -1,0 +1,67 @@
+"""Number formatting shared by the terminal and the HTML renderers, so both print the same figures."""
+
+from __future__ import annotations
+
+
+def rps(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def rps_range(low: float | None, high: float | None) -> str:
+    if low is None or high is None:
+        return "-"
+    return f"{low:,.0f}–{high:,.0f}"
+
+
+def rps_short(value: float | None) -> str:
+    """Three significant digits with a k/M suffix: narrow enough for a 100-column terminal table."""
+    if value is None:
+        return "-"
+    for suffix, scale in (("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            scaled = value / scale
+            return f"{scaled:.2f}{suffix}" if scaled < 10 else f"{scaled:.1f}{suffix}" if scaled < 100 \
+                else f"{scaled:.0f}{suffix}"
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def us(value: float | None) -> str:
+    """A latency in microseconds, in the unit that keeps it short (µs below 1 ms, ms below 10 s, else s)."""
+    if value is None:
+        return "-"
+    if value < 1000:
+        return f"{value:.0f}µs"
+    if value < 10_000_000:
+        ms = value / 1000
+        return f"{ms:.2f}ms" if ms < 10 else f"{ms:.1f}ms" if ms < 100 else f"{ms:.0f}ms"
+    return f"{value / 1e6:.1f}s"
+
+
+def pct(fraction: float | None, digits: int = 2) -> str:
+    return "-" if fraction is None else f"{100 * fraction:.{digits}f}%"
+
+
+def cpu_pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def size_bytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if value >= scale:
+            return f"{value / scale:.1f}{unit}" if value < 10 * scale else f"{value / scale:.0f}{unit}"
+    return f"{value:.0f}B"
+
+
+def ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def ids(values: list[int]) -> str:
+    return " ".join(f"#{i}" for i in values) or "-"
+
+
+def throughput_unit(scenario: str) -> str:
+    # The echo flood counts echoed chunks, not HTTP requests (docs/load-generator.md).
+    return "chunks/s" if scenario == "echo" else "req/s"

@@ -1,0 +1,86 @@
+"""The run's summary tables for a terminal (rich), readable in 100 columns, with the same badges as the page."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Console, Group as RichGroup
+from rich.table import Table
+from rich.text import Text
+
+from . import fmt
+from .model import BADGES, Report, ranks
+
+TERMINAL_WIDTH = 100
+
+
+def summary_renderables(report: Report) -> list:
+    run = report.run
+    out: list = [Text(f"run {run.id} · suite {run.suite_name} · {run.status} · started {run.started_at} · "
+                      f"server CPUs {run.server_cpus}, generator CPUs {run.generator_cpus}")]
+    out.append(Text("median of repeats [min–max]; latency percentiles from the repeats' merged histograms; "
+                    "#N = measurement id in the store", style="dim"))
+    rank = ranks(report.groups)
+    used: set[str] = set()
+    for scenario in report.scenarios():
+        levels: dict[str, list] = {}
+        for g in report.groups_for(scenario):
+            levels.setdefault(g.level_key, []).append(g)
+        for level_key, groups in levels.items():
+            table = Table(title=f"{scenario} · {level_key}", title_justify="left", title_style="bold",
+                          box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
+            table.add_column("#", justify="right", no_wrap=True)
+            table.add_column("contestant", overflow="fold", min_width=10)
+            for name in (fmt.throughput_unit(scenario), "min–max", "p50", "p99", "p99.9", "err", "cpu", "rss"):
+                table.add_column(name, justify="right", no_wrap=True)
+            table.add_column("badges", min_width=6)
+            table.add_column("from", overflow="fold", min_width=4)
+            for g in groups:
+                used.update(g.badges)
+                position = rank.get((g.contestant, g.scenario, g.level_key))
+                table.add_row(
+                    str(position) if position else "-", g.contestant, fmt.rps_short(g.requests_per_s_median),
+                    _range(g.requests_per_s_min, g.requests_per_s_max), fmt.us(g.latency_p50_us),
+                    fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us), fmt.pct(g.error_rate_median, 1),
+                    fmt.cpu_pct(g.server_cpu_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
+                    Text(" ".join(g.badges), style="bold yellow") if g.badges else "",
+                    fmt.ids(g.measurement_ids))
+            out.append(Text(""))
+            out.append(table)
+    if used:
+        legend = Text("badges: ", style="dim")
+        legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
+        out.append(legend)
+    out.append(Text("cpu = server CPU, % of one core (median of repeats); rss = server peak RSS over the repeats",
+                    style="dim"))
+    for g in report.groups:
+        if g.failures:
+            more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
+            out.append(Text(f"failed: {g.contestant} {g.scenario} {g.level_key}: {g.failures[0]}{more}"))
+    for s in report.skipped:
+        what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
+        out.append(Text(f"skipped: {what}: {s.reason}"))
+    return out
+
+
+def _range(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"{fmt.rps_short(low)}–{fmt.rps_short(high)}"
+
+
+def print_summary(report: Report, console: Console | None = None) -> None:
+    console = console or Console(width=TERMINAL_WIDTH, highlight=False)
+    console.print(RichGroup(*summary_renderables(report)))
+
+
+def render_text(report: Report, width: int = TERMINAL_WIDTH) -> str:
+    """The summary as plain text (no colour), e.g. for tests and logs."""
+    console = Console(width=width, record=True, file=_Null(), color_system=None, highlight=False)
+    print_summary(report, console)
+    return console.export_text()
+
+
+class _Null:
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass

@@ -1,0 +1,259 @@
+"""The run: plan the matrix, install, measure in interleaved rounds, store each result as it ends."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from . import __version__
+from .config import Suite
+from .contestants import Contestant, InstallError, availability, cache_root, repo_root, scenario_note
+from .errors import ConfigError
+from .process import available_cpus, kill_group, process_start_time
+from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready
+from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso
+
+# Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
+ESTIMATED_OVERHEAD_S = 1.0
+# A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
+# of the same (contestant, scenario, level) are recorded as not attempted instead of paying the timeout again.
+NO_RETRY_KINDS = ("start_failed", "not_ready", "verify_failed")
+
+
+@dataclass(frozen=True)
+class Item:
+    contestant: str
+    scenario: str
+    level: Level
+
+
+@dataclass
+class Plan:
+    suite: Suite
+    contestants: list[Contestant]
+    items: list[Item]  # one round; every repeat runs the whole round (A B C A B C, never A A A)
+    skips: list[tuple[str, str | None, str | None, str]] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return len(self.items) * self.suite.repeat
+
+    def estimate_s(self) -> float:
+        return self.total * (self.suite.warmup_s + self.suite.duration_s + ESTIMATED_OVERHEAD_S)
+
+    def rounds(self):
+        for repeat_index in range(self.suite.repeat):
+            for item in self.items:
+                yield repeat_index, item
+
+    def needs_static(self) -> bool:
+        return any(i.scenario == "static" for i in self.items)
+
+
+def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: list[str] | None = None) -> Plan:
+    plan = Plan(suite, contestants, [])
+    for contestant in contestants:
+        for entry in suite.measure:
+            if scenario_filter and entry.scenario not in scenario_filter:
+                continue
+            reason = scenario_note(contestant, entry.scenario)
+            if reason is not None:
+                skip = (contestant.name, entry.scenario, None, f"does not implement {entry.scenario}: {reason}")
+                if skip not in plan.skips:
+                    plan.skips.append(skip)
+                continue
+            for level in levels_for(entry):
+                if level.workers > 1 and not contestant.manifest.workers.supported:
+                    plan.skips.append((contestant.name, entry.scenario, level.key,
+                                       "runs a single worker only (workers.supported = false)"))
+                    continue
+                item = Item(contestant.name, entry.scenario, level)
+                if item not in plan.items:
+                    plan.items.append(item)
+    # Interleave contestants inside a round too: for each (scenario, level) every contestant in turn.
+    order = {c.name: i for i, c in enumerate(contestants)}
+    first_seen: dict[tuple, int] = {}
+    for index, item in enumerate(plan.items):
+        first_seen.setdefault((item.scenario, item.level.key), index)
+    plan.items.sort(key=lambda i: (first_seen[(i.scenario, i.level.key)], order[i.contestant]))
+    return plan
+
+
+def resolve_cpus(server: list[int] | None, generator: list[int] | None) -> tuple[list[int], list[int], str | None]:
+    """Server and generator CPU sets (disjoint unless only one CPU is available) and a warning, if any."""
+    available = available_cpus()
+    if server is None and generator is None:
+        if len(available) >= 2:
+            return [available[0]], [available[1]], None
+        return [available[0]], [available[0]], (
+            f"only one CPU ({available[0]}) is available: the server and the generator share it, so every "
+            "figure includes the generator's own cost")
+    if server is None or generator is None:
+        raise ConfigError("give both --server-cpus and --generator-cpus (or neither, for the default split)")
+    for name, cpus in (("--server-cpus", server), ("--generator-cpus", generator)):
+        unknown = [c for c in cpus if c not in available]
+        if unknown:
+            raise ConfigError(f"{name}: CPU(s) {unknown} not available to this process (available: {available})")
+    if set(server) & set(generator):
+        raise ConfigError(f"--server-cpus {server} and --generator-cpus {generator} overlap; disjoint sets keep "
+                          "the generator from measuring itself")
+    return list(server), list(generator), None
+
+
+def git_sha() -> str | None:
+    root = repo_root()
+    if root is None:
+        return None
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def collect_environment(extra: dict) -> dict:
+    try:
+        from .envinfo import collect
+    except ImportError as exc:
+        return {"error": f"netarena.envinfo unavailable: {exc}", **extra}
+    try:
+        return collect(extra=extra)
+    except Exception as exc:  # the fingerprint is context, not a reason to lose the run
+        return {"error": f"envinfo.collect failed: {type(exc).__name__}: {exc}", **extra}
+
+
+def orchestrator_alive(run) -> bool:
+    pid, started = run["orchestrator_pid"], run["orchestrator_start_time"]
+    if not pid or pid == os.getpid():
+        return False
+    now = process_start_time(pid)
+    return now is not None and started is not None and abs(now - started) < 1.0
+
+
+def cleanup_orphans(store: Store, say) -> None:
+    """Kill process groups left by runs whose orchestrator died (kill -9): nothing may outlive a run."""
+    runs = {r["id"]: r for r in store.runs()}
+    for row in store.live_processes():
+        run = runs.get(row["run_id"])
+        if run is not None and orchestrator_alive(run):
+            continue
+        found = kill_group(row["pgid"], row["leader_start_time"])
+        if found:
+            say(f"killed {len(found)} process(es) left by run {row['run_id']} ({row['role']}, process group "
+                f"{row['pgid']})")
+        store.remove_live_process(row["run_id"], row["pgid"])
+
+
+class Interrupted(Exception):
+    pass
+
+
+class Runner:
+    def __init__(self, store: Store, backend, ui, *, allow_apt: bool = True):
+        self.store = store
+        self.backend = backend
+        self.ui = ui
+        self.allow_apt = allow_apt
+        self.run_id: int | None = None
+
+    def track(self, proc, role: str) -> None:
+        self.store.add_live_process(self.run_id, proc.pgid, proc.start_time, role)
+
+    def untrack(self, proc) -> None:
+        self.store.remove_live_process(self.run_id, proc.pgid)
+
+    def prepare(self, plan: Plan) -> dict[str, str]:
+        """Install what the plan needs; returns {contestant: reason} for the ones that cannot run."""
+        unusable: dict[str, str] = {}
+        wanted = {i.contestant for i in plan.items}
+        for contestant in plan.contestants:
+            manifest = contestant.manifest.model_dump(mode="json")
+            if contestant.name not in wanted:
+                self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
+                continue
+            av = availability(contestant, self.allow_apt) if self.backend.name == "real" else None
+            if av is not None and not av.runnable:
+                unusable[contestant.name] = av.summary
+                self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
+                self.store.record_skip(self.run_id, contestant.name, f"cannot run here: {av.summary}")
+                self.ui.warn(f"{contestant.name}: skipped: {av.summary}")
+                continue
+            try:
+                record = self.backend.prepare(contestant, self.allow_apt, self.ui.info)
+            except InstallError as exc:
+                unusable[contestant.name] = str(exc)
+                self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
+                self.store.record_skip(self.run_id, contestant.name, f"install failed: {exc}", detail=exc.output_tail)
+                self.ui.warn(f"{contestant.name}: install failed, skipped: {exc}")
+                continue
+            self.store.record_contestant(self.run_id, contestant.name, manifest, record, "ready")
+        return unusable
+
+    def execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int]):
+        from .backend import MeasureRequest
+
+        self.run_id = run_id
+        for contestant, scenario, level_key, reason in plan.skips:
+            self.store.record_skip(run_id, contestant, reason, scenario=scenario, level_key=level_key)
+        unusable = self.prepare(plan)
+        static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
+        static_dir.mkdir(parents=True, exist_ok=True)
+        if plan.needs_static() and not static_set_ready(static_dir):
+            self.ui.info(f"generating the static file set in {static_dir} (once; reused afterwards)")
+            build_static_files(static_dir)
+        by_name = {c.name: c for c in plan.contestants}
+        done = self.store.done_keys(run_id)
+        failed_before: dict[tuple, str] = {}
+        for row in self.store.measurements(run_id):
+            if row["failure_kind"] in NO_RETRY_KINDS:
+                failed_before[(row["contestant"], row["scenario"], row["level_key"])] = \
+                    f"#{row['repeat_index'] + 1} failed ({row['failure_kind']}): {row['error']}"
+        log_dir = results_dir / "logs" / f"run-{run_id}"
+        todo = [(r, i) for r, i in plan.rounds() if i.contestant not in unusable
+                and (i.contestant, i.scenario, i.level.key, r) not in done]
+        self.ui.start_progress(len(todo), already_done=len(done))
+        for repeat_index, item in todo:
+            group = (item.contestant, item.scenario, item.level.key)
+            base = {"contestant": item.contestant, "scenario": item.scenario, "level_key": item.level.key,
+                    "level": item.level.to_dict(), "repeat_index": repeat_index}
+            if group in failed_before:
+                at = now_iso()
+                record = dict(base, status=STATUS_FAILED, failure_kind="not_attempted", started_at=at, ended_at=at,
+                              error=f"not retried: {failed_before[group]}")
+                self.store.record_measurement(run_id, record)
+                self.ui.measured(record)
+                continue
+            request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
+                                     plan.suite.warmup_s, plan.suite.duration_s, plan.suite.timeout_s, server_cpus,
+                                     generator_cpus, static_dir, log_dir)
+            self.ui.measuring(item, repeat_index)
+            started = now_iso()
+            try:
+                record = self.backend.measure(request, progress=self.ui.phase)
+            except KeyboardInterrupt:
+                at = now_iso()
+                self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
+                                                           ended_at=at, error="interrupted (Ctrl-C / SIGTERM)"))
+                raise Interrupted() from None
+            self.store.record_measurement(run_id, record)
+            if record.get("failure_kind") in NO_RETRY_KINDS:
+                failed_before[group] = f"#{repeat_index + 1} failed ({record['failure_kind']}): {record['error']}"
+            self.ui.measured(record)
+        self.ui.end_progress()
+
+
+def new_run(store: Store, plan: Plan, *, suite_path: str | None, args: dict, backend_name: str,
+            server_cpus: list[int], generator_cpus: list[int], generator_path: str | None,
+            generator_version: str | None) -> int:
+    extra = {"server_cpus": server_cpus, "generator_cpus": generator_cpus,
+             "generator": {"path": generator_path, "version": generator_version}, "backend": backend_name}
+    environment = collect_environment(extra)
+    return store.create_run(
+        suite_name=plan.suite.name, suite_path=suite_path, suite=plan.suite.model_dump(mode="json"), args=args,
+        backend=backend_name, server_cpus=server_cpus, generator_cpus=generator_cpus, environment=environment,
+        planned=plan.total, netarena_version=__version__, git_sha=git_sha(),
+        orchestrator_start_time=psutil.Process().create_time())

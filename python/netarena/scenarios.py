@@ -1,0 +1,382 @@
+"""The scenario catalog (docs/scenarios.md) as code: verification, the static file set, and the load.
+
+Verification uses only the standard library (http.client, socket) so that it shares no code with the
+load generator it double-checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import math
+import os
+import random
+import shutil
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .config import BYTES_SIZES, SCENARIOS
+
+HELLO_BODY = b"Hello, World!"
+JSON_BODY = {"message": "Hello, World!"}
+BYTES_FILL = b"*"
+
+# The static file set (seed 003's product images). Changing any of these changes every file, so the
+# cache folder name carries STATIC_SET_VERSION.
+STATIC_SET_VERSION = 1
+STATIC_SEED = 3
+STATIC_FILE_COUNT = 10_000
+STATIC_MEDIAN_BYTES = 24 * 1024
+STATIC_SIGMA = 0.8  # log-normal shape; with the median above the mean file is about 33 KiB
+STATIC_MIN_BYTES = 1024
+STATIC_MAX_BYTES = 1024 * 1024
+# Files verified before a static measurement: the first, last and one in the middle, plus one bytes file.
+STATIC_VERIFY_PATHS = ("img/00000.jpg", "img/04242.jpg", "img/09999.jpg", "bytes/10000")
+
+DEFAULT_BYTES_SIZE = 40
+DEFAULT_SLEEP_MS = 100
+DEFAULT_STATIC_PATH = "bytes/10000"
+VERIFY_SLEEP_MS = 50
+ECHO_VERIFY_BYTES = 64 * 1024
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ----------------------------------------------------------------------------- static file set
+
+
+def static_file_sizes(count: int = STATIC_FILE_COUNT, seed: int = STATIC_SEED) -> list[int]:
+    rng = random.Random(seed)
+    mu = math.log(STATIC_MEDIAN_BYTES)
+    return [min(STATIC_MAX_BYTES, max(STATIC_MIN_BYTES, int(round(math.exp(rng.gauss(mu, STATIC_SIGMA))))))
+            for _ in range(count)]
+
+
+def build_static_files(dest: Path, count: int = STATIC_FILE_COUNT, seed: int = STATIC_SEED) -> Path:
+    """Generate the static file set into dest (idempotent: a complete set is reused as it is).
+
+    Sizes come first from Random(seed), then the contents of file i are Random(seed + 1 + i) bytes, so
+    any one file can be regenerated (and checked) without producing the others.
+    """
+    marker = dest / ".netarena-static-complete"
+    stamp = json.dumps({"version": STATIC_SET_VERSION, "count": count, "seed": seed})
+    if marker.is_file() and marker.read_text() == stamp:
+        return dest
+    tmp = dest.with_name(dest.name + f".tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    (tmp / "img").mkdir(parents=True)
+    (tmp / "bytes").mkdir()
+    for index, size in enumerate(static_file_sizes(count, seed)):
+        (tmp / "img" / f"{index:05d}.jpg").write_bytes(static_file_bytes(index, size, seed))
+    for size in BYTES_SIZES:
+        (tmp / "bytes" / str(size)).write_bytes(BYTES_FILL * size)
+    (tmp / ".netarena-static-complete").write_text(stamp)
+    if dest.exists():
+        shutil.rmtree(dest)
+    tmp.rename(dest)
+    return dest
+
+
+def static_file_bytes(index: int, size: int, seed: int = STATIC_SEED) -> bytes:
+    return random.Random(seed + 1 + index).randbytes(size)
+
+
+def static_set_ready(dest: Path) -> bool:
+    return (dest / ".netarena-static-complete").is_file()
+
+
+# ----------------------------------------------------------------------------- load levels
+
+
+@dataclass(frozen=True)
+class Level:
+    """One point of a suite's load matrix for one scenario."""
+
+    connections: int
+    workers: int = 1
+    params: tuple = ()  # sorted (name, value) pairs: size / sleep_ms / static_path
+    generator_threads: int = 1
+    pipeline: int = 1
+    close: bool = False
+    echo_chunk_bytes: int = 32768
+    probe_interval_s: float | None = None
+
+    @property
+    def key(self) -> str:
+        parts = [f"c={self.connections}", f"w={self.workers}"]
+        parts += [f"{k}={v}" for k, v in self.params]
+        if self.generator_threads != 1:
+            parts.append(f"t={self.generator_threads}")
+        if self.pipeline != 1:
+            parts.append(f"pipeline={self.pipeline}")
+        if self.close:
+            parts.append("close")
+        return ",".join(parts)
+
+    def param(self, name: str, default=None):
+        return dict(self.params).get(name, default)
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["params"] = dict(self.params)
+        return out
+
+
+def levels_for(measure) -> list[Level]:
+    """Expand one suite [[measure]] entry into its levels (every combination, in a stable order)."""
+    if measure.scenario == "bytes":
+        params = [(("size", s),) for s in (measure.sizes or [DEFAULT_BYTES_SIZE])]
+    elif measure.scenario == "sleep":
+        params = [(("sleep_ms", s),) for s in (measure.sleep_ms or [DEFAULT_SLEEP_MS])]
+    elif measure.scenario == "static":
+        params = [(("static_path", measure.static_path or DEFAULT_STATIC_PATH),)]
+    else:
+        params = [()]
+    return [
+        Level(connections=c, workers=w, params=p, generator_threads=measure.generator_threads,
+              pipeline=measure.pipeline, close=measure.close, echo_chunk_bytes=measure.echo_chunk_bytes,
+              probe_interval_s=measure.probe_interval_s)
+        for p in params for w in measure.workers for c in measure.connections
+    ]
+
+
+@dataclass
+class LoadSpec:
+    """What netarena-load is asked to do for one scenario at one level (everything but timing/CPUs)."""
+
+    mode: str  # "http" | "echo"
+    target: str
+    args: list[str]
+    expectation: dict
+
+
+def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadSpec:
+    base = f"http://127.0.0.1:{port}"
+    common = ["-c", str(level.connections), "-t", str(level.generator_threads)]
+    if scenario == "echo":
+        args = common + ["--chunk", str(level.echo_chunk_bytes)]
+        if level.probe_interval_s:
+            args += ["--probe-interval", f"{level.probe_interval_s}"]
+        return LoadSpec("echo", f"127.0.0.1:{port}", args, {"echo": "byte-for-byte"})
+    http_args = list(common)
+    if level.pipeline != 1:
+        http_args += ["--pipeline", str(level.pipeline)]
+    if level.close:
+        http_args.append("--close")
+    if scenario == "json":
+        # Serializations differ between frameworks (spacing, key order); scenarios.py checked the
+        # parsed value once, the generator then holds every response to that first one.
+        return LoadSpec("http", base + "/json", http_args + ["--expect-status", "200", "--verify-learn"],
+                        {"status": 200, "learned": True})
+    if scenario == "hello":
+        path, body = "/hello", HELLO_BODY
+    elif scenario == "bytes":
+        size = level.param("size", DEFAULT_BYTES_SIZE)
+        path, body = f"/bytes/{size}", BYTES_FILL * size
+    elif scenario == "sleep":
+        ms = level.param("sleep_ms", DEFAULT_SLEEP_MS)
+        path, body = f"/sleep/{ms}", f"slept {ms}".encode()
+    elif scenario == "static":
+        rel = level.param("static_path", DEFAULT_STATIC_PATH)
+        path, body = f"/static/{rel}", (static_dir / rel).read_bytes()
+    else:
+        raise ValueError(f"unknown scenario {scenario!r}")
+    expectation = {"status": 200, "body_size": len(body), "body_sha256": sha256_hex(body)}
+    return LoadSpec("http", base + path, http_args + [
+        "--expect-status", "200", "--expect-body-size", str(len(body)), "--expect-body-sha256", sha256_hex(body)],
+        expectation)
+
+
+# ----------------------------------------------------------------------------- verification
+
+
+@dataclass
+class Check:
+    request: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Verification:
+    scenario: str
+    ok: bool
+    checks: list[Check] = field(default_factory=list)
+    # Connection-level failures and 5xx may just mean "not ready yet"; a wrong answer is final.
+    retryable: bool = False
+
+    @property
+    def reason(self) -> str:
+        bad = [c for c in self.checks if not c.ok]
+        return "; ".join(f"{c.request}: {c.detail}" for c in bad) if bad else "all checks passed"
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario, "ok": self.ok, "reason": self.reason,
+                "checks": [asdict(c) for c in self.checks]}
+
+
+class _Retryable(Exception):
+    pass
+
+
+class _Wrong(Exception):
+    pass
+
+
+def _get(conn: http.client.HTTPConnection, path: str) -> tuple[int, dict, bytes, float]:
+    started = time.monotonic()
+    try:
+        conn.request("GET", path, headers={"Host": conn.host})
+        resp = conn.getresponse()
+        body = resp.read()
+    except (ConnectionError, socket.timeout, TimeoutError, http.client.RemoteDisconnected) as exc:
+        raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+    except (http.client.HTTPException, OSError) as exc:
+        raise _Wrong(f"not valid HTTP/1.1: {type(exc).__name__}: {exc}") from None
+    headers = {k.lower(): v for k, v in resp.getheaders()}
+    if resp.status >= 500:
+        raise _Retryable(f"status {resp.status}")
+    if resp.version != 11:
+        raise _Wrong(f"answered HTTP/{resp.version / 10:.1f}, expected HTTP/1.1")
+    return resp.status, headers, body, time.monotonic() - started
+
+
+def _expect(cond: bool, detail: str) -> None:
+    if not cond:
+        raise _Wrong(detail)
+
+
+def _show(body: bytes, limit: int = 60) -> str:
+    text = repr(body[:limit])
+    return text + (f"... ({len(body)} bytes)" if len(body) > limit else f" ({len(body)} bytes)")
+
+
+def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> None:
+    def run(path: str, fn) -> None:
+        try:
+            status, headers, body, elapsed_s = _get(conn, path)
+            fn(status, headers, body, elapsed_s)
+        except _Retryable as exc:
+            raise _Retryable(f"GET {path}: {exc}") from None
+        except _Wrong as exc:
+            checks.append(Check(f"GET {path}", False, str(exc)))
+            raise
+        checks.append(Check(f"GET {path}", True))
+
+    def ok_status(status):
+        _expect(status == 200, f"status {status}, expected 200")
+
+    if scenario == "hello":
+        def hello(status, headers, body, _):
+            ok_status(status)
+            ctype = headers.get("content-type", "")
+            _expect(ctype.split(";")[0].strip().lower() == "text/plain",
+                    f"Content-Type {ctype!r}, expected text/plain")
+            _expect(body == HELLO_BODY, f"body {_show(body)}, expected {HELLO_BODY!r}")
+            _expect(headers.get("connection", "").lower() != "close",
+                    "server sent 'Connection: close'; HTTP/1.1 keep-alive is required")
+        run("/hello", hello)
+        run("/hello", hello)  # the same connection again: keep-alive works
+    elif scenario == "bytes":
+        for size in BYTES_SIZES:
+            def sized(status, headers, body, _, size=size):
+                ok_status(status)
+                _expect(len(body) == size, f"body of {len(body)} bytes, expected {size}")
+                _expect(body == BYTES_FILL * size, "body is not all '*' (0x2A)")
+            run(f"/bytes/{size}", sized)
+    elif scenario == "json":
+        def js(status, headers, body, _):
+            ok_status(status)
+            ctype = headers.get("content-type", "")
+            _expect(ctype.split(";")[0].strip().lower() == "application/json",
+                    f"Content-Type {ctype!r}, expected application/json")
+            try:
+                value = json.loads(body)
+            except ValueError:
+                raise _Wrong(f"body is not JSON: {_show(body)}") from None
+            _expect(value == JSON_BODY, f"body parses to {value!r}, expected {JSON_BODY!r}")
+        run("/json", js)
+    elif scenario == "static":
+        for rel in STATIC_VERIFY_PATHS:
+            expected = (static_dir / rel).read_bytes()
+
+            def same(status, headers, body, _, expected=expected):
+                ok_status(status)
+                _expect(body == expected, f"body of {len(body)} bytes (sha256 {sha256_hex(body)[:12]}) differs "
+                        f"from the file ({len(expected)} bytes, sha256 {sha256_hex(expected)[:12]})")
+            run(f"/static/{rel}", same)
+    elif scenario == "sleep":
+        def slept(status, headers, body, elapsed_s):
+            ok_status(status)
+            want = f"slept {VERIFY_SLEEP_MS}".encode()
+            _expect(body == want, f"body {_show(body)}, expected {want!r}")
+            _expect(elapsed_s >= VERIFY_SLEEP_MS / 1000 * 0.9,
+                    f"answered after {elapsed_s * 1000:.0f} ms, expected at least {VERIFY_SLEEP_MS} ms")
+        run(f"/sleep/{VERIFY_SLEEP_MS}", slept)
+
+
+def echo_pattern(size: int) -> bytes:
+    # Never zeros and not periodic over small spans, so a dropped or repeated chunk shows.
+    return bytes((i * 7 + (i >> 8) * 13) % 251 + 1 for i in range(size))
+
+
+def _check_echo(port: int, timeout_s: float, checks: list[Check]) -> None:
+    payload = echo_pattern(ECHO_VERIFY_BYTES)
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+    except OSError as exc:
+        raise _Retryable(f"connect: {exc}") from None
+    with sock:
+        received = bytearray()
+        try:
+            for offset in range(0, len(payload), 16384):
+                sock.sendall(payload[offset:offset + 16384])
+                want = offset + 16384
+                while len(received) < want:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        break
+                    received += chunk
+                if len(received) < want:
+                    break
+        except (ConnectionError, socket.timeout, TimeoutError) as exc:
+            if not received:
+                raise _Retryable(f"{type(exc).__name__}: {exc}") from None
+            checks.append(Check(f"echo {len(payload)} bytes", False,
+                                f"{type(exc).__name__} after {len(received)} bytes echoed"))
+            raise _Wrong("") from None
+    if bytes(received) != payload:
+        first = next((i for i, (a, b) in enumerate(zip(received, payload)) if a != b), min(len(received), len(payload)))
+        checks.append(Check(f"echo {len(payload)} bytes", False,
+                            f"got {len(received)} bytes back, first difference at byte {first}"))
+        raise _Wrong("")
+    checks.append(Check(f"echo {len(payload)} bytes", True))
+
+
+def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0) -> Verification:
+    """Check the contestant on `port` against the catalog definition of `scenario`."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"unknown scenario {scenario!r}")
+    checks: list[Check] = []
+    try:
+        if scenario == "echo":
+            _check_echo(port, timeout_s, checks)
+        else:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+            try:
+                _check_http(scenario, conn, static_dir, checks)
+            finally:
+                conn.close()
+    except _Retryable as exc:
+        checks.append(Check(scenario, False, str(exc)))
+        return Verification(scenario, False, checks, retryable=True)
+    except _Wrong as exc:
+        if str(exc) and not any(not c.ok for c in checks):
+            checks.append(Check(scenario, False, str(exc)))
+        return Verification(scenario, False, checks)
+    return Verification(scenario, True, checks)

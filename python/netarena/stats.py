@@ -1,0 +1,152 @@
+"""Statistics over repeats: median with min and max, coefficient of variation, merged latency histograms.
+
+Never the best run: the figure reported is the median of the repeats (DESIGN.md, "What makes a number
+honest"). Percentiles come from merging the repeats' HdrHistograms, never from averaging percentiles.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from hdrh.histogram import HdrHistogram
+
+CV_FLAG_THRESHOLD = 0.05  # coefficient of variation above which a result is flagged as unstable
+ERROR_RATE_FLAG_THRESHOLD = 0.01  # errors / (successes + errors) above which a measurement is flagged
+
+FLAG_GENERATOR_SATURATED = "generator_saturated"
+FLAG_ERROR_RATE = "error_rate_above_1pct"
+FLAG_HIGH_CV = "cv_above_5pct"
+FLAG_FAILED_REPEATS = "failed_repeats"
+FLAG_LEFTOVER = "processes_left_after_stop"
+FLAG_STOP_KILLED = "needed_sigkill_to_stop"
+
+
+def error_rate(generator: dict) -> float:
+    ok = generator["totals"]["requests"]
+    errors = generator["errors"]["total"]
+    return errors / (ok + errors) if ok + errors else 1.0
+
+
+def measurement_flags(generator: dict | None, stop: dict | None = None) -> list[str]:
+    flags = []
+    if generator is not None:
+        if generator.get("generator_saturated") or generator.get("generator", {}).get("saturated"):
+            flags.append(FLAG_GENERATOR_SATURATED)
+        if error_rate(generator) > ERROR_RATE_FLAG_THRESHOLD:
+            flags.append(FLAG_ERROR_RATE)
+    if stop:
+        if stop.get("leftover") or stop.get("escaped"):
+            flags.append(FLAG_LEFTOVER)
+        if stop.get("killed"):
+            flags.append(FLAG_STOP_KILLED)
+    return flags
+
+
+def merge_histograms(generators: list[dict], key: str = "latency") -> HdrHistogram | None:
+    merged = None
+    for gen in generators:
+        hist = ((gen.get(key) or {}).get("histogram") or {})
+        data = hist.get("data")
+        if not data:
+            continue
+        if merged is None:
+            merged = HdrHistogram(hist.get("lowest_trackable", 1), hist.get("highest_trackable", 3_600_000_000),
+                                  hist.get("significant_digits", 3))
+        merged.decode_and_add(data)
+    return merged
+
+
+@dataclass
+class GroupSummary:
+    """One (contestant, scenario, level) across its repeats."""
+
+    contestant: str
+    scenario: str
+    level_key: str
+    repeats_ok: int
+    repeats_failed: int
+    requests_per_s_median: float | None = None
+    requests_per_s_min: float | None = None
+    requests_per_s_max: float | None = None
+    cv: float | None = None  # sample stdev / mean of requests_per_s over the ok repeats
+    latency_p50_us: float | None = None  # from the merged histogram
+    latency_p99_us: float | None = None
+    latency_p99_9_us: float | None = None
+    latency_max_us: float | None = None
+    error_rate_median: float | None = None
+    server_cpu_s_median: float | None = None
+    server_rss_peak_bytes: int | None = None
+    flags: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(rows: list[dict]) -> list[GroupSummary]:
+    """rows: measurement dicts as store.row_to_dict returns them (decoded *_json columns)."""
+    groups: dict[tuple, list[dict]] = {}
+    for row in rows:
+        if row["status"] == "interrupted":
+            continue
+        groups.setdefault((row["contestant"], row["scenario"], row["level_key"]), []).append(row)
+    out = []
+    for (contestant, scenario, level_key), members in groups.items():
+        ok = [m for m in members if m["status"] == "ok" and m.get("generator")]
+        failed = [m for m in members if m["status"] != "ok"]
+        summary = GroupSummary(contestant, scenario, level_key, len(ok), len(failed))
+        summary.failures = [f"#{m['repeat_index'] + 1}: {m.get('failure_kind')}: {m.get('error')}" for m in failed]
+        flags: set[str] = set()
+        for m in members:
+            flags.update(m.get("flags") or [])
+        if failed:
+            flags.add(FLAG_FAILED_REPEATS)
+        if ok:
+            rps = [m["generator"]["throughput"]["requests_per_s"] for m in ok]
+            summary.requests_per_s_median = statistics.median(rps)
+            summary.requests_per_s_min = min(rps)
+            summary.requests_per_s_max = max(rps)
+            if len(rps) >= 2 and statistics.mean(rps) > 0:
+                summary.cv = statistics.stdev(rps) / statistics.mean(rps)
+                if summary.cv > CV_FLAG_THRESHOLD:
+                    flags.add(FLAG_HIGH_CV)
+            summary.error_rate_median = statistics.median(error_rate(m["generator"]) for m in ok)
+            merged = merge_histograms([m["generator"] for m in ok])
+            if merged is not None and merged.get_total_count():
+                summary.latency_p50_us = merged.get_value_at_percentile(50)
+                summary.latency_p99_us = merged.get_value_at_percentile(99)
+                summary.latency_p99_9_us = merged.get_value_at_percentile(99.9)
+                summary.latency_max_us = merged.get_max_value()
+            cpu = [_server_cpu_s(m.get("monitor")) for m in ok]
+            cpu = [c for c in cpu if c is not None]
+            if cpu:
+                summary.server_cpu_s_median = statistics.median(cpu)
+            rss = [_server_rss_peak(m.get("monitor")) for m in ok]
+            rss = [r for r in rss if r is not None]
+            if rss:
+                summary.server_rss_peak_bytes = max(rss)
+        summary.flags = sorted(flags)
+        out.append(summary)
+    return out
+
+
+def _server_summary(monitor: dict | None) -> dict:
+    if not monitor:
+        return {}
+    summary = monitor.get("summary") or {}
+    return summary.get("server") or {}
+
+
+def _server_cpu_s(monitor: dict | None) -> float | None:
+    server = _server_summary(monitor)
+    user, system = server.get("cpu_user_s"), server.get("cpu_sys_s")
+    if user is None or system is None:
+        return None
+    return user + system
+
+
+def _server_rss_peak(monitor: dict | None) -> int | None:
+    server = _server_summary(monitor)
+    value = server.get("rss_peak_bytes")
+    return int(value) if value is not None else None

@@ -1,0 +1,104 @@
+"""Shared helpers: run the CLI as a real process, find the real generator, and check for leaked processes."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+TESTS = Path(__file__).parent
+FIXTURE_CONTESTANTS = TESTS / "fixtures" / "contestants"
+REPO = TESTS.parent
+CLI_TIMEOUT_S = 120
+
+
+@pytest.fixture
+def cache_dir(tmp_path) -> Path:
+    """A private NETARENA_CACHE: every process a test starts inherits it, which is how leaks are found."""
+    path = tmp_path / "cache"
+    path.mkdir()
+    return path
+
+
+def processes_with_cache(cache: Path) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get("NETARENA_CACHE") == str(cache) and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+@pytest.fixture
+def no_leftover_processes(cache_dir):
+    """After the test, no process started under this test's cache may still be running."""
+    yield
+    deadline = time.monotonic() + 3
+    left = processes_with_cache(cache_dir)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = processes_with_cache(cache_dir)
+    described = [(p.pid, " ".join(p.cmdline())) for p in left if p.is_running()]
+    for proc in left:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    assert not described, f"processes outlived the test: {described}"
+
+
+def cli_env(cache_dir: Path, **extra) -> dict:
+    env = dict(os.environ, NETARENA_CACHE=str(cache_dir), COLUMNS="200")
+    env.pop("NETARENA_BACKEND", None)
+    env.update(extra)
+    return env
+
+
+def run_cli(args: list[str], cache_dir: Path, timeout_s: float = CLI_TIMEOUT_S, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "netarena", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout_s, env=cli_env(cache_dir, **env), cwd=REPO)
+
+
+def start_cli(args: list[str], cache_dir: Path, **env) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "netarena", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=cli_env(cache_dir, **env), cwd=REPO)
+
+
+@pytest.fixture(scope="session")
+def generator_binary() -> Path:
+    """The real netarena-load. Missing or not working is a failure, never a silent skip."""
+    from netarena.backend import GeneratorMissing, find_generator
+
+    try:
+        path = find_generator()
+    except GeneratorMissing as exc:
+        pytest.fail(f"these tests need the real load generator: {exc}")
+    probe = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
+    if probe.returncode != 0 or "netarena-load" not in probe.stdout:
+        pytest.fail(f"{path} does not work as netarena-load (--version printed {probe.stdout!r}, exit "
+                    f"{probe.returncode}); rebuild it: cargo build --release -p netarena-load")
+    return path
+
+
+def write_suite(path: Path, body: str) -> Path:
+    path.write_text(body)
+    return path
+
+
+def db_rows(results: Path, query: str, params=()) -> list[sqlite3.Row]:
+    db = sqlite3.connect(results / "netarena.sqlite")
+    db.row_factory = sqlite3.Row
+    try:
+        return db.execute(query, params).fetchall()
+    finally:
+        db.close()

@@ -1,0 +1,182 @@
+"""Hand-built runs for the report tests, written through the real store API (netarena.store.Store).
+
+The generator documents are shaped like netarena-load's --json output (docs/load-generator.md), with
+real HdrHistograms encoded the way the generator encodes them; the monitor documents are shaped like
+netarena.monitor.Monitor.stop(). Every figure is chosen so the tests know what the report must say.
+"""
+
+from __future__ import annotations
+
+from hdrh.histogram import HdrHistogram
+
+from netarena import stats
+from netarena.store import Store
+
+ERROR_CLASSES = ("connect_refused", "connect_timeout", "address_unavailable", "too_many_open_files", "reset",
+                 "closed_early", "read_error", "write_error", "timeout", "parse_error", "status",
+                 "verification_mismatch")
+
+
+def histogram(values_us: dict[int, int]) -> HdrHistogram:
+    hist = HdrHistogram(1, 3_600_000_000, 3)
+    for value, count in values_us.items():
+        hist.record_value(value, count)
+    return hist
+
+
+def latency_doc(values_us: dict[int, int]) -> dict:
+    hist = histogram(values_us)
+    return {"count": hist.get_total_count(), "min_us": hist.get_min_value(),
+            "p50_us": hist.get_value_at_percentile(50), "p99_us": hist.get_value_at_percentile(99),
+            "p99_9_us": hist.get_value_at_percentile(99.9), "max_us": hist.get_max_value(),
+            # Exact from the recorded values: hdrh's own mean/stdev iterate the histogram slowly in pure Python.
+            "mean_us": sum(v * n for v, n in values_us.items()) / sum(values_us.values()), "stdev_us": 0.0,
+            "histogram": {"encoding": "hdrhistogram-v2-deflate-base64", "unit": "us", "lowest_trackable": 1,
+                          "highest_trackable": 3_600_000_000, "significant_digits": 3,
+                          "data": hist.encode().decode()}}
+
+
+def generator_doc(*, rps: float, latency_us: dict[int, int], duration_s: float = 2.0, errors: dict | None = None,
+                  busy_fraction: float = 0.5, mode: str = "http", connections: int = 10, echo: dict | None = None,
+                  argv: list[str] | None = None) -> dict:
+    requests = int(rps * duration_s)
+    by_class = {name: 0 for name in ERROR_CLASSES}
+    by_class.update(errors or {})
+    total_errors = sum(by_class.values())
+    saturated = busy_fraction >= 0.90
+    return {
+        "schema_version": 1, "tool": {"name": "netarena-load", "version": "0.1.0"}, "mode": mode,
+        "command_line": argv or ["netarena-load", mode, "127.0.0.1:1", "-c", str(connections), "--json"],
+        "config": {"target": "http://127.0.0.1:1/hello", "connections": connections, "threads": 1, "cpus": [1],
+                   "duration_s": duration_s},
+        "started_at": "2026-11-22T10:00:00Z", "ended_at": "2026-11-22T10:00:02Z", "duration_s": duration_s,
+        "warmup_s": 0.0,
+        "totals": {"requests": requests, "responses": requests + by_class["status"], "bytes_sent": 0,
+                   "bytes_received": 0, "connections_opened": connections, "errors": total_errors},
+        "throughput": {"requests_per_s": rps, "bytes_per_s": 0.0},
+        "latency": latency_doc(latency_us),
+        "timeline": [{"t_s": float(t + 1), "requests": int(rps), "bytes_received": 0, "errors": 0}
+                     for t in range(int(duration_s))],
+        "errors": {"total": total_errors, "by_class": by_class,
+                   "status_codes": {"503": by_class["status"]} if by_class["status"] else {},
+                   "examples": ["status 503 from GET /hello (expected 2xx/3xx)"] if by_class["status"] else []},
+        "generator": {"threads": 1, "cpus": [1], "cpu_user_s": 0.2, "cpu_sys_s": 0.8, "busy_fraction": busy_fraction,
+                      "saturated": saturated},
+        "generator_saturated": saturated,
+        "echo": echo,
+    }
+
+
+def monitor_doc(*, cpu_pct: float, rss_bytes: int, samples: int = 8, interval_s: float = 0.25) -> dict:
+    server, system = [], []
+    for i in range(samples):
+        t_s = i * interval_s
+        used_s = cpu_pct / 100 * t_s
+        server.append({"t_s": t_s, "cpu_user_s": round(used_s * 0.6, 4), "cpu_sys_s": round(used_s * 0.4, 4),
+                       "rss_bytes": rss_bytes - (samples - 1 - i) * 4096, "processes": 1, "threads": 2, "fds": 20,
+                       "ctx_voluntary": 500 * i, "ctx_involuntary": 40 * i})
+        if i:
+            system.append({"t_s": t_s, "ctx_switches_per_s": 12000.0 + 100 * i, "interrupts_per_s": 3000.0,
+                           "cpu_user_pct": 45.0, "cpu_sys_pct": 40.0, "cpu_idle_pct": 15.0, "cpu_iowait_pct": 0.0,
+                           "cpu_steal_pct": 0.0, "per_cpu_busy_pct": [cpu_pct, 80.0]})
+    from netarena.monitor import summarize_system, summarize_tree
+    return {"interval_s": interval_s, "server": server, "generator": [], "system": system,
+            "summary": {"server": summarize_tree(server), "generator": None, "system": summarize_system(system),
+                        "duration_s": (samples - 1) * interval_s, "samples": samples, "monitor_cpu_s": 0.001,
+                        "monitor_cpu_pct": 0.05}}
+
+
+ENVIRONMENT = {
+    "hostname": "testbox", "cpu": {"model": "Test CPU 3000", "logical_cores": 2, "physical_cores": 2,
+                                   "available_cpus": [0, 1]},
+    "memory": {"total_bytes": 24 << 30}, "kernel": {"system": "Linux", "release": "6.1.0-test", "machine": "x86_64"},
+    "sysctls": {"net.core.somaxconn": "4096"}, "limits": {"open_files": {"soft": 20000, "hard": 20000}},
+    "python": {"version": "3.11.2"}, "runtimes": {"python3": "Python 3.11.2"},
+    "server_cpus": [0], "generator_cpus": [1], "generator": {"path": "/x/netarena-load", "version": "0.1.0"},
+}
+
+MANIFEST = {"display_name": "{name} server", "language": "python", "runtime": "cpython", "framework": "fw",
+            "framework_version": "1.0", "concurrency_model": "event-loop"}
+
+
+def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connections: int, repeat: int,
+            generator: dict | None = None, monitor: dict | None = None, status: str = "ok",
+            failure_kind: str | None = None, error: str | None = None, stop: dict | None = None,
+            level_extra: dict | None = None) -> int:
+    level = {"connections": connections, "workers": 1, "params": {}, **(level_extra or {})}
+    record = {"contestant": contestant, "scenario": scenario, "level_key": f"c={connections},w=1", "level": level,
+              "repeat_index": repeat, "status": status, "failure_kind": failure_kind, "error": error,
+              "started_at": "2026-11-22T10:00:00Z", "ended_at": "2026-11-22T10:00:03Z", "stop": stop,
+              "generator": generator, "monitor": monitor}
+    if generator is not None:
+        record["generator_argv"] = generator["command_line"]
+        record["requests_per_s"] = generator["throughput"]["requests_per_s"]
+        record["error_rate"] = stats.error_rate(generator)
+        record["latency_p50_us"] = generator["latency"]["p50_us"]
+        record["latency_p99_us"] = generator["latency"]["p99_us"]
+    record["flags"] = stats.measurement_flags(generator, stop)
+    return store.record_measurement(run_id, record)
+
+
+def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "report-test") -> int:
+    """One run: alpha (fast, steady), beta (unstable, 5% errors), gamma (generator-bound at c=100, one crash),
+    delta (fails verification), epsilon (skipped for echo); hello at c=10 and c=100, echo floods at c=10 and
+    c=100 with a client-delay probe. ``speedup`` multiplies alpha's throughput (and divides its latency), for
+    compare."""
+    run_id = store.create_run(suite_name=suite_name, suite_path=None, suite={"name": suite_name, "repeat": 3},
+                              args={"argv": ["netarena", "run", suite_name]}, backend="real", server_cpus=[0],
+                              generator_cpus=[1], environment=ENVIRONMENT, planned=40, netarena_version="0.1.0",
+                              git_sha="abc123", orchestrator_start_time=None)
+    for name in ("alpha", "beta", "gamma", "delta", "epsilon"):
+        manifest = {k: (v.format(name=name) if isinstance(v, str) else v) for k, v in MANIFEST.items()}
+        store.record_contestant(run_id, name, {"name": name, **manifest}, {"pip_freeze": ["fw==1.0"]}, "ready")
+    store.record_skip(run_id, "epsilon", "does not implement echo: it only speaks HTTP", scenario="echo")
+    for repeat in range(3):
+        for connections in (10, 100):
+            scale = connections / 10
+            # alpha: steady (repeats within +-1%), fastest.
+            rps = 20000 * speedup * (1 + 0.01 * (repeat - 1)) * (1.5 if connections == 100 else 1)
+            base_us = int(400 * scale / speedup)
+            _record(store, run_id, contestant="alpha", scenario="hello", connections=connections, repeat=repeat,
+                    generator=generator_doc(rps=rps, connections=connections,
+                                            latency_us={base_us: 9800, base_us * 3: 190, base_us * 10: 10}),
+                    monitor=monitor_doc(cpu_pct=95, rss_bytes=30 << 20))
+            # beta: CV well above 5%, 5% of requests answered 503.
+            rps = 8000 * (1 + 0.25 * (repeat - 1))
+            requests = int(rps * 2.0)
+            _record(store, run_id, contestant="beta", scenario="hello", connections=connections, repeat=repeat,
+                    generator=generator_doc(rps=rps, connections=connections,
+                                            latency_us={int(1200 * scale): 9000, int(9000 * scale): 1000},
+                                            errors={"status": requests // 19, "reset": 3}),
+                    monitor=monitor_doc(cpu_pct=99, rss_bytes=55 << 20))
+            # gamma: generator-bound at c=100; its second repeat at c=10 crashed.
+            if connections == 10 and repeat == 1:
+                _record(store, run_id, contestant="gamma", scenario="hello", connections=connections,
+                        repeat=repeat, status="failed", failure_kind="crashed",
+                        error="the contestant exited with code 3 while under load")
+            else:
+                _record(store, run_id, contestant="gamma", scenario="hello", connections=connections,
+                        repeat=repeat, generator=generator_doc(
+                            rps=12000 + 100 * repeat, connections=connections,
+                            busy_fraction=0.95 if connections == 100 else 0.6,
+                            latency_us={int(700 * scale): 9900, int(2000 * scale): 100}),
+                        monitor=monitor_doc(cpu_pct=60, rss_bytes=12 << 20))
+            # delta: wrong responses, never measured.
+            _record(store, run_id, contestant="delta", scenario="hello", connections=connections, repeat=repeat,
+                    status="failed", failure_kind="verify_failed" if repeat == 0 else "not_attempted",
+                    error="wrong response: body 'Hello' (5 bytes), expected 'Hello, World!' (13 bytes)")
+            # echo flood, fixed bytes: alpha finishes faster than gamma; both with a client-delay probe.
+            for name, seconds in (("alpha", 0.05 * scale / speedup), ("gamma", 0.12 * scale)):
+                completion_s = seconds * (1 + 0.02 * (repeat - 1))
+                chunks = connections
+                probe = {"interval_s": 0.01, "attempts": 5, "completed": 5, "errors": 0,
+                         "latency": latency_doc({int(seconds * 1e6 / 4): 4, int(seconds * 1e6 / 2): 1})}
+                echo = {"bytes_per_connection": 32768, "chunk_bytes": 32768, "connections_completed": connections,
+                        "completion_time_s": completion_s, "verified_bytes": 32768 * connections, "probe": probe}
+                _record(store, run_id, contestant=name, scenario="echo", connections=connections, repeat=repeat,
+                        generator=generator_doc(rps=chunks / completion_s, connections=connections, mode="echo",
+                                                duration_s=completion_s,
+                                                latency_us={int(completion_s * 1e6 / 2): chunks}, echo=echo),
+                        monitor=monitor_doc(cpu_pct=70, rss_bytes=20 << 20))
+    store.set_run_status(run_id, "complete")
+    return run_id

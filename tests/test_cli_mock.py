@@ -1,0 +1,83 @@
+"""The CLI end to end on the mock backend: fast and deterministic (no generator, no servers)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
+
+SUITE = """name = "mocked"
+contestants = ["fx-good", "fx-other"]
+repeat = 3
+warmup_s = 0
+duration_s = 1
+
+[[measure]]
+scenario = "hello"
+connections = [4, 8]
+
+[[measure]]
+scenario = "echo"
+connections = [2]
+"""
+
+
+def test_mock_run_interleaves_stores_and_exports(tmp_path, cache_dir):
+    suite = write_suite(tmp_path / "s.toml", SUITE)
+    results = tmp_path / "results"
+    result = run_cli(["run", suite, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--json"],
+                     cache_dir, NETARENA_BACKEND="mock")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    # fx-good: hello x2 levels + echo; fx-other: hello x2 levels (no echo: a recorded skip).
+    assert summary["measurements"] == {"planned": 15, "ok": 15, "failed": 0, "interrupted": 0}
+    assert [s["reason"] for s in summary["skipped"]] == ["does not implement echo: fixture"]
+    rows = db_rows(results, "SELECT contestant, scenario, level_key, repeat_index FROM measurements ORDER BY id")
+    order = [tuple(r) for r in rows]
+    # A B A B ... within a round, and every round before the next repeat (never A A A).
+    assert order[:5] == [("fx-good", "hello", "c=4,w=1", 0), ("fx-other", "hello", "c=4,w=1", 0),
+                         ("fx-good", "hello", "c=8,w=1", 0), ("fx-other", "hello", "c=8,w=1", 0),
+                         ("fx-good", "echo", "c=2,w=1", 0)]
+    assert [r[3] for r in order] == [0] * 5 + [1] * 5 + [2] * 5
+    group = next(g for g in summary["groups"] if g["contestant"] == "fx-good" and g["level_key"] == "c=4,w=1"
+                 and g["scenario"] == "hello")
+    assert group["requests_per_s_min"] < group["requests_per_s_median"] < group["requests_per_s_max"]
+    assert group["repeats_ok"] == 3 and group["flags"] == []
+    [run] = db_rows(results, "SELECT * FROM runs")
+    assert run["status"] == "complete" and json.loads(run["server_cpus_json"]) != json.loads(run["generator_cpus_json"])
+    assert json.loads(run["environment_json"])  # the fingerprint is stored
+
+    exported = run_cli(["export", "--results", results, "--csv"], cache_dir)
+    assert exported.returncode == 0, exported.stderr
+    table = list(csv.DictReader(io.StringIO(exported.stdout)))
+    assert len(table) == 15 and {r["status"] for r in table} == {"ok"}
+    exported = run_cli(["export", "1", "--results", results, "--json"], cache_dir)
+    document = json.loads(exported.stdout)
+    assert len(document["measurements"]) == 15
+    assert document["measurements"][0]["generator"]["latency"]["histogram"]["data"].startswith("HISTF")
+
+    again = run_cli(["run", "--resume", "1", "--results", results], cache_dir, NETARENA_BACKEND="mock")
+    assert again.returncode == 2 and "already complete" in again.stderr
+
+
+def test_export_errors(tmp_path, cache_dir):
+    result = run_cli(["export", "--results", tmp_path / "nothing", "--json"], cache_dir)
+    assert result.returncode == 2 and "no store at" in result.stderr
+    result = run_cli(["export", "--results", tmp_path], cache_dir)
+    assert result.returncode == 2 and "--json or --csv" in result.stderr
+
+
+def test_list_reports_why_a_contestant_cannot_run(tmp_path, cache_dir):
+    folder = tmp_path / "contestants" / "fx-missing"
+    folder.mkdir(parents=True)
+    text = (FIXTURE_CONTESTANTS / "fx-other" / "contestant.toml").read_text()
+    (folder / "contestant.toml").write_text(text.replace('name = "fx-other"', 'name = "fx-missing"').replace(
+        'requires = ["python3"]', 'requires = ["python3", "netarena-no-such-tool"]'))
+    result = run_cli(["list", "--contestants-dir", tmp_path / "contestants", "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    [entry] = json.loads(result.stdout)["contestants"]
+    assert entry["runnable"] is False
+    assert entry["reasons"] == ["netarena-no-such-tool not installed: install netarena-no-such-tool and put it on PATH"]
+    assert entry["scenarios"]["echo"] == "fixture" and entry["scenarios"]["hello"] is None

@@ -1,0 +1,176 @@
+"""Manifests and suites: strict validation, messages naming file, line, field and near miss; exit code 2."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_CONTESTANTS, run_cli, write_suite
+from netarena.config import load_manifest, load_suite
+from netarena.errors import ConfigError
+
+GOOD = (FIXTURE_CONTESTANTS / "fx-good" / "contestant.toml").read_text()
+
+
+def manifest_dir(tmp_path: Path, text: str, name: str = "fx-good") -> Path:
+    folder = tmp_path / "contestants" / name
+    folder.mkdir(parents=True)
+    (folder / "contestant.toml").write_text(text)
+    return folder / "contestant.toml"
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_fixture_manifests_are_valid():
+    for path in sorted(FIXTURE_CONTESTANTS.glob("*/contestant.toml")):
+        manifest = load_manifest(path)
+        assert manifest.name == path.parent.name
+
+
+def test_unknown_key_names_line_and_near_miss(tmp_path):
+    text = GOOD.replace("stop_timeout_s = 2", "stop_timeout_s = 2\nready_timout_s = 3")
+    path = manifest_dir(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(path)
+    message = err.value.render()
+    assert f"{path}:{line_of(text, 'ready_timout_s')}:" in message
+    assert "unknown key 'ready_timout_s'" in message
+    assert "did you mean 'ready_timeout_s'?" in message
+    assert err.value.field == "start"
+
+
+def test_bad_enum_value_suggests_the_near_miss(tmp_path):
+    text = GOOD.replace("stop_timeout_s = 2", 'stop_signal = "SIGTREM"\nstop_timeout_s = 2')
+    path = manifest_dir(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(path)
+    assert err.value.field == "start.stop_signal"
+    assert err.value.line == line_of(text, "SIGTREM")
+    assert "did you mean 'SIGTERM'?" in err.value.render()
+
+
+def test_malformed_toml_reports_the_line(tmp_path):
+    text = GOOD.replace('framework = "http.server"', 'framework = "http.server')
+    path = manifest_dir(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(path)
+    assert err.value.line == line_of(text, 'framework = "http.server')
+    assert "malformed TOML" in err.value.render()
+
+
+def test_name_must_match_folder(tmp_path):
+    path = manifest_dir(tmp_path, GOOD, name="other-name")
+    with pytest.raises(ConfigError, match="must equal the folder name 'other-name'"):
+        load_manifest(path)
+
+
+def test_every_unimplemented_scenario_needs_a_reason(tmp_path):
+    path = manifest_dir(tmp_path, GOOD.replace('static = "fixtures do not serve files"', ""))
+    with pytest.raises(ConfigError, match="missing: static"):
+        load_manifest(path)
+
+
+def test_unknown_placeholder(tmp_path):
+    text = GOOD.replace('"--port", "{port}"]', '"--port", "{prot}"]')
+    path = manifest_dir(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(path)
+    assert "unknown placeholder '{prot}'" in err.value.render()
+    assert "did you mean 'port'?" in err.value.render()
+    assert err.value.field == "start.command"
+
+
+def test_echo_needs_echo_command(tmp_path):
+    text = "\n".join(line for line in GOOD.splitlines() if not line.startswith("echo_command"))
+    path = manifest_dir(tmp_path, text)
+    with pytest.raises(ConfigError, match="required when 'echo' is listed"):
+        load_manifest(path)
+
+
+SUITE = """name = "tiny"
+repeat = 1
+
+[[measure]]
+scenario = "hello"
+connections = [4]
+"""
+
+
+def test_suite_unknown_key_in_array_of_tables(tmp_path):
+    text = SUITE + '\n[[measure]]\nscenario = "echo"\nconnectons = [2]\n'
+    path = write_suite(tmp_path / "s.toml", text)
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert err.value.line == line_of(text, "connectons")
+    assert err.value.field == "measure[1]"
+    assert "did you mean 'connections'?" in err.value.render()
+
+
+def test_suite_unknown_scenario_and_misplaced_parameter(tmp_path):
+    path = write_suite(tmp_path / "s.toml", SUITE.replace('"hello"', '"helo"'))
+    with pytest.raises(ConfigError, match="did you mean 'hello'"):
+        load_suite(path)
+    path = write_suite(tmp_path / "t.toml", SUITE + "sizes = [40]\n")
+    with pytest.raises(ConfigError, match='only allowed with scenario = "bytes"'):
+        load_suite(path)
+
+
+def test_suite_impossible_values(tmp_path):
+    path = write_suite(tmp_path / "s.toml", SUITE.replace("repeat = 1", "repeat = 0"))
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert err.value.field == "repeat" and err.value.line == 2
+
+
+def test_cli_bad_suite_exits_2_and_starts_nothing(tmp_path, cache_dir):
+    path = write_suite(tmp_path / "bad.toml", SUITE.replace("repeat = 1", "repeats = 1"))
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 2, result.stderr
+    assert f"{path}:2:" in result.stderr and "did you mean 'repeat'?" in result.stderr
+    assert not results.exists()
+
+
+def test_cli_unknown_contestant_exits_2_with_near_miss(tmp_path, cache_dir):
+    path = write_suite(tmp_path / "s.toml", SUITE)
+    result = run_cli(["run", path, "--only", "fx-godo", "--results", tmp_path / "r", "--contestants-dir",
+                      FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 2
+    assert "unknown contestant 'fx-godo'" in result.stderr and "did you mean 'fx-good'?" in result.stderr
+
+
+def test_cli_bad_manifest_stops_everything(tmp_path, cache_dir):
+    contestants = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "fx-good", contestants / "fx-good")
+    (contestants / "fx-good" / "contestant.toml").write_text(GOOD.replace('concurrency_model = "threads"',
+                                                                           'concurrency_model = "thread"'))
+    path = write_suite(tmp_path / "s.toml", SUITE)
+    result = run_cli(["run", path, "--results", tmp_path / "r", "--contestants-dir", contestants], cache_dir)
+    assert result.returncode == 2
+    assert "contestant.toml" in result.stderr and "concurrency_model" in result.stderr
+    assert "did you mean 'threads'?" in result.stderr
+    assert not (tmp_path / "r").exists()
+
+
+def test_cli_bad_option_values(tmp_path, cache_dir):
+    path = write_suite(tmp_path / "s.toml", SUITE)
+    common = ["--results", tmp_path / "r", "--contestants-dir", FIXTURE_CONTESTANTS, "--backend", "mock"]
+    for extra, needle in ((["--repeat", "0"], "--repeat"), (["--duration", "fast"], "--duration"),
+                          (["--scenario", "helo"], "did you mean 'hello'"),
+                          (["--server-cpus", "0", "--generator-cpus", "0"], "overlap")):
+        result = run_cli(["run", path, *common, *extra], cache_dir)
+        assert result.returncode == 2, (extra, result.stderr)
+        assert needle in result.stderr, (extra, result.stderr)
+    assert not (tmp_path / "r").exists()
+
+
+def test_cli_connections_above_the_machine_limit(tmp_path, cache_dir, generator_binary):
+    path = write_suite(tmp_path / "s.toml", SUITE.replace("connections = [4]", "connections = [1000000]"))
+    result = run_cli(["run", path, "--results", tmp_path / "r", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 2, result.stderr
+    assert "1000000 connections (hello) is more than this machine allows" in result.stderr
+    assert "netarena doctor" in result.stderr and not (tmp_path / "r").exists()

@@ -1,0 +1,182 @@
+"""The HTML report: structure from hand-built runs, then the page in a real headless Chromium, offline."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from netarena.report import load_report, write_run_report
+from netarena.report.model import ranks
+from netarena.store import Store
+from report_fixtures import populate_run
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    results = tmp_path_factory.mktemp("results")
+    store = Store(results)
+    run_id = populate_run(store)
+    path = write_run_report(store, run_id, results / "report.html")
+    store.close()
+    return results, run_id, path
+
+
+class _Rows(HTMLParser):
+    """Collects summary table rows (data-contestant/data-level) in order, plus every id= and href=#."""
+
+    def __init__(self):
+        super().__init__()
+        self.rows: list[tuple[str, str, str]] = []  # (table class, contestant, level)
+        self.ids: set[str] = set()
+        self.links: set[str] = set()
+        self.table_class = ""
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "table":
+            self.table_class = a.get("class") or ""
+        if tag == "tr" and "data-contestant" in a:
+            self.rows.append((self.table_class, a["data-contestant"], a["data-level"]))
+        if "id" in a:
+            self.ids.add(a["id"])
+        if tag == "a" and (a.get("href") or "").startswith("#"):
+            self.links.add(a["href"][1:])
+        for attr in ("src", "href"):
+            if tag in ("script", "link", "img", "iframe") and a.get(attr):
+                self.external.append(a[attr])
+
+
+def test_summary_tables_rank_by_median_throughput(written):
+    results, run_id, path = written
+    parser = _Rows()
+    parser.feed(path.read_text())
+    hello = [(c, l) for cls, c, l in parser.rows if "scenario-hello" in cls]
+    assert hello == [("alpha", "c=10,w=1"), ("gamma", "c=10,w=1"), ("beta", "c=10,w=1"), ("delta", "c=10,w=1"),
+                     ("alpha", "c=100,w=1"), ("gamma", "c=100,w=1"), ("beta", "c=100,w=1"), ("delta", "c=100,w=1")]
+    report = load_report(results, run_id)
+    assert ranks(report.groups)[("gamma", "hello", "c=100,w=1")] == 2
+
+
+def test_every_measurement_link_resolves_and_every_measurement_is_listed(written):
+    results, run_id, path = written
+    parser = _Rows()
+    parser.feed(path.read_text())
+    report = load_report(results, run_id)
+    assert {f"m{m.id}" for m in report.measurements} <= parser.ids
+    assert parser.links <= parser.ids  # no dangling #anchor
+    assert {f"m{i}" for g in report.groups for i in g.measurement_ids} <= parser.links
+
+
+def test_badges_and_sections_present(written):
+    _, _, path = written
+    text = path.read_text()
+    for badge in ("GEN", "CV", "ERR", "VERIFY", "CRASH", "FAIL"):
+        assert f'data-badge="{badge}"' in text
+    beta_row = re.search(r'<tr[^>]*data-contestant="beta" data-level="c=10,w=1">.*?</tr>', text).group(0)
+    assert 'data-badge="CV"' in beta_row and 'data-badge="ERR"' in beta_row and "GEN" not in beta_row
+    for section in ("summary", "throughput", "latency", "errors", "resources", "echo", "probe", "environment",
+                    "skipped", "measurements"):
+        assert f'id="{section}"' in text
+    assert "does not implement echo: it only speaks HTTP" in text
+    assert "Test CPU 3000" in text and "6.1.0-test" in text  # environment
+    assert "netarena-load http 127.0.0.1:1 -c 10 --json" in text  # exact generator command line
+
+
+def test_page_is_self_contained(written):
+    _, _, path = written
+    parser = _Rows()
+    parser.feed(path.read_text())
+    assert parser.external == []  # no <script src>, <link href>, <img src>: everything inline
+
+
+def _browser():
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+        if os.environ.get("CI"):
+            pytest.fail(f"{CHROMIUM} / {CHROMEDRIVER} missing: .ci/debian-packages.txt lists chromium and "
+                        "chromium-driver")
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    profile = tempfile.mkdtemp(prefix="netarena-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                 f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    # An explicit chromedriver path: selenium-manager never looks for (or downloads) a driver.
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    return driver, profile
+
+
+def _open_offline(driver, url: str) -> list[str]:
+    """Load url with the network emulated offline; returns every URL the page requested."""
+    driver.execute_cdp_cmd("Network.enable", {})
+    driver.execute_cdp_cmd("Network.emulateNetworkConditions",
+                           {"offline": True, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1})
+    driver.get("about:blank")
+    driver.get_log("performance")  # drop the browser's own start-up requests
+    driver.get(url)
+    requested = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message["method"] == "Network.requestWillBeSent":
+            requested.append(message["params"]["request"]["url"])
+    return requested
+
+
+def _check_charts(driver) -> list:
+    charts = driver.execute_script(
+        "return Array.from(document.querySelectorAll('.plotly-graph-div')).map(g => "
+        "[g.id, (g.data || []).length, !!g.querySelector('svg.main-svg')])")
+    assert charts, "no chart on the page"
+    for chart_id, traces, has_svg in charts:
+        assert traces > 0 and has_svg, f"{chart_id}: not rendered (traces={traces}, svg={has_svg})"
+    return charts
+
+
+def _full_page_screenshot(driver, path: Path) -> None:
+    height = driver.execute_script("return document.documentElement.scrollHeight")
+    driver.set_window_size(1400, min(height, 16000))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    driver.save_screenshot(str(path))
+
+
+def test_report_in_headless_chromium_offline(written):
+    _, _, path = written
+    driver, profile = _browser()
+    try:
+        requested = _open_offline(driver, path.as_uri())
+        assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
+        assert driver.execute_script("return typeof Plotly") == "object"
+        charts = _check_charts(driver)
+        assert len(charts) >= 8  # throughput x2, latency x4, errors, resources x2, echo flood
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == []
+        # The resources chart's menu switches to another measurement.
+        switched = driver.execute_script(
+            "const g = Array.from(document.querySelectorAll('.plotly-graph-div')).find(g => g.layout.updatemenus);"
+            "const b = g.layout.updatemenus[0].buttons[1];"
+            "return Plotly.update(g, b.args[0], b.args[1]).then(() => g.data.filter(t => t.visible === true)"
+            ".length)")
+        assert switched == 4
+        ARTIFACTS.mkdir(exist_ok=True)
+        driver.save_screenshot(str(ARTIFACTS / "report-top.png"))
+        _full_page_screenshot(driver, ARTIFACTS / "report.png")
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)

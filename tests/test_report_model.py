@@ -1,0 +1,146 @@
+"""The report's records and the terminal summary, from hand-built runs in a real SQLite store."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from click.testing import CliRunner
+import click
+
+from netarena.cli_report import register
+from netarena.report import ReportError, load_report
+from netarena.report.model import ranks
+from netarena.report.terminal import render_text
+from netarena.store import Store
+from report_fixtures import histogram, populate_run
+
+
+@pytest.fixture()
+def stored(tmp_path):
+    store = Store(tmp_path)
+    run_id = populate_run(store)
+    yield tmp_path, run_id
+    store.close()
+
+
+def group(report, contestant, scenario="hello", level="c=10,w=1"):
+    return next(g for g in report.groups if (g.contestant, g.scenario, g.level_key) == (contestant, scenario, level))
+
+
+def test_groups_rank_by_median_throughput_within_each_level(stored):
+    report = load_report(*stored)
+    rank = ranks(report.groups)
+    assert [g.contestant for g in report.groups_for("hello") if g.level_key == "c=10,w=1"] == \
+        ["alpha", "gamma", "beta", "delta"]
+    assert rank[("alpha", "hello", "c=10,w=1")] == 1
+    assert rank[("beta", "hello", "c=100,w=1")] == 3
+    assert ("delta", "hello", "c=10,w=1") not in rank  # no result, no rank
+    alpha = group(report, "alpha")
+    assert alpha.requests_per_s_median == pytest.approx(20000)
+    assert (alpha.requests_per_s_min, alpha.requests_per_s_max) == (pytest.approx(19800), pytest.approx(20200))
+
+
+def test_every_figure_names_the_measurements_it_came_from(stored):
+    results, run_id = stored
+    report = load_report(results, run_id)
+    db = sqlite3.connect(results / "netarena.sqlite")
+    for g in report.groups:
+        rows = db.execute("SELECT id, status FROM measurements WHERE run_id=? AND contestant=? AND scenario=? AND "
+                          "level_key=? ORDER BY repeat_index", (run_id, g.contestant, g.scenario, g.level_key)).fetchall()
+        assert g.measurement_ids == [r[0] for r in rows]
+        assert g.ok_ids == [r[0] for r in rows if r[1] == "ok"]
+        if g.median_measurement_id is not None:
+            assert g.median_measurement_id in g.ok_ids
+    # gamma's crashed repeat is not behind its figures
+    gamma = group(report, "gamma")
+    assert len(gamma.measurement_ids) == 3 and len(gamma.ok_ids) == 2
+
+
+def test_latency_comes_from_the_merged_histograms(stored):
+    report = load_report(*stored)
+    beta = group(report, "beta")
+    # Each repeat recorded 90% at 1200 us and 10% at 9000 us: merged p50 ~1200, p99 ~9000 (3 significant digits).
+    merged = histogram({1200: 27000, 9000: 3000})
+    assert beta.latency_p50_us == merged.get_value_at_percentile(50)
+    assert beta.latency_p99_us == merged.get_value_at_percentile(99)
+    assert len(beta.p99_us_by_repeat) == 3
+    percentiles = [p for p, _ in beta.percentile_curve]
+    assert percentiles == sorted(percentiles) and percentiles[-1] == 100.0
+    assert beta.percentile_curve[-1][1] == merged.get_max_value()
+
+
+def test_badges(stored):
+    report = load_report(*stored)
+    assert group(report, "alpha").badges == []
+    assert set(group(report, "beta").badges) == {"CV", "ERR"}
+    assert group(report, "gamma", level="c=100,w=1").badges == ["GEN"]
+    assert group(report, "gamma").badges == ["CRASH"]
+    assert set(group(report, "delta").badges) == {"VERIFY", "FAIL"}  # verify_failed, then not attempted
+
+
+def test_errors_by_class_and_echo(stored):
+    report = load_report(*stored)
+    beta = group(report, "beta")
+    assert beta.errors_by_class["reset"] == 9  # 3 per repeat
+    assert beta.errors_by_class["status"] > 0
+    alpha_echo = group(report, "alpha", "echo", "c=100,w=1")
+    assert sorted(alpha_echo.echo_completion_s) == pytest.approx([0.49, 0.5, 0.51])
+    assert alpha_echo.probe["attempts"] == 15 and alpha_echo.probe["p99_us"] == pytest.approx(250000, rel=0.01)
+
+
+def test_terminal_summary_fits_100_columns_with_badges_and_ids(stored):
+    report = load_report(*stored)
+    text = render_text(report)
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "…" not in text  # nothing truncated
+    lines = text.splitlines()
+    beta_line = next(l for l in lines if l.split()[1:2] == ["beta"])
+    assert "CV" in beta_line and "ERR" in beta_line
+    assert f"#{group(report, 'beta').measurement_ids[0]}" in beta_line
+    assert "GEN = generator-bound" in text
+    flat = " ".join(text.split())
+    assert "skipped: epsilon echo: does not implement echo" in flat
+    assert "failed: gamma hello c=10,w=1:" in flat
+    assert "crashed: the contestant exited with code 3" in flat
+
+
+def cli():
+    group = click.Group()
+    register(group)
+    return group
+
+
+def test_show_and_report_commands(stored, tmp_path):
+    results, run_id = stored
+    out = CliRunner().invoke(cli(), ["show", "--results", str(results)], terminal_width=100)
+    assert out.exit_code == 0, out.output
+    assert "hello · c=10,w=1" in out.output and "alpha" in out.output
+    target = tmp_path / "sub" / "r.html"
+    out = CliRunner().invoke(cli(), ["report", str(run_id), "--results", str(results), "-o", str(target)])
+    assert out.exit_code == 0, out.output
+    assert target.read_bytes().startswith(b"<!DOCTYPE html>")
+    out = CliRunner().invoke(cli(), ["report", "--results", str(results)])
+    assert out.exit_code == 0 and (results / f"report-run-{run_id}.html").is_file()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["show", "7"], "no run 7 in"),
+    (["show", "seven"], "RUN 'seven' is not a run id"),
+    (["compare", "1", "9"], "RUN_B: no run 9 in"),
+])
+def test_bad_run_ids_are_one_clear_error(stored, args, message):
+    results, _ = stored
+    out = CliRunner().invoke(cli(), [*args, "--results", str(results)])
+    assert out.exit_code == 2
+    assert message in out.output and "runs: 1" in out.output
+
+
+def test_missing_store_is_one_clear_error_and_creates_nothing(tmp_path):
+    missing = tmp_path / "nothing-here"
+    out = CliRunner().invoke(cli(), ["show", "--results", str(missing)])
+    assert out.exit_code == 2
+    assert f"no results store at {missing}/netarena.sqlite" in out.output
+    assert not missing.exists()
+    with pytest.raises(ReportError, match="no results store"):
+        load_report(missing, 1)

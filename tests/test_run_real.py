@@ -1,0 +1,179 @@
+"""Real runs: fixture contestants, the real netarena-load, a real SQLite store, real signals."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import time
+
+import psutil
+
+from conftest import FIXTURE_CONTESTANTS, db_rows, processes_with_cache, run_cli, start_cli, write_suite
+
+TINY = """name = "tiny"
+contestants = {contestants}
+repeat = {repeat}
+warmup_s = 0.3
+duration_s = {duration}
+timeout_s = 1
+
+[[measure]]
+scenario = "hello"
+connections = [4]
+{extra}
+"""
+
+ECHO = """
+[[measure]]
+scenario = "echo"
+connections = [2]
+"""
+
+
+def suite(tmp_path, contestants, repeat=2, duration=0.7, extra=""):
+    return write_suite(tmp_path / "suite.toml", TINY.format(contestants=json.dumps(contestants), repeat=repeat,
+                                                            duration=duration, extra=extra))
+
+
+def common(results):
+    return ["--results", results, "--contestants-dir", FIXTURE_CONTESTANTS]
+
+
+def count_rows(results, query="SELECT count(*) FROM measurements") -> int:
+    """0 until the store exists and has its schema (the run creates it while we poll)."""
+    try:
+        return db_rows(results, query)[0][0] if (results / "netarena.sqlite").exists() else 0
+    except sqlite3.OperationalError:
+        return 0
+
+
+def by_key(results):
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    return {(r["contestant"], r["scenario"], r["repeat_index"]): r for r in rows}
+
+
+def test_tiny_run_end_to_end_with_faulty_contestants(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    path = suite(tmp_path, ["fx-good", "fx-other", "fx-crash", "fx-never-ready", "fx-wrong"], extra=ECHO)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    rows = by_key(results)
+    assert len(rows) == 12  # 5 contestants x hello + fx-good echo, x 2 repeats
+
+    for key in [("fx-good", "hello", 0), ("fx-good", "hello", 1), ("fx-other", "hello", 1), ("fx-good", "echo", 0)]:
+        good = rows[key]
+        assert good["status"] == "ok", (key, good["error"])
+        generator = json.loads(good["generator_json"])
+        assert generator["totals"]["requests"] > 0 and generator["errors"]["total"] == 0
+        assert good["requests_per_s"] == generator["throughput"]["requests_per_s"]
+        assert json.loads(good["verification_json"])["ok"] is True
+        assert generator["config"]["cpus"] == [1] or generator["generator"]["cpus"] == [1]
+        monitor = json.loads(good["monitor_json"])
+        assert monitor["server"] and monitor["summary"]["server"]["rss_peak_bytes"] > 0
+        assert json.loads(good["stop_json"])["leftover"] == []
+
+    crash = rows[("fx-crash", "hello", 0)]
+    assert (crash["status"], crash["failure_kind"]) == ("failed", "crashed")
+    assert "code 3" in crash["error"] and "crashing on purpose" in crash["stderr_tail"]
+    assert json.loads(crash["generator_json"])["errors"]["total"] > 0  # what the generator saw is kept
+
+    never = rows[("fx-never-ready", "hello", 0)]
+    assert (never["status"], never["failure_kind"]) == ("failed", "not_ready")
+    assert "ready_timeout_s" in never["error"] and "never listening" in never["stderr_tail"]
+    assert rows[("fx-never-ready", "hello", 1)]["failure_kind"] == "not_attempted"
+
+    wrong = rows[("fx-wrong", "hello", 0)]
+    assert (wrong["status"], wrong["failure_kind"]) == ("failed", "verify_failed")
+    assert "Hello, World?" in wrong["error"]
+
+    summary = json.loads(result.stdout)
+    assert summary["run"]["status"] == "complete"
+    good_hello = next(g for g in summary["groups"] if (g["contestant"], g["scenario"]) == ("fx-good", "hello"))
+    oks = [rows[("fx-good", "hello", i)]["requests_per_s"] for i in (0, 1)]
+    assert good_hello["requests_per_s_median"] == sum(oks) / 2  # median of two = their mean
+    assert good_hello["latency_p50_us"] > 0
+    assert db_rows(results, "SELECT * FROM live_processes") == []
+
+
+def test_kill_9_then_resume_finishes_without_redoing(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    path = suite(tmp_path, ["fx-forking", "fx-good"], repeat=3, duration=1)
+    results = tmp_path / "results"
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    deadline = time.monotonic() + 60
+    # Kill while fx-forking's server (and the child it forked) is up and something is already stored.
+    while time.monotonic() < deadline:
+        if count_rows(results) >= 1:
+            # The generator row exists only while the load runs, i.e. well before the server is stopped.
+            live = {r["role"]: r for r in db_rows(results, "SELECT * FROM live_processes")}
+            try:
+                if "generator" in live and "server:fx-forking" in live and \
+                        len(psutil.Process(live["server:fx-forking"]["pgid"]).children()) == 1:
+                    break
+            except psutil.NoSuchProcess:
+                pass
+        time.sleep(0.05)
+    else:
+        proc.kill()
+        raise AssertionError(f"run never reached the kill point: {proc.communicate()}")
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=10)
+    before = {r["id"]: (r["started_at"], r["status"]) for r in db_rows(results, "SELECT * FROM measurements")}
+    assert 1 <= len(before) < 6
+    time.sleep(0.3)
+    # The forked child survives its killed parent (that is why the store remembers process groups).
+    assert processes_with_cache(cache_dir), "expected the forked child to be left after kill -9"
+
+    resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "killed 1 process(es) left by run 1" in resumed.stderr
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), [dict(r) for r in rows]
+    for row in rows:
+        if row["id"] in before:
+            assert (row["started_at"], row["status"]) == before[row["id"]]  # not redone
+    [run] = db_rows(results, "SELECT * FROM runs")
+    assert run["status"] == "complete"
+
+
+def test_ctrl_c_keeps_measurements_and_prints_resume(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    path = suite(tmp_path, ["fx-good", "fx-other"], repeat=3, duration=1)
+    results = tmp_path / "results"
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if count_rows(results) >= 1:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside the next measurement
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert f"netarena run --resume 1 --results {results}" in stderr
+    [run] = db_rows(results, "SELECT * FROM runs")
+    assert run["status"] == "interrupted"
+    statuses = [r["status"] for r in db_rows(results, "SELECT status FROM measurements ORDER BY id")]
+    assert statuses[0] == "ok" and "interrupted" in statuses
+
+
+def test_stubborn_contestant_is_killed_and_recorded(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    path = suite(tmp_path, ["fx-stubborn"], repeat=1, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    stop = json.loads(row["stop_json"])
+    assert stop["killed"] is True and stop["leftover"] == []
+    assert "needed_sigkill_to_stop" in json.loads(row["flags_json"])
+
+
+def test_verify_command(tmp_path, cache_dir, no_leftover_processes):
+    result = run_cli(["verify", "fx-good", "fx-wrong", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    for scenario in ("echo", "hello", "bytes", "json", "sleep"):
+        assert any("fx-good" in line and scenario in line and "pass" in line for line in lines), (scenario,
+                                                                                             result.stdout)
+    assert any("fx-wrong" in line and "FAIL" in line and "Hello, World?" in line for line in lines), result.stdout
+    ok = run_cli(["verify", "fx-other", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert ok.returncode == 0, ok.stdout
