@@ -60,13 +60,44 @@ def serve(args, build_factory, worker_argv: list[str]) -> int:
     factory = build_factory()
     if args.adopt_fd is not None:
         reactor.adoptStreamPort(args.adopt_fd, socket.AF_INET, factory)
+        install_stop_handlers(reactor)
         reactor.run()
         return 0
     port = reactor.listenTCP(args.port, factory, backlog=LISTEN_BACKLOG, interface="127.0.0.1")
     if args.workers == 1:
+        install_stop_handlers(reactor)
         reactor.run()
         return 0
     return run_master(reactor, port, worker_argv, args.workers)
+
+
+def install_stop_handlers(reactor, on_signal=lambda: None):
+    """Stop the reactor once, however many stop requests arrive; returns the stop function.
+
+    A worker gets the stop signal twice (the process group's, then the master's), and the
+    reactor's own handlers call reactor.stop() for each, which logs ReactorNotRunning."""
+    state = {"stopping": False}
+
+    def mark_stopping():
+        state["stopping"] = True
+
+    def stop_once():
+        if not state["stopping"]:
+            state["stopping"] = True
+            reactor.stop()
+
+    def on_stop_signal(signum, frame):
+        on_signal()
+        reactor.callFromThread(stop_once)
+
+    def install():
+        # Runs once the reactor is running, so it replaces the reactor's own handlers.
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, on_stop_signal)
+
+    reactor.addSystemEventTrigger("before", "shutdown", mark_stopping)
+    reactor.callWhenRunning(install)
+    return stop_once
 
 
 def run_master(reactor, port, worker_argv: list[str], workers: int) -> int:
@@ -74,13 +105,8 @@ def run_master(reactor, port, worker_argv: list[str], workers: int) -> int:
 
     fd = port.fileno()
     ended: list[defer.Deferred] = []
-    state = {"stopping": False, "stop_called": False, "failed": False}
-
-    def stop_once():
-        # Our signal handler and a worker's end can both ask; reactor.stop() twice logs an error.
-        if not state["stop_called"]:
-            state["stop_called"] = True
-            reactor.stop()
+    state = {"stopping": False, "failed": False}
+    stop_once = install_stop_handlers(reactor, on_signal=lambda: state.update(stopping=True))
 
     class Worker(protocol.ProcessProtocol):
         def __init__(self) -> None:
@@ -113,15 +139,6 @@ def run_master(reactor, port, worker_argv: list[str], workers: int) -> int:
     # The master only supervises: the workers do all the accepting.
     port.stopReading()
 
-    def on_stop_signal(signum, frame):
-        state["stopping"] = True
-        reactor.callFromThread(stop_once)
-
-    def install_signal_handlers():
-        # Replaces the reactor's own SIGTERM/SIGINT handlers, which would call reactor.stop() again.
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, on_stop_signal)
-
     def stop_workers():
         state["stopping"] = True
         for child in children:
@@ -131,7 +148,6 @@ def run_master(reactor, port, worker_argv: list[str], workers: int) -> int:
                 pass
         return defer.DeferredList(ended)
 
-    reactor.callWhenRunning(install_signal_handlers)
     reactor.addSystemEventTrigger("before", "shutdown", stop_workers)
     reactor.run()
     return 1 if state["failed"] else 0
