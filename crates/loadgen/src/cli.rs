@@ -8,7 +8,11 @@ use clap::{Args, Parser, Subcommand};
 use crate::parse::{parse_bytes, parse_duration};
 
 #[derive(Parser, Debug)]
-#[command(name = "netarena-load", version, about = "netarena's load generator: HTTP/1.1 and TCP echo, verified, with HdrHistogram latencies")]
+#[command(
+    name = "netarena-load",
+    version,
+    about = "netarena's load generator: HTTP/1.1 and TCP echo, verified, with HdrHistogram latencies"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

@@ -37,6 +37,7 @@ pub struct EchoConfig {
     pub probe_interval: Option<Duration>,
 }
 
+#[allow(clippy::large_enum_variant)] // one per run
 pub enum Mode {
     Http(HttpConfig),
     Echo(EchoConfig),
@@ -73,9 +74,18 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
         Command::Http(a) => {
             let url = target::parse_http_url(&a.url)?;
             let addrs = target::resolve(&url.host, url.port, &a.common.allow_target)?;
-            let mut c = common(&a.common, DEFAULT_HTTP_CONNECTIONS, addrs[0], a.url.clone(), command_line)?;
+            let mut c = common(
+                &a.common,
+                DEFAULT_HTTP_CONNECTIONS,
+                addrs[0],
+                a.url.clone(),
+                command_line,
+            )?;
             if a.pipeline == 0 || a.pipeline > MAX_PIPELINE {
-                return Err(format!("--pipeline {} is out of range: use 1 to {MAX_PIPELINE}", a.pipeline));
+                return Err(format!(
+                    "--pipeline {} is out of range: use 1 to {MAX_PIPELINE}",
+                    a.pipeline
+                ));
             }
             if a.close && a.pipeline > 1 {
                 return Err("--close sends one request per connection, so it cannot be combined with --pipeline > 1".into());
@@ -83,7 +93,11 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             if a.requests == Some(0) {
                 return Err("--requests 0 would send nothing: give at least 1".into());
             }
-            if a.verify_learn && (a.expect_status.is_some() || a.expect_body_size.is_some() || a.expect_body_sha256.is_some()) {
+            if a.verify_learn
+                && (a.expect_status.is_some()
+                    || a.expect_body_size.is_some()
+                    || a.expect_body_sha256.is_some())
+            {
                 return Err("--verify-learn learns status, body size and digest from the first response: drop the --expect-* options or --verify-learn".into());
             }
             c.duration = match (c.duration, a.requests) {
@@ -93,13 +107,19 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             };
             let body = match (&a.body, &a.body_file) {
                 (Some(s), _) => s.clone().into_bytes(),
-                (None, Some(p)) => std::fs::read(p).map_err(|e| format!("--body-file {}: {e}", p.display()))?,
+                (None, Some(p)) => {
+                    std::fs::read(p).map_err(|e| format!("--body-file {}: {e}", p.display()))?
+                }
                 (None, None) => Vec::new(),
             };
             let expect = Expectation {
                 status: a.expect_status,
                 body_size: a.expect_body_size,
-                body_sha256: a.expect_body_sha256.as_deref().map(http::parse_sha256_hex).transpose()?,
+                body_sha256: a
+                    .expect_body_sha256
+                    .as_deref()
+                    .map(http::parse_sha256_hex)
+                    .transpose()?,
             };
             let request = http::build_request(&http::RequestSpec {
                 method: &a.method,
@@ -124,9 +144,16 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             Ok(c)
         }
         Command::Echo(a) => {
-            let (host, port) = target::split_host_port(&a.target, None).map_err(|e| format!("echo target '{}': {e}", a.target))?;
+            let (host, port) = target::split_host_port(&a.target, None)
+                .map_err(|e| format!("echo target '{}': {e}", a.target))?;
             let addrs = target::resolve(&host, port, &a.common.allow_target)?;
-            let c = common(&a.common, DEFAULT_ECHO_CONNECTIONS, addrs[0], a.target.clone(), command_line)?;
+            let c = common(
+                &a.common,
+                DEFAULT_ECHO_CONNECTIONS,
+                addrs[0],
+                a.target.clone(),
+                command_line,
+            )?;
             if a.chunk == 0 {
                 return Err("--chunk 0: a chunk must be at least 1 byte".into());
             }
@@ -145,18 +172,34 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             if a.probe_interval.is_some_and(|i| i.is_zero()) {
                 return Err("--probe-interval must be longer than 0".into());
             }
-            Ok(Config { mode: Mode::Echo(EchoConfig { bytes_per_connection, chunk_bytes: a.chunk, probe_interval: a.probe_interval }), ..c })
+            Ok(Config {
+                mode: Mode::Echo(EchoConfig {
+                    bytes_per_connection,
+                    chunk_bytes: a.chunk,
+                    probe_interval: a.probe_interval,
+                }),
+                ..c
+            })
         }
     }
 }
 
-fn common(a: &CommonArgs, default_connections: usize, target_addr: SocketAddr, target: String, command_line: Vec<String>) -> Result<Config, String> {
+fn common(
+    a: &CommonArgs,
+    default_connections: usize,
+    target_addr: SocketAddr,
+    target: String,
+    command_line: Vec<String>,
+) -> Result<Config, String> {
     let connections = a.connections.unwrap_or(default_connections);
     if connections == 0 {
         return Err("--connections 0: give at least 1".into());
     }
     if a.threads == 0 || a.threads > MAX_THREADS {
-        return Err(format!("--threads {} is out of range: use 1 to {MAX_THREADS}", a.threads));
+        return Err(format!(
+            "--threads {} is out of range: use 1 to {MAX_THREADS}",
+            a.threads
+        ));
     }
     if a.threads > connections {
         return Err(format!("--threads {} is more than --connections {connections}: every thread needs at least one connection", a.threads));
@@ -167,7 +210,9 @@ fn common(a: &CommonArgs, default_connections: usize, target_addr: SocketAddr, t
             let cpus = parse_cpu_list(text).map_err(|e| format!("--cpus: {e}"))?;
             let allowed = crate::sys::allowed_cpus();
             if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
-                return Err(format!("--cpus: CPU {bad} is not available to this process (allowed: {allowed:?})"));
+                return Err(format!(
+                    "--cpus: CPU {bad} is not available to this process (allowed: {allowed:?})"
+                ));
             }
             cpus
         }
@@ -184,7 +229,10 @@ fn common(a: &CommonArgs, default_connections: usize, target_addr: SocketAddr, t
             let ips = parse_ip_list(text).map_err(|e| format!("--source-ips: {e}"))?;
             for ip in &ips {
                 if ip.is_ipv4() != target_addr.is_ipv4() {
-                    return Err(format!("--source-ips: {ip} is not of the same address family as the target {}", target_addr.ip()));
+                    return Err(format!(
+                        "--source-ips: {ip} is not of the same address family as the target {}",
+                        target_addr.ip()
+                    ));
                 }
                 check_bindable(*ip)?;
             }
@@ -192,7 +240,11 @@ fn common(a: &CommonArgs, default_connections: usize, target_addr: SocketAddr, t
         }
     };
     Ok(Config {
-        mode: Mode::Echo(EchoConfig { bytes_per_connection: None, chunk_bytes: 0, probe_interval: None }),
+        mode: Mode::Echo(EchoConfig {
+            bytes_per_connection: None,
+            chunk_bytes: 0,
+            probe_interval: None,
+        }),
         target,
         target_addr,
         connections,
@@ -209,8 +261,12 @@ fn common(a: &CommonArgs, default_connections: usize, target_addr: SocketAddr, t
 
 /// A source address must be local, or every connect would fail with EADDRNOTAVAIL.
 fn check_bindable(ip: IpAddr) -> Result<(), String> {
-    let sock = socket2::Socket::new(socket2::Domain::for_address(SocketAddr::new(ip, 0)), socket2::Type::STREAM, None)
-        .map_err(|e| format!("--source-ips: cannot create a socket: {e}"))?;
+    let sock = socket2::Socket::new(
+        socket2::Domain::for_address(SocketAddr::new(ip, 0)),
+        socket2::Type::STREAM,
+        None,
+    )
+    .map_err(|e| format!("--source-ips: cannot create a socket: {e}"))?;
     sock.bind(&SocketAddr::new(ip, 0).into())
         .map_err(|e| format!("--source-ips: cannot bind to {ip} ({e}); every address must be assigned to this machine (all of 127.0.0.0/8 is)"))
 }

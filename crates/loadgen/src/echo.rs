@@ -38,7 +38,11 @@ impl Default for Pattern {
 
 impl Pattern {
     pub fn new() -> Self {
-        Pattern { buf: (0..PATTERN_PERIOD + SLICE_BYTES).map(|i| (i % PATTERN_PERIOD) as u8 + 1).collect() }
+        Pattern {
+            buf: (0..PATTERN_PERIOD + SLICE_BYTES)
+                .map(|i| (i % PATTERN_PERIOD) as u8 + 1)
+                .collect(),
+        }
     }
 
     pub fn phase(conn_index: usize) -> usize {
@@ -59,7 +63,11 @@ impl Pattern {
             let expected = self.slice(phase, offset + done as u64, data.len() - done);
             let got = &data[done..done + expected.len()];
             if got != expected {
-                let bad = got.iter().zip(expected).position(|(a, b)| a != b).unwrap_or(0);
+                let bad = got
+                    .iter()
+                    .zip(expected)
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
                 return Err(done + bad);
             }
             done += expected.len();
@@ -87,17 +95,34 @@ pub struct EchoProtocol {
 
 impl EchoProtocol {
     pub fn new(bytes_per_connection: Option<u64>, chunk_bytes: u64) -> Self {
-        EchoProtocol { pattern: Pattern::new(), bytes_per_connection, chunk_bytes, scratch: vec![0; SLICE_BYTES] }
+        EchoProtocol {
+            pattern: Pattern::new(),
+            bytes_per_connection,
+            chunk_bytes,
+            scratch: vec![0; SLICE_BYTES],
+        }
     }
 
-    fn start_chunk(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn start_chunk(
+        &mut self,
+        c: &mut EchoConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         let left = self.bytes_per_connection.map_or(u64::MAX, |b| b - c.sent);
         c.chunk_end = c.sent + self.chunk_bytes.min(left);
         c.chunk_started = now;
         self.flush(c, sock, now, stats)
     }
 
-    fn flush(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn flush(
+        &mut self,
+        c: &mut EchoConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         while c.sent < c.chunk_end {
             let want = (c.chunk_end - c.sent).min(SLICE_BYTES as u64) as usize;
             match sock.write(self.pattern.slice(c.phase, c.sent, want)) {
@@ -107,7 +132,12 @@ impl EchoProtocol {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Outcome::Fail(ErrorClass::of_write_error(&e), format!("echo write: {e}")),
+                Err(e) => {
+                    return Outcome::Fail(
+                        ErrorClass::of_write_error(&e),
+                        format!("echo write: {e}"),
+                    )
+                }
             }
         }
         Outcome::Ok
@@ -118,7 +148,14 @@ impl Protocol for EchoProtocol {
     type Conn = EchoConn;
 
     fn new_conn(&self, index: usize) -> EchoConn {
-        EchoConn { phase: Pattern::phase(index), index, sent: 0, verified: 0, chunk_end: 0, chunk_started: Instant::now() }
+        EchoConn {
+            phase: Pattern::phase(index),
+            index,
+            sent: 0,
+            verified: 0,
+            chunk_end: 0,
+            chunk_started: Instant::now(),
+        }
     }
 
     fn nodelay(&self) -> bool {
@@ -141,38 +178,66 @@ impl Protocol for EchoProtocol {
         (c.verified < c.chunk_end).then_some(c.chunk_started)
     }
 
-    fn on_connected(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn on_connected(
+        &mut self,
+        c: &mut EchoConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         if self.bytes_per_connection == Some(0) {
             return Outcome::Finished;
         }
         self.start_chunk(c, sock, now, stats)
     }
 
-    fn on_writable(&mut self, c: &mut EchoConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn on_writable(
+        &mut self,
+        c: &mut EchoConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         self.flush(c, sock, now, stats)
     }
 
-    fn on_readable(&mut self, c: &mut EchoConn, sock: &mut TcpStream, _now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn on_readable(
+        &mut self,
+        c: &mut EchoConn,
+        sock: &mut TcpStream,
+        _now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         loop {
             let space = self.scratch.len();
             let n = match sock.read(&mut self.scratch) {
                 Ok(0) => {
                     return Outcome::Fail(
                         ErrorClass::ClosedEarly,
-                        format!("echo connection {}: closed by the server after {} of {} bytes echoed", c.index, c.verified, c.sent),
+                        format!(
+                            "echo connection {}: closed by the server after {} of {} bytes echoed",
+                            c.index, c.verified, c.sent
+                        ),
                     )
                 }
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Outcome::Fail(ErrorClass::of_read_error(&e), format!("echo read: {e}")),
+                Err(e) => {
+                    return Outcome::Fail(ErrorClass::of_read_error(&e), format!("echo read: {e}"))
+                }
             };
             let now = Instant::now();
             stats.received(now, n);
             if c.verified + n as u64 > c.sent {
                 return Outcome::Fail(
                     ErrorClass::VerificationMismatch,
-                    format!("echo connection {}: received {} bytes but only {} were sent", c.index, c.verified + n as u64, c.sent),
+                    format!(
+                        "echo connection {}: received {} bytes but only {} were sent",
+                        c.index,
+                        c.verified + n as u64,
+                        c.sent
+                    ),
                 );
             }
             if let Err(at) = self.pattern.check(c.phase, c.verified, &self.scratch[..n]) {
@@ -225,9 +290,21 @@ pub struct ProbeResult {
 /// echo back (verified), close. Latency spans connect to last byte echoed. Blocking sockets: one
 /// probe at a time is the point (it measures how long a newcomer waits), and this thread is idle
 /// almost all the time.
-pub fn run_probe(target: SocketAddr, interval: Duration, timeout: Duration, measure_start: Instant, stop: Arc<AtomicBool>) -> ProbeResult {
+pub fn run_probe(
+    target: SocketAddr,
+    interval: Duration,
+    timeout: Duration,
+    measure_start: Instant,
+    stop: Arc<AtomicBool>,
+) -> ProbeResult {
     let pattern = Pattern::new();
-    let mut r = ProbeResult { attempts: 0, completed: 0, errors: 0, hist: stats::new_histogram(), examples: Vec::new() };
+    let mut r = ProbeResult {
+        attempts: 0,
+        completed: 0,
+        errors: 0,
+        hist: stats::new_histogram(),
+        examples: Vec::new(),
+    };
     let mut next = measure_start;
     let mut buf = vec![0u8; PROBE_BYTES];
     let mut probe_index = usize::MAX / 2;
@@ -236,7 +313,10 @@ pub fn run_probe(target: SocketAddr, interval: Duration, timeout: Duration, meas
             if stop.load(Ordering::Relaxed) {
                 return r;
             }
-            std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(5)));
+            std::thread::sleep(
+                next.saturating_duration_since(Instant::now())
+                    .min(Duration::from_millis(5)),
+            );
         }
         if stop.load(Ordering::Relaxed) {
             return r;
@@ -245,9 +325,18 @@ pub fn run_probe(target: SocketAddr, interval: Duration, timeout: Duration, meas
         r.attempts += 1;
         probe_index = probe_index.wrapping_add(1);
         let started = Instant::now();
-        match probe_once(target, timeout, &pattern, Pattern::phase(probe_index), &mut buf) {
+        match probe_once(
+            target,
+            timeout,
+            &pattern,
+            Pattern::phase(probe_index),
+            &mut buf,
+        ) {
             Ok(()) => {
-                let us = started.elapsed().as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64;
+                let us = started
+                    .elapsed()
+                    .as_micros()
+                    .min(u128::from(stats::HIST_HIGHEST_US)) as u64;
                 r.hist.saturating_record(us.max(1));
                 r.completed += 1;
             }
@@ -267,7 +356,13 @@ pub fn run_probe(target: SocketAddr, interval: Duration, timeout: Duration, meas
     }
 }
 
-fn probe_once(target: SocketAddr, timeout: Duration, pattern: &Pattern, phase: usize, buf: &mut [u8]) -> io::Result<()> {
+fn probe_once(
+    target: SocketAddr,
+    timeout: Duration,
+    pattern: &Pattern,
+    phase: usize,
+    buf: &mut [u8],
+) -> io::Result<()> {
     let mut s = std::net::TcpStream::connect_timeout(&target, timeout)?;
     s.set_nodelay(true)?;
     s.set_read_timeout(Some(timeout))?;
@@ -278,16 +373,25 @@ fn probe_once(target: SocketAddr, timeout: Duration, pattern: &Pattern, phase: u
     let mut got = 0usize;
     while got < PROBE_BYTES {
         if Instant::now() > deadline {
-            return Err(io::Error::new(io::ErrorKind::TimedOut, "echo not complete within the timeout"));
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "echo not complete within the timeout",
+            ));
         }
         let n = s.read(&mut buf[got..])?;
         if n == 0 {
-            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("server closed after {got} of {PROBE_BYTES} bytes")));
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("server closed after {got} of {PROBE_BYTES} bytes"),
+            ));
         }
         got += n;
     }
     if let Err(at) = pattern.check(phase, 0, &buf[..PROBE_BYTES]) {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("echoed byte {at} differs from what was sent")));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("echoed byte {at} differs from what was sent"),
+        ));
     }
     Ok(())
 }
@@ -315,11 +419,16 @@ mod tests {
         let p = Pattern::new();
         let phase = Pattern::phase(42);
         let offset = 1_000_003u64;
-        let mut data: Vec<u8> = (0..(SLICE_BYTES as u64 + 500)).map(|o| p.slice(phase, offset + o, 1)[0]).collect();
+        let mut data: Vec<u8> = (0..(SLICE_BYTES as u64 + 500))
+            .map(|o| p.slice(phase, offset + o, 1)[0])
+            .collect();
         assert_eq!(p.check(phase, offset, &data), Ok(()));
         let wrong = SLICE_BYTES + 17;
         data[wrong] ^= 0xff;
         assert_eq!(p.check(phase, offset, &data), Err(wrong));
-        assert!(p.check(Pattern::phase(43), offset, &data[..100]).is_err(), "another connection's bytes are wrong");
+        assert!(
+            p.check(Pattern::phase(43), offset, &data[..100]).is_err(),
+            "another connection's bytes are wrong"
+        );
     }
 }

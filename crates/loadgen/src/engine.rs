@@ -63,9 +63,27 @@ pub trait Protocol {
     fn reset(&mut self, c: &mut Self::Conn);
     /// Start of the oldest outstanding work, if any, for the `--timeout` sweep.
     fn busy_since(&self, c: &Self::Conn) -> Option<Instant>;
-    fn on_connected(&mut self, c: &mut Self::Conn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome;
-    fn on_writable(&mut self, c: &mut Self::Conn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome;
-    fn on_readable(&mut self, c: &mut Self::Conn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome;
+    fn on_connected(
+        &mut self,
+        c: &mut Self::Conn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome;
+    fn on_writable(
+        &mut self,
+        c: &mut Self::Conn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome;
+    fn on_readable(
+        &mut self,
+        c: &mut Self::Conn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome;
     /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
     fn thread_done(&self, stats: &ThreadStats) -> bool;
 }
@@ -99,8 +117,12 @@ pub struct WorkerResult {
 enum Phase {
     /// Not opened yet (the initial ramp opens slots in order).
     New,
-    Idle { retry_at: Instant },
-    Connecting { since: Instant },
+    Idle {
+        retry_at: Instant,
+    },
+    Connecting {
+        since: Instant,
+    },
     Open,
     Done,
 }
@@ -130,15 +152,31 @@ struct Worker<P: Protocol> {
 /// Run one thread's share of the load until its end condition; returns its measurements.
 pub fn run_worker<P: Protocol>(cfg: WorkerConfig, proto: P) -> io::Result<WorkerResult> {
     if let Some(cpu) = cfg.cpu {
-        sys::pin_current_thread(cpu).map_err(|e| io::Error::new(e.kind(), format!("pinning thread {} to CPU {cpu}: {e}", cfg.thread_index)))?;
+        sys::pin_current_thread(cpu).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("pinning thread {} to CPU {cpu}: {e}", cfg.thread_index),
+            )
+        })?;
     }
     let far_future = Instant::now() + Duration::from_secs(10 * 365 * 86400);
-    let stats = ThreadStats::new(cfg.measure_start, cfg.measure_end.unwrap_or(far_future), cfg.response_quota);
+    let stats = ThreadStats::new(
+        cfg.measure_start,
+        cfg.measure_end.unwrap_or(far_future),
+        cfg.response_quota,
+    );
     let slots = (0..cfg.connections)
         .map(|k| {
             let index = cfg.first_conn + k;
-            let source = (!cfg.source_ips.is_empty()).then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0));
-            Slot { sock: None, phase: Phase::New, backoff_ms: 0, source, conn: proto.new_conn(index) }
+            let source = (!cfg.source_ips.is_empty())
+                .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0));
+            Slot {
+                sock: None,
+                phase: Phase::New,
+                backoff_ms: 0,
+                source,
+                conn: proto.new_conn(index),
+            }
         })
         .collect();
     let nodelay = proto.nodelay();
@@ -157,7 +195,12 @@ pub fn run_worker<P: Protocol>(cfg: WorkerConfig, proto: P) -> io::Result<Worker
 }
 
 impl<P: Protocol> Worker<P> {
-    fn run(mut self, measure_start: Instant, measure_end: Option<Instant>, cpu: Option<usize>) -> io::Result<WorkerResult> {
+    fn run(
+        mut self,
+        measure_start: Instant,
+        measure_end: Option<Instant>,
+        cpu: Option<usize>,
+    ) -> io::Result<WorkerResult> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
         // (thread cpu, user, sys, wall) at the start of the measured phase.
@@ -165,15 +208,20 @@ impl<P: Protocol> Worker<P> {
         let mut never_opened = 0..self.slots.len();
         let stopped_at = loop {
             let now = Instant::now();
-            let ramping = never_opened.len() > 0;
-            let room = MAX_RAMP_CONNECTING.saturating_sub(self.connecting).min(CONNECT_BATCH);
+            let ramping = !never_opened.is_empty();
+            let room = MAX_RAMP_CONNECTING
+                .saturating_sub(self.connecting)
+                .min(CONNECT_BATCH);
             for i in never_opened.by_ref().take(room) {
                 self.open(i, now);
             }
             if at_start.is_none() && now >= measure_start {
                 at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
             }
-            if measure_end.is_some_and(|end| now >= end) || self.live == 0 || self.proto.thread_done(&self.stats) {
+            if measure_end.is_some_and(|end| now >= end)
+                || self.live == 0
+                || self.proto.thread_done(&self.stats)
+            {
                 break now;
             }
             if now >= next_sweep {
@@ -181,7 +229,11 @@ impl<P: Protocol> Worker<P> {
                 next_sweep = now + SWEEP_INTERVAL;
             }
             // While ramping, come back at once if there is room for more connects.
-            let ramp_wait = if ramping && self.connecting < MAX_RAMP_CONNECTING { Duration::ZERO } else { SWEEP_INTERVAL };
+            let ramp_wait = if ramping && self.connecting < MAX_RAMP_CONNECTING {
+                Duration::ZERO
+            } else {
+                SWEEP_INTERVAL
+            };
             let mut wait = next_sweep.saturating_duration_since(now).min(ramp_wait);
             if at_start.is_none() {
                 wait = wait.min(measure_start.saturating_duration_since(now));
@@ -199,7 +251,8 @@ impl<P: Protocol> Worker<P> {
                 self.on_event(ev.token().0, ev);
             }
         };
-        let (cpu0, (user0, sys0), wall0) = at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
+        let (cpu0, (user0, sys0), wall0) =
+            at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
         let (user1, sys1) = sys::thread_rusage();
         Ok(WorkerResult {
             cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
@@ -214,13 +267,19 @@ impl<P: Protocol> Worker<P> {
 
     fn on_event(&mut self, i: usize, ev: &mio::event::Event) {
         let now = Instant::now();
-        let Some(slot) = self.slots.get_mut(i) else { return };
-        let Some(sock) = slot.sock.as_mut() else { return };
+        let Some(slot) = self.slots.get_mut(i) else {
+            return;
+        };
+        let Some(sock) = slot.sock.as_mut() else {
+            return;
+        };
         let out = match slot.phase {
             Phase::Connecting { .. } => {
                 if ev.is_error() || ev.is_write_closed() || ev.is_read_closed() {
                     let e = sock.take_error().ok().flatten();
-                    let class = e.as_ref().map_or(ErrorClass::ConnectRefused, ErrorClass::of_connect_error);
+                    let class = e
+                        .as_ref()
+                        .map_or(ErrorClass::ConnectRefused, ErrorClass::of_connect_error);
                     let msg = match e {
                         Some(e) => format!("connect to {}: {e}", self.target),
                         None => format!("connect to {}: closed by the peer", self.target),
@@ -230,9 +289,13 @@ impl<P: Protocol> Worker<P> {
                     slot.phase = Phase::Open;
                     self.connecting -= 1;
                     self.stats.connection_opened(now);
-                    let mut out = self.proto.on_connected(&mut slot.conn, sock, now, &mut self.stats);
+                    let mut out =
+                        self.proto
+                            .on_connected(&mut slot.conn, sock, now, &mut self.stats);
                     if matches!(out, Outcome::Ok) && ev.is_readable() {
-                        out = self.proto.on_readable(&mut slot.conn, sock, now, &mut self.stats);
+                        out = self
+                            .proto
+                            .on_readable(&mut slot.conn, sock, now, &mut self.stats);
                     }
                     out
                 } else {
@@ -242,10 +305,16 @@ impl<P: Protocol> Worker<P> {
             Phase::Open => {
                 let mut out = Outcome::Ok;
                 if ev.is_writable() {
-                    out = self.proto.on_writable(&mut slot.conn, sock, now, &mut self.stats);
+                    out = self
+                        .proto
+                        .on_writable(&mut slot.conn, sock, now, &mut self.stats);
                 }
-                if matches!(out, Outcome::Ok) && (ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
-                    out = self.proto.on_readable(&mut slot.conn, sock, now, &mut self.stats);
+                if matches!(out, Outcome::Ok)
+                    && (ev.is_readable() || ev.is_read_closed() || ev.is_error())
+                {
+                    out = self
+                        .proto
+                        .on_readable(&mut slot.conn, sock, now, &mut self.stats);
                     slot.backoff_ms = 0;
                 }
                 out
@@ -282,7 +351,9 @@ impl<P: Protocol> Worker<P> {
         let slot = &mut self.slots[i];
         if self.proto.replace_failed() {
             slot.backoff_ms = (slot.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-            slot.phase = Phase::Idle { retry_at: now + Duration::from_millis(u64::from(slot.backoff_ms)) };
+            slot.phase = Phase::Idle {
+                retry_at: now + Duration::from_millis(u64::from(slot.backoff_ms)),
+            };
         } else {
             slot.phase = Phase::Done;
             self.live -= 1;
@@ -297,15 +368,26 @@ impl<P: Protocol> Worker<P> {
         self.proto.reset(&mut slot.conn);
         // Closing the fd also removes it from the epoll set: no deregister syscall needed.
         slot.sock = None;
-        slot.phase = Phase::Idle { retry_at: Instant::now() };
+        slot.phase = Phase::Idle {
+            retry_at: Instant::now(),
+        };
     }
 
     fn open(&mut self, i: usize, now: Instant) {
         let slot = &mut self.slots[i];
         match connect_nonblocking(self.target, slot.source, self.nodelay) {
             Ok(mut sock) => {
-                if let Err(e) = self.poll.registry().register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE) {
-                    self.fail(i, now, ErrorClass::of_connect_error(&e), format!("epoll registration: {e}"));
+                if let Err(e) = self.poll.registry().register(
+                    &mut sock,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    self.fail(
+                        i,
+                        now,
+                        ErrorClass::of_connect_error(&e),
+                        format!("epoll registration: {e}"),
+                    );
                     return;
                 }
                 slot.sock = Some(sock);
@@ -313,8 +395,16 @@ impl<P: Protocol> Worker<P> {
                 self.connecting += 1;
             }
             Err(e) => {
-                let source = slot.source.map(|s| format!(" from {}", s.ip())).unwrap_or_default();
-                self.fail(i, now, ErrorClass::of_connect_error(&e), format!("connect to {}{source}: {e}", self.target));
+                let source = slot
+                    .source
+                    .map(|s| format!(" from {}", s.ip()))
+                    .unwrap_or_default();
+                self.fail(
+                    i,
+                    now,
+                    ErrorClass::of_connect_error(&e),
+                    format!("connect to {}{source}: {e}", self.target),
+                );
             }
         }
     }
@@ -323,8 +413,13 @@ impl<P: Protocol> Worker<P> {
         for i in 0..self.slots.len() {
             let slot = &self.slots[i];
             match slot.phase {
-                Phase::Connecting { since } if now.saturating_duration_since(since) >= self.timeout => {
-                    let msg = format!("connect to {} not complete after {:?}", self.target, self.timeout);
+                Phase::Connecting { since }
+                    if now.saturating_duration_since(since) >= self.timeout =>
+                {
+                    let msg = format!(
+                        "connect to {} not complete after {:?}",
+                        self.target, self.timeout
+                    );
                     self.fail(i, now, ErrorClass::ConnectTimeout, msg);
                 }
                 Phase::Open => {
@@ -343,8 +438,16 @@ impl<P: Protocol> Worker<P> {
 }
 
 /// socket() + optional bind + connect(), non-blocking; `Ok` means connected or in progress.
-pub fn connect_nonblocking(target: SocketAddr, source: Option<SocketAddr>, nodelay: bool) -> io::Result<TcpStream> {
-    let sock = Socket::new(Domain::for_address(target), Type::STREAM.nonblocking().cloexec(), Some(socket2::Protocol::TCP))?;
+pub fn connect_nonblocking(
+    target: SocketAddr,
+    source: Option<SocketAddr>,
+    nodelay: bool,
+) -> io::Result<TcpStream> {
+    let sock = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM.nonblocking().cloexec(),
+        Some(socket2::Protocol::TCP),
+    )?;
     if let Some(src) = source {
         // Let connect() pick the port per 4-tuple instead of bind() reserving one per address, so
         // each source address really adds a whole ephemeral port range.

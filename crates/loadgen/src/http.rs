@@ -45,12 +45,23 @@ pub enum Step {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     Head,
-    Length { remaining: u64 },
-    ChunkSize { size: u64, digits: u32, in_extension: bool, seen_cr: bool },
-    ChunkData { remaining: u64 },
+    Length {
+        remaining: u64,
+    },
+    ChunkSize {
+        size: u64,
+        digits: u32,
+        in_extension: bool,
+        seen_cr: bool,
+    },
+    ChunkData {
+        remaining: u64,
+    },
     ChunkDataCr,
     ChunkDataLf,
-    Trailer { line_bytes: usize },
+    Trailer {
+        line_bytes: usize,
+    },
     UntilClose,
 }
 
@@ -101,7 +112,12 @@ impl ResponseParser {
 
     fn finish(&mut self) -> Response {
         let body_sha256 = self.hasher.as_mut().map(|h| h.finalize_reset().into());
-        let r = Response { status: self.status, body_len: self.body_len, body_sha256, keep_alive: self.keep_alive };
+        let r = Response {
+            status: self.status,
+            body_len: self.body_len,
+            body_sha256,
+            keep_alive: self.keep_alive,
+        };
         self.state = State::Head;
         self.body_len = 0;
         r
@@ -142,7 +158,9 @@ impl ResponseParser {
                     if take as u64 == remaining {
                         return Step::Done(pos, self.finish());
                     }
-                    self.state = State::Length { remaining: remaining - take as u64 };
+                    self.state = State::Length {
+                        remaining: remaining - take as u64,
+                    };
                     return Step::NeedMore(pos);
                 }
                 State::ChunkData { remaining } => {
@@ -152,7 +170,9 @@ impl ResponseParser {
                     if take as u64 == remaining {
                         self.state = State::ChunkDataCr;
                     } else {
-                        self.state = State::ChunkData { remaining: remaining - take as u64 };
+                        self.state = State::ChunkData {
+                            remaining: remaining - take as u64,
+                        };
                         return Step::NeedMore(pos);
                     }
                 }
@@ -162,7 +182,9 @@ impl ResponseParser {
                 }
                 _ => {
                     // The byte-at-a-time states: chunk-size line, CRLF after data, trailer.
-                    let Some(&b) = buf.get(pos) else { return Step::NeedMore(pos) };
+                    let Some(&b) = buf.get(pos) else {
+                        return Step::NeedMore(pos);
+                    };
                     pos += 1;
                     if let Some(step) = self.framing_byte(b, pos) {
                         return step;
@@ -174,46 +196,102 @@ impl ResponseParser {
 
     fn framing_byte(&mut self, b: u8, pos: usize) -> Option<Step> {
         match self.state {
-            State::ChunkSize { size, digits, in_extension, seen_cr } => {
+            State::ChunkSize {
+                size,
+                digits,
+                in_extension,
+                seen_cr,
+            } => {
                 if seen_cr && b != b'\n' {
                     return Some(Step::Error("chunk-size line: CR not followed by LF".into()));
                 }
                 match b {
                     b'\n' => {
                         if digits == 0 {
-                            return Some(Step::Error("chunk-size line without a hexadecimal size".into()));
+                            return Some(Step::Error(
+                                "chunk-size line without a hexadecimal size".into(),
+                            ));
                         }
-                        self.state = if size == 0 { State::Trailer { line_bytes: 0 } } else { State::ChunkData { remaining: size } };
+                        self.state = if size == 0 {
+                            State::Trailer { line_bytes: 0 }
+                        } else {
+                            State::ChunkData { remaining: size }
+                        };
                     }
-                    b'\r' => self.state = State::ChunkSize { size, digits, in_extension, seen_cr: true },
+                    b'\r' => {
+                        self.state = State::ChunkSize {
+                            size,
+                            digits,
+                            in_extension,
+                            seen_cr: true,
+                        }
+                    }
                     _ if in_extension => {}
-                    b';' | b' ' | b'\t' => self.state = State::ChunkSize { size, digits, in_extension: true, seen_cr },
+                    b';' | b' ' | b'\t' => {
+                        self.state = State::ChunkSize {
+                            size,
+                            digits,
+                            in_extension: true,
+                            seen_cr,
+                        }
+                    }
                     _ => {
                         let Some(d) = (b as char).to_digit(16) else {
-                            return Some(Step::Error(format!("chunk size: unexpected byte 0x{b:02x}")));
+                            return Some(Step::Error(format!(
+                                "chunk size: unexpected byte 0x{b:02x}"
+                            )));
                         };
                         if digits >= 15 {
                             return Some(Step::Error("chunk size too large".into()));
                         }
-                        self.state = State::ChunkSize { size: size * 16 + u64::from(d), digits: digits + 1, in_extension, seen_cr };
+                        self.state = State::ChunkSize {
+                            size: size * 16 + u64::from(d),
+                            digits: digits + 1,
+                            in_extension,
+                            seen_cr,
+                        };
                     }
                 }
             }
             State::ChunkDataCr => match b {
                 b'\r' => self.state = State::ChunkDataLf,
-                b'\n' => self.state = State::ChunkSize { size: 0, digits: 0, in_extension: false, seen_cr: false },
-                _ => return Some(Step::Error("chunk data longer than its declared size".into())),
+                b'\n' => {
+                    self.state = State::ChunkSize {
+                        size: 0,
+                        digits: 0,
+                        in_extension: false,
+                        seen_cr: false,
+                    }
+                }
+                _ => {
+                    return Some(Step::Error(
+                        "chunk data longer than its declared size".into(),
+                    ))
+                }
             },
             State::ChunkDataLf => match b {
-                b'\n' => self.state = State::ChunkSize { size: 0, digits: 0, in_extension: false, seen_cr: false },
+                b'\n' => {
+                    self.state = State::ChunkSize {
+                        size: 0,
+                        digits: 0,
+                        in_extension: false,
+                        seen_cr: false,
+                    }
+                }
                 _ => return Some(Step::Error("chunk data not followed by CRLF".into())),
             },
             State::Trailer { line_bytes } => match b {
                 b'\n' if line_bytes == 0 => return Some(Step::Done(pos, self.finish())),
                 b'\n' => self.state = State::Trailer { line_bytes: 0 },
                 b'\r' => {}
-                _ if line_bytes >= MAX_HEAD_BYTES => return Some(Step::Error("chunked trailer too large".into())),
-                _ => self.state = State::Trailer { line_bytes: line_bytes + 1 },
+                _ if line_bytes >= MAX_HEAD_BYTES => {
+                    return Some(Step::Error("chunked trailer too large".into()))
+                }
+                _ => {
+                    self.state = State::Trailer {
+                        line_bytes: line_bytes + 1,
+                    }
+                }
             },
             _ => unreachable!("framing_byte called in a bulk state"),
         }
@@ -224,9 +302,14 @@ impl ResponseParser {
     fn parse_head(&mut self, buf: &[u8]) -> Result<Option<(usize, bool)>, String> {
         // Uninitialised header slots: zeroing 64 of them for every response would cost more than
         // parsing a typical head.
-        let mut headers = [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
+        let mut headers =
+            [const { std::mem::MaybeUninit::<httparse::Header>::uninit() }; MAX_HEADERS];
         let mut resp = httparse::Response::new(&mut []);
-        let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut resp, buf, &mut headers) {
+        let n = match httparse::ParserConfig::default().parse_response_with_uninit_headers(
+            &mut resp,
+            buf,
+            &mut headers,
+        ) {
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD_BYTES => {
                 return Err(format!("response head larger than {MAX_HEAD_BYTES} bytes"))
@@ -242,10 +325,14 @@ impl ResponseParser {
         let mut conn_keep_alive = false;
         for h in resp.headers.iter() {
             if h.name.eq_ignore_ascii_case("content-length") {
-                let v = std::str::from_utf8(h.value).ok().and_then(|s| s.trim().parse::<u64>().ok());
+                let v = std::str::from_utf8(h.value)
+                    .ok()
+                    .and_then(|s| s.trim().parse::<u64>().ok());
                 match (v, content_length) {
                     (None, _) => return Err("invalid Content-Length".into()),
-                    (Some(a), Some(b)) if a != b => return Err("conflicting Content-Length headers".into()),
+                    (Some(a), Some(b)) if a != b => {
+                        return Err("conflicting Content-Length headers".into())
+                    }
                     (Some(a), _) => content_length = Some(a),
                 }
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
@@ -271,7 +358,12 @@ impl ResponseParser {
             return Ok(Some((n, true)));
         }
         if chunked {
-            self.state = State::ChunkSize { size: 0, digits: 0, in_extension: false, seen_cr: false };
+            self.state = State::ChunkSize {
+                size: 0,
+                digits: 0,
+                in_extension: false,
+                seen_cr: false,
+            };
         } else if let Some(len) = content_length {
             if len == 0 {
                 return Ok(Some((n, true)));
@@ -297,8 +389,16 @@ pub struct RequestSpec<'a> {
 
 /// One request's bytes. `Host` and `Content-Length` are added unless given.
 pub fn build_request(spec: &RequestSpec) -> Result<Vec<u8>, String> {
-    if spec.method.is_empty() || !spec.method.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) {
-        return Err(format!("invalid --method '{}': it must be an HTTP token like GET or POST", spec.method));
+    if spec.method.is_empty()
+        || !spec
+            .method
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
+        return Err(format!(
+            "invalid --method '{}': it must be an HTTP token like GET or POST",
+            spec.method
+        ));
     }
     let mut out = format!("{} {} HTTP/1.1\r\n", spec.method, spec.path).into_bytes();
     let (mut has_host, mut has_length) = (false, false);
@@ -307,7 +407,10 @@ pub fn build_request(spec: &RequestSpec) -> Result<Vec<u8>, String> {
             return Err(format!("invalid --header '{h}': use \"Name: value\""));
         };
         let name = name.trim();
-        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_graphic()) || h.contains(['\r', '\n']) {
+        if name.is_empty()
+            || !name.bytes().all(|b| b.is_ascii_graphic())
+            || h.contains(['\r', '\n'])
+        {
             return Err(format!("invalid --header '{h}': the name must be a token and neither part may contain CR or LF"));
         }
         has_host |= name.eq_ignore_ascii_case("host");
@@ -364,7 +467,10 @@ impl Expectation {
         }
         if let Some(d) = self.body_sha256 {
             if r.body_sha256 != Some(d) {
-                return Verdict::Mismatch(format!("body sha256 differs from the expected {}", hex(&d)));
+                return Verdict::Mismatch(format!(
+                    "body sha256 differs from the expected {}",
+                    hex(&d)
+                ));
             }
         }
         Verdict::Ok
@@ -385,7 +491,9 @@ pub fn hex(bytes: &[u8]) -> String {
 pub fn parse_sha256_hex(text: &str) -> Result<[u8; 32], String> {
     let t = text.trim();
     if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("invalid --expect-body-sha256 '{text}': give 64 hexadecimal digits"));
+        return Err(format!(
+            "invalid --expect-body-sha256 '{text}': give 64 hexadecimal digits"
+        ));
     }
     let mut out = [0u8; 32];
     for (i, o) in out.iter_mut().enumerate() {
@@ -428,7 +536,14 @@ pub struct HttpProtocol {
 }
 
 impl HttpProtocol {
-    pub fn new(request: &[u8], pipeline: usize, close: bool, method: &str, path: &str, expect: Expectation) -> Self {
+    pub fn new(
+        request: &[u8],
+        pipeline: usize,
+        close: bool,
+        method: &str,
+        path: &str,
+        expect: Expectation,
+    ) -> Self {
         HttpProtocol {
             requests: request.repeat(pipeline),
             one_request_len: request.len(),
@@ -456,8 +571,16 @@ impl HttpProtocol {
         }
     }
 
-    fn send(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
-        let NextSend::Now(k) = self.next_send(stats) else { return Outcome::Ok };
+    fn send(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
+        let NextSend::Now(k) = self.next_send(stats) else {
+            return Outcome::Ok;
+        };
         c.write_off = 0;
         c.write_len = k * self.one_request_len;
         c.inflight = k;
@@ -466,7 +589,13 @@ impl HttpProtocol {
         self.flush(c, sock, now, stats)
     }
 
-    fn flush(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn flush(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         while c.write_off < c.write_len {
             match sock.write(&self.requests[c.write_off..c.write_len]) {
                 Ok(n) => {
@@ -475,14 +604,23 @@ impl HttpProtocol {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}")),
+                Err(e) => {
+                    return Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}"))
+                }
             }
         }
         Outcome::Ok
     }
 
     /// Account for one complete response; returns Some(outcome) if the connection must stop here.
-    fn on_response(&mut self, c: &mut HttpConn, r: Response, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Option<Outcome> {
+    fn on_response(
+        &mut self,
+        c: &mut HttpConn,
+        r: Response,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Option<Outcome> {
         c.inflight = c.inflight.saturating_sub(1);
         self.inflight_total = self.inflight_total.saturating_sub(1);
         let verdict = self.expect.judge(&r);
@@ -493,10 +631,17 @@ impl HttpProtocol {
                 Verdict::Status => {
                     stats.status_error(r.status);
                     stats.error(now, ErrorClass::Status, || {
-                        format!("status {} from {} (expected {})", r.status, self.what, self.expect.describe_status())
+                        format!(
+                            "status {} from {} (expected {})",
+                            r.status,
+                            self.what,
+                            self.expect.describe_status()
+                        )
                     });
                 }
-                Verdict::Mismatch(m) => stats.error(now, ErrorClass::VerificationMismatch, || format!("{}: {m}", self.what)),
+                Verdict::Mismatch(m) => stats.error(now, ErrorClass::VerificationMismatch, || {
+                    format!("{}: {m}", self.what)
+                }),
             }
         }
         if !r.keep_alive || self.close {
@@ -549,15 +694,33 @@ impl Protocol for HttpProtocol {
         (c.inflight > 0).then_some(c.sent_at)
     }
 
-    fn on_connected(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn on_connected(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         self.send(c, sock, now, stats)
     }
 
-    fn on_writable(&mut self, c: &mut HttpConn, sock: &mut TcpStream, now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn on_writable(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         self.flush(c, sock, now, stats)
     }
 
-    fn on_readable(&mut self, c: &mut HttpConn, sock: &mut TcpStream, _now: Instant, stats: &mut ThreadStats) -> Outcome {
+    fn on_readable(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        _now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         let mut scratch = std::mem::take(&mut self.scratch);
         let out = self.read_responses(c, sock, &mut scratch, stats);
         self.scratch = scratch;
@@ -570,7 +733,13 @@ impl Protocol for HttpProtocol {
 }
 
 impl HttpProtocol {
-    fn read_responses(&mut self, c: &mut HttpConn, sock: &mut TcpStream, scratch: &mut [u8], stats: &mut ThreadStats) -> Outcome {
+    fn read_responses(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        scratch: &mut [u8],
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         loop {
             let carried = c.carry.len();
             if carried > 0 {
@@ -589,7 +758,9 @@ impl HttpProtocol {
                     c.carry.extend_from_slice(&scratch[..carried]);
                     continue;
                 }
-                Err(e) => return Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}")),
+                Err(e) => {
+                    return Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
+                }
             };
             // One clock read per read() serves as the end of the responses in it and the start of
             // the requests sent in reply.
@@ -606,13 +777,18 @@ impl HttpProtocol {
                     Step::Done(k, r) => {
                         pos += k;
                         if c.inflight == 0 {
-                            return Outcome::Fail(ErrorClass::ParseError, format!("response to {} without a request outstanding", self.what));
+                            return Outcome::Fail(
+                                ErrorClass::ParseError,
+                                format!("response to {} without a request outstanding", self.what),
+                            );
                         }
                         if let Some(out) = self.on_response(c, r, sock, now, stats) {
                             return out;
                         }
                     }
-                    Step::Error(e) => return Outcome::Fail(ErrorClass::ParseError, format!("{}: {e}", self.what)),
+                    Step::Error(e) => {
+                        return Outcome::Fail(ErrorClass::ParseError, format!("{}: {e}", self.what))
+                    }
                 }
             }
             if pos < total {
@@ -626,16 +802,31 @@ impl HttpProtocol {
         }
     }
 
-    fn on_eof(&mut self, c: &mut HttpConn, carried: usize, sock: &mut TcpStream, stats: &mut ThreadStats) -> Outcome {
+    fn on_eof(
+        &mut self,
+        c: &mut HttpConn,
+        carried: usize,
+        sock: &mut TcpStream,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
         if carried == 0 && c.inflight > 0 {
             if let Some(r) = c.parser.on_eof() {
                 // A close-delimited body ends here; keep_alive is false, so this reconnects.
-                return self.on_response(c, r, sock, Instant::now(), stats).unwrap_or(Outcome::Reconnect);
+                return self
+                    .on_response(c, r, sock, Instant::now(), stats)
+                    .unwrap_or(Outcome::Reconnect);
             }
         }
         if c.inflight > 0 {
-            let partial = if c.parser.in_body() || carried > 0 { "in the middle of a response" } else { "before the response" };
-            return Outcome::Fail(ErrorClass::ClosedEarly, format!("{}: server closed the connection {partial}", self.what));
+            let partial = if c.parser.in_body() || carried > 0 {
+                "in the middle of a response"
+            } else {
+                "before the response"
+            };
+            return Outcome::Fail(
+                ErrorClass::ClosedEarly,
+                format!("{}: server closed the connection {partial}", self.what),
+            );
         }
         Outcome::Reconnect
     }
@@ -692,7 +883,12 @@ HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n\
 HTTP/1.0 200 OK\r\n\r\nbody until close";
 
     fn expected() -> Vec<Response> {
-        let r = |status, body: &[u8], keep_alive| Response { status, body_len: body.len() as u64, body_sha256: Some(digest(body)), keep_alive };
+        let r = |status, body: &[u8], keep_alive| Response {
+            status,
+            body_len: body.len() as u64,
+            body_sha256: Some(digest(body)),
+            keep_alive,
+        };
         vec![
             r(200, b"hello", true),
             r(200, b"hello0123456789", true),
@@ -711,7 +907,8 @@ HTTP/1.0 200 OK\r\n\r\nbody until close";
     #[test]
     fn split_at_every_byte_boundary() {
         for i in 0..=STREAM.len() {
-            let got = parse_pieces(&[&STREAM[..i], &STREAM[i..]], true).unwrap_or_else(|e| panic!("split at {i}: {e}"));
+            let got = parse_pieces(&[&STREAM[..i], &STREAM[i..]], true)
+                .unwrap_or_else(|e| panic!("split at {i}: {e}"));
             assert_eq!(got, expected(), "split at {i}");
         }
     }
@@ -726,12 +923,19 @@ HTTP/1.0 200 OK\r\n\r\nbody until close";
     fn without_digest_bodies_are_only_counted() {
         let got = parse_pieces(&[STREAM], false).unwrap();
         assert!(got.iter().all(|r| r.body_sha256.is_none()));
-        assert_eq!(got.iter().map(|r| r.body_len).collect::<Vec<_>>(), [5, 15, 0, 0, 3, 16]);
+        assert_eq!(
+            got.iter().map(|r| r.body_len).collect::<Vec<_>>(),
+            [5, 15, 0, 0, 3, 16]
+        );
     }
 
     #[test]
     fn eof_inside_a_length_delimited_body_is_not_a_response() {
-        let got = parse_pieces(&[b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"], false).unwrap();
+        let got = parse_pieces(
+            &[b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nshort"],
+            false,
+        )
+        .unwrap();
         assert!(got.is_empty());
     }
 
@@ -739,7 +943,18 @@ HTTP/1.0 200 OK\r\n\r\nbody until close";
     fn head_request_has_no_body() {
         let mut p = ResponseParser::new(false, true);
         let wire = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n";
-        assert_eq!(p.advance(wire), Step::Done(wire.len(), Response { status: 200, body_len: 0, body_sha256: None, keep_alive: true }));
+        assert_eq!(
+            p.advance(wire),
+            Step::Done(
+                wire.len(),
+                Response {
+                    status: 200,
+                    body_len: 0,
+                    body_sha256: None,
+                    keep_alive: true
+                }
+            )
+        );
     }
 
     #[test]
@@ -754,7 +969,11 @@ HTTP/1.0 200 OK\r\n\r\nbody until close";
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n",
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\n",
         ] {
-            assert!(parse_pieces(&[bad], false).is_err(), "{:?} accepted", String::from_utf8_lossy(bad));
+            assert!(
+                parse_pieces(&[bad], false).is_err(),
+                "{:?} accepted",
+                String::from_utf8_lossy(bad)
+            );
         }
         let mut huge = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
         huge.resize(MAX_HEAD_BYTES + 10, b'a');
@@ -764,28 +983,99 @@ HTTP/1.0 200 OK\r\n\r\nbody until close";
 
     #[test]
     fn requests_are_built_once_with_defaults() {
-        let spec = RequestSpec { method: "POST", host_header: "127.0.0.1:8080", path: "/x", headers: &["X-A: 1".into()], body: b"abc", close: true };
+        let spec = RequestSpec {
+            method: "POST",
+            host_header: "127.0.0.1:8080",
+            path: "/x",
+            headers: &["X-A: 1".into()],
+            body: b"abc",
+            close: true,
+        };
         let r = String::from_utf8(build_request(&spec).unwrap()).unwrap();
         assert_eq!(r, "POST /x HTTP/1.1\r\nX-A: 1\r\nHost: 127.0.0.1:8080\r\nContent-Length: 3\r\nConnection: close\r\n\r\nabc");
-        let spec = RequestSpec { method: "GET", host_header: "h", path: "/", headers: &["host: other".into()], body: b"", close: false };
-        assert_eq!(build_request(&spec).unwrap(), b"GET / HTTP/1.1\r\nhost: other\r\n\r\n");
+        let spec = RequestSpec {
+            method: "GET",
+            host_header: "h",
+            path: "/",
+            headers: &["host: other".into()],
+            body: b"",
+            close: false,
+        };
+        assert_eq!(
+            build_request(&spec).unwrap(),
+            b"GET / HTTP/1.1\r\nhost: other\r\n\r\n"
+        );
         for bad in ["NoColon", ": empty", "X-Bad\r\nInjected: 1"] {
-            let spec = RequestSpec { method: "GET", host_header: "h", path: "/", headers: &[bad.into()], body: b"", close: false };
+            let spec = RequestSpec {
+                method: "GET",
+                host_header: "h",
+                path: "/",
+                headers: &[bad.into()],
+                body: b"",
+                close: false,
+            };
             assert!(build_request(&spec).is_err(), "{bad:?} accepted");
         }
-        let spec = RequestSpec { method: "G ET", host_header: "h", path: "/", headers: &[], body: b"", close: false };
+        let spec = RequestSpec {
+            method: "G ET",
+            host_header: "h",
+            path: "/",
+            headers: &[],
+            body: b"",
+            close: false,
+        };
         assert!(build_request(&spec).unwrap_err().contains("--method"));
     }
 
     #[test]
     fn expectations() {
-        let r = Response { status: 200, body_len: 5, body_sha256: Some(digest(b"hello")), keep_alive: true };
+        let r = Response {
+            status: 200,
+            body_len: 5,
+            body_sha256: Some(digest(b"hello")),
+            keep_alive: true,
+        };
         assert!(matches!(Expectation::default().judge(&r), Verdict::Ok));
-        assert!(matches!(Expectation::default().judge(&Response { status: 404, ..r.clone() }), Verdict::Status));
-        assert!(matches!(Expectation { status: Some(201), ..Default::default() }.judge(&r), Verdict::Status));
-        assert!(matches!(Expectation { body_size: Some(4), ..Default::default() }.judge(&r), Verdict::Mismatch(_)));
-        assert!(matches!(Expectation { body_sha256: Some(digest(b"hellO")), ..Default::default() }.judge(&r), Verdict::Mismatch(_)));
-        assert!(matches!(Expectation { body_sha256: Some(digest(b"hello")), body_size: Some(5), status: Some(200) }.judge(&r), Verdict::Ok));
+        assert!(matches!(
+            Expectation::default().judge(&Response {
+                status: 404,
+                ..r.clone()
+            }),
+            Verdict::Status
+        ));
+        assert!(matches!(
+            Expectation {
+                status: Some(201),
+                ..Default::default()
+            }
+            .judge(&r),
+            Verdict::Status
+        ));
+        assert!(matches!(
+            Expectation {
+                body_size: Some(4),
+                ..Default::default()
+            }
+            .judge(&r),
+            Verdict::Mismatch(_)
+        ));
+        assert!(matches!(
+            Expectation {
+                body_sha256: Some(digest(b"hellO")),
+                ..Default::default()
+            }
+            .judge(&r),
+            Verdict::Mismatch(_)
+        ));
+        assert!(matches!(
+            Expectation {
+                body_sha256: Some(digest(b"hello")),
+                body_size: Some(5),
+                status: Some(200)
+            }
+            .judge(&r),
+            Verdict::Ok
+        ));
         assert_eq!(parse_sha256_hex(&hex(&digest(b"x"))).unwrap(), digest(b"x"));
         assert!(parse_sha256_hex("abc").is_err());
     }

@@ -9,12 +9,18 @@ pub const FD_RESERVE: u64 = 16;
 pub fn raise_fd_limit() -> u64 {
     // SAFETY: plain getrlimit/setrlimit on a local struct.
     unsafe {
-        let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
         if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
             return 1024;
         }
         if rl.rlim_cur < rl.rlim_max {
-            let raised = libc::rlimit { rlim_cur: rl.rlim_max, rlim_max: rl.rlim_max };
+            let raised = libc::rlimit {
+                rlim_cur: rl.rlim_max,
+                rlim_max: rl.rlim_max,
+            };
             if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
                 rl.rlim_cur = rl.rlim_max;
             }
@@ -35,7 +41,14 @@ pub fn ephemeral_port_range() -> Option<(u32, u32)> {
 
 /// Refuse a run whose concurrent connections cannot all exist at once.
 /// `probe_sockets`: extra connections to the same target (the echo probe).
-pub fn check(connections: u64, threads: u64, probe_sockets: u64, fd_limit: u64, port_range: Option<(u32, u32)>, source_ips: u64) -> Result<(), String> {
+pub fn check(
+    connections: u64,
+    threads: u64,
+    probe_sockets: u64,
+    fd_limit: u64,
+    port_range: Option<(u32, u32)>,
+    source_ips: u64,
+) -> Result<(), String> {
     let reserve = FD_RESERVE + threads + probe_sockets;
     let max_by_fds = fd_limit.saturating_sub(reserve);
     if connections > max_by_fds {
@@ -81,14 +94,22 @@ mod tests {
         // 1000 ports: 1000 connections fit with no probe, 999 with one.
         assert!(check(1000, 1, 0, 1 << 20, Some((2000, 2999)), 0).is_ok());
         let e = check(1000, 1, 1, 1 << 20, Some((2000, 2999)), 0).unwrap_err();
-        assert!(e.contains("at most 999") && e.contains("--source-ips") && e.contains("ip_local_port_range"), "{e}");
+        assert!(
+            e.contains("at most 999")
+                && e.contains("--source-ips")
+                && e.contains("ip_local_port_range"),
+            "{e}"
+        );
         assert!(check(2500, 1, 0, 1 << 20, Some((2000, 2999)), 3).is_ok());
         assert!(check(3001, 1, 0, 1 << 20, Some((2000, 2999)), 3).is_err());
     }
 
     #[test]
     fn raising_keeps_at_least_the_current_soft_limit() {
-        let mut before = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut before = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
         // SAFETY: plain getrlimit on a local struct.
         unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut before) };
         let now = raise_fd_limit();

@@ -50,7 +50,10 @@ fn main() -> ExitCode {
     };
     let doc = output::document(&cfg, &outcome);
     if cfg.json {
-        println!("{}", serde_json::to_string(&doc).expect("the result document serializes"));
+        println!(
+            "{}",
+            serde_json::to_string(&doc).expect("the result document serializes")
+        );
     } else {
         print!("{}", output::human(&doc));
     }

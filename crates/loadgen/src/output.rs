@@ -162,7 +162,9 @@ pub struct ProbeDoc {
 
 pub fn latency_doc(h: &Histogram<u64>) -> Latency {
     let mut bytes = Vec::new();
-    V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serializing to memory cannot fail");
+    V2DeflateSerializer::new()
+        .serialize(h, &mut bytes)
+        .expect("serializing to memory cannot fail");
     let empty = h.is_empty();
     let q = |p: f64| if empty { 0 } else { h.value_at_quantile(p) };
     Latency {
@@ -195,7 +197,13 @@ fn secs(d: Duration) -> f64 {
 pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
     let s = &run.stats;
     let duration_s = secs(run.duration);
-    let per_s = |n: u64| if duration_s > 0.0 { n as f64 / duration_s } else { 0.0 };
+    let per_s = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        }
+    };
 
     // Every second of the measured phase gets an entry, zeros included: a stall must show.
     let seconds = (duration_s.ceil() as usize).max(s.timeline.len());
@@ -204,14 +212,26 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
             let sec = s.timeline.get(i).copied().unwrap_or_default();
             // The last second may be partial: its entry ends at duration_s.
             let end = (i + 1) as f64;
-            let t_s = if end > duration_s && duration_s > i as f64 { duration_s } else { end };
-            TimelineEntry { t_s, requests: sec.requests, bytes_received: sec.bytes_received, errors: sec.errors }
+            let t_s = if end > duration_s && duration_s > i as f64 {
+                duration_s
+            } else {
+                end
+            };
+            TimelineEntry {
+                t_s,
+                requests: sec.requests,
+                bytes_received: sec.bytes_received,
+                errors: sec.errors,
+            }
         })
         .collect();
 
     let (user, sys, busy) = generator_cpu(run);
     let saturated = busy >= SATURATION_BUSY_FRACTION;
-    let by_class = ErrorClass::ALL.iter().map(|&c| (c.name(), s.errors[c as usize])).collect();
+    let by_class = ErrorClass::ALL
+        .iter()
+        .map(|&c| (c.name(), s.errors[c as usize]))
+        .collect();
     let examples = s.examples.clone();
 
     let (http, echo_cfg) = match &cfg.mode {
@@ -261,7 +281,10 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
     let errors_total = s.errors_total();
     Document {
         schema_version: SCHEMA_VERSION,
-        tool: Tool { name: "netarena-load", version: env!("CARGO_PKG_VERSION") },
+        tool: Tool {
+            name: "netarena-load",
+            version: env!("CARGO_PKG_VERSION"),
+        },
         mode: cfg.mode_name(),
         command_line: cfg.command_line.clone(),
         config,
@@ -277,13 +300,20 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
             connections_opened: s.connections_opened,
             errors: errors_total,
         },
-        throughput: Throughput { requests_per_s: per_s(s.requests), bytes_per_s: per_s(s.bytes_received) },
+        throughput: Throughput {
+            requests_per_s: per_s(s.requests),
+            bytes_per_s: per_s(s.bytes_received),
+        },
         latency: latency_doc(&s.hist),
         timeline,
         errors: Errors {
             total: errors_total,
             by_class,
-            status_codes: s.status_codes.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+            status_codes: s
+                .status_codes
+                .iter()
+                .map(|(c, n)| (c.to_string(), *n))
+                .collect(),
             examples,
         },
         generator: Generator {
@@ -309,7 +339,11 @@ fn generator_cpu(run: &RunOutcome) -> (f64, f64, f64) {
         .filter(|t| !t.wall_time.is_zero())
         .map(|t| (secs(t.cpu_time) / secs(t.wall_time)).min(1.0))
         .collect();
-    let busy = if fractions.is_empty() { 0.0 } else { fractions.iter().sum::<f64>() / fractions.len() as f64 };
+    let busy = if fractions.is_empty() {
+        0.0
+    } else {
+        fractions.iter().sum::<f64>() / fractions.len() as f64
+    };
     (user, sys, busy)
 }
 
@@ -337,7 +371,10 @@ pub fn human(doc: &Document) -> String {
     let mut o = String::new();
     let c = &doc.config;
     o += &format!("netarena-load {} {}\n", doc.mode, c.target);
-    o += &format!("  {} thread(s), {} connection(s), measured {:.2}s", c.threads, c.connections, doc.duration_s);
+    o += &format!(
+        "  {} thread(s), {} connection(s), measured {:.2}s",
+        c.threads, c.connections, doc.duration_s
+    );
     if doc.warmup_s > 0.0 {
         o += &format!(" after {:.2}s warm-up", doc.warmup_s);
     }
@@ -353,7 +390,11 @@ pub fn human(doc: &Document) -> String {
         fmt_us(l.mean_us as u64),
         fmt_us(l.stdev_us as u64)
     );
-    let unit = if doc.mode == "echo" { "chunks" } else { "requests" };
+    let unit = if doc.mode == "echo" {
+        "chunks"
+    } else {
+        "requests"
+    };
     o += &format!(
         "  Throughput  {:.1} {unit}/s ({} ok of {} responses), {}/s received\n",
         doc.throughput.requests_per_s,
@@ -362,9 +403,17 @@ pub fn human(doc: &Document) -> String {
         fmt_bytes(doc.throughput.bytes_per_s)
     );
     if let Some(e) = &doc.echo {
-        o += &format!("  Echo        {} verified", fmt_bytes(e.verified_bytes as f64));
+        o += &format!(
+            "  Echo        {} verified",
+            fmt_bytes(e.verified_bytes as f64)
+        );
         if let Some(b) = e.bytes_per_connection {
-            o += &format!(", {} of {} connections completed {} each", e.connections_completed, c.connections, fmt_bytes(b as f64));
+            o += &format!(
+                ", {} of {} connections completed {} each",
+                e.connections_completed,
+                c.connections,
+                fmt_bytes(b as f64)
+            );
         }
         o += "\n";
         if let Some(p) = &e.probe {
@@ -379,10 +428,25 @@ pub fn human(doc: &Document) -> String {
         }
     }
     if doc.errors.total > 0 {
-        let classes: Vec<String> = doc.errors.by_class.iter().filter(|(_, &n)| n > 0).map(|(k, n)| format!("{k} {n}")).collect();
-        o += &format!("  Errors      {} ({})\n", doc.errors.total, classes.join(", "));
+        let classes: Vec<String> = doc
+            .errors
+            .by_class
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        o += &format!(
+            "  Errors      {} ({})\n",
+            doc.errors.total,
+            classes.join(", ")
+        );
         if !doc.errors.status_codes.is_empty() {
-            let codes: Vec<String> = doc.errors.status_codes.iter().map(|(k, n)| format!("{k}: {n}")).collect();
+            let codes: Vec<String> = doc
+                .errors
+                .status_codes
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect();
             o += &format!("              status codes {}\n", codes.join(", "));
         }
         for e in &doc.errors.examples {
@@ -390,7 +454,12 @@ pub fn human(doc: &Document) -> String {
         }
     }
     let g = &doc.generator;
-    o += &format!("  Generator   cpu user {:.2}s sys {:.2}s, threads busy {:.0}%\n", g.cpu_user_s, g.cpu_sys_s, g.busy_fraction * 100.0);
+    o += &format!(
+        "  Generator   cpu user {:.2}s sys {:.2}s, threads busy {:.0}%\n",
+        g.cpu_user_s,
+        g.cpu_sys_s,
+        g.busy_fraction * 100.0
+    );
     if g.saturated {
         o += &format!(
             "  WARNING: the generator was saturated (threads busy {:.0}% >= {:.0}%): these numbers measure netarena-load, not the server.\n           Give it more threads/CPUs.\n",

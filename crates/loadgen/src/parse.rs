@@ -22,7 +22,9 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         format!("invalid duration '{text}': use e.g. 500ms, 10s, 2m, 1h or a number of seconds like 2.5")
     })?;
     if !value.is_finite() || value < 0.0 {
-        return Err(format!("invalid duration '{text}': it must be a finite, non-negative time"));
+        return Err(format!(
+            "invalid duration '{text}': it must be a finite, non-negative time"
+        ));
     }
     let seconds = value * scale_s;
     if seconds > 30.0 * 86400.0 {
@@ -37,7 +39,8 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
     let mut cpus = Vec::new();
     for part in text.split(',') {
         let part = part.trim();
-        let bad = || format!("invalid CPU list '{text}': use numbers and ranges like 1 or 0,2 or 2-5");
+        let bad =
+            || format!("invalid CPU list '{text}': use numbers and ranges like 1 or 0,2 or 2-5");
         if part.is_empty() {
             return Err(bad());
         }
@@ -45,7 +48,9 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
             let lo: usize = lo.trim().parse().map_err(|_| bad())?;
             let hi: usize = hi.trim().parse().map_err(|_| bad())?;
             if hi < lo {
-                return Err(format!("invalid CPU range '{part}' in '{text}': the end is below the start"));
+                return Err(format!(
+                    "invalid CPU range '{part}' in '{text}': the end is below the start"
+                ));
             }
             if hi - lo >= 4096 {
                 return Err(format!("invalid CPU range '{part}': more than 4096 CPUs"));
@@ -75,10 +80,14 @@ pub fn parse_ip_list(text: &str) -> Result<Vec<IpAddr>, String> {
             let hi: std::net::Ipv4Addr = hi.trim().parse().map_err(|_| bad())?;
             let (lo, hi) = (u32::from(lo), u32::from(hi));
             if hi < lo {
-                return Err(format!("invalid address range '{part}': the end is below the start"));
+                return Err(format!(
+                    "invalid address range '{part}': the end is below the start"
+                ));
             }
             if hi - lo >= MAX_ADDRESSES {
-                return Err(format!("invalid address range '{part}': more than {MAX_ADDRESSES} addresses"));
+                return Err(format!(
+                    "invalid address range '{part}': more than {MAX_ADDRESSES} addresses"
+                ));
             }
             ips.extend((lo..=hi).map(|a| IpAddr::V4(a.into())));
         } else {
@@ -92,15 +101,23 @@ pub fn parse_ip_list(text: &str) -> Result<Vec<IpAddr>, String> {
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let t = text.trim();
     let lower = t.to_ascii_lowercase();
-    let (number, scale) = [("kib", 1u64 << 10), ("mib", 1 << 20), ("gib", 1 << 30), ("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30)]
-        .iter()
-        .find_map(|(suffix, scale)| lower.strip_suffix(suffix).map(|n| (n.to_string(), *scale)))
-        .unwrap_or((lower.clone(), 1));
-    let value: u64 = number
-        .trim()
-        .parse()
-        .map_err(|_| format!("invalid byte count '{text}': use a whole number like 32768 or 32k, 512KiB, 1m"))?;
-    value.checked_mul(scale).ok_or_else(|| format!("invalid byte count '{text}': too large"))
+    let (number, scale) = [
+        ("kib", 1u64 << 10),
+        ("mib", 1 << 20),
+        ("gib", 1 << 30),
+        ("k", 1 << 10),
+        ("m", 1 << 20),
+        ("g", 1 << 30),
+    ]
+    .iter()
+    .find_map(|(suffix, scale)| lower.strip_suffix(suffix).map(|n| (n.to_string(), *scale)))
+    .unwrap_or((lower.clone(), 1));
+    let value: u64 = number.trim().parse().map_err(|_| {
+        format!("invalid byte count '{text}': use a whole number like 32768 or 32k, 512KiB, 1m")
+    })?;
+    value
+        .checked_mul(scale)
+        .ok_or_else(|| format!("invalid byte count '{text}': too large"))
 }
 
 #[cfg(test)]
@@ -138,7 +155,13 @@ mod tests {
         let text: Vec<String> = ips.iter().map(|i| i.to_string()).collect();
         assert_eq!(text, ["127.0.1.1", "127.0.1.2", "127.0.1.3", "::1"]);
         assert_eq!(parse_ip_list("127.0.0.2").unwrap().len(), 1);
-        for bad in ["", "127.0.0.300", "127.0.0.5-127.0.0.1", "localhost", "10.0.0.0-10.2.0.0"] {
+        for bad in [
+            "",
+            "127.0.0.300",
+            "127.0.0.5-127.0.0.1",
+            "localhost",
+            "10.0.0.0-10.2.0.0",
+        ] {
             assert!(parse_ip_list(bad).is_err(), "{bad} accepted");
         }
     }

@@ -76,12 +76,23 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
         first_conn += connections;
         let spawned = match &cfg.mode {
             Mode::Http(h) => {
-                let proto = HttpProtocol::new(&h.request, h.pipeline, h.close, &h.method, &h.url.path, h.expect.clone());
-                std::thread::Builder::new().name(format!("load-{t}")).spawn(move || engine::run_worker(wc, proto))
+                let proto = HttpProtocol::new(
+                    &h.request,
+                    h.pipeline,
+                    h.close,
+                    &h.method,
+                    &h.url.path,
+                    h.expect.clone(),
+                );
+                std::thread::Builder::new()
+                    .name(format!("load-{t}"))
+                    .spawn(move || engine::run_worker(wc, proto))
             }
             Mode::Echo(e) => {
                 let proto = EchoProtocol::new(e.bytes_per_connection, e.chunk_bytes);
-                std::thread::Builder::new().name(format!("load-{t}")).spawn(move || engine::run_worker(wc, proto))
+                std::thread::Builder::new()
+                    .name(format!("load-{t}"))
+                    .spawn(move || engine::run_worker(wc, proto))
             }
         };
         handles.push(spawned.map_err(|e| format!("cannot start load thread {t}: {e}"))?);
@@ -97,17 +108,32 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
         }
     }
     stop_probe.store(true, Ordering::Relaxed);
-    let probe = probe.map(|h| h.join().map_err(|_| "the probe thread panicked".to_string())).transpose()?;
+    let probe = probe
+        .map(|h| {
+            h.join()
+                .map_err(|_| "the probe thread panicked".to_string())
+        })
+        .transpose()?;
     if let Some(f) = failure {
         return Err(f);
     }
 
-    let stopped_at = results.iter().map(|r| r.stopped_at).max().unwrap_or(measure_start);
+    let stopped_at = results
+        .iter()
+        .map(|r| r.stopped_at)
+        .max()
+        .unwrap_or(measure_start);
     let measured_end = measure_end.map_or(stopped_at, |end| stopped_at.min(end));
     let mut threads = Vec::with_capacity(results.len());
     let mut merged: Option<ThreadStats> = None;
     for r in results {
-        threads.push(ThreadSummary { cpu: r.cpu, cpu_time: r.cpu_time, wall_time: r.wall_time, user_time: r.user_time, sys_time: r.sys_time });
+        threads.push(ThreadSummary {
+            cpu: r.cpu,
+            cpu_time: r.cpu_time,
+            wall_time: r.wall_time,
+            user_time: r.user_time,
+            sys_time: r.sys_time,
+        });
         match merged.as_mut() {
             None => merged = Some(r.stats),
             Some(m) => m.merge(&r.stats),
@@ -118,17 +144,25 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
         threads,
         started_at: wall_start + cfg.warmup,
         duration: measured_end.saturating_duration_since(measure_start),
-        warmup: cfg.warmup.min(stopped_at.saturating_duration_since(run_start)),
+        warmup: cfg
+            .warmup
+            .min(stopped_at.saturating_duration_since(run_start)),
         probe,
     })
 }
 
 /// `--verify-learn`: one request on its own connection before the load; its status, body size and
 /// digest become the expectation for every response of the run (on every thread alike).
-pub fn learn_expectation(h: &HttpConfig, target: std::net::SocketAddr, timeout: Duration) -> Result<Expectation, String> {
+pub fn learn_expectation(
+    h: &HttpConfig,
+    target: std::net::SocketAddr,
+    timeout: Duration,
+) -> Result<Expectation, String> {
     let fail = |e: String| format!("--verify-learn: the learning request to {target} failed: {e}");
-    let mut s = std::net::TcpStream::connect_timeout(&target, timeout).map_err(|e| fail(e.to_string()))?;
-    s.set_read_timeout(Some(timeout)).map_err(|e| fail(e.to_string()))?;
+    let mut s =
+        std::net::TcpStream::connect_timeout(&target, timeout).map_err(|e| fail(e.to_string()))?;
+    s.set_read_timeout(Some(timeout))
+        .map_err(|e| fail(e.to_string()))?;
     s.write_all(&h.request).map_err(|e| fail(e.to_string()))?;
     let mut parser = ResponseParser::new(true, h.method.eq_ignore_ascii_case("HEAD"));
     let mut buf = vec![0u8; 256 * 1024];
@@ -138,7 +172,11 @@ pub fn learn_expectation(h: &HttpConfig, target: std::net::SocketAddr, timeout: 
         if n == 0 {
             match parser.on_eof() {
                 Some(r) if have == 0 => break r,
-                _ => return Err(fail("the server closed the connection before a complete response".into())),
+                _ => {
+                    return Err(fail(
+                        "the server closed the connection before a complete response".into(),
+                    ))
+                }
             }
         }
         have += n;
@@ -155,9 +193,16 @@ pub fn learn_expectation(h: &HttpConfig, target: std::net::SocketAddr, timeout: 
         }
     };
     if !(200..400).contains(&response.status) {
-        return Err(fail(format!("the response has status {}; only a 2xx/3xx response can be learned as the expectation", response.status)));
+        return Err(fail(format!(
+            "the response has status {}; only a 2xx/3xx response can be learned as the expectation",
+            response.status
+        )));
     }
-    Ok(Expectation { status: Some(response.status), body_size: Some(response.body_len), body_sha256: response.body_sha256 })
+    Ok(Expectation {
+        status: Some(response.status),
+        body_size: Some(response.body_len),
+        body_sha256: response.body_sha256,
+    })
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@ pub const HIST_SIGFIG: u8 = 3;
 pub const MAX_ERROR_EXAMPLES: usize = 5;
 
 pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_SIGFIG).expect("valid histogram bounds")
+    Histogram::new_with_bounds(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_SIGFIG)
+        .expect("valid histogram bounds")
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -263,7 +264,8 @@ impl ThreadStats {
             }
         }
         if self.timeline.len() < other.timeline.len() {
-            self.timeline.resize(other.timeline.len(), Second::default());
+            self.timeline
+                .resize(other.timeline.len(), Second::default());
         }
         for (a, b) in self.timeline.iter_mut().zip(other.timeline.iter()) {
             a.requests += b.requests;
@@ -287,14 +289,32 @@ mod tests {
         let start = t0 + Duration::from_secs(1);
         let end = start + Duration::from_secs(3);
         let mut a = ThreadStats::new(start, end, None);
-        assert!(!a.response(t0, Duration::from_micros(5), true), "warm-up must not count");
+        assert!(
+            !a.response(t0, Duration::from_micros(5), true),
+            "warm-up must not count"
+        );
         assert!(a.response(start, Duration::from_micros(100), true));
-        assert!(a.response(start + Duration::from_millis(2500), Duration::from_micros(300), false));
-        a.error(start + Duration::from_millis(2500), ErrorClass::Status, || "status 503".into());
+        assert!(a.response(
+            start + Duration::from_millis(2500),
+            Duration::from_micros(300),
+            false
+        ));
+        a.error(
+            start + Duration::from_millis(2500),
+            ErrorClass::Status,
+            || "status 503".into(),
+        );
         a.status_error(503);
-        assert!(!a.response(end, Duration::from_micros(5), true), "the end is exclusive");
+        assert!(
+            !a.response(end, Duration::from_micros(5), true),
+            "the end is exclusive"
+        );
         let mut b = ThreadStats::new(start, end, None);
-        b.response(start + Duration::from_millis(100), Duration::from_micros(200), true);
+        b.response(
+            start + Duration::from_millis(100),
+            Duration::from_micros(200),
+            true,
+        );
         b.error(start, ErrorClass::Status, || "status 503".into());
         b.status_error(503);
         a.merge(&b);
@@ -303,9 +323,20 @@ mod tests {
         assert_eq!(a.hist.max(), a.hist.highest_equivalent(200));
         assert_eq!(a.errors[ErrorClass::Status as usize], 2);
         assert_eq!(a.status_codes, vec![(503, 2)]);
-        assert_eq!(a.examples, vec!["status 503".to_string()], "examples are distinct");
+        assert_eq!(
+            a.examples,
+            vec!["status 503".to_string()],
+            "examples are distinct"
+        );
         assert_eq!(a.timeline.len(), 3);
-        assert_eq!(a.timeline[0], Second { requests: 2, bytes_received: 0, errors: 1 });
+        assert_eq!(
+            a.timeline[0],
+            Second {
+                requests: 2,
+                bytes_received: 0,
+                errors: 1
+            }
+        );
         assert_eq!(a.timeline[1], Second::default());
         assert_eq!(a.timeline[2].errors, 1);
     }

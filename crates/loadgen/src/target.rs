@@ -18,9 +18,13 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
     let rest = if let Some(r) = url.strip_prefix("http://") {
         r
     } else if url.starts_with("https://") {
-        return Err(format!("'{url}': https is not supported; netarena-load speaks plain HTTP/1.1 (use http://)"));
+        return Err(format!(
+            "'{url}': https is not supported; netarena-load speaks plain HTTP/1.1 (use http://)"
+        ));
     } else {
-        return Err(format!("'{url}' is not an http:// URL (e.g. http://127.0.0.1:8080/hello)"));
+        return Err(format!(
+            "'{url}' is not an http:// URL (e.g. http://127.0.0.1:8080/hello)"
+        ));
     };
     let (authority, path) = match rest.find(['/', '?']) {
         Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
@@ -33,7 +37,9 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
     }
     let (host, port) = split_host_port(authority, Some(80)).map_err(|e| format!("'{url}': {e}"))?;
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
-        return Err(format!("'{url}': the path contains spaces or control characters; percent-encode them"));
+        return Err(format!(
+            "'{url}': the path contains spaces or control characters; percent-encode them"
+        ));
     }
     let host_header = match (port, host.contains(':')) {
         (80, false) => host.clone(),
@@ -41,13 +47,20 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
         (p, false) => format!("{host}:{p}"),
         (p, true) => format!("[{host}]:{p}"),
     };
-    Ok(HttpUrl { host, port, path, host_header })
+    Ok(HttpUrl {
+        host,
+        port,
+        path,
+        host_header,
+    })
 }
 
 /// `host:port`, `[v6]:port`; with `default_port`, the port may be omitted.
 pub fn split_host_port(text: &str, default_port: Option<u16>) -> Result<(String, u16), String> {
     let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-        let Some((h, after)) = rest.split_once(']') else { return Err("unclosed '[' in the address".into()) };
+        let Some((h, after)) = rest.split_once(']') else {
+            return Err("unclosed '[' in the address".into());
+        };
         match after.strip_prefix(':') {
             Some(p) => (h, Some(p)),
             None if after.is_empty() => (h, None),
@@ -55,7 +68,9 @@ pub fn split_host_port(text: &str, default_port: Option<u16>) -> Result<(String,
         }
     } else {
         match text.rsplit_once(':') {
-            Some((h, _)) if h.contains(':') => return Err("IPv6 addresses must be written in brackets, like [::1]:8080".into()),
+            Some((h, _)) if h.contains(':') => {
+                return Err("IPv6 addresses must be written in brackets, like [::1]:8080".into())
+            }
             Some((h, p)) => (h, Some(p)),
             None => (text, None),
         }
@@ -64,9 +79,17 @@ pub fn split_host_port(text: &str, default_port: Option<u16>) -> Result<(String,
         return Err("no host given".into());
     }
     let port = match (port, default_port) {
-        (Some(p), _) => p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| format!("invalid port '{p}' (1-65535)"))?,
+        (Some(p), _) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| format!("invalid port '{p}' (1-65535)"))?,
         (None, Some(d)) => d,
-        (None, None) => return Err(format!("no port in '{text}': use HOST:PORT, e.g. 127.0.0.1:7000")),
+        (None, None) => {
+            return Err(format!(
+                "no port in '{text}': use HOST:PORT, e.g. 127.0.0.1:7000"
+            ))
+        }
     };
     Ok((host.to_string(), port))
 }
@@ -74,7 +97,9 @@ pub fn split_host_port(text: &str, default_port: Option<u16>) -> Result<(String,
 pub fn is_loopback(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
     }
 }
 
@@ -107,24 +132,47 @@ mod tests {
     #[test]
     fn urls() {
         let u = parse_http_url("http://127.0.0.1:8080/hello?x=1#frag").unwrap();
-        assert_eq!((u.host.as_str(), u.port, u.path.as_str(), u.host_header.as_str()), ("127.0.0.1", 8080, "/hello?x=1", "127.0.0.1:8080"));
+        assert_eq!(
+            (
+                u.host.as_str(),
+                u.port,
+                u.path.as_str(),
+                u.host_header.as_str()
+            ),
+            ("127.0.0.1", 8080, "/hello?x=1", "127.0.0.1:8080")
+        );
         let u = parse_http_url("http://localhost").unwrap();
-        assert_eq!((u.port, u.path.as_str(), u.host_header.as_str()), (80, "/", "localhost"));
+        assert_eq!(
+            (u.port, u.path.as_str(), u.host_header.as_str()),
+            (80, "/", "localhost")
+        );
         let u = parse_http_url("http://[::1]:9000?q").unwrap();
-        assert_eq!((u.host.as_str(), u.path.as_str(), u.host_header.as_str()), ("::1", "/?q", "[::1]:9000"));
-        assert!(parse_http_url("https://127.0.0.1/").unwrap_err().contains("https is not supported"));
+        assert_eq!(
+            (u.host.as_str(), u.path.as_str(), u.host_header.as_str()),
+            ("::1", "/?q", "[::1]:9000")
+        );
+        assert!(parse_http_url("https://127.0.0.1/")
+            .unwrap_err()
+            .contains("https is not supported"));
         assert!(parse_http_url("127.0.0.1:80").is_err());
         assert!(parse_http_url("http://127.0.0.1:0/").is_err());
         assert!(parse_http_url("http://127.0.0.1:99999/").is_err());
         assert!(parse_http_url("http://:80/").is_err());
-        assert!(parse_http_url("http://::1:80/").unwrap_err().contains("brackets"));
+        assert!(parse_http_url("http://::1:80/")
+            .unwrap_err()
+            .contains("brackets"));
     }
 
     #[test]
     fn host_port() {
-        assert_eq!(split_host_port("127.0.0.1:7000", None).unwrap(), ("127.0.0.1".into(), 7000));
+        assert_eq!(
+            split_host_port("127.0.0.1:7000", None).unwrap(),
+            ("127.0.0.1".into(), 7000)
+        );
         assert_eq!(split_host_port("[::1]:7", None).unwrap(), ("::1".into(), 7));
-        assert!(split_host_port("127.0.0.1", None).unwrap_err().contains("no port"));
+        assert!(split_host_port("127.0.0.1", None)
+            .unwrap_err()
+            .contains("no port"));
     }
 
     #[test]

@@ -13,14 +13,31 @@ use serde_json::Value;
 const LIMIT: Duration = Duration::from_secs(60);
 
 fn u(v: &Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
 }
 
 #[test]
 fn http_result_matches_schema_and_counts() {
     let server = http_server(200, b"Hello, World!");
     let url = format!("http://{}/hello", server.addr);
-    let doc = run_load(&["http", &url, "-c", "4", "-t", "2", "-d", "1500ms", "--expect-body-size", "13", "--json"], LIMIT).json();
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "4",
+            "-t",
+            "2",
+            "-d",
+            "1500ms",
+            "--expect-body-size",
+            "13",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
     validate_against_schema(&doc);
     assert_eq!(doc["mode"], "http");
     assert!(doc["echo"].is_null());
@@ -32,8 +49,14 @@ fn http_result_matches_schema_and_counts() {
     // 1.5 s measured: one full second and a partial one, zeros included, summing to the total.
     let timeline = doc["timeline"].as_array().unwrap();
     assert_eq!(timeline.len(), 2);
-    assert_eq!(timeline[1]["t_s"].as_f64().unwrap(), doc["duration_s"].as_f64().unwrap());
-    assert_eq!(timeline.iter().map(|s| u(&s["requests"])).sum::<u64>(), requests);
+    assert_eq!(
+        timeline[1]["t_s"].as_f64().unwrap(),
+        doc["duration_s"].as_f64().unwrap()
+    );
+    assert_eq!(
+        timeline.iter().map(|s| u(&s["requests"])).sum::<u64>(),
+        requests
+    );
     assert_eq!(u(&doc["totals"]["connections_opened"]), 4);
 }
 
@@ -41,7 +64,23 @@ fn http_result_matches_schema_and_counts() {
 fn http_requests_stop_exactly_at_n() {
     let server = http_server(200, b"ok");
     let url = format!("http://{}/", server.addr);
-    let doc = run_load(&["http", &url, "-c", "7", "-t", "2", "-n", "1001", "--pipeline", "3", "--json"], LIMIT).json();
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "7",
+            "-t",
+            "2",
+            "-n",
+            "1001",
+            "--pipeline",
+            "3",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
     validate_against_schema(&doc);
     assert_eq!(u(&doc["totals"]["responses"]), 1001);
     assert_eq!(u(&doc["totals"]["requests"]), 1001);
@@ -53,7 +92,21 @@ fn http_requests_stop_exactly_at_n() {
 fn unexpected_bodies_and_statuses_are_errors_not_successes() {
     let server = http_server(200, b"Hello, World!");
     let url = format!("http://{}/", server.addr);
-    let doc = run_load(&["http", &url, "-c", "2", "-n", "50", "--expect-body-size", "12", "--json"], LIMIT).json();
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "-n",
+            "50",
+            "--expect-body-size",
+            "12",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
     validate_against_schema(&doc);
     assert_eq!(u(&doc["totals"]["requests"]), 0);
     assert_eq!(u(&doc["totals"]["responses"]), 50);
@@ -66,18 +119,37 @@ fn unexpected_bodies_and_statuses_are_errors_not_successes() {
     validate_against_schema(&doc);
     assert_eq!(u(&doc["errors"]["by_class"]["status"]), 20);
     assert_eq!(u(&doc["errors"]["status_codes"]["503"]), 20);
-    assert!(doc["errors"]["examples"][0].as_str().unwrap().contains("503"));
+    assert!(doc["errors"]["examples"][0]
+        .as_str()
+        .unwrap()
+        .contains("503"));
 }
 
 #[test]
 fn verify_learn_uses_the_first_response() {
     let server = http_server(200, b"Hello, World!");
     let url = format!("http://{}/", server.addr);
-    let doc = run_load(&["http", &url, "-c", "2", "-n", "10", "--verify-learn", "--json"], LIMIT).json();
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "--verify-learn",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
     validate_against_schema(&doc);
     assert_eq!(doc["config"]["expect_status"], 200);
     assert_eq!(doc["config"]["expect_body_size"], 13);
-    assert_eq!(doc["config"]["expect_body_sha256"], "dffd6021bb2bd5b0af676290809ec3a53191dd81c7f70a4b28688a362182986f");
+    assert_eq!(
+        doc["config"]["expect_body_sha256"],
+        "dffd6021bb2bd5b0af676290809ec3a53191dd81c7f70a4b28688a362182986f"
+    );
     assert_eq!(u(&doc["totals"]["requests"]), 10);
 }
 
@@ -85,7 +157,25 @@ fn verify_learn_uses_the_first_response() {
 fn echo_fixed_bytes_result_matches_schema() {
     let server = echo_server(None);
     let target = server.addr.to_string();
-    let doc = run_load(&["echo", &target, "-c", "8", "-t", "2", "--bytes", "100000", "--chunk", "8192", "--probe-interval", "20ms", "--json"], LIMIT).json();
+    let doc = run_load(
+        &[
+            "echo",
+            &target,
+            "-c",
+            "8",
+            "-t",
+            "2",
+            "--bytes",
+            "100000",
+            "--chunk",
+            "8192",
+            "--probe-interval",
+            "20ms",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
     validate_against_schema(&doc);
     let echo = &doc["echo"];
     assert_eq!(u(&echo["connections_completed"]), 8);
@@ -101,7 +191,23 @@ fn echo_fixed_bytes_result_matches_schema() {
 fn echo_duration_with_probe_matches_schema() {
     let server = echo_server(None);
     let target = server.addr.to_string();
-    let doc = run_load(&["echo", &target, "-c", "4", "-d", "1s", "--chunk", "4096", "--probe-interval", "100ms", "--json"], LIMIT).json();
+    let doc = run_load(
+        &[
+            "echo",
+            &target,
+            "-c",
+            "4",
+            "-d",
+            "1s",
+            "--chunk",
+            "4096",
+            "--probe-interval",
+            "100ms",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
     validate_against_schema(&doc);
     let probe = &doc["echo"]["probe"];
     assert!(u(&probe["attempts"]) >= 5, "{probe:#}");
@@ -115,7 +221,13 @@ fn echo_duration_with_probe_matches_schema() {
 fn corrupted_echo_is_a_verification_mismatch() {
     let server = echo_server(Some(5000));
     let target = server.addr.to_string();
-    let doc = run_load(&["echo", &target, "-c", "3", "--bytes", "20000", "--chunk", "4096", "--json"], LIMIT).json();
+    let doc = run_load(
+        &[
+            "echo", &target, "-c", "3", "--bytes", "20000", "--chunk", "4096", "--json",
+        ],
+        LIMIT,
+    )
+    .json();
     validate_against_schema(&doc);
     assert_eq!(u(&doc["errors"]["by_class"]["verification_mismatch"]), 3);
     assert_eq!(u(&doc["echo"]["connections_completed"]), 0);
@@ -127,14 +239,25 @@ fn corrupted_echo_is_a_verification_mismatch() {
 
 #[test]
 fn refusals_exit_2_and_send_nothing() {
-    let run = run_load(&["http", "http://10.255.255.1:80/", "-d", "1s", "--json"], LIMIT);
+    let run = run_load(
+        &["http", "http://10.255.255.1:80/", "-d", "1s", "--json"],
+        LIMIT,
+    );
     assert_eq!(run.code, 2);
     assert!(run.stdout.is_empty());
-    assert!(run.stderr.contains("--allow-target 10.255.255.1"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--allow-target 10.255.255.1"),
+        "{}",
+        run.stderr
+    );
 
     let run = run_load(&["echo", "127.0.0.1:9", "-c", "25000"], LIMIT);
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("at most") && run.stderr.contains("ulimit -n"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("at most") && run.stderr.contains("ulimit -n"),
+        "{}",
+        run.stderr
+    );
 
     let run = run_load(&["http", "http://127.0.0.1:9/", "-d", "ten"], LIMIT);
     assert_eq!(run.code, 2);
@@ -148,7 +271,11 @@ fn refusals_exit_2_and_send_nothing() {
 #[test]
 fn dead_server_is_counted_not_fatal() {
     // Bind then drop: the port is very likely unused for the next second.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let url = format!("http://127.0.0.1:{port}/");
     let doc = run_load(&["http", &url, "-c", "3", "-d", "500ms", "--json"], LIMIT).json();
     validate_against_schema(&doc);
@@ -166,8 +293,17 @@ fn the_schema_check_rejects_a_drifted_document() {
     let mut doc = run_load(&["http", &url, "-c", "1", "-n", "5", "--json"], LIMIT).json();
     validate_against_schema(&doc);
     doc["totals"]["surprise"] = Value::from(1);
-    assert!(std::panic::catch_unwind(|| validate_against_schema(&doc)).is_err(), "an unknown field must fail validation");
+    assert!(
+        std::panic::catch_unwind(|| validate_against_schema(&doc)).is_err(),
+        "an unknown field must fail validation"
+    );
     doc["totals"].as_object_mut().unwrap().remove("surprise");
-    doc["errors"]["by_class"].as_object_mut().unwrap().remove("reset");
-    assert!(std::panic::catch_unwind(|| validate_against_schema(&doc)).is_err(), "a missing error class must fail validation");
+    doc["errors"]["by_class"]
+        .as_object_mut()
+        .unwrap()
+        .remove("reset");
+    assert!(
+        std::panic::catch_unwind(|| validate_against_schema(&doc)).is_err(),
+        "a missing error class must fail validation"
+    );
 }

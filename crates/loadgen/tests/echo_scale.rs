@@ -19,8 +19,21 @@ fn holds_19000_concurrent_echo_connections() {
     let target = server.addr.to_string();
     let run = run_load(
         &[
-            "echo", &target, "-c", "19000", "-t", "2", "-d", "5s", "--chunk", "64", "--timeout", "20s",
-            "--source-ips", "127.0.1.1-127.0.1.8", "--json",
+            "echo",
+            &target,
+            "-c",
+            "19000",
+            "-t",
+            "2",
+            "-d",
+            "5s",
+            "--chunk",
+            "64",
+            "--timeout",
+            "20s",
+            "--source-ips",
+            "127.0.1.1-127.0.1.8",
+            "--json",
         ],
         Duration::from_secs(90),
     );
@@ -29,7 +42,14 @@ fn holds_19000_concurrent_echo_connections() {
     assert_eq!(doc["errors"]["total"], 0, "{}", doc["errors"]);
     // In --duration mode a connection is only ever closed after an error, so with no errors every
     // one of them was open at the same time; the server saw that too.
-    assert_eq!(doc["totals"]["connections_opened"].as_u64().unwrap(), CONNECTIONS);
+    assert_eq!(
+        doc["totals"]["connections_opened"].as_u64().unwrap(),
+        CONNECTIONS
+    );
     assert!(server.peak_connections.load(Ordering::Relaxed) as u64 >= CONNECTIONS);
-    assert!(doc["totals"]["requests"].as_u64().unwrap() >= CONNECTIONS, "{}", doc["totals"]);
+    assert!(
+        doc["totals"]["requests"].as_u64().unwrap() >= CONNECTIONS,
+        "{}",
+        doc["totals"]
+    );
 }

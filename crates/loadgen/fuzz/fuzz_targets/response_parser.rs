@@ -6,7 +6,9 @@ use libfuzzer_sys::fuzz_target;
 use netarena_load::http::parse_pieces;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&split, stream)) = data.split_first() else { return };
+    let Some((&split, stream)) = data.split_first() else {
+        return;
+    };
     let whole = parse_pieces(&[stream], true);
     let at = usize::from(split) * stream.len() / 256;
     let split_result = parse_pieces(&[&stream[..at], &stream[at..]], true);

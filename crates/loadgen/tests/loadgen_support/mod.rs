@@ -23,8 +23,13 @@ pub struct Run {
 
 impl Run {
     pub fn json(&self) -> serde_json::Value {
-        assert_eq!(self.code, 0, "exit code {}\nstderr: {}\nstdout: {}", self.code, self.stderr, self.stdout);
-        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", self.stdout))
+        assert_eq!(
+            self.code, 0,
+            "exit code {}\nstderr: {}\nstdout: {}",
+            self.code, self.stderr, self.stdout
+        );
+        serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", self.stdout))
     }
 }
 
@@ -60,21 +65,41 @@ pub fn run_load(args: &[&str], limit: Duration) -> Run {
         }
         thread::sleep(Duration::from_millis(10));
     };
-    Run { code: status.code().unwrap_or(-1), stdout: out_t.join().unwrap(), stderr: err_t.join().unwrap() }
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: out_t.join().unwrap(),
+        stderr: err_t.join().unwrap(),
+    }
 }
 
 pub fn validate_against_schema(doc: &serde_json::Value) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/schema/netarena-load.schema.json");
-    let schema: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).expect("read the schema")).expect("schema is JSON");
-    let validator = jsonschema::draft202012::new(&schema).expect("the schema is a valid draft 2020-12 schema");
-    let problems: Vec<String> = validator.iter_errors(doc).map(|e| format!("{} at {}", e, e.instance_path())).collect();
-    assert!(problems.is_empty(), "output violates the schema:\n{}\n{doc:#}", problems.join("\n"));
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/schema/netarena-load.schema.json"
+    );
+    let schema: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("read the schema"))
+            .expect("schema is JSON");
+    let validator =
+        jsonschema::draft202012::new(&schema).expect("the schema is a valid draft 2020-12 schema");
+    let problems: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "output violates the schema:\n{}\n{doc:#}",
+        problems.join("\n")
+    );
 }
 
 fn raise_fd_limit() {
     // SAFETY: plain getrlimit/setrlimit on a local struct.
     unsafe {
-        let mut rl = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        let mut rl = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
         libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl);
         rl.rlim_cur = rl.rlim_max;
         libc::setrlimit(libc::RLIMIT_NOFILE, &rl);
@@ -84,7 +109,8 @@ fn raise_fd_limit() {
 fn listener() -> std::net::TcpListener {
     let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
     s.set_reuse_address(true).unwrap();
-    s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+    s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
     s.listen(4096).unwrap();
     s.into()
 }
@@ -128,7 +154,9 @@ pub fn echo_server(corrupt_at: Option<u64>) -> Server {
         let mut poll = Poll::new().unwrap();
         let mut listener = MioListener::from_std(std_listener);
         const LISTENER: Token = Token(usize::MAX);
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE).unwrap();
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .unwrap();
         let mut conns: HashMap<usize, Conn> = HashMap::new();
         let mut next = 0usize;
         let mut events = Events::with_capacity(1024);
@@ -141,8 +169,21 @@ pub fn echo_server(corrupt_at: Option<u64>) -> Server {
                         match listener.accept() {
                             Ok((mut s, _)) => {
                                 s.set_nodelay(true).ok();
-                                poll.registry().register(&mut s, Token(next), Interest::READABLE | Interest::WRITABLE).unwrap();
-                                conns.insert(next, Conn { s, pending: Vec::new(), offset: 0 });
+                                poll.registry()
+                                    .register(
+                                        &mut s,
+                                        Token(next),
+                                        Interest::READABLE | Interest::WRITABLE,
+                                    )
+                                    .unwrap();
+                                conns.insert(
+                                    next,
+                                    Conn {
+                                        s,
+                                        pending: Vec::new(),
+                                        offset: 0,
+                                    },
+                                );
                                 next += 1;
                                 count2.fetch_add(1, Ordering::Relaxed);
                                 peak2.fetch_max(conns.len(), Ordering::Relaxed);
@@ -154,7 +195,9 @@ pub fn echo_server(corrupt_at: Option<u64>) -> Server {
                     continue;
                 }
                 let id = ev.token().0;
-                let Some(c) = conns.get_mut(&id) else { continue };
+                let Some(c) = conns.get_mut(&id) else {
+                    continue;
+                };
                 // Flush what is pending, then read more, until the socket would block either way.
                 let alive = 'service: loop {
                     while !c.pending.is_empty() {
@@ -187,7 +230,13 @@ pub fn echo_server(corrupt_at: Option<u64>) -> Server {
             }
         }
     });
-    Server { addr, stop, thread: Some(thread), count, peak_connections: peak }
+    Server {
+        addr,
+        stop,
+        thread: Some(thread),
+        count,
+        peak_connections: peak,
+    }
 }
 
 /// Thread-per-connection keep-alive HTTP server answering every request with `status` and `body`
@@ -209,14 +258,24 @@ pub fn http_server(status: u16, body: &'static [u8]) -> Server {
                         s.set_nonblocking(false).ok();
                         s.set_nodelay(true).ok();
                         s.set_read_timeout(Some(Duration::from_millis(50))).ok();
-                        let head = format!("HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n", body.len());
+                        let head = format!(
+                            "HTTP/1.1 {status} X\r\nContent-Length: {}\r\n\r\n",
+                            body.len()
+                        );
                         let mut buf = Vec::new();
                         let mut tmp = [0u8; 8192];
                         while !stop3.load(Ordering::Relaxed) {
                             match s.read(&mut tmp) {
                                 Ok(0) => return,
                                 Ok(n) => buf.extend_from_slice(&tmp[..n]),
-                                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => continue,
+                                Err(e)
+                                    if matches!(
+                                        e.kind(),
+                                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                                    ) =>
+                                {
+                                    continue
+                                }
                                 Err(_) => return,
                             }
                             // Requests in these tests have no body: each ends at an empty line.
@@ -233,7 +292,9 @@ pub fn http_server(status: u16, body: &'static [u8]) -> Server {
                         }
                     }));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => thread::sleep(Duration::from_millis(2)),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    thread::sleep(Duration::from_millis(2))
+                }
                 Err(_) => break,
             }
         }
@@ -241,5 +302,11 @@ pub fn http_server(status: u16, body: &'static [u8]) -> Server {
             w.join().ok();
         }
     });
-    Server { addr, stop, thread: Some(thread), count, peak_connections: Arc::new(AtomicUsize::new(0)) }
+    Server {
+        addr,
+        stop,
+        thread: Some(thread),
+        count,
+        peak_connections: Arc::new(AtomicUsize::new(0)),
+    }
 }
