@@ -342,10 +342,17 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         signal.signal(signal.SIGTERM, previous)
     store.set_run_status(run_id, "complete")
     summary = run_summary(store, run_id)
+    # The HTML report is written from the store (never from live state), like `netarena report` does.
+    from .report import default_report_path, load_report, write_run_report
+    from .report.terminal import print_summary as print_report_summary
+
+    report_path = write_run_report(store, run_id, default_report_path(results_dir, run_id))
     if json_mode:
+        summary["report"] = str(report_path)
         click.echo(json.dumps(summary, indent=2, default=str))
     elif not quiet:
-        print_summary(ui.out, summary)
+        print_report_summary(load_report(store, run_id), ui.out)
+        ui.out.print(f"report: {report_path}", markup=False, highlight=False)
     if summary["measurements"]["ok"] == 0:
         sys.exit(EXIT_FAILED)
 
@@ -396,37 +403,6 @@ def _find_resumable(store: Store, resume: str, results_dir: Path):
     if row["status"] == "complete":
         raise ConfigError(f"run {run_id} is already complete", path="--resume")
     return row
-
-
-def _fmt(value, spec: str = ",.0f", unit: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{unit}"
-
-
-def print_summary(console: Console, summary: dict) -> None:
-    table = Table(title=f"run {summary['run']['id']} ({summary['run']['suite_name']}): median of the repeats "
-                        "with min - max; latency percentiles from the merged histograms")
-    for column in ("contestant", "scenario", "level", "req/s", "min - max", "CV", "p50", "p99", "ok/runs", "flags"):
-        table.add_column(column, justify="right" if column not in ("contestant", "scenario", "level", "flags")
-                         else "left")
-    for group in sorted(summary["groups"], key=lambda g: (g["scenario"], g["level_key"],
-                                                          -(g["requests_per_s_median"] or -1))):
-        table.add_row(
-            group["contestant"], group["scenario"], group["level_key"], _fmt(group["requests_per_s_median"]),
-            f"{_fmt(group['requests_per_s_min'])} - {_fmt(group['requests_per_s_max'])}",
-            _fmt(group["cv"] * 100 if group["cv"] is not None else None, ".1f", "%"),
-            _fmt(group["latency_p50_us"], ",.0f", " us"), _fmt(group["latency_p99_us"], ",.0f", " us"),
-            f"{group['repeats_ok']}/{group['repeats_ok'] + group['repeats_failed']}", ", ".join(group["flags"]))
-    console.print(table)
-    for group in summary["groups"]:
-        for failure in group["failures"][:3]:
-            console.print(f"  {group['contestant']} {group['scenario']} {group['level_key']}: {failure}",
-                          markup=False, highlight=False)
-    for skip in summary["skipped"]:
-        what = " ".join(x for x in (skip["contestant"], skip["scenario"], skip["level_key"]) if x)
-        console.print(f"  skipped {what}: {skip['reason']}", markup=False, highlight=False)
-    counts = summary["measurements"]
-    console.print(f"{counts['ok']} ok, {counts['failed']} failed of {counts['planned']} planned; "
-                  f"store: {summary['store']}", markup=False, highlight=False)
 
 
 @main.command(name="list")
