@@ -18,7 +18,7 @@ BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
 
 def create_app(static_dir):
     if not os.path.isdir(static_dir):
-        raise SystemExit(f"{STATIC_DIR_VAR}={static_dir!r} is not a directory; set it to the generated static file set")
+        raise RuntimeError(f"{STATIC_DIR_VAR}={static_dir!r} is not a directory; set it to the generated static file set")
     # Flask's own static route (send_from_directory) serves /static/<path>.
     app = Flask(__name__, static_folder=os.path.abspath(static_dir), static_url_path="/static")
 
@@ -46,5 +46,5 @@ def create_app(static_dir):
 
 
 if STATIC_DIR_VAR not in os.environ:
-    raise SystemExit(f"{STATIC_DIR_VAR} is not set; set it to the folder of the generated static file set")
+    raise RuntimeError(f"{STATIC_DIR_VAR} is not set; set it to the folder of the generated static file set")
 app = create_app(os.environ[STATIC_DIR_VAR])

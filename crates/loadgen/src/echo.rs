@@ -207,6 +207,7 @@ impl Protocol for EchoProtocol {
         sock: &mut TcpStream,
         _now: Instant,
         stats: &mut ThreadStats,
+        peer_closed: bool,
     ) -> Outcome {
         loop {
             let space = self.scratch.len();
@@ -266,7 +267,7 @@ impl Protocol for EchoProtocol {
                     other => return other,
                 }
             }
-            if n < space {
+            if n < space && !peer_closed {
                 return Outcome::Ok;
             }
         }

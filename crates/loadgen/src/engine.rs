@@ -77,12 +77,15 @@ pub trait Protocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Outcome;
+    /// `peer_closed`: the event also reported the peer's FIN (EPOLLRDHUP/HUP). A short read only
+    /// proves the data is drained, not that the EOF was seen, so then read on until 0 or EAGAIN.
     fn on_readable(
         &mut self,
         c: &mut Self::Conn,
         sock: &mut TcpStream,
         now: Instant,
         stats: &mut ThreadStats,
+        peer_closed: bool,
     ) -> Outcome;
     /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
     fn thread_done(&self, stats: &ThreadStats) -> bool;
@@ -293,9 +296,13 @@ impl<P: Protocol> Worker<P> {
                         self.proto
                             .on_connected(&mut slot.conn, sock, now, &mut self.stats);
                     if matches!(out, Outcome::Ok) && ev.is_readable() {
-                        out = self
-                            .proto
-                            .on_readable(&mut slot.conn, sock, now, &mut self.stats);
+                        out = self.proto.on_readable(
+                            &mut slot.conn,
+                            sock,
+                            now,
+                            &mut self.stats,
+                            ev.is_read_closed(),
+                        );
                     }
                     out
                 } else {
@@ -312,9 +319,13 @@ impl<P: Protocol> Worker<P> {
                 if matches!(out, Outcome::Ok)
                     && (ev.is_readable() || ev.is_read_closed() || ev.is_error())
                 {
-                    out = self
-                        .proto
-                        .on_readable(&mut slot.conn, sock, now, &mut self.stats);
+                    out = self.proto.on_readable(
+                        &mut slot.conn,
+                        sock,
+                        now,
+                        &mut self.stats,
+                        ev.is_read_closed(),
+                    );
                     slot.backoff_ms = 0;
                 }
                 out

@@ -720,9 +720,10 @@ impl Protocol for HttpProtocol {
         sock: &mut TcpStream,
         _now: Instant,
         stats: &mut ThreadStats,
+        peer_closed: bool,
     ) -> Outcome {
         let mut scratch = std::mem::take(&mut self.scratch);
-        let out = self.read_responses(c, sock, &mut scratch, stats);
+        let out = self.read_responses(c, sock, &mut scratch, stats, peer_closed);
         self.scratch = scratch;
         out
     }
@@ -739,6 +740,7 @@ impl HttpProtocol {
         sock: &mut TcpStream,
         scratch: &mut [u8],
         stats: &mut ThreadStats,
+        peer_closed: bool,
     ) -> Outcome {
         loop {
             let carried = c.carry.len();
@@ -796,7 +798,8 @@ impl HttpProtocol {
             }
             // A short read drained the socket's receive queue: the next data raises a new edge, so
             // another read now would only return EAGAIN (epoll(7), "Questions and answers" 9).
-            if n < space {
+            // A FIN already reported in this event raises no new edge: read on to see the EOF.
+            if n < space && !peer_closed {
                 return Outcome::Ok;
             }
         }

@@ -25,7 +25,11 @@ fn count_fault(stats: &Stats) {
 
 /// `lo <= got <= hi`, with the run's output in the failure message.
 fn assert_between(r: &Result, what: &str, got: u64, lo: u64, hi: u64) {
-    assert!(got >= lo && got <= hi, "{what} = {got}, expected {lo}..={hi}\n{}", r.context);
+    assert!(
+        got >= lo && got <= hi,
+        "{what} = {got}, expected {lo}..={hi}\n{}",
+        r.context
+    );
 }
 
 /// The generator saw `got` faults of the server's `sent`; up to one per connection may have been
@@ -34,8 +38,18 @@ fn assert_faults_counted(r: &Result, class: &str, sent: u64, connections: u64) {
     // A fault that lands in another class is the more telling failure, so it is reported first.
     r.assert_only_errors(&[class]);
     let got = r.class(class);
-    assert!(sent > 0, "the server never misbehaved; the test proves nothing\n{}", r.context);
-    assert_between(r, &format!("errors.by_class.{class}"), got, sent.saturating_sub(connections), sent);
+    assert!(
+        sent > 0,
+        "the server never misbehaved; the test proves nothing\n{}",
+        r.context
+    );
+    assert_between(
+        r,
+        &format!("errors.by_class.{class}"),
+        got,
+        sent.saturating_sub(connections),
+        sent,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -48,21 +62,43 @@ fn correct_server_keep_alive_for_a_duration() {
     let url = server.url("/hello");
     let r = run_json(&["http", &url, "-c", "4", "-d", "1s"], RUN_LIMIT);
 
-    assert_eq!(r.u64("/errors/total"), 0, "a correct server produced errors\n{}", r.context);
+    assert_eq!(
+        r.u64("/errors/total"),
+        0,
+        "a correct server produced errors\n{}",
+        r.context
+    );
     let requests = r.u64("/totals/requests");
     assert!(requests > 0, "no requests completed\n{}", r.context);
     assert_eq!(r.u64("/totals/responses"), requests, "{}", r.context);
-    assert_eq!(r.u64("/latency/count"), requests, "latency.count != totals.requests\n{}", r.context);
+    assert_eq!(
+        r.u64("/latency/count"),
+        requests,
+        "latency.count != totals.requests\n{}",
+        r.context
+    );
     r.assert_latency_ordered("/latency");
     // Keep-alive: the four connections are opened once and reused.
     assert_eq!(r.u64("/totals/connections_opened"), 4, "{}", r.context);
-    assert!(r.u64("/totals/bytes_received") > requests * HELLO.len() as u64, "{}", r.context);
+    assert!(
+        r.u64("/totals/bytes_received") > requests * HELLO.len() as u64,
+        "{}",
+        r.context
+    );
     assert!(r.u64("/totals/bytes_sent") > 0, "{}", r.context);
     // The server answered at least every request the generator counted (more may be in flight).
-    assert!(server.stats.good() >= requests, "server sent {} responses, generator counted {requests}", server.stats.good());
+    assert!(
+        server.stats.good() >= requests,
+        "server sent {} responses, generator counted {requests}",
+        server.stats.good()
+    );
 
     let duration_s = r.f64("/duration_s");
-    assert!((0.9..1.5).contains(&duration_s), "duration_s {duration_s} for -d 1s\n{}", r.context);
+    assert!(
+        (0.9..1.5).contains(&duration_s),
+        "duration_s {duration_s} for -d 1s\n{}",
+        r.context
+    );
     let rps = r.f64("/throughput/requests_per_s");
     let expected = requests as f64 / duration_s;
     assert!(
@@ -71,10 +107,21 @@ fn correct_server_keep_alive_for_a_duration() {
         r.context
     );
 
-    let timeline = r.get("/timeline").as_array().expect("timeline is an array").clone();
+    let timeline = r
+        .get("/timeline")
+        .as_array()
+        .expect("timeline is an array")
+        .clone();
     assert!(!timeline.is_empty(), "empty timeline\n{}", r.context);
-    let timeline_requests: u64 = timeline.iter().map(|e| e["requests"].as_u64().unwrap()).sum();
-    assert_eq!(timeline_requests, requests, "timeline requests do not add up to totals.requests\n{}", r.context);
+    let timeline_requests: u64 = timeline
+        .iter()
+        .map(|e| e["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        timeline_requests, requests,
+        "timeline requests do not add up to totals.requests\n{}",
+        r.context
+    );
 
     assert_eq!(r.get("/mode"), "http");
     assert_eq!(r.u64("/config/connections"), 4);
@@ -98,7 +145,10 @@ fn requests_n_counts_exactly_n_responses() {
 fn close_mode_opens_one_connection_per_request() {
     let server = hello_server();
     let url = server.url("/hello");
-    let r = run_json(&["http", &url, "-c", "2", "--requests", "50", "--close"], RUN_LIMIT);
+    let r = run_json(
+        &["http", &url, "-c", "2", "--requests", "50", "--close"],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/requests"), 50, "{}", r.context);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     // The last connections may have been opened for requests that the stop made unnecessary.
@@ -106,11 +156,16 @@ fn close_mode_opens_one_connection_per_request() {
     assert_between(&r, "connections_opened", opened, 50, 52);
 
     let per_conn = server.stats.per_connection.lock().unwrap().clone();
-    assert!(per_conn.iter().all(|&n| n <= 1), "a --close connection carried several requests: {per_conn:?}");
+    assert!(
+        per_conn.iter().all(|&n| n <= 1),
+        "a --close connection carried several requests: {per_conn:?}"
+    );
     let first = server.stats.first_requests.lock().unwrap().clone();
     for req in &first {
         assert_eq!(
-            req.header("connection").map(|v| v.to_ascii_lowercase()).as_deref(),
+            req.header("connection")
+                .map(|v| v.to_ascii_lowercase())
+                .as_deref(),
             Some("close"),
             "--close request without `Connection: close`: {req:?}"
         );
@@ -122,7 +177,20 @@ fn requests_carry_method_headers_and_body() {
     let server = hello_server();
     let url = server.url("/submit?x=1");
     let r = run_json(
-        &["http", &url, "-c", "1", "--requests", "3", "-m", "POST", "-H", "X-Netarena-Test: yes", "--body", "abc=123"],
+        &[
+            "http",
+            &url,
+            "-c",
+            "1",
+            "--requests",
+            "3",
+            "-m",
+            "POST",
+            "-H",
+            "X-Netarena-Test: yes",
+            "--body",
+            "abc=123",
+        ],
         RUN_LIMIT,
     );
     assert_eq!(r.u64("/totals/requests"), 3, "{}", r.context);
@@ -134,17 +202,36 @@ fn requests_carry_method_headers_and_body() {
         assert_eq!(req.version, "HTTP/1.1", "{req:?}");
         assert_eq!(req.header("x-netarena-test"), Some("yes"), "{req:?}");
         assert_eq!(req.header("content-length"), Some("7"), "{req:?}");
-        assert_eq!(req.header("host"), Some(server.host_port().as_str()), "{req:?}");
+        assert_eq!(
+            req.header("host"),
+            Some(server.host_port().as_str()),
+            "{req:?}"
+        );
         assert_eq!(req.body, b"abc=123", "{req:?}");
     }
-    assert_eq!(first[1].index_on_connection, 1, "keep-alive connection was not reused");
+    assert_eq!(
+        first[1].index_on_connection, 1,
+        "keep-alive connection was not reused"
+    );
 }
 
 #[test]
 fn pipelined_requests_all_answered() {
     let server = hello_server();
     let url = server.url("/hello");
-    let r = run_json(&["http", &url, "-c", "2", "--pipeline", "4", "--requests", "200"], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "--pipeline",
+            "4",
+            "--requests",
+            "200",
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/responses"), 200, "{}", r.context);
     assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
@@ -176,7 +263,11 @@ fn split_chunked_server() -> TestServer {
             // One upper-case hex chunk, the terminating chunk split from its CRLF.
             write_split(
                 s,
-                &[b"HTTP/1.1 200 OK\r\n", b"Transfer-Encoding: chunked\r\n\r\nD\r\nHello, World!\r\n0\r", b"\n\r\n"],
+                &[
+                    b"HTTP/1.1 200 OK\r\n",
+                    b"Transfer-Encoding: chunked\r\n\r\nD\r\nHello, World!\r\n0\r",
+                    b"\n\r\n",
+                ],
                 gap,
             )?;
         }
@@ -190,16 +281,62 @@ fn chunked_body_split_across_writes_is_parsed_and_verified() {
     let server = split_chunked_server();
     let url = server.url("/chunked");
     let digest = sha256_hex(HELLO);
-    let r = run_json(&["http", &url, "-c", "2", "--requests", "20", "--expect-body-sha256", &digest], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "--requests",
+            "20",
+            "--expect-body-sha256",
+            &digest,
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     assert_eq!(r.u64("/totals/requests"), 20, "{}", r.context);
-    assert_eq!(r.u64("/totals/connections_opened"), 2, "chunked responses broke keep-alive\n{}", r.context);
+    assert_eq!(
+        r.u64("/totals/connections_opened"),
+        2,
+        "chunked responses broke keep-alive\n{}",
+        r.context
+    );
 
-    let r = run_json(&["http", &url, "-c", "2", "--requests", "20", "--expect-body-size", "13"], RUN_LIMIT);
-    assert_eq!(r.u64("/errors/total"), 0, "de-chunked body is not 13 bytes?\n{}", r.context);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "--requests",
+            "20",
+            "--expect-body-size",
+            "13",
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(
+        r.u64("/errors/total"),
+        0,
+        "de-chunked body is not 13 bytes?\n{}",
+        r.context
+    );
 
     let wrong = sha256_hex(b"Hello, World?");
-    let r = run_json(&["http", &url, "-c", "2", "--requests", "20", "--expect-body-sha256", &wrong], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "--requests",
+            "20",
+            "--expect-body-sha256",
+            &wrong,
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
     assert_eq!(r.u64("/totals/responses"), 20, "{}", r.context);
     assert_eq!(r.class("verification_mismatch"), 20, "{}", r.context);
@@ -209,7 +346,14 @@ fn chunked_body_split_across_writes_is_parsed_and_verified() {
 #[test]
 fn close_delimited_body_is_a_success() {
     let server = http_server(loopback_listener(), None, |_, _, s, stats| {
-        write_split(s, &[b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nHello, ", b"World!"], Duration::from_millis(2))?;
+        write_split(
+            s,
+            &[
+                b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nHello, ",
+                b"World!",
+            ],
+            Duration::from_millis(2),
+        )?;
         stats.good.fetch_add(1, Ordering::SeqCst);
         Ok(After::Close)
     });
@@ -217,11 +361,33 @@ fn close_delimited_body_is_a_success() {
     let digest = sha256_hex(HELLO);
     // A duration rather than --requests, so that a generator that misses the close fails this test
     // with `timeout` errors in its result instead of running until it is killed.
-    let r = run_json(&["http", &url, "-c", "2", "-d", "1s", "--timeout", "500ms", "--expect-body-sha256", &digest], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--timeout",
+            "500ms",
+            "--expect-body-sha256",
+            &digest,
+        ],
+        RUN_LIMIT,
+    );
     r.assert_only_errors(&[]);
     let requests = r.u64("/totals/requests");
-    assert!(requests >= 20, "only {requests} close-delimited responses in 1 s\n{}", r.context);
-    assert!(r.u64("/totals/connections_opened") >= requests, "{}", r.context);
+    assert!(
+        requests >= 20,
+        "only {requests} close-delimited responses in 1 s\n{}",
+        r.context
+    );
+    assert!(
+        r.u64("/totals/connections_opened") >= requests,
+        "{}",
+        r.context
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -251,19 +417,28 @@ fn reset_mid_response_is_reset() {
     });
     let url = server.url("/hello");
     let r = run_json(&["http", &url, "-c", "2", "--requests", "30"], RUN_LIMIT);
-    assert_eq!(r.u64("/totals/requests"), 30, "the run did not go on after resets\n{}", r.context);
+    assert_eq!(
+        r.u64("/totals/requests"),
+        30,
+        "the run did not go on after resets\n{}",
+        r.context
+    );
     assert_faults_counted(&r, "reset", server.stats.misbehaved(), 2);
     r.assert_only_errors(&["reset"]);
-    assert!(r.u64("/totals/connections_opened") > 2, "reset connections were not replaced\n{}", r.context);
+    assert!(
+        r.u64("/totals/connections_opened") > 2,
+        "reset connections were not replaced\n{}",
+        r.context
+    );
 }
 
 #[test]
 fn close_before_or_during_response_is_closed_early() {
     let server = http_server(loopback_listener(), None, |n, _, s, stats| {
         let partial: &[u8] = match n % 4 {
-            1 => b"",                                                        // before any byte
-            2 => b"HTTP/1.1 200 OK\r\nContent-Le",                           // inside the headers
-            3 => b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello",      // inside the body
+            1 => b"",                                                   // before any byte
+            2 => b"HTTP/1.1 200 OK\r\nContent-Le",                      // inside the headers
+            3 => b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello", // inside the body
             _ => return write_hello(s, stats),
         };
         s.write_all(partial)?;
@@ -272,9 +447,16 @@ fn close_before_or_during_response_is_closed_early() {
     });
     let url = server.url("/hello");
     // A duration rather than --requests: see close_delimited_body_is_a_success.
-    let r = run_json(&["http", &url, "-c", "2", "-d", "1s", "--timeout", "500ms"], RUN_LIMIT);
+    let r = run_json(
+        &["http", &url, "-c", "2", "-d", "1s", "--timeout", "500ms"],
+        RUN_LIMIT,
+    );
     assert_faults_counted(&r, "closed_early", server.stats.misbehaved(), 2);
-    assert!(r.u64("/totals/requests") >= 10, "the run did not go on after early closes\n{}", r.context);
+    assert!(
+        r.u64("/totals/requests") >= 10,
+        "the run did not go on after early closes\n{}",
+        r.context
+    );
 }
 
 #[test]
@@ -296,9 +478,24 @@ fn invalid_http_is_parse_error() {
         Ok(After::Hold)
     });
     let url = server.url("/hello");
-    let r = run_json(&["http", &url, "-c", "2", "--requests", "30", "--timeout", "3s"], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "--requests",
+            "30",
+            "--timeout",
+            "3s",
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/requests"), 30, "{}", r.context);
-    assert!(server.stats.misbehaved() >= 10, "every variant should have been sent at least twice");
+    assert!(
+        server.stats.misbehaved() >= 10,
+        "every variant should have been sent at least twice"
+    );
     assert_faults_counted(&r, "parse_error", server.stats.misbehaved(), 2);
     r.assert_only_errors(&["parse_error"]);
 }
@@ -324,23 +521,66 @@ fn sometimes_wrong_body(bad: &'static [u8]) -> TestServer {
 fn wrong_bytes_same_length_fail_sha256() {
     let server = sometimes_wrong_body(b"Hello, World?");
     let digest = sha256_hex(HELLO);
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "--requests", "30", "--expect-body-sha256", &digest], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "2",
+            "--requests",
+            "30",
+            "--expect-body-sha256",
+            &digest,
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "verification_mismatch", server.stats.misbehaved(), 2);
-    assert_eq!(r.u64("/totals/requests") + r.class("verification_mismatch"), 30, "{}", r.context);
+    assert_eq!(
+        r.u64("/totals/requests") + r.class("verification_mismatch"),
+        30,
+        "{}",
+        r.context
+    );
     r.assert_only_errors(&["verification_mismatch"]);
     // Upper-case hex is the same digest.
     let r = run_json(
-        &["http", &server.url("/hello"), "-c", "1", "--requests", "2", "--expect-body-sha256", &digest.to_uppercase()],
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "1",
+            "--requests",
+            "2",
+            "--expect-body-sha256",
+            &digest.to_uppercase(),
+        ],
         RUN_LIMIT,
     );
-    assert_eq!(r.u64("/errors/total"), 0, "upper-case digest not accepted as the same digest\n{}", r.context);
+    assert_eq!(
+        r.u64("/errors/total"),
+        0,
+        "upper-case digest not accepted as the same digest\n{}",
+        r.context
+    );
 }
 
 #[test]
 fn wrong_length_fails_expect_body_size() {
     let server = sometimes_wrong_body(b"Hello, World!!");
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "--requests", "30", "--expect-body-size", "13"], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "2",
+            "--requests",
+            "30",
+            "--expect-body-size",
+            "13",
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "verification_mismatch", server.stats.misbehaved(), 2);
     r.assert_only_errors(&["verification_mismatch"]);
@@ -350,14 +590,36 @@ fn wrong_length_fails_expect_body_size() {
 fn verify_learn_flags_responses_that_differ_from_the_first() {
     // Requests 0 and 1 are answered correctly, so whichever completes first is the right one.
     let server = sometimes_wrong_body(b"Hello, World?");
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "--requests", "30", "--verify-learn"], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "2",
+            "--requests",
+            "30",
+            "--verify-learn",
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "verification_mismatch", server.stats.misbehaved(), 2);
     r.assert_only_errors(&["verification_mismatch"]);
 
     // And a server that never changes passes --verify-learn cleanly.
     let server = hello_server();
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "--requests", "30", "--verify-learn"], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "2",
+            "--requests",
+            "30",
+            "--verify-learn",
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
 }
 
@@ -372,13 +634,26 @@ fn non_2xx_status_is_counted_by_code() {
             write_hello(s, stats)
         }
     });
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "--requests", "30"], RUN_LIMIT);
+    let r = run_json(
+        &["http", &server.url("/hello"), "-c", "2", "--requests", "30"],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "status", server.stats.misbehaved(), 2);
     let codes = r.status_codes();
     assert_eq!(codes.len(), 1, "status_codes {codes:?}\n{}", r.context);
-    assert_eq!(codes.get("503").copied(), Some(r.class("status")), "status_codes {codes:?}\n{}", r.context);
-    assert_eq!(r.u64("/totals/requests") + r.class("status"), 30, "{}", r.context);
+    assert_eq!(
+        codes.get("503").copied(),
+        Some(r.class("status")),
+        "status_codes {codes:?}\n{}",
+        r.context
+    );
+    assert_eq!(
+        r.u64("/totals/requests") + r.class("status"),
+        30,
+        "{}",
+        r.context
+    );
     r.assert_only_errors(&["status"]);
 }
 
@@ -386,20 +661,47 @@ fn non_2xx_status_is_counted_by_code() {
 fn redirect_is_success_by_default_and_an_error_under_expect_status() {
     let server = http_server(loopback_listener(), None, |n, _, s, stats| {
         if n % 3 == 2 {
-            s.write_all(b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n")?;
+            s.write_all(
+                b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n",
+            )?;
             count_fault(stats);
             Ok(After::KeepAlive)
         } else {
             write_hello(s, stats)
         }
     });
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "--requests", "30"], RUN_LIMIT);
-    assert_eq!(r.u64("/errors/total"), 0, "3xx must count as success without --expect-status\n{}", r.context);
+    let r = run_json(
+        &["http", &server.url("/hello"), "-c", "2", "--requests", "30"],
+        RUN_LIMIT,
+    );
+    assert_eq!(
+        r.u64("/errors/total"),
+        0,
+        "3xx must count as success without --expect-status\n{}",
+        r.context
+    );
 
     let before = server.stats.misbehaved();
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "--requests", "30", "--expect-status", "200"], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "2",
+            "--requests",
+            "30",
+            "--expect-status",
+            "200",
+        ],
+        RUN_LIMIT,
+    );
     assert_faults_counted(&r, "status", server.stats.misbehaved() - before, 2);
-    assert_eq!(r.status_codes().get("302").copied(), Some(r.class("status")), "{}", r.context);
+    assert_eq!(
+        r.status_codes().get("302").copied(),
+        Some(r.class("status")),
+        "{}",
+        r.context
+    );
     r.assert_only_errors(&["status"]);
 }
 
@@ -416,8 +718,25 @@ fn reply_slower_than_timeout_is_timeout_and_connection_replaced() {
         }
         write_hello(s, stats)
     });
-    let r = run_json(&["http", &server.url("/hello"), "-c", "2", "-d", "1500ms", "--timeout", "300ms"], RUN_LIMIT);
-    assert_eq!(r.class("timeout"), 2, "two requests were never answered\n{}", r.context);
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "2",
+            "-d",
+            "1500ms",
+            "--timeout",
+            "300ms",
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(
+        r.class("timeout"),
+        2,
+        "two requests were never answered\n{}",
+        r.context
+    );
     r.assert_only_errors(&["timeout"]);
     assert!(r.u64("/totals/requests") > 10, "{}", r.context);
     assert!(
@@ -436,37 +755,107 @@ fn stall_within_timeout_shows_in_latency_not_errors() {
         }
         write_hello(s, stats)
     });
-    let r = run_json(&["http", &server.url("/hello"), "-c", "1", "--requests", "40", "--timeout", "2s"], RUN_LIMIT);
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/hello"),
+            "-c",
+            "1",
+            "--requests",
+            "40",
+            "--timeout",
+            "2s",
+        ],
+        RUN_LIMIT,
+    );
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     let max_us = r.f64("/latency/max_us");
-    assert!(max_us >= stall.as_micros() as f64, "an {stall:?} stall is hidden: max_us = {max_us}\n{}", r.context);
+    assert!(
+        max_us >= stall.as_micros() as f64,
+        "an {stall:?} stall is hidden: max_us = {max_us}\n{}",
+        r.context
+    );
     let p50_us = r.f64("/latency/p50_us");
-    assert!(p50_us < stall.as_micros() as f64, "p50_us {p50_us}\n{}", r.context);
+    assert!(
+        p50_us < stall.as_micros() as f64,
+        "p50_us {p50_us}\n{}",
+        r.context
+    );
 }
 
 #[test]
 fn listener_that_stops_accepting_gives_timeouts_and_ends_on_time() {
     // Backlog 1: after the two accepted connections, two more handshakes complete into the queue
     // (their requests are never read) and further SYNs are dropped by the kernel.
-    let server = http_server(listener_with_backlog(1), Some(2), |_, _, s, stats| write_hello(s, stats));
+    let server = http_server(listener_with_backlog(1), Some(2), |_, _, s, stats| {
+        write_hello(s, stats)
+    });
     let url = server.url("/hello");
-    let run = run_load(&["http", &url, "-c", "6", "-d", "1500ms", "--timeout", "300ms", "--json"], RUN_LIMIT);
+    let run = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "6",
+            "-d",
+            "1500ms",
+            "--timeout",
+            "300ms",
+            "--json",
+        ],
+        RUN_LIMIT,
+    );
     // Stuck connects and requests must not hold the run past its end by more than one timeout.
-    assert!(run.wall < Duration::from_secs(4), "a 1.5 s run took {:?}\n{}", run.wall, run.describe());
+    assert!(
+        run.wall < Duration::from_secs(4),
+        "a 1.5 s run took {:?}\n{}",
+        run.wall,
+        run.describe()
+    );
     let r = run.result();
-    assert!(r.u64("/totals/requests") > 0, "the two accepted connections should keep working\n{}", r.context);
+    assert!(
+        r.u64("/totals/requests") > 0,
+        "the two accepted connections should keep working\n{}",
+        r.context
+    );
     r.assert_only_errors(&["connect_timeout", "timeout"]);
-    assert!(r.class("connect_timeout") + r.class("timeout") > 0, "{}", r.context);
+    assert!(
+        r.class("connect_timeout") + r.class("timeout") > 0,
+        "{}",
+        r.context
+    );
     let duration_s = r.f64("/duration_s");
-    assert!((1.4..2.2).contains(&duration_s), "duration_s {duration_s} for -d 1500ms\n{}", r.context);
+    assert!(
+        (1.4..2.2).contains(&duration_s),
+        "duration_s {duration_s} for -d 1500ms\n{}",
+        r.context
+    );
 }
 
 #[test]
 fn nothing_listening_is_connect_refused() {
     let port = free_port();
     let url = format!("http://127.0.0.1:{port}/hello");
-    let run = run_load(&["http", &url, "-c", "2", "-d", "500ms", "--timeout", "1s", "--json"], RUN_LIMIT);
-    assert!(run.wall < Duration::from_secs(5), "took {:?}\n{}", run.wall, run.describe());
+    let run = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "-d",
+            "500ms",
+            "--timeout",
+            "1s",
+            "--json",
+        ],
+        RUN_LIMIT,
+    );
+    assert!(
+        run.wall < Duration::from_secs(5),
+        "took {:?}\n{}",
+        run.wall,
+        run.describe()
+    );
     let r = run.result();
     assert!(r.class("connect_refused") > 0, "{}", r.context);
     r.assert_only_errors(&["connect_refused"]);
@@ -486,10 +875,28 @@ fn non_loopback_target_is_refused_before_connecting() {
         vec!["echo", "192.0.2.1:7", "--json"],
     ] {
         let run = run_load(&args, Duration::from_secs(10));
-        assert_eq!(run.code, 2, "non-loopback target must exit 2\n{}", run.describe());
-        assert!(run.stderr.contains("--allow-target"), "message must name --allow-target\n{}", run.describe());
-        assert!(run.stdout.trim().is_empty(), "no result may be printed for a refused target\n{}", run.describe());
-        assert!(run.wall < Duration::from_secs(2), "refusal took {:?}\n{}", run.wall, run.describe());
+        assert_eq!(
+            run.code,
+            2,
+            "non-loopback target must exit 2\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stderr.contains("--allow-target"),
+            "message must name --allow-target\n{}",
+            run.describe()
+        );
+        assert!(
+            run.stdout.trim().is_empty(),
+            "no result may be printed for a refused target\n{}",
+            run.describe()
+        );
+        assert!(
+            run.wall < Duration::from_secs(2),
+            "refusal took {:?}\n{}",
+            run.wall,
+            run.describe()
+        );
     }
 }
 
@@ -505,7 +912,10 @@ fn bad_usage_exits_2_with_a_message_naming_the_problem_and_sends_nothing() {
         (vec!["http", &url, "--threads", "0"], "threads"),
         (vec!["http", &url, "--duration", "10x"], "10x"),
         (vec!["http", &url, "--timeout", "soon"], "soon"),
-        (vec!["http", &url, "--expect-body-sha256", "not-hex"], "sha256"),
+        (
+            vec!["http", &url, "--expect-body-sha256", "not-hex"],
+            "sha256",
+        ),
         (vec!["http", &url, "--cpus", "1-"], "cpus"),
         (vec!["http", "ftp://127.0.0.1/x"], "ftp"),
         (vec!["http"], "url"),
@@ -522,11 +932,19 @@ fn bad_usage_exits_2_with_a_message_naming_the_problem_and_sends_nothing() {
             "the message should name `{needle}`\n{}",
             run.describe()
         );
-        assert!(run.stdout.trim().is_empty(), "no result may be printed on bad usage\n{}", run.describe());
+        assert!(
+            run.stdout.trim().is_empty(),
+            "no result may be printed on bad usage\n{}",
+            run.describe()
+        );
     }
     // "nothing was sent": give a connect that slipped through time to be accepted, then look.
     thread::sleep(Duration::from_millis(100));
-    assert_eq!(server.stats.connections(), 0, "a bad-usage run connected to the target");
+    assert_eq!(
+        server.stats.connections(),
+        0,
+        "a bad-usage run connected to the target"
+    );
     let _ = TcpStream::connect(server.addr); // the server still works: the check above was not vacuous
     thread::sleep(Duration::from_millis(100));
     assert_eq!(server.stats.connections(), 1);

@@ -42,7 +42,10 @@ pub const ERROR_CLASSES: [&str; 12] = [
 pub const HELLO: &[u8] = b"Hello, World!";
 
 pub fn sha256_hex(data: &[u8]) -> String {
-    Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(data)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -72,10 +75,19 @@ impl LoadRun {
 
     /// The result document, after checking the invariants every result must satisfy.
     pub fn result(&self) -> Result {
-        assert_eq!(self.code, 0, "expected exit 0 with a JSON result\n{}", self.describe());
-        let doc: Value = serde_json::from_str(self.stdout.trim())
-            .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e})\n{}", self.describe()));
-        let r = Result { doc, context: self.describe() };
+        assert_eq!(
+            self.code,
+            0,
+            "expected exit 0 with a JSON result\n{}",
+            self.describe()
+        );
+        let doc: Value = serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!("stdout is not one JSON document ({e})\n{}", self.describe())
+        });
+        let r = Result {
+            doc,
+            context: self.describe(),
+        };
         r.check_invariants();
         r
     }
@@ -155,13 +167,18 @@ impl Result {
 
     pub fn u64(&self, pointer: &str) -> u64 {
         let v = self.get(pointer);
-        v.as_u64()
-            .unwrap_or_else(|| panic!("{pointer} is {v}, expected a non-negative integer\n{}", self.context))
+        v.as_u64().unwrap_or_else(|| {
+            panic!(
+                "{pointer} is {v}, expected a non-negative integer\n{}",
+                self.context
+            )
+        })
     }
 
     pub fn f64(&self, pointer: &str) -> f64 {
         let v = self.get(pointer);
-        v.as_f64().unwrap_or_else(|| panic!("{pointer} is {v}, expected a number\n{}", self.context))
+        v.as_f64()
+            .unwrap_or_else(|| panic!("{pointer} is {v}, expected a number\n{}", self.context))
     }
 
     pub fn class(&self, name: &str) -> u64 {
@@ -189,11 +206,19 @@ impl Result {
 
     pub fn status_codes(&self) -> HashMap<String, u64> {
         let v = self.get("/errors/status_codes");
-        let obj = v
-            .as_object()
-            .unwrap_or_else(|| panic!("errors.status_codes is {v}, expected an object\n{}", self.context));
+        let obj = v.as_object().unwrap_or_else(|| {
+            panic!(
+                "errors.status_codes is {v}, expected an object\n{}",
+                self.context
+            )
+        });
         obj.iter()
-            .map(|(k, n)| (k.clone(), n.as_u64().expect("status_codes values are integers")))
+            .map(|(k, n)| {
+                (
+                    k.clone(),
+                    n.as_u64().expect("status_codes values are integers"),
+                )
+            })
             .collect()
     }
 
@@ -205,8 +230,17 @@ impl Result {
             sum += self.class(class);
         }
         let total = self.u64("/errors/total");
-        assert_eq!(sum, total, "errors.total is not the sum of errors.by_class\n{}", self.context);
-        assert_eq!(self.u64("/totals/errors"), total, "totals.errors != errors.total\n{}", self.context);
+        assert_eq!(
+            sum, total,
+            "errors.total is not the sum of errors.by_class\n{}",
+            self.context
+        );
+        assert_eq!(
+            self.u64("/totals/errors"),
+            total,
+            "totals.errors != errors.total\n{}",
+            self.context
+        );
         let status_sum: u64 = self.status_codes().values().sum();
         assert_eq!(
             status_sum,
@@ -220,16 +254,40 @@ impl Result {
             self.context
         );
         let duration_s = self.f64("/duration_s");
-        assert!(duration_s > 0.0, "duration_s must be positive\n{}", self.context);
+        assert!(
+            duration_s > 0.0,
+            "duration_s must be positive\n{}",
+            self.context
+        );
     }
 
     /// p50 <= p99 <= max and friends, for a latency object that has at least one sample.
     pub fn assert_latency_ordered(&self, base: &str) {
-        let keys = ["min_us", "p50_us", "p75_us", "p90_us", "p99_us", "p99_9_us", "p99_99_us", "max_us"];
-        let values: Vec<f64> = keys.iter().map(|k| self.f64(&format!("{base}/{k}"))).collect();
+        let keys = [
+            "min_us",
+            "p50_us",
+            "p75_us",
+            "p90_us",
+            "p99_us",
+            "p99_9_us",
+            "p99_99_us",
+            "max_us",
+        ];
+        let values: Vec<f64> = keys
+            .iter()
+            .map(|k| self.f64(&format!("{base}/{k}")))
+            .collect();
         for w in values.windows(2).zip(keys.windows(2)) {
             let (v, k) = w;
-            assert!(v[0] <= v[1], "{base}: {} ({}) > {} ({})\n{}", k[0], v[0], k[1], v[1], self.context);
+            assert!(
+                v[0] <= v[1],
+                "{base}: {} ({}) > {} ({})\n{}",
+                k[0],
+                v[0],
+                k[1],
+                v[1],
+                self.context
+            );
         }
         let mean = self.f64(&format!("{base}/mean_us"));
         assert!(
@@ -237,7 +295,11 @@ impl Result {
             "{base}: mean_us {mean} outside [min, max]\n{}",
             self.context
         );
-        assert!(values[7] > 0.0, "{base}: max_us is 0 for a non-empty histogram\n{}", self.context);
+        assert!(
+            values[7] > 0.0,
+            "{base}: max_us is 0 for a non-empty histogram\n{}",
+            self.context
+        );
         let hist = self.get(&format!("{base}/histogram/data"));
         assert!(
             hist.as_str().is_some_and(|s| !s.is_empty()),
@@ -329,7 +391,12 @@ impl TestServer {
                 accepted += 1;
                 stats2.connections.fetch_add(1, Ordering::SeqCst);
                 stats2.per_connection.lock().unwrap().push(0);
-                let ctx = ConnCtx { stats: stats2.clone(), stop: stop2.clone(), born, index };
+                let ctx = ConnCtx {
+                    stats: stats2.clone(),
+                    stop: stop2.clone(),
+                    born,
+                    index,
+                };
                 let conn = conn.clone();
                 thread::spawn(move || {
                     let _ = stream.set_nodelay(true);
@@ -346,7 +413,12 @@ impl TestServer {
                 }
             }
         });
-        TestServer { addr, stats, stop, acceptor: Some(acceptor) }
+        TestServer {
+            addr,
+            stats,
+            stop,
+            acceptor: Some(acceptor),
+        }
     }
 }
 
@@ -389,12 +461,17 @@ impl ConnCtx {
 }
 
 pub fn is_poll_timeout(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+    )
 }
 
 /// Sends an RST instead of a FIN: SO_LINGER with a zero timeout, then close.
 pub fn reset(stream: TcpStream) {
-    socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO)).unwrap();
+    socket2::SockRef::from(&stream)
+        .set_linger(Some(Duration::ZERO))
+        .unwrap();
     drop(stream);
 }
 
@@ -402,7 +479,8 @@ pub fn reset(stream: TcpStream) {
 pub fn listener_with_backlog(backlog: i32) -> TcpListener {
     use socket2::{Domain, Socket, Type};
     let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into()).unwrap();
+    s.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
     s.listen(backlog).unwrap();
     s.into()
 }
@@ -429,7 +507,10 @@ pub struct Request {
 
 impl Request {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -490,7 +571,12 @@ where
 
 /// Reads one request (headers plus a Content-Length body). None when the peer closed or the server
 /// is stopping.
-fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>, ctx: &ConnCtx, on_conn: u64) -> Option<Request> {
+fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    ctx: &ConnCtx,
+    on_conn: u64,
+) -> Option<Request> {
     let mut chunk = [0u8; 8192];
     loop {
         if let Some(head_end) = find(buf, b"\r\n\r\n") {
@@ -513,7 +599,14 @@ fn read_request(stream: &mut TcpStream, buf: &mut Vec<u8>, ctx: &ConnCtx, on_con
             if buf.len() >= total {
                 let body = buf[head_end + 4..total].to_vec();
                 buf.drain(..total);
-                return Some(Request { method, target, version, headers, body, index_on_connection: on_conn });
+                return Some(Request {
+                    method,
+                    target,
+                    version,
+                    headers,
+                    body,
+                    index_on_connection: on_conn,
+                });
             }
         }
         if ctx.should_stop() {
@@ -533,7 +626,12 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// A complete `Content-Length` response in one write.
-pub fn write_response(stream: &mut TcpStream, status: u16, reason: &str, body: &[u8]) -> io::Result<()> {
+pub fn write_response(
+    stream: &mut TcpStream,
+    status: u16,
+    reason: &str,
+    body: &[u8],
+) -> io::Result<()> {
     let mut out = format!(
         "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n",
         body.len()
@@ -552,7 +650,9 @@ pub fn write_hello(stream: &mut TcpStream, stats: &Stats) -> io::Result<After> {
 
 /// A server that answers every request correctly.
 pub fn hello_server() -> TestServer {
-    http_server(loopback_listener(), None, |_, _, s, stats| write_hello(s, stats))
+    http_server(loopback_listener(), None, |_, _, s, stats| {
+        write_hello(s, stats)
+    })
 }
 
 /// Writes `pieces` one by one with `gap` between them, so the client's reads see arbitrary splits.
@@ -577,10 +677,17 @@ pub const ECHO_PREFIX_BYTES: usize = 4096;
 pub enum EchoFault {
     None,
     /// On connection `conn` (accept order), flip one bit of the byte at `offset` of the echo.
-    CorruptByte { conn: u64, offset: u64 },
+    CorruptByte {
+        conn: u64,
+        offset: u64,
+    },
     /// On connection `conn`, read exactly `read_bytes`, echo the first `echo_bytes` of them, then
     /// close with a FIN (everything sent was read, so the kernel does not turn it into an RST).
-    CloseEarly { conn: u64, read_bytes: u64, echo_bytes: u64 },
+    CloseEarly {
+        conn: u64,
+        read_bytes: u64,
+        echo_bytes: u64,
+    },
 }
 
 pub fn echo_server(fault: EchoFault) -> TestServer {
@@ -600,7 +707,10 @@ pub fn echo_server(fault: EchoFault) -> TestServer {
                 break;
             }
             let mut want = buf.len();
-            if let EchoFault::CloseEarly { conn, read_bytes, .. } = fault {
+            if let EchoFault::CloseEarly {
+                conn, read_bytes, ..
+            } = fault
+            {
                 if conn == index {
                     want = want.min((read_bytes - offset) as usize);
                 }
@@ -617,16 +727,24 @@ pub fn echo_server(fault: EchoFault) -> TestServer {
             }
             let data = &mut buf[..n];
             match fault {
-                EchoFault::CorruptByte { conn, offset: at } if conn == index && at >= offset && at < offset + n as u64 => {
+                EchoFault::CorruptByte { conn, offset: at }
+                    if conn == index && at >= offset && at < offset + n as u64 =>
+                {
                     data[(at - offset) as usize] ^= 0x01;
                     ctx.stats.misbehaved.fetch_add(1, Ordering::SeqCst);
                 }
-                EchoFault::CloseEarly { conn, read_bytes, echo_bytes } if conn == index => {
+                EchoFault::CloseEarly {
+                    conn,
+                    read_bytes,
+                    echo_bytes,
+                } if conn == index => {
                     // Echo only what falls below echo_bytes; once read_bytes are in, close.
                     let end = (offset + n as u64).min(echo_bytes);
                     if end > offset {
                         let _ = stream.write_all(&data[..(end - offset) as usize]);
-                        ctx.stats.echoed_bytes.fetch_add(end - offset, Ordering::SeqCst);
+                        ctx.stats
+                            .echoed_bytes
+                            .fetch_add(end - offset, Ordering::SeqCst);
                     }
                     offset += n as u64;
                     if offset >= read_bytes {
