@@ -20,6 +20,8 @@ BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
 # eventlet.wsgi's default pool (1024) would leave connections beyond it waiting in the accept queue.
 MAX_CONNECTIONS = 10000
 STATIC_CHUNK_BYTES = 65536
+# eventlet.wsgi.server waits for every in-flight request when it stops, and a /sleep can be long.
+STOP_GRACE_S = 1.0
 
 
 def respond(start_response, status, content_type, body):
@@ -78,8 +80,12 @@ def main():
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     app = make_app(args.static_dir)
 
+    def stop(*_):
+        eventlet.spawn_after(STOP_GRACE_S, os._exit, 0)
+        sys.exit(0)
+
     def serve():
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        signal.signal(signal.SIGTERM, stop)
         eventlet.wsgi.server(listener, app, max_size=MAX_CONNECTIONS, log_output=False)
 
     prefork.run(args.workers, serve)

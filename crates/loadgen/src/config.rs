@@ -12,6 +12,10 @@ use crate::target::{self, HttpUrl};
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
 pub const DEFAULT_ECHO_CONNECTIONS: usize = 1;
 pub const DEFAULT_HTTP_DURATION: Duration = Duration::from_secs(10);
+/// `--requests N` without `--duration` still stops by itself: a server that never answers must not
+/// hold the generator forever. A run cut short by this bound says so on stderr and its result shows
+/// `totals.responses` < `config.requests`; pass `-d` for longer runs.
+pub const REQUESTS_MODE_TIME_BOUND: Duration = Duration::from_secs(60);
 pub const DEFAULT_ECHO_BYTES: u64 = 32 * 1024;
 pub const MAX_THREADS: usize = 1024;
 pub const MAX_PIPELINE: usize = 1024;
@@ -102,7 +106,7 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             }
             c.duration = match (c.duration, a.requests) {
                 (Some(d), _) => Some(d),
-                (None, Some(_)) => None,
+                (None, Some(_)) => Some(REQUESTS_MODE_TIME_BOUND),
                 (None, None) => Some(DEFAULT_HTTP_DURATION),
             };
             let body = match (&a.body, &a.body_file) {

@@ -49,6 +49,15 @@ fn main() -> ExitCode {
         Err(e) => return failure(&e),
     };
     let doc = output::document(&cfg, &outcome);
+    if let Mode::Http(h) = &cfg.mode {
+        if let Some(asked) = h.requests.filter(|&n| doc.totals.responses < n) {
+            eprintln!(
+                "netarena-load: stopped by the time bound ({:?}) after {} of {asked} responses; pass a longer -d to wait for all of them",
+                cfg.duration.unwrap_or_default(),
+                doc.totals.responses
+            );
+        }
+    }
     if cfg.json {
         println!(
             "{}",
