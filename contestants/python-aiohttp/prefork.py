@@ -1,9 +1,8 @@
 """Fork `workers` processes, each running its own aiohttp server and event loop on the same port (SO_REUSEPORT).
 
-The parent only supervises:
-every process of the group receives the stop signal, and the parent also forwards it in case it
-alone was signalled. If a child dies on its own, the parent stops the others and exits non-zero so
-the failure is visible instead of a silently smaller server.
+The parent only supervises: every process of the group receives the stop signal, and the parent
+also forwards it in case it alone was signalled. If a child dies on its own, the parent stops the
+others and exits non-zero so the failure is visible instead of a silently smaller server.
 """
 import os
 import signal
