@@ -19,7 +19,7 @@ from rich.table import Table
 
 from . import __version__
 from .config import SCENARIOS, Suite, check_suite, load_suite
-from .contestants import (InstallError, availability, cache_root, default_contestants_dir, install, list_names, load,
+from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           repo_root, select)
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, did_you_mean
 from .export import export_csv, export_json, run_summary
@@ -409,13 +409,18 @@ def _find_resumable(store: Store, resume: str, results_dir: Path):
 @_contestants_dir_option
 @click.option("--json", "json_mode", is_flag=True, help="Print as JSON.")
 @click.option("--no-apt", is_flag=True, help="Report as if Debian packages will not be installed.")
-def list_cmd(contestants_dir, json_mode, no_apt):
+@click.option("--markdown", is_flag=True, help="Print the contestants x scenarios table of docs/contestants.md "
+              "(from the manifests alone).")
+def list_cmd(contestants_dir, json_mode, no_apt, markdown):
     """Contestants and scenarios, and whether each can run here (and if not, exactly why)."""
     contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
     try:
         contestants = load(contestants_dir, list_names(contestants_dir))
     except ConfigError as exc:
         fail_bad_input(exc)
+        return
+    if markdown:
+        click.echo(markdown_catalog(contestants), nl=False)
         return
     rows = []
     for c in contestants:

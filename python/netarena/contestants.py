@@ -326,11 +326,31 @@ def _dpkg_version(package: str) -> str | None:
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
-def catalog_table(contestants: list[Contestant]) -> list[dict]:
-    """Per contestant and catalog scenario: implemented or the declared reason (for `netarena list`)."""
-    return [{"contestant": c.name, "scenario": s, "implemented": s in c.manifest.scenarios,
-             "reason": scenario_note(c, s)} for c in contestants for s in SCENARIOS]
+def markdown_catalog(contestants: list[Contestant]) -> str:
+    """docs/contestants.md: the contestants x scenarios table, generated from the manifests alone (what each
+    contestant implements, not whether it runs on this machine: that is `netarena list`)."""
+    def cell(text: str) -> str:
+        return " ".join(str(text).split()).replace("|", "\\|")
+
+    lines = ["# Contestants", "",
+             "Generated from `contestants/*/contestant.toml` by `netarena list --markdown > docs/contestants.md`;",
+             "a test fails when this file and the manifests disagree. Scenarios are defined in",
+             "[scenarios.md](scenarios.md); ✓ = implemented, ✗ = declared unsupported (reason below the table).", "",
+             "| contestant | runtime | framework | model | workers | " + " | ".join(SCENARIOS) + " |",
+             "|---|---|---|---|---|" + "---|" * len(SCENARIOS)]
+    reasons = []
+    for c in contestants:
+        m = c.manifest
+        marks = ["✓" if s in m.scenarios else "✗" for s in SCENARIOS]
+        workers = "yes" if m.workers.supported else "no"
+        lines.append(f"| {c.name} | {cell(m.runtime)} | {cell(m.framework)} {cell(m.framework_version)} | "
+                     f"{m.concurrency_model} | {workers} | " + " | ".join(marks) + " |")
+        reasons += [f"- **{c.name}** `{s}`: {cell(m.unsupported[s])}" for s in SCENARIOS if s not in m.scenarios]
+    lines += ["", "## Not implemented, and why", ""] + (reasons or ["(none)"])
+    lines += ["", "## Notes", ""] + [f"- **{c.name}** ({cell(c.manifest.display_name)}): {cell(c.manifest.notes)}"
+                                     for c in contestants if c.manifest.notes]
+    return "\n".join(lines) + "\n"
 
 
 __all__ = ["Contestant", "Availability", "InstallError", "availability", "install", "select", "load", "list_names",
-           "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note"]
+           "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note", "markdown_catalog"]
