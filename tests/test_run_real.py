@@ -179,3 +179,37 @@ def test_verify_command(tmp_path, cache_dir, no_leftover_processes):
     assert any("fx-wrong" in line and "FAIL" in line and "Hello, World?" in line for line in lines), result.stdout
     ok = run_cli(["verify", "fx-other", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
     assert ok.returncode == 0, ok.stdout
+
+
+def test_fixed_size_echo_flood_levels(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """Seed 000's experiment: every connection sends a fixed number of bytes; the result is the time to finish."""
+    path = write_suite(tmp_path / "suite.toml", """name = "flood"
+contestants = ["fx-good"]
+repeat = 1
+warmup_s = 0.3
+duration_s = 20
+timeout_s = 2
+
+[[measure]]
+scenario = "echo"
+connections = [1, 8]
+echo_chunk_bytes = 4096
+echo_bytes = [16384, 65536]
+""")
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    assert sorted(r["level_key"] for r in rows) == ["c=1,w=1,bytes=16384", "c=1,w=1,bytes=65536",
+                                                     "c=8,w=1,bytes=16384", "c=8,w=1,bytes=65536"]
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        generator = json.loads(row["generator_json"])
+        level = json.loads(row["level_json"]) if "level_json" in row.keys() else None
+        connections = generator["config"]["connections"]
+        per_connection = generator["config"]["bytes_per_connection"]
+        assert "--warmup" not in generator["command_line"] and "--duration" not in generator["command_line"]
+        assert generator["echo"]["connections_completed"] == connections
+        assert generator["echo"]["verified_bytes"] == connections * per_connection
+        assert generator["echo"]["completion_time_s"] > 0
+        assert level is None or level["params"]["bytes"] == per_connection

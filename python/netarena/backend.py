@@ -87,8 +87,10 @@ def _seconds(value: float) -> str:
 
 def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, warmup_s: float, duration_s: float,
                    timeout_s: float, cpus: list[int]) -> list[str]:
-    argv = [str(binary), mode, target, *args, "--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s),
-            "--timeout", _seconds(timeout_s), "--json"]
+    # A fixed-size echo flood (--bytes) ends when every connection is done: its bytes are the measurement,
+    # so it takes neither a duration nor a warm-up (the caller bounds it by duration_s instead).
+    timing = [] if "--bytes" in args else ["--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
+    argv = [str(binary), mode, target, *args, *timing, "--timeout", _seconds(timeout_s), "--json"]
     if cpus:
         argv += ["--cpus", ",".join(str(c) for c in cpus)]
     return argv
@@ -229,8 +231,10 @@ class RealBackend:
             except subprocess.TimeoutExpired:
                 gen.kill()
                 stdout, stderr = gen.proc.communicate()
+                limit = "a fixed-size echo flood must end within duration_s" if "--bytes" in argv else \
+                    "warm-up + duration + timeout"
                 return None, self._stop_monitor(monitor, monitor_result), \
-                    "netarena-load did not finish in time and was killed"
+                    f"netarena-load did not finish in time ({limit}) and was killed"
         finally:
             if gen.alive:
                 gen.kill()

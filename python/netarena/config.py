@@ -93,6 +93,9 @@ class Measure(Strict):
     pipeline: Annotated[int, Field(ge=1, le=1024)] = 1
     close: bool = False
     echo_chunk_bytes: Annotated[int, Field(ge=1, le=16 * 1024 * 1024)] = 32768
+    # echo: fixed-size floods (seed 000): each connection sends this many bytes, then the measurement ends
+    # (no warm-up, duration_s is the time limit); one level per value. Unset: flood for duration_s.
+    echo_bytes: list[Annotated[int, Field(ge=1, le=1 << 40)]] | None = None
     probe_interval_s: Annotated[float, Field(gt=0, le=3600)] | None = None
 
 
@@ -333,7 +336,8 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
     def fail(loc: tuple, message: str, hint: str | None = None):
         raise ConfigError(message, path=path, line=_line_for(lines, loc), field=format_loc(loc), hint=hint)
 
-    only = {"sizes": "bytes", "sleep_ms": "sleep", "static_path": "static", "probe_interval_s": "echo"}
+    only = {"sizes": "bytes", "sleep_ms": "sleep", "static_path": "static", "probe_interval_s": "echo",
+            "echo_bytes": "echo"}
     for index, entry in enumerate(suite.measure):
         for param, scenario in only.items():
             if getattr(entry, param) is not None and entry.scenario != scenario:

@@ -135,6 +135,8 @@ def levels_for(measure) -> list[Level]:
         params = [(("sleep_ms", s),) for s in (measure.sleep_ms or [DEFAULT_SLEEP_MS])]
     elif measure.scenario == "static":
         params = [(("static_path", measure.static_path or DEFAULT_STATIC_PATH),)]
+    elif measure.scenario == "echo" and measure.echo_bytes:
+        params = [(("bytes", b),) for b in measure.echo_bytes]
     else:
         params = [()]
     return [
@@ -160,6 +162,8 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
     common = ["-c", str(level.connections), "-t", str(level.generator_threads)]
     if scenario == "echo":
         args = common + ["--chunk", str(level.echo_chunk_bytes)]
+        if level.param("bytes"):
+            args += ["--bytes", str(level.param("bytes"))]
         if level.probe_interval_s:
             args += ["--probe-interval", f"{level.probe_interval_s}"]
         return LoadSpec("echo", f"127.0.0.1:{port}", args, {"echo": "byte-for-byte"})
