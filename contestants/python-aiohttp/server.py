@@ -1,16 +1,11 @@
 """netarena contestant: aiohttp.web application, one coroutine per request."""
-import argparse
 import asyncio
-import os
-import sys
 
 from aiohttp import web
 
-import prefork
-
-BYTES_SIZES = (40, 10000, 524288)
-# Built once at start: the catalog measures serving a body, not building it.
-BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
+from netarena_shared import prefork
+from netarena_shared.bodies import BYTES_BODIES
+from netarena_shared.cli import parse_args
 
 
 async def hello(request):
@@ -47,13 +42,7 @@ def make_app(static_dir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--static-dir", required=True)
-    args = parser.parse_args()
-    if not os.path.isdir(args.static_dir):
-        sys.exit(f"--static-dir {args.static_dir!r} is not a directory; pass the generated static file set")
+    args = parse_args(__doc__)
 
     def serve():
         # run_app handles SIGTERM itself; a short shutdown_timeout keeps a stop with /sleep requests in

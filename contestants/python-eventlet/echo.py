@@ -1,12 +1,12 @@
 """netarena contestant: eventlet green echo server, as in seed 000 (one greenthread per connection)."""
-import argparse
 import signal
 import socket
 import sys
 
 import eventlet
 
-import prefork
+from netarena_shared import prefork
+from netarena_shared.cli import parse_args
 
 RECV_BYTES = 16384
 
@@ -21,11 +21,7 @@ def handle(conn):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-
+    args = parse_args(__doc__, static_dir=False)
     server = eventlet.listen(("127.0.0.1", args.port), backlog=2048)
     # Inherited by accepted sockets: small echoes go out at once instead of waiting for an ACK.
     server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

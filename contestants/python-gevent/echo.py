@@ -1,5 +1,4 @@
 """netarena contestant: gevent.server.StreamServer echo, one greenlet per connection."""
-import argparse
 import signal
 import socket
 
@@ -7,7 +6,8 @@ import gevent
 import gevent.socket
 from gevent.server import StreamServer
 
-import prefork
+from netarena_shared import prefork
+from netarena_shared.cli import parse_args
 
 RECV_BYTES = 16384
 
@@ -21,11 +21,7 @@ def handle(conn, _address):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-
+    args = parse_args(__doc__, static_dir=False)
     # A gevent socket: a plain one would block the whole hub in accept().
     listener = gevent.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -1,78 +1,18 @@
 """netarena contestant: a plain WSGI app on gevent.pywsgi.WSGIServer, one greenlet per connection."""
-import argparse
-import json
-import mimetypes
-import os
 import signal
 import socket
-import sys
-from wsgiref.util import FileWrapper
 
 import gevent
 import gevent.socket
 from gevent.pywsgi import WSGIServer
 
-import prefork
-
-HELLO = b"Hello, World!"
-BYTES_SIZES = (40, 10000, 524288)
-# Built once at start: the catalog measures serving a body, not building it.
-BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
-STATIC_CHUNK_BYTES = 65536
-
-
-def respond(start_response, status, content_type, body):
-    start_response(status, [("Content-Type", content_type), ("Content-Length", str(len(body)))])
-    return [body]
-
-
-def make_app(static_dir):
-    static_root = os.path.realpath(static_dir)
-
-    def serve_static(environ, start_response, rel_path):
-        full_path = os.path.realpath(os.path.join(static_root, rel_path))
-        if not full_path.startswith(static_root + os.sep) or not os.path.isfile(full_path):
-            return respond(start_response, "404 Not Found", "text/plain", b"not found")
-        content_type = mimetypes.guess_type(full_path)[0] or "application/octet-stream"
-        f = open(full_path, "rb")
-        start_response("200 OK", [("Content-Type", content_type),
-                                  ("Content-Length", str(os.fstat(f.fileno()).st_size))])
-        # gevent.pywsgi offers no wsgi.file_wrapper; the stdlib one streams the file in chunks.
-        wrapper = environ.get("wsgi.file_wrapper", FileWrapper)
-        return wrapper(f, STATIC_CHUNK_BYTES)
-
-    def app(environ, start_response):
-        path = environ["PATH_INFO"]
-        if path == "/hello":
-            return respond(start_response, "200 OK", "text/plain", HELLO)
-        if path == "/json":
-            body = json.dumps({"message": "Hello, World!"}).encode()
-            return respond(start_response, "200 OK", "application/json", body)
-        if path.startswith("/bytes/"):
-            body = BYTES_BODIES.get(int(path[7:])) if path[7:].isdigit() else None
-            if body is None:
-                return respond(start_response, "404 Not Found", "text/plain", b"unknown size")
-            return respond(start_response, "200 OK", "application/octet-stream", body)
-        if path.startswith("/sleep/") and path[7:].isdigit():
-            ms = int(path[7:])
-            gevent.sleep(ms / 1000)
-            return respond(start_response, "200 OK", "text/plain", f"slept {ms}".encode())
-        if path.startswith("/static/"):
-            return serve_static(environ, start_response, path[8:])
-        return respond(start_response, "404 Not Found", "text/plain", b"not found")
-
-    return app
+from netarena_shared import prefork
+from netarena_shared.cli import parse_args
+from netarena_shared.wsgi_app import make_app
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--static-dir", required=True)
-    args = parser.parse_args()
-    if not os.path.isdir(args.static_dir):
-        sys.exit(f"--static-dir {args.static_dir!r} is not a directory; pass the generated static file set")
-
+    args = parse_args(__doc__)
     # A gevent socket: a plain one would block the whole hub in accept().
     listener = gevent.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -81,7 +21,7 @@ def main():
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listener.bind(("127.0.0.1", args.port))
     listener.listen(2048)
-    app = make_app(args.static_dir)
+    app = make_app(args.static_dir, sleep=gevent.sleep)
 
     def serve():
         server = WSGIServer(listener, app, log=None)

@@ -4,16 +4,15 @@
 and the contrast with the event loops is seed 002's point.
 """
 
-import argparse
 import http.server
 import json
 import os
-import signal
 import sys
 import time
 
-# The catalog asks for >= 1024; socketserver's default request_queue_size is 5.
-LISTEN_BACKLOG = 4096
+from netarena_shared.cli import parse_args
+from threaded_serving import ThreadPerConnection, serve_until_stopped
+
 MAX_BYTES_N = 64 * 1024 * 1024
 MAX_SLEEP_MS = 60_000
 
@@ -77,41 +76,19 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-class Server(http.server.ThreadingHTTPServer):
-    request_queue_size = LISTEN_BACKLOG
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        # A client closing or resetting its connection (every load generator does at the end) is
-        # not a server error; socketserver would print a traceback for each one.
-        if isinstance(sys.exc_info()[1], ConnectionError):
-            return
-        super().handle_error(request, client_address)
+class Server(ThreadPerConnection, http.server.ThreadingHTTPServer):
+    pass
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--static-dir", required=True)
-    args = parser.parse_args()
-    if not os.path.isdir(args.static_dir):
-        parser.error(f"--static-dir {args.static_dir!r} is not a directory; pass the folder holding the static file set")
+    args = parse_args(__doc__, workers=False)
     static_dir = os.path.abspath(args.static_dir)
 
     class StaticHandler(Handler):
         def __init__(self, *a, **kw):
             super().__init__(*a, directory=static_dir, **kw)
 
-    server = Server(("127.0.0.1", args.port), StaticHandler)
-    # The default SIGTERM action would kill us mid-write; exit through serve_forever instead.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve_until_stopped(Server(("127.0.0.1", args.port), StaticHandler))
 
 
 if __name__ == "__main__":

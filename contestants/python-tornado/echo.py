@@ -1,13 +1,10 @@
 """netarena contestant: tornado.tcpserver.TCPServer echo, one coroutine per connection."""
-import argparse
-import signal
-import sys
-
 import tornado.ioloop
 import tornado.iostream
-import tornado.netutil
-import tornado.process
 import tornado.tcpserver
+
+from netarena_shared.cli import parse_args
+from tornado_workers import bind_and_fork
 
 READ_BYTES = 65536
 
@@ -25,21 +22,8 @@ class EchoServer(tornado.tcpserver.TCPServer):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    args = parser.parse_args()
-    if args.workers < 1:
-        sys.exit(f"--workers must be >= 1, got {args.workers}")
-
-    sockets = tornado.netutil.bind_sockets(args.port, address="127.0.0.1", backlog=2048)
-    if args.workers > 1:
-        # fork_processes' parent only supervises: it returns only in the children and exits 0 once every child
-        # exited 0. So it ignores the stop signal (which reaches the whole process group) and waits for them,
-        # rather than exiting first and leaving them orphaned.
-        signal.signal(signal.SIGTERM, lambda *_: None)
-        tornado.process.fork_processes(args.workers)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    args = parse_args(__doc__, static_dir=False)
+    sockets = bind_and_fork(args.port, args.workers)
     server = EchoServer()
     server.add_sockets(sockets)
     tornado.ioloop.IOLoop.current().start()

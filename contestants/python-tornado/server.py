@@ -1,19 +1,13 @@
 """netarena contestant: tornado.web.Application, one RequestHandler per route."""
-import argparse
 import asyncio
-import os
-import signal
-import sys
 
 import tornado.httpserver
 import tornado.ioloop
-import tornado.netutil
-import tornado.process
 import tornado.web
 
-BYTES_SIZES = (40, 10000, 524288)
-# Built once at start: the catalog measures serving a body, not building it.
-BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
+from netarena_shared.bodies import BYTES_BODIES
+from netarena_shared.cli import parse_args
+from tornado_workers import bind_and_fork
 
 
 class HelloHandler(tornado.web.RequestHandler):
@@ -55,25 +49,8 @@ def make_app(static_dir):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--static-dir", required=True)
-    args = parser.parse_args()
-    if not os.path.isdir(args.static_dir):
-        sys.exit(f"--static-dir {args.static_dir!r} is not a directory; pass the generated static file set")
-    if args.workers < 1:
-        sys.exit(f"--workers must be >= 1, got {args.workers}")
-
-    sockets = tornado.netutil.bind_sockets(args.port, address="127.0.0.1", backlog=2048)
-    if args.workers > 1:
-        # Tornado's documented multi-process mode: bind first, then fork.
-        # fork_processes' parent only supervises: it returns only in the children and exits 0 once every child
-        # exited 0. So it ignores the stop signal (which reaches the whole process group) and waits for them,
-        # rather than exiting first and leaving them orphaned.
-        signal.signal(signal.SIGTERM, lambda *_: None)
-        tornado.process.fork_processes(args.workers)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    args = parse_args(__doc__)
+    sockets = bind_and_fork(args.port, args.workers)
     server = tornado.httpserver.HTTPServer(make_app(args.static_dir))
     server.add_sockets(sockets)
     tornado.ioloop.IOLoop.current().start()

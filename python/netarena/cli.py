@@ -371,6 +371,11 @@ def _override(suite: Suite, overrides: dict) -> Suite:
         return suite
     data = suite.model_dump(mode="json")
     data.update(overrides)
+    # --duration / --warmup replace every timing of the suite, per-entry ones included.
+    for key in ("duration_s", "warmup_s"):
+        if key in overrides:
+            for entry in data["measure"]:
+                entry[key] = None
     try:
         effective = Suite.model_validate(data)
     except Exception as exc:  # e.g. --repeat 0

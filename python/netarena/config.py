@@ -97,6 +97,9 @@ class Measure(Strict):
     # (no warm-up, duration_s is the time limit); one level per value. Unset: flood for duration_s.
     echo_bytes: list[Annotated[int, Field(ge=1, le=1 << 40)]] | None = None
     probe_interval_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    # Per-entry timing, overriding the suite's (e.g. one long saturated flood in a suite of short ones).
+    warmup_s: Annotated[float, Field(ge=0, le=3600)] | None = None
+    duration_s: Annotated[float, Field(gt=0, le=86_400)] | None = None
 
 
 class Suite(Strict):

@@ -19,6 +19,8 @@ from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
 ESTIMATED_OVERHEAD_S = 1.0
+# Only for the time estimate of fixed-size echo floods: a middling echo server on loopback.
+ESTIMATED_ECHO_BYTES_PER_S = 100e6
 # A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
 # of the same (contestant, scenario, level) are recorded as not attempted instead of paying the timeout again.
 NO_RETRY_KINDS = ("start_failed", "not_ready", "verify_failed")
@@ -42,8 +44,22 @@ class Plan:
     def total(self) -> int:
         return len(self.items) * self.suite.repeat
 
+    def timing(self, level: Level) -> tuple[float, float]:
+        """(warm-up, duration) of a level: its [[measure]] entry's own, else the suite's."""
+        warmup = self.suite.warmup_s if level.warmup_s is None else level.warmup_s
+        duration = self.suite.duration_s if level.duration_s is None else level.duration_s
+        return warmup, duration
+
     def estimate_s(self) -> float:
-        return self.total * (self.suite.warmup_s + self.suite.duration_s + ESTIMATED_OVERHEAD_S)
+        def expected_s(level: Level) -> float:
+            warmup, duration = self.timing(level)
+            flood_bytes = level.param("bytes")
+            if flood_bytes:  # a fixed-size echo flood ends when its bytes are echoed; duration is only its limit
+                return min(duration, level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
+            return warmup + duration
+
+        one_round = sum(expected_s(i.level) + ESTIMATED_OVERHEAD_S for i in self.items)
+        return one_round * self.suite.repeat
 
     def rounds(self):
         for repeat_index in range(self.suite.repeat):
@@ -228,7 +244,7 @@ class Runner:
                 self.ui.measured(record)
                 continue
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
-                                     plan.suite.warmup_s, plan.suite.duration_s, plan.suite.timeout_s, server_cpus,
+                                     *plan.timing(item.level), plan.suite.timeout_s, server_cpus,
                                      generator_cpus, static_dir, log_dir)
             self.ui.measuring(item, repeat_index)
             started = now_iso()

@@ -105,6 +105,8 @@ class Level:
     close: bool = False
     echo_chunk_bytes: int = 32768
     probe_interval_s: float | None = None
+    warmup_s: float | None = None  # None: the suite's
+    duration_s: float | None = None
 
     @property
     def key(self) -> str:
@@ -116,6 +118,8 @@ class Level:
             parts.append(f"pipeline={self.pipeline}")
         if self.close:
             parts.append("close")
+        if self.duration_s is not None:
+            parts.append(f"d={self.duration_s:g}s")
         return ",".join(parts)
 
     def param(self, name: str, default=None):
@@ -142,7 +146,7 @@ def levels_for(measure) -> list[Level]:
     return [
         Level(connections=c, workers=w, params=p, generator_threads=measure.generator_threads,
               pipeline=measure.pipeline, close=measure.close, echo_chunk_bytes=measure.echo_chunk_bytes,
-              probe_interval_s=measure.probe_interval_s)
+              probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s)
         for p in params for w in measure.workers for c in measure.connections
     ]
 

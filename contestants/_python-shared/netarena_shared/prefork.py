@@ -1,9 +1,12 @@
-"""Pre-fork workers sharing one listening socket (the OpenStack/oslo.service way of scaling eventlet).
+"""Pre-fork workers: the parent forks `workers` children that each run `serve()` and only supervises.
 
-The parent opens the socket, forks `workers` children that all accept on it, and only supervises:
-every process of the group receives the stop signal, and the parent also forwards it in case it
-alone was signalled. If a child dies on its own, the parent stops the others and exits non-zero so
-the failure is visible instead of a silently smaller server.
+How the children share the port is the caller's choice: eventlet and gevent open the listening
+socket before forking so every child accepts on it (the oslo.service pattern for eventlet); aiohttp
+has each child bind its own socket with SO_REUSEPORT.
+
+Stopping: every process of the group receives the stop signal, and the parent also forwards it in
+case it alone was signalled. If a child dies on its own, the parent stops the others and exits
+non-zero so the failure is visible instead of a silently smaller server.
 """
 import os
 import signal
