@@ -5,30 +5,14 @@
 const fs = require('node:fs');
 const http = require('node:http');
 const express = require('express');
+const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
-
-// The catalog asks for at least 1024; the kernel caps it at somaxconn.
-const LISTEN_BACKLOG = 4096;
-// Refuse absurd /bytes/{n} and /sleep/{ms} so one request cannot exhaust memory or hang forever.
-const MAX_BYTES_LEN = 64 * 1024 * 1024;
-const MAX_SLEEP_MS = 600000;
 
 const opts = parseArgs(process.argv.slice(2), { port: undefined, workers: '1', static_dir: undefined });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
-}
-
-// /bytes/{n} bodies, built on first use and reused.
-const bytesBodies = new Map();
-function bytesBody(n) {
-  let body = bytesBodies.get(n);
-  if (body === undefined) {
-    body = Buffer.alloc(n, '*');
-    bytesBodies.set(n, body);
-  }
-  return body;
 }
 
 function intParam(text, max) {
@@ -59,7 +43,7 @@ function buildApp() {
 }
 
 function start() {
-  for (const n of [40, 10000, 524288]) bytesBody(n);
+  prebuildBytesBodies();
   // http.createServer rather than app.listen() only to pass noDelay explicitly.
   const server = http.createServer({ noDelay: true }, buildApp());
   server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });

@@ -6,13 +6,8 @@ const fs = require('node:fs');
 const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
+const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
-
-// The catalog asks for at least 1024; the kernel caps it at somaxconn.
-const LISTEN_BACKLOG = 4096;
-// Refuse absurd /bytes/{n} and /sleep/{ms} so one request cannot exhaust memory or hang forever.
-const MAX_BYTES_LEN = 64 * 1024 * 1024;
-const MAX_SLEEP_MS = 600000;
 
 const CONTENT_TYPES = {
   '.jpg': 'image/jpeg',
@@ -30,17 +25,6 @@ const workers = parseWorkers(opts.workers);
 const staticRoot = opts.static_dir ? path.resolve(opts.static_dir) : '';
 if (opts.mode === 'http' && staticRoot && !fs.statSync(staticRoot, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${staticRoot} is not a directory; pass the folder holding the static file set`);
-}
-
-// /bytes/{n} bodies, built on first use and reused.
-const bytesBodies = new Map();
-function bytesBody(n) {
-  let body = bytesBodies.get(n);
-  if (body === undefined) {
-    body = Buffer.alloc(n, '*');
-    bytesBodies.set(n, body);
-  }
-  return body;
 }
 
 function send(res, status, contentType, body) {
@@ -95,7 +79,7 @@ function handle(req, res) {
 }
 
 function startHttp() {
-  for (const n of [40, 10000, 524288]) bytesBody(n);
+  prebuildBytesBodies();
   const server = http.createServer({ noDelay: true }, handle);
   server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });
 }
