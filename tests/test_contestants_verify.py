@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,26 @@ def test_contestant_passes_verify(name, availability):
     claimed = [s for s, reason in row["scenarios"].items() if reason is None]
     passed = [line for line in result.stdout.splitlines() if line.count("│") >= 4 and "│ pass " in line]
     assert len(passed) == len(claimed), f"{len(passed)} of {len(claimed)} claimed scenarios passed:\n{result.stdout}"
+    assert "needed SIGKILL" not in result.stdout, result.stdout
+
+
+WORKER_NAMES = [n for n in NAMES
+                if tomllib.loads((REPO / "contestants" / n / "contestant.toml").read_text())
+                .get("workers", {}).get("supported")]
+
+
+@pytest.mark.parametrize("name", WORKER_NAMES)
+def test_contestant_with_two_workers_starts_serves_and_stops_cleanly(name, availability):
+    """Issue 5 §3: workers=2 starts, serves and stops (no SIGKILL needed, nothing left running)."""
+    row = availability[name]
+    if not row["runnable"]:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} cannot run on the CI machine: {'; '.join(row['reasons'])}")
+        pytest.skip(f"{name} cannot run here")
+    claimed = [s for s, reason in row["scenarios"].items() if reason is None]
+    scenarios = [s for s in ("hello", "echo") if s in claimed]
+    result = _netarena("verify", name, "--workers", "2", "--scenario", ",".join(scenarios), timeout=VERIFY_TIMEOUT_S)
+    assert result.returncode == 0, f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
+    passed = [line for line in result.stdout.splitlines() if line.count("│") >= 4 and "│ pass " in line]
+    assert len(passed) == len(scenarios), result.stdout
+    assert "needed SIGKILL" not in result.stdout, result.stdout

@@ -16,6 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
+from netarena import monitor  # noqa: E402
 from netarena.monitor import Monitor, MonitorError  # noqa: E402
 
 # Shared by the child scripts: burn CPU by *CPU time*, not wall time, so the amount burnt is known
@@ -344,3 +345,20 @@ def test_bad_input_is_refused_with_a_clear_message():
         Monitor(os.getpid(), interval_s=0)
     with pytest.raises(MonitorError, match="before start"):
         Monitor(os.getpid()).stop()
+
+
+def test_restrict_to_window_keeps_only_the_measured_phase():
+    """Warm-up samples must not dilute the measured phase's CPU: a tree idle for the first half, busy after."""
+    samples = [{"t_s": t, "cpu_user_s": 0.0 if t <= 1.0 else (t - 1.0) * 0.9, "cpu_sys_s": 0.0, "rss_bytes": 10 + t,
+                "threads": 1, "fds": 3, "ctx_voluntary": int(t * 10), "ctx_involuntary": 0, "processes": 1}
+               for t in [0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0]]
+    result = {"interval_s": 0.25, "started_at_unix": 1000.0, "server": samples, "generator": [], "system": [],
+              "summary": {"server": monitor.summarize_tree(samples), "generator": None, "system": None}}
+    whole = result["summary"]["server"]["cpu_pct_mean"]
+    windowed = monitor.restrict_to_window(result, 1001.0, 1002.0)
+    assert windowed["summary"]["server"]["cpu_pct_mean"] == 90.0 and whole == 45.0
+    assert windowed["summary_whole"]["server"]["cpu_pct_mean"] == whole
+    assert windowed["summary"]["window"] == {"measured_only": True, "start_s": 1.0, "end_s": 2.0}
+    too_short = monitor.restrict_to_window(result, 1001.6, 1001.7)
+    assert too_short["summary"]["window"]["measured_only"] is False
+    assert too_short["summary"]["server"]["cpu_pct_mean"] == whole

@@ -4,7 +4,7 @@ import tornado.iostream
 import tornado.tcpserver
 
 from netarena_shared.cli import parse_args
-from tornado_workers import bind_and_fork
+from tornado_workers import bind_and_fork, serve_until_stopped
 
 READ_BYTES = 65536
 
@@ -25,8 +25,7 @@ def main():
     args = parse_args(__doc__, static_dir=False)
     sockets = bind_and_fork(args.port, args.workers)
     server = EchoServer()
-    server.add_sockets(sockets)
-    tornado.ioloop.IOLoop.current().start()
+    serve_until_stopped(server, sockets)
 
 
 if __name__ == "__main__":

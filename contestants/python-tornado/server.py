@@ -7,7 +7,7 @@ import tornado.web
 
 from netarena_shared.bodies import BYTES_BODIES
 from netarena_shared.cli import parse_args
-from tornado_workers import bind_and_fork
+from tornado_workers import bind_and_fork, serve_until_stopped
 
 
 class HelloHandler(tornado.web.RequestHandler):
@@ -52,8 +52,7 @@ def main():
     args = parse_args(__doc__)
     sockets = bind_and_fork(args.port, args.workers)
     server = tornado.httpserver.HTTPServer(make_app(args.static_dir))
-    server.add_sockets(sockets)
-    tornado.ioloop.IOLoop.current().start()
+    serve_until_stopped(server, sockets)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Tornado's documented multi-process mode, shared by server.py and echo.py: bind first, then fork."""
+import asyncio
 import signal
-import sys
 
 import tornado.netutil
 import tornado.process
@@ -15,5 +15,19 @@ def bind_and_fork(port, workers):
         # rather than exiting first and leaving them orphaned.
         signal.signal(signal.SIGTERM, lambda *_: None)
         tornado.process.fork_processes(workers)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # each child stops through serve_until_stopped
     return sockets
+
+
+def serve_until_stopped(server, sockets):
+    """Serve on the asyncio loop until SIGTERM. The signal only sets an event; the loop then stops the server
+    and asyncio.run cancels what is left, so a stop lands even with busy keep-alive connections (raising
+    SystemExit from a plain signal handler in the middle of a callback sometimes did not)."""
+    async def serve():
+        server.add_sockets(sockets)
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+        server.stop()
+
+    asyncio.run(serve())

@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
@@ -214,7 +215,7 @@ class RealBackend:
                     self.on_reaped(server)
 
     def _run_generator(self, argv: list[str], server: ManagedProcess, req: MeasureRequest):
-        from .monitor import Monitor, MonitorError
+        from .monitor import Monitor, MonitorError, restrict_to_window
 
         gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True)
         self.on_spawn(gen, "generator")
@@ -244,9 +245,13 @@ class RealBackend:
             message = stderr.decode("utf-8", "replace").strip()[-2000:]
             return None, monitor_result, f"netarena-load exited with code {gen.proc.returncode}: {message}"
         try:
-            return json.loads(stdout), monitor_result, None
+            generator_result = json.loads(stdout)
         except ValueError as exc:
             return None, monitor_result, f"netarena-load printed no valid JSON ({exc}): {stdout[:200]!r}"
+        if monitor_result and "error" not in monitor_result:
+            measured = [datetime.fromisoformat(generator_result[k]).timestamp() for k in ("started_at", "ended_at")]
+            monitor_result = restrict_to_window(monitor_result, *measured)
+        return generator_result, monitor_result, None
 
     @staticmethod
     def _stop_monitor(monitor, fallback):

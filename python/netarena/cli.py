@@ -471,7 +471,10 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 @click.option("--scenario", "scenario_opt", help="Comma-separated scenarios (default: every one it claims).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
-def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus):
+@click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
+              help="Start each contestant with this many workers ({workers}); contestants without worker "
+                   "support are skipped with their reason when it is above 1.")
+def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, workers):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     from .backend import RealBackend
     from .process import available_cpus, free_port
@@ -503,9 +506,10 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus)
     for contestant in contestants:
         scenarios = [s for s in contestant.manifest.scenarios if not scenario_filter or s in scenario_filter]
         av = availability(contestant, allow_apt=not no_apt)
-        if not av.runnable:
+        if not av.runnable or (workers > 1 and not contestant.manifest.workers.supported):
+            why = av.summary if not av.runnable else f"no worker support: {contestant.manifest.workers.how}"
             for s in scenarios:
-                table.add_row(contestant.name, s, "[yellow]skipped[/yellow]", av.summary)
+                table.add_row(contestant.name, s, "[yellow]skipped[/yellow]", why)
             continue
         try:
             install(contestant, allow_apt=not no_apt, say=lambda m: console.print(m, markup=False))
@@ -521,7 +525,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus)
             port = free_port()
             log_path = log_dir / f"{contestant.name}.{scenario}.log"
             try:
-                proc = backend.start_server(contestant, scenario, port, 1, static_dir, cpus, log_path)
+                proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path)
             except OSError as exc:
                 failures += 1
                 table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"cannot start: {exc}")

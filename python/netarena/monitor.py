@@ -381,6 +381,35 @@ def summarize_system(samples: list[dict]) -> dict | None:
     }
 
 
+def restrict_to_window(result: dict, start_unix: float, end_unix: float) -> dict:
+    """Recompute ``result["summary"]`` over the samples taken between two wall-clock instants (the
+    generator's measured phase), so warm-up and start-up do not dilute CPU, context switches or peaks.
+
+    Samples lie on a grid of ``interval_s``, so the window used is the span of the samples inside
+    [start, end]: slightly shorter than the measured phase, never longer; rates are computed over that span.
+    The whole-monitoring summary is kept as ``summary_whole``. With fewer than two samples inside, the
+    result is returned unchanged and ``summary["window"]`` says why.
+    """
+    origin = result.get("started_at_unix")
+    if origin is None or "summary" not in result:
+        return result
+    t0, t1 = start_unix - origin, end_unix - origin
+
+    def inside(samples: list[dict]) -> list[dict]:
+        return [x for x in samples if t0 <= x["t_s"] <= t1]
+
+    server, generator, system = inside(result["server"]), inside(result["generator"]), inside(result["system"])
+    out = dict(result, summary_whole=result["summary"])
+    if len(server) < 2:
+        out["summary"] = dict(result["summary"], window={
+            "measured_only": False, "reason": f"{len(server)} sample(s) fell inside the measured phase"})
+        return out
+    out["summary"] = dict(result["summary"], server=summarize_tree(server), generator=summarize_tree(generator),
+                          system=summarize_system(system) if system else result["summary"]["system"],
+                          window={"measured_only": True, "start_s": server[0]["t_s"], "end_s": server[-1]["t_s"]})
+    return out
+
+
 class Monitor:
     """Samples the server's (and optionally the generator's) process tree in a background thread.
 
@@ -422,6 +451,7 @@ class Monitor:
         if not psutil.pid_exists(self._server.root_pid):
             raise MonitorError(f"server process {self._server.root_pid} does not exist")
         self._start_monotonic = time.monotonic()
+        self._start_unix = time.time()  # maps sample times onto the generator's wall-clock stamps
         self._thread = threading.Thread(target=self._run, name="netarena-monitor", daemon=True)
         self._thread.start()
         return self
@@ -438,6 +468,7 @@ class Monitor:
         wall_s = self._stop_monotonic - self._start_monotonic
         self.result = {
             "interval_s": self.interval_s,
+            "started_at_unix": self._start_unix,
             "server": self._server_samples,
             "generator": self._generator_samples,
             "system": self._system_samples,
