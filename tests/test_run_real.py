@@ -213,3 +213,25 @@ echo_bytes = [16384, 65536]
         assert generator["echo"]["verified_bytes"] == connections * per_connection
         assert generator["echo"]["completion_time_s"] > 0
         assert level is None or level["params"]["bytes"] == per_connection
+
+
+def test_compare_two_real_runs(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """Issue 6: `compare` on two real small runs in one SQLite store, in the terminal and as HTML."""
+    path = suite(tmp_path, ["fx-good", "fx-other"], repeat=2, duration=0.5)
+    results = tmp_path / "results"
+    for _ in range(2):
+        result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
+        assert result.returncode == 0, result.stderr
+    assert [r[0] for r in db_rows(results, "SELECT id FROM runs ORDER BY id")] == [1, 2]
+    html = tmp_path / "compare.html"
+    compared = run_cli(["compare", "1", "2", "--results", results, "-o", html], cache_dir)
+    assert compared.returncode == 0, compared.stderr
+    text = compared.stdout
+    for contestant in ("fx-good", "fx-other"):
+        assert contestant in text
+    assert "hello" in text and "c=4,w=1" in text
+    assert "overlap" in text  # it says how significance is decided
+    page = html.read_text()
+    assert "fx-good" in page and "fx-other" in page and "<table" in page
+    # The reports were written at the end of each run, from the store.
+    assert (results / "report-run-1.html").is_file() and (results / "report-run-2.html").is_file()
