@@ -166,14 +166,8 @@ class ManagedProcess:
                 time.sleep(0.02)
             else:
                 killed = True
-                try:
-                    os.killpg(self.pgid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+                self._sigkill_group_and_reap()
+        self._reap()
         leftover = [describe(p) for p in group_members(self.pgid)]
         if leftover:
             kill_group(self.pgid)
@@ -190,15 +184,21 @@ class ManagedProcess:
                            leftover, escaped)
 
     def kill(self) -> None:
+        self._sigkill_group_and_reap()
+        self.close()
+
+    def _sigkill_group_and_reap(self) -> None:
         try:
             os.killpg(self.pgid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        self._reap()
+
+    def _reap(self) -> None:
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        self.close()
 
     def close(self) -> None:
         if self._log is not None:
