@@ -5,10 +5,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
-use crate::openloop::{LoadKind, Requests, UrlOrder};
-use crate::schedule::{self, Arrival, Slo};
 use crate::http::{self, Expectation};
+use crate::openloop::{LoadKind, Requests, UrlOrder};
 use crate::parse::{parse_cpu_list, parse_ip_list};
+use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
 
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
@@ -58,7 +58,9 @@ impl OpenConfig {
     /// The asked rate (requests or connections per second) of a single-rate run, or the first
     /// rate of a sweep.
     pub fn base_rate(&self) -> f64 {
-        self.rate.or(self.conn_rate).unwrap_or(DEFAULT_FIND_MAX_START)
+        self.rate
+            .or(self.conn_rate)
+            .unwrap_or(DEFAULT_FIND_MAX_START)
     }
 }
 
@@ -391,18 +393,28 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             (!matches!(a.arrival, ArrivalArg::Uniform), "--arrival"),
         ] {
             if given {
-                return Err(format!("{name} belongs to the open-loop modes: add --rate R or --conn-rate C"));
+                return Err(format!(
+                    "{name} belongs to the open-loop modes: add --rate R or --conn-rate C"
+                ));
             }
         }
         return Ok(None);
     }
     if a.rate.is_some() && a.conn_rate.is_some() {
-        return Err("--rate and --conn-rate are two different load models: give one of them".into());
+        return Err(
+            "--rate and --conn-rate are two different load models: give one of them".into(),
+        );
     }
-    for (v, name) in [(a.rate, "--rate"), (a.conn_rate, "--conn-rate"), (a.find_max_limit, "--find-max-limit")] {
+    for (v, name) in [
+        (a.rate, "--rate"),
+        (a.conn_rate, "--conn-rate"),
+        (a.find_max_limit, "--find-max-limit"),
+    ] {
         if let Some(r) = v {
             if !(r.is_finite() && r > 0.0 && r <= MAX_RATE) {
-                return Err(format!("{name} {r}: give a positive number of at most {MAX_RATE} per second"));
+                return Err(format!(
+                    "{name} {r}: give a positive number of at most {MAX_RATE} per second"
+                ));
             }
         }
     }
@@ -419,13 +431,20 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         return Err("--requests-per-conn 0 would send nothing: give at least 1".into());
     }
     if a.conn_rate.is_some() && a.close && a.requests_per_conn > 1 {
-        return Err("--close allows one request per connection; drop it or use --requests-per-conn 1".into());
+        return Err(
+            "--close allows one request per connection; drop it or use --requests-per-conn 1"
+                .into(),
+        );
     }
     if a.steps.is_some() && a.find_max {
-        return Err("--steps measures given rates and --find-max searches them: give one of them".into());
+        return Err(
+            "--steps measures given rates and --find-max searches them: give one of them".into(),
+        );
     }
     if sweep && a.common.duration.is_some() {
-        return Err("with --steps or --find-max each step lasts --step-duration; drop --duration".into());
+        return Err(
+            "with --steps or --find-max each step lasts --step-duration; drop --duration".into(),
+        );
     }
     if !sweep && a.step_duration.is_some() {
         return Err("--step-duration goes with --steps or --find-max".into());
@@ -434,9 +453,15 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         return Err("--step-duration must be longer than 0".into());
     }
     if !a.find_max
-        && (a.slo.is_some() || a.max_errors.is_some() || a.find_max_resolution.is_some() || a.find_max_limit.is_some())
+        && (a.slo.is_some()
+            || a.max_errors.is_some()
+            || a.find_max_resolution.is_some()
+            || a.find_max_limit.is_some())
     {
-        return Err("--slo, --max-errors, --find-max-resolution and --find-max-limit go with --find-max".into());
+        return Err(
+            "--slo, --max-errors, --find-max-resolution and --find-max-limit go with --find-max"
+                .into(),
+        );
     }
     let find_max = if a.find_max {
         let slo_text = a
@@ -453,7 +478,9 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         let start = a.rate.or(a.conn_rate).unwrap_or(DEFAULT_FIND_MAX_START);
         let limit = a.find_max_limit.unwrap_or(DEFAULT_FIND_MAX_LIMIT);
         if limit < start {
-            return Err(format!("--find-max-limit {limit} is below the start rate {start}"));
+            return Err(format!(
+                "--find-max-limit {limit} is below the start rate {start}"
+            ));
         }
         Some(FindMax {
             slo: schedule::parse_slo(slo_text)?,
@@ -469,7 +496,10 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
     };
     let steps = a.steps.as_deref().map(schedule::parse_steps).transpose()?;
     if c.threads > c.connections {
-        return Err(format!("--threads {} is more than --connections {}", c.threads, c.connections));
+        return Err(format!(
+            "--threads {} is more than --connections {}",
+            c.threads, c.connections
+        ));
     }
     if sweep {
         c.duration = None;
@@ -500,7 +530,8 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
 /// `--urls FILE`: one path (`/x`) or absolute URL per line, blank lines and `#` comments skipped.
 /// Every absolute URL must name the same host and port as the main URL: one run, one target.
 fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<String>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--urls {}: {e}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--urls {}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -510,7 +541,10 @@ fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<String>, Stri
         let where_ = || format!("--urls {} line {}", path.display(), n + 1);
         let p = if line.starts_with('/') {
             if line.bytes().any(|b| b <= b' ' || b == 0x7f) {
-                return Err(format!("{}: '{line}' contains spaces or control characters; percent-encode them", where_()));
+                return Err(format!(
+                    "{}: '{line}' contains spaces or control characters; percent-encode them",
+                    where_()
+                ));
             }
             line.to_string()
         } else {
@@ -525,11 +559,17 @@ fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<String>, Stri
         };
         out.push(p);
         if out.len() > MAX_URLS {
-            return Err(format!("--urls {}: more than {MAX_URLS} URLs", path.display()));
+            return Err(format!(
+                "--urls {}: more than {MAX_URLS} URLs",
+                path.display()
+            ));
         }
     }
     if out.is_empty() {
-        return Err(format!("--urls {}: no URLs in the file (one path or http:// URL per line)", path.display()));
+        return Err(format!(
+            "--urls {}: no URLs in the file (one path or http:// URL per line)",
+            path.display()
+        ));
     }
     Ok(out)
 }

@@ -8,9 +8,10 @@
 //!
 //! Per thread: a long-lived worker opens its connections once, then runs the phases the main
 //! thread sends it, one at a time, and returns one `PhaseReport` per phase. A phase ends at its end
-//! time: due requests still in the backlog are counted as dropped, requests on the wire are waited
-//! for (at most `--timeout`, then they are `timeout` errors), so every request belongs to exactly
-//! the phase of its intended time.
+//! time: no new arrivals, but due requests still in the backlog are sent as connections free up and
+//! requests on the wire are waited for, all within `--timeout` (then the unsent ones are counted as
+//! dropped and the unanswered ones are `timeout` errors), so every request belongs to exactly the
+//! phase of its intended time.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -209,12 +210,15 @@ pub struct PhaseReport {
     pub wall_time: Duration,
     pub user_time: Duration,
     pub sys_time: Duration,
+    /// After the drain: the last response of the phase arrived before this.
     pub stopped_at: Instant,
 }
 
 pub enum WorkerMsg {
     /// The initial connections are open (or failed); `failed` of them could not connect.
-    Connected { failed: usize },
+    Connected {
+        failed: usize,
+    },
     Phase(Box<PhaseReport>),
 }
 
@@ -223,8 +227,12 @@ enum St {
     /// No socket (conn-rate: slot unused).
     Empty,
     /// Pool: waiting to reconnect after a failure.
-    Backoff { retry_at: Instant },
-    Connecting { since: Instant },
+    Backoff {
+        retry_at: Instant,
+    },
+    Connecting {
+        since: Instant,
+    },
     /// Pool: open, no request outstanding.
     Free,
     /// A request is outstanding (or being written).
@@ -284,7 +292,10 @@ pub fn run_open_worker(
     let result = (|| -> io::Result<()> {
         if let Some(cpu) = cfg.cpu {
             sys::pin_current_thread(cpu).map_err(|e| {
-                io::Error::new(e.kind(), format!("pinning thread {index} to CPU {cpu}: {e}"))
+                io::Error::new(
+                    e.kind(),
+                    format!("pinning thread {index} to CPU {cpu}: {e}"),
+                )
             })?;
         }
         let mut w = Worker::new(cfg)?;
@@ -442,20 +453,27 @@ impl Worker {
             self.poll_once(&mut events, timeout)?;
         }
         let end = Instant::now();
-        self.open.dropped_unsent += self.backlog.len() as u64;
-        self.backlog.clear();
 
-        // Drain: wait for what is on the wire (bounded by the sweep's --timeout).
-        while self.outstanding > 0 {
+        // Drain: requests due in the phase but still waiting for a connection are sent as
+        // connections free up, and what is on the wire is waited for; both for at most
+        // --timeout. Dropping the backlog at once would drop exactly the requests that waited
+        // through a stall, and the stall would vanish from the corrected latency.
+        let drain_deadline = end + self.cfg.timeout;
+        while self.outstanding > 0 || !self.backlog.is_empty() {
             let now = Instant::now();
+            if now >= drain_deadline {
+                self.open.dropped_unsent += self.backlog.len() as u64;
+                self.backlog.clear();
+            }
+            self.dispatch();
             if now >= next_sweep {
                 self.sweep(now);
                 next_sweep = now + SWEEP_INTERVAL;
             }
-            if self.outstanding == 0 {
+            if self.outstanding == 0 && self.backlog.is_empty() {
                 break;
             }
-            self.timer.arm_at(next_sweep)?;
+            self.timer.arm_at(next_sweep.min(drain_deadline.max(now)))?;
             self.poll_once(&mut events, None)?;
         }
         let stopped_at = Instant::now();
@@ -471,7 +489,7 @@ impl Worker {
             wall_time: stopped_at.saturating_duration_since(wall0),
             user_time: user1.saturating_sub(user0),
             sys_time: sys1.saturating_sub(sys0),
-            stopped_at: end,
+            stopped_at,
         })
     }
 
@@ -586,13 +604,18 @@ impl Worker {
         let slot = &mut self.slots[i];
         match connect_nonblocking(self.cfg.target, slot.source, nodelay) {
             Ok(mut sock) => {
-                if let Err(e) =
-                    self.poll
-                        .registry()
-                        .register(&mut sock, Token(i), Interest::READABLE | Interest::WRITABLE)
-                {
+                if let Err(e) = self.poll.registry().register(
+                    &mut sock,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
                     slot.st = St::Connecting { since: now };
-                    self.fail(i, now, ErrorClass::of_connect_error(&e), format!("epoll registration: {e}"));
+                    self.fail(
+                        i,
+                        now,
+                        ErrorClass::of_connect_error(&e),
+                        format!("epoll registration: {e}"),
+                    );
                     return;
                 }
                 slot.sock = Some(sock);
@@ -618,7 +641,10 @@ impl Worker {
         let next = match slot.st {
             St::Connecting { .. } => {
                 if ev.is_error() || ev.is_write_closed() || ev.is_read_closed() {
-                    let e = slot.sock.as_ref().and_then(|s| s.take_error().ok().flatten());
+                    let e = slot
+                        .sock
+                        .as_ref()
+                        .and_then(|s| s.take_error().ok().flatten());
                     let class = e
                         .as_ref()
                         .map_or(ErrorClass::ConnectRefused, ErrorClass::of_connect_error);
@@ -724,7 +750,9 @@ impl Worker {
     fn sweep(&mut self, now: Instant) {
         for i in 0..self.slots.len() {
             match self.slots[i].st {
-                St::Connecting { since } if now.saturating_duration_since(since) >= self.cfg.timeout => {
+                St::Connecting { since }
+                    if now.saturating_duration_since(since) >= self.cfg.timeout =>
+                {
                     let msg = format!(
                         "connect to {} not complete after {:?}",
                         self.cfg.target, self.cfg.timeout
@@ -857,7 +885,10 @@ impl Worker {
         if self.stats.response(now, corrected, ok) {
             match verdict {
                 Verdict::Ok => {
-                    let us = uncorrected.as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64;
+                    let us = uncorrected
+                        .as_micros()
+                        .min(u128::from(stats::HIST_HIGHEST_US))
+                        as u64;
                     self.open
                         .uncorrected
                         .saturating_record(us.max(stats::HIST_LOWEST_US));
@@ -869,9 +900,11 @@ impl Worker {
                         format!("status {} from {what} (expected {expected})", r.status)
                     });
                 }
-                Verdict::Mismatch(m) => self
-                    .stats
-                    .error(now, ErrorClass::VerificationMismatch, || format!("{what}: {m}")),
+                Verdict::Mismatch(m) => {
+                    self.stats.error(now, ErrorClass::VerificationMismatch, || {
+                        format!("{what}: {m}")
+                    })
+                }
             }
         }
         let reusable = r.keep_alive && !self.cfg.close;

@@ -57,10 +57,18 @@ impl Workers {
                 Err(_) => return Err(OpenError::Failure("a load thread panicked".into())),
             }
         }
-        Ok(out.into_iter().map(|m| m.expect("one per thread")).collect())
+        Ok(out
+            .into_iter()
+            .map(|m| m.expect("one per thread"))
+            .collect())
     }
 
-    fn phase(&self, start: Instant, end: Instant, rate: f64) -> Result<Vec<PhaseReport>, OpenError> {
+    fn phase(
+        &self,
+        start: Instant,
+        end: Instant,
+        rate: f64,
+    ) -> Result<Vec<PhaseReport>, OpenError> {
         let threads = self.plans.len();
         for p in &self.plans {
             let plan = PhasePlan {
@@ -75,9 +83,9 @@ impl Workers {
             .into_iter()
             .map(|m| match m {
                 WorkerMsg::Phase(r) => Ok(*r),
-                WorkerMsg::Connected { .. } => {
-                    Err(OpenError::Failure("unexpected message from a load thread".into()))
-                }
+                WorkerMsg::Connected { .. } => Err(OpenError::Failure(
+                    "unexpected message from a load thread".into(),
+                )),
             })
             .collect()
     }
@@ -93,6 +101,8 @@ impl Workers {
 /// One measured rate, merged over threads.
 pub struct StepOut {
     pub rate: f64,
+    /// The schedule's length (arrivals happen in it); `outcome.duration` also covers the drain.
+    pub schedule: Duration,
     pub outcome: RunOutcome,
     pub open: OpenStats,
 }
@@ -149,12 +159,7 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, OpenEr
     })
 }
 
-fn drive(
-    cfg: &Config,
-    h: &HttpConfig,
-    o: &OpenConfig,
-    w: &Workers,
-) -> Result<Document, OpenError> {
+fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Document, OpenError> {
     let connected = w.recv_all()?;
     let failed: usize = connected
         .iter()
@@ -235,10 +240,9 @@ fn drive(
 fn wait_for_start() -> Result<Instant, OpenError> {
     eprintln!("READY {}", sys::unix_now_ns());
     let mut line = String::new();
-    let n = std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| OpenError::Failure(format!("--prepare: reading the start time from stdin: {e}")))?;
+    let n = std::io::stdin().lock().read_line(&mut line).map_err(|e| {
+        OpenError::Failure(format!("--prepare: reading the start time from stdin: {e}"))
+    })?;
     if n == 0 {
         return Err(OpenError::Aborted(
             "--prepare: stdin closed before a start time arrived; nothing was measured".into(),
@@ -289,6 +293,7 @@ fn merge_reports(
     let mut threads = Vec::new();
     let mut merged: Option<ThreadStats> = None;
     let mut open = OpenStats::new();
+    let stopped = reports.iter().map(|r| r.stopped_at).max().unwrap_or(start);
     for r in reports {
         threads.push(ThreadSummary {
             cpu: None,
@@ -305,11 +310,14 @@ fn merge_reports(
     }
     StepOut {
         rate,
+        schedule: duration,
         outcome: RunOutcome {
             stats: merged.expect("at least one thread"),
             threads,
             started_at: wall_of(start),
-            duration,
+            // Responses to requests due in the phase count, also when they arrive in the drain:
+            // the throughput is over the time it took to answer them.
+            duration: stopped.saturating_duration_since(start).max(duration),
             warmup,
             probe: None,
         },
@@ -320,7 +328,7 @@ fn merge_reports(
 fn step_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, s: &StepOut) -> Document {
     let mut doc = output::document(cfg, &s.outcome);
     fix_cpus(cfg, &mut doc);
-    doc.open_loop = Some(open_doc(h, o, Some(s.rate), &s.open, s.outcome.duration));
+    doc.open_loop = Some(open_doc(h, o, Some(s.rate), &s.open, s.schedule));
     doc
 }
 
@@ -328,7 +336,9 @@ fn fix_cpus(cfg: &Config, doc: &mut Document) {
     doc.generator.cpus = if cfg.cpus.is_empty() {
         Vec::new()
     } else {
-        (0..cfg.threads).map(|t| cfg.cpus[t % cfg.cpus.len()]).collect()
+        (0..cfg.threads)
+            .map(|t| cfg.cpus[t % cfg.cpus.len()])
+            .collect()
     };
 }
 
@@ -350,9 +360,18 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
         tl.resize(seconds.max(tl.len()), Default::default());
         timeline.extend(tl);
         let offset = (duration.as_nanos() / cfg.interval.as_nanos()) as u64;
-        intervals.extend(st.intervals.done.iter().map(|(i, b)| (i + offset, b.clone())));
+        intervals.extend(
+            st.intervals
+                .done
+                .iter()
+                .map(|(i, b)| (i + offset, b.clone())),
+        );
         // Each step is padded to whole intervals, so the next one starts on a boundary.
-        let n = s.outcome.duration.as_nanos().div_ceil(cfg.interval.as_nanos());
+        let n = s
+            .outcome
+            .duration
+            .as_nanos()
+            .div_ceil(cfg.interval.as_nanos());
         duration += Duration::from_nanos((n * cfg.interval.as_nanos()) as u64);
         open.merge(&s.open);
         for (k, t) in s.outcome.threads.iter().enumerate() {
@@ -374,6 +393,7 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
     stats.timeline = timeline;
     stats.intervals.done = intervals;
     let measured: Duration = steps.iter().map(|s| s.outcome.duration).sum();
+    let scheduled: Duration = steps.iter().map(|s| s.schedule).sum();
     let outcome = RunOutcome {
         stats,
         threads,
@@ -385,13 +405,14 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
     let mut doc = output::document(cfg, &outcome);
     fix_cpus(cfg, &mut doc);
     doc.intervals = output::intervals_doc(&outcome.stats.intervals.done, cfg.interval, duration);
-    let mut od = open_doc(h, o, None, &open, measured);
+    let mut od = open_doc(h, o, None, &open, scheduled);
     // A sweep is marked when any of its steps was.
     let marked: Vec<String> = steps
         .iter()
         .filter_map(|s| {
-            let d = open_doc(h, o, Some(s.rate), &s.open, s.outcome.duration);
-            d.rate_not_met.then(|| format!("step {}/s: {}", s.rate, d.rate_not_met_reasons.join("; ")))
+            let d = open_doc(h, o, Some(s.rate), &s.open, s.schedule);
+            d.rate_not_met
+                .then(|| format!("step {}/s: {}", s.rate, d.rate_not_met_reasons.join("; ")))
         })
         .collect();
     od.rate_not_met = !marked.is_empty();
@@ -475,7 +496,11 @@ fn verdict(s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
     let mut reasons = Vec::new();
     let errors = st.errors_total();
     let answered = st.responses + errors;
-    let error_fraction = if answered == 0 { 1.0 } else { errors as f64 / answered as f64 };
+    let error_fraction = if answered == 0 {
+        1.0
+    } else {
+        errors as f64 / answered as f64
+    };
     if error_fraction > fm.max_errors {
         reasons.push(format!(
             "errors {:.3}% above {:.3}%",
@@ -495,10 +520,17 @@ fn verdict(s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
             ));
         }
     }
-    let d = s.outcome.duration.as_secs_f64();
-    let achieved = if d > 0.0 { s.open.started as f64 / d } else { 0.0 };
+    let d = s.schedule.as_secs_f64();
+    let achieved = if d > 0.0 {
+        s.open.started as f64 / d
+    } else {
+        0.0
+    };
     if achieved < RATE_MET_FRACTION * s.rate || s.open.dropped() > 0 {
-        reasons.push(format!("rate not met: achieved {achieved:.1}/s of {}/s", s.rate));
+        reasons.push(format!(
+            "rate not met: achieved {achieved:.1}/s of {}/s",
+            s.rate
+        ));
     }
     let _ = o;
     StepVerdict {
@@ -531,10 +563,15 @@ pub fn find_max(
             fail = Some(rate);
         }
         match (pass, fail) {
-            (None, Some(_)) => break "the start rate already fails; lower --rate/--conn-rate".into(),
+            (None, Some(_)) => {
+                break "the start rate already fails; lower --rate/--conn-rate".into()
+            }
             (Some(p), None) => {
                 if p >= fm.limit {
-                    break format!("reached --find-max-limit {} with every step passing", fm.limit);
+                    break format!(
+                        "reached --find-max-limit {} with every step passing",
+                        fm.limit
+                    );
                 }
                 rate = (p * FIND_MAX_GROWTH).min(fm.limit);
             }
@@ -582,9 +619,15 @@ mod tests {
         })
         .unwrap_or_else(|_| panic!());
         let rates: Vec<f64> = v.iter().map(|s| s.rate_per_s).collect();
-        assert_eq!(&rates[..7], &[100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0, 2400.0]);
+        assert_eq!(
+            &rates[..7],
+            &[100.0, 200.0, 400.0, 800.0, 1600.0, 3200.0, 2400.0]
+        );
         let found = found.unwrap();
-        assert!(found <= capacity && found >= capacity * 0.95, "{found} {rates:?}");
+        assert!(
+            found <= capacity && found >= capacity * 0.95,
+            "{found} {rates:?}"
+        );
         assert!(why.contains("resolution"), "{why}");
     }
 

@@ -10,9 +10,9 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::config::{Config, Mode};
-use crate::openloop::LoadKind;
 use crate::echo::ProbeResult;
 use crate::http::hex;
+use crate::openloop::LoadKind;
 use crate::run::RunOutcome;
 use crate::stats::{self, ErrorClass};
 use crate::sys::rfc3339_utc;
@@ -500,7 +500,11 @@ pub fn write_hlog(path: &std::path::Path, doc: &Document) -> Result<(), String> 
 }
 
 /// Every interval of the measured phase, empty ones included.
-pub fn intervals_doc(done: &[(u64, Vec<u8>)], interval: Duration, duration: Duration) -> IntervalsDoc {
+pub fn intervals_doc(
+    done: &[(u64, Vec<u8>)],
+    interval: Duration,
+    duration: Duration,
+) -> IntervalsDoc {
     let n = (duration.as_nanos()).div_ceil(interval.as_nanos().max(1)) as u64;
     let hists = stats::merge_intervals(&[done], n);
     IntervalsDoc {
@@ -600,7 +604,11 @@ pub fn human(doc: &Document) -> String {
             fmt_us(u.p99_9_us),
             fmt_us(u.max_us)
         );
-        let what = if ol.kind == "rate" { "requests" } else { "connections" };
+        let what = if ol.kind == "rate" {
+            "requests"
+        } else {
+            "connections"
+        };
         let asked = ol
             .asked_rate_per_s
             .map_or("(sweep)".to_string(), |r| format!("{r}"));

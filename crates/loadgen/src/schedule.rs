@@ -261,7 +261,10 @@ mod tests {
         assert!((var.sqrt() - 1e-3).abs() < 3e-5, "stdev {}", var.sqrt());
         // Memorylessness shows as P(gap > mean) = 1/e.
         let above = a.iter().filter(|&&g| g > 1e-3).count() as f64 / n as f64;
-        assert!((above - (-1f64).exp()).abs() < 0.01, "P(gap > mean) = {above}");
+        assert!(
+            (above - (-1f64).exp()).abs() < 0.01,
+            "P(gap > mean) = {above}"
+        );
     }
 
     #[test]
@@ -277,18 +280,29 @@ mod tests {
         for _ in 0..50_000 {
             seen[r.below(5)] += 1;
         }
-        assert!(seen.iter().all(|&n| (9_000..11_000).contains(&n)), "{seen:?}");
+        assert!(
+            seen.iter().all(|&n| (9_000..11_000).contains(&n)),
+            "{seen:?}"
+        );
     }
 
     #[test]
     fn steps_parse() {
-        assert_eq!(parse_steps("50:200:50").unwrap(), vec![50.0, 100.0, 150.0, 200.0]);
+        assert_eq!(
+            parse_steps("50:200:50").unwrap(),
+            vec![50.0, 100.0, 150.0, 200.0]
+        );
         assert_eq!(parse_steps("100:250:100").unwrap(), vec![100.0, 200.0]);
         assert_eq!(parse_steps("0.5:1.5:0.5").unwrap(), vec![0.5, 1.0, 1.5]);
         assert_eq!(parse_steps("7:7:1").unwrap(), vec![7.0]);
-        for bad in ["", "1:2", "1:2:3:4", "a:2:1", "5:1:1", "0:10:1", "1:10:0", "1:1e9:1", "-1:2:1"] {
+        for bad in [
+            "", "1:2", "1:2:3:4", "a:2:1", "5:1:1", "0:10:1", "1:10:0", "1:1e9:1", "-1:2:1",
+        ] {
             let e = parse_steps(bad).unwrap_err();
-            assert!(e.contains("--steps") && e.contains("LOW:HIGH:STEP"), "{bad}: {e}");
+            assert!(
+                e.contains("--steps") && e.contains("LOW:HIGH:STEP"),
+                "{bad}: {e}"
+            );
         }
     }
 
@@ -308,8 +322,20 @@ mod tests {
                 max_latency: Duration::from_millis(200)
             }
         );
-        assert_eq!(parse_slo("p50<=1.5").unwrap().max_latency, Duration::from_millis(1500));
-        for bad in ["99<=50ms", "p99<50ms", "p100<=1s", "p0<=1s", "px<=1s", "p99<=fast", "p99<=0ms", ""] {
+        assert_eq!(
+            parse_slo("p50<=1.5").unwrap().max_latency,
+            Duration::from_millis(1500)
+        );
+        for bad in [
+            "99<=50ms",
+            "p99<50ms",
+            "p100<=1s",
+            "p0<=1s",
+            "px<=1s",
+            "p99<=fast",
+            "p99<=0ms",
+            "",
+        ] {
             let e = parse_slo(bad).unwrap_err();
             assert!(e.contains("--slo") && e.contains("p99<=50ms"), "{bad}: {e}");
         }
@@ -321,7 +347,12 @@ mod tests {
         assert_eq!(parse_error_budget("0").unwrap(), 0.0);
         assert!((parse_error_budget("0.05").unwrap() - 0.05).abs() < 1e-12);
         for bad in ["", "x%", "101%", "-1%", "2"] {
-            assert!(parse_error_budget(bad).unwrap_err().contains("--max-errors"), "{bad}");
+            assert!(
+                parse_error_budget(bad)
+                    .unwrap_err()
+                    .contains("--max-errors"),
+                "{bad}"
+            );
         }
     }
 }

@@ -76,7 +76,9 @@ impl Intervals {
         self.index = (now.saturating_duration_since(self.start).as_nanos()
             / self.interval.as_nanos().max(1)) as u64;
         self.end = self.start
-            + Duration::from_nanos((self.interval.as_nanos() as u64).saturating_mul(self.index + 1));
+            + Duration::from_nanos(
+                (self.interval.as_nanos() as u64).saturating_mul(self.index + 1),
+            );
     }
 
     /// Move the live histogram into `done` (at the end of the run).
