@@ -55,6 +55,12 @@ pub struct CommonArgs {
     /// Print the JSON result document on stdout instead of the human summary
     #[arg(long)]
     pub json: bool,
+    /// Length of each per-interval latency histogram in the result
+    #[arg(long, value_parser = parse_duration, default_value = "1s", value_name = "D")]
+    pub interval: Duration,
+    /// Also write the per-interval histograms as an HdrHistogram interval log to FILE
+    #[arg(long, value_name = "FILE")]
+    pub hlog: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -95,6 +101,63 @@ pub struct HttpArgs {
     /// The first response's status and body (size + sha256) become the expectation
     #[arg(long)]
     pub verify_learn: bool,
+    /// Open loop: R requests per second in total, on the -c connections; latency counts from each request's intended send time
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Open loop: C new connections per second, each doing --requests-per-conn requests then closing
+    #[arg(long, value_name = "C")]
+    pub conn_rate: Option<f64>,
+    /// With --conn-rate: requests per connection, one after another (keep-alive)
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    pub requests_per_conn: u32,
+    /// Gaps between intended starts: uniform (exactly 1/rate) or poisson (exponential, seeded)
+    #[arg(long, value_enum, default_value = "uniform")]
+    pub arrival: ArrivalArg,
+    /// Seed for poisson gaps and random URL picks [default: from the clock; recorded in the result]
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Rate sweep: LOW, LOW+STEP, ... HIGH (per second), one result per step
+    #[arg(long, value_name = "LOW:HIGH:STEP")]
+    pub steps: Option<String>,
+    /// Length of each step of --steps / --find-max [default: 5s]
+    #[arg(long, value_parser = parse_duration, value_name = "D")]
+    pub step_duration: Option<Duration>,
+    /// Search the highest rate meeting --slo and --max-errors (start at --rate/--conn-rate, double, then bisect)
+    #[arg(long)]
+    pub find_max: bool,
+    /// Latency objective for --find-max, on corrected latency: 'p99<=50ms'
+    #[arg(long, value_name = "SLO")]
+    pub slo: Option<String>,
+    /// Error budget for --find-max: 0.1% or 0.001 [default: 0.1%]
+    #[arg(long, value_name = "E")]
+    pub max_errors: Option<String>,
+    /// --find-max stops bisecting when the gap between pass and fail is below this fraction [default: 5%]
+    #[arg(long, value_name = "F")]
+    pub find_max_resolution: Option<String>,
+    /// --find-max never asks more than this rate [default: 1000000]
+    #[arg(long, value_name = "R")]
+    pub find_max_limit: Option<f64>,
+    /// Request paths or URLs (same host:port as URL), one per line; # starts a comment
+    #[arg(long, value_name = "FILE")]
+    pub urls: Option<std::path::PathBuf>,
+    /// Order of --urls
+    #[arg(long, value_enum, default_value = "random")]
+    pub url_order: UrlOrderArg,
+    /// Open connections and warm up, print "READY <unix_ns>" on stderr, read the start time (Unix ns) from stdin
+    #[arg(long)]
+    pub prepare: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum ArrivalArg {
+    Uniform,
+    Poisson,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum UrlOrderArg {
+    Random,
+    RoundRobin,
 }
 
 #[derive(Args, Debug)]

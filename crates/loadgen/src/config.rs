@@ -4,9 +4,11 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use crate::cli::{Cli, Command, CommonArgs};
+use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
 use crate::http::{self, Expectation};
+use crate::openloop::{LoadKind, Requests, UrlOrder};
 use crate::parse::{parse_cpu_list, parse_ip_list};
+use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
 
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
@@ -32,7 +34,55 @@ pub struct HttpConfig {
     pub verify_learn: bool,
     /// One request's wire bytes.
     pub request: Vec<u8>,
+    /// `--urls`: every URL's request, built once (the single URL's otherwise).
+    pub requests_wire: std::sync::Arc<Requests>,
+    pub urls_file: Option<std::path::PathBuf>,
+    /// Poisson gaps and random URL picks; from the clock unless `--seed`.
+    pub seed: u64,
+    pub open: Option<OpenConfig>,
 }
+
+/// `--rate` / `--conn-rate` and what goes with them.
+pub struct OpenConfig {
+    pub kind: LoadKind,
+    pub rate: Option<f64>,
+    pub conn_rate: Option<f64>,
+    pub arrival: Arrival,
+    pub steps: Option<Vec<f64>>,
+    pub step_duration: Option<Duration>,
+    pub find_max: Option<FindMax>,
+    pub prepare: bool,
+}
+
+impl OpenConfig {
+    /// The asked rate (requests or connections per second) of a single-rate run, or the first
+    /// rate of a sweep.
+    pub fn base_rate(&self) -> f64 {
+        self.rate
+            .or(self.conn_rate)
+            .unwrap_or(DEFAULT_FIND_MAX_START)
+    }
+}
+
+pub struct FindMax {
+    pub slo: Slo,
+    pub max_errors: f64,
+    pub resolution: f64,
+    pub limit: f64,
+}
+
+/// `--conn-rate` without `-c`: how many connections may be open at once before arrivals are
+/// dropped (and counted); well inside the 20000 open files this machine allows.
+pub const DEFAULT_CONN_RATE_MAX_OPEN: usize = 10_000;
+pub const DEFAULT_STEP_DURATION: Duration = Duration::from_secs(5);
+pub const DEFAULT_FIND_MAX_START: f64 = 100.0;
+pub const DEFAULT_FIND_MAX_RESOLUTION: f64 = 0.05;
+pub const DEFAULT_FIND_MAX_LIMIT: f64 = 1_000_000.0;
+pub const DEFAULT_MAX_ERRORS: f64 = 0.001;
+/// A rate above this is refused: far beyond what one generator process can schedule.
+pub const MAX_RATE: f64 = 10_000_000.0;
+/// `--urls` files longer than this are refused (each URL's request is prebuilt in memory).
+pub const MAX_URLS: usize = 1_000_000;
 
 pub struct EchoConfig {
     /// None in `--duration` mode.
@@ -62,6 +112,8 @@ pub struct Config {
     pub source_ips: Vec<IpAddr>,
     pub json: bool,
     pub command_line: Vec<String>,
+    pub interval: Duration,
+    pub hlog: Option<std::path::PathBuf>,
 }
 
 impl Config {
@@ -133,7 +185,50 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 body: &body,
                 close: a.close,
             })?;
+            let seed = a.seed.unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos() as u64)
+            });
+            let open = open_config(&a, &mut c)?;
+            let order = match a.url_order {
+                UrlOrderArg::Random => UrlOrder::Random,
+                UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
+            };
+            let requests_wire = match &a.urls {
+                None => Requests {
+                    wire: vec![request.clone()],
+                    what: vec![format!("{} {}", a.method, url.path)],
+                    order,
+                },
+                Some(path) => {
+                    if open.is_none() {
+                        return Err("--urls needs --rate or --conn-rate: the closed loop sends one URL (give the rate you want measured, e.g. --rate 1000)".into());
+                    }
+                    let paths = read_urls(path, &url)?;
+                    let mut wire = Vec::with_capacity(paths.len());
+                    for p in &paths {
+                        wire.push(http::build_request(&http::RequestSpec {
+                            method: &a.method,
+                            host_header: &url.host_header,
+                            path: p,
+                            headers: &a.headers,
+                            body: &body,
+                            close: a.close,
+                        })?);
+                    }
+                    let what = paths.iter().map(|p| format!("{} {p}", a.method)).collect();
+                    Requests { wire, what, order }
+                }
+            };
+            if open.is_some() && c.hlog.is_some() && c.hlog == a.urls {
+                return Err("--hlog and --urls name the same file".into());
+            }
             c.mode = Mode::Http(HttpConfig {
+                requests_wire: std::sync::Arc::new(requests_wire),
+                urls_file: a.urls.clone(),
+                seed,
+                open,
                 url,
                 requests: a.requests,
                 close: a.close,
@@ -224,6 +319,9 @@ fn common(
     if a.duration.is_some_and(|d| d.is_zero()) {
         return Err("--duration must be longer than 0".into());
     }
+    if a.interval < Duration::from_millis(1) {
+        return Err("--interval must be at least 1ms".into());
+    }
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
@@ -260,6 +358,8 @@ fn common(
         source_ips,
         json: a.json,
         command_line,
+        interval: a.interval,
+        hlog: a.hlog.clone(),
     })
 }
 
@@ -273,4 +373,203 @@ fn check_bindable(ip: IpAddr) -> Result<(), String> {
     .map_err(|e| format!("--source-ips: cannot create a socket: {e}"))?;
     sock.bind(&SocketAddr::new(ip, 0).into())
         .map_err(|e| format!("--source-ips: cannot bind to {ip} ({e}); every address must be assigned to this machine (all of 127.0.0.0/8 is)"))
+}
+
+fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, String> {
+    let sweep = a.steps.is_some() || a.find_max;
+    if a.rate.is_none() && a.conn_rate.is_none() {
+        if a.find_max {
+            return Err("--find-max needs the kind of rate to search: give --rate START or --conn-rate START".into());
+        }
+        for (given, name) in [
+            (a.steps.is_some(), "--steps"),
+            (a.prepare, "--prepare"),
+            (a.seed.is_some(), "--seed"),
+            (a.step_duration.is_some(), "--step-duration"),
+            (a.slo.is_some(), "--slo"),
+            (a.max_errors.is_some(), "--max-errors"),
+            (a.find_max_resolution.is_some(), "--find-max-resolution"),
+            (a.find_max_limit.is_some(), "--find-max-limit"),
+            (!matches!(a.arrival, ArrivalArg::Uniform), "--arrival"),
+        ] {
+            if given {
+                return Err(format!(
+                    "{name} belongs to the open-loop modes: add --rate R or --conn-rate C"
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    if a.rate.is_some() && a.conn_rate.is_some() {
+        return Err(
+            "--rate and --conn-rate are two different load models: give one of them".into(),
+        );
+    }
+    for (v, name) in [
+        (a.rate, "--rate"),
+        (a.conn_rate, "--conn-rate"),
+        (a.find_max_limit, "--find-max-limit"),
+    ] {
+        if let Some(r) = v {
+            if !(r.is_finite() && r > 0.0 && r <= MAX_RATE) {
+                return Err(format!(
+                    "{name} {r}: give a positive number of at most {MAX_RATE} per second"
+                ));
+            }
+        }
+    }
+    if a.requests.is_some() {
+        return Err("--requests counts a closed loop; with a rate the length is --duration (or --steps/--step-duration)".into());
+    }
+    if a.pipeline != 1 {
+        return Err("--pipeline applies to the closed loop; open-loop modes keep one request in flight per connection (raise -c instead)".into());
+    }
+    if a.conn_rate.is_none() && a.requests_per_conn != 1 {
+        return Err("--requests-per-conn goes with --conn-rate".into());
+    }
+    if a.requests_per_conn == 0 {
+        return Err("--requests-per-conn 0 would send nothing: give at least 1".into());
+    }
+    if a.conn_rate.is_some() && a.close && a.requests_per_conn > 1 {
+        return Err(
+            "--close allows one request per connection; drop it or use --requests-per-conn 1"
+                .into(),
+        );
+    }
+    if a.steps.is_some() && a.find_max {
+        return Err(
+            "--steps measures given rates and --find-max searches them: give one of them".into(),
+        );
+    }
+    if sweep && a.common.duration.is_some() {
+        return Err(
+            "with --steps or --find-max each step lasts --step-duration; drop --duration".into(),
+        );
+    }
+    if !sweep && a.step_duration.is_some() {
+        return Err("--step-duration goes with --steps or --find-max".into());
+    }
+    if a.step_duration.is_some_and(|d| d.is_zero()) {
+        return Err("--step-duration must be longer than 0".into());
+    }
+    if !a.find_max
+        && (a.slo.is_some()
+            || a.max_errors.is_some()
+            || a.find_max_resolution.is_some()
+            || a.find_max_limit.is_some())
+    {
+        return Err(
+            "--slo, --max-errors, --find-max-resolution and --find-max-limit go with --find-max"
+                .into(),
+        );
+    }
+    let find_max = if a.find_max {
+        let slo_text = a
+            .slo
+            .as_deref()
+            .ok_or("--find-max needs an objective: add --slo 'p99<=50ms' (or another percentile and bound)")?;
+        let resolution = match &a.find_max_resolution {
+            None => DEFAULT_FIND_MAX_RESOLUTION,
+            Some(t) => schedule::parse_error_budget(t)
+                .ok()
+                .filter(|f| *f > 0.0 && *f < 1.0)
+                .ok_or_else(|| format!("--find-max-resolution '{t}': give a percentage like 5% or a fraction like 0.05, above 0 and below 100%"))?,
+        };
+        let start = a.rate.or(a.conn_rate).unwrap_or(DEFAULT_FIND_MAX_START);
+        let limit = a.find_max_limit.unwrap_or(DEFAULT_FIND_MAX_LIMIT);
+        if limit < start {
+            return Err(format!(
+                "--find-max-limit {limit} is below the start rate {start}"
+            ));
+        }
+        Some(FindMax {
+            slo: schedule::parse_slo(slo_text)?,
+            max_errors: match &a.max_errors {
+                None => DEFAULT_MAX_ERRORS,
+                Some(t) => schedule::parse_error_budget(t)?,
+            },
+            resolution,
+            limit,
+        })
+    } else {
+        None
+    };
+    let steps = a.steps.as_deref().map(schedule::parse_steps).transpose()?;
+    if c.threads > c.connections {
+        return Err(format!(
+            "--threads {} is more than --connections {}",
+            c.threads, c.connections
+        ));
+    }
+    if sweep {
+        c.duration = None;
+    }
+    if a.conn_rate.is_some() && a.common.connections.is_none() {
+        c.connections = DEFAULT_CONN_RATE_MAX_OPEN;
+    }
+    Ok(Some(OpenConfig {
+        kind: match a.conn_rate {
+            Some(_) => LoadKind::ConnRate {
+                requests_per_conn: a.requests_per_conn,
+            },
+            None => LoadKind::Rate,
+        },
+        rate: a.rate,
+        conn_rate: a.conn_rate,
+        arrival: match a.arrival {
+            ArrivalArg::Uniform => Arrival::Uniform,
+            ArrivalArg::Poisson => Arrival::Poisson,
+        },
+        steps,
+        step_duration: sweep.then(|| a.step_duration.unwrap_or(DEFAULT_STEP_DURATION)),
+        find_max,
+        prepare: a.prepare,
+    }))
+}
+
+/// `--urls FILE`: one path (`/x`) or absolute URL per line, blank lines and `#` comments skipped.
+/// Every absolute URL must name the same host and port as the main URL: one run, one target.
+fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<String>, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--urls {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let where_ = || format!("--urls {} line {}", path.display(), n + 1);
+        let p = if line.starts_with('/') {
+            if line.bytes().any(|b| b <= b' ' || b == 0x7f) {
+                return Err(format!(
+                    "{}: '{line}' contains spaces or control characters; percent-encode them",
+                    where_()
+                ));
+            }
+            line.to_string()
+        } else {
+            let u = target::parse_http_url(line).map_err(|e| format!("{}: {e}", where_()))?;
+            if u.host != base.host || u.port != base.port {
+                return Err(format!(
+                    "{}: '{line}' is on {}:{}, but the run's target is {}:{}; every URL must be on the same host and port (split the list into one run per target)",
+                    where_(), u.host, u.port, base.host, base.port
+                ));
+            }
+            u.path
+        };
+        out.push(p);
+        if out.len() > MAX_URLS {
+            return Err(format!(
+                "--urls {}: more than {MAX_URLS} URLs",
+                path.display()
+            ));
+        }
+    }
+    if out.is_empty() {
+        return Err(format!(
+            "--urls {}: no URLs in the file (one path or http:// URL per line)",
+            path.display()
+        ));
+    }
+    Ok(out)
 }

@@ -257,6 +257,7 @@ impl<P: Protocol> Worker<P> {
         let (cpu0, (user0, sys0), wall0) =
             at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
         let (user1, sys1) = sys::thread_rusage();
+        self.stats.intervals.flush();
         Ok(WorkerResult {
             cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
             wall_time: stopped_at.saturating_duration_since(wall0),

@@ -4,10 +4,13 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use netarena_load::config::{self, Mode};
+use netarena_load::openrun::{self, OpenError};
 use netarena_load::{cli, limits, output, run};
 
 /// Bad usage, a refused target, or a limit that makes the run impossible; nothing was sent.
 const EXIT_USAGE: u8 = 2;
+/// `--prepare` got no start time (stdin closed): nothing was measured.
+const EXIT_ABORTED: u8 = 3;
 /// The tool itself failed.
 const EXIT_FAILURE: u8 = 1;
 
@@ -44,11 +47,28 @@ fn main() -> ExitCode {
         }
     }
 
-    let outcome = match run::run(&cfg) {
-        Ok(o) => o,
-        Err(e) => return failure(&e),
+    let open_loop = matches!(&cfg.mode, Mode::Http(h) if h.open.is_some());
+    let doc = if open_loop {
+        match openrun::run(&cfg) {
+            Ok(d) => d,
+            Err(OpenError::Usage(e)) => return usage_error(&e),
+            Err(OpenError::Failure(e)) => return failure(&e),
+            Err(OpenError::Aborted(e)) => {
+                eprintln!("netarena-load: {e}");
+                return ExitCode::from(EXIT_ABORTED);
+            }
+        }
+    } else {
+        match run::run(&cfg) {
+            Ok(o) => output::document(&cfg, &o),
+            Err(e) => return failure(&e),
+        }
     };
-    let doc = output::document(&cfg, &outcome);
+    if let Some(path) = &cfg.hlog {
+        if let Err(e) = output::write_hlog(path, &doc) {
+            return failure(&e);
+        }
+    }
     if let Mode::Http(h) = &cfg.mode {
         if let Some(asked) = h.requests.filter(|&n| doc.totals.responses < n) {
             eprintln!(

@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::config::{Config, Mode};
 use crate::echo::ProbeResult;
 use crate::http::hex;
+use crate::openloop::LoadKind;
 use crate::run::RunOutcome;
 use crate::stats::{self, ErrorClass};
 use crate::sys::rfc3339_utc;
@@ -39,6 +40,94 @@ pub struct Document {
     pub generator: Generator,
     pub generator_saturated: bool,
     pub echo: Option<EchoDoc>,
+    /// True when `latency` counts from each request's intended send time (open-loop modes).
+    pub latency_corrected: bool,
+    pub intervals: IntervalsDoc,
+    pub open_loop: Option<OpenLoopDoc>,
+    /// `--steps` / `--find-max`: one complete result per measured rate, in the order measured.
+    pub steps: Option<Vec<Document>>,
+    pub find_max: Option<FindMaxDoc>,
+    /// Wall-clock start of the measured phase, for the `--hlog` header.
+    #[serde(skip)]
+    pub started_at_wall: std::time::SystemTime,
+}
+
+#[derive(Serialize)]
+pub struct IntervalsDoc {
+    pub interval_s: f64,
+    pub encoding: &'static str,
+    pub unit: &'static str,
+    pub entries: Vec<IntervalEntry>,
+}
+
+#[derive(Serialize)]
+pub struct IntervalEntry {
+    /// Start of the interval, seconds after the start of the measured phase.
+    pub t_s: f64,
+    pub count: u64,
+    pub p50_us: u64,
+    pub p99_us: u64,
+    pub p99_9_us: u64,
+    pub max_us: u64,
+    pub data: String,
+}
+
+#[derive(Serialize)]
+pub struct OpenLoopDoc {
+    pub kind: &'static str,
+    pub arrival: &'static str,
+    pub seed: u64,
+    /// Requests (rate) or connections (conn_rate) per second asked; null for a whole sweep.
+    pub asked_rate_per_s: Option<f64>,
+    pub achieved_rate_per_s: f64,
+    pub intended: u64,
+    pub started: u64,
+    pub late: u64,
+    pub late_threshold_us: u64,
+    pub dropped: u64,
+    pub dropped_overflow: u64,
+    pub dropped_unsent: u64,
+    pub rate_not_met: bool,
+    pub rate_not_met_reasons: Vec<String>,
+    pub latency_uncorrected: Latency,
+    pub schedule_lag: Latency,
+    pub connections: Option<ConnRateDoc>,
+}
+
+#[derive(Serialize)]
+pub struct ConnRateDoc {
+    pub requests_per_conn: u32,
+    pub started: u64,
+    pub completed: u64,
+    pub ended_early: u64,
+    pub failed: u64,
+    pub lifetime: Latency,
+}
+
+#[derive(Serialize)]
+pub struct FindMaxDoc {
+    pub method: &'static str,
+    pub slo: String,
+    pub slo_percentile: f64,
+    pub slo_max_latency_us: u64,
+    pub max_errors_fraction: f64,
+    pub start_rate_per_s: f64,
+    pub growth_factor: f64,
+    pub resolution_fraction: f64,
+    pub limit_rate_per_s: f64,
+    /// The highest measured rate that met every criterion; null when even the first did not.
+    pub found_rate_per_s: Option<f64>,
+    /// One verdict per entry of `steps`, same order.
+    pub verdicts: Vec<StepVerdict>,
+    /// Why the search stopped.
+    pub stopped_because: String,
+}
+
+#[derive(Serialize, Clone)]
+pub struct StepVerdict {
+    pub rate_per_s: f64,
+    pub passed: bool,
+    pub reasons: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -67,6 +156,22 @@ pub struct ConfigDoc {
     pub expect_body_sha256: Option<String>,
     pub verify_learn: bool,
     pub source_ips: Vec<String>,
+    pub interval_s: f64,
+    pub hlog: Option<String>,
+    pub rate: Option<f64>,
+    pub conn_rate: Option<f64>,
+    pub requests_per_conn: Option<u32>,
+    pub arrival: Option<&'static str>,
+    pub seed: Option<u64>,
+    pub steps: Option<Vec<f64>>,
+    pub step_duration_s: Option<f64>,
+    pub find_max: bool,
+    pub slo: Option<String>,
+    pub max_errors: Option<f64>,
+    pub urls_file: Option<String>,
+    pub url_count: usize,
+    pub url_order: Option<&'static str>,
+    pub prepare: bool,
     pub bytes_per_connection: Option<u64>,
     pub chunk_bytes: Option<u64>,
     pub probe_interval_s: Option<f64>,
@@ -238,6 +343,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         Mode::Http(h) => (Some(h), None),
         Mode::Echo(e) => (None, Some(e)),
     };
+    let open = http.and_then(|h| h.open.as_ref());
     let config = ConfigDoc {
         target: cfg.target.clone(),
         connections: cfg.connections,
@@ -257,6 +363,25 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         expect_body_sha256: http.and_then(|h| h.expect.body_sha256.map(|d| hex(&d))),
         verify_learn: http.is_some_and(|h| h.verify_learn),
         source_ips: cfg.source_ips.iter().map(|i| i.to_string()).collect(),
+        interval_s: secs(cfg.interval),
+        hlog: cfg.hlog.as_ref().map(|p| p.display().to_string()),
+        rate: open.and_then(|o| o.rate),
+        conn_rate: open.and_then(|o| o.conn_rate),
+        requests_per_conn: open.and_then(|o| match o.kind {
+            LoadKind::ConnRate { requests_per_conn } => Some(requests_per_conn),
+            LoadKind::Rate => None,
+        }),
+        arrival: open.map(|o| o.arrival.name()),
+        seed: http.map(|h| h.seed),
+        steps: open.and_then(|o| o.steps.clone()),
+        step_duration_s: open.and_then(|o| o.step_duration.map(secs)),
+        find_max: open.is_some_and(|o| o.find_max.is_some()),
+        slo: open.and_then(|o| o.find_max.as_ref().map(|f| f.slo.describe())),
+        max_errors: open.and_then(|o| o.find_max.as_ref().map(|f| f.max_errors)),
+        urls_file: http.and_then(|h| h.urls_file.as_ref().map(|p| p.display().to_string())),
+        url_count: http.map_or(0, |h| h.requests_wire.wire.len()),
+        url_order: http.and_then(|h| h.urls_file.as_ref().map(|_| h.requests_wire.order.name())),
+        prepare: open.is_some_and(|o| o.prepare),
         bytes_per_connection: echo_cfg.and_then(|e| e.bytes_per_connection),
         chunk_bytes: echo_cfg.map(|e| e.chunk_bytes),
         probe_interval_s: echo_cfg.and_then(|e| e.probe_interval.map(secs)),
@@ -326,6 +451,82 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         },
         generator_saturated: saturated,
         echo,
+        latency_corrected: open.is_some(),
+        intervals: intervals_doc(&s.intervals.done, cfg.interval, run.duration),
+        open_loop: None,
+        steps: None,
+        find_max: None,
+        started_at_wall: run.started_at,
+    }
+}
+
+/// `--hlog FILE`: the document's interval histograms as an HdrHistogram interval log (the format
+/// of Java's HistogramLogWriter: StartTime/BaseTime headers, one line per interval with a V2
+/// compressed histogram), readable by HistogramLogProcessor, HdrHistogram's plotters and
+/// `hdrh.log.HistogramLogReader`. Values are microseconds.
+pub fn write_hlog(path: &std::path::Path, doc: &Document) -> Result<(), String> {
+    use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
+    use hdrhistogram::serialization::Deserializer;
+    let fail = |e: String| format!("--hlog {}: {e}", path.display());
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut ser = V2DeflateSerializer::new();
+    let mut builder = IntervalLogWriterBuilder::new();
+    builder
+        .add_comment(&format!("netarena-load {} {}", doc.mode, doc.config.target))
+        .add_comment(if doc.latency_corrected {
+            "latency in microseconds, corrected: from each request's intended send time"
+        } else {
+            "latency in microseconds, from each request's send"
+        })
+        .with_start_time(doc.started_at_wall)
+        .with_base_time(doc.started_at_wall);
+    let mut w = builder
+        .begin_log_with(&mut bytes, &mut ser)
+        .map_err(|e| fail(e.to_string()))?;
+    let mut de = Deserializer::new();
+    let interval = Duration::from_secs_f64(doc.intervals.interval_s);
+    for e in &doc.intervals.entries {
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(&e.data)
+            .map_err(|e| fail(e.to_string()))?;
+        let h: Histogram<u64> = de
+            .deserialize(&mut &raw[..])
+            .map_err(|e| fail(format!("{e:?}")))?;
+        w.write_histogram(&h, Duration::from_secs_f64(e.t_s), interval, None)
+            .map_err(|e| fail(format!("{e:?}")))?;
+    }
+    drop(w);
+    std::fs::write(path, bytes).map_err(|e| fail(e.to_string()))
+}
+
+/// Every interval of the measured phase, empty ones included.
+pub fn intervals_doc(
+    done: &[(u64, Vec<u8>)],
+    interval: Duration,
+    duration: Duration,
+) -> IntervalsDoc {
+    let n = (duration.as_nanos()).div_ceil(interval.as_nanos().max(1)) as u64;
+    let hists = stats::merge_intervals(&[done], n);
+    IntervalsDoc {
+        interval_s: secs(interval),
+        encoding: "hdrhistogram-v2-deflate-base64",
+        unit: "us",
+        entries: hists
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let l = latency_doc(h);
+                IntervalEntry {
+                    t_s: i as f64 * secs(interval),
+                    count: l.count,
+                    p50_us: l.p50_us,
+                    p99_us: l.p99_us,
+                    p99_9_us: l.p99_9_us,
+                    max_us: l.max_us,
+                    data: l.histogram.data,
+                }
+            })
+            .collect(),
     }
 }
 
@@ -380,6 +581,9 @@ pub fn human(doc: &Document) -> String {
     }
     o += "\n";
     let l = &doc.latency;
+    if doc.latency_corrected {
+        o += "  Latency is corrected: counted from each request's intended send time (no coordinated omission)\n";
+    }
     o += &format!(
         "  Latency     p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (mean {} ± {})\n",
         fmt_us(l.p50_us),
@@ -390,6 +594,55 @@ pub fn human(doc: &Document) -> String {
         fmt_us(l.mean_us as u64),
         fmt_us(l.stdev_us as u64)
     );
+    if let Some(ol) = &doc.open_loop {
+        let u = &ol.latency_uncorrected;
+        o += &format!(
+            "  Uncorrected p50 {}  p90 {}  p99 {}  p99.9 {}  max {}  (from the actual send)\n",
+            fmt_us(u.p50_us),
+            fmt_us(u.p90_us),
+            fmt_us(u.p99_us),
+            fmt_us(u.p99_9_us),
+            fmt_us(u.max_us)
+        );
+        let what = if ol.kind == "rate" {
+            "requests"
+        } else {
+            "connections"
+        };
+        let asked = ol
+            .asked_rate_per_s
+            .map_or("(sweep)".to_string(), |r| format!("{r}"));
+        o += &format!(
+            "  Schedule    {} {what}/s asked, {:.1}/s started ({}), lag p50 {} p99 {} max {}, late {} (> {}), dropped {}\n",
+            asked,
+            ol.achieved_rate_per_s,
+            ol.arrival,
+            fmt_us(ol.schedule_lag.p50_us),
+            fmt_us(ol.schedule_lag.p99_us),
+            fmt_us(ol.schedule_lag.max_us),
+            ol.late,
+            fmt_us(ol.late_threshold_us),
+            ol.dropped
+        );
+        if let Some(c) = &ol.connections {
+            o += &format!(
+                "  Connections {} started, {} completed {} request(s) each, {} ended early by the server, {} failed; lifetime p50 {} p99 {}\n",
+                c.started,
+                c.completed,
+                c.requests_per_conn,
+                c.ended_early,
+                c.failed,
+                fmt_us(c.lifetime.p50_us),
+                fmt_us(c.lifetime.p99_us)
+            );
+        }
+        if ol.rate_not_met {
+            o += "  WARNING: RATE NOT MET: the generator did not keep the asked schedule; the latencies above are for a lighter load than asked.\n";
+            for r in &ol.rate_not_met_reasons {
+                o += &format!("           {r}\n");
+            }
+        }
+    }
     let unit = if doc.mode == "echo" {
         "chunks"
     } else {
@@ -451,6 +704,42 @@ pub fn human(doc: &Document) -> String {
         }
         for e in &doc.errors.examples {
             o += &format!("              e.g. {e}\n");
+        }
+    }
+    if let Some(steps) = &doc.steps {
+        let verdicts = doc.find_max.as_ref().map(|f| &f.verdicts);
+        o += "  Steps       asked/s   achieved/s   p50        p99        p99.9      errors   verdict\n";
+        for (k, st) in steps.iter().enumerate() {
+            let ol = st.open_loop.as_ref().expect("steps are open-loop");
+            let verdict = match verdicts.and_then(|v| v.get(k)) {
+                Some(v) if v.passed => "pass".to_string(),
+                Some(v) => format!("FAIL: {}", v.reasons.join("; ")),
+                None if ol.rate_not_met => "RATE NOT MET".to_string(),
+                None => String::new(),
+            };
+            o += &format!(
+                "              {:<9} {:<12.1} {:<10} {:<10} {:<10} {:<8} {}\n",
+                ol.asked_rate_per_s.unwrap_or(0.0),
+                ol.achieved_rate_per_s,
+                fmt_us(st.latency.p50_us),
+                fmt_us(st.latency.p99_us),
+                fmt_us(st.latency.p99_9_us),
+                st.errors.total,
+                verdict
+            );
+        }
+    }
+    if let Some(f) = &doc.find_max {
+        match f.found_rate_per_s {
+            Some(r) => {
+                o += &format!(
+                    "  Found max   {r}/s meets {} with errors <= {:.3}% ({})\n",
+                    f.slo,
+                    f.max_errors_fraction * 100.0,
+                    f.stopped_because
+                )
+            }
+            None => o += &format!("  Found max   none: {}\n", f.stopped_because),
         }
     }
     let g = &doc.generator;

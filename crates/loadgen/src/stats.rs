@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use hdrhistogram::serialization::Serializer as _;
 use hdrhistogram::Histogram;
 
 /// Histogram range: 1 µs to 1 h at 3 significant digits (0.1% resolution).
@@ -12,6 +13,8 @@ pub const HIST_HIGHEST_US: u64 = 3_600_000_000;
 pub const HIST_SIGFIG: u8 = 3;
 /// How many distinct error messages a run keeps as examples.
 pub const MAX_ERROR_EXAMPLES: usize = 5;
+/// `--interval` default.
+pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_SIGFIG)
@@ -32,6 +35,85 @@ pub enum ErrorClass {
     ParseError,
     Status,
     VerificationMismatch,
+}
+
+/// Latency histograms per `--interval`: the current one is live, finished ones are kept encoded
+/// (V2, run-length compressed; a few hundred bytes each) so an hour-long run costs kilobytes, not
+/// one 180 KiB histogram per second. Recording is one comparison plus the histogram increment.
+pub struct Intervals {
+    pub interval: Duration,
+    start: Instant,
+    index: u64,
+    end: Instant,
+    current: Histogram<u64>,
+    /// (interval index, V2-serialized histogram), in index order; empty intervals are absent.
+    pub done: Vec<(u64, Vec<u8>)>,
+}
+
+impl Intervals {
+    pub fn new(start: Instant, interval: Duration) -> Self {
+        Intervals {
+            interval,
+            start,
+            index: 0,
+            end: start + interval,
+            current: new_histogram(),
+            done: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub fn record(&mut self, now: Instant, us: u64) {
+        if now >= self.end {
+            self.roll(now);
+        }
+        self.current.saturating_record(us);
+    }
+
+    #[cold]
+    fn roll(&mut self, now: Instant) {
+        self.flush();
+        self.index = (now.saturating_duration_since(self.start).as_nanos()
+            / self.interval.as_nanos().max(1)) as u64;
+        self.end = self.start
+            + Duration::from_nanos(
+                (self.interval.as_nanos() as u64).saturating_mul(self.index + 1),
+            );
+    }
+
+    /// Move the live histogram into `done` (at the end of the run).
+    pub fn flush(&mut self) {
+        if !self.current.is_empty() {
+            let mut bytes = Vec::new();
+            hdrhistogram::serialization::V2Serializer::new()
+                .serialize(&self.current, &mut bytes)
+                .expect("serializing to memory cannot fail");
+            self.done.push((self.index, bytes));
+            self.current.reset();
+        }
+    }
+}
+
+/// Merge the interval histograms of several threads: one histogram per interval index, from 0 to
+/// the largest index seen or `min_count - 1`, empty ones included (a stall must show).
+pub fn merge_intervals(parts: &[&[(u64, Vec<u8>)]], min_count: u64) -> Vec<Histogram<u64>> {
+    let count = parts
+        .iter()
+        .flat_map(|p| p.iter().map(|(i, _)| i + 1))
+        .max()
+        .unwrap_or(0)
+        .max(min_count);
+    let mut out: Vec<Histogram<u64>> = (0..count).map(|_| new_histogram()).collect();
+    let mut de = hdrhistogram::serialization::Deserializer::new();
+    for part in parts {
+        for (i, bytes) in part.iter() {
+            let h: Histogram<u64> = de
+                .deserialize(&mut &bytes[..])
+                .expect("our own encoding decodes");
+            out[*i as usize].add(&h).expect("histograms share bounds");
+        }
+    }
+    out
 }
 
 impl ErrorClass {
@@ -126,6 +208,8 @@ pub struct ThreadStats {
     pub timeline: Vec<Second>,
     /// When the last counted response arrived (the end of a `--requests` or fixed-bytes run).
     pub last_event: Option<Instant>,
+    /// The same latencies as `hist`, per `--interval`.
+    pub intervals: Intervals,
 }
 
 impl ThreadStats {
@@ -147,7 +231,12 @@ impl ThreadStats {
             examples: Vec::new(),
             timeline: Vec::new(),
             last_event: None,
+            intervals: Intervals::new(measure_start, DEFAULT_INTERVAL),
         }
+    }
+
+    pub fn set_interval(&mut self, interval: Duration) {
+        self.intervals = Intervals::new(self.measure_start, interval);
     }
 
     #[inline]
@@ -186,7 +275,9 @@ impl ThreadStats {
         if ok {
             self.requests += 1;
             let us = latency.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64;
-            self.hist.saturating_record(us.max(HIST_LOWEST_US));
+            let us = us.max(HIST_LOWEST_US);
+            self.hist.saturating_record(us);
+            self.intervals.record(now, us);
             self.second(now).requests += 1;
         }
         true
@@ -272,6 +363,9 @@ impl ThreadStats {
             a.bytes_received += b.bytes_received;
             a.errors += b.errors;
         }
+        self.intervals
+            .done
+            .extend(other.intervals.done.iter().cloned());
         self.last_event = match (self.last_event, other.last_event) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

@@ -115,3 +115,104 @@ mod tests {
         assert!(thread_cpu_time() > before);
     }
 }
+
+/// A CLOCK_MONOTONIC timerfd armed at absolute instants, registered in a thread's mio `Poll`.
+///
+/// mio's poll timeout (epoll_wait) has millisecond resolution, and epoll's own timeout adds the
+/// thread's timer slack (50 µs by default); an hrtimer behind a timerfd has neither, so an
+/// open-loop thread can sleep until the next intended send and wake within a few µs of it.
+/// The fd is never read: re-arming resets its expiration count, and with edge-triggered
+/// registration every expiry raises a fresh event.
+pub struct TimerFd {
+    fd: std::os::fd::OwnedFd,
+    /// An `Instant` and the CLOCK_MONOTONIC reading taken with it: `Instant` is CLOCK_MONOTONIC
+    /// on Linux but exposes no timespec, so targets are converted through this pair.
+    base_instant: std::time::Instant,
+    base_ns: u128,
+    armed_for: Option<std::time::Instant>,
+}
+
+impl TimerFd {
+    pub fn new() -> std::io::Result<Self> {
+        use std::os::fd::FromRawFd;
+        // SAFETY: plain syscall; the returned fd is owned below.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: valid pointer to a local timespec.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        let base_instant = std::time::Instant::now();
+        Ok(TimerFd {
+            // SAFETY: fd is a fresh descriptor we own.
+            fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },
+            base_instant,
+            base_ns: ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128,
+            armed_for: None,
+        })
+    }
+
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.fd)
+    }
+
+    /// Fire once at `at` (at once if it is already past). A no-op when already armed for `at`.
+    pub fn arm_at(&mut self, at: std::time::Instant) -> std::io::Result<()> {
+        if self.armed_for == Some(at) {
+            return Ok(());
+        }
+        let ns = if at >= self.base_instant {
+            self.base_ns + (at - self.base_instant).as_nanos()
+        } else {
+            self.base_ns
+                .saturating_sub((self.base_instant - at).as_nanos())
+                .max(1)
+        };
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: valid fd and pointers to local structs.
+        let rc = unsafe {
+            libc::timerfd_settime(
+                self.raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.armed_for = Some(at);
+        Ok(())
+    }
+
+    /// The timer fired (or was disarmed): the next `arm_at` must really re-arm.
+    pub fn expired(&mut self) {
+        self.armed_for = None;
+    }
+}
+
+/// Wall-clock now, in nanoseconds since the Unix epoch.
+pub fn unix_now_ns() -> u128 {
+    SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}

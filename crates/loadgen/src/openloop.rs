@@ -1,0 +1,986 @@
+//! The open-loop HTTP engine: requests (`--rate`) or connections (`--conn-rate`) start when the
+//! schedule says, not when the previous response arrived.
+//!
+//! A separate loop from `engine` on purpose: the closed loop's hot path (read a response, write the
+//! next request) stays free of any schedule decision, and this loop can own what only open-loop
+//! needs: a timerfd for sub-millisecond wake-ups, a backlog of due-but-unsent requests, a pool of
+//! free connections, and phases (warm-up, then one or more measured rates on the same connections).
+//!
+//! Per thread: a long-lived worker opens its connections once, then runs the phases the main
+//! thread sends it, one at a time, and returns one `PhaseReport` per phase. A phase ends at its end
+//! time: no new arrivals, but due requests still in the backlog are sent as connections free up and
+//! requests on the wire are waited for, all within `--timeout` (then the unsent ones are counted as
+//! dropped and the unanswered ones are `timeout` errors), so every request belongs to exactly the
+//! phase of its intended time.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use mio::net::TcpStream;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+
+use crate::engine::{connect_nonblocking, SWEEP_INTERVAL};
+use crate::http::{Expectation, ResponseParser, Step, Verdict};
+use crate::schedule::{Arrival, Rng, Schedule};
+use crate::stats::{self, ErrorClass, ThreadStats};
+use crate::sys;
+
+/// A send whose schedule lag (actual − intended send time) exceeds this is counted as late.
+pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
+/// Due requests waiting for a free connection, per thread. Beyond this the generator is hopelessly
+/// behind (the server or the pool cannot keep up): further due requests are dropped and counted,
+/// rather than growing memory without bound.
+pub const MAX_BACKLOG: usize = 1_000_000;
+/// When the next wake-up is this close, poll without sleeping instead of arming the timer: a
+/// sleep/wake round trip costs about this much on this machine, so sleeping would only add lag.
+pub const SPIN_BELOW: Duration = Duration::from_micros(20);
+const TIMER_TOKEN: Token = Token(usize::MAX);
+const EVENTS_CAPACITY: usize = 1024;
+const SCRATCH_BYTES: usize = 2 * crate::http::MAX_HEAD_BYTES;
+const BACKOFF_MIN_MS: u64 = 10;
+const BACKOFF_MAX_MS: u64 = 500;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlOrder {
+    Random,
+    RoundRobin,
+}
+
+impl UrlOrder {
+    pub fn name(self) -> &'static str {
+        match self {
+            UrlOrder::Random => "random",
+            UrlOrder::RoundRobin => "round-robin",
+        }
+    }
+}
+
+/// Per-URL request bytes, built once; `paths[i]` is for messages.
+pub struct Requests {
+    pub wire: Vec<Vec<u8>>,
+    pub what: Vec<String>,
+    pub order: UrlOrder,
+}
+
+/// Picks the next request index: round-robin from a per-thread offset, or seeded random.
+pub struct UrlPicker {
+    n: usize,
+    order: UrlOrder,
+    next: usize,
+    rng: Rng,
+}
+
+impl UrlPicker {
+    pub fn new(n: usize, order: UrlOrder, seed: u64, thread_index: usize) -> Self {
+        UrlPicker {
+            n,
+            order,
+            next: thread_index % n.max(1),
+            rng: Rng::for_thread(seed, thread_index, 2),
+        }
+    }
+
+    #[inline]
+    pub fn pick(&mut self) -> usize {
+        if self.n == 1 {
+            return 0;
+        }
+        match self.order {
+            UrlOrder::RoundRobin => {
+                let i = self.next;
+                self.next = (i + 1) % self.n;
+                i
+            }
+            UrlOrder::Random => self.rng.below(self.n),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum LoadKind {
+    /// `--rate`: requests on a fixed pool of keep-alive connections.
+    Rate,
+    /// `--conn-rate`: each arrival is a new connection doing this many requests, then closing.
+    ConnRate { requests_per_conn: u32 },
+}
+
+pub struct OpenWorkerConfig {
+    pub thread_index: usize,
+    pub cpu: Option<usize>,
+    pub target: SocketAddr,
+    pub source_ips: Vec<IpAddr>,
+    pub first_conn: usize,
+    /// `--rate`: the pool size; `--conn-rate`: the most connections open at once.
+    pub connections: usize,
+    pub timeout: Duration,
+    pub kind: LoadKind,
+    pub arrival: Arrival,
+    pub seed: u64,
+    pub interval: Duration,
+    pub close: bool,
+    pub head_request: bool,
+    pub expect: Expectation,
+    pub requests: Arc<Requests>,
+}
+
+/// One phase for one thread.
+#[derive(Clone, Copy, Debug)]
+pub struct PhasePlan {
+    pub start: Instant,
+    pub end: Instant,
+    /// This thread's share of the rate (requests or connections per second).
+    pub rate_per_s: f64,
+}
+
+/// Open-loop counters of one phase (one thread, or merged).
+pub struct OpenStats {
+    /// Latency from the actual send (what a closed-loop tool would report).
+    pub uncorrected: Histogram<u64>,
+    /// Actual − intended start (send, or connect for `--conn-rate`), µs.
+    pub lag: Histogram<u64>,
+    /// `--conn-rate`: from the intended connection start to its close after the last response.
+    pub lifetime: Histogram<u64>,
+    /// Arrivals the schedule produced in the phase.
+    pub intended: u64,
+    /// Arrivals actually started (request written / connect issued).
+    pub started: u64,
+    pub late: u64,
+    /// Not started because the backlog (rate) or the connection cap (conn-rate) was full.
+    pub dropped_overflow: u64,
+    /// Still waiting for a free connection when the phase ended.
+    pub dropped_unsent: u64,
+    pub conns_completed: u64,
+    /// The server closed before the connection's K requests were done (not an error by itself).
+    pub conns_ended_early: u64,
+    pub conns_failed: u64,
+}
+
+impl OpenStats {
+    pub fn new() -> Self {
+        OpenStats {
+            uncorrected: stats::new_histogram(),
+            lag: stats::new_histogram(),
+            lifetime: stats::new_histogram(),
+            intended: 0,
+            started: 0,
+            late: 0,
+            dropped_overflow: 0,
+            dropped_unsent: 0,
+            conns_completed: 0,
+            conns_ended_early: 0,
+            conns_failed: 0,
+        }
+    }
+
+    pub fn merge(&mut self, o: &OpenStats) {
+        self.uncorrected.add(&o.uncorrected).expect("same bounds");
+        self.lag.add(&o.lag).expect("same bounds");
+        self.lifetime.add(&o.lifetime).expect("same bounds");
+        self.intended += o.intended;
+        self.started += o.started;
+        self.late += o.late;
+        self.dropped_overflow += o.dropped_overflow;
+        self.dropped_unsent += o.dropped_unsent;
+        self.conns_completed += o.conns_completed;
+        self.conns_ended_early += o.conns_ended_early;
+        self.conns_failed += o.conns_failed;
+    }
+
+    pub fn dropped(&self) -> u64 {
+        self.dropped_overflow + self.dropped_unsent
+    }
+}
+
+impl Default for OpenStats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub struct PhaseReport {
+    pub stats: ThreadStats,
+    pub open: OpenStats,
+    pub cpu_time: Duration,
+    pub wall_time: Duration,
+    pub user_time: Duration,
+    pub sys_time: Duration,
+    /// After the drain: the last response of the phase arrived before this.
+    pub stopped_at: Instant,
+}
+
+pub enum WorkerMsg {
+    /// The initial connections are open (or failed); `failed` of them could not connect.
+    Connected {
+        failed: usize,
+    },
+    Phase(Box<PhaseReport>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum St {
+    /// No socket (conn-rate: slot unused).
+    Empty,
+    /// Pool: waiting to reconnect after a failure.
+    Backoff {
+        retry_at: Instant,
+    },
+    Connecting {
+        since: Instant,
+    },
+    /// Pool: open, no request outstanding.
+    Free,
+    /// A request is outstanding (or being written).
+    Busy,
+}
+
+struct Slot {
+    sock: Option<TcpStream>,
+    st: St,
+    parser: ResponseParser,
+    carry: Vec<u8>,
+    req: usize,
+    write_off: usize,
+    intended: Instant,
+    sent_at: Instant,
+    conn_intended: Instant,
+    requests_left: u32,
+    backoff_ms: u64,
+    source: Option<SocketAddr>,
+}
+
+struct Worker {
+    cfg: OpenWorkerConfig,
+    poll: Poll,
+    timer: sys::TimerFd,
+    slots: Vec<Slot>,
+    /// Pool: slots in `St::Free`. Conn-rate: slots in `St::Empty`.
+    free: Vec<usize>,
+    backlog: VecDeque<Instant>,
+    /// Slots with a request outstanding, or (conn-rate) a connection in progress.
+    outstanding: usize,
+    picker: UrlPicker,
+    scratch: Vec<u8>,
+    stats: ThreadStats,
+    open: OpenStats,
+    /// Phases use distinct seeds for their poisson gaps, derived from the run's seed.
+    phase_index: u64,
+}
+
+enum Next {
+    Keep,
+    /// Close the socket; the pool reopens it at once (not an error).
+    Reopen,
+    /// Conn-rate: the connection is done (completed or ended early).
+    Retire,
+    Fail(ErrorClass, String),
+}
+
+/// Runs on its own thread: connect, report, then one phase per received plan until the channel
+/// closes.
+pub fn run_open_worker(
+    cfg: OpenWorkerConfig,
+    plans: Receiver<PhasePlan>,
+    reports: Sender<(usize, io::Result<WorkerMsg>)>,
+) {
+    let index = cfg.thread_index;
+    let result = (|| -> io::Result<()> {
+        if let Some(cpu) = cfg.cpu {
+            sys::pin_current_thread(cpu).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("pinning thread {index} to CPU {cpu}: {e}"),
+                )
+            })?;
+        }
+        let mut w = Worker::new(cfg)?;
+        let failed = w.connect_pool();
+        reports
+            .send((index, Ok(WorkerMsg::Connected { failed })))
+            .ok();
+        while let Ok(plan) = plans.recv() {
+            let report = w.run_phase(plan)?;
+            if reports
+                .send((index, Ok(WorkerMsg::Phase(Box::new(report)))))
+                .is_err()
+            {
+                break;
+            }
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        reports.send((index, Err(e))).ok();
+    }
+}
+
+impl Worker {
+    fn new(cfg: OpenWorkerConfig) -> io::Result<Self> {
+        let poll = Poll::new()?;
+        let timer = sys::TimerFd::new()?;
+        poll.registry().register(
+            &mut SourceFd(&timer.raw_fd()),
+            TIMER_TOKEN,
+            Interest::READABLE,
+        )?;
+        let now = Instant::now();
+        let n = match cfg.kind {
+            LoadKind::Rate => cfg.connections,
+            LoadKind::ConnRate { .. } => 0,
+        };
+        let want_digest = cfg.expect.wants_digest();
+        let slots = (0..n)
+            .map(|k| new_slot(&cfg, k, want_digest, now))
+            .collect();
+        let picker = UrlPicker::new(
+            cfg.requests.wire.len(),
+            cfg.requests.order,
+            cfg.seed,
+            cfg.thread_index,
+        );
+        let stats = ThreadStats::new(now, now, None);
+        Ok(Worker {
+            poll,
+            timer,
+            slots,
+            free: Vec::new(),
+            backlog: VecDeque::new(),
+            outstanding: 0,
+            picker,
+            scratch: vec![0; SCRATCH_BYTES],
+            stats,
+            open: OpenStats::new(),
+            phase_index: 0,
+            cfg,
+        })
+    }
+
+    /// Pool mode: open every connection and wait (at most `--timeout`) until each is open or
+    /// failed; failed ones keep retrying with backoff during the phases.
+    fn connect_pool(&mut self) -> usize {
+        if !matches!(self.cfg.kind, LoadKind::Rate) {
+            return 0;
+        }
+        let start = Instant::now();
+        for i in 0..self.slots.len() {
+            self.open(i, start);
+        }
+        let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        let deadline = start + self.cfg.timeout;
+        while self
+            .slots
+            .iter()
+            .any(|s| matches!(s.st, St::Connecting { .. }))
+        {
+            let now = Instant::now();
+            if now >= deadline {
+                self.sweep(now + self.cfg.timeout);
+                break;
+            }
+            if self
+                .poll
+                .poll(&mut events, Some(SWEEP_INTERVAL.min(deadline - now)))
+                .is_err()
+            {
+                continue;
+            }
+            for ev in events.iter() {
+                self.on_event(ev);
+            }
+        }
+        self.slots
+            .iter()
+            .filter(|s| !matches!(s.st, St::Free))
+            .count()
+    }
+
+    fn run_phase(&mut self, plan: PhasePlan) -> io::Result<PhaseReport> {
+        let far = plan.end + Duration::from_secs(10 * 365 * 86400);
+        self.stats = ThreadStats::new(plan.start, far, None);
+        self.stats.set_interval(self.cfg.interval);
+        self.open = OpenStats::new();
+        self.phase_index += 1;
+        let rng = Rng::for_thread(self.cfg.seed, self.cfg.thread_index, 10 + self.phase_index);
+        let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng);
+        let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
+        let mut at_start: Option<(Duration, (Duration, Duration), Instant)> = None;
+        let conn_rate = matches!(self.cfg.kind, LoadKind::ConnRate { .. });
+
+        // The schedule phase: arrivals until plan.end.
+        loop {
+            let now = Instant::now();
+            if at_start.is_none() && now >= plan.start {
+                at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
+            }
+            if now >= plan.end {
+                break;
+            }
+            while sched.next() <= now {
+                let t = sched.advance();
+                self.open.intended += 1;
+                if conn_rate {
+                    self.start_connection(t, now);
+                } else if self.backlog.len() >= MAX_BACKLOG {
+                    self.open.dropped_overflow += 1;
+                } else {
+                    self.backlog.push_back(t);
+                }
+            }
+            self.dispatch();
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + SWEEP_INTERVAL;
+            }
+            // Wake for the next arrival unless it could not be sent anyway (backlog waiting for a
+            // connection): then the next response or the sweep is what matters.
+            let mut wake = next_sweep.min(plan.end);
+            if conn_rate || self.backlog.is_empty() {
+                wake = wake.min(sched.next());
+            }
+            let now = Instant::now();
+            let timeout = if wake <= now + SPIN_BELOW {
+                Some(Duration::ZERO)
+            } else {
+                self.timer.arm_at(wake)?;
+                None
+            };
+            self.poll_once(&mut events, timeout)?;
+        }
+        let end = Instant::now();
+
+        // Drain: requests due in the phase but still waiting for a connection are sent as
+        // connections free up, and what is on the wire is waited for; both for at most
+        // --timeout. Dropping the backlog at once would drop exactly the requests that waited
+        // through a stall, and the stall would vanish from the corrected latency.
+        let drain_deadline = end + self.cfg.timeout;
+        while self.outstanding > 0 || !self.backlog.is_empty() {
+            let now = Instant::now();
+            if now >= drain_deadline {
+                self.open.dropped_unsent += self.backlog.len() as u64;
+                self.backlog.clear();
+            }
+            self.dispatch();
+            if now >= next_sweep {
+                self.sweep(now);
+                next_sweep = now + SWEEP_INTERVAL;
+            }
+            if self.outstanding == 0 && self.backlog.is_empty() {
+                break;
+            }
+            self.timer.arm_at(next_sweep.min(drain_deadline.max(now)))?;
+            self.poll_once(&mut events, None)?;
+        }
+        let stopped_at = Instant::now();
+        self.stats.intervals.flush();
+        let (cpu0, (user0, sys0), wall0) =
+            at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), end));
+        let (user1, sys1) = sys::thread_rusage();
+        let far = plan.end;
+        Ok(PhaseReport {
+            stats: std::mem::replace(&mut self.stats, ThreadStats::new(far, far, None)),
+            open: std::mem::take(&mut self.open),
+            cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
+            wall_time: stopped_at.saturating_duration_since(wall0),
+            user_time: user1.saturating_sub(user0),
+            sys_time: sys1.saturating_sub(sys0),
+            stopped_at,
+        })
+    }
+
+    fn poll_once(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<()> {
+        match self.poll.poll(events, timeout) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(()),
+            Err(e) => return Err(e),
+        }
+        for ev in events.iter() {
+            if ev.token() == TIMER_TOKEN {
+                self.timer.expired();
+            } else {
+                self.on_event(ev);
+            }
+        }
+        Ok(())
+    }
+
+    /// Pool mode: send due requests on free connections, oldest first.
+    #[inline]
+    fn dispatch(&mut self) {
+        while !self.backlog.is_empty() {
+            let Some(i) = self.free.pop() else { return };
+            if !matches!(self.slots[i].st, St::Free) {
+                continue; // stale entry: the slot failed or closed since it was freed
+            }
+            let intended = self.backlog.pop_front().expect("checked non-empty");
+            // A fresh reading: the previous send's write() took time, and the lag must say so.
+            let now = Instant::now();
+            let r = self.send_request(i, intended, now);
+            self.apply(i, r, now);
+        }
+    }
+
+    fn record_start(&mut self, intended: Instant, now: Instant) {
+        let lag = now.saturating_duration_since(intended);
+        self.open.started += 1;
+        if lag > LATE_THRESHOLD {
+            self.open.late += 1;
+        }
+        self.open
+            .lag
+            .saturating_record(lag.as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64);
+    }
+
+    fn send_request(&mut self, i: usize, intended: Instant, now: Instant) -> Next {
+        if matches!(self.cfg.kind, LoadKind::Rate) {
+            self.record_start(intended, now);
+        }
+        let req = self.picker.pick();
+        let slot = &mut self.slots[i];
+        slot.st = St::Busy;
+        slot.req = req;
+        slot.write_off = 0;
+        slot.intended = intended;
+        slot.sent_at = now;
+        if matches!(self.cfg.kind, LoadKind::Rate) {
+            self.outstanding += 1;
+        }
+        self.flush(i, now)
+    }
+
+    fn flush(&mut self, i: usize, now: Instant) -> Next {
+        let slot = &mut self.slots[i];
+        let wire = &self.cfg.requests.wire[slot.req];
+        let Some(sock) = slot.sock.as_mut() else {
+            return Next::Keep;
+        };
+        while slot.write_off < wire.len() {
+            match sock.write(&wire[slot.write_off..]) {
+                Ok(n) => {
+                    slot.write_off += n;
+                    self.stats.sent(now, n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Keep,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Next::Fail(ErrorClass::of_write_error(&e), format!("write: {e}")),
+            }
+        }
+        Next::Keep
+    }
+
+    /// Conn-rate: one arrival = one new connection, unless the cap is reached.
+    fn start_connection(&mut self, intended: Instant, now: Instant) {
+        let LoadKind::ConnRate { requests_per_conn } = self.cfg.kind else {
+            return;
+        };
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None if self.slots.len() < self.cfg.connections => {
+                let want_digest = self.cfg.expect.wants_digest();
+                let k = self.slots.len();
+                self.slots.push(new_slot(&self.cfg, k, want_digest, now));
+                k
+            }
+            None => {
+                self.open.dropped_overflow += 1;
+                return;
+            }
+        };
+        self.record_start(intended, now);
+        let slot = &mut self.slots[i];
+        slot.conn_intended = intended;
+        slot.requests_left = requests_per_conn;
+        self.outstanding += 1;
+        self.open(i, now);
+    }
+
+    fn open(&mut self, i: usize, now: Instant) {
+        let nodelay = !self.cfg.close;
+        let slot = &mut self.slots[i];
+        match connect_nonblocking(self.cfg.target, slot.source, nodelay) {
+            Ok(mut sock) => {
+                if let Err(e) = self.poll.registry().register(
+                    &mut sock,
+                    Token(i),
+                    Interest::READABLE | Interest::WRITABLE,
+                ) {
+                    slot.st = St::Connecting { since: now };
+                    self.fail(
+                        i,
+                        now,
+                        ErrorClass::of_connect_error(&e),
+                        format!("epoll registration: {e}"),
+                    );
+                    return;
+                }
+                slot.sock = Some(sock);
+                slot.st = St::Connecting { since: now };
+            }
+            Err(e) => {
+                slot.st = St::Connecting { since: now };
+                let msg = format!("connect to {}: {e}", self.cfg.target);
+                self.fail(i, now, ErrorClass::of_connect_error(&e), msg);
+            }
+        }
+    }
+
+    fn on_event(&mut self, ev: &mio::event::Event) {
+        let i = ev.token().0;
+        let now = Instant::now();
+        let Some(slot) = self.slots.get_mut(i) else {
+            return;
+        };
+        if slot.sock.is_none() {
+            return;
+        }
+        let next = match slot.st {
+            St::Connecting { .. } => {
+                if ev.is_error() || ev.is_write_closed() || ev.is_read_closed() {
+                    let e = slot
+                        .sock
+                        .as_ref()
+                        .and_then(|s| s.take_error().ok().flatten());
+                    let class = e
+                        .as_ref()
+                        .map_or(ErrorClass::ConnectRefused, ErrorClass::of_connect_error);
+                    let msg = match e {
+                        Some(e) => format!("connect to {}: {e}", self.cfg.target),
+                        None => format!("connect to {}: closed by the peer", self.cfg.target),
+                    };
+                    Next::Fail(class, msg)
+                } else if ev.is_writable() {
+                    self.stats.connection_opened(now);
+                    slot.backoff_ms = 0;
+                    match self.cfg.kind {
+                        LoadKind::Rate => {
+                            slot.st = St::Free;
+                            self.free.push(i);
+                            Next::Keep
+                        }
+                        LoadKind::ConnRate { .. } => {
+                            // The first request is late by the connect: its corrected latency
+                            // counts from the connection's intended start.
+                            let intended = slot.conn_intended;
+                            self.send_request(i, intended, now)
+                        }
+                    }
+                } else {
+                    Next::Keep
+                }
+            }
+            St::Busy => {
+                let mut next = Next::Keep;
+                if ev.is_writable() {
+                    next = self.flush(i, now);
+                }
+                if matches!(next, Next::Keep)
+                    && (ev.is_readable() || ev.is_read_closed() || ev.is_error())
+                {
+                    next = self.read(i, ev.is_read_closed());
+                }
+                next
+            }
+            St::Free => {
+                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                    self.read(i, ev.is_read_closed())
+                } else {
+                    Next::Keep
+                }
+            }
+            St::Empty | St::Backoff { .. } => Next::Keep,
+        };
+        self.apply(i, next, now);
+    }
+
+    fn apply(&mut self, i: usize, next: Next, now: Instant) {
+        match next {
+            Next::Keep => {}
+            Next::Reopen => {
+                self.close(i);
+                self.open(i, now);
+            }
+            Next::Retire => {
+                self.close(i);
+                self.slots[i].st = St::Empty;
+                self.free.push(i);
+                self.outstanding -= 1;
+            }
+            Next::Fail(class, msg) => self.fail(i, now, class, msg),
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        let slot = &mut self.slots[i];
+        if matches!(self.cfg.kind, LoadKind::Rate) && slot.st == St::Busy {
+            self.outstanding -= 1;
+        }
+        slot.sock = None;
+        slot.carry.clear();
+        slot.parser.reset();
+        slot.st = St::Empty;
+    }
+
+    fn fail(&mut self, i: usize, now: Instant, class: ErrorClass, msg: String) {
+        self.stats.error(now, class, || msg);
+        let was = self.slots[i].st;
+        self.close(i);
+        match self.cfg.kind {
+            LoadKind::Rate => {
+                let slot = &mut self.slots[i];
+                slot.backoff_ms = (slot.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+                slot.st = St::Backoff {
+                    retry_at: now + Duration::from_millis(slot.backoff_ms),
+                };
+            }
+            LoadKind::ConnRate { .. } => {
+                if was != St::Empty {
+                    self.open.conns_failed += 1;
+                    self.outstanding -= 1;
+                    self.free.push(i);
+                }
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) {
+        for i in 0..self.slots.len() {
+            match self.slots[i].st {
+                St::Connecting { since }
+                    if now.saturating_duration_since(since) >= self.cfg.timeout =>
+                {
+                    let msg = format!(
+                        "connect to {} not complete after {:?}",
+                        self.cfg.target, self.cfg.timeout
+                    );
+                    self.fail(i, now, ErrorClass::ConnectTimeout, msg);
+                }
+                St::Busy
+                    if now.saturating_duration_since(self.slots[i].sent_at) >= self.cfg.timeout =>
+                {
+                    let msg = format!("no complete response within {:?}", self.cfg.timeout);
+                    self.fail(i, now, ErrorClass::Timeout, msg);
+                }
+                St::Backoff { retry_at } if now >= retry_at => self.open(i, now),
+                _ => {}
+            }
+        }
+    }
+
+    fn read(&mut self, i: usize, peer_closed: bool) -> Next {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let out = self.read_inner(i, &mut scratch, peer_closed);
+        self.scratch = scratch;
+        out
+    }
+
+    fn read_inner(&mut self, i: usize, scratch: &mut [u8], peer_closed: bool) -> Next {
+        loop {
+            let slot = &mut self.slots[i];
+            let Some(sock) = slot.sock.as_mut() else {
+                return Next::Keep;
+            };
+            let carried = slot.carry.len();
+            if carried > 0 {
+                scratch[..carried].copy_from_slice(&slot.carry);
+                slot.carry.clear();
+            }
+            let space = scratch.len() - carried;
+            let n = match sock.read(&mut scratch[carried..]) {
+                Ok(0) => return self.on_eof(i, carried),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    slot.carry.extend_from_slice(&scratch[..carried]);
+                    return Next::Keep;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    slot.carry.extend_from_slice(&scratch[..carried]);
+                    continue;
+                }
+                Err(e) => return Next::Fail(ErrorClass::of_read_error(&e), format!("read: {e}")),
+            };
+            let now = Instant::now();
+            self.stats.received(now, n);
+            let total = carried + n;
+            let mut pos = 0;
+            while pos < total {
+                let slot = &mut self.slots[i];
+                match slot.parser.advance(&scratch[pos..total]) {
+                    Step::NeedMore(k) => {
+                        pos += k;
+                        break;
+                    }
+                    Step::Done(k, r) => {
+                        pos += k;
+                        if slot.st != St::Busy {
+                            return Next::Fail(
+                                ErrorClass::ParseError,
+                                "a response without a request outstanding".into(),
+                            );
+                        }
+                        let next = self.on_response(i, r, now);
+                        if !matches!(next, Next::Keep) {
+                            return next;
+                        }
+                    }
+                    Step::Error(e) => {
+                        let what = &self.cfg.requests.what[slot.req];
+                        return Next::Fail(ErrorClass::ParseError, format!("{what}: {e}"));
+                    }
+                }
+            }
+            if pos < total {
+                self.slots[i].carry.extend_from_slice(&scratch[pos..total]);
+            }
+            if n < space && !peer_closed {
+                return Next::Keep;
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: usize, carried: usize) -> Next {
+        let slot = &mut self.slots[i];
+        if slot.st == St::Busy {
+            if carried == 0 {
+                if let Some(r) = slot.parser.on_eof() {
+                    let now = Instant::now();
+                    return match self.on_response(i, r, now) {
+                        Next::Keep => Next::Reopen,
+                        other => other,
+                    };
+                }
+            }
+            let partial = if slot.parser.in_body() || carried > 0 {
+                "in the middle of a response"
+            } else {
+                "before the response"
+            };
+            let what = &self.cfg.requests.what[slot.req];
+            return Next::Fail(
+                ErrorClass::ClosedEarly,
+                format!("{what}: server closed the connection {partial}"),
+            );
+        }
+        // An idle keep-alive connection closed by the server: replace it, not an error.
+        match self.cfg.kind {
+            LoadKind::Rate => Next::Reopen,
+            LoadKind::ConnRate { .. } => {
+                self.open.conns_ended_early += 1;
+                Next::Retire
+            }
+        }
+    }
+
+    fn on_response(&mut self, i: usize, r: crate::http::Response, now: Instant) -> Next {
+        let slot = &mut self.slots[i];
+        let verdict = self.cfg.expect.judge(&r);
+        let ok = matches!(verdict, Verdict::Ok);
+        let corrected = now.saturating_duration_since(slot.intended);
+        let uncorrected = now.saturating_duration_since(slot.sent_at);
+        let what = &self.cfg.requests.what[slot.req];
+        if self.stats.response(now, corrected, ok) {
+            match verdict {
+                Verdict::Ok => {
+                    let us = uncorrected
+                        .as_micros()
+                        .min(u128::from(stats::HIST_HIGHEST_US))
+                        as u64;
+                    self.open
+                        .uncorrected
+                        .saturating_record(us.max(stats::HIST_LOWEST_US));
+                }
+                Verdict::Status => {
+                    self.stats.status_error(r.status);
+                    let expected = self.cfg.expect.describe_status();
+                    self.stats.error(now, ErrorClass::Status, || {
+                        format!("status {} from {what} (expected {expected})", r.status)
+                    });
+                }
+                Verdict::Mismatch(m) => {
+                    self.stats.error(now, ErrorClass::VerificationMismatch, || {
+                        format!("{what}: {m}")
+                    })
+                }
+            }
+        }
+        let reusable = r.keep_alive && !self.cfg.close;
+        match self.cfg.kind {
+            LoadKind::Rate => {
+                self.outstanding -= 1;
+                if !reusable {
+                    let slot = &mut self.slots[i];
+                    slot.st = St::Free; // nothing outstanding: close() must not count it again
+                    return Next::Reopen;
+                }
+                let slot = &mut self.slots[i];
+                slot.st = St::Free;
+                self.free.push(i);
+                Next::Keep
+            }
+            LoadKind::ConnRate { .. } => {
+                let slot = &mut self.slots[i];
+                slot.requests_left = slot.requests_left.saturating_sub(1);
+                if slot.requests_left == 0 {
+                    let life = now.saturating_duration_since(slot.conn_intended);
+                    self.open.lifetime.saturating_record(
+                        (life.as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64)
+                            .max(stats::HIST_LOWEST_US),
+                    );
+                    self.open.conns_completed += 1;
+                    return Next::Retire;
+                }
+                if !reusable {
+                    self.open.conns_ended_early += 1;
+                    return Next::Retire;
+                }
+                // The next request of this connection follows its previous response at once
+                // (httperf's sequential requests per connection).
+                self.send_request(i, now, now)
+            }
+        }
+    }
+}
+
+fn new_slot(cfg: &OpenWorkerConfig, k: usize, want_digest: bool, now: Instant) -> Slot {
+    let index = cfg.first_conn + k;
+    Slot {
+        sock: None,
+        st: St::Empty,
+        parser: ResponseParser::new(want_digest, cfg.head_request),
+        carry: Vec::new(),
+        req: 0,
+        write_off: 0,
+        intended: now,
+        sent_at: now,
+        conn_intended: now,
+        requests_left: 0,
+        backoff_ms: 0,
+        source: (!cfg.source_ips.is_empty())
+            .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_picks_repeat_with_the_seed_and_cover_every_url() {
+        let picks = |seed, order| {
+            let mut p = UrlPicker::new(10, order, seed, 0);
+            (0..1000).map(|_| p.pick()).collect::<Vec<_>>()
+        };
+        let a = picks(5, UrlOrder::Random);
+        assert_eq!(a, picks(5, UrlOrder::Random));
+        assert_ne!(a, picks(6, UrlOrder::Random));
+        assert!((0..10).all(|u| a.contains(&u)));
+        let rr = picks(5, UrlOrder::RoundRobin);
+        assert_eq!(&rr[..12], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]);
+        let mut other_thread = UrlPicker::new(10, UrlOrder::RoundRobin, 5, 3);
+        assert_eq!(other_thread.pick(), 3);
+    }
+}

@@ -1,0 +1,621 @@
+//! Open-loop modes on the real binary against real loopback servers built here: a fast one, one
+//! that freezes for a second every few seconds, one with a known capacity (a token bucket with a
+//! queue behind it), and one that records the paths it was asked for.
+
+mod loadgen_support;
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use loadgen_support::{run_load, validate_against_schema};
+use mio::net::{TcpListener as MioListener, TcpStream as MioStream};
+use mio::{Events, Interest, Poll, Token};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn u(v: &Value) -> u64 {
+    v.as_u64()
+        .unwrap_or_else(|| panic!("not an unsigned integer: {v}"))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[derive(Clone, Copy, Default)]
+struct Behaviour {
+    /// (period, stall): the whole server stops for `stall` at `period - stall` after its start,
+    /// then every `period`.
+    freeze: Option<(Duration, Duration)>,
+    /// At most this many responses per second (token bucket, burst of 1% of a second); the rest
+    /// wait in a FIFO queue.
+    capacity_per_s: Option<f64>,
+}
+
+struct Server {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    requests: Arc<AtomicU64>,
+    connections: Arc<AtomicU64>,
+    paths: Arc<Mutex<Vec<String>>>,
+    first_request_unix_ns: Arc<AtomicU64>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            t.join().ok();
+        }
+    }
+}
+
+fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+fn server(b: Behaviour) -> Server {
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    std_listener.set_nonblocking(true).unwrap();
+    let addr = std_listener.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let requests = Arc::new(AtomicU64::new(0));
+    let connections = Arc::new(AtomicU64::new(0));
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let first = Arc::new(AtomicU64::new(0));
+    let (stop2, req2, conn2, paths2, first2) = (
+        stop.clone(),
+        requests.clone(),
+        connections.clone(),
+        paths.clone(),
+        first.clone(),
+    );
+    let thread = thread::spawn(move || {
+        const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+        const LISTENER: Token = Token(usize::MAX);
+        let mut poll = Poll::new().unwrap();
+        let mut listener = MioListener::from_std(std_listener);
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .unwrap();
+        let mut conns: HashMap<usize, (MioStream, Vec<u8>)> = HashMap::new();
+        let mut queue: VecDeque<usize> = VecDeque::new();
+        let mut next = 0usize;
+        let mut events = Events::with_capacity(1024);
+        let mut buf = vec![0u8; 64 * 1024];
+        let started = Instant::now();
+        let mut next_freeze = b.freeze.map(|(p, stall)| started + p - stall);
+        let mut tokens = 0.0f64;
+        let mut last_refill = Instant::now();
+        while !stop2.load(Ordering::Relaxed) {
+            if let (Some(at), Some((period, stall))) = (next_freeze, b.freeze) {
+                if Instant::now() >= at {
+                    thread::sleep(stall);
+                    next_freeze = Some(at + period);
+                }
+            }
+            let wait = if b.capacity_per_s.is_some() { 1 } else { 20 };
+            poll.poll(&mut events, Some(Duration::from_millis(wait)))
+                .ok();
+            for ev in events.iter() {
+                if ev.token() == LISTENER {
+                    while let Ok((mut s, _)) = listener.accept() {
+                        s.set_nodelay(true).ok();
+                        poll.registry()
+                            .register(&mut s, Token(next), Interest::READABLE)
+                            .unwrap();
+                        conns.insert(next, (s, Vec::new()));
+                        next += 1;
+                        conn2.fetch_add(1, Ordering::Relaxed);
+                    }
+                    continue;
+                }
+                let id = ev.token().0;
+                let mut closed = false;
+                if let Some((s, pending)) = conns.get_mut(&id) {
+                    loop {
+                        match s.read(&mut buf) {
+                            Ok(0) => {
+                                closed = true;
+                                break;
+                            }
+                            Ok(n) => pending.extend_from_slice(&buf[..n]),
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(_) => {
+                                closed = true;
+                                break;
+                            }
+                        }
+                    }
+                    while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&pending[..end]).to_string();
+                        pending.drain(..end + 4);
+                        if req2.fetch_add(1, Ordering::Relaxed) == 0 {
+                            first2.store(unix_ns(), Ordering::Relaxed);
+                        }
+                        let path = head.split(' ').nth(1).unwrap_or("").to_string();
+                        paths2.lock().unwrap().push(path);
+                        if b.capacity_per_s.is_some() {
+                            queue.push_back(id);
+                        } else {
+                            s.write_all(RESPONSE).ok();
+                        }
+                    }
+                }
+                if closed {
+                    conns.remove(&id);
+                }
+            }
+            if let Some(cap) = b.capacity_per_s {
+                let now = Instant::now();
+                tokens = (tokens + (now - last_refill).as_secs_f64() * cap).min(cap / 100.0);
+                last_refill = now;
+                while tokens >= 1.0 {
+                    let Some(id) = queue.pop_front() else { break };
+                    tokens -= 1.0;
+                    if let Some((s, _)) = conns.get_mut(&id) {
+                        s.write_all(RESPONSE).ok();
+                    }
+                }
+            }
+        }
+    });
+    Server {
+        addr,
+        stop,
+        thread: Some(thread),
+        requests,
+        connections,
+        paths,
+        first_request_unix_ns: first,
+    }
+}
+
+fn url(s: &Server) -> String {
+    format!("http://{}/", s.addr)
+}
+
+#[test]
+fn rate_is_kept_at_10k_per_second() {
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let doc = run_load(
+        &[
+            "http", &url, "--rate", "10000", "-c", "20", "-d", "2s", "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let ol = &doc["open_loop"];
+    assert_eq!(ol["kind"], "rate");
+    assert_eq!(doc["latency_corrected"], true);
+    // The schedule itself is exact: 2 s at 10k/s is 20,000 intended sends.
+    assert!((19_999..=20_001).contains(&u(&ol["intended"])), "{ol:#}");
+    // Every intended request was sent and answered. 1% is the goal; the assertion allows 2%
+    // because this machine is shared (the report quotes the measured figure).
+    let achieved = f(&ol["achieved_rate_per_s"]);
+    assert!(
+        (achieved - 10_000.0).abs() <= 200.0,
+        "achieved {achieved}/s"
+    );
+    let answered = u(&doc["totals"]["requests"]);
+    assert!(answered as f64 >= 0.98 * 20_000.0, "{answered} responses");
+    assert_eq!(u(&doc["totals"]["errors"]), 0);
+    eprintln!(
+        "10k req/s: achieved {achieved:.1}/s, responses {answered}, schedule lag p50 {} us p99 {} us p99.9 {} us max {} us",
+        u(&ol["schedule_lag"]["p50_us"]),
+        u(&ol["schedule_lag"]["p99_us"]),
+        u(&ol["schedule_lag"]["p99_9_us"]),
+        u(&ol["schedule_lag"]["max_us"])
+    );
+    // Two whole seconds, plus a sliver for the responses of the last sends (the drain).
+    let intervals = doc["intervals"]["entries"].as_array().unwrap().len();
+    assert!((2..=3).contains(&intervals), "{intervals} intervals");
+}
+
+#[test]
+fn a_freezing_server_shows_in_corrected_latency_only() {
+    // Freezes for 1 s at t = 1.0 s and 3.0 s after it starts.
+    let s = server(Behaviour {
+        freeze: Some((Duration::from_secs(2), Duration::from_secs(1))),
+        capacity_per_s: None,
+    });
+    let url = url(&s);
+    let doc = run_load(
+        &[
+            "http", &url, "--rate", "500", "-c", "2", "-d", "2500ms", "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let corrected = &doc["latency"];
+    let uncorrected = &doc["open_loop"]["latency_uncorrected"];
+    let ol = &doc["open_loop"];
+    eprintln!(
+        "freeze: intended {} started {} dropped {} late {} timeline {}",
+        ol["intended"], ol["started"], ol["dropped"], ol["late"], doc["timeline"]
+    );
+    eprintln!(
+        "freeze: corrected p99 {} p99.9 {} us; uncorrected p99 {} p99.9 {} us",
+        u(&corrected["p99_us"]),
+        u(&corrected["p99_9_us"]),
+        u(&uncorrected["p99_us"]),
+        u(&uncorrected["p99_9_us"])
+    );
+    // ~500 of ~1250 requests were due during the stall: they waited up to 1 s.
+    assert!(u(&corrected["p99_us"]) >= 300_000, "{corrected:#}");
+    assert!(u(&corrected["p99_9_us"]) >= 500_000, "{corrected:#}");
+    // Only the 2 requests on the wire when it froze saw the stall from their actual send.
+    assert!(u(&uncorrected["p99_us"]) < 50_000, "{uncorrected:#}");
+}
+
+#[test]
+fn conn_rate_counts_connections_and_requests_exactly() {
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "200",
+            "--requests-per-conn",
+            "5",
+            "-d",
+            "1s",
+            "-t",
+            "2",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let c = &doc["open_loop"]["connections"];
+    assert_eq!(u(&c["started"]), 200, "{c:#}");
+    assert_eq!(u(&c["completed"]), 200, "{c:#}");
+    assert_eq!(u(&c["lifetime"]["count"]), 200);
+    assert_eq!(u(&doc["totals"]["requests"]), 1000);
+    assert_eq!(s.requests.load(Ordering::Relaxed), 1000);
+    assert_eq!(s.connections.load(Ordering::Relaxed), 200);
+    assert_eq!(u(&doc["totals"]["connections_opened"]), 200);
+}
+
+#[test]
+fn conn_rate_reply_timeout_is_an_error_of_its_own() {
+    // Accepted by the kernel, never read: every request waits for a reply that never comes.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "10",
+            "--requests-per-conn",
+            "3",
+            "-d",
+            "500ms",
+            "--timeout",
+            "300ms",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    assert_eq!(
+        u(&doc["errors"]["by_class"]["timeout"]),
+        5,
+        "{:#}",
+        doc["errors"]
+    );
+    assert_eq!(u(&doc["open_loop"]["connections"]["failed"]), 5);
+    assert_eq!(u(&doc["totals"]["requests"]), 0);
+}
+
+fn paths_of(s: &Server) -> Vec<String> {
+    s.paths.lock().unwrap().clone()
+}
+
+#[test]
+fn url_lists_are_repeatable_with_a_seed() {
+    let dir = std::env::temp_dir().join(format!("netarena-urls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let list = dir.join("urls.txt");
+    let mut text = String::from("# ten files\n\n");
+    for i in 0..9 {
+        text += &format!("/file{i}\n");
+    }
+    let s0 = server(Behaviour::default());
+    text += &format!("http://{}/file9\n", s0.addr);
+    std::fs::write(&list, text).unwrap();
+    let list_s = list.to_str().unwrap();
+    let run = |seed: &str, order: &str| {
+        let s = server(Behaviour::default());
+        // Same port as the list's absolute URL is not possible for a fresh server, so the list
+        // is rewritten for it.
+        let t = std::fs::read_to_string(&list)
+            .unwrap()
+            .replace(&s0.addr.to_string(), &s.addr.to_string());
+        let l2 = dir.join(format!("urls-{}.txt", s.addr.port()));
+        std::fs::write(&l2, t).unwrap();
+        let doc = run_load(
+            &[
+                "http",
+                &url(&s),
+                "--rate",
+                "400",
+                "-c",
+                "1",
+                "-d",
+                "300ms",
+                "--urls",
+                l2.to_str().unwrap(),
+                "--url-order",
+                order,
+                "--seed",
+                seed,
+                "--json",
+            ],
+            LIMIT,
+        )
+        .json();
+        validate_against_schema(&doc);
+        assert_eq!(u(&doc["config"]["url_count"]), 10);
+        let p = paths_of(&s);
+        assert!(p.len() >= 100, "{} requests", p.len());
+        p[..100].to_vec()
+    };
+    let a = run("7", "random");
+    assert_eq!(a, run("7", "random"), "same seed, same sequence");
+    assert_ne!(a, run("8", "random"));
+    assert!((0..10).all(|i| a.contains(&format!("/file{i}"))), "{a:?}");
+    let rr = run("7", "round-robin");
+    let expect: Vec<String> = (0..100).map(|i| format!("/file{}", i % 10)).collect();
+    assert_eq!(rr, expect);
+
+    // A URL on another port is refused before anything is sent.
+    let bad = dir.join("bad.txt");
+    std::fs::write(&bad, "/ok\nhttp://127.0.0.1:1/other\n").unwrap();
+    let r = run_load(
+        &[
+            "http",
+            &url(&s0),
+            "--rate",
+            "10",
+            "--urls",
+            bad.to_str().unwrap(),
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("line 2") && r.stderr.contains("same host and port"),
+        "{}",
+        r.stderr
+    );
+    let _ = list_s;
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn hlog_reads_back_with_the_intervals_of_the_result() {
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    use hdrhistogram::serialization::Deserializer;
+    let s = server(Behaviour::default());
+    let path = std::env::temp_dir().join(format!("netarena-{}.hlog", std::process::id()));
+    let doc = run_load(
+        &[
+            "http",
+            &url(&s),
+            "--rate",
+            "2000",
+            "-c",
+            "10",
+            "-d",
+            "1s",
+            "--interval",
+            "250ms",
+            "--hlog",
+            path.to_str().unwrap(),
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let entries = doc["intervals"]["entries"].as_array().unwrap();
+    assert!(
+        (4..=5).contains(&entries.len()),
+        "{} intervals",
+        entries.len()
+    );
+    let text = std::fs::read(&path).unwrap();
+    let mut de = Deserializer::new();
+    let mut total = 0;
+    let mut n = 0;
+    for e in IntervalLogIterator::new(&text) {
+        if let Ok(LogEntry::Interval(ilh)) = e {
+            let raw = base64::Engine::decode(
+                &base64::engine::general_purpose::STANDARD,
+                ilh.encoded_histogram(),
+            )
+            .unwrap();
+            let h: hdrhistogram::Histogram<u64> = de.deserialize(&mut &raw[..]).unwrap();
+            assert_eq!(h.len(), u(&entries[n]["count"]));
+            assert_eq!(ilh.duration(), Duration::from_millis(250));
+            total += h.len();
+            n += 1;
+        }
+    }
+    assert_eq!(n, entries.len());
+    assert_eq!(total, u(&doc["latency"]["count"]));
+    std::fs::remove_file(&path).ok();
+}
+
+fn spawn_prepared(url: &str) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
+        .args([
+            "http",
+            url,
+            "--rate",
+            "1000",
+            "-c",
+            "4",
+            "-d",
+            "300ms",
+            "--prepare",
+            "--json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("READY "), "{line}");
+    let ready_ns: u64 = line.trim()[6..].parse().unwrap();
+    assert!(ready_ns.abs_diff(unix_ns()) < 2_000_000_000);
+    (child, err)
+}
+
+#[test]
+fn prepare_starts_at_the_given_time_and_refuses_the_past() {
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let (mut child, _err) = spawn_prepared(&url);
+    // Connections are open but nothing is sent before the start.
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.requests.load(Ordering::Relaxed), 0);
+    assert_eq!(s.connections.load(Ordering::Relaxed), 4);
+    let start_ns = unix_ns() + 400_000_000;
+    writeln!(child.stdin.as_mut().unwrap(), "{start_ns}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate_against_schema(&doc);
+    let first = s.first_request_unix_ns.load(Ordering::Relaxed);
+    let off_ms = (first as f64 - start_ns as f64) / 1e6;
+    eprintln!("--prepare: first request {off_ms:.3} ms after the given start");
+    assert!(
+        (0.0..5.0).contains(&off_ms),
+        "first request {off_ms} ms from the start time"
+    );
+
+    let (mut child, mut err) = spawn_prepared(&url);
+    writeln!(child.stdin.as_mut().unwrap(), "{}", unix_ns() - 1_000_000).unwrap();
+    let status = child.wait().unwrap();
+    let mut msg = String::new();
+    err.read_to_string(&mut msg).unwrap();
+    assert_eq!(status.code(), Some(2), "{msg}");
+    assert!(msg.contains("in the past"), "{msg}");
+
+    let (mut child, mut err) = spawn_prepared(&url);
+    drop(child.stdin.take());
+    let status = child.wait().unwrap();
+    let mut msg = String::new();
+    err.read_to_string(&mut msg).unwrap();
+    assert_eq!(status.code(), Some(3), "{msg}");
+    assert!(msg.contains("stdin closed"), "{msg}");
+}
+
+#[test]
+fn steps_and_find_max_land_near_a_known_capacity() {
+    const CAPACITY: f64 = 2000.0;
+    let s = server(Behaviour {
+        freeze: None,
+        capacity_per_s: Some(CAPACITY),
+    });
+    let url = url(&s);
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--rate",
+            "250",
+            "-c",
+            "100",
+            "--find-max",
+            "--slo",
+            "p99<=100ms",
+            "--max-errors",
+            "0.1%",
+            "--step-duration",
+            "1s",
+            "--find-max-resolution",
+            "10%",
+            "--timeout",
+            "2s",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let fm = &doc["find_max"];
+    let found = f(&fm["found_rate_per_s"]);
+    let rates: Vec<f64> = fm["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| f(&v["rate_per_s"]))
+        .collect();
+    eprintln!("find-max: found {found}/s for capacity {CAPACITY}/s; measured {rates:?}");
+    assert_eq!(doc["steps"].as_array().unwrap().len(), rates.len());
+    // Tolerance: the search stops at 10% resolution, and the token bucket lets a little more
+    // than CAPACITY through in bursts, so the found rate is within [0.85, 1.1] x capacity.
+    assert!(
+        (0.85 * CAPACITY..=1.1 * CAPACITY).contains(&found),
+        "found {found} for capacity {CAPACITY}: {rates:?}"
+    );
+
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "100",
+            "--rate",
+            "1",
+            "--steps",
+            "1000:3000:1000",
+            "--step-duration",
+            "1s",
+            "--timeout",
+            "2s",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    let p99: Vec<u64> = steps.iter().map(|s| u(&s["latency"]["p99_us"])).collect();
+    let tput: Vec<f64> = steps
+        .iter()
+        .map(|s| f(&s["throughput"]["requests_per_s"]))
+        .collect();
+    eprintln!("steps 1000/2000/3000: p99 {p99:?} us, throughput {tput:?}");
+    assert!(p99[0] < 50_000, "{p99:?}");
+    // Above capacity the server answers at most ~CAPACITY/s and corrected latency climbs.
+    assert!(tput[2] < 1.1 * CAPACITY, "{tput:?}");
+    assert!(p99[2] > 200_000, "{p99:?}");
+    assert!(doc["open_loop"]["asked_rate_per_s"].is_null());
+}
