@@ -174,3 +174,23 @@ def test_cli_connections_above_the_machine_limit(tmp_path, cache_dir, generator_
     assert result.returncode == 2, result.stderr
     assert "1000000 connections (hello) is more than this machine allows" in result.stderr
     assert "netarena doctor" in result.stderr and not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    ("rate = [100]\nconn_rate = [10]\n", "either rate"),
+    ("rate = [100]\nclose = true\n", "closed loop"),
+    ("requests_per_conn = 5\n", "only meaningful with conn_rate"),
+    ('arrival = "poisson"\n', "only meaningful with rate or conn_rate"),
+])
+def test_suite_open_loop_combinations(tmp_path, extra, message):
+    path = write_suite(tmp_path / "s.toml", SUITE + extra)
+    with pytest.raises(ConfigError, match=message) as err:
+        load_suite(path)
+    assert err.value.line is not None
+
+
+def test_suite_random_static_folder_needs_a_rate(tmp_path):
+    text = SUITE.replace('"hello"', '"static"') + 'static_path = "img/"\n'
+    with pytest.raises(ConfigError, match="needs rate or conn_rate"):
+        load_suite(write_suite(tmp_path / "s.toml", text))
+    load_suite(write_suite(tmp_path / "t.toml", text + "rate = [100]\n"))

@@ -235,3 +235,67 @@ def test_compare_two_real_runs(tmp_path, cache_dir, generator_binary, no_leftove
     assert "fx-good" in page and "fx-other" in page and "<table" in page
     # The reports were written at the end of each run, from the store.
     assert (results / "report-run-1.html").is_file() and (results / "report-run-2.html").is_file()
+
+
+def test_open_loop_levels(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """Suite rates reach the generator's open loop: constant request rates, and connection rates with K
+    requests per connection (httperf/autobench semantics)."""
+    path = write_suite(tmp_path / "suite.toml", """name = "open"
+contestants = ["fx-good"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 1.0
+timeout_s = 2
+
+[[measure]]
+scenario = "hello"
+connections = [4]
+rate = [200]
+
+[[measure]]
+scenario = "hello"
+connections = [20]
+conn_rate = [50]
+requests_per_conn = 3
+""")
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    rows = {r["level_key"]: r for r in db_rows(results, "SELECT * FROM measurements")}
+    assert set(rows) == {"c=4,w=1,rate=200", "c=20,w=1,conn_rate=50,per_conn=3"}
+    for key, row in rows.items():
+        assert row["status"] == "ok", (key, row["error"])
+        generator = json.loads(row["generator_json"])
+        assert generator["latency_corrected"] is True and generator["open_loop"] is not None
+        assert generator["errors"]["total"] == 0, generator["errors"]
+    argv = json.loads(rows["c=20,w=1,conn_rate=50,per_conn=3"]["generator_argv_json"])
+    assert argv[argv.index("--conn-rate") + 1] == "50" and argv[argv.index("--requests-per-conn") + 1] == "3"
+
+
+def test_random_static_files_load_spec(tmp_path):
+    """Seed 003: a static folder becomes a --urls list of every file in it, picked at random (seeded)."""
+    from netarena.config import Measure
+    from netarena.scenarios import levels_for, load_spec
+
+    static_dir = tmp_path / "static" / "v1"
+    (static_dir / "img").mkdir(parents=True)
+    for name in ("00001.jpg", "00000.jpg"):
+        (static_dir / "img" / name).write_bytes(b"x")
+    (level,) = levels_for(Measure(scenario="static", connections=[8], static_path="img/", rate=[300]))
+    spec = load_spec("static", level, 8080, static_dir)
+    url_file = spec.args[spec.args.index("--urls") + 1]
+    assert open(url_file).read() == "/static/img/00000.jpg\n/static/img/00001.jpg\n"
+    assert not url_file.startswith(str(static_dir) + "/")  # never served as part of the set
+    assert spec.args[spec.args.index("--rate") + 1] == "300"
+    assert "--url-order" in spec.args and "--seed" in spec.args and "--expect-status" in spec.args
+
+
+def test_rate_not_met_is_flagged():
+    from netarena import stats
+    from netarena.report.model import badges_for
+
+    generator = {"totals": {"requests": 100}, "errors": {"total": 0}, "open_loop": {"rate_not_met": True}}
+    flags = stats.measurement_flags(generator)
+    assert flags == [stats.FLAG_RATE_NOT_MET]
+    assert "RATE" in badges_for(flags, [], {})
+    assert stats.measurement_flags(dict(generator, open_loop={"rate_not_met": False})) == []

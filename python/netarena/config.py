@@ -97,6 +97,13 @@ class Measure(Strict):
     # (no warm-up, duration_s is the time limit); one level per value. Unset: flood for duration_s.
     echo_bytes: list[Annotated[int, Field(ge=1, le=1 << 40)]] | None = None
     probe_interval_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    # Open loop (HTTP scenarios): constant request rates (req/s, on the `connections` pool) or connection
+    # rates (connections/s, each doing requests_per_conn requests, `connections` = most open at once);
+    # one level per value. Latency then counts from each request's intended send time.
+    rate: list[Annotated[float, Field(gt=0, le=10_000_000)]] | None = None
+    conn_rate: list[Annotated[float, Field(gt=0, le=1_000_000)]] | None = None
+    requests_per_conn: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    arrival: Literal["uniform", "poisson"] = "uniform"
     # Per-entry timing, overriding the suite's (e.g. one long saturated flood in a suite of short ones).
     warmup_s: Annotated[float, Field(ge=0, le=3600)] | None = None
     duration_s: Annotated[float, Field(gt=0, le=86_400)] | None = None
@@ -348,6 +355,23 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
                      f"(this entry is \"{entry.scenario}\")")
         if entry.scenario == "echo" and (entry.close or entry.pipeline != 1):
             fail(("measure", index, "scenario"), "close and pipeline apply to HTTP scenarios, not echo")
+        open_loop = entry.rate is not None or entry.conn_rate is not None
+        if entry.rate is not None and entry.conn_rate is not None:
+            fail(("measure", index, "conn_rate"), "give either rate (requests/s) or conn_rate (connections/s), "
+                 "not both")
+        if open_loop and entry.scenario == "echo":
+            fail(("measure", index, "rate" if entry.rate is not None else "conn_rate"),
+                 "open-loop rates apply to HTTP scenarios, not echo")
+        if open_loop and (entry.close or entry.pipeline != 1):
+            fail(("measure", index, "close" if entry.close else "pipeline"),
+                 "close and pipeline describe the closed loop; with conn_rate use requests_per_conn instead")
+        if entry.requests_per_conn != 1 and entry.conn_rate is None:
+            fail(("measure", index, "requests_per_conn"), "only meaningful with conn_rate")
+        if entry.arrival != "uniform" and not open_loop:
+            fail(("measure", index, "arrival"), "only meaningful with rate or conn_rate")
+        if entry.static_path is not None and entry.static_path.endswith("/") and not open_loop:
+            fail(("measure", index, "static_path"), "a folder (random files from it, seed 003) needs rate or "
+                 "conn_rate: the generator picks URLs from a list only in its open-loop modes")
         if entry.static_path is not None and (entry.static_path.startswith("/") or ".." in entry.static_path):
             fail(("measure", index, "static_path"), "must be a relative path inside the static file set, "
                  "e.g. \"bytes/10000\" or \"img/00042.jpg\"")

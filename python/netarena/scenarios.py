@@ -82,6 +82,20 @@ def build_static_files(dest: Path, count: int = STATIC_FILE_COUNT, seed: int = S
     return dest
 
 
+def static_url_list(static_dir: Path, folder: str) -> Path:
+    """A --urls file naming every file of one folder of the static set (beside the set, never inside it)."""
+    files = sorted(p for p in (static_dir / folder).iterdir() if p.is_file())
+    if not files:
+        raise ValueError(f"no files in {static_dir / folder}")
+    out = static_dir.parent / f"urls-{static_dir.name}-{folder.strip('/').replace('/', '_')}.txt"
+    text = "".join(f"/static/{folder}{p.name}\n" for p in files)
+    if not out.is_file() or out.read_text() != text:
+        tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, out)
+    return out
+
+
 def static_file_bytes(index: int, size: int, seed: int = STATIC_SEED) -> bytes:
     return random.Random(seed + 1 + index).randbytes(size)
 
@@ -107,11 +121,12 @@ class Level:
     probe_interval_s: float | None = None
     warmup_s: float | None = None  # None: the suite's
     duration_s: float | None = None
+    arrival: str = "uniform"
 
     @property
     def key(self) -> str:
         parts = [f"c={self.connections}", f"w={self.workers}"]
-        parts += [f"{k}={v}" for k, v in self.params]
+        parts += [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params]
         if self.generator_threads != 1:
             parts.append(f"t={self.generator_threads}")
         if self.pipeline != 1:
@@ -120,6 +135,8 @@ class Level:
             parts.append("close")
         if self.duration_s is not None:
             parts.append(f"d={self.duration_s:g}s")
+        if self.arrival != "uniform":
+            parts.append(self.arrival)
         return ",".join(parts)
 
     def param(self, name: str, default=None):
@@ -143,10 +160,17 @@ def levels_for(measure) -> list[Level]:
         params = [(("bytes", b),) for b in measure.echo_bytes]
     else:
         params = [()]
+    # Open-loop rates multiply the levels like any other parameter.
+    if measure.rate:
+        params = [p + (("rate", r),) for p in params for r in measure.rate]
+    elif measure.conn_rate:
+        params = [p + (("conn_rate", r), ("per_conn", measure.requests_per_conn)) for p in params
+                  for r in measure.conn_rate]
     return [
         Level(connections=c, workers=w, params=p, generator_threads=measure.generator_threads,
               pipeline=measure.pipeline, close=measure.close, echo_chunk_bytes=measure.echo_chunk_bytes,
-              probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s)
+              probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s,
+              arrival=measure.arrival)
         for p in params for w in measure.workers for c in measure.connections
     ]
 
@@ -176,6 +200,11 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
         http_args += ["--pipeline", str(level.pipeline)]
     if level.close:
         http_args.append("--close")
+    if level.param("rate"):
+        http_args += ["--rate", f"{level.param('rate'):g}", "--arrival", level.arrival]
+    elif level.param("conn_rate"):
+        http_args += ["--conn-rate", f"{level.param('conn_rate'):g}", "--requests-per-conn",
+                      str(level.param("per_conn")), "--arrival", level.arrival]
     if scenario == "json":
         # Serializations differ between frameworks (spacing, key order); scenarios.py checked the
         # parsed value once, the generator then holds every response to that first one.
@@ -191,6 +220,13 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
         path, body = f"/sleep/{ms}", f"slept {ms}".encode()
     elif scenario == "static":
         rel = level.param("static_path", DEFAULT_STATIC_PATH)
+        if rel.endswith("/"):
+            # Seed 003: files picked at random (seeded, repeatable) from a folder of the set. Bodies differ,
+            # so the load checks the status; the contents were verified before the load (scenarios.verify).
+            urls = static_url_list(static_dir, rel)
+            return LoadSpec("http", base + "/static/" + rel, http_args + [
+                "--urls", str(urls), "--url-order", "random", "--seed", str(STATIC_SEED), "--expect-status", "200"],
+                {"status": 200, "urls": str(urls)})
         path, body = f"/static/{rel}", (static_dir / rel).read_bytes()
     else:
         raise ValueError(f"unknown scenario {scenario!r}")

@@ -20,6 +20,7 @@ FLAG_HIGH_CV = "cv_above_5pct"
 FLAG_FAILED_REPEATS = "failed_repeats"
 FLAG_LEFTOVER = "processes_left_after_stop"
 FLAG_STOP_KILLED = "needed_sigkill_to_stop"
+FLAG_RATE_NOT_MET = "rate_not_met"  # open loop: the generator could not keep the asked schedule
 
 
 def error_rate(generator: dict) -> float:
@@ -35,6 +36,8 @@ def measurement_flags(generator: dict | None, stop: dict | None = None) -> list[
             flags.append(FLAG_GENERATOR_SATURATED)
         if error_rate(generator) > ERROR_RATE_FLAG_THRESHOLD:
             flags.append(FLAG_ERROR_RATE)
+        if (generator.get("open_loop") or {}).get("rate_not_met"):
+            flags.append(FLAG_RATE_NOT_MET)
     if stop:
         if stop.get("leftover") or stop.get("escaped"):
             flags.append(FLAG_LEFTOVER)

@@ -34,6 +34,8 @@ BADGES: dict[str, tuple[str, str]] = {
     "CRASH": ("crashed", "the contestant exited while under load in at least one repeat"),
     "FAIL": ("failed repeats", "at least one repeat produced no result (see Skipped and failed)"),
     "STOP": ("unclean stop", "the contestant needed SIGKILL to stop or left processes behind"),
+    "RATE": ("rate not met", "open loop: fewer than 99% of the scheduled requests started, some were dropped, or "
+                             "the send lag p99 exceeded 1 ms; the load was not what the level says"),
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
@@ -341,6 +343,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("FAIL")
     if stats.FLAG_LEFTOVER in flags or stats.FLAG_STOP_KILLED in flags:
         out.append("STOP")
+    if stats.FLAG_RATE_NOT_MET in flags:
+        out.append("RATE")
     return out
 
 
