@@ -387,37 +387,13 @@ impl<P: Protocol> Worker<P> {
 
     fn open(&mut self, i: usize, now: Instant) {
         let slot = &mut self.slots[i];
-        match connect_nonblocking(self.target, slot.source, self.nodelay) {
-            Ok(mut sock) => {
-                if let Err(e) = self.poll.registry().register(
-                    &mut sock,
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
-                    self.fail(
-                        i,
-                        now,
-                        ErrorClass::of_connect_error(&e),
-                        format!("epoll registration: {e}"),
-                    );
-                    return;
-                }
+        match open_registered(&self.poll, Token(i), self.target, slot.source, self.nodelay) {
+            Ok(sock) => {
                 slot.sock = Some(sock);
                 slot.phase = Phase::Connecting { since: now };
                 self.connecting += 1;
             }
-            Err(e) => {
-                let source = slot
-                    .source
-                    .map(|s| format!(" from {}", s.ip()))
-                    .unwrap_or_default();
-                self.fail(
-                    i,
-                    now,
-                    ErrorClass::of_connect_error(&e),
-                    format!("connect to {}{source}: {e}", self.target),
-                );
-            }
+            Err((class, message)) => self.fail(i, now, class, message),
         }
     }
 
@@ -450,6 +426,25 @@ impl<P: Protocol> Worker<P> {
 }
 
 /// socket() + optional bind + connect(), non-blocking; `Ok` means connected or in progress.
+/// A non-blocking connect, registered once for READABLE | WRITABLE (edge-triggered: never re-registered
+/// per request). Shared by the closed-loop and open-loop engines; an error comes with its class.
+pub(crate) fn open_registered(
+    poll: &Poll,
+    token: Token,
+    target: SocketAddr,
+    source: Option<SocketAddr>,
+    nodelay: bool,
+) -> Result<TcpStream, (ErrorClass, String)> {
+    let mut sock = connect_nonblocking(target, source, nodelay).map_err(|e| {
+        let from = source.map(|s| format!(" from {}", s.ip())).unwrap_or_default();
+        (ErrorClass::of_connect_error(&e), format!("connect to {target}{from}: {e}"))
+    })?;
+    poll.registry()
+        .register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)
+        .map_err(|e| (ErrorClass::of_connect_error(&e), format!("epoll registration: {e}")))?;
+    Ok(sock)
+}
+
 pub fn connect_nonblocking(
     target: SocketAddr,
     source: Option<SocketAddr>,

@@ -25,7 +25,7 @@ use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::engine::{connect_nonblocking, SWEEP_INTERVAL};
+use crate::engine::{open_registered, SWEEP_INTERVAL};
 use crate::http::{Expectation, ResponseParser, Step, Verdict};
 use crate::schedule::{Arrival, Rng, Schedule};
 use crate::stats::{self, ErrorClass, ThreadStats};
@@ -602,30 +602,10 @@ impl Worker {
     fn open(&mut self, i: usize, now: Instant) {
         let nodelay = !self.cfg.close;
         let slot = &mut self.slots[i];
-        match connect_nonblocking(self.cfg.target, slot.source, nodelay) {
-            Ok(mut sock) => {
-                if let Err(e) = self.poll.registry().register(
-                    &mut sock,
-                    Token(i),
-                    Interest::READABLE | Interest::WRITABLE,
-                ) {
-                    slot.st = St::Connecting { since: now };
-                    self.fail(
-                        i,
-                        now,
-                        ErrorClass::of_connect_error(&e),
-                        format!("epoll registration: {e}"),
-                    );
-                    return;
-                }
-                slot.sock = Some(sock);
-                slot.st = St::Connecting { since: now };
-            }
-            Err(e) => {
-                slot.st = St::Connecting { since: now };
-                let msg = format!("connect to {}: {e}", self.cfg.target);
-                self.fail(i, now, ErrorClass::of_connect_error(&e), msg);
-            }
+        slot.st = St::Connecting { since: now };
+        match open_registered(&self.poll, Token(i), self.cfg.target, slot.source, nodelay) {
+            Ok(sock) => slot.sock = Some(sock),
+            Err((class, message)) => self.fail(i, now, class, message),
         }
     }
 
