@@ -73,19 +73,18 @@ impl LoadRun {
         )
     }
 
+    /// The result document as printed (exit 0 required), without further checks.
+    pub fn json(&self) -> Value {
+        assert_eq!(self.code, 0, "expected exit 0 with a JSON result\n{}", self.describe());
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!("stdout is not one JSON document ({e})\n{}", self.describe())
+        })
+    }
+
     /// The result document, after checking the invariants every result must satisfy.
     pub fn result(&self) -> Result {
-        assert_eq!(
-            self.code,
-            0,
-            "expected exit 0 with a JSON result\n{}",
-            self.describe()
-        );
-        let doc: Value = serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
-            panic!("stdout is not one JSON document ({e})\n{}", self.describe())
-        });
         let r = Result {
-            doc,
+            doc: self.json(),
             context: self.describe(),
         };
         r.check_invariants();
