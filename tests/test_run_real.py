@@ -181,6 +181,14 @@ def test_verify_command(tmp_path, cache_dir, no_leftover_processes):
     assert ok.returncode == 0, ok.stdout
 
 
+def test_verify_shows_the_end_of_a_failed_servers_log(tmp_path, cache_dir, no_leftover_processes):
+    """A server that never becomes ready: the reason, and what it printed, without opening the log by hand."""
+    result = run_cli(["verify", "fx-never-ready", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "not_ready" in result.stdout, result.stdout
+    assert "lines of" in result.stdout and "fixture: never listening" in result.stdout, result.stdout
+
+
 def test_fixed_size_echo_flood_levels(tmp_path, cache_dir, generator_binary, no_leftover_processes):
     """Seed 000's experiment: every connection sends a fixed number of bytes; the result is the time to finish."""
     path = write_suite(tmp_path / "suite.toml", """name = "flood"

@@ -20,13 +20,14 @@ from rich.table import Table
 from . import __version__
 from .config import SCENARIOS, Suite, check_suite, load_suite
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
-                          repo_root, select)
+                          repo_root, select, tail)
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, did_you_mean
 from .export import export_csv, export_json, run_summary
 from .store import Store
 
 DEFAULT_SUITE = "quick"
 DEFAULT_RESULTS_DIR = "results"
+VERIFY_LOG_TAIL_LINES = 20  # enough for a stack trace's useful end, few enough to read under the table
 
 
 # ----------------------------------------------------------------------------- output
@@ -500,6 +501,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
     backend = RealBackend(generator=None)
     log_dir = cache_root() / "verify-logs"
     failures = 0
+    failed_logs: list[Path] = []  # servers that failed: their log's last lines follow the table
     table = Table(title="verification")
     for col in ("contestant", "scenario", "result", "reason"):
         table.add_column(col)
@@ -542,7 +544,12 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             else:
                 failures += 1
                 table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"{kind}: {error} (log: {log_path})")
+                failed_logs.append(log_path)
     console.print(table)
+    for log_path in failed_logs:
+        lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]
+        console.print(f"--- last {len(lines)} lines of {log_path} ---", markup=False)
+        console.print("\n".join(lines) if lines else "(empty)", markup=False, highlight=False)
     sys.exit(EXIT_FAILED if failures else EXIT_OK)
 
 

@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from .errors import ConfigError, did_you_mean
 
 MANIFEST_NAME = "contestant.toml"
 INSTALL_TIMEOUT_S = 1800  # pip builds from source (uwsgi ~30 s), cargo/go builds: generous but bounded
+# Written into a contestant's folder (git-ignored) when its install steps ran; see _steps_current.
+INSTALL_MARKER = ".netarena-installed"
 # Folders that builds write into; hashing them would make every build invalidate itself.
 _BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
 
@@ -207,6 +210,8 @@ def _tree_hash(folder: Path) -> str:
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in _BUILD_OUTPUT_DIRS and not d.startswith("."))
         for name in sorted(files):
+            if name == INSTALL_MARKER:
+                continue
             path = Path(root) / name
             digest.update(str(path.relative_to(folder)).encode() + b"\0")
             try:
@@ -233,8 +238,29 @@ def _venv_current(contestant: Contestant) -> bool:
 
 
 def _steps_current(contestant: Contestant) -> bool:
+    """The install steps' outputs are present for this checkout and this cache.
+
+    Steps write both into the cache (go build -o {build_dir}) and into the contestant folder (npm ci makes
+    node_modules there). A fresh clone next to a kept cache, or a fresh cache next to a built checkout, must both
+    re-run the steps: the stamp in the cache and the marker in the folder carry the same install id, and a
+    stamp alone (CI: new clone, old ~/.cache) is not enough.
+    """
     stamp = contestant.env_dir / "steps.stamp"
-    return stamp.is_file() and stamp.read_text() == _steps_stamp(contestant)
+    marker = contestant.dir / INSTALL_MARKER
+    if not (stamp.is_file() and marker.is_file()):
+        return False
+    try:
+        recorded = json.loads(stamp.read_text())
+    except ValueError:
+        return False
+    return recorded.get("stamp") == _steps_stamp(contestant) and recorded.get("install_id") == marker.read_text()
+
+
+def _record_steps_installed(contestant: Contestant) -> None:
+    install_id = uuid.uuid4().hex
+    (contestant.dir / INSTALL_MARKER).write_text(install_id)
+    (contestant.env_dir / "steps.stamp").write_text(json.dumps({"stamp": _steps_stamp(contestant),
+                                                                "install_id": install_id}))
 
 
 def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None) -> None:
@@ -308,13 +334,14 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
         record["python"] = version.stdout.strip()
     if manifest.install.steps:
         if not _steps_current(contestant):
+            (contestant.env_dir / "steps.stamp").unlink(missing_ok=True)
             (contestant.env_dir / "build").mkdir(parents=True, exist_ok=True)
             values = contestant.placeholders()
             for index, step in enumerate(manifest.install.steps):
                 argv = [expand(w, values) for w in step]
                 say(f"{contestant.name}: step {index + 1}/{len(manifest.install.steps)}: {' '.join(argv)}")
                 _run_logged(argv, contestant.dir, log, f"install step {index + 1}")
-            (contestant.env_dir / "steps.stamp").write_text(_steps_stamp(contestant))
+            _record_steps_installed(contestant)
         record["steps"] = manifest.install.steps
     return record
 

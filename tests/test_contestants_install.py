@@ -1,0 +1,95 @@
+"""Install steps re-run whenever their outputs may be missing: a fresh clone beside a kept cache (what CI is),
+a fresh cache beside a built checkout, or a changed contestant folder; and not otherwise."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from netarena import contestants as ct
+
+MANIFEST = """
+name = "fx-steps"
+display_name = "fixture with install steps"
+language = "c"
+runtime = "native"
+framework = "none"
+framework_version = "0"
+concurrency_model = "threads"
+scenarios = ["hello"]
+
+[unsupported]
+echo = "fixture"
+bytes = "fixture"
+json = "fixture"
+static = "fixture"
+sleep = "fixture"
+
+[install]
+requires = ["sh"]
+# One output in the folder (like npm ci's node_modules), one in the cache (like go build -o {build_dir}/...);
+# every run appends to a counter in the cache so the test sees how often the steps ran.
+steps = [["sh", "-c", "mkdir -p node_modules && echo ok > node_modules/dep && echo ok > {build_dir}/server && echo run >> {env_dir}/runs"]]
+
+[start]
+command = ["sh", "-c", "exit 1"]
+"""
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("NETARENA_CACHE", str(root))
+    return root
+
+
+def _checkout(where: Path) -> ct.Contestant:
+    folder = where / "contestants" / "fx-steps"
+    folder.mkdir(parents=True)
+    (folder / "contestant.toml").write_text(MANIFEST)
+    return ct.load(where / "contestants", ["fx-steps"])[0]
+
+
+def _runs(contestant: ct.Contestant) -> int:
+    runs = contestant.env_dir / "runs"
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def test_steps_run_once_then_are_current(cache, tmp_path):
+    contestant = _checkout(tmp_path / "a")
+    ct.install(contestant, allow_apt=False)
+    ct.install(contestant, allow_apt=False)
+    assert _runs(contestant) == 1
+    assert (contestant.dir / "node_modules" / "dep").read_text() == "ok\n"
+
+
+def test_fresh_clone_beside_a_kept_cache_reinstalls(cache, tmp_path):
+    """The CI failure: a new checkout at the same path, ~/.cache kept from an earlier run, node_modules gone."""
+    first = _checkout(tmp_path / "clone")
+    ct.install(first, allow_apt=False)
+    shutil.rmtree(tmp_path / "clone")
+    again = _checkout(tmp_path / "clone")
+    ct.install(again, allow_apt=False)
+    assert _runs(again) == 2
+    assert (again.dir / "node_modules" / "dep").is_file()
+
+
+def test_fresh_cache_beside_a_built_checkout_reinstalls(cache, tmp_path):
+    contestant = _checkout(tmp_path / "a")
+    ct.install(contestant, allow_apt=False)
+    shutil.rmtree(cache)
+    ct.install(contestant, allow_apt=False)
+    assert _runs(contestant) == 1  # the counter lives in the (new) cache
+    assert (contestant.env_dir / "build" / "server").is_file()
+
+
+def test_changed_contestant_folder_reinstalls_but_the_marker_does_not_count(cache, tmp_path):
+    contestant = _checkout(tmp_path / "a")
+    ct.install(contestant, allow_apt=False)
+    assert (contestant.dir / ct.INSTALL_MARKER).is_file()
+    (contestant.dir / "server.sh").write_text("echo changed\n")
+    ct.install(contestant, allow_apt=False)
+    ct.install(contestant, allow_apt=False)
+    assert _runs(contestant) == 2
