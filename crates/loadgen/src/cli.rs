@@ -55,6 +55,24 @@ pub struct CommonArgs {
     /// Print the JSON result document on stdout instead of the human summary
     #[arg(long)]
     pub json: bool,
+    /// How sockets are driven: epoll (any Linux) or uring (io_uring, Linux 6.0+; http only)
+    #[arg(long, value_enum, default_value_t = IoBackend::Epoll, value_name = "BACKEND")]
+    pub io: IoBackend,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoBackend {
+    Epoll,
+    Uring,
+}
+
+impl IoBackend {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "uring",
+        }
+    }
 }
 
 #[derive(Args, Debug)]

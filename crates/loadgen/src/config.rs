@@ -4,6 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+pub use crate::cli::IoBackend;
 use crate::cli::{Cli, Command, CommonArgs};
 use crate::http::{self, Expectation};
 use crate::parse::{parse_cpu_list, parse_ip_list};
@@ -60,6 +61,8 @@ pub struct Config {
     pub warmup: Duration,
     pub timeout: Duration,
     pub source_ips: Vec<IpAddr>,
+    /// `--io`: the epoll engine or the io_uring one (http only).
+    pub io: IoBackend,
     pub json: bool,
     pub command_line: Vec<String>,
 }
@@ -93,6 +96,9 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             }
             if a.close && a.pipeline > 1 {
                 return Err("--close sends one request per connection, so it cannot be combined with --pipeline > 1".into());
+            }
+            if a.common.io == IoBackend::Uring {
+                crate::uring::probe()?;
             }
             if a.requests == Some(0) {
                 return Err("--requests 0 would send nothing: give at least 1".into());
@@ -158,6 +164,12 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 a.target.clone(),
                 command_line,
             )?;
+            if a.common.io == IoBackend::Uring {
+                return Err(
+                    "--io uring is not implemented for echo yet; use --io epoll (the default)"
+                        .into(),
+                );
+            }
             if a.chunk == 0 {
                 return Err("--chunk 0: a chunk must be at least 1 byte".into());
             }
@@ -258,6 +270,7 @@ fn common(
         warmup: a.warmup.unwrap_or(Duration::ZERO),
         timeout: a.timeout,
         source_ips,
+        io: a.io,
         json: a.json,
         command_line,
     })

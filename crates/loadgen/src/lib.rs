@@ -17,3 +17,4 @@ pub mod run;
 pub mod stats;
 pub mod sys;
 pub mod target;
+pub mod uring;

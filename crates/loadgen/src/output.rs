@@ -70,6 +70,7 @@ pub struct ConfigDoc {
     pub bytes_per_connection: Option<u64>,
     pub chunk_bytes: Option<u64>,
     pub probe_interval_s: Option<f64>,
+    pub io_backend: &'static str,
 }
 
 #[derive(Serialize)]
@@ -260,6 +261,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         bytes_per_connection: echo_cfg.and_then(|e| e.bytes_per_connection),
         chunk_bytes: echo_cfg.map(|e| e.chunk_bytes),
         probe_interval_s: echo_cfg.and_then(|e| e.probe_interval.map(secs)),
+        io_backend: cfg.io.name(),
     };
 
     let echo = echo_cfg.map(|e| EchoDoc {

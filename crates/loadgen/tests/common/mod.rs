@@ -93,10 +93,25 @@ impl LoadRun {
     }
 }
 
+/// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario with `--io uring`, so the
+/// same servers and assertions check both engines.
+pub fn io_args(args: &[&str]) -> Vec<String> {
+    let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
+        if args.first() == Some(&"http") && !args.contains(&"--io") {
+            full.extend(["--io".to_string(), io]);
+        }
+    }
+    full
+}
+
 /// Runs the real binary; kills it and fails the test if it is still running after `limit`.
 pub fn run_load(args: &[&str], limit: Duration) -> LoadRun {
     let bin = env!("CARGO_BIN_EXE_netarena-load");
     let started = Instant::now();
+    let args_owned = io_args(args);
+    let args: Vec<&str> = args_owned.iter().map(|s| s.as_str()).collect();
+    let args = &args[..];
     let mut child = Command::new(bin)
         .args(args)
         .stdin(Stdio::null())
@@ -253,6 +268,17 @@ impl Result {
             "more successful requests than complete responses\n{}",
             self.context
         );
+        if let (Ok(io), Some("http")) = (
+            std::env::var("NETARENA_LOAD_TEST_IO"),
+            self.get("/mode").as_str(),
+        ) {
+            assert_eq!(
+                self.get("/config/io_backend").as_str(),
+                Some(io.as_str()),
+                "NETARENA_LOAD_TEST_IO is set but the run used another engine\n{}",
+                self.context
+            );
+        }
         let duration_s = self.f64("/duration_s");
         assert!(
             duration_s > 0.0,

@@ -28,15 +28,32 @@ impl Run {
             "exit code {}\nstderr: {}\nstdout: {}",
             self.code, self.stderr, self.stdout
         );
-        serde_json::from_str(self.stdout.trim())
-            .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", self.stdout))
+        let doc: serde_json::Value = serde_json::from_str(self.stdout.trim())
+            .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", self.stdout));
+        if let (Ok(io), Some("http")) =
+            (std::env::var("NETARENA_LOAD_TEST_IO"), doc["mode"].as_str())
+        {
+            assert_eq!(
+                doc["config"]["io_backend"].as_str(),
+                Some(io.as_str()),
+                "NETARENA_LOAD_TEST_IO is set but the run used another engine"
+            );
+        }
+        doc
     }
 }
 
 /// Run the generator; kill it and fail if it is still running after `limit`.
 pub fn run_load(args: &[&str], limit: Duration) -> Run {
+    // `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario with `--io uring`.
+    let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
+        if args.first() == Some(&"http") && !args.contains(&"--io") {
+            full.extend(["--io".to_string(), io]);
+        }
+    }
     let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
-        .args(args)
+        .args(&full)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
