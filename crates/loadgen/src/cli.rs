@@ -58,6 +58,9 @@ pub struct CommonArgs {
     /// How sockets are driven: epoll (any Linux) or uring (io_uring, Linux 6.0+; http only)
     #[arg(long, value_enum, default_value_t = IoBackend::Epoll, value_name = "BACKEND")]
     pub io: IoBackend,
+    /// uring only: after a completion, wait up to US microseconds for more before reacting (0: react at once)
+    #[arg(long, default_value_t = 0, value_name = "US")]
+    pub coalesce_us: u32,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

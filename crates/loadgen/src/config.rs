@@ -20,6 +20,8 @@ pub const REQUESTS_MODE_TIME_BOUND: Duration = Duration::from_secs(60);
 pub const DEFAULT_ECHO_BYTES: u64 = 32 * 1024;
 pub const MAX_THREADS: usize = 1024;
 pub const MAX_PIPELINE: usize = 1024;
+/// `--coalesce-us` beyond this would distort latencies more than any saving is worth.
+pub const MAX_COALESCE_US: u32 = 10_000;
 
 pub struct HttpConfig {
     pub url: HttpUrl,
@@ -63,6 +65,8 @@ pub struct Config {
     pub source_ips: Vec<IpAddr>,
     /// `--io`: the epoll engine or the io_uring one (http only).
     pub io: IoBackend,
+    /// `--coalesce-us`: how long the uring engine may wait for more completions (0: none).
+    pub coalesce_us: u32,
     pub json: bool,
     pub command_line: Vec<String>,
 }
@@ -98,7 +102,7 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 return Err("--close sends one request per connection, so it cannot be combined with --pipeline > 1".into());
             }
             if a.common.io == IoBackend::Uring {
-                crate::uring::probe()?;
+                crate::uring::probe(a.common.coalesce_us)?;
             }
             if a.requests == Some(0) {
                 return Err("--requests 0 would send nothing: give at least 1".into());
@@ -236,6 +240,12 @@ fn common(
     if a.duration.is_some_and(|d| d.is_zero()) {
         return Err("--duration must be longer than 0".into());
     }
+    if a.coalesce_us > 0 && a.io != IoBackend::Uring {
+        return Err("--coalesce-us only applies to --io uring (epoll reacts to every readiness event at once)".into());
+    }
+    if a.coalesce_us > MAX_COALESCE_US {
+        return Err(format!("--coalesce-us {} is too long: use 0 to {MAX_COALESCE_US}; it adds up to that much to measured latencies", a.coalesce_us));
+    }
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
@@ -271,6 +281,7 @@ fn common(
         timeout: a.timeout,
         source_ips,
         io: a.io,
+        coalesce_us: a.coalesce_us,
         json: a.json,
         command_line,
     })

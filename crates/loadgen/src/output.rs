@@ -71,6 +71,7 @@ pub struct ConfigDoc {
     pub chunk_bytes: Option<u64>,
     pub probe_interval_s: Option<f64>,
     pub io_backend: &'static str,
+    pub coalesce_us: u32,
 }
 
 #[derive(Serialize)]
@@ -262,6 +263,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         chunk_bytes: echo_cfg.map(|e| e.chunk_bytes),
         probe_interval_s: echo_cfg.and_then(|e| e.probe_interval.map(secs)),
         io_backend: cfg.io.name(),
+        coalesce_us: cfg.coalesce_us,
     };
 
     let echo = echo_cfg.map(|e| EchoDoc {

@@ -77,7 +77,7 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
         first_conn += connections;
         let spawned = match &cfg.mode {
             Mode::Http(h) if cfg.io == IoBackend::Uring => {
-                let params = uring::HttpParams::new(h);
+                let params = uring::HttpParams::new(h, cfg.coalesce_us);
                 std::thread::Builder::new()
                     .name(format!("load-{t}"))
                     .spawn(move || uring::run_worker(wc, params))

@@ -30,9 +30,10 @@ impl Run {
         );
         let doc: serde_json::Value = serde_json::from_str(self.stdout.trim())
             .unwrap_or_else(|e| panic!("stdout is not one JSON document: {e}\n{}", self.stdout));
-        if let (Ok(io), Some("http")) =
-            (std::env::var("NETARENA_LOAD_TEST_IO"), doc["mode"].as_str())
-        {
+        let engine = std::env::var("NETARENA_LOAD_TEST_IO")
+            .ok()
+            .and_then(|io| io.split_whitespace().next().map(str::to_string));
+        if let (Some(io), Some("http")) = (engine, doc["mode"].as_str()) {
             assert_eq!(
                 doc["config"]["io_backend"].as_str(),
                 Some(io.as_str()),
@@ -48,8 +49,12 @@ pub fn run_load(args: &[&str], limit: Duration) -> Run {
     // `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario with `--io uring`.
     let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
-        if args.first() == Some(&"http") && !args.contains(&"--io") {
-            full.extend(["--io".to_string(), io]);
+        if args.first() == Some(&"http")
+            && !args.contains(&"--io")
+            && !args.contains(&"--coalesce-us")
+        {
+            full.push("--io".to_string());
+            full.extend(io.split_whitespace().map(str::to_string));
         }
     }
     let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
