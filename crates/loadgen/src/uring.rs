@@ -485,10 +485,11 @@ impl Worker {
         let (cpu0, (user0, sys0), wall0) =
             at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
         let (user1, sys1) = sys::thread_rusage();
-        let far_future = Instant::now() + Duration::from_secs(1);
+        // The worker lives on to cancel its kernel work (see shutdown); its counters leave now.
+        let empty_window = Instant::now();
         let stats = std::mem::replace(
             &mut self.stats,
-            ThreadStats::new(far_future, far_future, None),
+            ThreadStats::new(empty_window, empty_window, None),
         );
         Ok(WorkerResult {
             cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
