@@ -382,6 +382,12 @@ pub fn human(doc: &Document) -> String {
     if doc.warmup_s > 0.0 {
         o += &format!(" after {:.2}s warm-up", doc.warmup_s);
     }
+    if c.io_backend != "epoll" {
+        o += &format!(", io {}", c.io_backend);
+        if c.coalesce_us > 0 {
+            o += &format!(" (coalesce {}us)", c.coalesce_us);
+        }
+    }
     o += "\n";
     let l = &doc.latency;
     o += &format!(
