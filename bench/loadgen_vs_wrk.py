@@ -22,7 +22,7 @@ Method
   CPU model), never a best run. See bench/README.md.
 
 Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick]
-                               [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
+                               [--load-args "--io uring"] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import http.client
 import json
 import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -123,7 +124,7 @@ def check_hello(port: int) -> None:
 
 def run_netarena(load_bin: Path, url: str, args, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "-c", str(args.connections), "-t", "1",
-            "-d", f"{args.duration}s", "--timeout", "5s", "--json"]
+            "-d", f"{args.duration}s", "--timeout", "5s", "--json", *shlex.split(args.load_args)]
     run = benchlib.run_pinned(argv, args.client_cpu, args.duration + 60, tmp)
     if run.exit_status != 0:
         raise BenchError(f"netarena-load exited {run.exit_status}: {run.stderr.strip()[:2000]}")
@@ -195,6 +196,8 @@ def main() -> int:
     p.add_argument("--connections", type=int, default=100, help="keep-alive connections (default 100)")
     p.add_argument("--quick", action="store_true", help="smoke run: 1 run of 2 s each")
     p.add_argument("--load-bin", help="netarena-load binary (else $NETARENA_LOAD, PATH, target/release)")
+    p.add_argument("--load-args", default="",
+                   help='extra netarena-load options, e.g. "--io uring" (default: none)')
     p.add_argument("--json-out", type=Path, help="also save every figure to this JSON file")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--client-cpu", type=int, default=1)
@@ -228,7 +231,8 @@ def bench(args) -> int:
           f"load average {state['loadavg_1_5_15']}")
     print(f"tools: {versions}")
     print(f"nginx on CPU {args.server_cpu}, generators on CPU {args.client_cpu}; "
-          f"{args.runs} run(s) x {args.duration} s, {args.connections} connections, 1 thread")
+          f"{args.runs} run(s) x {args.duration} s, {args.connections} connections, 1 thread"
+          + (f"; netarena-load extra options: {args.load_args}" if args.load_args else ""))
 
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="netarena-bench-") as tmpdir:
@@ -265,7 +269,7 @@ def bench(args) -> int:
         args.json_out.write_text(json.dumps({
             "benchmark": "loadgen_vs_wrk",
             "config": {"runs": args.runs, "duration_s": args.duration, "connections": args.connections,
-                       "threads": 1, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
+                       "threads": 1, "load_args": args.load_args, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
                        "quick": args.quick, "target": "nginx return 200 \"Hello, World!\""},
             "machine": state, "versions": versions, "runs": results, "summary": summary,
         }, indent=2) + "\n")

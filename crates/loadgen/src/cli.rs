@@ -61,6 +61,27 @@ pub struct CommonArgs {
     /// Also write the per-interval histograms as an HdrHistogram interval log to FILE
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<std::path::PathBuf>,
+    /// How sockets are driven: epoll (any Linux) or uring (io_uring, Linux 6.0+; http only)
+    #[arg(long, value_enum, default_value_t = IoBackend::Epoll, value_name = "BACKEND")]
+    pub io: IoBackend,
+    /// uring only: after a completion, wait up to US microseconds for more before reacting (0: react at once)
+    #[arg(long, default_value_t = 0, value_name = "US")]
+    pub coalesce_us: u32,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoBackend {
+    Epoll,
+    Uring,
+}
+
+impl IoBackend {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoBackend::Epoll => "epoll",
+            IoBackend::Uring => "uring",
+        }
+    }
 }
 
 #[derive(Args, Debug)]

@@ -4,6 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
+pub use crate::cli::IoBackend;
 use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
 use crate::http::{self, Expectation};
 use crate::openloop::{LoadKind, Requests, UrlOrder};
@@ -21,6 +22,8 @@ pub const REQUESTS_MODE_TIME_BOUND: Duration = Duration::from_secs(60);
 pub const DEFAULT_ECHO_BYTES: u64 = 32 * 1024;
 pub const MAX_THREADS: usize = 1024;
 pub const MAX_PIPELINE: usize = 1024;
+/// `--coalesce-us` beyond this would distort latencies more than any saving is worth.
+pub const MAX_COALESCE_US: u32 = 10_000;
 
 pub struct HttpConfig {
     pub url: HttpUrl,
@@ -110,6 +113,10 @@ pub struct Config {
     pub warmup: Duration,
     pub timeout: Duration,
     pub source_ips: Vec<IpAddr>,
+    /// `--io`: the epoll engine or the io_uring one (http only).
+    pub io: IoBackend,
+    /// `--coalesce-us`: how long the uring engine may wait for more completions (0: none).
+    pub coalesce_us: u32,
     pub json: bool,
     pub command_line: Vec<String>,
     pub interval: Duration,
@@ -145,6 +152,9 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             }
             if a.close && a.pipeline > 1 {
                 return Err("--close sends one request per connection, so it cannot be combined with --pipeline > 1".into());
+            }
+            if a.common.io == IoBackend::Uring {
+                crate::uring::probe(a.common.coalesce_us)?;
             }
             if a.requests == Some(0) {
                 return Err("--requests 0 would send nothing: give at least 1".into());
@@ -191,6 +201,9 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                     .map_or(0, |d| d.as_nanos() as u64)
             });
             let open = open_config(&a, &mut c)?;
+            if open.is_some() && c.io == IoBackend::Uring {
+                return Err("--io uring drives the closed loop only; --rate and --conn-rate keep their schedule with the epoll engine's timerfd: drop --io uring".into());
+            }
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -253,6 +266,12 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 a.target.clone(),
                 command_line,
             )?;
+            if a.common.io == IoBackend::Uring {
+                return Err(
+                    "--io uring is not implemented for echo yet; use --io epoll (the default)"
+                        .into(),
+                );
+            }
             if a.chunk == 0 {
                 return Err("--chunk 0: a chunk must be at least 1 byte".into());
             }
@@ -322,6 +341,12 @@ fn common(
     if a.interval < Duration::from_millis(1) {
         return Err("--interval must be at least 1ms".into());
     }
+    if a.coalesce_us > 0 && a.io != IoBackend::Uring {
+        return Err("--coalesce-us only applies to --io uring (epoll reacts to every readiness event at once)".into());
+    }
+    if a.coalesce_us > MAX_COALESCE_US {
+        return Err(format!("--coalesce-us {} is too long: use 0 to {MAX_COALESCE_US}; it adds up to that much to measured latencies", a.coalesce_us));
+    }
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
@@ -356,6 +381,8 @@ fn common(
         warmup: a.warmup.unwrap_or(Duration::ZERO),
         timeout: a.timeout,
         source_ips,
+        io: a.io,
+        coalesce_us: a.coalesce_us,
         json: a.json,
         command_line,
         interval: a.interval,

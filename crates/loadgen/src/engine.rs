@@ -436,12 +436,22 @@ pub(crate) fn open_registered(
     nodelay: bool,
 ) -> Result<TcpStream, (ErrorClass, String)> {
     let mut sock = connect_nonblocking(target, source, nodelay).map_err(|e| {
-        let from = source.map(|s| format!(" from {}", s.ip())).unwrap_or_default();
-        (ErrorClass::of_connect_error(&e), format!("connect to {target}{from}: {e}"))
+        let from = source
+            .map(|s| format!(" from {}", s.ip()))
+            .unwrap_or_default();
+        (
+            ErrorClass::of_connect_error(&e),
+            format!("connect to {target}{from}: {e}"),
+        )
     })?;
     poll.registry()
         .register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)
-        .map_err(|e| (ErrorClass::of_connect_error(&e), format!("epoll registration: {e}")))?;
+        .map_err(|e| {
+            (
+                ErrorClass::of_connect_error(&e),
+                format!("epoll registration: {e}"),
+            )
+        })?;
     Ok(sock)
 }
 

@@ -12,6 +12,7 @@ use mio::net::TcpStream;
 use sha2::{Digest, Sha256};
 
 use crate::engine::{Outcome, Protocol};
+use crate::exchange::{Exchange, ExchangeConn, Received};
 use crate::stats::{ErrorClass, ThreadStats};
 
 /// A response head larger than this is a `parse_error` (real servers send a few hundred bytes).
@@ -502,37 +503,17 @@ pub fn parse_sha256_hex(text: &str) -> Result<[u8; 32], String> {
     Ok(out)
 }
 
-/// When a connection sends its next batch. The closed loop sends as soon as the previous batch is
-/// fully answered; open-loop models (a request rate, a connection rate) would add a variant that
-/// parks the connection until a scheduled instant, leaving the engine's loop unchanged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NextSend {
-    Now(usize),
-    Never,
-}
-
 pub struct HttpConn {
-    parser: ResponseParser,
-    /// An incomplete response head left over from the previous read (empty almost always).
-    carry: Vec<u8>,
+    ex: ExchangeConn,
+    /// The batch being written: bytes `write_off..write_len` of the exchange's wire requests.
     write_off: usize,
     write_len: usize,
-    inflight: usize,
-    sent_at: Instant,
 }
 
+/// The epoll engine's HTTP protocol: reads and writes for the shared `Exchange`.
 pub struct HttpProtocol {
-    /// `pipeline` copies of the request, concatenated; a batch of k is the first k copies.
-    requests: Vec<u8>,
-    one_request_len: usize,
-    pipeline: usize,
-    close: bool,
-    head_request: bool,
-    expect: Expectation,
-    /// "GET /path", for error messages.
-    what: String,
+    ex: Exchange,
     scratch: Vec<u8>,
-    inflight_total: u64,
 }
 
 impl HttpProtocol {
@@ -545,32 +526,12 @@ impl HttpProtocol {
         expect: Expectation,
     ) -> Self {
         HttpProtocol {
-            requests: request.repeat(pipeline),
-            one_request_len: request.len(),
-            pipeline,
-            close,
-            head_request: method.eq_ignore_ascii_case("HEAD"),
-            expect,
-            what: format!("{method} {path}"),
+            ex: Exchange::new(request, pipeline, close, method, path, expect),
             scratch: vec![0; SCRATCH_BYTES],
-            inflight_total: 0,
         }
     }
 
-    fn next_send(&self, stats: &ThreadStats) -> NextSend {
-        match stats.response_quota {
-            None => NextSend::Now(self.pipeline),
-            Some(q) => {
-                let left = q.saturating_sub(stats.responses + self.inflight_total);
-                if left == 0 {
-                    NextSend::Never
-                } else {
-                    NextSend::Now(self.pipeline.min(left as usize))
-                }
-            }
-        }
-    }
-
+    /// Start the next batch (if `--requests` leaves one) and write as much of it as the socket takes.
     fn send(
         &mut self,
         c: &mut HttpConn,
@@ -578,14 +539,11 @@ impl HttpProtocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Outcome {
-        let NextSend::Now(k) = self.next_send(stats) else {
+        let Some(len) = self.ex.start_batch(&mut c.ex, now, stats) else {
             return Outcome::Ok;
         };
         c.write_off = 0;
-        c.write_len = k * self.one_request_len;
-        c.inflight = k;
-        self.inflight_total += k as u64;
-        c.sent_at = now;
+        c.write_len = len;
         self.flush(c, sock, now, stats)
     }
 
@@ -597,7 +555,7 @@ impl HttpProtocol {
         stats: &mut ThreadStats,
     ) -> Outcome {
         while c.write_off < c.write_len {
-            match sock.write(&self.requests[c.write_off..c.write_len]) {
+            match sock.write(&self.ex.wire()[c.write_off..c.write_len]) {
                 Ok(n) => {
                     c.write_off += n;
                     stats.sent(now, n);
@@ -612,48 +570,42 @@ impl HttpProtocol {
         Outcome::Ok
     }
 
-    /// Account for one complete response; returns Some(outcome) if the connection must stop here.
-    fn on_response(
+    fn read_responses(
         &mut self,
         c: &mut HttpConn,
-        r: Response,
         sock: &mut TcpStream,
-        now: Instant,
+        scratch: &mut [u8],
         stats: &mut ThreadStats,
-    ) -> Option<Outcome> {
-        c.inflight = c.inflight.saturating_sub(1);
-        self.inflight_total = self.inflight_total.saturating_sub(1);
-        let verdict = self.expect.judge(&r);
-        let ok = matches!(verdict, Verdict::Ok);
-        if stats.response(now, now - c.sent_at, ok) {
-            match verdict {
-                Verdict::Ok => {}
-                Verdict::Status => {
-                    stats.status_error(r.status);
-                    stats.error(now, ErrorClass::Status, || {
-                        format!(
-                            "status {} from {} (expected {})",
-                            r.status,
-                            self.what,
-                            self.expect.describe_status()
-                        )
-                    });
+        peer_closed: bool,
+    ) -> Outcome {
+        loop {
+            let n = match sock.read(scratch) {
+                Ok(0) => return self.ex.on_eof(&mut c.ex, Instant::now(), stats),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
                 }
-                Verdict::Mismatch(m) => stats.error(now, ErrorClass::VerificationMismatch, || {
-                    format!("{}: {m}", self.what)
-                }),
+            };
+            // One clock read per read() serves as the end of the responses in it and the start of
+            // the requests sent in reply.
+            let now = Instant::now();
+            match self.ex.on_bytes(&mut c.ex, &scratch[..n], now, stats) {
+                Received::Stop(out) => return out,
+                Received::Ok { send_next: true } => match self.send(c, sock, now, stats) {
+                    Outcome::Ok => {}
+                    other => return other,
+                },
+                Received::Ok { send_next: false } => {}
+            }
+            // A short read drained the socket's receive queue: the next data raises a new edge, so
+            // another read now would only return EAGAIN (epoll(7), "Questions and answers" 9).
+            // A FIN already reported in this event raises no new edge: read on to see the EOF.
+            if n < scratch.len() && !peer_closed {
+                return Outcome::Ok;
             }
         }
-        if !r.keep_alive || self.close {
-            return Some(Outcome::Reconnect);
-        }
-        if c.inflight == 0 {
-            match self.send(c, sock, now, stats) {
-                Outcome::Ok => {}
-                other => return Some(other),
-            }
-        }
-        None
     }
 }
 
@@ -662,19 +614,16 @@ impl Protocol for HttpProtocol {
 
     fn new_conn(&self, _index: usize) -> HttpConn {
         HttpConn {
-            parser: ResponseParser::new(self.expect.wants_digest(), self.head_request),
-            carry: Vec::new(),
+            ex: self.ex.new_conn(),
             write_off: 0,
             write_len: 0,
-            inflight: 0,
-            sent_at: Instant::now(),
         }
     }
 
     fn nodelay(&self) -> bool {
         // With --close each connection carries one small write, which Nagle never delays; skipping
         // the setsockopt saves a syscall per request.
-        !self.close
+        !self.ex.close_each()
     }
 
     fn replace_failed(&self) -> bool {
@@ -682,16 +631,13 @@ impl Protocol for HttpProtocol {
     }
 
     fn reset(&mut self, c: &mut HttpConn) {
-        self.inflight_total = self.inflight_total.saturating_sub(c.inflight as u64);
-        c.inflight = 0;
+        self.ex.reset(&mut c.ex);
         c.write_off = 0;
         c.write_len = 0;
-        c.carry.clear();
-        c.parser.reset();
     }
 
     fn busy_since(&self, c: &HttpConn) -> Option<Instant> {
-        (c.inflight > 0).then_some(c.sent_at)
+        self.ex.busy_since(&c.ex)
     }
 
     fn on_connected(
@@ -730,108 +676,6 @@ impl Protocol for HttpProtocol {
 
     fn thread_done(&self, stats: &ThreadStats) -> bool {
         stats.quota_reached()
-    }
-}
-
-impl HttpProtocol {
-    fn read_responses(
-        &mut self,
-        c: &mut HttpConn,
-        sock: &mut TcpStream,
-        scratch: &mut [u8],
-        stats: &mut ThreadStats,
-        peer_closed: bool,
-    ) -> Outcome {
-        loop {
-            let carried = c.carry.len();
-            if carried > 0 {
-                scratch[..carried].copy_from_slice(&c.carry);
-                c.carry.clear();
-            }
-            let space = scratch.len() - carried;
-            let n = match sock.read(&mut scratch[carried..]) {
-                Ok(0) => return self.on_eof(c, carried, sock, stats),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    c.carry.extend_from_slice(&scratch[..carried]);
-                    return Outcome::Ok;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    c.carry.extend_from_slice(&scratch[..carried]);
-                    continue;
-                }
-                Err(e) => {
-                    return Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
-                }
-            };
-            // One clock read per read() serves as the end of the responses in it and the start of
-            // the requests sent in reply.
-            let now = Instant::now();
-            stats.received(now, n);
-            let total = carried + n;
-            let mut pos = 0;
-            while pos < total {
-                match c.parser.advance(&scratch[pos..total]) {
-                    Step::NeedMore(k) => {
-                        pos += k;
-                        break;
-                    }
-                    Step::Done(k, r) => {
-                        pos += k;
-                        if c.inflight == 0 {
-                            return Outcome::Fail(
-                                ErrorClass::ParseError,
-                                format!("response to {} without a request outstanding", self.what),
-                            );
-                        }
-                        if let Some(out) = self.on_response(c, r, sock, now, stats) {
-                            return out;
-                        }
-                    }
-                    Step::Error(e) => {
-                        return Outcome::Fail(ErrorClass::ParseError, format!("{}: {e}", self.what))
-                    }
-                }
-            }
-            if pos < total {
-                c.carry.extend_from_slice(&scratch[pos..total]);
-            }
-            // A short read drained the socket's receive queue: the next data raises a new edge, so
-            // another read now would only return EAGAIN (epoll(7), "Questions and answers" 9).
-            // A FIN already reported in this event raises no new edge: read on to see the EOF.
-            if n < space && !peer_closed {
-                return Outcome::Ok;
-            }
-        }
-    }
-
-    fn on_eof(
-        &mut self,
-        c: &mut HttpConn,
-        carried: usize,
-        sock: &mut TcpStream,
-        stats: &mut ThreadStats,
-    ) -> Outcome {
-        if carried == 0 && c.inflight > 0 {
-            if let Some(r) = c.parser.on_eof() {
-                // A close-delimited body ends here; keep_alive is false, so this reconnects.
-                return self
-                    .on_response(c, r, sock, Instant::now(), stats)
-                    .unwrap_or(Outcome::Reconnect);
-            }
-        }
-        if c.inflight > 0 {
-            let partial = if c.parser.in_body() || carried > 0 {
-                "in the middle of a response"
-            } else {
-                "before the response"
-            };
-            return Outcome::Fail(
-                ErrorClass::ClosedEarly,
-                format!("{}: server closed the connection {partial}", self.what),
-            );
-        }
-        Outcome::Reconnect
     }
 }
 

@@ -175,6 +175,8 @@ pub struct ConfigDoc {
     pub bytes_per_connection: Option<u64>,
     pub chunk_bytes: Option<u64>,
     pub probe_interval_s: Option<f64>,
+    pub io_backend: &'static str,
+    pub coalesce_us: u32,
 }
 
 #[derive(Serialize)]
@@ -385,6 +387,8 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         bytes_per_connection: echo_cfg.and_then(|e| e.bytes_per_connection),
         chunk_bytes: echo_cfg.map(|e| e.chunk_bytes),
         probe_interval_s: echo_cfg.and_then(|e| e.probe_interval.map(secs)),
+        io_backend: cfg.io.name(),
+        coalesce_us: cfg.coalesce_us,
     };
 
     let echo = echo_cfg.map(|e| EchoDoc {
@@ -578,6 +582,12 @@ pub fn human(doc: &Document) -> String {
     );
     if doc.warmup_s > 0.0 {
         o += &format!(" after {:.2}s warm-up", doc.warmup_s);
+    }
+    if c.io_backend != "epoll" {
+        o += &format!(", io {}", c.io_backend);
+        if c.coalesce_us > 0 {
+            o += &format!(" (coalesce {}us)", c.coalesce_us);
+        }
     }
     o += "\n";
     let l = &doc.latency;

@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Config, HttpConfig, Mode};
+use crate::config::{Config, HttpConfig, IoBackend, Mode};
 use crate::echo::{self, EchoProtocol, ProbeResult};
 use crate::engine::{self, WorkerConfig, WorkerResult};
 use crate::http::{Expectation, HttpProtocol, ResponseParser, Step};
 use crate::stats::ThreadStats;
+use crate::uring;
 
 pub struct ThreadSummary {
     pub cpu: Option<usize>,
@@ -75,6 +76,12 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
         };
         first_conn += connections;
         let spawned = match &cfg.mode {
+            Mode::Http(h) if cfg.io == IoBackend::Uring => {
+                let params = uring::HttpParams::new(h, cfg.coalesce_us);
+                std::thread::Builder::new()
+                    .name(format!("load-{t}"))
+                    .spawn(move || uring::run_worker(wc, params))
+            }
             Mode::Http(h) => {
                 let proto = HttpProtocol::new(
                     &h.request,

@@ -75,7 +75,12 @@ impl LoadRun {
 
     /// The result document as printed (exit 0 required), without further checks.
     pub fn json(&self) -> Value {
-        assert_eq!(self.code, 0, "expected exit 0 with a JSON result\n{}", self.describe());
+        assert_eq!(
+            self.code,
+            0,
+            "expected exit 0 with a JSON result\n{}",
+            self.describe()
+        );
         serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
             panic!("stdout is not one JSON document ({e})\n{}", self.describe())
         })
@@ -88,14 +93,48 @@ impl LoadRun {
             context: self.describe(),
         };
         r.check_invariants();
+        // The engine asked for (by the test or by NETARENA_LOAD_TEST_IO) is the engine that ran.
+        if r.get("/mode").as_str() == Some("http") {
+            let asked = self
+                .args
+                .iter()
+                .position(|a| a == "--io")
+                .map_or("epoll", |k| self.args[k + 1].as_str());
+            assert_eq!(
+                r.get("/config/io_backend").as_str(),
+                Some(asked),
+                "the run used another engine than asked\n{}",
+                r.context
+            );
+        }
         r
     }
+}
+
+/// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario with `--io uring`, so the
+/// same servers and assertions check both engines; words after the engine are passed on too
+/// (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`).
+pub fn io_args(args: &[&str]) -> Vec<String> {
+    let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
+        if args.first() == Some(&"http")
+            && !args.contains(&"--io")
+            && !args.contains(&"--coalesce-us")
+        {
+            full.push("--io".to_string());
+            full.extend(io.split_whitespace().map(str::to_string));
+        }
+    }
+    full
 }
 
 /// Runs the real binary; kills it and fails the test if it is still running after `limit`.
 pub fn run_load(args: &[&str], limit: Duration) -> LoadRun {
     let bin = env!("CARGO_BIN_EXE_netarena-load");
     let started = Instant::now();
+    let args_owned = io_args(args);
+    let args: Vec<&str> = args_owned.iter().map(|s| s.as_str()).collect();
+    let args = &args[..];
     let mut child = Command::new(bin)
         .args(args)
         .stdin(Stdio::null())

@@ -1,0 +1,833 @@
+//! `--io uring`: the HTTP closed loop on io_uring instead of epoll (Linux 6.0+).
+//!
+//! Same contract as the epoll engine (`engine` + `http`): one ring per thread, shared nothing, the
+//! same connection life cycle (ramp, backoff, replacement, `--timeout` sweep), the same parser,
+//! verification and error classes. What changes is how bytes move, chosen to cut the generator's
+//! kernel time per request, which is what limits it on a small machine:
+//!
+//! - every connection has one multishot recv armed for its whole life, filling buffers from a
+//!   provided-buffer ring: no recv syscall, no epoll bookkeeping, no re-arming per response;
+//! - sends are queued as SQEs with `MSG_WAITALL` (the kernel finishes short sends itself) and
+//!   `IOSQE_CQE_SKIP_SUCCESS` (only a failed send produces a completion);
+//! - all sends and re-arms produced by one batch of completions go to the kernel in the single
+//!   `io_uring_enter` that also waits for the next batch;
+//! - `SINGLE_ISSUER | DEFER_TASKRUN` (6.1+) let completions be processed in that same enter instead
+//!   of by task-work interrupts of the running thread.
+//!
+//! - with `--coalesce-us`, each wait may hold out for half of the requests in flight for that long
+//!   (io_uring min-wait, 6.12+): the biggest saving measured, but it makes arrivals burstier and adds
+//!   up to that much to a response's measured latency, so it is opt-in and recorded in the result.
+//!
+//! Connects are `IORING_OP_CONNECT` on blocking sockets, so `--close` works too.
+//!
+//! Latency is timed from the moment a request is queued to the moment the completion batch that
+//! ends its response is reaped (one clock read per batch: every completion in it had already
+//! happened by then).
+//!
+//! A closed connection may still have an armed recv, a queued send or a connect in the kernel.
+//! Completions carry the connection's generation, so stale ones are ignored; the socket is shut
+//! down first (which ends any operation pending on it) and its descriptor is closed only after the
+//! next submit, so a queued SQE can never reach a new socket that reused the number.
+
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+use io_uring::types::{BufRingEntry, CancelBuilder, SubmitArgs, Timespec};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use socket2::{Domain, SockAddr, Socket, Type};
+
+use crate::config::HttpConfig;
+use crate::engine::{Outcome, WorkerConfig, WorkerResult, SWEEP_INTERVAL};
+use crate::exchange::{Exchange, ExchangeConn, Received};
+use crate::stats::{ErrorClass, ThreadStats};
+use crate::sys;
+
+// Same ramp and backoff policy as the epoll engine (see engine.rs for the reasons).
+const BACKOFF_MIN_MS: u32 = 10;
+const BACKOFF_MAX_MS: u32 = 500;
+const CONNECT_BATCH: usize = 256;
+const MAX_RAMP_CONNECTING: usize = 1024;
+
+/// Bytes per provided receive buffer. A response larger than this simply arrives in several
+/// completions; 16 KiB keeps big bodies at few completions without much memory per thread.
+const RECV_BUF_BYTES: usize = 16 * 1024;
+/// Provided buffers per thread: twice the connections, within these bounds (a power of two, as the
+/// kernel requires). Buffers go back to the ring after every batch, so running out only happens
+/// when more than this many receives complete between two reaps; the recv then ends with ENOBUFS
+/// and is simply re-armed.
+const MIN_RECV_BUFS: usize = 64;
+const MAX_RECV_BUFS: usize = 1024;
+const BUF_GROUP: u16 = 0;
+/// Submission queue entries per connection: a loop turn queues at most a connect, a recv re-arm and
+/// a send for each; a full queue is submitted early, so this only sizes the common case.
+const SQES_PER_CONN: usize = 3;
+const MAX_SQ_ENTRIES: usize = 32768;
+
+const OP_CONNECT: u64 = 1;
+const OP_RECV: u64 = 2;
+const OP_SEND: u64 = 3;
+const GEN_MASK: u32 = 0x00ff_ffff;
+
+fn user_data(slot: usize, gen: u32, op: u64) -> u64 {
+    ((slot as u64) << 32) | (u64::from(gen & GEN_MASK) << 8) | op
+}
+
+fn decode(ud: u64) -> (usize, u32, u64) {
+    (
+        (ud >> 32) as usize,
+        ((ud >> 8) as u32) & GEN_MASK,
+        ud & 0xff,
+    )
+}
+
+/// Oldest kernel the engine relies on: multishot recv (6.0) and provided-buffer rings (5.19).
+const MIN_KERNEL: (u32, u32) = (6, 0);
+
+/// Build a ring with the cheapest completion mode this kernel offers. The flags only change when
+/// completions are processed, never what happens, so falling back among them is not a change of
+/// behaviour (unlike falling back to epoll, which this never does).
+fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
+    let cq_entries = sq_entries.saturating_mul(4);
+    let attempts: [fn(&mut io_uring::Builder); 3] = [
+        |b| {
+            b.setup_single_issuer().setup_defer_taskrun();
+        },
+        |b| {
+            b.setup_coop_taskrun();
+        },
+        |_| {},
+    ];
+    let mut last = None;
+    for tune in attempts {
+        let mut b = IoUring::builder();
+        b.setup_cqsize(cq_entries).setup_submit_all();
+        tune(&mut b);
+        match b.build(sq_entries) {
+            Ok(r) => return Ok(r),
+            // EINVAL: a flag this kernel does not know; anything else will not get better.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.expect("at least one attempt"))
+}
+
+/// Check, before anything is sent, that this process can use io_uring as the engine needs it.
+/// The error names the cause and the way out (`--io epoll`).
+pub fn probe(coalesce_us: u32) -> Result<(), String> {
+    let fail = |why: String| {
+        Err(format!(
+            "--io uring: io_uring cannot be used here: {why}. Use --io epoll (the default), which needs none of it"
+        ))
+    };
+    if let Some((major, minor)) = kernel_version() {
+        if (major, minor) < MIN_KERNEL {
+            return fail(format!(
+                "the kernel is {major}.{minor}; the uring engine needs Linux {}.{}+ (multishot recv, provided-buffer rings)",
+                MIN_KERNEL.0, MIN_KERNEL.1
+            ));
+        }
+    }
+    let ring = match build_ring(8) {
+        Ok(r) => r,
+        Err(e) => return fail(setup_error_cause(&e)),
+    };
+    if coalesce_us > 0 && !ring.params().is_feature_min_timeout() {
+        return Err("--coalesce-us needs io_uring's min-wait (Linux 6.12+), which this kernel lacks: drop --coalesce-us".into());
+    }
+    let mut p = io_uring::Probe::new();
+    if let Err(e) = ring.submitter().register_probe(&mut p) {
+        return fail(format!("cannot query the supported operations ({e})"));
+    }
+    for (code, name) in [
+        (opcode::Connect::CODE, "CONNECT"),
+        (opcode::Send::CODE, "SEND"),
+        (opcode::RecvMulti::CODE, "RECV"),
+    ] {
+        if !p.is_supported(code) {
+            return fail(format!("the kernel does not support IORING_OP_{name}"));
+        }
+    }
+    match BufRing::new(&ring, MIN_RECV_BUFS) {
+        Ok(mut b) => {
+            if ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok() {
+                b.registered = false;
+            }
+        }
+        Err(e) => return fail(format!("cannot register a provided-buffer ring ({e})")),
+    }
+    Ok(())
+}
+
+fn setup_error_cause(e: &io::Error) -> String {
+    let sysctl = std::fs::read_to_string("/proc/sys/kernel/io_uring_disabled")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    match e.raw_os_error() {
+        Some(libc::EPERM) | Some(libc::EACCES) => format!(
+            "io_uring_setup was refused ({e}); sysctl kernel.io_uring_disabled is {sysctl} (1: only members of kernel.io_uring_group, 2: nobody), or a seccomp filter forbids it"
+        ),
+        Some(libc::ENOSYS) => format!(
+            "io_uring_setup does not exist here ({e}): a kernel without CONFIG_IO_URING, or a seccomp filter (e.g. a container runtime's default profile) hiding it"
+        ),
+        Some(libc::ENOMEM) => format!(
+            "io_uring_setup ran out of memory ({e}); the locked-memory limit (ulimit -l) may be too low"
+        ),
+        _ => format!("io_uring_setup failed ({e}); sysctl kernel.io_uring_disabled is {sysctl}"),
+    }
+}
+
+fn kernel_version() -> Option<(u32, u32)> {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").ok()?;
+    let mut parts = release.trim().split(['.', '-']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+/// A provided-buffer ring (`IORING_REGISTER_PBUF_RING`): the kernel takes a buffer from its head for
+/// every receive; we put it back at the tail once its bytes are parsed.
+struct BufRing {
+    ring: *mut BufRingEntry,
+    ring_layout: std::alloc::Layout,
+    bufs: Vec<u8>,
+    entries: u16,
+    tail: u16,
+    /// Registered with the kernel: memory must outlive the registration.
+    registered: bool,
+}
+
+impl BufRing {
+    fn new(uring: &IoUring, entries: usize) -> io::Result<BufRing> {
+        debug_assert!(entries.is_power_of_two() && entries <= 32768);
+        let ring_layout = std::alloc::Layout::from_size_align(
+            entries * std::mem::size_of::<BufRingEntry>(),
+            4096,
+        )
+        .expect("valid layout");
+        // SAFETY: non-zero size; zeroed memory is a valid (empty) ring.
+        let ring = unsafe { std::alloc::alloc_zeroed(ring_layout) } as *mut BufRingEntry;
+        if ring.is_null() {
+            return Err(io::Error::from(io::ErrorKind::OutOfMemory));
+        }
+        let mut br = BufRing {
+            ring,
+            ring_layout,
+            bufs: vec![0u8; entries * RECV_BUF_BYTES],
+            entries: entries as u16,
+            tail: 0,
+            registered: false,
+        };
+        // SAFETY: the ring memory is page aligned, sized for `entries`, and lives until Drop, which
+        // unregisters it first.
+        unsafe {
+            uring.submitter().register_buf_ring_with_flags(
+                ring as u64,
+                entries as u16,
+                BUF_GROUP,
+                0,
+            )?;
+        }
+        br.registered = true;
+        for bid in 0..entries as u16 {
+            br.recycle(bid);
+        }
+        br.publish();
+        Ok(br)
+    }
+
+    fn recycle(&mut self, bid: u16) {
+        let idx = (self.tail & (self.entries - 1)) as usize;
+        // SAFETY: idx < entries; the entry at the tail is not owned by the kernel until published.
+        let e = unsafe { &mut *self.ring.add(idx) };
+        e.set_addr(self.bufs.as_ptr() as u64 + u64::from(bid) * RECV_BUF_BYTES as u64);
+        e.set_len(RECV_BUF_BYTES as u32);
+        e.set_bid(bid);
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Make recycled buffers visible to the kernel (one release store per loop turn).
+    fn publish(&self) {
+        // SAFETY: the tail field lives inside the first ring entry; the kernel reads it with acquire.
+        unsafe {
+            let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
+            (*tail).store(self.tail, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// The bytes the kernel put in buffer `bid`.
+    ///
+    /// # Safety
+    /// The buffer must have been handed back by a completion and not recycled yet; the slice must
+    /// not be used after `recycle(bid)`.
+    unsafe fn data(&self, bid: u16, len: usize) -> &'static [u8] {
+        std::slice::from_raw_parts(
+            self.bufs.as_ptr().add(bid as usize * RECV_BUF_BYTES),
+            len.min(RECV_BUF_BYTES),
+        )
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        if self.registered {
+            // The ring's owner unregisters (or drops the io_uring) before this runs; see Worker.
+            std::mem::forget(std::mem::take(&mut self.bufs));
+            return;
+        }
+        // SAFETY: allocated in new() with this layout and no longer known to the kernel.
+        unsafe { std::alloc::dealloc(self.ring as *mut u8, self.ring_layout) };
+    }
+}
+
+/// The HTTP exchange (shared with the epoll engine) and this engine's own setting.
+pub struct HttpParams {
+    ex: Exchange,
+    coalesce_us: u32,
+}
+
+impl HttpParams {
+    pub fn new(h: &HttpConfig, coalesce_us: u32) -> HttpParams {
+        HttpParams {
+            ex: Exchange::new(
+                &h.request,
+                h.pipeline,
+                h.close,
+                &h.method,
+                &h.url.path,
+                h.expect.clone(),
+            ),
+            coalesce_us,
+        }
+    }
+}
+
+enum Phase {
+    New,
+    Idle { retry_at: Instant },
+    Connecting { since: Instant },
+    Open,
+}
+
+struct Conn {
+    sock: Option<Socket>,
+    phase: Phase,
+    gen: u32,
+    backoff_ms: u32,
+    source: Option<SocketAddr>,
+    /// A multishot recv is queued or armed in the kernel for the current socket.
+    recv_armed: bool,
+    ex: ExchangeConn,
+}
+
+struct Worker {
+    ring: IoUring,
+    bufs: BufRing,
+    conns: Vec<Conn>,
+    stats: ThreadStats,
+    p: HttpParams,
+    target: SocketAddr,
+    /// Boxed: CONNECT SQEs point at it until they complete.
+    target_sockaddr: Box<SockAddr>,
+    timeout: Duration,
+    live: usize,
+    connecting: usize,
+    /// Closed sockets whose descriptors are released after the next submit (see the module doc).
+    graveyard: Vec<Socket>,
+    cqes: Vec<(u64, i32, u32)>,
+}
+
+/// Run one thread's share of the HTTP load on io_uring; returns its measurements.
+pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> {
+    if let Some(cpu) = cfg.cpu {
+        sys::pin_current_thread(cpu).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("pinning thread {} to CPU {cpu}: {e}", cfg.thread_index),
+            )
+        })?;
+    }
+    let sq_entries = (cfg.connections * SQES_PER_CONN + 64)
+        .next_power_of_two()
+        .min(MAX_SQ_ENTRIES) as u32;
+    let ring = build_ring(sq_entries)
+        .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
+    let nbufs = (cfg.connections * 2)
+        .next_power_of_two()
+        .clamp(MIN_RECV_BUFS, MAX_RECV_BUFS);
+    let bufs = BufRing::new(&ring, nbufs)
+        .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
+    let far_future = Instant::now() + Duration::from_secs(10 * 365 * 86400);
+    let stats = ThreadStats::new(
+        cfg.measure_start,
+        cfg.measure_end.unwrap_or(far_future),
+        cfg.response_quota,
+    );
+    let conns = (0..cfg.connections)
+        .map(|k| {
+            let index = cfg.first_conn + k;
+            Conn {
+                sock: None,
+                phase: Phase::New,
+                gen: 0,
+                backoff_ms: 0,
+                source: (!cfg.source_ips.is_empty())
+                    .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0)),
+                recv_armed: false,
+                ex: p.ex.new_conn(),
+            }
+        })
+        .collect();
+    let mut w = Worker {
+        ring,
+        bufs,
+        conns,
+        stats,
+        p,
+        target: cfg.target,
+        target_sockaddr: Box::new(SockAddr::from(cfg.target)),
+        timeout: cfg.timeout,
+        live: cfg.connections,
+        connecting: 0,
+        graveyard: Vec::new(),
+        cqes: Vec::with_capacity(1024),
+    };
+    let result = w.run(cfg.measure_start, cfg.measure_end, cfg.cpu);
+    w.shutdown();
+    result
+}
+
+impl Worker {
+    fn run(
+        &mut self,
+        measure_start: Instant,
+        measure_end: Option<Instant>,
+        cpu: Option<usize>,
+    ) -> io::Result<WorkerResult> {
+        let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
+        let mut at_start: Option<(Duration, (Duration, Duration), Instant)> = None;
+        let mut never_opened = 0..self.conns.len();
+        let stopped_at = loop {
+            let now = Instant::now();
+            let ramping = !never_opened.is_empty();
+            let room = MAX_RAMP_CONNECTING
+                .saturating_sub(self.connecting)
+                .min(CONNECT_BATCH);
+            for i in never_opened.by_ref().take(room) {
+                self.open(i, now)?;
+            }
+            if at_start.is_none() && now >= measure_start {
+                at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
+            }
+            if measure_end.is_some_and(|end| now >= end)
+                || self.live == 0
+                || self.stats.quota_reached()
+            {
+                break now;
+            }
+            if now >= next_sweep {
+                self.sweep(now)?;
+                next_sweep = now + SWEEP_INTERVAL;
+            }
+            let ramp_wait = if ramping && self.connecting < MAX_RAMP_CONNECTING {
+                Duration::ZERO
+            } else {
+                SWEEP_INTERVAL
+            };
+            let mut wait = next_sweep.saturating_duration_since(now).min(ramp_wait);
+            if at_start.is_none() {
+                wait = wait.min(measure_start.saturating_duration_since(now));
+            }
+            if let Some(end) = measure_end {
+                wait = wait.min(end.saturating_duration_since(now));
+            }
+            self.bufs.publish();
+            let ts = Timespec::from(wait);
+            let mut args = SubmitArgs::new().timespec(&ts);
+            let mut want = 1;
+            if self.p.coalesce_us > 0 {
+                // Wait for half of what is in flight, but once coalesce_us have passed settle for
+                // anything (IORING_ENTER_EXT_ARG min_wait, 6.12+): fewer, larger batches mean
+                // fewer wake-ups on both sides, at the price of up to coalesce_us added to
+                // the measured latency of a response that waits for the batch.
+                want = (self.p.ex.inflight_total() as usize / 2).max(1);
+                args = args.min_wait_usec(self.p.coalesce_us);
+            }
+            match self.ring.submitter().submit_with_args(want, &args) {
+                Ok(_) => {}
+                Err(e) => match e.raw_os_error() {
+                    // ETIME: the wait ran out (a sweep or the end is due); EINTR: a signal;
+                    // EBUSY: completions must be reaped before more can be submitted.
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY) => {}
+                    _ => return Err(io::Error::new(e.kind(), format!("io_uring_enter: {e}"))),
+                },
+            }
+            // Only once every queued SQE naming their descriptors has reached the kernel.
+            if self.ring.submission().is_empty() {
+                self.graveyard.clear();
+            }
+            self.reap()?;
+        };
+        let (cpu0, (user0, sys0), wall0) =
+            at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
+        let (user1, sys1) = sys::thread_rusage();
+        // The worker lives on to cancel its kernel work (see shutdown); its counters leave now.
+        let empty_window = Instant::now();
+        let stats = std::mem::replace(
+            &mut self.stats,
+            ThreadStats::new(empty_window, empty_window, None),
+        );
+        Ok(WorkerResult {
+            cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
+            wall_time: stopped_at.saturating_duration_since(wall0),
+            user_time: user1.saturating_sub(user0),
+            sys_time: sys1.saturating_sub(sys0),
+            stats,
+            cpu,
+            stopped_at,
+        })
+    }
+
+    /// Process every completion available; one clock read serves the whole batch.
+    fn reap(&mut self) -> io::Result<()> {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        loop {
+            cqes.clear();
+            cqes.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            if cqes.is_empty() {
+                break;
+            }
+            let now = Instant::now();
+            for &(ud, res, flags) in &cqes {
+                self.on_cqe(ud, res, flags, now)?;
+            }
+        }
+        self.cqes = cqes;
+        Ok(())
+    }
+
+    fn on_cqe(&mut self, ud: u64, res: i32, flags: u32, now: Instant) -> io::Result<()> {
+        let (i, gen, op) = decode(ud);
+        let bid = cqueue::buffer_select(flags);
+        let current = self
+            .conns
+            .get(i)
+            .is_some_and(|c| c.gen == gen && c.sock.is_some());
+        if !current {
+            if let Some(bid) = bid {
+                self.bufs.recycle(bid);
+            }
+            return Ok(());
+        }
+        let out = match op {
+            OP_CONNECT => self.on_connect(i, res, now)?,
+            OP_RECV => {
+                let more = cqueue::more(flags);
+                if !more {
+                    self.conns[i].recv_armed = false;
+                }
+                let out = match bid {
+                    Some(bid) => {
+                        // SAFETY: the kernel handed this buffer back in this completion; it is
+                        // recycled right after and the slice does not outlive this block.
+                        let data = unsafe { self.bufs.data(bid, res.max(0) as usize) };
+                        let out = self.on_data(i, data, now)?;
+                        self.bufs.recycle(bid);
+                        out
+                    }
+                    None if res == 0 => self.on_eof(i, now)?,
+                    None if res == -libc::ENOBUFS || res == -libc::EINTR => Outcome::Ok,
+                    None => {
+                        let e = io::Error::from_raw_os_error(-res);
+                        Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
+                    }
+                };
+                let c = &self.conns[i];
+                if matches!(out, Outcome::Ok)
+                    && !c.recv_armed
+                    && c.gen == gen
+                    && matches!(c.phase, Phase::Open)
+                {
+                    self.arm_recv(i)?;
+                }
+                out
+            }
+            OP_SEND if res < 0 => {
+                let e = io::Error::from_raw_os_error(-res);
+                Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}"))
+            }
+            _ => Outcome::Ok,
+        };
+        self.apply(i, out, now)
+    }
+
+    fn on_connect(&mut self, i: usize, res: i32, now: Instant) -> io::Result<Outcome> {
+        if res < 0 {
+            let e = io::Error::from_raw_os_error(-res);
+            return Ok(Outcome::Fail(
+                ErrorClass::of_connect_error(&e),
+                format!("connect to {}: {e}", self.target),
+            ));
+        }
+        self.conns[i].phase = Phase::Open;
+        self.connecting -= 1;
+        self.stats.connection_opened(now);
+        self.arm_recv(i)?;
+        self.send(i, now)?;
+        Ok(Outcome::Ok)
+    }
+
+    fn on_data(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<Outcome> {
+        self.conns[i].backoff_ms = 0;
+        match self
+            .p
+            .ex
+            .on_bytes(&mut self.conns[i].ex, data, now, &mut self.stats)
+        {
+            Received::Stop(out) => Ok(out),
+            Received::Ok { send_next } => {
+                if send_next {
+                    self.send(i, now)?;
+                }
+                Ok(Outcome::Ok)
+            }
+        }
+    }
+
+    fn on_eof(&mut self, i: usize, now: Instant) -> io::Result<Outcome> {
+        Ok(self
+            .p
+            .ex
+            .on_eof(&mut self.conns[i].ex, now, &mut self.stats))
+    }
+
+    /// Queue the next batch of requests on connection i, if the `--requests` quota allows.
+    fn send(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let Some(len) = self.p.ex.start_batch(&mut c.ex, now, &self.stats) else {
+            return Ok(());
+        };
+        let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
+        // The wire bytes live in the exchange for the whole run, so the SQE may point at them.
+        let sqe = opcode::Send::new(types::Fd(fd), self.p.ex.wire().as_ptr(), len as u32)
+            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(user_data(i, c.gen, OP_SEND));
+        self.stats.sent(now, len);
+        self.push(sqe)
+    }
+
+    fn arm_recv(&mut self, i: usize) -> io::Result<()> {
+        let c = &mut self.conns[i];
+        let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
+        c.recv_armed = true;
+        let sqe = opcode::RecvMulti::new(types::Fd(fd), BUF_GROUP)
+            .build()
+            .user_data(user_data(i, c.gen, OP_RECV));
+        self.push(sqe)
+    }
+
+    fn push(&mut self, sqe: squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: every buffer and address an SQE points at (request bytes, target address,
+            // buffer ring) lives as long as the worker, which cancels everything before freeing.
+            if unsafe { self.ring.submission().push(&sqe) }.is_ok() {
+                return Ok(());
+            }
+            if let Err(e) = self.ring.submit() {
+                if e.raw_os_error() != Some(libc::EBUSY) {
+                    return Err(io::Error::new(e.kind(), format!("io_uring_enter: {e}")));
+                }
+                // The completion queue is full: reap some completions to make room later.
+                // Their processing may queue SQEs too, which this loop keeps submitting.
+                self.reap()?;
+            }
+        }
+    }
+
+    fn apply(&mut self, i: usize, out: Outcome, now: Instant) -> io::Result<()> {
+        match out {
+            Outcome::Ok => Ok(()),
+            Outcome::Reconnect | Outcome::Finished => {
+                self.close(i, now);
+                self.conns[i].backoff_ms = 0;
+                self.open(i, now)
+            }
+            Outcome::Fail(class, msg) => {
+                self.fail(i, now, class, msg);
+                Ok(())
+            }
+        }
+    }
+
+    fn fail(&mut self, i: usize, now: Instant, class: ErrorClass, msg: String) {
+        self.stats.error(now, class, || msg);
+        self.close(i, now);
+        let c = &mut self.conns[i];
+        c.backoff_ms = (c.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+        c.phase = Phase::Idle {
+            retry_at: now + Duration::from_millis(u64::from(c.backoff_ms)),
+        };
+    }
+
+    fn close(&mut self, i: usize, now: Instant) {
+        let c = &mut self.conns[i];
+        let connecting = matches!(c.phase, Phase::Connecting { .. });
+        if connecting {
+            self.connecting -= 1;
+        }
+        if let Some(sock) = c.sock.take() {
+            // Ends a connect, an armed recv or a blocked send still holding the socket in the
+            // kernel; without it the socket would stay open until the peer sent something.
+            if c.recv_armed || connecting || self.p.ex.inflight(&c.ex) > 0 {
+                let _ = sock.shutdown(std::net::Shutdown::Both);
+            }
+            self.graveyard.push(sock);
+        }
+        self.p.ex.reset(&mut c.ex);
+        c.recv_armed = false;
+        c.gen = c.gen.wrapping_add(1) & GEN_MASK;
+        c.phase = Phase::Idle { retry_at: now };
+    }
+
+    fn open(&mut self, i: usize, now: Instant) -> io::Result<()> {
+        let nodelay = !self.p.ex.close_each();
+        match new_socket(self.target, self.conns[i].source, nodelay) {
+            Ok(sock) => {
+                let c = &mut self.conns[i];
+                let fd: RawFd = sock.as_raw_fd();
+                c.sock = Some(sock);
+                c.phase = Phase::Connecting { since: now };
+                self.connecting += 1;
+                let sqe = opcode::Connect::new(
+                    types::Fd(fd),
+                    self.target_sockaddr.as_ptr(),
+                    self.target_sockaddr.len(),
+                )
+                .build()
+                .user_data(user_data(i, c.gen, OP_CONNECT));
+                self.push(sqe)
+            }
+            Err(e) => {
+                let source = self.conns[i]
+                    .source
+                    .map(|s| format!(" from {}", s.ip()))
+                    .unwrap_or_default();
+                let msg = format!("connect to {}{source}: {e}", self.target);
+                self.fail(i, now, ErrorClass::of_connect_error(&e), msg);
+                Ok(())
+            }
+        }
+    }
+
+    fn sweep(&mut self, now: Instant) -> io::Result<()> {
+        for i in 0..self.conns.len() {
+            let c = &self.conns[i];
+            match c.phase {
+                Phase::Connecting { since }
+                    if now.saturating_duration_since(since) >= self.timeout =>
+                {
+                    let msg = format!(
+                        "connect to {} not complete after {:?}",
+                        self.target, self.timeout
+                    );
+                    self.fail(i, now, ErrorClass::ConnectTimeout, msg);
+                }
+                Phase::Open
+                    if self
+                        .p
+                        .ex
+                        .busy_since(&c.ex)
+                        .is_some_and(|t| now.saturating_duration_since(t) >= self.timeout) =>
+                {
+                    let msg = format!("no complete response within {:?}", self.timeout);
+                    self.fail(i, now, ErrorClass::Timeout, msg);
+                }
+                Phase::Idle { retry_at } if now >= retry_at => self.open(i, now)?,
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Stop everything the kernel still does for this thread before its memory is freed: shut the
+    /// sockets down, cancel what is left synchronously, then unregister the buffer ring.
+    fn shutdown(&mut self) {
+        for c in &mut self.conns {
+            if let Some(s) = c.sock.take() {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+                self.graveyard.push(s);
+            }
+        }
+        let _ = self.ring.submit();
+        let cancelled = match self
+            .ring
+            .submitter()
+            .register_sync_cancel(Some(Timespec::new().sec(1)), CancelBuilder::any())
+        {
+            Ok(()) => true,
+            Err(e) => e.raw_os_error() == Some(libc::ENOENT),
+        };
+        if cancelled && self.ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok() {
+            self.bufs.registered = false;
+        }
+        // Otherwise BufRing's Drop leaks the buffers rather than free memory the kernel may
+        // still write to; the process ends soon after anyway.
+        self.graveyard.clear();
+    }
+}
+
+/// A blocking TCP socket, bound to `source` if given, not yet connected (IORING_OP_CONNECT does
+/// that). Blocking: io_uring waits for readiness itself, and a blocking socket lets `MSG_WAITALL`
+/// finish short sends in the kernel.
+fn new_socket(target: SocketAddr, source: Option<SocketAddr>, nodelay: bool) -> io::Result<Socket> {
+    let sock = Socket::new(
+        Domain::for_address(target),
+        Type::STREAM.cloexec(),
+        Some(socket2::Protocol::TCP),
+    )?;
+    if let Some(src) = source {
+        // As in engine::connect_nonblocking: let connect() pick the port per 4-tuple.
+        let one: libc::c_int = 1;
+        // SAFETY: valid fd and a c_int option value of the right size.
+        unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_IP,
+                libc::IP_BIND_ADDRESS_NO_PORT,
+                &one as *const libc::c_int as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+        sock.bind(&src.into())?;
+    }
+    if nodelay {
+        sock.set_nodelay(true)?;
+    }
+    Ok(sock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_data_round_trips() {
+        for (slot, gen, op) in [
+            (0, 0, OP_CONNECT),
+            (123_456, GEN_MASK, OP_SEND),
+            (7, 5, OP_RECV),
+        ] {
+            assert_eq!(decode(user_data(slot, gen, op)), (slot, gen, op));
+        }
+        // The generation wraps within its bits instead of spilling into the slot number.
+        assert_eq!(decode(user_data(3, GEN_MASK + 2, OP_RECV)), (3, 1, OP_RECV));
+    }
+}

@@ -1,0 +1,231 @@
+//! `--io uring` beyond the shared scenarios. Every http scenario of contract.rs and
+//! misbehaving_http.rs runs on the uring engine with `NETARENA_LOAD_TEST_IO=uring cargo test`; this
+//! file checks what is specific to the choice of engine: the result names it, it validates against
+//! the schema, sockets given up on are really closed (an io_uring operation holds its socket open
+//! until it is cancelled), and what uring does not do is refused rather than faked.
+
+mod common;
+mod loadgen_support;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const RUN_LIMIT: Duration = Duration::from_secs(20);
+
+/// io_uring can be unavailable (kernel.io_uring_disabled, a container's seccomp profile). Then the
+/// tool must say so and exit 2; this checks that and tells the caller to stop.
+fn uring_usable(server: &TestServer) -> bool {
+    let url = server.url("/hello");
+    let run = run_load(
+        &["http", &url, "-n", "1", "--io", "uring", "--json"],
+        RUN_LIMIT,
+    );
+    if run.code == 0 {
+        return true;
+    }
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr.contains("io_uring cannot be used here") && run.stderr.contains("--io epoll"),
+        "the refusal must name the cause and the way out\n{}",
+        run.describe()
+    );
+    assert!(run.stdout.trim().is_empty(), "{}", run.describe());
+    eprintln!("io_uring is not usable on this machine; only the refusal was checked");
+    false
+}
+
+#[test]
+fn result_names_the_engine_and_matches_the_schema() {
+    let server = hello_server();
+    if !uring_usable(&server) {
+        return;
+    }
+    let url = server.url("/hello");
+    for io in ["uring", "epoll"] {
+        let r = run_json(
+            &[
+                "http",
+                &url,
+                "-c",
+                "6",
+                "-t",
+                "2",
+                "-d",
+                "1s",
+                "--io",
+                io,
+                "--expect-body-size",
+                "13",
+            ],
+            RUN_LIMIT,
+        );
+        loadgen_support::validate_against_schema(&r.doc);
+        assert_eq!(
+            r.get("/config/io_backend").as_str(),
+            Some(io),
+            "{}",
+            r.context
+        );
+        assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+        assert!(r.u64("/totals/requests") > 100, "{}", r.context);
+        assert_eq!(r.u64("/totals/connections_opened"), 6, "{}", r.context);
+        assert_eq!(r.u64("/generator/threads"), 2, "{}", r.context);
+        assert!(r.f64("/generator/busy_fraction") > 0.0, "{}", r.context);
+        r.assert_latency_ordered("/latency");
+    }
+    // Without --io the epoll engine runs (unless NETARENA_LOAD_TEST_IO adds one).
+    if std::env::var_os("NETARENA_LOAD_TEST_IO").is_none() {
+        let r = run_json(&["http", &url, "-n", "5"], RUN_LIMIT);
+        assert_eq!(
+            r.get("/config/io_backend").as_str(),
+            Some("epoll"),
+            "{}",
+            r.context
+        );
+        assert_eq!(r.u64("/config/coalesce_us"), 0, "{}", r.context);
+    }
+}
+
+#[test]
+fn timed_out_connections_are_closed_at_once_not_at_exit() {
+    // The server never answers and records how long each connection lived until the client closed.
+    let lifetimes: Arc<Mutex<Vec<Duration>>> = Arc::default();
+    let seen = lifetimes.clone();
+    let server = http_server(loopback_listener(), None, move |_, _, s, stats| {
+        let accepted = Instant::now();
+        stats
+            .misbehaved
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let ctx_free_hold = |s: &mut std::net::TcpStream| {
+            let mut buf = [0u8; 1024];
+            loop {
+                match std::io::Read::read(s, &mut buf) {
+                    Ok(0) => return true,
+                    Ok(_) => {}
+                    Err(e) if is_poll_timeout(&e) => {
+                        if accepted.elapsed() > Duration::from_secs(10) {
+                            return false;
+                        }
+                    }
+                    Err(_) => return true,
+                }
+            }
+        };
+        if ctx_free_hold(s) {
+            seen.lock().unwrap().push(accepted.elapsed());
+        }
+        Ok(After::Gone)
+    });
+    let probe = hello_server();
+    if !uring_usable(&probe) {
+        return;
+    }
+    let run = run_load(
+        &[
+            "http",
+            &server.url("/"),
+            "-c",
+            "2",
+            "-d",
+            "1200ms",
+            "--timeout",
+            "200ms",
+            "--io",
+            "uring",
+            "--json",
+        ],
+        RUN_LIMIT,
+    );
+    let r = run.result();
+    let timeouts = r.class("timeout");
+    assert!(
+        timeouts >= 4,
+        "two connections x 1.2 s / 200 ms\n{}",
+        r.context
+    );
+    r.assert_only_errors(&["timeout"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let lifetimes = lifetimes.lock().unwrap().clone();
+    // A connection given up on after 200 ms (checked every 10 ms) must be gone well before the run
+    // ends; one kept open by a still-armed recv would live until the process exits (~1.2 s).
+    let closed_promptly = lifetimes
+        .iter()
+        .filter(|d| **d < Duration::from_millis(700))
+        .count() as u64;
+    assert!(
+        closed_promptly >= timeouts.saturating_sub(2),
+        "only {closed_promptly} of {timeouts} timed-out connections were closed promptly: {lifetimes:?}\n{}",
+        r.context
+    );
+}
+
+#[test]
+fn what_uring_does_not_do_is_refused() {
+    let server = hello_server();
+    let run = run_load(&["echo", &server.host_port(), "--io", "uring"], RUN_LIMIT);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("--io uring is not implemented for echo")
+            && run.stderr.contains("--io epoll"),
+        "{}",
+        run.describe()
+    );
+    let run = run_load(&["http", &server.url("/"), "--io", "kqueue"], RUN_LIMIT);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr.contains("kqueue") && run.stderr.contains("uring"),
+        "{}",
+        run.describe()
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        server.stats.connections(),
+        0,
+        "a refused run connected to the target"
+    );
+}
+
+#[test]
+fn coalescing_is_recorded_and_only_for_uring() {
+    let server = hello_server();
+    if !uring_usable(&server) {
+        return;
+    }
+    let url = server.url("/hello");
+    let run = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "8",
+            "-n",
+            "2000",
+            "--io",
+            "uring",
+            "--coalesce-us",
+            "200",
+            "--json",
+        ],
+        RUN_LIMIT,
+    );
+    if run.code == 2 && run.stderr.contains("Linux 6.12+") {
+        eprintln!("this kernel has no io_uring min-wait; only the refusal was checked");
+        return;
+    }
+    let r = run.result();
+    loadgen_support::validate_against_schema(&r.doc);
+    assert_eq!(r.u64("/config/coalesce_us"), 200, "{}", r.context);
+    assert_eq!(r.u64("/totals/requests"), 2000, "{}", r.context);
+    assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+    let run = run_load(&["http", &url, "-n", "5", "--coalesce-us", "50"], RUN_LIMIT);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("--coalesce-us only applies to --io uring"),
+        "{}",
+        run.describe()
+    );
+}
