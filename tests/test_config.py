@@ -181,6 +181,8 @@ def test_cli_connections_above_the_machine_limit(tmp_path, cache_dir, generator_
     ("rate = [100]\nclose = true\n", "closed loop"),
     ("requests_per_conn = 5\n", "only meaningful with conn_rate"),
     ('arrival = "poisson"\n', "only meaningful with rate or conn_rate"),
+    ('rate = [100]\ngenerator_io = "uring"\n', "io_uring drives the HTTP closed loop only"),
+    ('generator_io = "kqueue"\n', "generator_io"),
 ])
 def test_suite_open_loop_combinations(tmp_path, extra, message):
     path = write_suite(tmp_path / "s.toml", SUITE + extra)

@@ -307,3 +307,18 @@ def test_rate_not_met_is_flagged():
     assert flags == [stats.FLAG_RATE_NOT_MET]
     assert "RATE" in badges_for(flags, [], {})
     assert stats.measurement_flags(dict(generator, open_loop={"rate_not_met": False})) == []
+
+
+def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """A suite entry's generator_io becomes netarena-load's engine, recorded in the stored result and level key."""
+    path = suite(tmp_path, ["fx-good"], repeat=1, duration=0.5, extra='generator_io = "uring-auto"\n')
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", dict(row)
+    assert "io=uring-auto" in row["level_key"]
+    doc = json.loads(row["generator_json"])
+    assert doc["config"]["io_backend"] == "uring" and doc["config"]["coalesce"] == "auto", doc["config"]
+    assert doc["generator"]["batch_wait_max_us"] <= 50
+    assert doc["totals"]["requests"] > 0 and doc["errors"]["total"] == 0

@@ -115,6 +115,7 @@ class Level:
     workers: int = 1
     params: tuple = ()  # sorted (name, value) pairs: size / sleep_ms / static_path
     generator_threads: int = 1
+    generator_io: str = "epoll"
     pipeline: int = 1
     close: bool = False
     echo_chunk_bytes: int = 32768
@@ -129,6 +130,8 @@ class Level:
         parts += [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params]
         if self.generator_threads != 1:
             parts.append(f"t={self.generator_threads}")
+        if self.generator_io != "epoll":
+            parts.append(f"io={self.generator_io}")
         if self.pipeline != 1:
             parts.append(f"pipeline={self.pipeline}")
         if self.close:
@@ -168,11 +171,20 @@ def levels_for(measure) -> list[Level]:
                   for r in measure.conn_rate]
     return [
         Level(connections=c, workers=w, params=p, generator_threads=measure.generator_threads,
+              generator_io=measure.generator_io,
               pipeline=measure.pipeline, close=measure.close, echo_chunk_bytes=measure.echo_chunk_bytes,
               probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s,
               arrival=measure.arrival)
         for p in params for w in measure.workers for c in measure.connections
     ]
+
+
+# netarena-load options for each `generator_io` of a suite entry.
+GENERATOR_IO_ARGS = {
+    "epoll": [],
+    "uring": ["--io", "uring"],
+    "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
+}
 
 
 @dataclass
@@ -195,7 +207,7 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
         if level.probe_interval_s:
             args += ["--probe-interval", f"{level.probe_interval_s}"]
         return LoadSpec("echo", f"127.0.0.1:{port}", args, {"echo": "byte-for-byte"})
-    http_args = list(common)
+    http_args = list(common) + GENERATOR_IO_ARGS[level.generator_io]
     if level.pipeline != 1:
         http_args += ["--pipeline", str(level.pipeline)]
     if level.close:

@@ -64,9 +64,50 @@ pub struct CommonArgs {
     /// How sockets are driven: epoll (any Linux) or uring (io_uring, Linux 6.0+; http only)
     #[arg(long, value_enum, default_value_t = IoBackend::Epoll, value_name = "BACKEND")]
     pub io: IoBackend,
-    /// uring only: after a completion, wait up to US microseconds for more before reacting (0: react at once)
-    #[arg(long, default_value_t = 0, value_name = "US")]
-    pub coalesce_us: u32,
+    /// uring only: after a completion, wait up to US microseconds for more before reacting (0: react
+    /// at once), or `auto`: at most 5% of the fastest recent response's latency, at most 50 µs
+    #[arg(long = "coalesce-us", default_value = "0", value_parser = parse_coalesce, value_name = "US|auto")]
+    pub coalesce: Coalesce,
+}
+
+/// `--coalesce-us`: whether, and how long, the io_uring engine waits for more completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Coalesce {
+    Off,
+    Fixed(u32),
+    /// A window that follows the latencies measured (see `uring::auto_window_us`).
+    Auto,
+}
+
+impl Coalesce {
+    pub fn name(self) -> &'static str {
+        match self {
+            Coalesce::Off => "off",
+            Coalesce::Fixed(_) => "fixed",
+            Coalesce::Auto => "auto",
+        }
+    }
+
+    /// The fixed window in µs; 0 when off or automatic.
+    pub fn fixed_us(self) -> u32 {
+        match self {
+            Coalesce::Fixed(us) => us,
+            _ => 0,
+        }
+    }
+}
+
+fn parse_coalesce(text: &str) -> Result<Coalesce, String> {
+    match text.trim() {
+        "auto" => Ok(Coalesce::Auto),
+        t => match t.parse::<u32>() {
+            Ok(0) => Ok(Coalesce::Off),
+            Ok(us) => Ok(Coalesce::Fixed(us)),
+            Err(_) => Err(format!(
+                "'{text}' is neither a number of microseconds nor 'auto'"
+            )),
+        },
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-pub use crate::cli::IoBackend;
 use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
+pub use crate::cli::{Coalesce, IoBackend};
 use crate::http::{self, Expectation};
 use crate::openloop::{LoadKind, Requests, UrlOrder};
 use crate::parse::{parse_cpu_list, parse_ip_list};
@@ -115,8 +115,8 @@ pub struct Config {
     pub source_ips: Vec<IpAddr>,
     /// `--io`: the epoll engine or the io_uring one (http only).
     pub io: IoBackend,
-    /// `--coalesce-us`: how long the uring engine may wait for more completions (0: none).
-    pub coalesce_us: u32,
+    /// `--coalesce-us`: whether and how long the uring engine may wait for more completions.
+    pub coalesce: Coalesce,
     pub json: bool,
     pub command_line: Vec<String>,
     pub interval: Duration,
@@ -154,7 +154,7 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 return Err("--close sends one request per connection, so it cannot be combined with --pipeline > 1".into());
             }
             if a.common.io == IoBackend::Uring {
-                crate::uring::probe(a.common.coalesce_us)?;
+                crate::uring::probe(a.common.coalesce)?;
             }
             if a.requests == Some(0) {
                 return Err("--requests 0 would send nothing: give at least 1".into());
@@ -341,11 +341,11 @@ fn common(
     if a.interval < Duration::from_millis(1) {
         return Err("--interval must be at least 1ms".into());
     }
-    if a.coalesce_us > 0 && a.io != IoBackend::Uring {
+    if a.coalesce != Coalesce::Off && a.io != IoBackend::Uring {
         return Err("--coalesce-us only applies to --io uring (epoll reacts to every readiness event at once)".into());
     }
-    if a.coalesce_us > MAX_COALESCE_US {
-        return Err(format!("--coalesce-us {} is too long: use 0 to {MAX_COALESCE_US}; it adds up to that much to measured latencies", a.coalesce_us));
+    if a.coalesce.fixed_us() > MAX_COALESCE_US {
+        return Err(format!("--coalesce-us {} is too long: use 0 to {MAX_COALESCE_US}, or auto; it adds up to that much to measured latencies", a.coalesce.fixed_us()));
     }
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
@@ -382,7 +382,7 @@ fn common(
         timeout: a.timeout,
         source_ips,
         io: a.io,
-        coalesce_us: a.coalesce_us,
+        coalesce: a.coalesce,
         json: a.json,
         command_line,
         interval: a.interval,

@@ -115,6 +115,10 @@ pub struct WorkerResult {
     pub user_time: Duration,
     pub sys_time: Duration,
     pub stopped_at: Instant,
+    /// The longest this thread's engine may have held a completed response before timing it, over
+    /// the measured phase: None for epoll (it reacts to every event at once), else the io_uring
+    /// engine's largest coalescing window (0 when off).
+    pub batch_wait_max: Option<Duration>,
 }
 
 enum Phase {
@@ -266,6 +270,7 @@ impl<P: Protocol> Worker<P> {
             stats: self.stats,
             cpu,
             stopped_at,
+            batch_wait_max: None,
         })
     }
 

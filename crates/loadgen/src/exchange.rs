@@ -4,7 +4,7 @@
 //! parsing, verification, accounting and error classes cannot drift apart between them; the engines
 //! only move bytes.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::engine::Outcome;
 use crate::http::{Expectation, Response, ResponseParser, Step, Verdict};
@@ -23,6 +23,10 @@ pub struct Exchange {
     what: String,
     /// Requests sent and not yet answered, over all of the thread's connections (for `--requests`).
     inflight_total: u64,
+    /// The fastest response since `take_fastest_recent` last ran, and how many there were (warm-up
+    /// included): what the io_uring engine's automatic coalescing window follows.
+    fastest_recent: Duration,
+    recent_count: u32,
 }
 
 /// One connection's side of the exchange.
@@ -60,7 +64,21 @@ impl Exchange {
             expect,
             what: format!("{method} {path}"),
             inflight_total: 0,
+            fastest_recent: Duration::MAX,
+            recent_count: 0,
         }
+    }
+
+    /// The fastest response latency seen since the last call, once at least `at_least` responses
+    /// came in (then the count starts over); None before that.
+    pub fn take_fastest_recent(&mut self, at_least: u32) -> Option<Duration> {
+        if self.recent_count < at_least {
+            return None;
+        }
+        let fastest = self.fastest_recent;
+        self.fastest_recent = Duration::MAX;
+        self.recent_count = 0;
+        Some(fastest)
     }
 
     /// `--close`: one request per connection.
@@ -232,7 +250,10 @@ impl Exchange {
         self.inflight_total = self.inflight_total.saturating_sub(1);
         let verdict = self.expect.judge(&r);
         let ok = matches!(verdict, Verdict::Ok);
-        if stats.response(now, now - c.sent_at, ok) {
+        let latency = now - c.sent_at;
+        self.fastest_recent = self.fastest_recent.min(latency);
+        self.recent_count = self.recent_count.saturating_add(1);
+        if stats.response(now, latency, ok) {
             match verdict {
                 Verdict::Ok => {}
                 Verdict::Status => {
@@ -255,5 +276,96 @@ impl Exchange {
             return Some(Outcome::Reconnect);
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
+
+    fn setup() -> (Exchange, ExchangeConn, ThreadStats) {
+        let ex = Exchange::new(
+            b"GET / HTTP/1.1\r\n\r\n",
+            1,
+            false,
+            "GET",
+            "/",
+            Expectation::default(),
+        );
+        let c = ex.new_conn();
+        let now = Instant::now();
+        (
+            ex,
+            c,
+            ThreadStats::new(now, now + Duration::from_secs(60), None),
+        )
+    }
+
+    #[test]
+    fn a_response_split_anywhere_is_one_response_then_the_next_batch() {
+        for cut in 1..OK.len() {
+            let (mut ex, mut c, mut stats) = setup();
+            assert_eq!(ex.start_batch(&mut c, Instant::now(), &stats), Some(18));
+            let first = ex.on_bytes(&mut c, &OK[..cut], Instant::now(), &mut stats);
+            assert!(
+                matches!(first, Received::Ok { send_next: false }),
+                "cut {cut}"
+            );
+            let second = ex.on_bytes(&mut c, &OK[cut..], Instant::now(), &mut stats);
+            assert!(
+                matches!(second, Received::Ok { send_next: true }),
+                "cut {cut}"
+            );
+            assert_eq!((stats.responses, stats.requests), (1, 1), "cut {cut}");
+            assert_eq!(ex.inflight_total(), 0);
+        }
+    }
+
+    #[test]
+    fn an_answer_to_nothing_is_a_parse_error_not_a_success() {
+        let (mut ex, mut c, mut stats) = setup();
+        ex.start_batch(&mut c, Instant::now(), &stats);
+        let two = [OK, OK].concat();
+        match ex.on_bytes(&mut c, &two, Instant::now(), &mut stats) {
+            Received::Stop(Outcome::Fail(ErrorClass::ParseError, msg)) => {
+                assert!(msg.contains("without a request outstanding"), "{msg}")
+            }
+            _ => panic!("two responses to one request must fail"),
+        }
+        assert_eq!(stats.requests, 1);
+    }
+
+    #[test]
+    fn requests_quota_counts_what_is_in_flight() {
+        let now = Instant::now();
+        let mut ex = Exchange::new(
+            b"GET / HTTP/1.1\r\n\r\n",
+            4,
+            false,
+            "GET",
+            "/",
+            Expectation::default(),
+        );
+        let stats = ThreadStats::new(now, now + Duration::from_secs(60), Some(6));
+        let (mut a, mut b) = (ex.new_conn(), ex.new_conn());
+        assert_eq!(ex.start_batch(&mut a, now, &stats), Some(4 * 18));
+        assert_eq!(ex.start_batch(&mut b, now, &stats), Some(2 * 18));
+        assert_eq!(ex.start_batch(&mut b, now, &stats), None);
+        ex.reset(&mut a);
+        assert_eq!(ex.inflight_total(), 2);
+    }
+
+    #[test]
+    fn the_fastest_recent_latency_needs_enough_responses_then_starts_over() {
+        let (mut ex, mut c, mut stats) = setup();
+        assert_eq!(ex.take_fastest_recent(1), None);
+        let sent = Instant::now();
+        ex.start_batch(&mut c, sent, &stats);
+        ex.on_bytes(&mut c, OK, sent + Duration::from_micros(300), &mut stats);
+        assert_eq!(ex.take_fastest_recent(2), None);
+        assert_eq!(ex.take_fastest_recent(1), Some(Duration::from_micros(300)));
+        assert_eq!(ex.take_fastest_recent(1), None);
     }
 }

@@ -301,6 +301,7 @@ fn merge_reports(
             wall_time: r.wall_time,
             user_time: r.user_time,
             sys_time: r.sys_time,
+            batch_wait_max: None,
         });
         open.merge(&r.open);
         match merged.as_mut() {
@@ -382,6 +383,7 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
                     wall_time: Duration::ZERO,
                     user_time: Duration::ZERO,
                     sys_time: Duration::ZERO,
+                    batch_wait_max: None,
                 });
             }
             threads[k].cpu_time += t.cpu_time;

@@ -177,6 +177,7 @@ pub struct ConfigDoc {
     pub probe_interval_s: Option<f64>,
     pub io_backend: &'static str,
     pub coalesce_us: u32,
+    pub coalesce: &'static str,
 }
 
 #[derive(Serialize)]
@@ -245,6 +246,8 @@ pub struct Generator {
     pub cpu_sys_s: f64,
     pub busy_fraction: f64,
     pub saturated: bool,
+    /// Bound on what batching added to any measured latency (µs): null for epoll.
+    pub batch_wait_max_us: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -388,7 +391,8 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         chunk_bytes: echo_cfg.map(|e| e.chunk_bytes),
         probe_interval_s: echo_cfg.and_then(|e| e.probe_interval.map(secs)),
         io_backend: cfg.io.name(),
-        coalesce_us: cfg.coalesce_us,
+        coalesce_us: cfg.coalesce.fixed_us(),
+        coalesce: cfg.coalesce.name(),
     };
 
     let echo = echo_cfg.map(|e| EchoDoc {
@@ -452,6 +456,12 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
             cpu_sys_s: sys,
             busy_fraction: busy,
             saturated,
+            batch_wait_max_us: run
+                .threads
+                .iter()
+                .filter_map(|t| t.batch_wait_max)
+                .max()
+                .map(|d| d.as_secs_f64() * 1e6),
         },
         generator_saturated: saturated,
         echo,
@@ -585,7 +595,9 @@ pub fn human(doc: &Document) -> String {
     }
     if c.io_backend != "epoll" {
         o += &format!(", io {}", c.io_backend);
-        if c.coalesce_us > 0 {
+        if c.coalesce == "auto" {
+            o += " (coalesce auto)";
+        } else if c.coalesce_us > 0 {
             o += &format!(" (coalesce {}us)", c.coalesce_us);
         }
     }

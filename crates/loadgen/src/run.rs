@@ -19,6 +19,8 @@ pub struct ThreadSummary {
     pub wall_time: Duration,
     pub user_time: Duration,
     pub sys_time: Duration,
+    /// See `WorkerResult::batch_wait_max`.
+    pub batch_wait_max: Option<Duration>,
 }
 
 pub struct RunOutcome {
@@ -77,7 +79,7 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
         first_conn += connections;
         let spawned = match &cfg.mode {
             Mode::Http(h) if cfg.io == IoBackend::Uring => {
-                let params = uring::HttpParams::new(h, cfg.coalesce_us);
+                let params = uring::HttpParams::new(h, cfg.coalesce);
                 std::thread::Builder::new()
                     .name(format!("load-{t}"))
                     .spawn(move || uring::run_worker(wc, params))
@@ -140,6 +142,7 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
             wall_time: r.wall_time,
             user_time: r.user_time,
             sys_time: r.sys_time,
+            batch_wait_max: r.batch_wait_max,
         });
         match merged.as_mut() {
             None => merged = Some(r.stats),

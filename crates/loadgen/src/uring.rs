@@ -14,9 +14,11 @@
 //! - `SINGLE_ISSUER | DEFER_TASKRUN` (6.1+) let completions be processed in that same enter instead
 //!   of by task-work interrupts of the running thread.
 //!
-//! - with `--coalesce-us`, each wait may hold out for half of the requests in flight for that long
+//! - with `--coalesce-us`, each wait may hold out for half of the requests in flight for a window
 //!   (io_uring min-wait, 6.12+): the biggest saving measured, but it makes arrivals burstier and adds
-//!   up to that much to a response's measured latency, so it is opt-in and recorded in the result.
+//!   up to the window to a response's measured latency. So it is opt-in; `auto` keeps the window at
+//!   5% of the fastest recent latency (see `auto_window_us`); the largest window used is reported
+//!   (`generator.batch_wait_max_us`) as the bound on what it added.
 //!
 //! Connects are `IORING_OP_CONNECT` on blocking sockets, so `--close` works too.
 //!
@@ -38,7 +40,7 @@ use io_uring::types::{BufRingEntry, CancelBuilder, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::{Domain, SockAddr, Socket, Type};
 
-use crate::config::HttpConfig;
+use crate::config::{Coalesce, HttpConfig};
 use crate::engine::{Outcome, WorkerConfig, WorkerResult, SWEEP_INTERVAL};
 use crate::exchange::{Exchange, ExchangeConn, Received};
 use crate::stats::{ErrorClass, ThreadStats};
@@ -116,7 +118,7 @@ fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
 
 /// Check, before anything is sent, that this process can use io_uring as the engine needs it.
 /// The error names the cause and the way out (`--io epoll`).
-pub fn probe(coalesce_us: u32) -> Result<(), String> {
+pub fn probe(coalesce: Coalesce) -> Result<(), String> {
     let fail = |why: String| {
         Err(format!(
             "--io uring: io_uring cannot be used here: {why}. Use --io epoll (the default), which needs none of it"
@@ -134,7 +136,7 @@ pub fn probe(coalesce_us: u32) -> Result<(), String> {
         Ok(r) => r,
         Err(e) => return fail(setup_error_cause(&e)),
     };
-    if coalesce_us > 0 && !ring.params().is_feature_min_timeout() {
+    if coalesce != Coalesce::Off && !ring.params().is_feature_min_timeout() {
         return Err("--coalesce-us needs io_uring's min-wait (Linux 6.12+), which this kernel lacks: drop --coalesce-us".into());
     }
     let mut p = io_uring::Probe::new();
@@ -285,11 +287,11 @@ impl Drop for BufRing {
 /// The HTTP exchange (shared with the epoll engine) and this engine's own setting.
 pub struct HttpParams {
     ex: Exchange,
-    coalesce_us: u32,
+    coalesce: Coalesce,
 }
 
 impl HttpParams {
-    pub fn new(h: &HttpConfig, coalesce_us: u32) -> HttpParams {
+    pub fn new(h: &HttpConfig, coalesce: Coalesce) -> HttpParams {
         HttpParams {
             ex: Exchange::new(
                 &h.request,
@@ -299,9 +301,24 @@ impl HttpParams {
                 &h.url.path,
                 h.expect.clone(),
             ),
-            coalesce_us,
+            coalesce,
         }
     }
+}
+
+/// `--coalesce-us auto`: responses per re-estimate of the window.
+const AUTO_SAMPLE: u32 = 256;
+/// `--coalesce-us auto`: the window is at most 1/AUTO_FRACTION_DIV (5%) of the fastest response
+/// latency among the last AUTO_SAMPLE, so what batching adds to a measured latency stays within 5%
+/// of it, far inside this machine's run-to-run noise (15-40%).
+const AUTO_FRACTION_DIV: u128 = 20;
+/// `--coalesce-us auto` never waits longer than this (most of the saving is reached well below).
+const AUTO_MAX_US: u32 = 50;
+
+/// The automatic coalescing window for a fastest recent latency: 5% of it, at most AUTO_MAX_US;
+/// below 1 µs (sub-20 µs exchanges, e.g. one connection) there is no coalescing at all.
+pub fn auto_window_us(fastest: Duration) -> u32 {
+    (fastest.as_micros() / AUTO_FRACTION_DIV).min(u128::from(AUTO_MAX_US)) as u32
 }
 
 enum Phase {
@@ -334,6 +351,10 @@ struct Worker {
     timeout: Duration,
     live: usize,
     connecting: usize,
+    /// `--coalesce-us auto`: the current window (µs), starting at 0 until latencies are known.
+    auto_window_us: u32,
+    /// The largest window used in the measured phase (µs): the bound reported with the result.
+    batch_wait_max_us: u32,
     /// Closed sockets whose descriptors are released after the next submit (see the module doc).
     graveyard: Vec<Socket>,
     cqes: Vec<(u64, i32, u32)>,
@@ -391,6 +412,8 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
         timeout: cfg.timeout,
         live: cfg.connections,
         connecting: 0,
+        auto_window_us: 0,
+        batch_wait_max_us: 0,
         graveyard: Vec::new(),
         cqes: Vec::with_capacity(1024),
     };
@@ -447,13 +470,26 @@ impl Worker {
             let ts = Timespec::from(wait);
             let mut args = SubmitArgs::new().timespec(&ts);
             let mut want = 1;
-            if self.p.coalesce_us > 0 {
+            let window_us = match self.p.coalesce {
+                Coalesce::Off => 0,
+                Coalesce::Fixed(us) => us,
+                Coalesce::Auto => {
+                    if let Some(fastest) = self.p.ex.take_fastest_recent(AUTO_SAMPLE) {
+                        self.auto_window_us = auto_window_us(fastest);
+                    }
+                    self.auto_window_us
+                }
+            };
+            if at_start.is_some() {
+                self.batch_wait_max_us = self.batch_wait_max_us.max(window_us);
+            }
+            if window_us > 0 {
                 // Wait for half of what is in flight, but once coalesce_us have passed settle for
                 // anything (IORING_ENTER_EXT_ARG min_wait, 6.12+): fewer, larger batches mean
                 // fewer wake-ups on both sides, at the price of up to coalesce_us added to
                 // the measured latency of a response that waits for the batch.
                 want = (self.p.ex.inflight_total() as usize / 2).max(1);
-                args = args.min_wait_usec(self.p.coalesce_us);
+                args = args.min_wait_usec(window_us);
             }
             match self.ring.submitter().submit_with_args(want, &args) {
                 Ok(_) => {}
@@ -487,6 +523,7 @@ impl Worker {
             stats,
             cpu,
             stopped_at,
+            batch_wait_max: Some(Duration::from_micros(u64::from(self.batch_wait_max_us))),
         })
     }
 
@@ -829,5 +866,19 @@ mod tests {
         }
         // The generation wraps within its bits instead of spilling into the slot number.
         assert_eq!(decode(user_data(3, GEN_MASK + 2, OP_RECV)), (3, 1, OP_RECV));
+    }
+
+    #[test]
+    fn auto_window_is_five_percent_of_the_fastest_latency_capped() {
+        let us = Duration::from_micros;
+        assert_eq!(
+            auto_window_us(us(19)),
+            0,
+            "one fast connection: no coalescing"
+        );
+        assert_eq!(auto_window_us(us(40)), 2);
+        assert_eq!(auto_window_us(us(700)), 35);
+        assert_eq!(auto_window_us(us(5_000)), AUTO_MAX_US);
+        assert_eq!(auto_window_us(Duration::MAX), AUTO_MAX_US);
     }
 }

@@ -173,6 +173,18 @@ fn what_uring_does_not_do_is_refused() {
         "{}",
         run.describe()
     );
+    let run = run_load(
+        &["http", &server.url("/"), "--io", "uring", "--rate", "100"],
+        RUN_LIMIT,
+    );
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("--io uring drives the closed loop only")
+            && run.stderr.contains("drop --io uring"),
+        "{}",
+        run.describe()
+    );
     let run = run_load(&["http", &server.url("/"), "--io", "kqueue"], RUN_LIMIT);
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(
@@ -218,6 +230,18 @@ fn coalescing_is_recorded_and_only_for_uring() {
     let r = run.result();
     loadgen_support::validate_against_schema(&r.doc);
     assert_eq!(r.u64("/config/coalesce_us"), 200, "{}", r.context);
+    assert_eq!(
+        r.get("/config/coalesce").as_str(),
+        Some("fixed"),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.get("/generator/batch_wait_max_us").as_f64(),
+        Some(200.0),
+        "the bound on added latency is the fixed window\n{}",
+        r.context
+    );
     assert_eq!(r.u64("/totals/requests"), 2000, "{}", r.context);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     let run = run_load(&["http", &url, "-n", "5", "--coalesce-us", "50"], RUN_LIMIT);
@@ -227,5 +251,69 @@ fn coalescing_is_recorded_and_only_for_uring() {
             .contains("--coalesce-us only applies to --io uring"),
         "{}",
         run.describe()
+    );
+}
+
+/// `--coalesce-us auto` never holds a response longer than 5% of the fastest recent latency (at
+/// most 50 µs), and says how long it may have held one; epoll says it never holds any.
+#[test]
+fn automatic_coalescing_stays_within_five_percent_of_the_latency() {
+    let server = hello_server();
+    if !uring_usable(&server) {
+        return;
+    }
+    let url = server.url("/hello");
+    for connections in ["1", "16"] {
+        let run = run_load(
+            &[
+                "http",
+                &url,
+                "-c",
+                connections,
+                "-d",
+                "1500ms",
+                "--warmup",
+                "300ms",
+                "--io",
+                "uring",
+                "--coalesce-us",
+                "auto",
+                "--json",
+            ],
+            RUN_LIMIT,
+        );
+        if run.code == 2 && run.stderr.contains("Linux 6.12+") {
+            eprintln!("this kernel has no io_uring min-wait; only the refusal was checked");
+            return;
+        }
+        let r = run.result();
+        loadgen_support::validate_against_schema(&r.doc);
+        assert_eq!(
+            r.get("/config/coalesce").as_str(),
+            Some("auto"),
+            "{}",
+            r.context
+        );
+        assert_eq!(r.u64("/config/coalesce_us"), 0, "{}", r.context);
+        assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+        let bound = r
+            .get("/generator/batch_wait_max_us")
+            .as_f64()
+            .expect("a number for the uring engine");
+        let p50 = r.u64("/latency/p50_us") as f64;
+        assert!(
+            bound <= 50.0 && bound <= 0.05 * p50 + 1.0,
+            "window {bound} µs against a median latency of {p50} µs\n{}",
+            r.context
+        );
+    }
+    let r = run_json(
+        &["http", &url, "-c", "2", "-n", "50", "--io", "epoll"],
+        RUN_LIMIT,
+    );
+    assert!(
+        r.get("/generator/batch_wait_max_us").is_null(),
+        "epoll reacts at once: no bound to report\n{}",
+        r.context
     );
 }

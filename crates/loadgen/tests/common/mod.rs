@@ -117,7 +117,12 @@ impl LoadRun {
 pub fn io_args(args: &[&str]) -> Vec<String> {
     let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
+        // Open-loop runs keep the epoll engine (uring drives the closed loop only).
+        let open_loop = args
+            .iter()
+            .any(|a| matches!(*a, "--rate" | "--conn-rate" | "--steps" | "--find-max"));
         if args.first() == Some(&"http")
+            && !open_loop
             && !args.contains(&"--io")
             && !args.contains(&"--coalesce-us")
         {

@@ -17,6 +17,8 @@ use mio::{Events, Interest, Poll, Token};
 // One runner for every test binary: the adversarial tests' (a hard time limit, both pipes drained).
 #[path = "../common/mod.rs"]
 mod common;
+#[allow(unused_imports)]
+// not every test binary that includes this module runs the generator itself
 pub use common::run_load;
 
 pub fn validate_against_schema(doc: &serde_json::Value) {
