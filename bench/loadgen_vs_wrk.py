@@ -7,22 +7,23 @@ Method
   (one worker, ``daemon off``, ``access_log off``, ``keepalive_requests 1000000``) serving
   ``location = /hello { return 200 "Hello, World!"; }`` on 127.0.0.1 at a free port. nginx (master
   and worker) is pinned to the server CPU (default 0). Its response is checked before any run.
-* The two generators take turns, each pinned to the client CPU (default 1), one thread, the same
-  number of keep-alive connections (default 100) for the same duration. The order alternates from
-  run to run (A B, B A, ...) so that drift in the machine's state does not favour either tool.
+* wrk and each netarena-load configuration (``--engines``, default ``epoll``, ``uring`` and
+  ``uring-auto``, see ENGINES) take turns, each pinned to the client CPU (default 1), one thread, the
+  same number of keep-alive connections (default 100) for the same duration. Who goes first rotates
+  from run to run so that drift in the machine's state does not favour any of them.
 * requests/s: netarena-load's ``throughput.requests_per_s`` from its ``--json`` result; for wrk, a Lua
   ``done`` hook prints ``summary.requests`` and ``summary.duration`` and we divide (the same numbers
   wrk's own summary line is computed from).
 * Generator CPU: user + system time of the generator process itself, from ``os.wait4``'s rusage,
   measured identically for both tools. It includes each tool's start-up and connection set-up, which
   is why runs should be long (the default 10 s) when quoting µs per request.
-* Reported: every run, then the median requests/s and median CPU µs per request of each tool, the
-  ratios netarena-load / wrk, and whether the project's goal holds: CPU per request ≤ 0.77 × wrk's
+* Reported: every run, then the median requests/s, CPU µs per request and latency of each tool, the
+  ratios of each netarena-load configuration to wrk, and for each whether the project's goal holds: CPU per request ≤ 0.77 × wrk's
   and requests/s ≥ wrk's. Quote medians, with the machine state printed at the top (load average,
   CPU model), never a best run. See bench/README.md.
 
 Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick]
-                               [--load-args "--io uring"] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
+                               [--engines epoll,uring,uring-auto] [--load-args "..."] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
 """
 
 from __future__ import annotations
@@ -49,6 +50,15 @@ PATH = "/hello"
 # The goal from DESIGN.md: cheaper per request than wrk, by this factor, and at least as fast.
 GOAL_CPU_RATIO = 0.77
 GOAL_RPS_RATIO = 1.0
+
+# The netarena-load configurations measured against wrk (--engines picks among them), each by name.
+ENGINES = {
+    "epoll": [],
+    "uring": ["--io", "uring"],
+    # io_uring, waiting for more completions up to 5% of the fastest recent latency (<= 50 µs).
+    "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
+}
+DEFAULT_ENGINES = "epoll,uring,uring-auto"
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -122,9 +132,19 @@ def check_hello(port: int) -> None:
         raise BenchError(f"nginx answered {resp.status} {body[:60]!r} on {PATH}, expected 200 {HELLO!r}")
 
 
-def run_netarena(load_bin: Path, url: str, args, tmp: Path) -> dict:
+def engine_unusable(load_bin: Path, url: str, engine: str, args, tmp: Path) -> str | None:
+    """Why this netarena-load configuration cannot run here (exit 2, e.g. io_uring disabled), or None."""
+    argv = [str(load_bin), "http", url, "-n", "1", "--json", *ENGINES[engine], *shlex.split(args.load_args)]
+    run = benchlib.run_pinned(argv, args.client_cpu, 60, tmp)
+    if run.exit_status == 2:
+        return run.stderr.strip()[:500]
+    return None
+
+
+def run_netarena(load_bin: Path, url: str, engine: str, args, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "-c", str(args.connections), "-t", "1",
-            "-d", f"{args.duration}s", "--timeout", "5s", "--json", *shlex.split(args.load_args)]
+            "-d", f"{args.duration}s", "--timeout", "5s", "--json", *ENGINES[engine],
+            *shlex.split(args.load_args)]
     run = benchlib.run_pinned(argv, args.client_cpu, args.duration + 60, tmp)
     if run.exit_status != 0:
         raise BenchError(f"netarena-load exited {run.exit_status}: {run.stderr.strip()[:2000]}")
@@ -134,7 +154,9 @@ def run_netarena(load_bin: Path, url: str, args, tmp: Path) -> dict:
         raise BenchError(f"netarena-load printed no JSON result ({e}): {run.stdout[:500]!r}")
     requests = doc["totals"]["requests"]
     return {
-        "tool": "netarena-load",
+        "tool": f"netarena-load {engine}",
+        "engine": engine,
+        "batch_wait_max_us": doc["generator"].get("batch_wait_max_us"),
         "requests": requests,
         "errors": doc["errors"]["total"],
         "requests_per_s": doc["throughput"]["requests_per_s"],
@@ -184,7 +206,7 @@ def cpu_figures(run: benchlib.ChildRun, requests: int) -> dict:
 
 def describe(i: int, runs: int, r: dict) -> str:
     sat = " generator-saturated" if r.get("generator_saturated") else ""
-    return (f"run {i}/{runs} {r['tool']:<13} {r['requests_per_s']:>11,.0f} req/s  "
+    return (f"run {i}/{runs} {r['tool']:<24} {r['requests_per_s']:>11,.0f} req/s  "
             f"{r['cpu_us_per_request']:6.2f} µs CPU/req  (user {r['cpu_user_s']:.2f} s, sys {r['cpu_sys_s']:.2f} s)  "
             f"p50 {r['p50_us']} µs  p99 {r['p99_us']} µs  errors {r['errors']}  load {r['loadavg_1m']:.2f}{sat}")
 
@@ -196,8 +218,10 @@ def main() -> int:
     p.add_argument("--connections", type=int, default=100, help="keep-alive connections (default 100)")
     p.add_argument("--quick", action="store_true", help="smoke run: 1 run of 2 s each")
     p.add_argument("--load-bin", help="netarena-load binary (else $NETARENA_LOAD, PATH, target/release)")
+    p.add_argument("--engines", default=DEFAULT_ENGINES,
+                   help=f"netarena-load configurations to measure, of {', '.join(ENGINES)} (default {DEFAULT_ENGINES})")
     p.add_argument("--load-args", default="",
-                   help='extra netarena-load options, e.g. "--io uring" (default: none)')
+                   help='extra netarena-load options for every configuration (default: none)')
     p.add_argument("--json-out", type=Path, help="also save every figure to this JSON file")
     p.add_argument("--server-cpu", type=int, default=0)
     p.add_argument("--client-cpu", type=int, default=1)
@@ -206,6 +230,10 @@ def main() -> int:
         args.runs, args.duration = 1, 2
     if args.runs < 1 or args.duration < 1 or args.connections < 1:
         p.error("--runs, --duration and --connections must be at least 1")
+    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = [e for e in args.engines if e not in ENGINES]
+    if unknown or not args.engines:
+        p.error(f"--engines: unknown {', '.join(unknown) or '(none given)'}; choose among {', '.join(ENGINES)}")
 
     try:
         return bench(args)
@@ -242,11 +270,20 @@ def bench(args) -> int:
         try:
             check_hello(port)
             url = f"http://127.0.0.1:{port}{PATH}"
+            for engine in list(args.engines):
+                why = engine_unusable(load_bin, url, engine, args, tmp)
+                if why:
+                    print(f"skipping netarena-load {engine}: it cannot run here: {why}")
+                    args.engines.remove(engine)
+            if not args.engines:
+                raise BenchError("no netarena-load configuration can run here (see above)")
+            tools = ["wrk", *args.engines]
             for i in range(1, args.runs + 1):
-                order = ["netarena-load", "wrk"] if i % 2 else ["wrk", "netarena-load"]
-                for tool in order:
+                # Rotate who goes first, so no tool always runs on a warmer (or busier) machine.
+                shift = (i - 1) % len(tools)
+                for tool in tools[shift:] + tools[:shift]:
                     load = os.getloadavg()[0]
-                    r = run_netarena(load_bin, url, args, tmp) if tool == "netarena-load" else run_wrk(url, args, tmp)
+                    r = run_wrk(url, args, tmp) if tool == "wrk" else run_netarena(load_bin, url, tool, args, tmp)
                     r.update(run=i, loadavg_1m=load)
                     results.append(r)
                     print(describe(i, args.runs, r), flush=True)
@@ -254,22 +291,25 @@ def bench(args) -> int:
             # SIGQUIT is nginx's graceful stop; stop_process_group escalates to SIGKILL if needed.
             benchlib.stop_process_group(nginx, signal.SIGQUIT)
 
-    summary = summarize(results)
+    summary = summarize(results, args.engines)
     print()
-    for tool in ("netarena-load", "wrk"):
+    for tool in ("wrk", *(f"netarena-load {e}" for e in args.engines)):
         s = summary[tool]
-        print(f"median {tool:<13} {s['requests_per_s']:>11,.0f} req/s  {s['cpu_us_per_request']:6.2f} µs CPU/req  "
+        print(f"median {tool:<24} {s['requests_per_s']:>11,.0f} req/s  {s['cpu_us_per_request']:6.2f} µs CPU/req  "
+              f"p50 {s['p50_us']:,.0f} µs  p99 {s['p99_us']:,.0f} µs  "
               f"(min..max req/s {s['requests_per_s_min']:,.0f}..{s['requests_per_s_max']:,.0f})")
-    print(f"ratio netarena-load/wrk: req/s {summary['rps_ratio']:.3f} (goal >= {GOAL_RPS_RATIO}), "
-          f"CPU/req {summary['cpu_ratio']:.3f} (goal <= {GOAL_CPU_RATIO})")
-    print("goal " + ("MET" if summary["goal_met"] else "NOT MET") +
-          (" (a --quick run is a smoke test, not a measurement)" if args.quick else ""))
+    for engine in args.engines:
+        v = summary["vs_wrk"][engine]
+        print(f"ratio netarena-load {engine}/wrk: req/s {v['rps_ratio']:.3f} (goal >= {GOAL_RPS_RATIO}), "
+              f"CPU/req {v['cpu_ratio']:.3f} (goal <= {GOAL_CPU_RATIO}): goal " + ("MET" if v["goal_met"] else "NOT MET"))
+    if args.quick:
+        print("(a --quick run is a smoke test, not a measurement)")
 
     if args.json_out:
         args.json_out.write_text(json.dumps({
             "benchmark": "loadgen_vs_wrk",
             "config": {"runs": args.runs, "duration_s": args.duration, "connections": args.connections,
-                       "threads": 1, "load_args": args.load_args, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
+                       "threads": 1, "engines": {e: ENGINES[e] for e in args.engines}, "load_args": args.load_args, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
                        "quick": args.quick, "target": "nginx return 200 \"Hello, World!\""},
             "machine": state, "versions": versions, "runs": results, "summary": summary,
         }, indent=2) + "\n")
@@ -277,9 +317,10 @@ def bench(args) -> int:
     return 0
 
 
-def summarize(results: list[dict]) -> dict:
-    out: dict = {}
-    for tool in ("netarena-load", "wrk"):
+def summarize(results: list[dict], engines: list[str]) -> dict:
+    """Medians per tool, then each netarena-load configuration's ratios to wrk and the goal verdict."""
+    out: dict = {"vs_wrk": {}}
+    for tool in ("wrk", *(f"netarena-load {e}" for e in engines)):
         rows = [r for r in results if r["tool"] == tool]
         rps = [r["requests_per_s"] for r in rows]
         out[tool] = {
@@ -287,11 +328,16 @@ def summarize(results: list[dict]) -> dict:
             "requests_per_s_min": min(rps),
             "requests_per_s_max": max(rps),
             "cpu_us_per_request": benchlib.median([r["cpu_us_per_request"] for r in rows]),
+            "p50_us": benchlib.median([r["p50_us"] for r in rows]),
+            "p99_us": benchlib.median([r["p99_us"] for r in rows]),
             "errors": sum(r["errors"] for r in rows),
         }
-    out["rps_ratio"] = out["netarena-load"]["requests_per_s"] / out["wrk"]["requests_per_s"]
-    out["cpu_ratio"] = out["netarena-load"]["cpu_us_per_request"] / out["wrk"]["cpu_us_per_request"]
-    out["goal_met"] = out["cpu_ratio"] <= GOAL_CPU_RATIO and out["rps_ratio"] >= GOAL_RPS_RATIO
+    for engine in engines:
+        mine, wrk = out[f"netarena-load {engine}"], out["wrk"]
+        rps_ratio = mine["requests_per_s"] / wrk["requests_per_s"]
+        cpu_ratio = mine["cpu_us_per_request"] / wrk["cpu_us_per_request"]
+        out["vs_wrk"][engine] = {"rps_ratio": rps_ratio, "cpu_ratio": cpu_ratio,
+                                 "goal_met": cpu_ratio <= GOAL_CPU_RATIO and rps_ratio >= GOAL_RPS_RATIO}
     return out
 
 
