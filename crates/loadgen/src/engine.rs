@@ -24,16 +24,16 @@ use crate::sys;
 pub const SWEEP_INTERVAL: Duration = Duration::from_millis(10);
 /// First and largest delay before replacing a failed connection, so that a dead server costs a few
 /// connect attempts per second per connection instead of a spinning core.
-const BACKOFF_MIN_MS: u32 = 10;
-const BACKOFF_MAX_MS: u32 = 500;
+pub(crate) const BACKOFF_MIN_MS: u32 = 10;
+pub(crate) const BACKOFF_MAX_MS: u32 = 500;
 const EVENTS_CAPACITY: usize = 1024;
 /// Initial connects per loop turn: with thousands of connections, opening them all before the
 /// first poll would leave the early ones unserved (and their handshakes unanswered) for seconds.
-const CONNECT_BATCH: usize = 256;
+pub(crate) const CONNECT_BATCH: usize = 256;
 /// During the initial ramp a thread keeps at most this many handshakes in progress. A burst of
 /// SYNs beyond the server's accept queue is dropped by the kernel and retried only after 1 s, 3 s,
 /// 7 s...: that would measure TCP's retransmission timer, not the server.
-const MAX_RAMP_CONNECTING: usize = 1024;
+pub(crate) const MAX_RAMP_CONNECTING: usize = 1024;
 
 /// What a protocol handler tells the engine about a connection.
 #[derive(Debug)]
@@ -106,6 +106,39 @@ pub struct WorkerConfig {
     pub response_quota: Option<u64>,
 }
 
+impl WorkerConfig {
+    /// Pin the calling (worker) thread to its CPU, if one was given.
+    pub(crate) fn pin_this_thread(&self) -> io::Result<()> {
+        if let Some(cpu) = self.cpu {
+            sys::pin_current_thread(cpu).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("pinning thread {} to CPU {cpu}: {e}", self.thread_index),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// This thread's counters, counting only inside the measured window.
+    pub(crate) fn new_stats(&self) -> ThreadStats {
+        let far_future = Instant::now() + Duration::from_secs(10 * 365 * 86400);
+        ThreadStats::new(
+            self.measure_start,
+            self.measure_end.unwrap_or(far_future),
+            self.response_quota,
+        )
+    }
+
+    /// The local address this thread's k-th connection binds to (`--source-ips`, round-robin over
+    /// the connection's global number), if any.
+    pub(crate) fn source_for(&self, k: usize) -> Option<SocketAddr> {
+        let index = self.first_conn + k;
+        (!self.source_ips.is_empty())
+            .then(|| SocketAddr::new(self.source_ips[index % self.source_ips.len()], 0))
+    }
+}
+
 pub struct WorkerResult {
     pub stats: ThreadStats,
     pub cpu: Option<usize>,
@@ -121,7 +154,8 @@ pub struct WorkerResult {
     pub batch_wait_max: Option<Duration>,
 }
 
-enum Phase {
+/// Where one connection slot is in its life; both closed-loop engines use it.
+pub(crate) enum Phase {
     /// Not opened yet (the initial ramp opens slots in order).
     New,
     Idle {
@@ -156,33 +190,113 @@ struct Worker<P: Protocol> {
     connecting: usize,
 }
 
+/// How many never-opened connections the initial ramp may start now: at most CONNECT_BATCH per loop
+/// turn and MAX_RAMP_CONNECTING handshakes in progress, so a burst of SYNs does not overflow the
+/// server's accept queue. Shared by both closed-loop engines.
+pub(crate) fn ramp_room(connecting: usize) -> usize {
+    MAX_RAMP_CONNECTING
+        .saturating_sub(connecting)
+        .min(CONNECT_BATCH)
+}
+
+/// The time-keeping both closed-loop engines (epoll here, io_uring in `uring`) share: the measured
+/// window, the CPU snapshot at its start, the periodic sweep, and how long the next wait may be.
+pub(crate) struct LoopClock {
+    measure_start: Instant,
+    measure_end: Option<Instant>,
+    next_sweep: Instant,
+    /// (thread cpu, (user, sys), wall) at the start of the measured phase.
+    at_start: Option<(Duration, (Duration, Duration), Instant)>,
+}
+
+impl LoopClock {
+    pub(crate) fn new(measure_start: Instant, measure_end: Option<Instant>) -> Self {
+        LoopClock {
+            measure_start,
+            measure_end,
+            next_sweep: Instant::now() + SWEEP_INTERVAL,
+            at_start: None,
+        }
+    }
+
+    /// Call at the top of every loop turn: takes the CPU snapshot once the measured phase begins.
+    pub(crate) fn tick(&mut self, now: Instant) {
+        if self.at_start.is_none() && now >= self.measure_start {
+            self.at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
+        }
+    }
+
+    pub(crate) fn measuring(&self) -> bool {
+        self.at_start.is_some()
+    }
+
+    pub(crate) fn past_end(&self, now: Instant) -> bool {
+        self.measure_end.is_some_and(|end| now >= end)
+    }
+
+    /// True every SWEEP_INTERVAL (timeouts, retries of failed connections).
+    pub(crate) fn sweep_due(&mut self, now: Instant) -> bool {
+        if now < self.next_sweep {
+            return false;
+        }
+        self.next_sweep = now + SWEEP_INTERVAL;
+        true
+    }
+
+    /// How long the next wait for I/O may last: until the next sweep, the start or the end of the
+    /// measured phase; not at all while the ramp has room for more connects.
+    pub(crate) fn wait(&self, now: Instant, ramp_has_room: bool) -> Duration {
+        let mut wait = self.next_sweep.saturating_duration_since(now);
+        if ramp_has_room {
+            wait = Duration::ZERO;
+        }
+        if self.at_start.is_none() {
+            wait = wait.min(self.measure_start.saturating_duration_since(now));
+        }
+        if let Some(end) = self.measure_end {
+            wait = wait.min(end.saturating_duration_since(now));
+        }
+        wait
+    }
+
+    /// The thread's result: its counters and its CPU and wall time over the measured phase.
+    pub(crate) fn result(
+        &self,
+        stats: ThreadStats,
+        cpu: Option<usize>,
+        stopped_at: Instant,
+        batch_wait_max: Option<Duration>,
+    ) -> WorkerResult {
+        let (cpu0, (user0, sys0), wall0) =
+            self.at_start
+                .unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
+        let (user1, sys1) = sys::thread_rusage();
+        WorkerResult {
+            cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
+            wall_time: stopped_at.saturating_duration_since(wall0),
+            user_time: user1.saturating_sub(user0),
+            sys_time: sys1.saturating_sub(sys0),
+            stats,
+            cpu,
+            stopped_at,
+            batch_wait_max,
+        }
+    }
+}
+
 /// Run one thread's share of the load until its end condition; returns its measurements.
 pub fn run_worker<P: Protocol>(cfg: WorkerConfig, proto: P) -> io::Result<WorkerResult> {
-    if let Some(cpu) = cfg.cpu {
-        sys::pin_current_thread(cpu).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("pinning thread {} to CPU {cpu}: {e}", cfg.thread_index),
-            )
-        })?;
-    }
-    let far_future = Instant::now() + Duration::from_secs(10 * 365 * 86400);
-    let stats = ThreadStats::new(
-        cfg.measure_start,
-        cfg.measure_end.unwrap_or(far_future),
-        cfg.response_quota,
-    );
+    cfg.pin_this_thread()?;
+    let stats = cfg.new_stats();
     let slots = (0..cfg.connections)
         .map(|k| {
-            let index = cfg.first_conn + k;
-            let source = (!cfg.source_ips.is_empty())
-                .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0));
+            let source = cfg.source_for(k);
             Slot {
                 sock: None,
                 phase: Phase::New,
                 backoff_ms: 0,
                 source,
-                conn: proto.new_conn(index),
+                conn: proto.new_conn(cfg.first_conn + k),
             }
         })
         .collect();
@@ -209,45 +323,22 @@ impl<P: Protocol> Worker<P> {
         cpu: Option<usize>,
     ) -> io::Result<WorkerResult> {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
-        let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
-        // (thread cpu, user, sys, wall) at the start of the measured phase.
-        let mut at_start: Option<(Duration, (Duration, Duration), Instant)> = None;
+        let mut clock = LoopClock::new(measure_start, measure_end);
         let mut never_opened = 0..self.slots.len();
         let stopped_at = loop {
             let now = Instant::now();
             let ramping = !never_opened.is_empty();
-            let room = MAX_RAMP_CONNECTING
-                .saturating_sub(self.connecting)
-                .min(CONNECT_BATCH);
-            for i in never_opened.by_ref().take(room) {
+            for i in never_opened.by_ref().take(ramp_room(self.connecting)) {
                 self.open(i, now);
             }
-            if at_start.is_none() && now >= measure_start {
-                at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
-            }
-            if measure_end.is_some_and(|end| now >= end)
-                || self.live == 0
-                || self.proto.thread_done(&self.stats)
-            {
+            clock.tick(now);
+            if clock.past_end(now) || self.live == 0 || self.proto.thread_done(&self.stats) {
                 break now;
             }
-            if now >= next_sweep {
+            if clock.sweep_due(now) {
                 self.sweep(now);
-                next_sweep = now + SWEEP_INTERVAL;
             }
-            // While ramping, come back at once if there is room for more connects.
-            let ramp_wait = if ramping && self.connecting < MAX_RAMP_CONNECTING {
-                Duration::ZERO
-            } else {
-                SWEEP_INTERVAL
-            };
-            let mut wait = next_sweep.saturating_duration_since(now).min(ramp_wait);
-            if at_start.is_none() {
-                wait = wait.min(measure_start.saturating_duration_since(now));
-            }
-            if let Some(end) = measure_end {
-                wait = wait.min(end.saturating_duration_since(now));
-            }
+            let wait = clock.wait(now, ramping && self.connecting < MAX_RAMP_CONNECTING);
             if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -258,20 +349,8 @@ impl<P: Protocol> Worker<P> {
                 self.on_event(ev.token().0, ev);
             }
         };
-        let (cpu0, (user0, sys0), wall0) =
-            at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
-        let (user1, sys1) = sys::thread_rusage();
         self.stats.intervals.flush();
-        Ok(WorkerResult {
-            cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
-            wall_time: stopped_at.saturating_duration_since(wall0),
-            user_time: user1.saturating_sub(user0),
-            sys_time: sys1.saturating_sub(sys0),
-            stats: self.stats,
-            cpu,
-            stopped_at,
-            batch_wait_max: None,
-        })
+        Ok(clock.result(self.stats, cpu, stopped_at, None))
     }
 
     fn on_event(&mut self, i: usize, ev: &mio::event::Event) {
@@ -405,28 +484,48 @@ impl<P: Protocol> Worker<P> {
     fn sweep(&mut self, now: Instant) {
         for i in 0..self.slots.len() {
             let slot = &self.slots[i];
-            match slot.phase {
-                Phase::Connecting { since }
-                    if now.saturating_duration_since(since) >= self.timeout =>
-                {
-                    let msg = format!(
-                        "connect to {} not complete after {:?}",
-                        self.target, self.timeout
-                    );
-                    self.fail(i, now, ErrorClass::ConnectTimeout, msg);
-                }
-                Phase::Open => {
-                    if let Some(t) = self.proto.busy_since(&slot.conn) {
-                        if now.saturating_duration_since(t) >= self.timeout {
-                            let msg = format!("no complete response within {:?}", self.timeout);
-                            self.fail(i, now, ErrorClass::Timeout, msg);
-                        }
-                    }
-                }
-                Phase::Idle { retry_at } if now >= retry_at => self.open(i, now),
-                _ => {}
+            let busy_since = self.proto.busy_since(&slot.conn);
+            match sweep_action(&slot.phase, busy_since, now, self.timeout, self.target) {
+                SweepAction::Fail(class, msg) => self.fail(i, now, class, msg),
+                SweepAction::Reopen => self.open(i, now),
+                SweepAction::Nothing => {}
             }
         }
+    }
+}
+
+/// What the periodic sweep does with one connection slot (both closed-loop engines).
+pub(crate) enum SweepAction {
+    Fail(ErrorClass, String),
+    /// Its back-off after a failure is over: open it again.
+    Reopen,
+    Nothing,
+}
+
+/// A connect or a reply that took `--timeout` fails the connection; a slot whose back-off is over
+/// is opened again.
+pub(crate) fn sweep_action(
+    phase: &Phase,
+    busy_since: Option<Instant>,
+    now: Instant,
+    timeout: Duration,
+    target: SocketAddr,
+) -> SweepAction {
+    match *phase {
+        Phase::Connecting { since } if now.saturating_duration_since(since) >= timeout => {
+            SweepAction::Fail(
+                ErrorClass::ConnectTimeout,
+                format!("connect to {target} not complete after {timeout:?}"),
+            )
+        }
+        Phase::Open if busy_since.is_some_and(|t| now.saturating_duration_since(t) >= timeout) => {
+            SweepAction::Fail(
+                ErrorClass::Timeout,
+                format!("no complete response within {timeout:?}"),
+            )
+        }
+        Phase::Idle { retry_at } if now >= retry_at => SweepAction::Reopen,
+        _ => SweepAction::Nothing,
     }
 }
 
@@ -460,14 +559,21 @@ pub(crate) fn open_registered(
     Ok(sock)
 }
 
-pub fn connect_nonblocking(
+/// A TCP socket for `target`, bound to `source` if given (both engines' sockets start here).
+pub(crate) fn new_tcp_socket(
     target: SocketAddr,
     source: Option<SocketAddr>,
     nodelay: bool,
-) -> io::Result<TcpStream> {
+    nonblocking: bool,
+) -> io::Result<Socket> {
+    let kind = if nonblocking {
+        Type::STREAM.nonblocking()
+    } else {
+        Type::STREAM
+    };
     let sock = Socket::new(
         Domain::for_address(target),
-        Type::STREAM.nonblocking().cloexec(),
+        kind.cloexec(),
         Some(socket2::Protocol::TCP),
     )?;
     if let Some(src) = source {
@@ -489,6 +595,15 @@ pub fn connect_nonblocking(
     if nodelay {
         sock.set_nodelay(true)?;
     }
+    Ok(sock)
+}
+
+pub fn connect_nonblocking(
+    target: SocketAddr,
+    source: Option<SocketAddr>,
+    nodelay: bool,
+) -> io::Result<TcpStream> {
+    let sock = new_tcp_socket(target, source, nodelay, true)?;
     match sock.connect(&target.into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::config::HttpConfig;
 use crate::engine::Outcome;
 use crate::http::{Expectation, Response, ResponseParser, Step, Verdict};
 use crate::stats::{ErrorClass, ThreadStats};
@@ -79,6 +80,18 @@ impl Exchange {
         self.fastest_recent = Duration::MAX;
         self.recent_count = 0;
         Some(fastest)
+    }
+
+    /// The exchange a `netarena-load http` closed loop asks for.
+    pub fn for_config(h: &HttpConfig) -> Self {
+        Exchange::new(
+            &h.request,
+            h.pipeline,
+            h.close,
+            &h.method,
+            &h.url.path,
+            h.expect.clone(),
+        )
     }
 
     /// `--close`: one request per connection.

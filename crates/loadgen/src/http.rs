@@ -517,16 +517,9 @@ pub struct HttpProtocol {
 }
 
 impl HttpProtocol {
-    pub fn new(
-        request: &[u8],
-        pipeline: usize,
-        close: bool,
-        method: &str,
-        path: &str,
-        expect: Expectation,
-    ) -> Self {
+    pub fn new(ex: Exchange) -> Self {
         HttpProtocol {
-            ex: Exchange::new(request, pipeline, close, method, path, expect),
+            ex,
             scratch: vec![0; SCRATCH_BYTES],
         }
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::{Config, HttpConfig, IoBackend, Mode};
 use crate::echo::{self, EchoProtocol, ProbeResult};
 use crate::engine::{self, WorkerConfig, WorkerResult};
+use crate::exchange::Exchange;
 use crate::http::{Expectation, HttpProtocol, ResponseParser, Step};
 use crate::stats::ThreadStats;
 use crate::uring;
@@ -85,14 +86,7 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
                     .spawn(move || uring::run_worker(wc, params))
             }
             Mode::Http(h) => {
-                let proto = HttpProtocol::new(
-                    &h.request,
-                    h.pipeline,
-                    h.close,
-                    &h.method,
-                    &h.url.path,
-                    h.expect.clone(),
-                );
+                let proto = HttpProtocol::new(Exchange::for_config(h));
                 std::thread::Builder::new()
                     .name(format!("load-{t}"))
                     .spawn(move || engine::run_worker(wc, proto))

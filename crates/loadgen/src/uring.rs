@@ -38,19 +38,16 @@ use std::time::{Duration, Instant};
 
 use io_uring::types::{BufRingEntry, CancelBuilder, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use socket2::{Domain, SockAddr, Socket, Type};
+use socket2::{SockAddr, Socket};
 
 use crate::config::{Coalesce, HttpConfig};
-use crate::engine::{Outcome, WorkerConfig, WorkerResult, SWEEP_INTERVAL};
+// The same ramp, backoff and time-keeping as the epoll engine (see engine.rs for the reasons).
+use crate::engine::{
+    new_tcp_socket, ramp_room, sweep_action, LoopClock, Outcome, Phase, SweepAction, WorkerConfig,
+    WorkerResult, BACKOFF_MAX_MS, BACKOFF_MIN_MS, MAX_RAMP_CONNECTING,
+};
 use crate::exchange::{Exchange, ExchangeConn, Received};
 use crate::stats::{ErrorClass, ThreadStats};
-use crate::sys;
-
-// Same ramp and backoff policy as the epoll engine (see engine.rs for the reasons).
-const BACKOFF_MIN_MS: u32 = 10;
-const BACKOFF_MAX_MS: u32 = 500;
-const CONNECT_BATCH: usize = 256;
-const MAX_RAMP_CONNECTING: usize = 1024;
 
 /// Bytes per provided receive buffer. A response larger than this simply arrives in several
 /// completions; 16 KiB keeps big bodies at few completions without much memory per thread.
@@ -293,14 +290,7 @@ pub struct HttpParams {
 impl HttpParams {
     pub fn new(h: &HttpConfig, coalesce: Coalesce) -> HttpParams {
         HttpParams {
-            ex: Exchange::new(
-                &h.request,
-                h.pipeline,
-                h.close,
-                &h.method,
-                &h.url.path,
-                h.expect.clone(),
-            ),
+            ex: Exchange::for_config(h),
             coalesce,
         }
     }
@@ -319,13 +309,6 @@ const AUTO_MAX_US: u32 = 50;
 /// below 1 µs (sub-20 µs exchanges, e.g. one connection) there is no coalescing at all.
 pub fn auto_window_us(fastest: Duration) -> u32 {
     (fastest.as_micros() / AUTO_FRACTION_DIV).min(u128::from(AUTO_MAX_US)) as u32
-}
-
-enum Phase {
-    New,
-    Idle { retry_at: Instant },
-    Connecting { since: Instant },
-    Open,
 }
 
 struct Conn {
@@ -362,14 +345,7 @@ struct Worker {
 
 /// Run one thread's share of the HTTP load on io_uring; returns its measurements.
 pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> {
-    if let Some(cpu) = cfg.cpu {
-        sys::pin_current_thread(cpu).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("pinning thread {} to CPU {cpu}: {e}", cfg.thread_index),
-            )
-        })?;
-    }
+    cfg.pin_this_thread()?;
     let sq_entries = (cfg.connections * SQES_PER_CONN + 64)
         .next_power_of_two()
         .min(MAX_SQ_ENTRIES) as u32;
@@ -380,25 +356,16 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
         .clamp(MIN_RECV_BUFS, MAX_RECV_BUFS);
     let bufs = BufRing::new(&ring, nbufs)
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
-    let far_future = Instant::now() + Duration::from_secs(10 * 365 * 86400);
-    let stats = ThreadStats::new(
-        cfg.measure_start,
-        cfg.measure_end.unwrap_or(far_future),
-        cfg.response_quota,
-    );
+    let stats = cfg.new_stats();
     let conns = (0..cfg.connections)
-        .map(|k| {
-            let index = cfg.first_conn + k;
-            Conn {
-                sock: None,
-                phase: Phase::New,
-                gen: 0,
-                backoff_ms: 0,
-                source: (!cfg.source_ips.is_empty())
-                    .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0)),
-                recv_armed: false,
-                ex: p.ex.new_conn(),
-            }
+        .map(|k| Conn {
+            sock: None,
+            phase: Phase::New,
+            gen: 0,
+            backoff_ms: 0,
+            source: cfg.source_for(k),
+            recv_armed: false,
+            ex: p.ex.new_conn(),
         })
         .collect();
     let mut w = Worker {
@@ -429,43 +396,22 @@ impl Worker {
         measure_end: Option<Instant>,
         cpu: Option<usize>,
     ) -> io::Result<WorkerResult> {
-        let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
-        let mut at_start: Option<(Duration, (Duration, Duration), Instant)> = None;
+        let mut clock = LoopClock::new(measure_start, measure_end);
         let mut never_opened = 0..self.conns.len();
         let stopped_at = loop {
             let now = Instant::now();
             let ramping = !never_opened.is_empty();
-            let room = MAX_RAMP_CONNECTING
-                .saturating_sub(self.connecting)
-                .min(CONNECT_BATCH);
-            for i in never_opened.by_ref().take(room) {
+            for i in never_opened.by_ref().take(ramp_room(self.connecting)) {
                 self.open(i, now)?;
             }
-            if at_start.is_none() && now >= measure_start {
-                at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
-            }
-            if measure_end.is_some_and(|end| now >= end)
-                || self.live == 0
-                || self.stats.quota_reached()
-            {
+            clock.tick(now);
+            if clock.past_end(now) || self.live == 0 || self.stats.quota_reached() {
                 break now;
             }
-            if now >= next_sweep {
+            if clock.sweep_due(now) {
                 self.sweep(now)?;
-                next_sweep = now + SWEEP_INTERVAL;
             }
-            let ramp_wait = if ramping && self.connecting < MAX_RAMP_CONNECTING {
-                Duration::ZERO
-            } else {
-                SWEEP_INTERVAL
-            };
-            let mut wait = next_sweep.saturating_duration_since(now).min(ramp_wait);
-            if at_start.is_none() {
-                wait = wait.min(measure_start.saturating_duration_since(now));
-            }
-            if let Some(end) = measure_end {
-                wait = wait.min(end.saturating_duration_since(now));
-            }
+            let wait = clock.wait(now, ramping && self.connecting < MAX_RAMP_CONNECTING);
             self.bufs.publish();
             let ts = Timespec::from(wait);
             let mut args = SubmitArgs::new().timespec(&ts);
@@ -480,14 +426,14 @@ impl Worker {
                     self.auto_window_us
                 }
             };
-            if at_start.is_some() {
+            if clock.measuring() {
                 self.batch_wait_max_us = self.batch_wait_max_us.max(window_us);
             }
             if window_us > 0 {
-                // Wait for half of what is in flight, but once coalesce_us have passed settle for
+                // Wait for half of what is in flight, but once the window has passed settle for
                 // anything (IORING_ENTER_EXT_ARG min_wait, 6.12+): fewer, larger batches mean
-                // fewer wake-ups on both sides, at the price of up to coalesce_us added to
-                // the measured latency of a response that waits for the batch.
+                // fewer wake-ups on both sides, at the price of up to the window added to the
+                // measured latency of a response that waits for the batch.
                 want = (self.p.ex.inflight_total() as usize / 2).max(1);
                 args = args.min_wait_usec(window_us);
             }
@@ -506,25 +452,14 @@ impl Worker {
             }
             self.reap()?;
         };
-        let (cpu0, (user0, sys0), wall0) =
-            at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
-        let (user1, sys1) = sys::thread_rusage();
         // The worker lives on to cancel its kernel work (see shutdown); its counters leave now.
         let empty_window = Instant::now();
         let stats = std::mem::replace(
             &mut self.stats,
             ThreadStats::new(empty_window, empty_window, None),
         );
-        Ok(WorkerResult {
-            cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
-            wall_time: stopped_at.saturating_duration_since(wall0),
-            user_time: user1.saturating_sub(user0),
-            sys_time: sys1.saturating_sub(sys0),
-            stats,
-            cpu,
-            stopped_at,
-            batch_wait_max: Some(Duration::from_micros(u64::from(self.batch_wait_max_us))),
-        })
+        let batch_wait_max = Duration::from_micros(u64::from(self.batch_wait_max_us));
+        Ok(clock.result(stats, cpu, stopped_at, Some(batch_wait_max)))
     }
 
     /// Process every completion available; one clock read serves the whole batch.
@@ -767,28 +702,11 @@ impl Worker {
     fn sweep(&mut self, now: Instant) -> io::Result<()> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            match c.phase {
-                Phase::Connecting { since }
-                    if now.saturating_duration_since(since) >= self.timeout =>
-                {
-                    let msg = format!(
-                        "connect to {} not complete after {:?}",
-                        self.target, self.timeout
-                    );
-                    self.fail(i, now, ErrorClass::ConnectTimeout, msg);
-                }
-                Phase::Open
-                    if self
-                        .p
-                        .ex
-                        .busy_since(&c.ex)
-                        .is_some_and(|t| now.saturating_duration_since(t) >= self.timeout) =>
-                {
-                    let msg = format!("no complete response within {:?}", self.timeout);
-                    self.fail(i, now, ErrorClass::Timeout, msg);
-                }
-                Phase::Idle { retry_at } if now >= retry_at => self.open(i, now)?,
-                _ => {}
+            let busy_since = self.p.ex.busy_since(&c.ex);
+            match sweep_action(&c.phase, busy_since, now, self.timeout, self.target) {
+                SweepAction::Fail(class, msg) => self.fail(i, now, class, msg),
+                SweepAction::Reopen => self.open(i, now)?,
+                SweepAction::Nothing => {}
             }
         }
         Ok(())
@@ -825,30 +743,7 @@ impl Worker {
 /// that). Blocking: io_uring waits for readiness itself, and a blocking socket lets `MSG_WAITALL`
 /// finish short sends in the kernel.
 fn new_socket(target: SocketAddr, source: Option<SocketAddr>, nodelay: bool) -> io::Result<Socket> {
-    let sock = Socket::new(
-        Domain::for_address(target),
-        Type::STREAM.cloexec(),
-        Some(socket2::Protocol::TCP),
-    )?;
-    if let Some(src) = source {
-        // As in engine::connect_nonblocking: let connect() pick the port per 4-tuple.
-        let one: libc::c_int = 1;
-        // SAFETY: valid fd and a c_int option value of the right size.
-        unsafe {
-            libc::setsockopt(
-                sock.as_raw_fd(),
-                libc::IPPROTO_IP,
-                libc::IP_BIND_ADDRESS_NO_PORT,
-                &one as *const libc::c_int as *const libc::c_void,
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            );
-        }
-        sock.bind(&src.into())?;
-    }
-    if nodelay {
-        sock.set_nodelay(true)?;
-    }
-    Ok(sock)
+    new_tcp_socket(target, source, nodelay, false)
 }
 
 #[cfg(test)]
