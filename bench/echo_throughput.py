@@ -1,24 +1,35 @@
 #!/usr/bin/env python3
-"""netarena-load's TCP echo flood against a native epoll echo server: bytes/s and bytes per CPU-second.
+"""netarena-load's TCP echo flood against a reference C client, on a native echo server: bytes/s and bytes per CPU-second.
 
 Method
 ------
-* bench/echo_server.c (one thread, level-triggered epoll, 64 KiB buffer per connection) is compiled
-  with ``cc -O2`` into a temporary directory and started pinned to the server CPU (default 0). It is
-  as cheap per byte as a server gets, so the figures describe the generator, not the server.
-* netarena-load runs pinned to the client CPU (default 1), one thread, in two variants:
-  - ``bytes``: 100 connections each send 4 MiB in 32 KiB chunks, every echoed byte verified;
-    bytes/s = ``echo.verified_bytes / echo.completion_time_s``;
-  - ``duration``: 100 connections flood 32 KiB chunks for the run's duration;
-    bytes/s = ``echo.verified_bytes / duration_s``.
-* Generator CPU is user + system time of the netarena-load process from ``os.wait4``'s rusage
-  (start-up and connection set-up included). The headline figure is verified bytes per generator
-  CPU-second: how much echo traffic one generator core can check.
-* At least 5 runs per variant by default, variants interleaved; medians are printed, with min..max
-  and the machine state. Quote medians only (see bench/README.md).
+* bench/echo_server.c (one thread, level-triggered epoll, 64 KiB buffer per connection) and
+  bench/echo_client.c (the reference generator) are compiled with ``cc -O2`` into a temporary
+  directory. The server is started once, pinned to the server CPU (default 0). It is as cheap per
+  byte as a server gets, so the figures describe the generators, not the server.
+* Two generators take turns on the client CPU (default 1), one thread each, who goes first
+  alternating from run to run:
+  - netarena-load (``netarena-load echo``), which checks every echoed byte and times every chunk;
+  - the reference, bench/echo_client.c: the same workload with the same system calls per chunk
+    (edge-triggered epoll registered once, TCP_NODELAY, send of up to 64 KiB, recv into 64 KiB until
+    a short read, the next chunk sent only once the previous one is fully echoed) but no
+    verification, timing or histograms: the floor of what moving these bytes costs.
+* Two variants, interleaved:
+  - ``bytes``: 100 connections each send 32 MiB in 32 KiB chunks; bytes/s = bytes echoed (verified,
+    for netarena-load) / completion time (start to the last connection's last byte);
+  - ``duration``: 100 connections flood 32 KiB chunks for the run's duration; bytes/s = bytes
+    echoed within the duration / the duration.
+* Generator CPU is user + system time of the generator process from ``os.wait4``'s rusage (start-up
+  and connection set-up included), measured identically for both. The headline figure is echoed
+  bytes per generator CPU-second: how much echo traffic one generator core can move (and, for
+  netarena-load, check).
+* At least 5 runs per variant by default; per variant and generator the medians are printed, with
+  min..max and the machine state, then the ratios netarena-load / reference of the median bytes/s
+  and of the median bytes per CPU-second. Quote medians only (see bench/README.md).
 
 Usage: bench/echo_throughput.py [--runs 5] [--connections 100] [--bytes 4194304] [--chunk 32768]
                                 [--duration 10] [--quick] [--load-bin PATH] [--json-out FILE]
+                                [--server-cpu 0] [--client-cpu 1]
 """
 
 from __future__ import annotations
@@ -37,14 +48,22 @@ from benchlib import BenchError
 
 HERE = Path(__file__).resolve().parent
 
+LOAD = "netarena-load"
+REFERENCE = "reference"
+TOOLS = (LOAD, REFERENCE)
+VARIANTS = ("bytes", "duration")
+# Hard limit on one bytes-variant run, for either generator; it is a hang guard, not a measurement.
+BYTES_LIMIT_S = 600
 
-def build_server(tmp: Path) -> Path:
+
+def build(tmp: Path, name: str) -> Path:
+    """Compiles bench/<name>.c into tmp at every run, so the figures never come from a stale binary."""
     cc = benchlib.require_tool("cc", "install a C compiler with: apt-get install gcc")
-    exe = tmp / "echo_server"
-    p = subprocess.run([cc, "-O2", "-Wall", "-o", str(exe), str(HERE / "echo_server.c")],
+    exe = tmp / name
+    p = subprocess.run([cc, "-O2", "-Wall", "-o", str(exe), str(HERE / f"{name}.c")],
                        capture_output=True, text=True)
     if p.returncode != 0:
-        raise BenchError(f"compiling bench/echo_server.c failed:\n{p.stderr}")
+        raise BenchError(f"compiling bench/{name}.c failed:\n{p.stderr}")
     return exe
 
 
@@ -62,38 +81,77 @@ def start_server(exe: Path, cpu: int, tmp: Path) -> tuple[subprocess.Popen, int]
     return proc, int(line[1])
 
 
-def run_variant(load_bin: Path, port: int, variant: str, args, tmp: Path) -> dict:
-    argv = [str(load_bin), "echo", f"127.0.0.1:{port}", "-c", str(args.connections), "-t", "1",
-            "--chunk", str(args.chunk), "--timeout", "10s", "--json"]
+def workload_argv(variant: str, args) -> tuple[list[str], float]:
+    """The options both generators share (same spelling), and the time limit for the run."""
+    argv = ["-c", str(args.connections), "--chunk", str(args.chunk)]
     if variant == "bytes":
-        argv += ["--bytes", str(args.bytes)]
-        limit_s = 600
-    else:
-        argv += ["-d", f"{args.duration}s"]
-        limit_s = args.duration + 60
+        return argv + ["--bytes", str(args.bytes)], BYTES_LIMIT_S + 60
+    return argv + ["-d", f"{args.duration}"], args.duration + 60
+
+
+def parse_json(run: benchlib.ChildRun, who: str) -> dict:
+    try:
+        return json.loads(run.stdout)
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{who} printed no JSON result ({e}): {run.stdout[:500]!r}")
+
+
+def cpu_figures(run: benchlib.ChildRun, moved: int, seconds: float) -> dict:
+    return {
+        "seconds": seconds,
+        "bytes_per_s": moved / seconds if seconds else 0.0,
+        "wall_s": run.wall_s,
+        "cpu_user_s": run.cpu_user_s,
+        "cpu_sys_s": run.cpu_sys_s,
+        "bytes_per_cpu_s": moved / run.cpu_s if run.cpu_s else 0.0,
+    }
+
+
+def run_load(load_bin: Path, port: int, variant: str, args, tmp: Path) -> dict:
+    common, limit_s = workload_argv(variant, args)
+    argv = [str(load_bin), "echo", f"127.0.0.1:{port}", "-t", "1", *common, "--timeout", "10s", "--json"]
     run = benchlib.run_pinned(argv, args.client_cpu, limit_s, tmp)
     if run.exit_status != 0:
         raise BenchError(f"netarena-load exited {run.exit_status}: {run.stderr.strip()[:2000]}")
-    try:
-        doc = json.loads(run.stdout)
-    except json.JSONDecodeError as e:
-        raise BenchError(f"netarena-load printed no JSON result ({e}): {run.stdout[:500]!r}")
+    doc = parse_json(run, "netarena-load")
     echo = doc["echo"]
     verified = echo["verified_bytes"]
     seconds = echo["completion_time_s"] if variant == "bytes" else doc["duration_s"]
-    expected = args.connections * args.bytes if variant == "bytes" else None
     return {
+        "tool": LOAD,
         "variant": variant,
         "verified_bytes": verified,
-        "expected_bytes": expected,
+        "expected_bytes": args.connections * args.bytes if variant == "bytes" else None,
         "errors": doc["errors"]["total"],
-        "seconds": seconds,
-        "bytes_per_s": verified / seconds if seconds else 0.0,
-        "cpu_user_s": run.cpu_user_s,
-        "cpu_sys_s": run.cpu_sys_s,
-        "bytes_per_cpu_s": verified / run.cpu_s if run.cpu_s else 0.0,
+        **cpu_figures(run, verified, seconds),
         "chunk_p99_us": doc["latency"]["p99_us"] if doc["latency"]["count"] else None,
         "generator_saturated": doc.get("generator_saturated"),
+    }
+
+
+def run_reference(client: Path, port: int, variant: str, args, tmp: Path) -> dict:
+    common, limit_s = workload_argv(variant, args)
+    argv = [str(client), f"127.0.0.1:{port}", *common]
+    if variant == "bytes":
+        argv += ["--limit", str(BYTES_LIMIT_S)]
+    run = benchlib.run_pinned(argv, args.client_cpu, limit_s, tmp)
+    if run.exit_status != 0:
+        # It stops at its first failed connection: a reference with failures is no reference.
+        raise BenchError(f"the reference client (bench/echo_client.c) exited {run.exit_status}: "
+                         f"{run.stderr.strip()[:2000]}")
+    doc = parse_json(run, "the reference client")
+    echoed = doc["bytes_echoed"]
+    expected = args.connections * args.bytes if variant == "bytes" else None
+    if expected is not None and echoed != expected:
+        raise BenchError(f"the reference client echoed {echoed:,} B, expected {expected:,} B: {run.stdout.strip()}")
+    seconds = doc["completion_time_s"] if variant == "bytes" else doc["duration_s"]
+    return {
+        "tool": REFERENCE,
+        "variant": variant,
+        "echoed_bytes": echoed,
+        "expected_bytes": expected,
+        "errors": 0,
+        **cpu_figures(run, echoed, seconds),
     }
 
 
@@ -101,11 +159,22 @@ def mib(x: float) -> str:
     return f"{x / 2**20:,.1f} MiB"
 
 
+def describe(i: int, runs: int, r: dict) -> str:
+    moved = r["verified_bytes"] if r["tool"] == LOAD else r["echoed_bytes"]
+    what = "verified" if r["tool"] == LOAD else "echoed  "
+    short = "" if r["expected_bytes"] in (None, moved) else f" (expected {r['expected_bytes']:,})"
+    sat = " generator-saturated" if r.get("generator_saturated") else ""
+    return (f"run {i}/{runs} {r['variant']:<8} {r['tool']:<13} {what} {moved:,} B{short} in {r['seconds']:.3f} s: "
+            f"{mib(r['bytes_per_s'])}/s, {mib(r['bytes_per_cpu_s'])} per generator CPU-s "
+            f"(user {r['cpu_user_s']:.2f} s, sys {r['cpu_sys_s']:.2f} s), errors {r['errors']}, "
+            f"load {r['loadavg_1m']:.2f}{sat}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--runs", type=int, default=5, help="runs per variant (default 5)")
+    p.add_argument("--runs", type=int, default=5, help="runs per variant and generator (default 5)")
     p.add_argument("--connections", type=int, default=100)
-    p.add_argument("--bytes", type=int, default=4 * 2**20, help="bytes per connection, bytes variant")
+    p.add_argument("--bytes", type=int, default=32 * 2**20, help="bytes per connection, bytes variant")
     p.add_argument("--chunk", type=int, default=32 * 2**10)
     p.add_argument("--duration", type=int, default=10, help="seconds, duration variant")
     p.add_argument("--quick", action="store_true", help="smoke run: 1 run, 20 connections x 256 KiB, 2 s")
@@ -132,59 +201,88 @@ def bench(args) -> int:
     load_bin = benchlib.find_load_bin(args.load_bin)
     benchlib.check_cpus(args.server_cpu, args.client_cpu)
     state = benchlib.machine_state()
+    versions = {"netarena-load": benchlib.tool_version([str(load_bin), "--version"])}
     print(f"machine: {state['cpu_model']}, {state['online_cpus']} CPUs, kernel {state['kernel']}, "
           f"load average {state['loadavg_1_5_15']}")
-    print(f"echo server on CPU {args.server_cpu}, netarena-load on CPU {args.client_cpu}; {args.runs} run(s); "
-          f"{args.connections} connections, {args.chunk} B chunks; bytes variant {args.bytes} B/connection, "
-          f"duration variant {args.duration} s")
+    print(f"tools: {versions}; reference: bench/echo_client.c (cc -O2)")
+    print(f"echo server on CPU {args.server_cpu}, netarena-load and the reference on CPU {args.client_cpu}; "
+          f"{args.runs} run(s); {args.connections} connections, {args.chunk} B chunks; bytes variant "
+          f"{args.bytes} B/connection, duration variant {args.duration} s")
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="netarena-echo-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        exe = build_server(tmp)
-        server, port = start_server(exe, args.server_cpu, tmp)
+        server_exe = build(tmp, "echo_server")
+        client_exe = build(tmp, "echo_client")
+        server, port = start_server(server_exe, args.server_cpu, tmp)
         try:
             for i in range(1, args.runs + 1):
-                for variant in ("bytes", "duration") if i % 2 else ("duration", "bytes"):
-                    load = os.getloadavg()[0]
-                    r = run_variant(load_bin, port, variant, args, tmp)
-                    r.update(run=i, loadavg_1m=load)
-                    results.append(r)
-                    short = "" if r["expected_bytes"] in (None, r["verified_bytes"]) else \
-                        f" (expected {r['expected_bytes']:,})"
-                    print(f"run {i}/{args.runs} {variant:<8} verified {r['verified_bytes']:,} B{short} in "
-                          f"{r['seconds']:.3f} s: {mib(r['bytes_per_s'])}/s, {mib(r['bytes_per_cpu_s'])} per "
-                          f"generator CPU-s (user {r['cpu_user_s']:.2f} s, sys {r['cpu_sys_s']:.2f} s), "
-                          f"errors {r['errors']}, load {load:.2f}", flush=True)
+                # Alternate who goes first, so neither generator always meets a warmer (or busier) machine.
+                tools = TOOLS if i % 2 else TOOLS[::-1]
+                for variant in VARIANTS if i % 2 else VARIANTS[::-1]:
+                    for tool in tools:
+                        load = os.getloadavg()[0]
+                        if tool == LOAD:
+                            r = run_load(load_bin, port, variant, args, tmp)
+                        else:
+                            r = run_reference(client_exe, port, variant, args, tmp)
+                        r.update(run=i, loadavg_1m=load)
+                        results.append(r)
+                        print(describe(i, args.runs, r), flush=True)
         finally:
             benchlib.stop_process_group(server, signal.SIGTERM)
 
+    summary = summarize(results)
     print()
-    summary = {}
-    for variant in ("bytes", "duration"):
-        rows = [r for r in results if r["variant"] == variant]
-        bps = [r["bytes_per_s"] for r in rows]
-        summary[variant] = {
-            "bytes_per_s": benchlib.median(bps),
-            "bytes_per_s_min": min(bps),
-            "bytes_per_s_max": max(bps),
-            "bytes_per_cpu_s": benchlib.median([r["bytes_per_cpu_s"] for r in rows]),
-            "errors": sum(r["errors"] for r in rows),
-        }
-        s = summary[variant]
-        print(f"median {variant:<8} {mib(s['bytes_per_s'])}/s (min..max {s['bytes_per_s_min'] / 2**20:,.1f}.."
-              f"{mib(s['bytes_per_s_max'])}/s), {mib(s['bytes_per_cpu_s'])} verified per generator CPU-second, "
-              f"errors {s['errors']}")
+    for variant in VARIANTS:
+        for tool in TOOLS:
+            s = summary[variant] if tool == LOAD else summary[variant]["reference"]
+            what = "verified" if tool == LOAD else "echoed"
+            print(f"median {variant:<8} {tool:<13} {mib(s['bytes_per_s'])}/s (min..max "
+                  f"{s['bytes_per_s_min'] / 2**20:,.1f}..{mib(s['bytes_per_s_max'])}/s), "
+                  f"{mib(s['bytes_per_cpu_s'])} {what} per generator CPU-second, errors {s['errors']}")
+    for variant in VARIANTS:
+        v = summary[variant]["vs_reference"]
+        fmt = lambda x: "n/a" if x is None else f"{x:.3f}"
+        print(f"ratio {variant:<8} netarena-load/reference: bytes/s {fmt(v['bytes_per_s_ratio'])}, "
+              f"bytes per generator CPU-second {fmt(v['bytes_per_cpu_s_ratio'])}")
     if args.quick:
         print("(a --quick run is a smoke test, not a measurement)")
     if args.json_out:
         args.json_out.write_text(json.dumps({
             "benchmark": "echo_throughput",
-            "config": {k: getattr(args, k) for k in ("runs", "connections", "bytes", "chunk", "duration",
-                                                     "server_cpu", "client_cpu", "quick")},
-            "machine": state, "runs": results, "summary": summary,
+            "config": {**{k: getattr(args, k) for k in ("runs", "connections", "bytes", "chunk", "duration",
+                                                        "server_cpu", "client_cpu", "quick")},
+                       "reference": "bench/echo_client.c, cc -O2"},
+            "machine": state, "versions": versions, "runs": results, "summary": summary,
         }, indent=2) + "\n")
         print(f"saved {args.json_out}")
     return 0
+
+
+def medians(rows: list[dict]) -> dict:
+    bps = [r["bytes_per_s"] for r in rows]
+    return {
+        "bytes_per_s": benchlib.median(bps),
+        "bytes_per_s_min": min(bps),
+        "bytes_per_s_max": max(bps),
+        "bytes_per_cpu_s": benchlib.median([r["bytes_per_cpu_s"] for r in rows]),
+        "errors": sum(r["errors"] for r in rows),
+    }
+
+
+def summarize(results: list[dict]) -> dict:
+    """Per variant: netarena-load's medians (the keys this file always had), the reference's medians
+    under "reference", and the ratios of the medians, netarena-load / reference, under "vs_reference"."""
+    out = {}
+    for variant in VARIANTS:
+        mine = medians([r for r in results if r["variant"] == variant and r["tool"] == LOAD])
+        ref = medians([r for r in results if r["variant"] == variant and r["tool"] == REFERENCE])
+        # None (null in --json-out) when the reference's figure is 0, e.g. a run too short for rusage.
+        ratio = lambda k: mine[k] / ref[k] if ref[k] else None
+        out[variant] = {**mine, "reference": ref,
+                        "vs_reference": {"bytes_per_s_ratio": ratio("bytes_per_s"),
+                                         "bytes_per_cpu_s_ratio": ratio("bytes_per_cpu_s")}}
+    return out
 
 
 if __name__ == "__main__":
