@@ -81,3 +81,40 @@ def test_list_reports_why_a_contestant_cannot_run(tmp_path, cache_dir):
     assert entry["runnable"] is False
     assert entry["reasons"] == ["netarena-no-such-tool not installed: install netarena-no-such-tool and put it on PATH"]
     assert entry["scenarios"]["echo"] == "fixture" and entry["scenarios"]["hello"] is None
+
+
+def test_a_stop_whose_exception_was_swallowed_still_stops_the_run(tmp_path, cache_dir, monkeypatch):
+    """Ctrl-C raised inside code that ignores exceptions (logging's at-fork handler did this while a server
+    was forked) must still stop the run after the current measurement, keep it, and exit 130."""
+    import os
+    import signal
+
+    from click.testing import CliRunner
+
+    from netarena.backend import MockBackend
+    from netarena.cli import main as cli
+    from netarena.errors import EXIT_INTERRUPTED
+
+    measure = MockBackend.measure
+
+    def measure_then_swallow_a_sigint(self, req, progress=lambda text: None):
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except BaseException:  # what "Exception ignored in ..." does to the KeyboardInterrupt
+            pass
+        return measure(self, req, progress)
+
+    monkeypatch.setattr(MockBackend, "measure", measure_then_swallow_a_sigint)
+    monkeypatch.setenv("NETARENA_CACHE", str(cache_dir))
+    suite = write_suite(tmp_path / "s.toml", SUITE)
+    results = tmp_path / "results"
+    before = signal.getsignal(signal.SIGINT)
+    out = CliRunner().invoke(cli, ["run", str(suite), "--results", str(results), "--contestants-dir",
+                                     str(FIXTURE_CONTESTANTS)], env={"NETARENA_BACKEND": "mock"})
+    assert out.exit_code == EXIT_INTERRUPTED, out.output
+    assert "netarena run --resume 1" in out.output
+    assert signal.getsignal(signal.SIGINT) is before  # the CLI put the previous handler back
+    rows = db_rows(results, "SELECT status FROM measurements")
+    assert [r["status"] for r in rows] == ["ok"]  # the measurement that was running is kept, nothing after it
+    [run] = db_rows(results, "SELECT status FROM runs")
+    assert run["status"] != "complete"

@@ -208,7 +208,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         no_apt, contestants_dir, quiet, json_mode, backend_opt):
     """Run a suite (default: quick) and store every measurement in RESULTS/netarena.sqlite."""
     from .backend import GeneratorMissing, find_generator, generator_version, make_backend
-    from .runner import Interrupted, Runner, build_plan, cleanup_orphans, new_run, orchestrator_alive, resolve_cpus
+    from .runner import Interrupted, Runner, StopRequest, build_plan, cleanup_orphans, new_run, orchestrator_alive, resolve_cpus
 
     ui = UI(quiet=quiet, json_mode=json_mode)
     # ---- parse and validate: any problem exits 2 before anything starts
@@ -329,7 +329,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track, on_reaped=runner.untrack) \
         if backend_kind == "real" else make_backend(backend_kind)
     runner.backend = backend
-    previous = signal.signal(signal.SIGTERM, _sigterm_as_interrupt)
+    StopRequest.requested = False
+    previous = {sig: signal.signal(sig, StopRequest.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         runner.execute(plan, run_id, results_dir, server, generator_set)
     except (Interrupted, KeyboardInterrupt):
@@ -340,7 +341,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                      f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False)
         sys.exit(EXIT_INTERRUPTED)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     store.set_run_status(run_id, "complete")
     summary = run_summary(store, run_id)
     # The HTML report is written from the store (never from live state), like `netarena report` does.
@@ -361,10 +363,6 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
 def _own_start_time() -> float:
     import psutil
     return psutil.Process().create_time()
-
-
-def _sigterm_as_interrupt(signum, frame):
-    raise KeyboardInterrupt()
 
 
 def _override(suite: Suite, overrides: dict) -> Suite:

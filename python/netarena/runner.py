@@ -168,6 +168,23 @@ class Interrupted(Exception):
     pass
 
 
+class StopRequest:
+    """Ctrl-C or SIGTERM, remembered as well as raised.
+
+    The KeyboardInterrupt a signal raises can be swallowed when it lands in code that ignores exceptions
+    (seen: logging's at-fork handler while subprocess forks a server, "Exception ignored in ..."); the run
+    would then go on as if nothing happened. The runner checks this flag between measurements, so a stop
+    asked for is never lost.
+    """
+
+    requested = False
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.requested = True
+        raise KeyboardInterrupt()
+
+
 class Runner:
     def __init__(self, store: Store, backend, ui, *, allow_apt: bool = True):
         self.store = store
@@ -233,6 +250,8 @@ class Runner:
                 and (i.contestant, i.scenario, i.level.key, r) not in done]
         self.ui.start_progress(len(todo), already_done=len(done))
         for repeat_index, item in todo:
+            if StopRequest.requested:
+                raise Interrupted()
             group = (item.contestant, item.scenario, item.level.key)
             base = {"contestant": item.contestant, "scenario": item.scenario, "level_key": item.level.key,
                     "level": item.level.to_dict(), "repeat_index": repeat_index}
@@ -256,6 +275,9 @@ class Runner:
                                                            ended_at=at, error="interrupted (Ctrl-C / SIGTERM)"))
                 raise Interrupted() from None
             self.store.record_measurement(run_id, record)
+            if StopRequest.requested:  # the signal's exception was swallowed during the measurement
+                self.ui.measured(record)
+                raise Interrupted()
             if record.get("failure_kind") in NO_RETRY_KINDS:
                 failed_before[group] = f"#{repeat_index + 1} failed ({record['failure_kind']}): {record['error']}"
             self.ui.measured(record)
