@@ -6,6 +6,10 @@ main([PortArg]) ->
     Port = try list_to_integer(PortArg) catch error:badarg -> usage() end,
     Opts = [binary, {ip, {127, 0, 0, 1}}, {backlog, 1024}, {nodelay, true}, {reuseaddr, true},
             {active, false},
+            %% The user-level buffer bounds what one {active, once} message carries. Left at its
+            %% default (1460 bytes here) a 32 KiB chunk took 23 messages, setopts and sends:
+            %% 3.8k chunks/s against 42k with the buffer at the echo scenario's chunk size.
+            {buffer, 32768},
             %% Keep the socket writable after the client shuts down its side, so every byte it
             %% sent still comes back before we close.
             {exit_on_close, false}],
