@@ -118,3 +118,43 @@ def test_a_stop_whose_exception_was_swallowed_still_stops_the_run(tmp_path, cach
     assert [r["status"] for r in rows] == ["ok"]  # the measurement that was running is kept, nothing after it
     [run] = db_rows(results, "SELECT status FROM runs")
     assert run["status"] != "complete"
+
+
+def test_a_contestants_warmup_min_raises_its_warmup_only_and_is_marked(tmp_path, cache_dir):
+    import shutil
+
+    contestants = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS, contestants)
+    manifest = contestants / "fx-other" / "contestant.toml"
+    manifest.write_text(manifest.read_text().replace("stop_timeout_s = 2", "stop_timeout_s = 2\nwarmup_min_s = 7.5"))
+    suite = write_suite(tmp_path / "s.toml", SUITE.replace("repeat = 3", "repeat = 1"))
+    results = tmp_path / "results"
+    result = run_cli(["run", suite, "--results", results, "--contestants-dir", contestants], cache_dir,
+                     NETARENA_BACKEND="mock")
+    assert result.returncode == 0, result.stderr
+    assert "fx-other: warm-up 7.5 s instead of 0 s (its start.warmup_min_s" in result.stderr + result.stdout
+    exported = json.loads(run_cli(["export", "1", "--results", results, "--json"], cache_dir).stdout)
+    warmups = {(m["contestant"], m["scenario"]): (m["generator"]["warmup_s"], "warmup_raised" in m["flags"])
+               for m in exported["measurements"]}
+    assert warmups == {("fx-good", "hello"): (0, False), ("fx-good", "echo"): (0, False),
+                       ("fx-other", "hello"): (7.5, True)}
+    summary = run_cli(["show", "--results", results], cache_dir, COLUMNS="160")
+    assert summary.returncode == 0, summary.stderr
+    rows = [line for line in summary.stdout.splitlines() if "fx-" in line and not line.startswith("skipped")]
+    assert len(rows) == 5  # hello at c=4 and c=8 for both, echo for fx-good
+    assert all(("WARM" in row) == ("fx-other" in row) for row in rows), rows
+    assert "WARM = longer warm-up" in summary.stdout
+
+
+def test_a_negative_warmup_min_is_refused_with_the_field_named(tmp_path, cache_dir):
+    import shutil
+
+    contestants = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS, contestants)
+    manifest = contestants / "fx-other" / "contestant.toml"
+    manifest.write_text(manifest.read_text().replace("stop_timeout_s = 2", "stop_timeout_s = 2\nwarmup_min_s = -1"))
+    result = run_cli(["run", write_suite(tmp_path / "s.toml", SUITE), "--results", tmp_path / "results",
+                      "--contestants-dir", contestants], cache_dir, NETARENA_BACKEND="mock")
+    assert result.returncode == 2
+    assert "warmup_min_s" in result.stderr and "fx-other" in result.stderr
+    assert not (tmp_path / "results" / "netarena.sqlite").exists()

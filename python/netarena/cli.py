@@ -320,6 +320,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 f"{generator_set}; store {store.path}")
         if plan.suite.time_budget_s and plan.estimate_s() > plan.suite.time_budget_s:
             ui.warn(f"the estimate exceeds the suite's time_budget_s ({plan.suite.time_budget_s:g} s)")
+    for contestant in plan.contestants:
+        if contestant.manifest.start.warmup_min_s > plan.suite.warmup_s and not json_mode:
+            ui.info(f"{contestant.name}: warm-up {contestant.manifest.start.warmup_min_s:g} s instead of "
+                    f"{plan.suite.warmup_s:g} s (its start.warmup_min_s; marked WARM in the report)")
     for contestant, scenario, level_key, reason in plan.skips:
         if not json_mode:
             ui.info(f"skip {contestant}{' ' + scenario if scenario else ''}"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from . import __version__
+from . import __version__, stats
 from .config import Suite
 from .contestants import Contestant, InstallError, availability, cache_root, repo_root, scenario_note
 from .errors import ConfigError
@@ -44,21 +44,32 @@ class Plan:
     def total(self) -> int:
         return len(self.items) * self.suite.repeat
 
-    def timing(self, level: Level) -> tuple[float, float]:
-        """(warm-up, duration) of a level: its [[measure]] entry's own, else the suite's."""
+    def timing(self, item: Item) -> tuple[float, float]:
+        """(warm-up, duration) of an item: its [[measure]] entry's own, else the suite's; the warm-up raised to
+        the contestant's start.warmup_min_s (a fixed-size echo flood has no warm-up to raise)."""
+        level = item.level
         warmup = self.suite.warmup_s if level.warmup_s is None else level.warmup_s
         duration = self.suite.duration_s if level.duration_s is None else level.duration_s
+        if not level.param("bytes"):
+            warmup = max(warmup, self.warmup_min_s(item.contestant))
         return warmup, duration
 
+    def warmup_min_s(self, contestant: str) -> float:
+        return next(c.manifest.start.warmup_min_s for c in self.contestants if c.name == contestant)
+
+    def warmup_raised(self, item: Item) -> bool:
+        suite_warmup = self.suite.warmup_s if item.level.warmup_s is None else item.level.warmup_s
+        return self.timing(item)[0] > suite_warmup
+
     def estimate_s(self) -> float:
-        def expected_s(level: Level) -> float:
-            warmup, duration = self.timing(level)
-            flood_bytes = level.param("bytes")
+        def expected_s(item: Item) -> float:
+            warmup, duration = self.timing(item)
+            flood_bytes = item.level.param("bytes")
             if flood_bytes:  # a fixed-size echo flood ends when its bytes are echoed; duration is only its limit
-                return min(duration, level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
+                return min(duration, item.level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
             return warmup + duration
 
-        one_round = sum(expected_s(i.level) + ESTIMATED_OVERHEAD_S for i in self.items)
+        one_round = sum(expected_s(i) + ESTIMATED_OVERHEAD_S for i in self.items)
         return one_round * self.suite.repeat
 
     def rounds(self):
@@ -263,7 +274,7 @@ class Runner:
                 self.ui.measured(record)
                 continue
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
-                                     *plan.timing(item.level), plan.suite.timeout_s, server_cpus,
+                                     *plan.timing(item), plan.suite.timeout_s, server_cpus,
                                      generator_cpus, static_dir, log_dir)
             self.ui.measuring(item, repeat_index)
             started = now_iso()
@@ -274,6 +285,8 @@ class Runner:
                 self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
                                                            ended_at=at, error="interrupted (Ctrl-C / SIGTERM)"))
                 raise Interrupted() from None
+            if plan.warmup_raised(item):
+                record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
             self.store.record_measurement(run_id, record)
             if StopRequest.requested:  # the signal's exception was swallowed during the measurement
                 self.ui.measured(record)

@@ -21,6 +21,7 @@ FLAG_FAILED_REPEATS = "failed_repeats"
 FLAG_LEFTOVER = "processes_left_after_stop"
 FLAG_STOP_KILLED = "needed_sigkill_to_stop"
 FLAG_RATE_NOT_MET = "rate_not_met"  # open loop: the generator could not keep the asked schedule
+FLAG_WARMUP_RAISED = "warmup_raised"  # the contestant's start.warmup_min_s exceeded the suite's warm-up
 
 
 def error_rate(generator: dict) -> float:

@@ -36,6 +36,9 @@ BADGES: dict[str, tuple[str, str]] = {
     "STOP": ("unclean stop", "the contestant needed SIGKILL to stop or left processes behind"),
     "RATE": ("rate not met", "open loop: fewer than 99% of the scheduled requests started, some were dropped, or "
                              "the send lag p99 exceeded 1 ms; the load was not what the level says"),
+    "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
+                               "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
+                               "shows its own)"),
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
@@ -345,6 +348,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("STOP")
     if stats.FLAG_RATE_NOT_MET in flags:
         out.append("RATE")
+    if stats.FLAG_WARMUP_RAISED in flags:
+        out.append("WARM")
     return out
 
 
