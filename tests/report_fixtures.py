@@ -95,6 +95,9 @@ ENVIRONMENT = {
     "server_cpus": [0], "generator_cpus": [1], "generator": {"path": "/x/netarena-load", "version": "0.1.0"},
 }
 
+# Bytes each connection of the echo flood sends: seed 000's two sizes (suites/seeds/seed-000-echo-flood.toml).
+ECHO_BYTES = (32768, 524288)
+
 MANIFEST = {"display_name": "{name} server", "language": "python", "runtime": "cpython", "framework": "fw",
             "framework_version": "1.0", "concurrency_model": "event-loop"}
 
@@ -102,9 +105,11 @@ MANIFEST = {"display_name": "{name} server", "language": "python", "runtime": "c
 def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connections: int, repeat: int,
             generator: dict | None = None, monitor: dict | None = None, status: str = "ok",
             failure_kind: str | None = None, error: str | None = None, stop: dict | None = None,
-            level_extra: dict | None = None) -> int:
-    level = {"connections": connections, "workers": 1, "params": {}, **(level_extra or {})}
-    record = {"contestant": contestant, "scenario": scenario, "level_key": f"c={connections},w=1", "level": level,
+            level_extra: dict | None = None, params: dict | None = None) -> int:
+    level = {"connections": connections, "workers": 1, "params": params or {}, **(level_extra or {})}
+    # As scenarios.Level.key spells it: connections, workers, then the params.
+    level_key = ",".join([f"c={connections}", "w=1", *(f"{k}={v}" for k, v in sorted((params or {}).items()))])
+    record = {"contestant": contestant, "scenario": scenario, "level_key": level_key, "level": level,
               "repeat_index": repeat, "status": status, "failure_kind": failure_kind, "error": error,
               "started_at": "2026-11-22T10:00:00Z", "ended_at": "2026-11-22T10:00:03Z", "stop": stop,
               "generator": generator, "monitor": monitor}
@@ -120,8 +125,8 @@ def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connec
 
 def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "report-test") -> int:
     """One run: alpha (fast, steady), beta (unstable, 5% errors), gamma (generator-bound at c=100, one crash),
-    delta (fails verification), epsilon (skipped for echo); hello at c=10 and c=100, echo floods at c=10 and
-    c=100 with a client-delay probe. ``speedup`` multiplies alpha's throughput (and divides its latency), for
+    delta (fails verification), epsilon (skipped for echo); hello at c=10 and c=100, echo floods of 32 KiB and
+    512 KiB per connection at c=10 and c=100, each with a client-delay probe. ``speedup`` multiplies alpha's throughput (and divides its latency), for
     compare."""
     run_id = store.create_run(suite_name=suite_name, suite_path=None, suite={"name": suite_name, "repeat": 3},
                               args={"argv": ["netarena", "run", suite_name]}, backend="real", server_cpus=[0],
@@ -165,18 +170,24 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
             _record(store, run_id, contestant="delta", scenario="hello", connections=connections, repeat=repeat,
                     status="failed", failure_kind="verify_failed" if repeat == 0 else "not_attempted",
                     error="wrong response: body 'Hello' (5 bytes), expected 'Hello, World!' (13 bytes)")
-            # echo flood, fixed bytes: alpha finishes faster than gamma; both with a client-delay probe.
-            for name, seconds in (("alpha", 0.05 * scale / speedup), ("gamma", 0.12 * scale)):
-                completion_s = seconds * (1 + 0.02 * (repeat - 1))
-                chunks = connections
-                probe = {"interval_s": 0.01, "attempts": 5, "completed": 5, "errors": 0,
-                         "latency": latency_doc({int(seconds * 1e6 / 4): 4, int(seconds * 1e6 / 2): 1})}
-                echo = {"bytes_per_connection": 32768, "chunk_bytes": 32768, "connections_completed": connections,
-                        "completion_time_s": completion_s, "verified_bytes": 32768 * connections, "probe": probe}
-                _record(store, run_id, contestant=name, scenario="echo", connections=connections, repeat=repeat,
-                        generator=generator_doc(rps=chunks / completion_s, connections=connections, mode="echo",
-                                                duration_s=completion_s,
-                                                latency_us={int(completion_s * 1e6 / 2): chunks}, echo=echo),
-                        monitor=monitor_doc(cpu_pct=70, rss_bytes=20 << 20))
+            # echo flood, fixed bytes (two sizes, like seed 000): alpha finishes faster than gamma; both with a
+            # client-delay probe. The 512 KiB flood takes 16x as long as the 32 KiB one.
+            for bytes_per in ECHO_BYTES:
+                size_scale = bytes_per / ECHO_BYTES[0]
+                for name, seconds in (("alpha", 0.05 * scale / speedup), ("gamma", 0.12 * scale)):
+                    seconds *= size_scale
+                    completion_s = seconds * (1 + 0.02 * (repeat - 1))
+                    chunks = connections * int(size_scale)
+                    probe = {"interval_s": 0.01, "attempts": 5, "completed": 5, "errors": 0,
+                             "latency": latency_doc({int(seconds * 1e6 / 4): 4, int(seconds * 1e6 / 2): 1})}
+                    echo = {"bytes_per_connection": bytes_per, "chunk_bytes": 32768,
+                            "connections_completed": connections, "completion_time_s": completion_s,
+                            "verified_bytes": bytes_per * connections, "probe": probe}
+                    _record(store, run_id, contestant=name, scenario="echo", connections=connections, repeat=repeat,
+                            params={"bytes": bytes_per},
+                            generator=generator_doc(rps=chunks / completion_s, connections=connections, mode="echo",
+                                                    duration_s=completion_s,
+                                                    latency_us={int(completion_s * 1e6 / 2): chunks}, echo=echo),
+                            monitor=monitor_doc(cpu_pct=70, rss_bytes=20 << 20))
     store.set_run_status(run_id, "complete")
     return run_id

@@ -69,7 +69,10 @@ def test_compare_outputs_say_how_significance_is_decided(two_runs, tmp_path):
     alpha_line = next(l for l in text.splitlines() if l.startswith("alpha") and "req" not in l and "20.0k" in l)
     assert "higher*" in alpha_line and "lower*" in alpha_line
     page = render_html(c).decode()
-    assert page.count('data-significant="1"') == 8  # alpha: throughput and p99, hello and echo, 2 levels each
+    # alpha: throughput and p99 at 2 connection counts, for hello and for each of the 2 echo sizes
+    assert page.count('data-significant="1"') == 12
+    assert [r.level_key for r in c.rows if r.contestant == "alpha" and r.scenario == "echo"] == \
+        ["c=10,w=1,bytes=32768", "c=10,w=1,bytes=524288", "c=100,w=1,bytes=32768", "c=100,w=1,bytes=524288"]
     assert "not a statistical test" in page
 
     group = click.Group()

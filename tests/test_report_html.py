@@ -94,6 +94,76 @@ def test_badges_and_sections_present(written):
     assert "netarena-load http 127.0.0.1:1 -c 10 --json" in text  # exact generator command line
 
 
+def chart_traces(text: str, title: str) -> list[dict]:
+    """The traces of the chart titled ``title``, read back from the Plotly.newPlot call in the page."""
+    start = text.index(f'data-chart="{title}"')
+    call = text.index("Plotly.newPlot(", start) + len("Plotly.newPlot(")
+    decoder, space = json.JSONDecoder(), re.compile(r"[\s,]*")
+    _, end = decoder.raw_decode(text, space.match(text, call).end())  # the div id
+    traces, _ = decoder.raw_decode(text, space.match(text, end).end())
+    return traces
+
+
+class _Tables(HTMLParser):
+    """Every table as (class, [rows of cell texts]); the header row included."""
+
+    def __init__(self):
+        super().__init__()
+        self.tables: list[tuple[str, list[list[str]]]] = []
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "table":
+            self.tables.append((dict(attrs).get("class") or "", []))
+        elif tag == "tr" and self.tables:
+            self.tables[-1][1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None and self.tables and self.tables[-1][1]:
+            self.tables[-1][1][-1].append(" ".join("".join(self._cell).split()))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def tables(text: str, cls: str) -> list[list[list[str]]]:
+    parser = _Tables()
+    parser.feed(text)
+    return [rows for table_class, rows in parser.tables if cls in table_class.split()]
+
+
+def test_echo_flood_has_a_table_per_size_and_a_line_per_contestant_and_size(written):
+    """Seed 000 sends 32 KiB and 512 KiB per connection: neither size may hide the other."""
+    _, _, path = written
+    text = path.read_text()
+    floods = tables(text, "echo-flood")
+    assert len(floods) == 2
+    # Medians of the fixture's repeats (x0.98, x1, x1.02): alpha 0.05 s per 32 KiB at 10 connections, gamma
+    # 0.12 s; x10 at 100 connections; x16 for 512 KiB.
+    expected = {"32KiB": {"alpha": ("0.050 s", "0.500 s"), "gamma": ("0.120 s", "1.200 s")},
+                "512KiB": {"alpha": ("0.800 s", "8.000 s"), "gamma": ("1.920 s", "19.200 s")}}
+    for size, table in zip(("32KiB", "512KiB"), floods):
+        assert f"{size} per connection" in text
+        header, *rows = table
+        assert header == ["contestant", "10 connections", "100 connections"]
+        assert [r[0] for r in rows] == ["alpha", "gamma"]
+        for row in rows:
+            assert (row[1].split("[")[0].strip(), row[2].split("[")[0].strip()) == expected[size][row[0]], (size, row)
+    traces = chart_traces(text, "echo flood: completion time vs connections")
+    assert sorted(t["name"] for t in traces) == ["alpha (32KiB)", "alpha (512KiB)", "gamma (32KiB)",
+                                                 "gamma (512KiB)"]
+    for t in traces:
+        assert t["x"] == [10, 100]  # one size per line: never a zig-zag between sizes
+        assert t["y"][1] == pytest.approx(10 * t["y"][0])
+    probes = tables(text, "probe")
+    [probe_table] = probes
+    assert len(probe_table) - 1 == 8  # alpha and gamma x 2 sizes x 2 connection counts
+
+
 def test_page_is_self_contained(written):
     _, _, path = written
     parser = _Rows()

@@ -84,9 +84,13 @@ def test_errors_by_class_and_echo(stored):
     beta = group(report, "beta")
     assert beta.errors_by_class["reset"] == 9  # 3 per repeat
     assert beta.errors_by_class["status"] > 0
-    alpha_echo = group(report, "alpha", "echo", "c=100,w=1")
+    alpha_echo = group(report, "alpha", "echo", "c=100,w=1,bytes=32768")
     assert sorted(alpha_echo.echo_completion_s) == pytest.approx([0.49, 0.5, 0.51])
+    assert alpha_echo.echo_bytes_per_connection == 32768
     assert alpha_echo.probe["attempts"] == 15 and alpha_echo.probe["p99_us"] == pytest.approx(250000, rel=0.01)
+    big = group(report, "alpha", "echo", "c=100,w=1,bytes=524288")
+    assert sorted(big.echo_completion_s) == pytest.approx([7.84, 8.0, 8.16])
+    assert big.echo_bytes_per_connection == 524288
 
 
 def test_terminal_summary_fits_100_columns_with_badges_and_ids(stored):
@@ -103,6 +107,14 @@ def test_terminal_summary_fits_100_columns_with_badges_and_ids(stored):
     assert "skipped: epsilon echo: does not implement echo" in flat
     assert "failed: gamma hello c=10,w=1:" in flat
     assert "crashed: the contestant exited with code 3" in flat
+    # One table per echo level: the two sizes sent per connection are never folded into one.
+    for size in (32768, 524288):
+        for connections in (10, 100):
+            title = f"echo · c={connections},w=1,bytes={size}"
+            assert title in text
+            table = text.split(title, 1)[1].split(" · c=", 1)[0]
+            ranked = [l.split()[:2] for l in table.splitlines() if l.split()[:1] in (["1"], ["2"])]
+            assert ranked == [["1", "alpha"], ["2", "gamma"]]
 
 
 def cli():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import json
+import statistics
 from functools import lru_cache
 
 import plotly.graph_objects as go
@@ -310,6 +311,13 @@ def _vmstat(g: Group, m: Measurement) -> str:
             f'{ids_html([m.id])}</summary>' + _table(headers, rows, cls="vmstat") + "</details>")
 
 
+def _flood_label(series_key: str, bytes_per_connection: int | None) -> str:
+    """'32KiB' for the series 'w=1,bytes=32768': the size first, then whatever else sets the series apart."""
+    rest = [p for p in series_key.split(",") if p and not p.startswith("bytes=") and p != "w=1"]
+    size = fmt.size_bytes(bytes_per_connection) if bytes_per_connection else "unknown size"
+    return ", ".join([size, *rest])
+
+
 def _echo(page: _Page, report: Report) -> None:
     groups = [g for g in report.groups if g.scenario == "echo"]
     flood = [g for g in groups if g.echo_completion_s]
@@ -318,38 +326,48 @@ def _echo(page: _Page, report: Report) -> None:
         return
     page.add('<h2 id="echo">Echo flood</h2>')
     if flood:
-        import statistics
         page.add('<p class="note">Seed 000: every connection sends its bytes and waits for the whole echo; '
-                 "completion = first connect to last connection done. Median of repeats [min–max].</p>")
-        connections = sorted({g.connections for g in flood})
-        contestants = sorted({g.contestant for g in flood})
-        cell = {(g.contestant, g.connections): g for g in flood}
-        rows = []
-        for c in contestants:
-            cells = [f"<td>{e(c)}</td>"]
-            for n in connections:
-                g = cell.get((c, n))
-                if g is None:
-                    cells.append("<td>–</td>")
-                    continue
-                values = g.echo_completion_s
-                cells.append(f'<td class="num">{statistics.median(values):.3f} s<br><span class="note">'
-                             f"[{min(values):.3f}–{max(values):.3f}]</span> {ids_html(g.ok_ids)}</td>")
-            rows.append("<tr>" + "".join(cells) + "</tr>")
-        bytes_per = {g.echo_bytes_per_connection for g in flood}
-        page.add(f"<p>Bytes per connection: {e(', '.join(str(b) for b in sorted(x for x in bytes_per if x)))}.</p>")
-        page.add(_table(["contestant", *[f"{n:,} connections" for n in connections]], rows, cls="echo-flood"))
+                 "completion = first connect to last connection done. Median of repeats [min–max]; one table per "
+                 "size sent per connection.</p>")
+        # One series per size (and any other level setting besides the connection count): cells and graph
+        # lines keyed by connections alone would mix the sizes, overwriting one with the other.
+        series: dict[str, list[Group]] = {}
+        for g in flood:
+            series.setdefault(_series_key(g), []).append(g)
+        ordered = sorted(series.items(), key=lambda item: (item[1][0].echo_bytes_per_connection or 0, item[0]))
         fig = go.Figure()
-        for c in contestants:
-            gs = sorted((g for g in flood if g.contestant == c), key=lambda g: g.connections)
-            medians = [statistics.median(g.echo_completion_s) for g in gs]
-            fig.add_trace(go.Scatter(
-                x=[g.connections for g in gs], y=medians, mode="lines+markers", name=c,
-                error_y={"type": "data", "symmetric": False,
-                         "array": [max(g.echo_completion_s) - m for g, m in zip(gs, medians)],
-                         "arrayminus": [m - min(g.echo_completion_s) for g, m in zip(gs, medians)]},
-                customdata=[fmt.ids(g.ok_ids) for g in gs],
-                hovertemplate="%{x} connections: %{y:.3f} s<br>from %{customdata}<extra>%{fullData.name}</extra>"))
+        for key, members in ordered:
+            label = _flood_label(key, members[0].echo_bytes_per_connection)
+            connections = sorted({g.connections for g in members})
+            contestants = sorted({g.contestant for g in members})
+            cell = {(g.contestant, g.connections): g for g in members}
+            rows = []
+            for c in contestants:
+                cells = [f"<td>{e(c)}</td>"]
+                for n in connections:
+                    g = cell.get((c, n))
+                    if g is None:
+                        cells.append("<td>–</td>")
+                        continue
+                    values = g.echo_completion_s
+                    cells.append(f'<td class="num" data-connections="{n}">{statistics.median(values):.3f} s<br>'
+                                 f'<span class="note">[{min(values):.3f}–{max(values):.3f}]</span> '
+                                 f"{ids_html(g.ok_ids)}</td>")
+                rows.append(f'<tr data-flood-contestant="{e(c)}">' + "".join(cells) + "</tr>")
+            page.add(f'<h3 id="echo-{_slug(key)}">{e(label)} per connection</h3>')
+            page.add(_table(["contestant", *[f"{n:,} connections" for n in connections]], rows,
+                            cls=f"echo-flood flood-{_slug(key)}"))
+            for c in contestants:
+                gs = sorted((g for g in members if g.contestant == c), key=lambda g: g.connections)
+                medians = [statistics.median(g.echo_completion_s) for g in gs]
+                fig.add_trace(go.Scatter(
+                    x=[g.connections for g in gs], y=medians, mode="lines+markers", name=f"{c} ({label})",
+                    error_y={"type": "data", "symmetric": False,
+                             "array": [max(g.echo_completion_s) - m for g, m in zip(gs, medians)],
+                             "arrayminus": [m - min(g.echo_completion_s) for g, m in zip(gs, medians)]},
+                    customdata=[fmt.ids(g.ok_ids) for g in gs],
+                    hovertemplate="%{x} connections: %{y:.3f} s<br>from %{customdata}<extra>%{fullData.name}"
+                                  "</extra>"))
         fig.update_xaxes(type="log", title="connections")
         fig.update_yaxes(title="completion time (s)", rangemode="tozero")
         page.chart(fig, "echo flood: completion time vs connections")
