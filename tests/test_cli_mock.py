@@ -113,11 +113,48 @@ def test_a_stop_whose_exception_was_swallowed_still_stops_the_run(tmp_path, cach
                                      str(FIXTURE_CONTESTANTS)], env={"NETARENA_BACKEND": "mock"})
     assert out.exit_code == EXIT_INTERRUPTED, out.output
     assert "netarena run --resume 1" in out.output
+    # The one measurement made has its report, marked partial, and the resume message says where it is.
+    report = results / "report-run-1.html"
+    assert f"partial report: {report}" in out.output
+    page = report.read_text()
+    assert '<p class="partial" data-partial="interrupted">' in page and "after 1 of 15 planned measurements" in page
+    assert page.count('<tr data-contestant="') == 1  # the fx-good hello c=4 row, nothing invented
     assert signal.getsignal(signal.SIGINT) is before  # the CLI put the previous handler back
     rows = db_rows(results, "SELECT status FROM measurements")
     assert [r["status"] for r in rows] == ["ok"]  # the measurement that was running is kept, nothing after it
     [run] = db_rows(results, "SELECT status FROM runs")
     assert run["status"] != "complete"
+
+
+def test_a_report_that_fails_to_render_is_one_warning_not_a_traceback(tmp_path, cache_dir, monkeypatch):
+    """The measurements are stored before the report is drawn: a renderer bug must not turn a finished run
+    into a traceback, and `netarena report` can write the page later from the same store."""
+    from click.testing import CliRunner
+
+    from netarena.cli import main as cli
+    from netarena.report import html
+
+    def broken_render(report):
+        raise RuntimeError("renderer bug\non two lines")
+
+    monkeypatch.setattr(html, "render", broken_render)
+    monkeypatch.setenv("NETARENA_CACHE", str(cache_dir))
+    suite = write_suite(tmp_path / "s.toml", SUITE.replace("repeat = 3", "repeat = 1"))
+    results = tmp_path / "results"
+    out = CliRunner().invoke(cli, ["run", str(suite), "--results", str(results), "--contestants-dir",
+                                     str(FIXTURE_CONTESTANTS)], env={"NETARENA_BACKEND": "mock", "COLUMNS": "80"})
+    assert out.exit_code == 0, out.output
+    assert out.exception is None or isinstance(out.exception, SystemExit)
+    assert "Traceback" not in out.output
+    [warning] = [line for line in out.output.splitlines() if line.startswith("warning: HTML report")]
+    assert warning == (f"warning: HTML report not written (RuntimeError: renderer bug on two lines); the results "
+                       f"are in {results / 'netarena.sqlite'}; `netarena report 1 --results {results}` writes it")
+    assert "hello · c=4,w=1" in out.output  # the terminal summary still printed
+    assert not (results / "report-run-1.html").exists()
+    monkeypatch.undo()
+    later = CliRunner().invoke(cli, ["report", "1", "--results", str(results)])
+    assert later.exit_code == 0, later.output
+    assert (results / "report-run-1.html").read_bytes().startswith(b"<!DOCTYPE html>")
 
 
 def test_a_contestants_warmup_min_raises_its_warmup_only_and_is_marked(tmp_path, cache_dir):

@@ -90,6 +90,7 @@ def test_badges_and_sections_present(written):
                     "skipped", "measurements"):
         assert f'id="{section}"' in text
     assert "does not implement echo: it only speaks HTTP" in text
+    assert "data-partial" not in text  # a complete run is not marked partial
     assert "Test CPU 3000" in text and "6.1.0-test" in text  # environment
     assert "netarena-load http 127.0.0.1:1 -c 10 --json" in text  # exact generator command line
 

@@ -117,6 +117,17 @@ def test_terminal_summary_fits_100_columns_with_badges_and_ids(stored):
             assert ranked == [["1", "alpha"], ["2", "gamma"]]
 
 
+def test_an_unfinished_run_is_marked_partial(tmp_path):
+    store = Store(tmp_path)
+    run_id = populate_run(store)
+    store.set_run_status(run_id, "interrupted")
+    text = " ".join(render_text(load_report(store, run_id)).split())
+    store.close()
+    made = 3 * (2 * 4 + 2 * 2 * 2)  # 3 repeats of: hello x 2 levels x 4 contestants, echo x 2 sizes x 2 levels x 2
+    assert f"partial: the run is interrupted; {made} of 40 planned measurements made" in text
+    assert "netarena run --resume 1 finishes it" in text
+
+
 def cli():
     group = click.Group()
     register(group)

@@ -209,6 +209,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     """Run a suite (default: quick) and store every measurement in RESULTS/netarena.sqlite."""
     from .backend import GeneratorMissing, find_generator, generator_version, make_backend
     from .runner import Interrupted, Runner, StopRequest, build_plan, cleanup_orphans, new_run, orchestrator_alive, resolve_cpus
+    from .cli_report import measured_any, report_after_run, summary_after_run
 
     ui = UI(quiet=quiet, json_mode=json_mode)
     # ---- parse and validate: any problem exits 2 before anything starts
@@ -341,25 +342,28 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         ui.end_progress()
         store.set_run_status(run_id, "interrupted")
         cleanup_orphans(store, ui.warn)
-        ui.err.print(f"interrupted: what was measured is stored in {store.path}. Resume with:\n"
-                     f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False)
+        # What was measured gets its report too (marked partial); --resume rewrites it when the run completes.
+        partial = report_after_run(store, run_id, results_dir, ui.err) if measured_any(store, run_id) else None
+        ui.err.print(f"interrupted: what was measured is stored in {store.path}"
+                     f"{f'; partial report: {partial}' if partial else ''}. Resume with:\n"
+                     f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False,
+                     soft_wrap=True)
         sys.exit(EXIT_INTERRUPTED)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     store.set_run_status(run_id, "complete")
     summary = run_summary(store, run_id)
-    # The HTML report is written from the store (never from live state), like `netarena report` does.
-    from .report import default_report_path, load_report, write_run_report
-    from .report.terminal import print_summary as print_report_summary
-
-    report_path = write_run_report(store, run_id, default_report_path(results_dir, run_id))
+    # The HTML report is written from the store (never from live state), like `netarena report` does; a
+    # failure to render it is a warning, never a traceback over a run whose results are stored.
+    report_path = report_after_run(store, run_id, results_dir, ui.err)
     if json_mode:
-        summary["report"] = str(report_path)
+        summary["report"] = str(report_path) if report_path else None
         click.echo(json.dumps(summary, indent=2, default=str))
     elif not quiet:
-        print_report_summary(load_report(store, run_id), ui.out)
-        ui.out.print(f"report: {report_path}", markup=False, highlight=False)
+        summary_after_run(store, run_id, results_dir, ui.out, ui.err)
+        if report_path:
+            ui.out.print(f"report: {report_path}", markup=False, highlight=False)
     if summary["measurements"]["ok"] == 0:
         sys.exit(EXIT_FAILED)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from .errors import EXIT_BAD_INPUT
 
@@ -40,6 +41,56 @@ def _load(results_dir: Path, run: str | None, what: str = "RUN"):
             db.close()
     except ReportError as exc:
         _fail(f"{what}: {exc}" if what != "RUN" else str(exc))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _warn(console: Console, message: str) -> None:
+    # soft_wrap: one line whatever the console width, so the store's path and the command stay copyable.
+    console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def report_after_run(store, run_id: int, results_dir: Path, err: Console) -> Path | None:
+    """Write the HTML report at the end of `netarena run` (complete, or interrupted with something measured).
+
+    The measurements are already safe in the store, so nothing here may turn the run into a traceback: a
+    rendering error, or a second Ctrl-C while the page is written, is one warning naming the store and the
+    command that writes the report later. Returns the page's path, or None when it was not written.
+    """
+    from .report import default_report_path, write_run_report
+
+    later = f"the results are in {store.path}; `netarena report {run_id} --results {results_dir}` writes it"
+    try:
+        return write_run_report(store, run_id, default_report_path(results_dir, run_id))
+    except KeyboardInterrupt:
+        _warn(err, f"HTML report not written (interrupted); {later}")
+    except Exception as exc:  # noqa: BLE001 - any failure of the renderer, reported in one line
+        _warn(err, f"HTML report not written ({_one_line(exc)}); {later}")
+    return None
+
+
+def summary_after_run(store, run_id: int, results_dir: Path, console: Console, err: Console) -> None:
+    """The terminal summary at the end of `netarena run`, under the same rule as ``report_after_run``."""
+    from .report import load_report
+    from .report.terminal import print_summary
+
+    try:
+        print_summary(load_report(store, run_id), console)
+    except KeyboardInterrupt:
+        _warn(err, f"summary not printed (interrupted); `netarena show {run_id} --results {results_dir}` prints it")
+    except Exception as exc:  # noqa: BLE001
+        _warn(err, f"summary not printed ({_one_line(exc)}); the results are in {store.path}; "
+                   f"`netarena show {run_id} --results {results_dir}` prints it")
+
+
+def measured_any(store, run_id: int) -> bool:
+    """Whether the run has a measurement worth a report: ok or failed (interrupted ones are redone on resume)."""
+    row = store.db.execute("SELECT count(*) FROM measurements WHERE run_id=? AND status != 'interrupted'",
+                           (run_id,)).fetchone()
+    return bool(row[0])
 
 
 def register(cli_group: click.Group) -> None:

@@ -48,6 +48,7 @@ tr.level-start td { border-top: 2px solid #8c959f; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.8rem; }
 pre { white-space: pre-wrap; word-break: break-all; background: #f6f8fa; padding: 0.4rem; margin: 0; }
 details { margin: 0.4rem 0; } summary { cursor: pointer; }
+.partial { background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 0.5rem 1rem; }
 """
 
 _BAD_BADGES = {"VERIFY", "CRASH", "FAIL", "ERR"}
@@ -480,6 +481,15 @@ def render(report: Report) -> bytes:
         else "<p>No figure in this run carries a badge.</p>"
     counts = {s: sum(1 for m in report.measurements if m.status == s) for s in ("ok", "failed", "interrupted")}
     title = f"netarena run {run.id}: {run.suite_name}"
+    partial = ""
+    if run.status != "complete":
+        made = counts["ok"] + counts["failed"]
+        why = {"interrupted": "it was interrupted", "running": "it is still running (or its orchestrator died)",
+               "failed": "it failed"}.get(run.status, f"its status is {run.status}")
+        partial = (f'<p class="partial" data-partial="{e(run.status)}"><b>Partial report</b>: {why} after {made} of '
+                   f"{run.planned_measurements} planned measurements; figures cover only those. "
+                   f"<code>netarena run --resume {run.id}</code> (with the same <code>--results</code>) finishes the "
+                   "run and rewrites this report.</p>")
     head = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>"
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style>'
             f'<script type="text/javascript">{_plotly_js()}</script></head><body>')
@@ -487,5 +497,5 @@ def render(report: Report) -> bytes:
               f"{' · ended ' + e(run.ended_at) if run.ended_at else ''} · {counts['ok']} ok, {counts['failed']} failed"
               f"{', ' + str(counts['interrupted']) + ' interrupted' if counts['interrupted'] else ''} of "
               f"{run.planned_measurements} planned · server CPUs {e(run.server_cpus)}, generator CPUs "
-              f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p><nav>{nav}</nav>{legend}")
+              f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p>{partial}<nav>{nav}</nav>{legend}")
     return (head + header + body + "</body></html>\n").encode("utf-8")

@@ -17,6 +17,10 @@ def summary_renderables(report: Report) -> list:
     run = report.run
     out: list = [Text(f"run {run.id} · suite {run.suite_name} · {run.status} · started {run.started_at} · "
                       f"server CPUs {run.server_cpus}, generator CPUs {run.generator_cpus}")]
+    if run.status != "complete":
+        made = sum(1 for m in report.measurements if m.status in ("ok", "failed"))
+        out.append(Text(f"partial: the run is {run.status}; {made} of {run.planned_measurements} planned "
+                        f"measurements made (netarena run --resume {run.id} finishes it)", style="bold red"))
     out.append(Text("median of repeats [min–max]; latency percentiles from the repeats' merged histograms; "
                     "#N = measurement id in the store", style="dim"))
     rank = ranks(report.groups)
