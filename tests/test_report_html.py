@@ -210,13 +210,46 @@ def _open_offline(driver, url: str) -> list[str]:
     return requested
 
 
-def _check_charts(driver) -> list:
-    charts = driver.execute_script(
-        "return Array.from(document.querySelectorAll('.plotly-graph-div')).map(g => "
-        "[g.id, (g.data || []).length, !!g.querySelector('svg.main-svg')])")
+# Per chart: its visible traces (plotly's resolved g._fullData), how many carry data, how many of the page's
+# traces (g.data) plotly hid for want of data, the marks that data calls for (a marker per finite point of a
+# "markers" trace, a line per "lines" trace with two or more points, a bar per non-zero value) and the marks
+# actually drawn in the SVG (paths with a real "d").
+_CHART_STATE_JS = """
+const finite = v => v !== null && v !== undefined && v !== '' && Number.isFinite(Number(v));
+return Array.from(document.querySelectorAll('.plotly-graph-div')).map(g => {
+  const visible = (g._fullData || []).filter(t => t.visible === true);
+  let withData = 0, wantPoints = 0, wantLines = 0, wantBars = 0;
+  for (const t of visible) {
+    const xs = Array.from(t.x || []), ys = Array.from(t.y || []);
+    const n = ys.filter((y, i) => finite(y) && xs[i] !== undefined && xs[i] !== null).length;
+    if (n > 0) withData += 1;
+    if (t.type === 'bar') {
+      wantBars += ys.filter(y => finite(y) && Number(y) !== 0).length;
+    } else {
+      if ((t.mode || '').includes('markers')) wantPoints += n;
+      if ((t.mode || '').includes('lines') && n > 1) wantLines += 1;
+    }
+  }
+  // A trace the page meant to show but plotly hid (it does that to traces without data).
+  const dropped = (g.data || []).filter((t, i) => t.visible !== false && !(g._fullData[i] || {}).visible).length;
+  const drawn = sel => Array.from(g.querySelectorAll(sel)).filter(p => (p.getAttribute('d') || '').length > 4).length;
+  return {id: g.id, title: (g.closest('.chart') || g).getAttribute('data-chart'),
+          svg: !!g.querySelector('svg.main-svg'), visible: visible.length, withData, dropped,
+          wantPoints, wantLines, wantBars, points: drawn('.scatterlayer path.point'),
+          lines: drawn('.scatterlayer path.js-line'), bars: drawn('.barlayer .point path')};
+});
+"""
+
+
+def _check_charts(driver) -> list[dict]:
+    """Every chart drawn from data: each visible trace has non-empty x and y, and the SVG holds the markers,
+    lines and bars that data calls for (an empty trace, or data plotly failed to draw, fails)."""
+    charts = driver.execute_script(_CHART_STATE_JS)
     assert charts, "no chart on the page"
-    for chart_id, traces, has_svg in charts:
-        assert traces > 0 and has_svg, f"{chart_id}: not rendered (traces={traces}, svg={has_svg})"
+    for c in charts:
+        assert c["svg"] and c["visible"] >= 1 and c["withData"] == c["visible"] and c["dropped"] == 0, c
+        assert c["points"] >= c["wantPoints"] and c["lines"] >= c["wantLines"] and c["bars"] >= c["wantBars"], c
+        assert c["points"] + c["lines"] + c["bars"] >= 1, c
     return charts
 
 
@@ -235,7 +268,13 @@ def test_report_in_headless_chromium_offline(written):
         assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
         assert driver.execute_script("return typeof Plotly") == "object"
         charts = _check_charts(driver)
-        assert len(charts) >= 8  # throughput x2, latency x4, errors, resources x2, echo flood
+        # throughput x2 (hello, echo), latency x6 (hello x2 levels, echo x2 sizes x2 levels), errors,
+        # resources x2, echo flood
+        assert len(charts) == 12
+        by_title = {c["title"]: c for c in charts}
+        flood = by_title["echo flood: completion time vs connections"]
+        assert (flood["visible"], flood["points"], flood["lines"]) == (4, 8, 4)  # contestant x size, 2 points each
+        assert by_title["hello: errors by class"]["bars"] == 4  # beta's reset and status at 2 levels
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert severe == []
         # The resources chart's menu switches to another measurement.
@@ -245,9 +284,47 @@ def test_report_in_headless_chromium_offline(written):
             "return Plotly.update(g, b.args[0], b.args[1]).then(() => g.data.filter(t => t.visible === true)"
             ".length)")
         assert switched == 4
+        _check_charts(driver)  # the other measurement's series are drawn too
         ARTIFACTS.mkdir(exist_ok=True)
         driver.save_screenshot(str(ARTIFACTS / "report-top.png"))
         _full_page_screenshot(driver, ARTIFACTS / "report.png")
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    from netarena.report.compare import compare, render_html
+
+    results = tmp_path_factory.mktemp("compare")
+    store = Store(results)
+    a, b = populate_run(store), populate_run(store, speedup=1.3)
+    comparison = compare(load_report(store, a), load_report(store, b))
+    store.close()
+    path = results / "compare.html"
+    path.write_bytes(render_html(comparison))
+    return path, comparison
+
+
+def test_compare_page_in_headless_chromium_offline(compared):
+    path, comparison = compared
+    parser = _Rows()
+    parser.feed(path.read_text())
+    assert parser.external == []
+    assert len(parser.rows) == len(comparison.rows)  # one row per contestant x scenario x level
+    driver, profile = _browser()
+    try:
+        requested = _open_offline(driver, path.as_uri())
+        assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
+        charts = _check_charts(driver)
+        assert len(charts) == 2  # hello and echo: throughput and p99 ratio bars
+        # hello: alpha, beta, gamma have ratios (delta none) -> 3 bars per metric; echo: alpha, gamma x 2 sizes x
+        # 2 levels -> 8 per metric.
+        assert sorted(c["bars"] for c in charts) == [2 * 3 * 2, 2 * 8]
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == []
+        _full_page_screenshot(driver, ARTIFACTS / "compare.png")
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
