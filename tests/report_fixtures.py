@@ -98,6 +98,10 @@ ENVIRONMENT = {
 # Bytes each connection of the echo flood sends: seed 000's two sizes (suites/seeds/seed-000-echo-flood.toml).
 ECHO_BYTES = (32768, 524288)
 
+# The end of a failed install's log, as the runner stores it in skipped.detail.
+INSTALL_LOG_TAIL = ("Collecting fw==9.9\nERROR: Could not find a version that satisfies the requirement fw==9.9\n"
+                    "ERROR: No matching distribution found for fw==9.9 <not markup>")
+
 MANIFEST = {"display_name": "{name} server", "language": "python", "runtime": "cpython", "framework": "fw",
             "framework_version": "1.0", "concurrency_model": "event-loop"}
 
@@ -125,9 +129,9 @@ def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connec
 
 def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "report-test") -> int:
     """One run: alpha (fast, steady), beta (unstable, 5% errors), gamma (generator-bound at c=100, one crash),
-    delta (fails verification), epsilon (skipped for echo); hello at c=10 and c=100, echo floods of 32 KiB and
-    512 KiB per connection at c=10 and c=100, each with a client-delay probe. ``speedup`` multiplies alpha's throughput (and divides its latency), for
-    compare."""
+    delta (fails verification), epsilon (skipped for echo), zeta (its install failed); hello at c=10 and c=100,
+    echo floods of 32 KiB and 512 KiB per connection at c=10 and c=100, each with a client-delay probe.
+    ``speedup`` multiplies alpha's throughput (and divides its latency), for compare."""
     run_id = store.create_run(suite_name=suite_name, suite_path=None, suite={"name": suite_name, "repeat": 3},
                               args={"argv": ["netarena", "run", suite_name]}, backend="real", server_cpus=[0],
                               generator_cpus=[1], environment=ENVIRONMENT, planned=40, netarena_version="0.1.0",
@@ -136,6 +140,7 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
         manifest = {k: (v.format(name=name) if isinstance(v, str) else v) for k, v in MANIFEST.items()}
         store.record_contestant(run_id, name, {"name": name, **manifest}, {"pip_freeze": ["fw==1.0"]}, "ready")
     store.record_skip(run_id, "epsilon", "does not implement echo: it only speaks HTTP", scenario="echo")
+    store.record_skip(run_id, "zeta", "install failed: pip install exited with status 1", detail=INSTALL_LOG_TAIL)
     for repeat in range(3):
         for connections in (10, 100):
             scale = connections / 10

@@ -7,6 +7,7 @@ import os
 import re
 import shutil
 import tempfile
+from html import escape as html_escape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from netarena.report import load_report, write_run_report
 from netarena.report.model import ranks
 from netarena.store import Store
-from report_fixtures import populate_run
+from report_fixtures import INSTALL_LOG_TAIL, populate_run
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -163,6 +164,20 @@ def test_echo_flood_has_a_table_per_size_and_a_line_per_contestant_and_size(writ
     probes = tables(text, "probe")
     [probe_table] = probes
     assert len(probe_table) - 1 == 8  # alpha and gamma x 2 sizes x 2 connection counts
+
+
+def test_skipped_table_shows_the_reason_and_the_detail(written):
+    _, _, path = written
+    text = path.read_text()
+    [skipped] = tables(text, "skipped")
+    assert skipped[0] == ["contestant", "scenario", "level", "why"]
+    rows = {r[0]: r for r in skipped[1:]}
+    assert rows["epsilon"] == ["epsilon", "echo", "all", "does not implement echo: it only speaks HTTP"]
+    assert rows["zeta"][:3] == ["zeta", "all", "all"]
+    # The install log's tail, escaped, folded under the reason.
+    zeta = re.search(r"<tr><td>zeta</td>.*?</tr>", text, re.S).group(0)
+    assert '<details class="skip-detail"><summary>details</summary><pre>' in zeta
+    assert html_escape(INSTALL_LOG_TAIL) in zeta and "<not markup>" not in zeta
 
 
 def test_page_is_self_contained(written):

@@ -13,7 +13,7 @@ from netarena.report import ReportError, load_report
 from netarena.report.model import ranks
 from netarena.report.terminal import render_text
 from netarena.store import Store
-from report_fixtures import histogram, populate_run
+from report_fixtures import INSTALL_LOG_TAIL, histogram, populate_run
 
 
 @pytest.fixture()
@@ -77,6 +77,14 @@ def test_badges(stored):
     assert group(report, "gamma", level="c=100,w=1").badges == ["GEN"]
     assert group(report, "gamma").badges == ["CRASH"]
     assert set(group(report, "delta").badges) == {"VERIFY", "FAIL"}  # verify_failed, then not attempted
+
+
+def test_skips_keep_their_detail(stored):
+    report = load_report(*stored)
+    skips = {s.contestant: s for s in report.skipped}
+    assert skips["epsilon"].scenario == "echo" and skips["epsilon"].detail is None
+    assert skips["zeta"].reason == "install failed: pip install exited with status 1"
+    assert skips["zeta"].detail == INSTALL_LOG_TAIL and skips["zeta"].scenario is None
 
 
 def test_errors_by_class_and_echo(stored):

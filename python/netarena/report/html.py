@@ -426,7 +426,9 @@ def _skipped(page: _Page, report: Report) -> None:
         return
     if report.skipped:
         rows = [f"<tr><td>{e(s.contestant)}</td><td>{e(s.scenario or 'all')}</td><td>{e(s.level_key or 'all')}</td>"
-                f"<td>{e(s.reason)}</td></tr>" for s in report.skipped]
+                f"<td>{e(s.reason)}"
+                + (f'<details class="skip-detail"><summary>details</summary><pre>{e(s.detail)}</pre></details>'
+                   if s.detail else "") + "</td></tr>" for s in report.skipped]
         page.add(_table(["contestant", "scenario", "level", "why"], rows, cls="skipped"))
     failed = [m for m in report.measurements if m.status == "failed"]
     if failed:

@@ -133,6 +133,7 @@ class Skip:
     scenario: str | None
     level_key: str | None
     reason: str
+    detail: str | None = None           # e.g. the end of a failed install's log
 
 
 @dataclass
@@ -276,7 +277,7 @@ def load_report(source, run_id: int) -> Report:
                             "framework_version": manifest.get("framework_version"),
                             "concurrency_model": manifest.get("concurrency_model"), "status": c["status"],
                             "install": c.get("install")})
-    skipped = [Skip(s["contestant"], s["scenario"], s["level_key"], s["reason"])
+    skipped = [Skip(s["contestant"], s["scenario"], s["level_key"], s["reason"], s.get("detail"))
                for s in _rows(db, "SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,))]
     return Report(store_path=where, run=run, contestants=contestants, measurements=measurements,
                   groups=build_groups(rows), skipped=skipped)
