@@ -180,6 +180,37 @@ def test_skipped_table_shows_the_reason_and_the_detail(written):
     assert html_escape(INSTALL_LOG_TAIL) in zeta and "<not markup>" not in zeta
 
 
+def test_vmstat_tables_have_a_row_per_system_sample(written):
+    _, _, path = written
+    text = path.read_text()
+    vmstat = tables(text, "vmstat")
+    # The median repeat of each contestant x level with monitor samples: hello alpha, beta, gamma at 2 levels;
+    # echo alpha, gamma at 2 sizes x 2 levels.
+    assert len(vmstat) == 3 * 2 + 2 * 4
+    for header, *rows in vmstat:
+        assert header == ["t (s)", "cs/s", "in/s", "us %", "sy %", "id %", "wa %", "st %", "cpu0 busy %",
+                          "cpu1 busy %"]
+        assert len(rows) == 7  # the fixture's 8 monitor samples give 7 system intervals
+        assert rows[0][:8] == ["0.25", "12,100", "3,000", "45.0", "40.0", "15.0", "0.0", "0.0"]
+        assert [r[0] for r in rows] == [f"{0.25 * i:.2f}" for i in range(1, 8)]
+    assert "menu at the top right of each chart" in text
+
+
+def test_probe_table_has_a_row_per_contestant_and_level(written):
+    _, _, path = written
+    [probe] = tables(path.read_text(), "probe")
+    header, *rows = probe
+    assert header == ["contestant", "level", "completed/attempts", "errors", "p50", "p99", "max", "from"]
+    by_key = {(r[0], r[1]): r for r in rows}
+    # Each repeat's probe: 4 at a quarter and 1 at half the flood's nominal time (alpha 32 KiB at 10
+    # connections: 50 ms), merged over 3 repeats.
+    assert by_key[("alpha", "c=10,w=1,bytes=32768")][2:7] == ["15/15", "0", "12.5ms", "25.0ms", "25.0ms"]
+    # gamma 512 KiB at 100 connections: 19.2 s nominal; 4.8 s and 9.6 s land in HdrHistogram buckets (3
+    # significant digits) whose highest equivalent values are 4,801 ms and 9,601 ms.
+    assert by_key[("gamma", "c=100,w=1,bytes=524288")][2:7] == ["15/15", "0", "4801ms", "9601ms", "9601ms"]
+    assert all(r[7].count("#") == 3 for r in rows)  # the 3 repeats behind each row
+
+
 def test_page_is_self_contained(written):
     _, _, path = written
     parser = _Rows()

@@ -144,9 +144,16 @@ def cli():
 
 def test_show_and_report_commands(stored, tmp_path):
     results, run_id = stored
-    out = CliRunner().invoke(cli(), ["show", "--results", str(results)], terminal_width=100)
+    # Piped (no terminal, no COLUMNS) and on a wide terminal: 100 columns, the width the tables are laid out for.
+    for columns in (None, "200"):
+        out = CliRunner().invoke(cli(), ["show", "--results", str(results)], env={"COLUMNS": columns})
+        assert out.exit_code == 0, out.output
+        assert "hello · c=10,w=1" in out.output and "alpha" in out.output
+        assert 90 < max(len(line) for line in out.output.splitlines()) <= 100, columns
+    # A narrower terminal: nothing wider than it.
+    out = CliRunner().invoke(cli(), ["show", "--results", str(results)], env={"COLUMNS": "70"})
     assert out.exit_code == 0, out.output
-    assert "hello · c=10,w=1" in out.output and "alpha" in out.output
+    assert max(len(line) for line in out.output.splitlines()) <= 70
     target = tmp_path / "sub" / "r.html"
     out = CliRunner().invoke(cli(), ["report", str(run_id), "--results", str(results), "-o", str(target)])
     assert out.exit_code == 0, out.output

@@ -189,7 +189,9 @@ def render_text(c: Comparison, width: int = 100) -> str:
 
 
 def print_comparison(c: Comparison, console: Console | None = None) -> None:
-    (console or Console(width=100, highlight=False)).print(RichGroup(*renderables(c)))
+    from .terminal import console_width
+
+    (console or Console(width=console_width(), highlight=False)).print(RichGroup(*renderables(c)))
 
 
 class _Null:

@@ -250,7 +250,7 @@ def _rate_series(samples: list[dict], key) -> tuple[list[float], list[float]]:
 def _resources(page: _Page, report: Report) -> None:
     page.add('<h2 id="resources">Server resources over time</h2>')
     page.add('<p class="note">For each contestant and level, the repeat with the median throughput (pick it in the '
-             "menu at the top left of each chart). CPU in % of one core from the server process tree's cumulative "
+             "menu at the top right of each chart). CPU in % of one core from the server process tree's cumulative "
              "user and system time; RSS summed over the tree; context switches (voluntary + involuntary) per "
              "second over all its threads. Then the system-wide vmstat-style table of the same measurement.</p>")
     for scenario in report.scenarios():

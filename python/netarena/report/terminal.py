@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from rich import box
 from rich.console import Console, Group as RichGroup
 from rich.table import Table
@@ -70,8 +72,17 @@ def _range(low: float | None, high: float | None) -> str:
     return "-" if low is None or high is None else f"{fmt.rps_short(low)}–{fmt.rps_short(high)}"
 
 
+def console_width() -> int:
+    """TERMINAL_WIDTH, or the terminal's width when it is narrower (COLUMNS counts as one). Piped output (no
+    terminal, no COLUMNS) gets TERMINAL_WIDTH, not rich's 80-column fallback, which would fold the tables."""
+    probe = Console()
+    if probe.is_terminal or "COLUMNS" in os.environ:
+        return max(20, min(TERMINAL_WIDTH, probe.width))
+    return TERMINAL_WIDTH
+
+
 def print_summary(report: Report, console: Console | None = None) -> None:
-    console = console or Console(width=TERMINAL_WIDTH, highlight=False)
+    console = console or Console(width=console_width(), highlight=False)
     console.print(RichGroup(*summary_renderables(report)))
 
 
