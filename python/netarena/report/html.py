@@ -490,8 +490,8 @@ def render(report: Report) -> bytes:
                "failed": "it failed"}.get(run.status, f"its status is {run.status}")
         partial = (f'<p class="partial" data-partial="{e(run.status)}"><b>Partial report</b>: {why} after {made} of '
                    f"{run.planned_measurements} planned measurements; figures cover only those. "
-                   f"<code>netarena run --resume {run.id}</code> (with the same <code>--results</code>) finishes the "
-                   "run and rewrites this report.</p>")
+                   f"<code>netarena run --resume {run.id}</code> (with the same <code>--results</code>) finishes "
+                   "the run and rewrites this report.</p>")
     head = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>"
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{CSS}</style>'
             f'<script type="text/javascript">{_plotly_js()}</script></head><body>')
@@ -499,5 +499,6 @@ def render(report: Report) -> bytes:
               f"{' · ended ' + e(run.ended_at) if run.ended_at else ''} · {counts['ok']} ok, {counts['failed']} failed"
               f"{', ' + str(counts['interrupted']) + ' interrupted' if counts['interrupted'] else ''} of "
               f"{run.planned_measurements} planned · server CPUs {e(run.server_cpus)}, generator CPUs "
-              f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p>{partial}<nav>{nav}</nav>{legend}")
+              f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p>"
+              f"{partial}<nav>{nav}</nav>{legend}")
     return (head + header + body + "</body></html>\n").encode("utf-8")
