@@ -24,8 +24,11 @@ from pathlib import Path
 from .config import BYTES_SIZES, SCENARIOS
 
 HELLO_BODY = b"Hello, World!"
+HELLO_CONTENT_TYPE = "text/plain"
 JSON_BODY = {"message": "Hello, World!"}
+JSON_CONTENT_TYPE = "application/json"
 BYTES_FILL = b"*"
+SLEEP_BODY = "slept {ms}"  # .format(ms=...)
 
 # The static file set (seed 003's product images). Changing any of these changes every file, so the
 # cache folder name carries STATIC_SET_VERSION.
@@ -251,7 +254,7 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
         path, body = f"/bytes/{size}", BYTES_FILL * size
     elif scenario == "sleep":
         ms = level.param("sleep_ms", DEFAULT_SLEEP_MS)
-        path, body = f"/sleep/{ms}", f"slept {ms}".encode()
+        path, body = f"/sleep/{ms}", SLEEP_BODY.format(ms=ms).encode()
     elif scenario == "static":
         rel = level.param("static_path", DEFAULT_STATIC_PATH)
         if rel.endswith("/"):
@@ -358,8 +361,8 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
         def hello(status, headers, body, _):
             ok_status(status)
             ctype = headers.get("content-type", "")
-            _expect(ctype.split(";")[0].strip().lower() == "text/plain",
-                    f"Content-Type {ctype!r}, expected text/plain")
+            _expect(ctype.split(";")[0].strip().lower() == HELLO_CONTENT_TYPE,
+                    f"Content-Type {ctype!r}, expected {HELLO_CONTENT_TYPE}")
             _expect(body == HELLO_BODY, f"body {_show(body)}, expected {HELLO_BODY!r}")
             _expect(headers.get("connection", "").lower() != "close",
                     "server sent 'Connection: close'; HTTP/1.1 keep-alive is required")
@@ -376,8 +379,8 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
         def js(status, headers, body, _):
             ok_status(status)
             ctype = headers.get("content-type", "")
-            _expect(ctype.split(";")[0].strip().lower() == "application/json",
-                    f"Content-Type {ctype!r}, expected application/json")
+            _expect(ctype.split(";")[0].strip().lower() == JSON_CONTENT_TYPE,
+                    f"Content-Type {ctype!r}, expected {JSON_CONTENT_TYPE}")
             try:
                 value = json.loads(body)
             except ValueError:
@@ -396,7 +399,7 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
     elif scenario == "sleep":
         def slept(status, headers, body, elapsed_s):
             ok_status(status)
-            want = f"slept {VERIFY_SLEEP_MS}".encode()
+            want = SLEEP_BODY.format(ms=VERIFY_SLEEP_MS).encode()
             _expect(body == want, f"body {_show(body)}, expected {want!r}")
             _expect(elapsed_s >= VERIFY_SLEEP_MS / 1000 * 0.9,
                     f"answered after {elapsed_s * 1000:.0f} ms, expected at least {VERIFY_SLEEP_MS} ms")
@@ -579,7 +582,7 @@ def _check_sleep_overlap(port: int, concurrency_model: str | None, timeout_s: fl
             raise _Retryable(f"{name}: {failed[0]}")
         checks.append(Check(name, False, f"{len(failed)} of {count} failed: {failed[0]}"))
         raise _Wrong("")
-    want = f"slept {ms}".encode()
+    want = SLEEP_BODY.format(ms=ms).encode()
     wrong = [(status, body) for _, status, body in results if status != 200 or body != want]
     if wrong:
         checks.append(Check(name, False, f"status {wrong[0][0]}, body {_show(wrong[0][1])}; expected 200, {want!r}"))
