@@ -3,6 +3,7 @@ a fresh cache beside a built checkout, or a changed contestant folder; and not o
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -93,3 +94,28 @@ def test_changed_contestant_folder_reinstalls_but_the_marker_does_not_count(cach
     ct.install(contestant, allow_apt=False)
     ct.install(contestant, allow_apt=False)
     assert _runs(contestant) == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("apt-get"), reason="needs root and apt-get (CI runs as root)")
+def test_first_debian_install_of_a_process_runs_apt_get_update_first_and_only_once(cache, tmp_path, monkeypatch):
+    """A fresh container has empty apt lists: without `apt-get update` every Debian install fails.
+
+    Real apt-get, with a package name that exists nowhere, so nothing on the machine is installed.
+    """
+    monkeypatch.setattr(ct, "_apt_updated", False)
+    folder = tmp_path / "contestants" / "fx-steps"
+    folder.mkdir(parents=True)
+    (folder / "contestant.toml").write_text(MANIFEST.replace('requires = ["sh"]',
+                                                             'requires = ["sh"]\ndebian = ["netarena-no-such-package"]'))
+    contestant = ct.load(tmp_path / "contestants", ["fx-steps"])[0]
+    said = []
+    for _ in range(2):
+        with pytest.raises(ct.InstallError, match="apt-get install failed"):
+            ct.install(contestant, allow_apt=True, say=said.append)
+    log = (contestant.env_dir / "install.log").read_text()
+    commands = [line for line in log.splitlines() if line.startswith("$ apt-get")]
+    assert commands == ["$ apt-get update -q",
+                        "$ apt-get install -y --no-install-recommends netarena-no-such-package",
+                        "$ apt-get install -y --no-install-recommends netarena-no-such-package"], log
+    assert "Unable to locate package netarena-no-such-package" in log
+    assert sum("apt-get update" in s for s in said) == 1

@@ -69,3 +69,88 @@ def test_contestant_with_two_workers_starts_serves_and_stops_cleanly(name, avail
     passed = [line for line in result.stdout.splitlines() if line.count("│") >= 4 and "│ pass " in line]
     assert len(passed) == len(scenarios), result.stdout
     assert "needed SIGKILL" not in result.stdout, result.stdout
+
+
+# Keep-alive connections driven at once against a workers=2 server, and for how long: enough that every
+# worker is handed some (SO_REUSEPORT hashes them, a shared socket lets idle workers race for them).
+WORKER_LOAD_CONNECTIONS = 16
+WORKER_LOAD_S = 2.0
+# A process (or thread) "did work" when it used at least this share of the server tree's CPU time.
+WORKER_MIN_CPU_SHARE = 0.10
+
+
+def _cpu_by_unit(root_pid: int) -> dict[str, float]:
+    """CPU seconds per process of the server tree; per thread when the tree is one process."""
+    import psutil
+
+    root = psutil.Process(root_pid)
+    procs = [root] + root.children(recursive=True)
+    if len(procs) > 1:
+        out = {}
+        for proc in procs:
+            try:
+                times = proc.cpu_times()
+                out[f"pid {proc.pid} {proc.name()}"] = times.user + times.system
+            except psutil.Error:
+                pass
+        return out
+    return {f"thread {t.id}": t.user_time + t.system_time for t in root.threads()}
+
+
+@pytest.mark.parametrize("name", WORKER_NAMES)
+def test_two_workers_both_serve(name, availability, tmp_path):
+    """Issue 5 §3: with workers=2 more than one process (or thread, for thread-based workers) of the server
+    does the work of several keep-alive connections, not just the first one."""
+    import http.client
+    import threading
+    import time
+
+    from netarena import contestants as ct
+    from netarena.backend import RealBackend
+    from netarena.process import available_cpus, free_port
+
+    row = availability[name]
+    if not row["runnable"]:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} cannot run on the CI machine: {'; '.join(row['reasons'])}")
+        pytest.skip(f"{name} cannot run here")
+    contestant = ct.load(REPO / "contestants", [name])[0]
+    ct.install(contestant)
+    backend = RealBackend(generator=None)
+    port = free_port()
+    cpus = available_cpus()[:2]
+    proc = backend.start_server(contestant, "hello", port, 2, tmp_path, cpus, tmp_path / "server.log")
+    try:
+        kind, error, _ = backend.wait_ready(proc, contestant, "hello", port, tmp_path, 5.0)
+        assert kind is None, f"{kind}: {error}\n{ct.tail(tmp_path / 'server.log')}"
+        before = _cpu_by_unit(proc.pid)
+        served = [0] * WORKER_LOAD_CONNECTIONS
+        conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=5) for _ in range(WORKER_LOAD_CONNECTIONS)]
+        barrier = threading.Barrier(WORKER_LOAD_CONNECTIONS)
+
+        def drive(i):
+            conns[i].connect()
+            barrier.wait()
+            deadline = time.monotonic() + WORKER_LOAD_S
+            while time.monotonic() < deadline:
+                conns[i].request("GET", "/hello")
+                if conns[i].getresponse().read() == b"Hello, World!":
+                    served[i] += 1
+
+        threads = [threading.Thread(target=drive, args=(i,)) for i in range(WORKER_LOAD_CONNECTIONS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(WORKER_LOAD_S + 10)
+        for c in conns:
+            c.close()
+        after = _cpu_by_unit(proc.pid)
+    finally:
+        stop = backend.stop_server(contestant, proc)
+    assert all(served), f"some connections were never served: {served}"
+    used = {unit: after[unit] - before.get(unit, 0.0) for unit in after}
+    total = sum(used.values())
+    busy = sorted((u for u, s in used.items() if s >= WORKER_MIN_CPU_SHARE * total), key=used.get, reverse=True)
+    shown = ", ".join(f"{u}: {s:.2f} s" for u, s in sorted(used.items(), key=lambda kv: -kv[1]) if s > 0)
+    assert len(busy) >= 2, f"{name} with workers=2: only {busy} did work for {sum(served)} requests ({shown})"
+    assert not stop["leftover"] and not stop["escaped"] and not stop["killed"], stop

@@ -14,8 +14,9 @@ from conftest import FIXTURE_CONTESTANTS
 from netarena.config import Measure, load_manifest
 from netarena.contestants import Contestant
 from netarena.process import ManagedProcess, free_port, group_members, kill_group
-from netarena.scenarios import (STATIC_MAX_BYTES, STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files,
-                                levels_for, load_spec, static_file_bytes, static_file_sizes, verify)
+from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
+                                STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files, levels_for,
+                                listen_backlogs, load_spec, static_file_bytes, static_file_sizes, verify)
 
 SERVER = FIXTURE_CONTESTANTS.parent / "fixture_server.py"
 
@@ -130,3 +131,46 @@ def test_placeholders_expand_in_commands():
     assert argv[-3:] == ["--port", "1234", "--echo"]
     assert argv[1] == f"{FIXTURE_CONTESTANTS / 'fx-good'}/../../fixture_server.py"
     assert expand('{"a": {port}}', values) == '{"a": 1234}'
+
+
+def test_verify_reports_what_the_socket_checks_measured(serve, tmp_path):
+    _, port = serve()
+    result = verify("hello", port, tmp_path, concurrency_model="threads")
+    assert result.ok, result.reason
+    assert "listen backlog: backlog 1024" in result.observed
+    assert f"{NAGLE_CHECK_REQUESTS} x GET /hello on one connection: median" in result.observed
+
+
+def test_verify_rejects_a_listen_backlog_below_the_catalog_minimum(serve, tmp_path):
+    _, port = serve("--backlog", "128")
+    result = verify("hello", port, tmp_path)
+    assert not result.ok and not result.retryable
+    assert f"backlog 128, expected at least {MIN_LISTEN_BACKLOG}" in result.reason
+
+
+def test_listen_backlogs_reads_the_kernels_value(serve):
+    _, port = serve("--backlog", "1500")
+    somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
+    assert listen_backlogs(port) == [min(1500, somaxconn)]
+    assert listen_backlogs(free_port()) == []
+
+
+def test_verify_rejects_responses_delayed_by_nagle(serve, tmp_path):
+    """Headers and body in two writes without TCP_NODELAY: each response waits for the delayed ACK."""
+    _, port = serve("--nagle")
+    result = verify("bytes", port, tmp_path)
+    assert not result.ok and not result.retryable
+    assert "GET /bytes/10000 on one connection" in result.reason and "TCP_NODELAY" in result.reason
+
+
+def test_verify_sleep_requires_overlap_by_concurrency_model(serve, tmp_path):
+    _, port = serve()  # a thread per connection: every sleep overlaps
+    for model in ("event-loop", "threads"):
+        result = verify("sleep", port, tmp_path, concurrency_model=model)
+        assert result.ok, result.reason
+        assert f"all {SLEEP_OVERLAP_CONNECTIONS} done after" in result.observed
+    _, serial_port = serve("--serial")  # one request at a time: sleeps run one after another
+    for model in ("event-loop", "threads"):
+        result = verify("sleep", serial_port, tmp_path, concurrency_model=model)
+        assert not result.ok and not result.retryable, result.to_dict()
+        assert "concurrent GET /sleep/" in result.reason and "overlapped" in result.reason

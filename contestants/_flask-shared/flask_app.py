@@ -2,7 +2,7 @@
 
 Written as a plain synchronous Flask app, the way Flask users write one; the server decides whether
 time.sleep blocks a thread (uwsgi threads) or yields to other greenlets (gevent, monkey-patched by
-gunicorn's gevent worker or by uwsgi --gevent-monkey-patch). The static folder comes from the
+gunicorn's gevent worker or by uwsgi --gevent-early-monkey-patch). The static folder comes from the
 environment (the manifests set it from {static_dir}) because WSGI servers import the app by name.
 """
 import os

@@ -1,6 +1,8 @@
 """Tornado's documented multi-process mode, shared by server.py and echo.py: bind first, then fork."""
 import asyncio
+import os
 import signal
+import sys
 
 import tornado.netutil
 import tornado.process
@@ -14,7 +16,16 @@ def bind_and_fork(port, workers):
         # exited 0. So it ignores the stop signal (which reaches the whole process group) and waits for them,
         # rather than exiting first and leaving them orphaned.
         signal.signal(signal.SIGTERM, lambda *_: None)
-        tornado.process.fork_processes(workers)
+        try:
+            # max_restarts=0: a child that dies on its own is not silently replaced (Tornado's default restarts
+            # up to 100 times); like the other pre-fork contestants (prefork.py), the others are stopped and
+            # the server exits non-zero so the failure is visible.
+            tornado.process.fork_processes(workers, max_restarts=0)
+        except RuntimeError as exc:
+            print(f"{exc}: a worker exited unexpectedly; stopping the others", file=sys.stderr, flush=True)
+            if os.getpgrp() == os.getpid():  # our own process group (netarena starts us as its leader)
+                os.killpg(0, signal.SIGTERM)  # this process ignores SIGTERM, the children stop
+            sys.exit(1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)  # each child stops through serve_until_stopped
     return sockets
 

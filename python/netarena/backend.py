@@ -145,7 +145,8 @@ class RealBackend:
         if reason is not None:
             return ("start_failed" if proc.poll() is not None else "not_ready"), reason, None
         while True:
-            result = verify(scenario, port, static_dir, timeout_s=min(timeout_s, max(0.5, deadline - time.monotonic())))
+            result = verify(scenario, port, static_dir, timeout_s=min(timeout_s, max(0.5, deadline - time.monotonic())),
+                            concurrency_model=contestant.manifest.concurrency_model)
             if result.ok:
                 return None, None, result.to_dict()
             if proc.poll() is not None:

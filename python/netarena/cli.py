@@ -539,14 +539,16 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
                 table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"cannot start: {exc}")
                 continue
             try:
-                kind, error, _ = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0)
+                kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0)
             finally:
                 stop = backend.stop_server(contestant, proc)
             if kind is None and (stop["leftover"] or stop["escaped"]):
                 kind, error = "leftover", f"processes left after stop: {stop['leftover'] + stop['escaped']}"
             if kind is None:
                 note = " (needed SIGKILL to stop)" if stop["killed"] else ""
-                table.add_row(contestant.name, scenario, "[green]pass[/green]", "all checks passed" + note)
+                observed = (verification or {}).get("observed")
+                table.add_row(contestant.name, scenario, "[green]pass[/green]",
+                              "all checks passed" + note + (f" ({observed})" if observed else ""))
             else:
                 failures += 1
                 table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"{kind}: {error} (log: {log_path})")

@@ -289,6 +289,20 @@ def tail(path: Path, limit_bytes: int = 4000) -> str:
         return ""
 
 
+# Whether this process already ran `apt-get update`: a fresh machine or container has empty package
+# lists, where every `apt-get install` fails with "Unable to locate package"; once per process is enough.
+_apt_updated = False
+
+
+def _apt_update_once(contestant: Contestant, log: Path, env: dict, say) -> None:
+    global _apt_updated
+    if _apt_updated:
+        return
+    say(f"{contestant.name}: apt-get update (once per run, before the first Debian install)")
+    _run_logged(["apt-get", "update", "-q"], contestant.dir, log, "apt-get update", env)
+    _apt_updated = True
+
+
 def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None) -> dict:
     """Make the contestant runnable; returns what was installed (versions) for the store.
 
@@ -303,8 +317,9 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
         av = availability(contestant, allow_apt)
         if not (allow_apt and is_root() and shutil.which("apt-get")):
             raise InstallError("; ".join(av.reasons))
-        say(f"{contestant.name}: apt-get install -y {' '.join(missing_debs)}")
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        _apt_update_once(contestant, log, env, say)
+        say(f"{contestant.name}: apt-get install -y {' '.join(missing_debs)}")
         _run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing_debs], contestant.dir, log,
                     "apt-get install", env)
     record["debian"] = {p: _dpkg_version(p) for p in manifest.install.debian}

@@ -14,6 +14,9 @@ import os
 import random
 import shutil
 import socket
+import statistics
+import struct
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,8 +24,11 @@ from pathlib import Path
 from .config import BYTES_SIZES, SCENARIOS
 
 HELLO_BODY = b"Hello, World!"
+HELLO_CONTENT_TYPE = "text/plain"
 JSON_BODY = {"message": "Hello, World!"}
+JSON_CONTENT_TYPE = "application/json"
 BYTES_FILL = b"*"
+SLEEP_BODY = "slept {ms}"  # .format(ms=...)
 
 # The static file set (seed 003's product images). Changing any of these changes every file, so the
 # cache folder name carries STATIC_SET_VERSION.
@@ -41,6 +47,25 @@ DEFAULT_SLEEP_MS = 100
 DEFAULT_STATIC_PATH = "bytes/10000"
 VERIFY_SLEEP_MS = 50
 ECHO_VERIFY_BYTES = 64 * 1024
+
+# The catalog's listen-backlog rule: 1000 simultaneous connects must not be reset or stalled (asyncio's
+# default is 100, Twisted's 50). The kernel caps the backlog at net.core.somaxconn.
+MIN_LISTEN_BACKLOG = 1024
+# Nagle check: this many sequential requests on one keep-alive connection; a median at or above
+# NAGLE_MAX_MEDIAN_MS means responses wait for the client's delayed ACK (about 40 ms on Linux), i.e. a
+# response written in pieces without TCP_NODELAY (gevent.pywsgi as shipped).
+NAGLE_CHECK_REQUESTS = 20
+NAGLE_MAX_MEDIAN_MS = 30
+# The request each HTTP scenario's Nagle check repeats (sleep has none: it waits on purpose).
+NAGLE_CHECK_PATHS = {"hello": "/hello", "bytes": "/bytes/10000", "json": "/json", "static": "/static/bytes/10000"}
+# Seed 002's lesson, checked: SLEEP_OVERLAP_CONNECTIONS concurrent /sleep/SLEEP_OVERLAP_MS on separate
+# connections. Event loops, greenlets, goroutines and actors must overlap them all (the whole batch in
+# under SLEEP_OVERLAP_MAX_BATCHES x the sleep, not one sleep after another); threaded servers overlap up
+# to their pool, so they must overlap at least two and the observed concurrency is recorded.
+SLEEP_OVERLAP_CONNECTIONS = 8
+SLEEP_OVERLAP_MS = 200
+SLEEP_OVERLAP_MAX_BATCHES = 2
+THREADED_MODELS = ("threads", "processes")
 
 
 def sha256_hex(data: bytes) -> str:
@@ -229,7 +254,7 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
         path, body = f"/bytes/{size}", BYTES_FILL * size
     elif scenario == "sleep":
         ms = level.param("sleep_ms", DEFAULT_SLEEP_MS)
-        path, body = f"/sleep/{ms}", f"slept {ms}".encode()
+        path, body = f"/sleep/{ms}", SLEEP_BODY.format(ms=ms).encode()
     elif scenario == "static":
         rel = level.param("static_path", DEFAULT_STATIC_PATH)
         if rel.endswith("/"):
@@ -267,12 +292,17 @@ class Verification:
     retryable: bool = False
 
     @property
+    def observed(self) -> str:
+        """What the passing checks measured (backlog, Nagle median, sleep overlap), for verify's output."""
+        return "; ".join(f"{c.request}: {c.detail}" for c in self.checks if c.ok and c.detail)
+
+    @property
     def reason(self) -> str:
         bad = [c for c in self.checks if not c.ok]
         return "; ".join(f"{c.request}: {c.detail}" for c in bad) if bad else "all checks passed"
 
     def to_dict(self) -> dict:
-        return {"scenario": self.scenario, "ok": self.ok, "reason": self.reason,
+        return {"scenario": self.scenario, "ok": self.ok, "reason": self.reason, "observed": self.observed,
                 "checks": [asdict(c) for c in self.checks]}
 
 
@@ -331,8 +361,8 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
         def hello(status, headers, body, _):
             ok_status(status)
             ctype = headers.get("content-type", "")
-            _expect(ctype.split(";")[0].strip().lower() == "text/plain",
-                    f"Content-Type {ctype!r}, expected text/plain")
+            _expect(ctype.split(";")[0].strip().lower() == HELLO_CONTENT_TYPE,
+                    f"Content-Type {ctype!r}, expected {HELLO_CONTENT_TYPE}")
             _expect(body == HELLO_BODY, f"body {_show(body)}, expected {HELLO_BODY!r}")
             _expect(headers.get("connection", "").lower() != "close",
                     "server sent 'Connection: close'; HTTP/1.1 keep-alive is required")
@@ -349,8 +379,8 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
         def js(status, headers, body, _):
             ok_status(status)
             ctype = headers.get("content-type", "")
-            _expect(ctype.split(";")[0].strip().lower() == "application/json",
-                    f"Content-Type {ctype!r}, expected application/json")
+            _expect(ctype.split(";")[0].strip().lower() == JSON_CONTENT_TYPE,
+                    f"Content-Type {ctype!r}, expected {JSON_CONTENT_TYPE}")
             try:
                 value = json.loads(body)
             except ValueError:
@@ -369,7 +399,7 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
     elif scenario == "sleep":
         def slept(status, headers, body, elapsed_s):
             ok_status(status)
-            want = f"slept {VERIFY_SLEEP_MS}".encode()
+            want = SLEEP_BODY.format(ms=VERIFY_SLEEP_MS).encode()
             _expect(body == want, f"body {_show(body)}, expected {want!r}")
             _expect(elapsed_s >= VERIFY_SLEEP_MS / 1000 * 0.9,
                     f"answered after {elapsed_s * 1000:.0f} ms, expected at least {VERIFY_SLEEP_MS} ms")
@@ -414,8 +444,173 @@ def _check_echo(port: int, timeout_s: float, checks: list[Check]) -> None:
     checks.append(Check(f"echo {len(payload)} bytes", True))
 
 
-def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0) -> Verification:
-    """Check the contestant on `port` against the catalog definition of `scenario`."""
+# ----------------------------------------------------------------------------- socket-level checks
+
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST, _NLM_F_DUMP = 0x1, 0x300
+_NLMSG_ERROR, _NLMSG_DONE = 2, 3
+_TCP_LISTEN = 10
+
+
+def listen_backlogs(port: int) -> list[int]:
+    """The backlog of every listening TCP socket (IPv4 and IPv6) on `port`, as the kernel enforces it.
+
+    Read from the kernel's sock_diag netlink interface (what `ss -ltn` shows as Send-Q for a listening
+    socket: sk_max_ack_backlog, the server's listen() argument capped at net.core.somaxconn), so no tool
+    needs to be installed. One entry per socket: SO_REUSEPORT workers each have their own.
+    """
+    found = []
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
+        nl.settimeout(5)
+        for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
+            # struct inet_diag_req_v2: family, protocol, ext, pad, states bitmask, then a zeroed sockid.
+            req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN) + bytes(48)
+            nl.send(struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP,
+                                seq, 0) + req)
+            done = False
+            while not done:
+                data = nl.recv(1 << 16)
+                offset = 0
+                while offset + 16 <= len(data):
+                    length, kind = struct.unpack_from("=IH", data, offset)
+                    if kind == _NLMSG_DONE or length < 16:
+                        done = True
+                        break
+                    if kind == _NLMSG_ERROR:
+                        errno_ = -struct.unpack_from("=i", data, offset + 16)[0]
+                        raise OSError(errno_, f"sock_diag: {os.strerror(errno_)}")
+                    # struct inet_diag_msg: 4 bytes, sockid (source port first, big-endian; 48 bytes),
+                    # expires, rqueue, wqueue (= the backlog for a listening socket), uid, inode.
+                    sport = struct.unpack_from("!H", data, offset + 20)[0]
+                    if sport == port:
+                        found.append(struct.unpack_from("=I", data, offset + 16 + 4 + 48 + 8)[0])
+                    offset += (length + 3) & ~3
+    return found
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _check_backlog(port: int, checks: list[Check]) -> None:
+    try:
+        backlogs = listen_backlogs(port)
+    except OSError as exc:
+        checks.append(Check("listen backlog", True, f"not checked: sock_diag netlink unavailable ({exc})"))
+        return
+    if not backlogs:
+        checks.append(Check("listen backlog", False, f"no listening TCP socket found on port {port}"))
+        raise _Wrong("")
+    smallest = min(backlogs)
+    shown = f"{smallest}" + (f" (smallest of {len(backlogs)} listening sockets)" if len(backlogs) > 1 else "")
+    if smallest < MIN_LISTEN_BACKLOG:
+        somaxconn = _read_int("/proc/sys/net/core/somaxconn")
+        if somaxconn is not None and somaxconn <= smallest:
+            fix = (f"net.core.somaxconn is {somaxconn} and caps every backlog: "
+                   f"sysctl -w net.core.somaxconn={max(4096, MIN_LISTEN_BACKLOG)}")
+        else:
+            fix = f"pass a backlog of at least {MIN_LISTEN_BACKLOG} to listen()"
+        checks.append(Check("listen backlog", False,
+                            f"backlog {shown}, expected at least {MIN_LISTEN_BACKLOG}: {fix}"))
+        raise _Wrong("")
+    checks.append(Check("listen backlog", True, f"backlog {shown}"))
+
+
+def _check_nagle(scenario: str, conn: http.client.HTTPConnection, checks: list[Check]) -> None:
+    path = NAGLE_CHECK_PATHS[scenario]
+    name = f"{NAGLE_CHECK_REQUESTS} x GET {path} on one connection"
+    times_ms = []
+    for _ in range(NAGLE_CHECK_REQUESTS):
+        try:
+            status, _, _, elapsed_s = _get(conn, path)
+        except _Retryable as exc:
+            raise _Retryable(f"{name}: {exc}") from None
+        if status != 200:
+            checks.append(Check(name, False, f"status {status}, expected 200"))
+            raise _Wrong("")
+        times_ms.append(elapsed_s * 1000)
+    median_ms = statistics.median(times_ms)
+    if median_ms >= NAGLE_MAX_MEDIAN_MS:
+        checks.append(Check(name, False, f"median {median_ms:.1f} ms per response, expected under "
+                            f"{NAGLE_MAX_MEDIAN_MS} ms: responses wait for the client's delayed ACK (Nagle); "
+                            "set TCP_NODELAY on accepted connections"))
+        raise _Wrong("")
+    checks.append(Check(name, True, f"median {median_ms:.1f} ms"))
+
+
+def _check_sleep_overlap(port: int, concurrency_model: str | None, timeout_s: float, checks: list[Check]) -> None:
+    count, ms = SLEEP_OVERLAP_CONNECTIONS, SLEEP_OVERLAP_MS
+    path = f"/sleep/{ms}"
+    name = f"{count} concurrent GET {path} on {count} connections"
+    # A server that serves them one after another needs count x ms: wait for that, then judge.
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=max(timeout_s, count * ms / 1000 + 2))
+             for _ in range(count)]
+    results: list = [None] * count
+    try:
+        for conn in conns:
+            try:
+                conn.connect()
+            except OSError as exc:
+                raise _Retryable(f"{name}: connect: {exc}") from None
+        barrier = threading.Barrier(count + 1)
+
+        def one(index: int) -> None:
+            barrier.wait()
+            try:
+                status, _, body, _ = _get(conns[index], path)
+                results[index] = (time.monotonic(), status, body)
+            except (_Retryable, _Wrong) as exc:
+                results[index] = exc
+
+        threads = [threading.Thread(target=one, args=(i,), daemon=True) for i in range(count)]
+        for thread in threads:
+            thread.start()
+        barrier.wait()
+        started = time.monotonic()
+        for thread in threads:
+            thread.join()
+    finally:
+        for conn in conns:
+            conn.close()
+    failed = [r for r in results if isinstance(r, Exception)]
+    if failed:
+        if all(isinstance(r, _Retryable) for r in failed):
+            raise _Retryable(f"{name}: {failed[0]}")
+        checks.append(Check(name, False, f"{len(failed)} of {count} failed: {failed[0]}"))
+        raise _Wrong("")
+    want = SLEEP_BODY.format(ms=ms).encode()
+    wrong = [(status, body) for _, status, body in results if status != 200 or body != want]
+    if wrong:
+        checks.append(Check(name, False, f"status {wrong[0][0]}, body {_show(wrong[0][1])}; expected 200, {want!r}"))
+        raise _Wrong("")
+    elapsed_ms = (max(finished for finished, _, _ in results) - started) * 1000
+    overlapped = min(count, count * ms / elapsed_ms)
+    observed = f"all {count} done after {elapsed_ms:.0f} ms: {overlapped:.1f} sleeps overlapped"
+    if concurrency_model in THREADED_MODELS or concurrency_model is None:
+        if overlapped < 2:
+            checks.append(Check(name, False, f"{observed}; a threaded server must overlap at least 2 (one "
+                                "sleeping thread per request): the sleep seems to block the whole server"))
+            raise _Wrong("")
+    elif elapsed_ms >= SLEEP_OVERLAP_MAX_BATCHES * ms:
+        checks.append(Check(name, False, f"{observed}; a {concurrency_model} server must overlap them all "
+                            f"(under {SLEEP_OVERLAP_MAX_BATCHES * ms} ms): the sleep blocks the server instead "
+                            "of yielding (asyncio.sleep, gevent.sleep, callLater, setTimeout, a goroutine)"))
+        raise _Wrong("")
+    checks.append(Check(name, True, observed + (f" ({concurrency_model})" if concurrency_model else "")))
+
+
+def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
+           concurrency_model: str | None = None) -> Verification:
+    """Check the contestant on `port` against the catalog definition of `scenario`.
+
+    After the scenario's responses: the listen backlog (MIN_LISTEN_BACKLOG), a Nagle check for the HTTP
+    scenarios (NAGLE_CHECK_PATHS) and, for sleep, that concurrent sleeps overlap as the manifest's
+    `concurrency_model` says they must (threaded models: at least two; every other model: all of them).
+    """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}")
     checks: list[Check] = []
@@ -426,8 +621,13 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0) -
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
             try:
                 _check_http(scenario, conn, static_dir, checks)
+                if scenario in NAGLE_CHECK_PATHS:
+                    _check_nagle(scenario, conn, checks)
             finally:
                 conn.close()
+            if scenario == "sleep":
+                _check_sleep_overlap(port, concurrency_model, timeout_s, checks)
+        _check_backlog(port, checks)
     except _Retryable as exc:
         checks.append(Check(scenario, False, str(exc)))
         return Verification(scenario, False, checks, retryable=True)

@@ -7,13 +7,14 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::server::conn::http1;
@@ -22,12 +23,19 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde::Serialize;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tower::ServiceExt;
+use tower_http::services::ServeDir;
 
 /// Matches the catalog's "backlog of at least 1024"; the kernel caps it at somaxconn.
 const LISTEN_BACKLOG: u32 = 4096;
 /// Refuse absurd /bytes/{n} so one request cannot make the server allocate gigabytes.
 const MAX_BYTES_LEN: usize = 64 * 1024 * 1024;
 const MAX_SLEEP_MS: u64 = 600_000;
+/// The catalog's /bytes/{n} sizes: their bodies are built once at start.
+const BYTES_SIZES: [usize; 3] = [40, 10_000, 524_288];
+
+/// Every response body: in-memory bodies and ServeDir's streamed file bodies share one type.
+type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
 struct Options {
     mode: String,
@@ -91,55 +99,34 @@ struct Message {
 }
 
 struct App {
-    static_dir: Option<PathBuf>,
-    /// Bodies for /bytes/{n}, built on first use and then shared (Bytes clones are refcounts).
-    bytes_bodies: Mutex<HashMap<usize, Bytes>>,
+    static_files: Option<ServeDir>,
+    /// Bodies for the catalog's /bytes/{n}, built once at start and never changed, so requests share them
+    /// without a lock (Bytes clones are refcounts). Any other n is built for its request.
+    bytes_bodies: HashMap<usize, Bytes>,
 }
 
 impl App {
     fn bytes_body(&self, n: usize) -> Bytes {
-        let mut bodies = self.bytes_bodies.lock().unwrap();
-        bodies
-            .entry(n)
-            .or_insert_with(|| Bytes::from(vec![b'*'; n]))
-            .clone()
+        match self.bytes_bodies.get(&n) {
+            Some(body) => body.clone(),
+            None => Bytes::from(vec![b'*'; n]),
+        }
     }
 }
 
-fn response(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Full<Bytes>> {
-    let mut resp = Response::new(Full::new(body));
+fn response(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
+    let mut resp = Response::new(Full::new(body).map_err(|never| match never {}).boxed_unsync());
     *resp.status_mut() = status;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
-fn not_found() -> Response<Full<Bytes>> {
+fn not_found() -> Response<Body> {
     response(StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"not found"))
 }
 
-fn content_type_for(path: &Path) -> &'static str {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("jpg") | Some("jpeg") => "image/jpeg",
-        Some("png") => "image/png",
-        Some("html") => "text/html",
-        Some("txt") => "text/plain",
-        Some("json") => "application/json",
-        _ => "application/octet-stream",
-    }
-}
-
-/// Maps a URL path below /static/ to a file under the static dir, refusing anything that
-/// could escape it (`..`, absolute parts).
-fn static_path(root: &Path, rel: &str) -> Option<PathBuf> {
-    let rel = Path::new(rel);
-    if rel.as_os_str().is_empty() || !rel.components().all(|c| matches!(c, Component::Normal(_))) {
-        return None;
-    }
-    Some(root.join(rel))
-}
-
-async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     if req.method() != Method::GET && req.method() != Method::HEAD {
         return Ok(response(
             StatusCode::METHOD_NOT_ALLOWED,
@@ -172,14 +159,15 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Full<B
             _ => not_found(),
         });
     }
-    if let (Some(rel), Some(root)) = (path.strip_prefix("/static/"), app.static_dir.as_deref()) {
-        let Some(file) = static_path(root, rel) else {
+    if let (Some(rel), Some(files)) = (path.strip_prefix("/static/"), app.static_files.as_ref()) {
+        // ServeDir maps the request path below its root (refusing `..`); hand it the part after /static.
+        let Ok(uri) = format!("/{rel}").parse::<hyper::Uri>() else {
             return Ok(not_found());
         };
-        return Ok(match tokio::fs::read(&file).await {
-            Ok(data) => response(StatusCode::OK, content_type_for(&file), Bytes::from(data)),
-            Err(_) => not_found(),
-        });
+        let (mut parts, body) = req.into_parts();
+        parts.uri = uri;
+        let Ok(resp) = files.clone().oneshot(Request::from_parts(parts, body)).await;
+        return Ok(resp.map(|body| body.boxed_unsync()));
     }
     Ok(not_found())
 }
@@ -276,12 +264,9 @@ fn main() -> ExitCode {
                 serve_echo(listener).await
             } else {
                 let app = Arc::new(App {
-                    static_dir: opts.static_dir.clone(),
-                    bytes_bodies: Mutex::new(HashMap::new()),
+                    static_files: opts.static_dir.as_ref().map(ServeDir::new),
+                    bytes_bodies: BYTES_SIZES.iter().map(|&n| (n, Bytes::from(vec![b'*'; n]))).collect(),
                 });
-                for n in [40, 10_000, 524_288] {
-                    app.bytes_body(n);
-                }
                 serve_http(listener, app).await
             }
         };
