@@ -322,3 +322,23 @@ def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, gene
     assert doc["config"]["io_backend"] == "uring" and doc["config"]["coalesce"] == "auto", doc["config"]
     assert doc["generator"]["batch_wait_max_us"] <= 50
     assert doc["totals"]["requests"] > 0 and doc["errors"]["total"] == 0
+
+
+def test_contestant_that_hangs_mid_run_is_recorded_as_hung(tmp_path, cache_dir, generator_binary,
+                                                           no_leftover_processes):
+    """fx-hang stops answering after 50 requests (under load) and ignores SIGTERM: a failed measurement with
+    kind `hung`, its log tail, SIGKILL recorded; the other contestant is still measured."""
+    path = suite(tmp_path, ["fx-hang", "fx-good"], repeat=1, duration=1.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    rows = by_key(results)
+    hang = rows[("fx-hang", "hello", 0)]
+    assert (hang["status"], hang["failure_kind"]) == ("failed", "hung"), dict(hang)
+    assert "stopped answering" in hang["error"] and "SIGKILL" in hang["error"], hang["error"]
+    assert "hanging on purpose after 50 requests" in hang["stderr_tail"]
+    generator = json.loads(hang["generator_json"])
+    assert generator["errors"]["by_class"]["timeout"] > 0
+    assert json.loads(hang["verification_json"])["after_load"]["ok"] is False
+    assert json.loads(hang["stop_json"])["killed"] is True
+    assert rows[("fx-good", "hello", 0)]["status"] == "ok"

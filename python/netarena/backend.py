@@ -107,6 +107,11 @@ def _result_fields(generator: dict) -> dict:
             "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
 
 
+def _timeouts(generator: dict | None) -> int:
+    by_class = ((generator or {}).get("errors") or {}).get("by_class", {})
+    return by_class.get("timeout", 0) + by_class.get("connect_timeout", 0)
+
+
 class RealBackend:
     name = "real"
 
@@ -189,12 +194,23 @@ class RealBackend:
             record["generator"] = generator
             record["monitor"] = monitor
             crashed_code = server.poll()
+            hang = None
+            if crashed_code is None and gen_error is None and _timeouts(generator):
+                progress("checking")
+                hang = self.check_answers(req, port)
+                record["verification"] = dict(record["verification"] or {}, after_load=hang)
             record["stop"] = self.stop_server(req.contestant, server)
             if crashed_code is not None:
                 return self._failed(record, "crashed", f"the contestant exited with code {crashed_code} "
                                     "while under load", log_path)
             if gen_error is not None:
                 return self._failed(record, "generator_failed", gen_error, log_path)
+            if hang is not None and not hang["ok"]:
+                killed = " and ignored its stop signal (stopped with SIGKILL)" if record["stop"].get("killed") else ""
+                return self._failed(record, "hung", (
+                    f"the server stopped answering: {_timeouts(generator)} request(s) timed out under load "
+                    f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
+                    f"valid answer within timeout_s={req.timeout_s:g} s ({hang['reason']}){killed}"), log_path)
             record.update(_result_fields(generator))
             record["flags"] = stats.measurement_flags(generator, record["stop"])
             if generator["totals"]["requests"] == 0:
@@ -213,6 +229,12 @@ class RealBackend:
                                 min(req.contestant.manifest.start.stop_timeout_s, 2.0))
                 finally:
                     self.on_reaped(server)
+
+    def check_answers(self, req: MeasureRequest, port: int) -> dict:
+        """Does the server still answer once the load is gone? Asked only after requests timed out under load:
+        an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
+        result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s)
+        return {"ok": result.ok, "reason": None if result.ok else result.reason}
 
     def _run_generator(self, argv: list[str], server: ManagedProcess, req: MeasureRequest):
         from .monitor import Monitor, MonitorError, restrict_to_window
