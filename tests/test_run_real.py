@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import sqlite3
 import time
 
 import psutil
 
-from conftest import FIXTURE_CONTESTANTS, db_rows, processes_with_cache, run_cli, start_cli, write_suite
+from conftest import FIXTURE_CONTESTANTS, TESTS, db_rows, processes_with_cache, run_cli, start_cli, write_suite
 
 TINY = """name = "tiny"
 contestants = {contestants}
@@ -342,3 +343,55 @@ def test_contestant_that_hangs_mid_run_is_recorded_as_hung(tmp_path, cache_dir, 
     assert json.loads(hang["verification_json"])["after_load"]["ok"] is False
     assert json.loads(hang["stop_json"])["killed"] is True
     assert rows[("fx-good", "hello", 0)]["status"] == "ok"
+
+
+def test_install_failure_and_exit_at_start_are_recorded_and_the_run_goes_on(tmp_path, cache_dir, generator_binary,
+                                                                             no_leftover_processes):
+    path = suite(tmp_path, ["fx-install-fails", "fx-exits", "fx-good"], repeat=2, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    [skip] = db_rows(results, "SELECT * FROM skipped WHERE contestant='fx-install-fails'")
+    assert "install failed" in skip["reason"] and "exit code 1" in skip["reason"], skip["reason"]
+    assert "fixture: install step failing" in skip["detail"]  # the install log's tail
+    rows = by_key(results)
+    assert not any(key[0] == "fx-install-fails" for key in rows)
+    exits = rows[("fx-exits", "hello", 0)]
+    assert (exits["status"], exits["failure_kind"]) == ("failed", "start_failed"), dict(exits)
+    assert "exited with code 4" in exits["error"] and "exiting at start on purpose" in exits["stderr_tail"]
+    assert rows[("fx-exits", "hello", 1)]["failure_kind"] == "not_attempted"
+    assert [rows[("fx-good", "hello", i)]["status"] for i in (0, 1)] == ["ok", "ok"]
+    assert json.loads(result.stdout)["run"]["status"] == "complete"
+
+
+def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path, cache_dir, generator_binary,
+                                                                        no_leftover_processes):
+    """Unexpected exceptions, from real processes: an install step leaves a directory where the install marker
+    file goes (OSError outside the install error path), and the generator's first load run prints a result
+    document without its required fields (KeyError). Each is recorded as an internal error with its
+    traceback; the rest of the run is measured."""
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(TESTS / "fixtures", fixtures)
+    broken = fixtures / "contestants" / "fx-install-breaks"
+    broken.mkdir()
+    (broken / "contestant.toml").write_text(
+        (fixtures / "contestants" / "fx-good" / "contestant.toml").read_text()
+        .replace('name = "fx-good"', 'name = "fx-install-breaks"')
+        .replace('requires = ["python3"]', 'requires = ["python3"]\nsteps = [["mkdir", ".netarena-installed"]]'))
+    path = suite(tmp_path, ["fx-install-breaks", "fx-good", "fx-other"], repeat=1, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", fixtures / "contestants", "--json"],
+                     cache_dir, NETARENA_LOAD=str(fixtures / "broken_generator.sh"),
+                     REAL_NETARENA_LOAD=str(generator_binary), BROKEN_GENERATOR_MARK=str(tmp_path / "broken-once"))
+    assert result.returncode == 0, result.stderr
+    [skip] = db_rows(results, "SELECT * FROM skipped WHERE contestant='fx-install-breaks'")
+    assert skip["reason"].startswith("internal error while installing: IsADirectoryError"), skip["reason"]
+    assert "Traceback" in skip["detail"] and "_record_steps_installed" in skip["detail"]
+    rows = by_key(results)
+    first = rows[("fx-good", "hello", 0)]
+    assert (first["status"], first["failure_kind"]) == ("failed", "internal_error"), dict(first)
+    assert first["error"] == "internal error: KeyError: 'started_at'"
+    assert "Traceback" in first["stderr_tail"] and "_run_generator" in first["stderr_tail"]
+    assert rows[("fx-other", "hello", 0)]["status"] == "ok"
+    assert db_rows(results, "SELECT * FROM live_processes") == []
+    assert json.loads(result.stdout)["run"]["status"] == "complete"
