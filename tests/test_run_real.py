@@ -72,6 +72,8 @@ def test_tiny_run_end_to_end_with_faulty_contestants(tmp_path, cache_dir, genera
         assert generator["config"]["cpus"] == [1] or generator["generator"]["cpus"] == [1]
         monitor = json.loads(good["monitor_json"])
         assert monitor["server"] and monitor["summary"]["server"]["rss_peak_bytes"] > 0
+        # Read from the kernel (sched_getaffinity) for each process of the trees while the load ran.
+        assert monitor["cpus_allowed"] == {"server": [0], "generator": [1]}, monitor["cpus_allowed"]
         assert json.loads(good["stop_json"])["leftover"] == []
 
     crash = rows[("fx-crash", "hello", 0)]
@@ -95,6 +97,37 @@ def test_tiny_run_end_to_end_with_faulty_contestants(tmp_path, cache_dir, genera
     assert good_hello["requests_per_s_median"] == sum(oks) / 2  # median of two = their mean
     assert good_hello["latency_p50_us"] > 0
     assert db_rows(results, "SELECT * FROM live_processes") == []
+    check_environment(results)
+
+
+def check_environment(results):
+    """The stored fingerprint says what this machine and checkout are, value by value."""
+    import os
+    import resource
+    import subprocess
+
+    import netarena
+    from netarena.envinfo import SYSCTLS
+
+    [run] = db_rows(results, "SELECT * FROM runs")
+    env = json.loads(run["environment_json"])
+    sha = subprocess.run(["git", "-C", str(TESTS.parent), "rev-parse", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert run["git_sha"] == sha and env["netarena"]["git"]["sha"] == sha
+    assert run["netarena_version"] == env["netarena"]["version"] == netarena.__version__
+    assert env["kernel"]["release"] == os.uname().release and env["kernel"]["machine"] == os.uname().machine
+    for name in SYSCTLS:
+        path = "/proc/sys/" + name.replace(".", "/")
+        expected = " ".join(open(path).read().split()) if os.path.exists(path) else None
+        assert env["sysctls"][name] == expected, name
+    assert env["sysctls"]["net.core.somaxconn"].isdigit()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # the CLI inherits this process's limits
+    assert env["limits"]["open_files"] == {"soft": soft, "hard": None if hard == resource.RLIM_INFINITY else hard}
+    assert env["cpu"]["logical_cores"] == os.cpu_count() and env["cpu"]["model"]
+    assert (env["server_cpus"], env["generator_cpus"]) == ([0], [1])
+    assert json.loads(run["server_cpus_json"]) == [0] and json.loads(run["generator_cpus_json"]) == [1]
+    assert "netarena-load" in env["generator"]["version"]
+    assert env["runtimes"]["python3"].startswith("Python 3.")
 
 
 def test_kill_9_then_resume_finishes_without_redoing(tmp_path, cache_dir, generator_binary, no_leftover_processes):

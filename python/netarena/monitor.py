@@ -3,7 +3,7 @@
 A background thread wakes every ``interval_s`` and records, for each watched process tree (the root
 and every descendant, including processes forked later and processes reparented away from the tree
 after we first saw them), cumulative CPU user/system seconds, summed RSS, process/thread/fd counts and
-cumulative context switches; and system-wide (seed 000's vmstat table) context switches/s,
+cumulative context switches, and the CPUs its processes were allowed to run on (``cpus_allowed``); and system-wide (seed 000's vmstat table) context switches/s,
 interrupts/s, CPU user/system/idle/iowait % and each CPU's busy %.
 
 Process counters are read straight from /proc rather than through psutil.Process because the cost
@@ -153,6 +153,16 @@ class _Tree:
         default_factory=lambda: {"user": 0, "sys": 0, "vol": 0, "invol": 0}
     )
     started: bool = False
+    # CPUs any process of the tree was allowed to run on, read once per process when first seen: the record
+    # that the pinning (server and generator CPU sets) held for the processes actually measured.
+    cpus_allowed: set[int] = field(default_factory=set)
+
+    def _track(self, pid: int, st: _Stat) -> None:
+        self.tracked[pid] = _Proc(st.starttime_ticks, st.ppid)
+        try:
+            self.cpus_allowed.update(os.sched_getaffinity(pid))
+        except OSError:  # exited already
+            pass
 
     def sample(self, t_s: float, children_of: dict[int, list[int]], stat_cache: dict[int, _Stat]) -> dict:
         vanished: list[tuple[int, _Proc]] = []
@@ -170,7 +180,7 @@ class _Tree:
         if not self.started:
             st = _read_stat(self.root_pid)
             if st is not None:
-                self.tracked[self.root_pid] = _Proc(st.starttime_ticks, st.ppid)
+                self._track(self.root_pid, st)
                 alive[self.root_pid] = st
             self.started = True
         frontier = list(alive)
@@ -184,7 +194,7 @@ class _Tree:
                     continue
                 stat_cache[child] = st
                 alive[child] = st
-                self.tracked[child] = _Proc(st.starttime_ticks, st.ppid)
+                self._track(child, st)
                 frontier.append(child)
 
         vanished_by_pid = {pid: proc for pid, proc in vanished}
@@ -472,6 +482,8 @@ class Monitor:
             "server": self._server_samples,
             "generator": self._generator_samples,
             "system": self._system_samples,
+            "cpus_allowed": {"server": sorted(self._server.cpus_allowed),
+                             "generator": sorted(self._generator.cpus_allowed) if self._generator else None},
             "summary": {
                 "server": summarize_tree(self._server_samples),
                 "generator": summarize_tree(self._generator_samples),
