@@ -428,3 +428,38 @@ def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path
     assert rows[("fx-other", "hello", 0)]["status"] == "ok"
     assert db_rows(results, "SELECT * FROM live_processes") == []
     assert json.loads(result.stdout)["run"]["status"] == "complete"
+
+
+def test_second_ctrl_c_during_the_stop_still_kills_the_server(tmp_path, cache_dir, generator_binary,
+                                                              no_leftover_processes):
+    """Ctrl-C under load, then Ctrl-C again while the stubborn server (ignores SIGTERM, forked a child) is being
+    stopped: the cut-short stop must leave its process group registered, so the run's cleanup kills it."""
+    path = suite(tmp_path, ["fx-stubborn"], repeat=1, duration=5)
+    results = tmp_path / "results"
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+
+    def live_roles():
+        try:
+            return {r["role"] for r in db_rows(results, "SELECT role FROM live_processes")} \
+                if (results / "netarena.sqlite").exists() else set()
+        except sqlite3.OperationalError:
+            return set()
+
+    def wait_for(predicate, what):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if predicate(live_roles()):
+                return
+            time.sleep(0.02)
+        proc.kill()
+        raise AssertionError(f"never saw {what}: {proc.communicate()}")
+
+    wait_for(lambda roles: {"generator", "server:fx-stubborn"} <= roles, "the load running")
+    proc.send_signal(signal.SIGINT)
+    # The generator is gone and forgotten: the backend is now waiting stop_timeout_s for the server to obey.
+    wait_for(lambda roles: roles == {"server:fx-stubborn"}, "the server being stopped")
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "killed 2 process(es) left by run 1 (server:fx-stubborn" in stderr, stderr
+    assert db_rows(results, "SELECT * FROM live_processes") == []

@@ -22,7 +22,7 @@ from hdrh.histogram import HdrHistogram
 
 from . import stats
 from .contestants import Contestant, expand, install, repo_root, tail
-from .process import ManagedProcess, free_port
+from .process import ManagedProcess, free_port, group_members
 from .scenarios import Level, load_spec, verify
 from .store import STATUS_FAILED, STATUS_OK, now_iso
 
@@ -138,8 +138,18 @@ class RealBackend:
 
     def stop_server(self, contestant: Contestant, proc: ManagedProcess) -> dict:
         outcome = proc.stop(contestant.manifest.start.stop_signal, contestant.manifest.start.stop_timeout_s)
-        self.on_reaped(proc)
+        self.release(proc)
         return outcome.to_dict()
+
+    def release(self, proc: ManagedProcess) -> bool:
+        """Forget a process group (on_reaped) only once none of it is left. Called from `finally` blocks too,
+        where the stop may have been cut short (a second Ctrl-C): a group still alive keeps its live_processes
+        row, so cleanup_orphans kills it later."""
+        if group_members(proc.pgid):
+            return False
+        proc.released = True
+        self.on_reaped(proc)
+        return True
 
     def wait_ready(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
                    static_dir: Path, timeout_s: float) -> tuple[str | None, str | None, dict | None]:
@@ -222,13 +232,13 @@ class RealBackend:
             record["ended_at"] = now_iso()
             return record
         finally:
-            if server is not None and server.alive:
+            if server is not None and not server.released:
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
                 try:
                     server.stop(req.contestant.manifest.start.stop_signal,
                                 min(req.contestant.manifest.start.stop_timeout_s, 2.0))
                 finally:
-                    self.on_reaped(server)
+                    self.release(server)
 
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
@@ -259,9 +269,11 @@ class RealBackend:
                 return None, self._stop_monitor(monitor, monitor_result), \
                     f"netarena-load did not finish in time ({limit}) and was killed"
         finally:
-            if gen.alive:
-                gen.kill()
-            self.on_reaped(gen)
+            try:
+                if gen.alive:
+                    gen.kill()
+            finally:
+                self.release(gen)
         monitor_result = self._stop_monitor(monitor, monitor_result)
         if gen.proc.returncode != 0:
             message = stderr.decode("utf-8", "replace").strip()[-2000:]
