@@ -92,10 +92,12 @@ def list_names(contestants_dir: Path) -> list[str]:
     return sorted(p.name for p in contestants_dir.iterdir() if (p / MANIFEST_NAME).is_file())
 
 
-def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), source: str = "--only") -> list[str]:
+def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), source: str = "--only", *,
+           field: str | None = None, line_of=None) -> list[str]:
     """Names matching the patterns (exact names or fnmatch globs), minus the excluded ones.
 
-    An exact name that does not exist is an error with the near miss; a glob may match nothing.
+    An exact name that does not exist is an error with the near miss; a glob may match nothing. From a file,
+    `source` is its path, `field` the key and `line_of(name)` the line the name is on.
     """
     names = list_names(contestants_dir)
     chosen: list[str] = []
@@ -109,7 +111,8 @@ def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), 
             raise ConfigError(
                 f"unknown contestant '{pattern}' (looked in {contestants_dir}; "
                 f"known: {', '.join(names) if names else 'none'})",
-                path=source, hint=did_you_mean(pattern, names))
+                path=source, field=field, line=line_of(pattern) if line_of else None,
+                hint=did_you_mean(pattern, names))
     return [n for n in chosen if not any(fnmatch.fnmatchcase(n, ex) for ex in exclude)]
 
 
