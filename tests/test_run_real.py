@@ -463,3 +463,42 @@ def test_second_ctrl_c_during_the_stop_still_kills_the_server(tmp_path, cache_di
     assert proc.returncode == 130, stderr
     assert "killed 2 process(es) left by run 1 (server:fx-stubborn" in stderr, stderr
     assert db_rows(results, "SELECT * FROM live_processes") == []
+
+
+def test_install_record_of_a_pip_contestant(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """fx-pip gets a managed venv from its pinned requirements (a real pip install); what was installed is stored."""
+    import hashlib
+    import subprocess
+
+    path = suite(tmp_path, ["fx-pip"], repeat=1, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir, timeout_s=300)
+    assert result.returncode == 0, result.stderr
+    [row] = db_rows(results, "SELECT * FROM contestants")
+    assert row["status"] == "ready"
+    record = json.loads(row["install_json"])
+    assert record["pip_freeze"] == ["six==1.17.0"]
+    assert record["python"].startswith("CPython 3.")
+    requirements = FIXTURE_CONTESTANTS / "fx-pip" / "requirements.txt"
+    assert record["lock_files"] == {"requirements.txt": "sha256:" + hashlib.sha256(requirements.read_bytes()).hexdigest()}
+    system = subprocess.run(["python3", "--version"], capture_output=True, text=True).stdout.strip()
+    assert record["tool_versions"] == {"python3": system}
+    assert record["executables"]["python3"] == shutil.which("python3")
+    [measured] = db_rows(results, "SELECT * FROM measurements")
+    assert measured["status"] == "ok", measured["error"]
+
+
+def test_build_versions_of_npm_and_cargo_contestants():
+    """Resolved package versions come from the lock files (npm, cargo) without building anything."""
+    from netarena.contestants import _build_versions, load
+
+    express, hyper = load(TESTS.parent / "contestants", ["node-express", "rust-hyper"])
+    npm = _build_versions(express)
+    lock = json.loads((express.dir / "package-lock.json").read_text())
+    assert npm["npm_packages"]["express"] == lock["packages"]["node_modules/express"]["version"]
+    assert npm["lock_files"]["package-lock.json"].startswith("sha256:")
+    assert set(npm["tool_versions"]) == {"node", "npm"}
+    cargo = _build_versions(hyper)
+    assert cargo["cargo_packages"]["hyper"].count(".") == 2 and "Cargo.lock" in cargo["lock_files"]
+    if shutil.which("cargo"):
+        assert cargo["tool_versions"]["cargo"].startswith("cargo ")
