@@ -8,10 +8,11 @@ BIN := $(VENV)/bin
 .PHONY: setup run test test-rust test-python clean
 
 # Always re-run the editable install: it rebuilds the Rust generator (incremental, fast when nothing
-# changed) so .venv/bin/netarena-load can never be older than the source.
+# changed) so .venv/bin/netarena-load can never be older than the source. requirements.lock pins the
+# transitive dependencies too, so two setups install the same packages.
 setup:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	$(BIN)/pip install -q --disable-pip-version-check -c requirements.lock -e '.[test]'
 
 run: setup
 	$(BIN)/netarena run

@@ -143,6 +143,17 @@ def test_cli_unknown_contestant_exits_2_with_near_miss(tmp_path, cache_dir):
     assert "unknown contestant 'fx-godo'" in result.stderr and "did you mean 'fx-good'?" in result.stderr
 
 
+def test_cli_unknown_contestant_in_a_suite_names_file_and_line(tmp_path, cache_dir):
+    text = SUITE.replace('repeat = 1\n', 'repeat = 1\ncontestants = [\n  "fx-good",\n  "fx-othre",\n]\n')
+    path = write_suite(tmp_path / "s.toml", text)
+    results = tmp_path / "r"
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 2, result.stderr
+    assert f"{path}:5: contestants: unknown contestant 'fx-othre'" in result.stderr, result.stderr
+    assert "did you mean 'fx-other'?" in result.stderr
+    assert not results.exists()
+
+
 def test_cli_bad_manifest_stops_everything(tmp_path, cache_dir):
     contestants = tmp_path / "contestants"
     shutil.copytree(FIXTURE_CONTESTANTS / "fx-good", contestants / "fx-good")

@@ -315,10 +315,11 @@ def test_server_that_exits_keeps_its_cpu_and_shows_zero_processes():
     _assert_cumulative(samples)
 
 
-def test_sampling_cost_stays_far_below_one_core():
-    # The budget is < 1% of a core at 250 ms with a ~10-process tree; the bound leaves room for a
-    # machine shared with other work (cache misses, frequency), not for a slower implementation.
-    body = """
+def test_sampling_cost_stays_below_one_percent_of_a_core():
+    # The budget: < 1% of a core at the real interval (the backend's 250 ms), watching both trees of a
+    # measurement: a 10-process server (forked workers) and a multi-threaded generator. Measured here at
+    # about 0.5% (0.8% when the server has 40 threads: one status file is read per thread).
+    server_body = """
     for _ in range(9):
         if os.fork() == 0:
             time.sleep(60)
@@ -326,14 +327,22 @@ def test_sampling_cost_stays_far_below_one_core():
     say("forked")
     time.sleep(60)
     """
-    with Tree(body) as tree:
-        tree.expect("forked")
-        with Monitor(tree.pid, interval_s=0.25) as monitor:
-            time.sleep(2.0)
+    generator_body = """
+    for _ in range(3):
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+    say("threads")
+    time.sleep(60)
+    """
+    with Tree(server_body) as server, Tree(generator_body) as generator:
+        server.expect("forked")
+        generator.expect("threads")
+        with Monitor(server.pid, generator.pid, interval_s=0.25) as monitor:
+            time.sleep(3.0)
         result = monitor.result
     assert result["summary"]["server"]["processes_peak"] == 10
-    assert result["summary"]["samples"] >= 8
-    assert result["summary"]["monitor_cpu_pct"] < 2.0, result["summary"]
+    assert result["summary"]["generator"]["threads_peak"] == 4
+    assert result["summary"]["samples"] >= 12
+    assert result["summary"]["monitor_cpu_pct"] < 1.0, result["summary"]
 
 
 def test_bad_input_is_refused_with_a_clear_message():

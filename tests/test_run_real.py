@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import sqlite3
 import time
 
 import psutil
 
-from conftest import FIXTURE_CONTESTANTS, db_rows, processes_with_cache, run_cli, start_cli, write_suite
+from conftest import FIXTURE_CONTESTANTS, TESTS, db_rows, processes_with_cache, run_cli, start_cli, write_suite
 
 TINY = """name = "tiny"
 contestants = {contestants}
@@ -72,6 +73,8 @@ def test_tiny_run_end_to_end_with_faulty_contestants(tmp_path, cache_dir, genera
         assert generator["config"]["cpus"] == [1] or generator["generator"]["cpus"] == [1]
         monitor = json.loads(good["monitor_json"])
         assert monitor["server"] and monitor["summary"]["server"]["rss_peak_bytes"] > 0
+        # Read from the kernel (sched_getaffinity) for each process of the trees while the load ran.
+        assert monitor["cpus_allowed"] == {"server": [0], "generator": [1]}, monitor["cpus_allowed"]
         assert json.loads(good["stop_json"])["leftover"] == []
 
     crash = rows[("fx-crash", "hello", 0)]
@@ -95,6 +98,37 @@ def test_tiny_run_end_to_end_with_faulty_contestants(tmp_path, cache_dir, genera
     assert good_hello["requests_per_s_median"] == sum(oks) / 2  # median of two = their mean
     assert good_hello["latency_p50_us"] > 0
     assert db_rows(results, "SELECT * FROM live_processes") == []
+    check_environment(results)
+
+
+def check_environment(results):
+    """The stored fingerprint says what this machine and checkout are, value by value."""
+    import os
+    import resource
+    import subprocess
+
+    import netarena
+    from netarena.envinfo import SYSCTLS
+
+    [run] = db_rows(results, "SELECT * FROM runs")
+    env = json.loads(run["environment_json"])
+    sha = subprocess.run(["git", "-C", str(TESTS.parent), "rev-parse", "HEAD"], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert run["git_sha"] == sha and env["netarena"]["git"]["sha"] == sha
+    assert run["netarena_version"] == env["netarena"]["version"] == netarena.__version__
+    assert env["kernel"]["release"] == os.uname().release and env["kernel"]["machine"] == os.uname().machine
+    for name in SYSCTLS:
+        path = "/proc/sys/" + name.replace(".", "/")
+        expected = " ".join(open(path).read().split()) if os.path.exists(path) else None
+        assert env["sysctls"][name] == expected, name
+    assert env["sysctls"]["net.core.somaxconn"].isdigit()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)  # the CLI inherits this process's limits
+    assert env["limits"]["open_files"] == {"soft": soft, "hard": None if hard == resource.RLIM_INFINITY else hard}
+    assert env["cpu"]["logical_cores"] == os.cpu_count() and env["cpu"]["model"]
+    assert (env["server_cpus"], env["generator_cpus"]) == ([0], [1])
+    assert json.loads(run["server_cpus_json"]) == [0] and json.loads(run["generator_cpus_json"]) == [1]
+    assert "netarena-load" in env["generator"]["version"]
+    assert env["runtimes"]["python3"].startswith("Python 3.")
 
 
 def test_kill_9_then_resume_finishes_without_redoing(tmp_path, cache_dir, generator_binary, no_leftover_processes):
@@ -343,3 +377,149 @@ def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, gene
     assert doc["config"]["io_backend"] == "uring" and doc["config"]["coalesce"] == "auto", doc["config"]
     assert doc["generator"]["batch_wait_max_us"] <= 50
     assert doc["totals"]["requests"] > 0 and doc["errors"]["total"] == 0
+
+
+def test_contestant_that_hangs_mid_run_is_recorded_as_hung(tmp_path, cache_dir, generator_binary,
+                                                           no_leftover_processes):
+    """fx-hang stops answering after 50 requests (under load) and ignores SIGTERM: a failed measurement with
+    kind `hung`, its log tail, SIGKILL recorded; the other contestant is still measured."""
+    path = suite(tmp_path, ["fx-hang", "fx-good"], repeat=1, duration=1.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    rows = by_key(results)
+    hang = rows[("fx-hang", "hello", 0)]
+    assert (hang["status"], hang["failure_kind"]) == ("failed", "hung"), dict(hang)
+    assert "stopped answering" in hang["error"] and "SIGKILL" in hang["error"], hang["error"]
+    assert "hanging on purpose after 50 requests" in hang["stderr_tail"]
+    generator = json.loads(hang["generator_json"])
+    assert generator["errors"]["by_class"]["timeout"] > 0
+    assert json.loads(hang["verification_json"])["after_load"]["ok"] is False
+    assert json.loads(hang["stop_json"])["killed"] is True
+    assert rows[("fx-good", "hello", 0)]["status"] == "ok"
+
+
+def test_install_failure_and_exit_at_start_are_recorded_and_the_run_goes_on(tmp_path, cache_dir, generator_binary,
+                                                                             no_leftover_processes):
+    path = suite(tmp_path, ["fx-install-fails", "fx-exits", "fx-good"], repeat=2, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    [skip] = db_rows(results, "SELECT * FROM skipped WHERE contestant='fx-install-fails'")
+    assert "install failed" in skip["reason"] and "exit code 1" in skip["reason"], skip["reason"]
+    assert "fixture: install step failing" in skip["detail"]  # the install log's tail
+    rows = by_key(results)
+    assert not any(key[0] == "fx-install-fails" for key in rows)
+    exits = rows[("fx-exits", "hello", 0)]
+    assert (exits["status"], exits["failure_kind"]) == ("failed", "start_failed"), dict(exits)
+    assert "exited with code 4" in exits["error"] and "exiting at start on purpose" in exits["stderr_tail"]
+    assert rows[("fx-exits", "hello", 1)]["failure_kind"] == "not_attempted"
+    assert [rows[("fx-good", "hello", i)]["status"] for i in (0, 1)] == ["ok", "ok"]
+    assert json.loads(result.stdout)["run"]["status"] == "complete"
+
+
+def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path, cache_dir, generator_binary,
+                                                                        no_leftover_processes):
+    """Unexpected exceptions, from real processes: an install step leaves a directory where the install marker
+    file goes (OSError outside the install error path), and the generator's first load run prints a result
+    document without its required fields (KeyError). Each is recorded as an internal error with its
+    traceback; the rest of the run is measured."""
+    fixtures = tmp_path / "fixtures"
+    shutil.copytree(TESTS / "fixtures", fixtures)
+    broken = fixtures / "contestants" / "fx-install-breaks"
+    broken.mkdir()
+    (broken / "contestant.toml").write_text(
+        (fixtures / "contestants" / "fx-good" / "contestant.toml").read_text()
+        .replace('name = "fx-good"', 'name = "fx-install-breaks"')
+        .replace('requires = ["python3"]', 'requires = ["python3"]\nsteps = [["mkdir", ".netarena-installed"]]'))
+    path = suite(tmp_path, ["fx-install-breaks", "fx-good", "fx-other"], repeat=1, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", fixtures / "contestants", "--json"],
+                     cache_dir, NETARENA_LOAD=str(fixtures / "broken_generator.sh"),
+                     REAL_NETARENA_LOAD=str(generator_binary), BROKEN_GENERATOR_MARK=str(tmp_path / "broken-once"))
+    assert result.returncode == 0, result.stderr
+    [skip] = db_rows(results, "SELECT * FROM skipped WHERE contestant='fx-install-breaks'")
+    assert skip["reason"].startswith("internal error while installing: IsADirectoryError"), skip["reason"]
+    assert "Traceback" in skip["detail"] and "_record_steps_installed" in skip["detail"]
+    rows = by_key(results)
+    first = rows[("fx-good", "hello", 0)]
+    assert (first["status"], first["failure_kind"]) == ("failed", "internal_error"), dict(first)
+    assert first["error"] == "internal error: KeyError: 'started_at'"
+    assert "Traceback" in first["stderr_tail"] and "_run_generator" in first["stderr_tail"]
+    assert rows[("fx-other", "hello", 0)]["status"] == "ok"
+    assert db_rows(results, "SELECT * FROM live_processes") == []
+    assert json.loads(result.stdout)["run"]["status"] == "complete"
+
+
+def test_second_ctrl_c_during_the_stop_still_kills_the_server(tmp_path, cache_dir, generator_binary,
+                                                              no_leftover_processes):
+    """Ctrl-C under load, then Ctrl-C again while the stubborn server (ignores SIGTERM, forked a child) is being
+    stopped: the cut-short stop must leave its process group registered, so the run's cleanup kills it."""
+    path = suite(tmp_path, ["fx-stubborn"], repeat=1, duration=5)
+    results = tmp_path / "results"
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+
+    def live_roles():
+        try:
+            return {r["role"] for r in db_rows(results, "SELECT role FROM live_processes")} \
+                if (results / "netarena.sqlite").exists() else set()
+        except sqlite3.OperationalError:
+            return set()
+
+    def wait_for(predicate, what):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if predicate(live_roles()):
+                return
+            time.sleep(0.02)
+        proc.kill()
+        raise AssertionError(f"never saw {what}: {proc.communicate()}")
+
+    wait_for(lambda roles: {"generator", "server:fx-stubborn"} <= roles, "the load running")
+    proc.send_signal(signal.SIGINT)
+    # The generator is gone and forgotten: the backend is now waiting stop_timeout_s for the server to obey.
+    wait_for(lambda roles: roles == {"server:fx-stubborn"}, "the server being stopped")
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert "killed 2 process(es) left by run 1 (server:fx-stubborn" in stderr, stderr
+    assert db_rows(results, "SELECT * FROM live_processes") == []
+
+
+def test_install_record_of_a_pip_contestant(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """fx-pip gets a managed venv from its pinned requirements (a real pip install); what was installed is stored."""
+    import hashlib
+    import subprocess
+
+    path = suite(tmp_path, ["fx-pip"], repeat=1, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir, timeout_s=300)
+    assert result.returncode == 0, result.stderr
+    [row] = db_rows(results, "SELECT * FROM contestants")
+    assert row["status"] == "ready"
+    record = json.loads(row["install_json"])
+    assert record["pip_freeze"] == ["six==1.17.0"]
+    assert record["python"].startswith("CPython 3.")
+    requirements = FIXTURE_CONTESTANTS / "fx-pip" / "requirements.txt"
+    assert record["lock_files"] == {"requirements.txt": "sha256:" + hashlib.sha256(requirements.read_bytes()).hexdigest()}
+    system = subprocess.run(["python3", "--version"], capture_output=True, text=True).stdout.strip()
+    assert record["tool_versions"] == {"python3": system}
+    assert record["executables"]["python3"] == shutil.which("python3")
+    [measured] = db_rows(results, "SELECT * FROM measurements")
+    assert measured["status"] == "ok", measured["error"]
+
+
+def test_build_versions_of_npm_and_cargo_contestants():
+    """Resolved package versions come from the lock files (npm, cargo) without building anything."""
+    from netarena.contestants import _build_versions, load
+
+    express, hyper = load(TESTS.parent / "contestants", ["node-express", "rust-hyper"])
+    npm = _build_versions(express)
+    lock = json.loads((express.dir / "package-lock.json").read_text())
+    assert npm["npm_packages"]["express"] == lock["packages"]["node_modules/express"]["version"]
+    assert npm["lock_files"]["package-lock.json"].startswith("sha256:")
+    assert set(npm["tool_versions"]) == {"node", "npm"}
+    cargo = _build_versions(hyper)
+    assert cargo["cargo_packages"]["hyper"].count(".") == 2 and "Cargo.lock" in cargo["lock_files"]
+    if shutil.which("cargo"):
+        assert cargo["tool_versions"]["cargo"].startswith("cargo ")

@@ -22,7 +22,7 @@ from hdrh.histogram import HdrHistogram
 
 from . import stats
 from .contestants import Contestant, expand, install, repo_root, tail
-from .process import ManagedProcess, free_port
+from .process import ManagedProcess, free_port, group_members
 from .scenarios import Level, load_spec, verify
 from .store import STATUS_FAILED, STATUS_OK, now_iso
 
@@ -107,6 +107,11 @@ def _result_fields(generator: dict) -> dict:
             "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
 
 
+def _timeouts(generator: dict | None) -> int:
+    by_class = ((generator or {}).get("errors") or {}).get("by_class", {})
+    return by_class.get("timeout", 0) + by_class.get("connect_timeout", 0)
+
+
 class RealBackend:
     name = "real"
 
@@ -133,8 +138,18 @@ class RealBackend:
 
     def stop_server(self, contestant: Contestant, proc: ManagedProcess) -> dict:
         outcome = proc.stop(contestant.manifest.start.stop_signal, contestant.manifest.start.stop_timeout_s)
-        self.on_reaped(proc)
+        self.release(proc)
         return outcome.to_dict()
+
+    def release(self, proc: ManagedProcess) -> bool:
+        """Forget a process group (on_reaped) only once none of it is left. Called from `finally` blocks too,
+        where the stop may have been cut short (a second Ctrl-C): a group still alive keeps its live_processes
+        row, so cleanup_orphans kills it later."""
+        if group_members(proc.pgid):
+            return False
+        proc.released = True
+        self.on_reaped(proc)
+        return True
 
     def wait_ready(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
                    static_dir: Path, timeout_s: float) -> tuple[str | None, str | None, dict | None]:
@@ -190,12 +205,23 @@ class RealBackend:
             record["generator"] = generator
             record["monitor"] = monitor
             crashed_code = server.poll()
+            hang = None
+            if crashed_code is None and gen_error is None and _timeouts(generator):
+                progress("checking")
+                hang = self.check_answers(req, port)
+                record["verification"] = dict(record["verification"] or {}, after_load=hang)
             record["stop"] = self.stop_server(req.contestant, server)
             if crashed_code is not None:
                 return self._failed(record, "crashed", f"the contestant exited with code {crashed_code} "
                                     "while under load", log_path)
             if gen_error is not None:
                 return self._failed(record, "generator_failed", gen_error, log_path)
+            if hang is not None and not hang["ok"]:
+                killed = " and ignored its stop signal (stopped with SIGKILL)" if record["stop"].get("killed") else ""
+                return self._failed(record, "hung", (
+                    f"the server stopped answering: {_timeouts(generator)} request(s) timed out under load "
+                    f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
+                    f"valid answer within timeout_s={req.timeout_s:g} s ({hang['reason']}){killed}"), log_path)
             record.update(_result_fields(generator))
             record["flags"] = stats.measurement_flags(generator, record["stop"])
             if generator["totals"]["requests"] == 0:
@@ -207,13 +233,19 @@ class RealBackend:
             record["ended_at"] = now_iso()
             return record
         finally:
-            if server is not None and server.alive:
+            if server is not None and not server.released:
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
                 try:
                     server.stop(req.contestant.manifest.start.stop_signal,
                                 min(req.contestant.manifest.start.stop_timeout_s, 2.0))
                 finally:
-                    self.on_reaped(server)
+                    self.release(server)
+
+    def check_answers(self, req: MeasureRequest, port: int) -> dict:
+        """Does the server still answer once the load is gone? Asked only after requests timed out under load:
+        an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
+        result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s)
+        return {"ok": result.ok, "reason": None if result.ok else result.reason}
 
     def _run_generator(self, argv: list[str], server: ManagedProcess, req: MeasureRequest):
         from .monitor import Monitor, MonitorError, restrict_to_window
@@ -238,9 +270,11 @@ class RealBackend:
                 return None, self._stop_monitor(monitor, monitor_result), \
                     f"netarena-load did not finish in time ({limit}) and was killed"
         finally:
-            if gen.alive:
-                gen.kill()
-            self.on_reaped(gen)
+            try:
+                if gen.alive:
+                    gen.kill()
+            finally:
+                self.release(gen)
         monitor_result = self._stop_monitor(monitor, monitor_result)
         if gen.proc.returncode != 0:
             message = stderr.decode("utf-8", "replace").strip()[-2000:]

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import __version__
-from .config import SCENARIOS, Suite, check_suite, load_suite
+from .config import SCENARIOS, Suite, check_suite, load_suite, value_line
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           repo_root, select, tail)
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, did_you_mean
@@ -269,7 +269,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             server, generator_set, cpu_warning = resolve_cpus(*cli_cpus)
             allow_apt = not no_apt
             source = "--only" if only else f"{suite_path}: contestants"
-            names = select(contestants_dir, list(effective.contestants), list(effective.exclude), source)
+            where = {} if only else {"field": "contestants",
+                                     "line_of": lambda name: value_line(suite_path, "contestants", name)}
+            names = select(contestants_dir, list(effective.contestants), list(effective.exclude),
+                           "--only" if only else str(suite_path), **where)
             if not names:
                 raise ConfigError(f"no contestant matches {list(effective.contestants)} in {contestants_dir}",
                                   path=source)

@@ -185,6 +185,25 @@ def key_lines(text: str) -> dict[tuple, int]:
     return lines
 
 
+def value_line(path: Path | str, key: str, value: str) -> int | None:
+    """The line of a top-level key's array element (e.g. one name of `contestants = [...]`, which may span
+    lines), else the key's own line; None when the file or the key is not found."""
+    try:
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
+    start = key_lines(text).get((key,))
+    if start is None:
+        return None
+    quoted = re.compile(r"[\"']" + re.escape(value) + r"[\"']")
+    for lineno, raw in enumerate(text.splitlines()[start - 1:], start):
+        if quoted.search(raw.split("#", 1)[0]):
+            return lineno
+        if "]" in raw.split("#", 1)[0]:
+            break  # end of the array
+    return start
+
+
 def _line_for(lines: dict[tuple, int], loc: tuple) -> int | None:
     for cut in range(len(loc), 0, -1):
         if loc[:cut] in lines:
@@ -407,5 +426,5 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 __all__ = [
     "SCENARIOS", "HTTP_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite", "Measure", "Cpus",
-    "load_manifest", "load_suite", "check_suite", "check_names", "key_lines",
+    "load_manifest", "load_suite", "check_suite", "check_names", "key_lines", "value_line",
 ]

@@ -92,10 +92,12 @@ def list_names(contestants_dir: Path) -> list[str]:
     return sorted(p.name for p in contestants_dir.iterdir() if (p / MANIFEST_NAME).is_file())
 
 
-def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), source: str = "--only") -> list[str]:
+def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), source: str = "--only", *,
+           field: str | None = None, line_of=None) -> list[str]:
     """Names matching the patterns (exact names or fnmatch globs), minus the excluded ones.
 
-    An exact name that does not exist is an error with the near miss; a glob may match nothing.
+    An exact name that does not exist is an error with the near miss; a glob may match nothing. From a file,
+    `source` is its path, `field` the key and `line_of(name)` the line the name is on.
     """
     names = list_names(contestants_dir)
     chosen: list[str] = []
@@ -109,7 +111,8 @@ def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), 
             raise ConfigError(
                 f"unknown contestant '{pattern}' (looked in {contestants_dir}; "
                 f"known: {', '.join(names) if names else 'none'})",
-                path=source, hint=did_you_mean(pattern, names))
+                path=source, field=field, line=line_of(pattern) if line_of else None,
+                hint=did_you_mean(pattern, names))
     return [n for n in chosen if not any(fnmatch.fnmatchcase(n, ex) for ex in exclude)]
 
 
@@ -358,7 +361,55 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
                 _run_logged(argv, contestant.dir, log, f"install step {index + 1}")
             _record_steps_installed(contestant)
         record["steps"] = manifest.install.steps
+    record.update(_build_versions(contestant))
     return record
+
+
+# Files that pin what a build pulls in; their hashes say whether two installs built the same thing.
+LOCK_FILES = ("requirements.txt", "package-lock.json", "Cargo.lock", "go.mod", "go.sum", "pom.xml", "build.sbt",
+              "project/build.properties", "project/plugins.sbt")
+
+
+def _build_versions(contestant: Contestant) -> dict:
+    """Versions that decide what was built: the tools the manifest needs and its steps run, the lock files'
+    hashes, and the resolved package versions where a lock file or the binary lists them (npm, cargo, go)."""
+    from .envinfo import RUNTIMES, tool_version
+
+    manifest = contestant.manifest
+    tools = list(dict.fromkeys([*_required_executables(manifest), *(step[0] for step in manifest.install.steps)]))
+    out: dict = {"tool_versions": {}, "lock_files": {}}
+    for tool in tools:
+        args, lines, ok = RUNTIMES.get(tool, (["--version"], 1, (0,)))
+        out["tool_versions"][tool] = tool_version(tool, args, lines, ok)
+    folder = contestant.dir
+    requirements = [manifest.install.python_requirements] if manifest.install.python_requirements else []
+    for name in dict.fromkeys([*requirements, *LOCK_FILES]):
+        if (folder / name).is_file():
+            out["lock_files"][name] = "sha256:" + _hash_file(folder / name)
+    try:
+        lock = json.loads((folder / "package-lock.json").read_text())
+        out["npm_packages"] = {key.removeprefix("node_modules/"): value.get("version")
+                               for key, value in lock.get("packages", {}).items() if key}
+    except (OSError, ValueError, AttributeError):
+        pass
+    try:
+        import tomllib
+        cargo = tomllib.loads((folder / "Cargo.lock").read_text())
+        out["cargo_packages"] = {p["name"]: p.get("version") for p in cargo.get("package", [])}
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    values = contestant.placeholders()
+    for step in manifest.install.steps:
+        if step[0] == "go" and "-o" in step[:-1] and shutil.which("go"):
+            binary = expand(step[step.index("-o") + 1], values)
+            try:
+                listed = subprocess.run(["go", "version", "-m", binary], capture_output=True, text=True, timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if listed.returncode == 0:  # the Go toolchain, module path and every dependency, as built
+                out.setdefault("go_modules", {})[binary] = [" ".join(line.split()) for line in
+                                                             listed.stdout.splitlines()[1:] if line.strip()]
+    return out
 
 
 def _dpkg_version(package: str) -> str | None:

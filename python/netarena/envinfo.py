@@ -10,6 +10,7 @@ import concurrent.futures
 import datetime
 import os
 import platform
+import re
 import resource
 import shutil
 import signal
@@ -62,6 +63,12 @@ RUNTIMES: dict[str, tuple[list[str], int, tuple[int, ...]]] = {
     "java": (["-version"], 1, (0,)),
     "nginx": (["-v"], 1, (0,)),
     "wrk": (["-v"], 1, (0, 1)),  # exits 1 after printing its version
+    # Build tools of compiled contestants (rust-hyper, java-netty, play-scala): the build decides the binary.
+    "rustc": (["--version"], 1, (0,)),
+    "cargo": (["--version"], 1, (0,)),
+    "mvn": (["-B", "-v"], 1, (0,)),
+    "sbt": (["--script-version"], 1, (0,)),  # the launcher script's version, without starting a JVM
+    "npm": (["--version"], 1, (0,)),
 }
 
 
@@ -125,7 +132,11 @@ def _distro() -> dict[str, str] | None:
     return {k: fields[k] for k in ("PRETTY_NAME", "ID", "VERSION_ID") if k in fields} or None
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _first_lines(text: str, count: int) -> str | None:
+    text = _ANSI_ESCAPE.sub("", text)  # mvn colours its banner even in batch mode
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return " ".join(lines[:count])[:200] or None
 

@@ -3,7 +3,7 @@
 A background thread wakes every ``interval_s`` and records, for each watched process tree (the root
 and every descendant, including processes forked later and processes reparented away from the tree
 after we first saw them), cumulative CPU user/system seconds, summed RSS, process/thread/fd counts and
-cumulative context switches; and system-wide (seed 000's vmstat table) context switches/s,
+cumulative context switches, and the CPUs its processes were allowed to run on (``cpus_allowed``); and system-wide (seed 000's vmstat table) context switches/s,
 interrupts/s, CPU user/system/idle/iowait % and each CPU's busy %.
 
 Process counters are read straight from /proc rather than through psutil.Process because the cost
@@ -45,6 +45,8 @@ import psutil
 
 _CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 _PAGE_SIZE_BYTES = os.sysconf("SC_PAGE_SIZE")
+# Larger than /proc/PID/stat and /proc/PID/task/TID/status (about 1.5 KiB), so one read(2) gets all of it.
+_PROC_READ_BYTES = 16384
 
 
 class MonitorError(RuntimeError):
@@ -66,11 +68,24 @@ class _Stat:
     rss_pages: int  # 24
 
 
-def _read_stat(pid: int) -> _Stat | None:
+def _read_proc(path: str) -> bytes | None:
+    """A small /proc file in one read(2). Raw os calls: a Python file object (open, buffer, close) costs
+    about twice as much, and the sampler reads one status file per thread every interval."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:  # vanished (ENOENT/ESRCH) or not ours to read
+        return None
+    try:
+        return os.read(fd, _PROC_READ_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _read_stat(pid: int) -> _Stat | None:
+    raw = _read_proc(f"/proc/{pid}/stat")
+    if raw is None:
         return None
     # comm (field 2) may contain spaces and ')', so split after the last ')'.
     rest = raw[raw.rfind(b")") + 2 :].split()
@@ -90,18 +105,20 @@ def _read_stat(pid: int) -> _Stat | None:
         return None
 
 
-def _read_ctx_switches(pid: int) -> tuple[int, int]:
+def _read_ctx_switches(pid: int, num_threads: int) -> tuple[int, int]:
     """Voluntary and involuntary switches summed over the process's live threads."""
     voluntary = involuntary = 0
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return 0, 0
-    for tid in tids:
+    if num_threads == 1:
+        # /proc/PID/status is the main thread's, i.e. all of a single-threaded process: no task listing.
+        paths = [f"/proc/{pid}/status"]
+    else:
         try:
-            with open(f"/proc/{pid}/task/{tid}/status", "rb") as f:
-                text = f.read()
+            paths = [f"/proc/{pid}/task/{tid}/status" for tid in os.listdir(f"/proc/{pid}/task")]
         except OSError:
+            return 0, 0
+    for path in paths:
+        text = _read_proc(path)
+        if text is None:
             continue  # thread exited between listing and reading
         try:
             i = text.index(b"\nvoluntary_ctxt_switches:") + 25
@@ -153,6 +170,16 @@ class _Tree:
         default_factory=lambda: {"user": 0, "sys": 0, "vol": 0, "invol": 0}
     )
     started: bool = False
+    # CPUs any process of the tree was allowed to run on, read once per process when first seen: the record
+    # that the pinning (server and generator CPU sets) held for the processes actually measured.
+    cpus_allowed: set[int] = field(default_factory=set)
+
+    def _track(self, pid: int, st: _Stat) -> None:
+        self.tracked[pid] = _Proc(st.starttime_ticks, st.ppid)
+        try:
+            self.cpus_allowed.update(os.sched_getaffinity(pid))
+        except OSError:  # exited already
+            pass
 
     def sample(self, t_s: float, children_of: dict[int, list[int]], stat_cache: dict[int, _Stat]) -> dict:
         vanished: list[tuple[int, _Proc]] = []
@@ -170,7 +197,7 @@ class _Tree:
         if not self.started:
             st = _read_stat(self.root_pid)
             if st is not None:
-                self.tracked[self.root_pid] = _Proc(st.starttime_ticks, st.ppid)
+                self._track(self.root_pid, st)
                 alive[self.root_pid] = st
             self.started = True
         frontier = list(alive)
@@ -184,7 +211,7 @@ class _Tree:
                     continue
                 stat_cache[child] = st
                 alive[child] = st
-                self.tracked[child] = _Proc(st.starttime_ticks, st.ppid)
+                self._track(child, st)
                 frontier.append(child)
 
         vanished_by_pid = {pid: proc for pid, proc in vanished}
@@ -218,7 +245,7 @@ class _Tree:
             rss_pages += st.rss_pages
             threads += st.num_threads
             if st.state != "Z":
-                proc.ctx_voluntary, proc.ctx_involuntary = _read_ctx_switches(pid)
+                proc.ctx_voluntary, proc.ctx_involuntary = _read_ctx_switches(pid, st.num_threads)
                 fds += _count_fds(pid)
             vol += proc.ctx_voluntary
             invol += proc.ctx_involuntary
@@ -472,6 +499,8 @@ class Monitor:
             "server": self._server_samples,
             "generator": self._generator_samples,
             "system": self._system_samples,
+            "cpus_allowed": {"server": sorted(self._server.cpus_allowed),
+                             "generator": sorted(self._generator.cpus_allowed) if self._generator else None},
             "summary": {
                 "server": summarize_tree(self._server_samples),
                 "generator": summarize_tree(self._generator_samples),

@@ -118,6 +118,7 @@ class ManagedProcess:
         self.pgid = self.proc.pid
         self.start_time = process_start_time(self.pid)
         self.started_monotonic = time.monotonic()
+        self.released = False  # set by the backend once the group is confirmed empty and forgotten
 
     def poll(self) -> int | None:
         return self.proc.poll()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from . import __version__, stats
 from .config import Suite
 from .contestants import Contestant, InstallError, availability, cache_root, repo_root, scenario_note
 from .errors import ConfigError
-from .process import available_cpus, kill_group, process_start_time
+from .process import available_cpus, group_members, kill_group, process_start_time
 from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso
 
@@ -24,6 +25,12 @@ ESTIMATED_ECHO_BYTES_PER_S = 100e6
 # A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
 # of the same (contestant, scenario, level) are recorded as not attempted instead of paying the timeout again.
 NO_RETRY_KINDS = ("start_failed", "not_ready", "verify_failed")
+# How much of an unexpected exception's traceback is kept with the measurement (or skip) it broke.
+TRACEBACK_TAIL_CHARS = 4000
+
+
+def traceback_tail(exc: BaseException) -> str:
+    return "".join(traceback.format_exception(exc))[-TRACEBACK_TAIL_CHARS:]
 
 
 @dataclass(frozen=True)
@@ -210,6 +217,14 @@ class Runner:
     def untrack(self, proc) -> None:
         self.store.remove_live_process(self.run_id, proc.pgid)
 
+    def stop_leftovers(self) -> None:
+        """Kill every process group of this run still registered (after a measurement failed unexpectedly, its
+        server or generator may be left behind)."""
+        for row in self.store.live_processes(self.run_id):
+            kill_group(row["pgid"], row["leader_start_time"])
+            if not group_members(row["pgid"]):
+                self.store.remove_live_process(self.run_id, row["pgid"])
+
     def prepare(self, plan: Plan) -> dict[str, str]:
         """Install what the plan needs; returns {contestant: reason} for the ones that cannot run."""
         unusable: dict[str, str] = {}
@@ -233,6 +248,13 @@ class Runner:
                 self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
                 self.store.record_skip(self.run_id, contestant.name, f"install failed: {exc}", detail=exc.output_tail)
                 self.ui.warn(f"{contestant.name}: install failed, skipped: {exc}")
+                continue
+            except Exception as exc:  # a bug or an unforeseen failure: lose this contestant, not the run
+                reason = f"internal error while installing: {type(exc).__name__}: {exc}"
+                unusable[contestant.name] = reason
+                self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
+                self.store.record_skip(self.run_id, contestant.name, reason, detail=traceback_tail(exc))
+                self.ui.warn(f"{contestant.name}: {reason}; skipped (traceback stored with the run)")
                 continue
             self.store.record_contestant(self.run_id, contestant.name, manifest, record, "ready")
         return unusable
@@ -285,6 +307,11 @@ class Runner:
                 self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
                                                            ended_at=at, error="interrupted (Ctrl-C / SIGTERM)"))
                 raise Interrupted() from None
+            except Exception as exc:  # a bug or an unforeseen failure: lose this measurement, not the run
+                self.stop_leftovers()
+                record = dict(base, status=STATUS_FAILED, failure_kind="internal_error", started_at=started,
+                              ended_at=now_iso(), error=f"internal error: {type(exc).__name__}: {exc}",
+                              stderr_tail=traceback_tail(exc), flags=[])
             if plan.warmup_raised(item):
                 record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
             self.store.record_measurement(run_id, record)

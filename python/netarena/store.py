@@ -73,7 +73,9 @@ CREATE TABLE IF NOT EXISTS measurements (
     level_json TEXT NOT NULL,          -- the full level (params, generator threads, pipeline, ...)
     repeat_index INTEGER NOT NULL,     -- 0-based
     status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'interrupted')),
-    failure_kind TEXT,                 -- start_failed | not_ready | verify_failed | crashed | generator_failed
+    failure_kind TEXT,                 -- start_failed | not_ready | verify_failed | crashed | hung |
+                                       -- generator_failed | no_successful_requests | internal_error |
+                                       -- not_attempted (docs/store.md says what each means)
     flags_json TEXT NOT NULL,          -- e.g. ["generator_saturated", "error_rate_above_1pct"]
     requests_per_s REAL,               -- copied from generator_json for easy queries
     error_rate REAL,                   -- errors / (successful requests + errors)
