@@ -182,3 +182,17 @@ def test_missing_store_is_one_clear_error_and_creates_nothing(tmp_path):
     assert not missing.exists()
     with pytest.raises(ReportError, match="no results store"):
         load_report(missing, 1)
+
+
+def test_every_failure_kind_maps_to_one_badge():
+    """A repeat that failed gets its own badge when the kind has one (VERIFY, CRASH, HUNG), else FAIL."""
+    from netarena.report.model import badges_for
+
+    def failed(kind):
+        return [{"status": "failed", "failure_kind": kind}]
+
+    assert badges_for([], failed("hung"), {}) == ["HUNG"]
+    assert badges_for([], failed("crashed"), {}) == ["CRASH"]
+    assert badges_for([], failed("verify_failed"), {}) == ["VERIFY"]
+    assert badges_for([], failed("internal_error"), {}) == ["FAIL"]
+    assert badges_for([], [{"status": "ok", "failure_kind": None}], {}) == []

@@ -51,7 +51,7 @@ details { margin: 0.4rem 0; } summary { cursor: pointer; }
 .partial { background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 0.5rem 1rem; }
 """
 
-_BAD_BADGES = {"VERIFY", "CRASH", "FAIL", "ERR"}
+_BAD_BADGES = {"VERIFY", "CRASH", "HUNG", "FAIL", "ERR"}
 
 
 def e(value) -> str:

@@ -32,6 +32,8 @@ BADGES: dict[str, tuple[str, str]] = {
     "VERIFY": ("verification failed", "a response did not match the scenario (before the load, or sampled during "
                                       "it as verification_mismatch errors)"),
     "CRASH": ("crashed", "the contestant exited while under load in at least one repeat"),
+    "HUNG": ("hung", "the contestant stopped answering under load in at least one repeat: its requests timed out "
+                     "and a fresh request after the load got no answer either"),
     "FAIL": ("failed repeats", "at least one repeat produced no result (see Skipped and failed)"),
     "STOP": ("unclean stop", "the contestant needed SIGKILL to stop or left processes behind"),
     "RATE": ("rate not met", "open loop: fewer than 99% of the scheduled requests started, some were dropped, or "
@@ -42,7 +44,7 @@ BADGES: dict[str, tuple[str, str]] = {
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
-_FAILURE_BADGES = {"verify_failed": "VERIFY", "crashed": "CRASH"}
+_FAILURE_BADGES = {"verify_failed": "VERIFY", "crashed": "CRASH", "hung": "HUNG"}
 
 
 class ReportError(Exception):
@@ -343,6 +345,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("VERIFY")
     if "crashed" in kinds:
         out.append("CRASH")
+    if "hung" in kinds:
+        out.append("HUNG")
     if kinds - set(_FAILURE_BADGES):
         out.append("FAIL")
     if stats.FLAG_LEFTOVER in flags or stats.FLAG_STOP_KILLED in flags:
