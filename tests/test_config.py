@@ -43,6 +43,19 @@ def test_unknown_key_names_line_and_near_miss(tmp_path):
     assert err.value.field == "start"
 
 
+def test_nagle_stall_names_only_nagle_checked_scenarios(tmp_path):
+    text = GOOD + '\n[nagle_stall]\nhelo = "no TCP_NODELAY option"\n'
+    path = manifest_dir(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(path)
+    assert err.value.field == "nagle_stall.helo"
+    assert err.value.line == line_of(text, "helo =")
+    assert "did you mean 'hello'?" in err.value.render()
+    text = GOOD + '\n[nagle_stall]\nhello = "no TCP_NODELAY option"\n'
+    path.write_text(text)
+    assert load_manifest(path).nagle_stall == {"hello": "no TCP_NODELAY option"}
+
+
 def test_bad_enum_value_suggests_the_near_miss(tmp_path):
     text = GOOD.replace("stop_timeout_s = 2", 'stop_signal = "SIGTREM"\nstop_timeout_s = 2')
     path = manifest_dir(tmp_path, text)

@@ -161,6 +161,12 @@ def test_verify_rejects_responses_delayed_by_nagle(serve, tmp_path):
     result = verify("bytes", port, tmp_path)
     assert not result.ok and not result.retryable
     assert "GET /bytes/10000 on one connection" in result.reason and "TCP_NODELAY" in result.reason
+    # A stall the manifest declares (nagle_stall) is measured and shown with its reason, and passes.
+    declared = verify("bytes", port, tmp_path, nagle_stall="the framework offers no TCP_NODELAY")
+    assert declared.ok, declared.reason
+    assert "the declared Nagle stall (the framework offers no TCP_NODELAY)" in declared.observed
+    # After a load only the responses are checked (is it still answering?), not the set-up.
+    assert verify("bytes", port, tmp_path, responses_only=True).ok
 
 
 def test_verify_sleep_requires_overlap_by_concurrency_model(serve, tmp_path):

@@ -161,7 +161,8 @@ class RealBackend:
             return ("start_failed" if proc.poll() is not None else "not_ready"), reason, None
         while True:
             result = verify(scenario, port, static_dir, timeout_s=min(timeout_s, max(0.5, deadline - time.monotonic())),
-                            concurrency_model=contestant.manifest.concurrency_model)
+                            concurrency_model=contestant.manifest.concurrency_model,
+                            nagle_stall=contestant.manifest.nagle_stall.get(scenario))
             if result.ok:
                 return None, None, result.to_dict()
             if proc.poll() is not None:
@@ -244,7 +245,7 @@ class RealBackend:
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
         an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
-        result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s)
+        result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True)
         return {"ok": result.ok, "reason": None if result.ok else result.reason}
 
     def _run_generator(self, argv: list[str], server: ManagedProcess, req: MeasureRequest):

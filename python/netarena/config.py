@@ -72,6 +72,9 @@ class Manifest(Strict):
     scenarios: Annotated[list[ScenarioName], Field(min_length=1)]
     notes: str = ""
     unsupported: dict[str, str] = {}
+    # Scenarios whose responses wait for the client's delayed ACK because the framework offers no way to set
+    # TCP_NODELAY there, with the reason: verification measures the stall and passes instead of failing.
+    nagle_stall: dict[str, str] = {}
     install: Install = Install()
     start: Start
     workers: Workers = Workers()
@@ -330,6 +333,12 @@ def load_manifest(path: Path) -> Manifest:
                  did_you_mean(key, SCENARIOS))
         if key in manifest.scenarios:
             fail(("unsupported", key), f"'{key}' is both implemented (scenarios) and unsupported")
+    # echo has no request/response rhythm and sleep waits on purpose: neither gets a Nagle check.
+    nagle_checked = [s for s in manifest.scenarios if s in HTTP_SCENARIOS and s != "sleep"]
+    for key in manifest.nagle_stall:
+        if key not in nagle_checked:
+            fail(("nagle_stall", key), f"'{key}' is not one of this contestant's Nagle-checked scenarios "
+                 f"({', '.join(nagle_checked)})", did_you_mean(key, nagle_checked))
     missing = [s for s in SCENARIOS if s not in manifest.scenarios and s not in manifest.unsupported]
     if missing:
         fail(("unsupported",), "every catalog scenario not implemented needs a reason under [unsupported]; "
