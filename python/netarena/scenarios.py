@@ -65,6 +65,7 @@ NAGLE_CHECK_PATHS = {"hello": "/hello", "bytes": "/bytes/10000", "json": "/json"
 SLEEP_OVERLAP_CONNECTIONS = 8
 SLEEP_OVERLAP_MS = 200
 SLEEP_OVERLAP_MAX_BATCHES = 2
+SLEEP_OVERLAP_ROUNDS = 2
 THREADED_MODELS = ("threads", "processes")
 
 
@@ -548,20 +549,16 @@ def _check_nagle(scenario: str, conn: http.client.HTTPConnection, checks: list[C
     checks.append(Check(name, True, f"median {median_ms:.1f} ms"))
 
 
-def _check_sleep_overlap(port: int, concurrency_model: str | None, timeout_s: float, checks: list[Check]) -> None:
-    count, ms = SLEEP_OVERLAP_CONNECTIONS, SLEEP_OVERLAP_MS
-    path = f"/sleep/{ms}"
-    name = f"{count} concurrent GET {path} on {count} connections"
-    # A server that serves them one after another needs count x ms: wait for that, then judge.
-    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=max(timeout_s, count * ms / 1000 + 2))
-             for _ in range(count)]
+def _sleep_round(port: int, path: str, count: int, timeout_s: float) -> tuple[list, float]:
+    """`count` GET `path` at once on `count` fresh connections: (per-request results, when they were sent)."""
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s) for _ in range(count)]
     results: list = [None] * count
     try:
         for conn in conns:
             try:
                 conn.connect()
             except OSError as exc:
-                raise _Retryable(f"{name}: connect: {exc}") from None
+                raise _Retryable(f"connect: {exc}") from None
         barrier = threading.Barrier(count + 1)
 
         def one(index: int) -> None:
@@ -582,31 +579,52 @@ def _check_sleep_overlap(port: int, concurrency_model: str | None, timeout_s: fl
     finally:
         for conn in conns:
             conn.close()
-    failed = [r for r in results if isinstance(r, Exception)]
-    if failed:
-        if all(isinstance(r, _Retryable) for r in failed):
-            raise _Retryable(f"{name}: {failed[0]}")
-        checks.append(Check(name, False, f"{len(failed)} of {count} failed: {failed[0]}"))
-        raise _Wrong("")
-    want = SLEEP_BODY.format(ms=ms).encode()
-    wrong = [(status, body) for _, status, body in results if status != 200 or body != want]
-    if wrong:
-        checks.append(Check(name, False, f"status {wrong[0][0]}, body {_show(wrong[0][1])}; expected 200, {want!r}"))
-        raise _Wrong("")
-    elapsed_ms = (max(finished for finished, _, _ in results) - started) * 1000
-    overlapped = min(count, count * ms / elapsed_ms)
-    observed = f"all {count} done after {elapsed_ms:.0f} ms: {overlapped:.1f} sleeps overlapped"
-    if concurrency_model in THREADED_MODELS or concurrency_model is None:
-        if overlapped < 2:
-            checks.append(Check(name, False, f"{observed}; a threaded server must overlap at least 2 (one "
-                                "sleeping thread per request): the sleep seems to block the whole server"))
+    return results, started
+
+
+def _check_sleep_overlap(port: int, concurrency_model: str | None, timeout_s: float, checks: list[Check]) -> None:
+    count, ms = SLEEP_OVERLAP_CONNECTIONS, SLEEP_OVERLAP_MS
+    path = f"/sleep/{ms}"
+    name = f"{count} concurrent GET {path} on {count} connections"
+    threaded = concurrency_model in THREADED_MODELS or concurrency_model is None
+    # A server that serves them one after another needs count x ms: wait for that, then judge.
+    request_timeout_s = max(timeout_s, count * ms / 1000 + 2)
+    # A server whose sleep blocks fails every round the same way; one that yields but is still cold (a JVM's
+    # first requests on a busy machine) may miss the bound once, so it gets SLEEP_OVERLAP_ROUNDS rounds.
+    for round_index in range(SLEEP_OVERLAP_ROUNDS):
+        try:
+            results, started = _sleep_round(port, path, count, request_timeout_s)
+        except _Retryable as exc:
+            raise _Retryable(f"{name}: {exc}") from None
+        failed = [r for r in results if isinstance(r, Exception)]
+        if failed:
+            if all(isinstance(r, _Retryable) for r in failed):
+                raise _Retryable(f"{name}: {failed[0]}")
+            checks.append(Check(name, False, f"{len(failed)} of {count} failed: {failed[0]}"))
             raise _Wrong("")
-    elif elapsed_ms >= SLEEP_OVERLAP_MAX_BATCHES * ms:
+        want = SLEEP_BODY.format(ms=ms).encode()
+        wrong = [(status, body) for _, status, body in results if status != 200 or body != want]
+        if wrong:
+            checks.append(Check(name, False, f"status {wrong[0][0]}, body {_show(wrong[0][1])}; expected 200, "
+                                f"{want!r}"))
+            raise _Wrong("")
+        elapsed_ms = (max(finished for finished, _, _ in results) - started) * 1000
+        overlapped = min(count, count * ms / elapsed_ms)
+        observed = f"all {count} done after {elapsed_ms:.0f} ms: {overlapped:.1f} sleeps overlapped"
+        if round_index:
+            observed += f" (round {round_index + 1} of {SLEEP_OVERLAP_ROUNDS})"
+        passed = overlapped >= 2 if threaded else elapsed_ms < SLEEP_OVERLAP_MAX_BATCHES * ms
+        if passed:
+            checks.append(Check(name, True, observed + (f" ({concurrency_model})" if concurrency_model else "")))
+            return
+    if threaded:
+        checks.append(Check(name, False, f"{observed}; a threaded server must overlap at least 2 (one "
+                            "sleeping thread per request): the sleep seems to block the whole server"))
+    else:
         checks.append(Check(name, False, f"{observed}; a {concurrency_model} server must overlap them all "
                             f"(under {SLEEP_OVERLAP_MAX_BATCHES * ms} ms): the sleep blocks the server instead "
                             "of yielding (asyncio.sleep, gevent.sleep, callLater, setTimeout, a goroutine)"))
-        raise _Wrong("")
-    checks.append(Check(name, True, observed + (f" ({concurrency_model})" if concurrency_model else "")))
+    raise _Wrong("")
 
 
 def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
