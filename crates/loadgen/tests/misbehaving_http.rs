@@ -459,6 +459,57 @@ fn close_before_or_during_response_is_closed_early() {
     );
 }
 
+/// A server that accepts and at once closes its sending side, before any request arrived. Its FIN
+/// often reaches the client in the same readiness event as the connect completing; that connection
+/// did connect, so it must count as `closed_early`, never as `connect_refused`. The server then
+/// drains until the client closes, so its close sends a FIN, not an RST for an unread request
+/// (which would honestly be `reset`; see accept_then_close_at_once_is_never_a_connect_error).
+#[test]
+fn accept_then_fin_at_once_is_closed_early_not_refused() {
+    let server = TestServer::start(loopback_listener(), None, |mut s, _, ctx| {
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        count_fault(&ctx.stats);
+        ctx.hold_until_peer_closes(&mut s);
+    });
+    let url = server.url("/hello");
+    // Many connections, each failing at once and replaced: hundreds of connects in the second,
+    // so both orders (FIN with the connect, FIN after the request) occur.
+    let r = run_json(
+        &["http", &url, "-c", "20", "-d", "1s", "--timeout", "500ms"],
+        RUN_LIMIT,
+    );
+    assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
+    assert_faults_counted(&r, "closed_early", server.stats.misbehaved(), 20);
+    assert!(
+        r.class("closed_early") >= 40,
+        "too few connections to exercise the race\n{}",
+        r.context
+    );
+}
+
+/// Same, but the server closes the socket outright: a request that reached it unread turns its
+/// close into an RST (`reset`); an empty one is a FIN (`closed_early`). Either way the connect
+/// succeeded, so no connect class may appear.
+#[test]
+fn accept_then_close_at_once_is_never_a_connect_error() {
+    let server = TestServer::start(loopback_listener(), None, |s, _, ctx| {
+        count_fault(&ctx.stats);
+        drop(s);
+    });
+    let url = server.url("/hello");
+    let r = run_json(
+        &["http", &url, "-c", "20", "-d", "1s", "--timeout", "500ms"],
+        RUN_LIMIT,
+    );
+    assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
+    r.assert_only_errors(&["closed_early", "reset"]);
+    assert!(
+        r.class("closed_early") + r.class("reset") >= 40,
+        "too few connections to exercise the race\n{}",
+        r.context
+    );
+}
+
 #[test]
 fn invalid_http_is_parse_error() {
     let variants: [&[u8]; 5] = [
