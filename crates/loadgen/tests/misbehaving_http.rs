@@ -216,6 +216,167 @@ fn requests_carry_method_headers_and_body() {
 }
 
 #[test]
+fn body_file_is_sent_byte_for_byte() {
+    // Binary content (NUL, CR LF, 0xff): the file is sent as read, never as text.
+    let body: Vec<u8> = (0..10_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let path = std::env::temp_dir().join(format!("netarena-body-{}.bin", std::process::id()));
+    std::fs::write(&path, &body).unwrap();
+    let server = hello_server();
+    let url = server.url("/upload");
+    let path_s = path.to_str().unwrap();
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "1",
+            "--requests",
+            "3",
+            "-m",
+            "PUT",
+            "--body-file",
+            path_s,
+        ],
+        RUN_LIMIT,
+    );
+    std::fs::remove_file(&path).ok();
+    assert_eq!(r.u64("/totals/requests"), 3, "{}", r.context);
+    assert_eq!(r.u64("/config/body_bytes"), 10_000, "{}", r.context);
+    let first = server.stats.first_requests.lock().unwrap().clone();
+    assert!(first.len() >= 3, "server saw {} requests", first.len());
+    for req in &first[..3] {
+        assert_eq!(req.method, "PUT");
+        assert_eq!(req.header("content-length"), Some("10000"));
+        assert!(req.body == body, "the server received another body");
+    }
+    // A missing file is a usage error that names the file, before anything is sent.
+    let missing = std::env::temp_dir().join("netarena-no-such-body-file");
+    let run = run_load(
+        &[
+            "http",
+            &url,
+            "-n",
+            "1",
+            "--body-file",
+            missing.to_str().unwrap(),
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr.contains("--body-file") && run.stderr.contains("netarena-no-such-body-file"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(server.stats.requests(), 3, "the refused run sent a request");
+}
+
+/// `--cpus` pins each load thread to its CPU: the result records the CPUs, and while the run goes
+/// on the kernel reports each `load-N` thread's affinity as exactly that one CPU.
+#[test]
+fn cpus_pins_each_load_thread() {
+    let allowed = netarena_load::sys::allowed_cpus();
+    assert!(!allowed.is_empty(), "cannot read this process's CPU mask");
+    // Two threads on the last allowed CPUs, listed in reverse so thread order is visible.
+    let a = allowed[allowed.len() - 1];
+    let b = allowed[allowed.len().saturating_sub(2)];
+    let cpus = format!("{a},{b}");
+    let server = hello_server();
+    let url = server.url("/hello");
+    let args = io_args(&[
+        "http", &url, "-c", "2", "-t", "2", "--cpus", &cpus, "-d", "1500ms", "--json",
+    ]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netarena-load"))
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Sample /proc until both load threads have been seen (they exist for the whole 1.5 s).
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let started = std::time::Instant::now();
+    while seen.len() < 2 && started.elapsed() < Duration::from_secs(5) {
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", child.id())) {
+            for t in tasks.flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+                let list = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .map(|v| v.trim().to_string());
+                if let (true, Some(list)) = (comm.trim().starts_with("load-"), list) {
+                    seen.insert(comm.trim().to_string(), list);
+                }
+            }
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Bounded like every run here: a hung generator is killed, and the test fails on its output.
+    while child.try_wait().unwrap().is_none() && started.elapsed() < RUN_LIMIT {
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().ok();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let expected: std::collections::BTreeMap<String, String> = [
+        ("load-0".to_string(), a.to_string()),
+        ("load-1".to_string(), b.to_string()),
+    ]
+    .into();
+    assert_eq!(
+        seen, expected,
+        "load threads' Cpus_allowed_list while running"
+    );
+    assert_eq!(doc["generator"]["cpus"], serde_json::json!([a, b]), "{doc}");
+    assert_eq!(doc["config"]["cpus"], serde_json::json!([a, b]), "{doc}");
+    assert!(doc["totals"]["requests"].as_u64().unwrap() > 0, "{doc}");
+}
+
+/// Requests in `--warmup` reach the server but are not counted: the server answers more requests
+/// than the result reports, and what it reports comes from the measured phase only.
+#[test]
+fn warmup_requests_are_sent_but_not_counted() {
+    let server = hello_server();
+    let url = server.url("/hello");
+    let r = run_json(
+        &["http", &url, "-c", "2", "--warmup", "700ms", "-d", "700ms"],
+        RUN_LIMIT,
+    );
+    assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+    assert!((r.f64("/warmup_s") - 0.7).abs() < 0.2, "{}", r.context);
+    let reported = r.u64("/totals/requests");
+    let served = server.stats.good();
+    assert!(reported > 0, "{}", r.context);
+    // Warm-up as long as the measurement: the server answered well over what was counted (a
+    // tenth more at least, whatever the machine's speed), and never fewer.
+    assert!(
+        served > reported + reported / 10,
+        "server answered {served}, result counts {reported}: the warm-up was counted or not run\n{}",
+        r.context
+    );
+    assert_eq!(r.u64("/latency/count"), reported, "{}", r.context);
+    let timeline: u64 = r
+        .get("/timeline")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        timeline, reported,
+        "the timeline includes warm-up\n{}",
+        r.context
+    );
+}
+
+#[test]
 fn pipelined_requests_all_answered() {
     let server = hello_server();
     let url = server.url("/hello");
