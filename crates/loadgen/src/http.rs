@@ -326,7 +326,11 @@ impl ResponseParser {
         let status = resp.code.unwrap_or(0);
         let version = resp.version.unwrap_or(1);
         let mut content_length: Option<u64> = None;
+        // Whether the final transfer coding is chunked, whether any Transfer-Encoding line was
+        // seen, and whether those lines named any coding at all.
         let mut chunked = false;
+        let mut te_present = false;
+        let mut te_codings = false;
         let mut conn_close = false;
         let mut conn_keep_alive = false;
         for h in resp.headers.iter() {
@@ -342,9 +346,16 @@ impl ResponseParser {
                     (Some(a), _) => content_length = Some(a),
                 }
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                // Chunked only matters as the final coding; anything else means close-delimited.
-                let last = h.value.rsplit(|&c| c == b',').next().unwrap_or(b"");
-                chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+                // Several Transfer-Encoding lines are one list in order (RFC 9110 §5.3), so only
+                // the last coding over all of them counts; empty elements are ignored.
+                te_present = true;
+                for coding in h.value.split(|&c| c == b',') {
+                    let coding = coding.trim_ascii();
+                    if !coding.is_empty() {
+                        chunked = coding.eq_ignore_ascii_case(b"chunked");
+                        te_codings = true;
+                    }
+                }
             } else if h.name.eq_ignore_ascii_case("connection") {
                 for token in h.value.split(|&c| c == b',') {
                     let t = token.trim_ascii();
@@ -363,6 +374,12 @@ impl ResponseParser {
         if self.head_request || status == 204 || status == 304 || status == 101 {
             return Ok(Some((n, true)));
         }
+        // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; with chunked as the final
+        // coding the body is chunked, with any other final coding it runs until the close (its
+        // bytes are counted and digested as received, still encoded).
+        if te_present && !te_codings {
+            return Err("Transfer-Encoding without a coding".into());
+        }
         if chunked {
             self.state = State::ChunkSize {
                 size: 0,
@@ -370,7 +387,7 @@ impl ResponseParser {
                 in_extension: false,
                 seen_cr: false,
             };
-        } else if let Some(len) = content_length {
+        } else if let Some(len) = content_length.filter(|_| !te_present) {
             if len == 0 {
                 return Ok(Some((n, true)));
             }
@@ -1113,5 +1130,55 @@ HTTP/1.0 200 OK\r\n\r\nbody until close";
         assert_eq!(edge.len(), MAX_HEAD_BYTES);
         assert_eq!(parse_pieces(&[&edge], false).unwrap().len(), 1);
         fuzzing::check_cuts(&edge, &[MAX_HEAD_BYTES / 2]).unwrap();
+    }
+
+    /// RFC 9112 §6.3 framing when Transfer-Encoding is present.
+    #[test]
+    fn transfer_encoding_framing() {
+        let one = |wire: &[u8]| {
+            let got = parse_pieces(&[wire], false).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got.len(), 1, "{got:?}");
+            (got[0].body_len, got[0].keep_alive)
+        };
+        // A final coding other than chunked: the body runs until the close, whatever
+        // Content-Length says, and the connection cannot be reused.
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n0123456789"),
+            (10, false)
+        );
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\n0123456789"),
+            (10, false)
+        );
+        assert_eq!(
+            one(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+            ),
+            (13, false)
+        );
+        // Chunked final: chunked, and Content-Length (either order) is ignored.
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            (3, true)
+        );
+        // Several lines are one list: the last coding of the last non-empty line decides.
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            (3, true)
+        );
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nabcd"),
+            (4, false)
+        );
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: ,\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            (3, true)
+        );
+        // A Transfer-Encoding that names no coding at all is not a framing we can trust.
+        assert!(parse_pieces(
+            &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: \r\nContent-Length: 2\r\n\r\nab"],
+            false
+        )
+        .is_err());
     }
 }

@@ -551,6 +551,79 @@ fn close_delimited_body_is_a_success() {
     );
 }
 
+/// RFC 9112 §6.3 with servers that send odd but legal Transfer-Encoding: the final coding decides
+/// (chunked: chunked framing; anything else: the body runs until the close), Transfer-Encoding
+/// overrides Content-Length, and several Transfer-Encoding lines form one list. Every variant's
+/// body is "Hello, World!" as received, so a wrong framing shows as a digest mismatch, a parse
+/// error or a timeout.
+#[test]
+fn transfer_encoding_final_coding_decides_the_framing() {
+    // (head, body as sent, the server closes after it)
+    let variants: [(&'static str, &'static [u8], bool); 4] = [
+        ("Transfer-Encoding: gzip\r\nContent-Length: 3", HELLO, true),
+        (
+            "Content-Length: 100\r\nTransfer-Encoding: chunked",
+            b"D\r\nHello, World!\r\n0\r\n\r\n",
+            false,
+        ),
+        (
+            "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked",
+            b"7\r\nHello, \r\n6\r\nWorld!\r\n0\r\n\r\n",
+            false,
+        ),
+        (
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\nContent-Length: 5",
+            HELLO,
+            true,
+        ),
+    ];
+    for (head, body, closes) in variants {
+        let server = http_server(loopback_listener(), None, move |_, _, s, stats| {
+            let mut wire = format!("HTTP/1.1 200 OK\r\n{head}\r\n\r\n").into_bytes();
+            wire.extend_from_slice(body);
+            s.write_all(&wire)?;
+            stats.good.fetch_add(1, Ordering::SeqCst);
+            Ok(if closes {
+                After::Close
+            } else {
+                After::KeepAlive
+            })
+        });
+        let url = server.url("/hello");
+        let digest = sha256_hex(HELLO);
+        // A duration, not --requests: a framing that waits for bytes that never come must end as
+        // `timeout` errors in the result, not as a run killed at RUN_LIMIT.
+        let r = run_json(
+            &[
+                "http",
+                &url,
+                "-c",
+                "2",
+                "-d",
+                "500ms",
+                "--timeout",
+                "300ms",
+                "--expect-body-sha256",
+                &digest,
+            ],
+            RUN_LIMIT,
+        );
+        r.assert_only_errors(&[]);
+        let requests = r.u64("/totals/requests");
+        assert!(
+            requests >= 10,
+            "{head:?}: {requests} requests\n{}",
+            r.context
+        );
+        let opened = r.u64("/totals/connections_opened");
+        if closes {
+            assert!(opened >= requests, "{head:?}\n{}", r.context);
+        } else {
+            assert_eq!(opened, 2, "{head:?}: keep-alive not kept\n{}", r.context);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Broken connections
 // ---------------------------------------------------------------------------------------------
