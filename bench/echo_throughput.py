@@ -27,7 +27,7 @@ Method
   min..max and the machine state, then the ratios netarena-load / reference of the median bytes/s
   and of the median bytes per CPU-second. Quote medians only (see bench/README.md).
 
-Usage: bench/echo_throughput.py [--runs 5] [--connections 100] [--bytes 4194304] [--chunk 32768]
+Usage: bench/echo_throughput.py [--runs 5] [--connections 100] [--bytes 33554432] [--chunk 32768]
                                 [--duration 10] [--quick] [--load-bin PATH] [--json-out FILE]
                                 [--server-cpu 0] [--client-cpu 1]
 """
@@ -174,7 +174,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--runs", type=int, default=5, help="runs per variant and generator (default 5)")
     p.add_argument("--connections", type=int, default=100)
-    p.add_argument("--bytes", type=int, default=32 * 2**20, help="bytes per connection, bytes variant")
+    p.add_argument("--bytes", type=int, default=32 * 2**20, help="bytes per connection, bytes variant (default 32 MiB)")
     p.add_argument("--chunk", type=int, default=32 * 2**10)
     p.add_argument("--duration", type=int, default=10, help="seconds, duration variant")
     p.add_argument("--quick", action="store_true", help="smoke run: 1 run, 20 connections x 256 KiB, 2 s")

@@ -363,16 +363,21 @@ impl<P: Protocol> Worker<P> {
         };
         let out = match slot.phase {
             Phase::Connecting { .. } => {
-                if ev.is_error() || ev.is_write_closed() || ev.is_read_closed() {
-                    let e = sock.take_error().ok().flatten();
-                    let class = e
-                        .as_ref()
-                        .map_or(ErrorClass::ConnectRefused, ErrorClass::of_connect_error);
-                    let msg = match e {
-                        Some(e) => format!("connect to {}: {e}", self.target),
-                        None => format!("connect to {}: closed by the peer", self.target),
-                    };
-                    Outcome::Fail(class, msg)
+                let closed = ev.is_error() || ev.is_write_closed() || ev.is_read_closed();
+                // A failed connect leaves its errno in SO_ERROR. Without one, a writable socket did
+                // connect: a server that accepts and closes at once delivers its FIN in the same
+                // event as the connect completing, and that is a connection closed early (the read
+                // below sees the EOF), not a refused connect.
+                let err = if closed {
+                    sock.take_error().ok().flatten()
+                } else {
+                    None
+                };
+                if let Some(e) = err {
+                    Outcome::Fail(
+                        ErrorClass::of_connect_error(&e),
+                        format!("connect to {}: {e}", self.target),
+                    )
                 } else if ev.is_writable() {
                     slot.phase = Phase::Open;
                     self.connecting -= 1;
@@ -380,7 +385,7 @@ impl<P: Protocol> Worker<P> {
                     let mut out =
                         self.proto
                             .on_connected(&mut slot.conn, sock, now, &mut self.stats);
-                    if matches!(out, Outcome::Ok) && ev.is_readable() {
+                    if matches!(out, Outcome::Ok) && (ev.is_readable() || ev.is_read_closed()) {
                         out = self.proto.on_readable(
                             &mut slot.conn,
                             sock,
@@ -390,6 +395,15 @@ impl<P: Protocol> Worker<P> {
                         );
                     }
                     out
+                } else if closed {
+                    // Closed before the connect completed, and the kernel kept no errno to say why.
+                    Outcome::Fail(
+                        ErrorClass::ConnectError,
+                        format!(
+                            "connect to {}: closed before it completed (no error reported)",
+                            self.target
+                        ),
+                    )
                 } else {
                     Outcome::Ok
                 }

@@ -311,6 +311,11 @@ impl ResponseParser {
             buf,
             &mut headers,
         ) {
+            // A head over the limit is an error even when it arrived complete in one read, so
+            // whether it is accepted never depends on how the bytes were split into reads.
+            Ok(httparse::Status::Complete(n)) if n > MAX_HEAD_BYTES => {
+                return Err(format!("response head larger than {MAX_HEAD_BYTES} bytes"))
+            }
             Ok(httparse::Status::Complete(n)) => n,
             Ok(httparse::Status::Partial) if buf.len() >= MAX_HEAD_BYTES => {
                 return Err(format!("response head larger than {MAX_HEAD_BYTES} bytes"))
@@ -321,7 +326,11 @@ impl ResponseParser {
         let status = resp.code.unwrap_or(0);
         let version = resp.version.unwrap_or(1);
         let mut content_length: Option<u64> = None;
+        // Whether the final transfer coding is chunked, whether any Transfer-Encoding line was
+        // seen, and whether those lines named any coding at all.
         let mut chunked = false;
+        let mut te_present = false;
+        let mut te_codings = false;
         let mut conn_close = false;
         let mut conn_keep_alive = false;
         for h in resp.headers.iter() {
@@ -337,9 +346,16 @@ impl ResponseParser {
                     (Some(a), _) => content_length = Some(a),
                 }
             } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-                // Chunked only matters as the final coding; anything else means close-delimited.
-                let last = h.value.rsplit(|&c| c == b',').next().unwrap_or(b"");
-                chunked = last.trim_ascii().eq_ignore_ascii_case(b"chunked");
+                // Several Transfer-Encoding lines are one list in order (RFC 9110 §5.3), so only
+                // the last coding over all of them counts; empty elements are ignored.
+                te_present = true;
+                for coding in h.value.split(|&c| c == b',') {
+                    let coding = coding.trim_ascii();
+                    if !coding.is_empty() {
+                        chunked = coding.eq_ignore_ascii_case(b"chunked");
+                        te_codings = true;
+                    }
+                }
             } else if h.name.eq_ignore_ascii_case("connection") {
                 for token in h.value.split(|&c| c == b',') {
                     let t = token.trim_ascii();
@@ -358,6 +374,12 @@ impl ResponseParser {
         if self.head_request || status == 204 || status == 304 || status == 101 {
             return Ok(Some((n, true)));
         }
+        // RFC 9112 §6.3: Transfer-Encoding overrides Content-Length; with chunked as the final
+        // coding the body is chunked, with any other final coding it runs until the close (its
+        // bytes are counted and digested as received, still encoded).
+        if te_present && !te_codings {
+            return Err("Transfer-Encoding without a coding".into());
+        }
         if chunked {
             self.state = State::ChunkSize {
                 size: 0,
@@ -365,7 +387,7 @@ impl ResponseParser {
                 in_extension: false,
                 seen_cr: false,
             };
-        } else if let Some(len) = content_length {
+        } else if let Some(len) = content_length.filter(|_| !te_present) {
             if len == 0 {
                 return Ok(Some((n, true)));
             }
@@ -706,6 +728,44 @@ pub fn parse_pieces(pieces: &[&[u8]], want_digest: bool) -> Result<Vec<Response>
     Ok(out)
 }
 
+/// The response parser's fuzz property, shared by the fuzz target (fuzz/fuzz_targets/
+/// response_parser.rs, built only with cargo-fuzz) and the seeded corpus test below (run by every
+/// `cargo test`), so the property that is tested always is the one that is fuzzed.
+#[doc(hidden)]
+pub mod fuzzing {
+    use super::parse_pieces;
+
+    /// The parser on `stream` cut at `cuts` (ascending offsets) must not panic and must find what
+    /// it finds on the whole stream: the same responses, or an error in both cases.
+    pub fn check_cuts(stream: &[u8], cuts: &[usize]) -> Result<(), String> {
+        let whole = parse_pieces(&[stream], true);
+        let mut pieces = Vec::with_capacity(cuts.len() + 1);
+        let mut from = 0;
+        for &at in cuts {
+            pieces.push(&stream[from..at]);
+            from = at;
+        }
+        pieces.push(&stream[from..]);
+        let cut = parse_pieces(&pieces, true);
+        match (&whole, &cut) {
+            (Ok(a), Ok(b)) if a == b => Ok(()),
+            (Err(_), Err(_)) => Ok(()),
+            _ => Err(format!(
+                "cut at {cuts:?} changed the result: whole {whole:?}, cut {cut:?}, input {:?}",
+                String::from_utf8_lossy(stream)
+            )),
+        }
+    }
+
+    /// One fuzz input: the first byte picks where the rest is cut in two.
+    pub fn check_fuzz_input(data: &[u8]) -> Result<(), String> {
+        let Some((&split, stream)) = data.split_first() else {
+            return Ok(());
+        };
+        check_cuts(stream, &[usize::from(split) * stream.len() / 256])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -918,5 +978,207 @@ HTTP/1.0 200 OK\r\n\r\nbody until close";
         ));
         assert_eq!(parse_sha256_hex(&hex(&digest(b"x"))).unwrap(), digest(b"x"));
         assert!(parse_sha256_hex("abc").is_err());
+    }
+
+    /// splitmix64: a fixed seed gives the same corpus on every run and machine.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n.max(1) as u64) as usize
+        }
+    }
+
+    /// Valid and invalid responses the mutations start from.
+    fn seeds() -> Vec<Vec<u8>> {
+        let mut v: Vec<Vec<u8>> = vec![
+            STREAM.to_vec(),
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;a=\"b\"\r\nhello\r\n0\r\nT: 1\r\n\r\n".to_vec(),
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabcdef".to_vec(),
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n".to_vec(),
+            b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n0\r\n\r\n".to_vec(),
+            b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 304 Not Modified\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_vec(),
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nokHTTP/1.0 404 NF\r\n\r\nrest".to_vec(),
+            b"HTTP/1.1 200 OK\nContent-Length: 1\n\nxHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\n\n".to_vec(),
+        ];
+        for bad in [
+            &b"HTTP/1.1 2x0 OK\r\n\r\n"[..],
+            b"SSH-2.0-OpenSSH\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabc\r\n",
+        ] {
+            v.push(bad.to_vec());
+        }
+        v
+    }
+
+    /// Bytes that mean something to the framing, for single-byte substitutions.
+    const FRAMING_BYTES: &[u8] = b"\r\n:;0123456789aAfF \t,-";
+    /// Framing-relevant fragments the mutations insert.
+    const TOKENS: &[&[u8]] = &[
+        b"\r\n",
+        b"\n",
+        b"\r",
+        b"chunked",
+        b", chunked",
+        b"Content-Length: 3\r\n",
+        b"Transfer-Encoding: chunked\r\n",
+        b"Transfer-Encoding: gzip\r\n",
+        b"Connection: close\r\n",
+        b"0\r\n\r\n",
+        b"ffffffff\r\n",
+        b";ext",
+        b"HTTP/1.1 200 OK\r\n",
+        b"HTTP/1.1 100 Continue\r\n\r\n",
+    ];
+
+    fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+        let mut d = seeds[rng.below(seeds.len())].clone();
+        for _ in 0..1 + rng.below(4) {
+            let at = rng.below(d.len() + 1);
+            let last = d.len().saturating_sub(1);
+            match rng.below(7) {
+                0 if !d.is_empty() => d[at.min(last)] = rng.next() as u8,
+                1 if !d.is_empty() => {
+                    d[at.min(last)] = FRAMING_BYTES[rng.below(FRAMING_BYTES.len())]
+                }
+                2 => {
+                    let t = TOKENS[rng.below(TOKENS.len())];
+                    d.splice(at..at, t.iter().copied());
+                }
+                3 => {
+                    let end = (at + 1 + rng.below(8)).min(d.len());
+                    d.drain(at.min(end)..end);
+                }
+                4 => {
+                    let end = (at + 1 + rng.below(32)).min(d.len());
+                    let dup = d[at.min(end)..end].to_vec();
+                    d.splice(at..at, dup);
+                }
+                5 => d.truncate(at),
+                _ => {
+                    let other = &seeds[rng.below(seeds.len())];
+                    d.truncate(at);
+                    d.extend_from_slice(&other[rng.below(other.len() + 1)..]);
+                }
+            }
+        }
+        d
+    }
+
+    /// The fuzz target's property (`fuzzing`) on a few thousand mutated responses, at every cut
+    /// point, one byte at a time, and at random triples of cuts.
+    #[test]
+    fn seeded_corpus_parses_the_same_however_it_is_cut() {
+        let seeds = seeds();
+        let mut rng = Rng(0x6e65_7461_7265_6e61);
+        let (mut ok, mut err) = (0, 0);
+        for _ in 0..3000 {
+            let d = mutate(&mut rng, &seeds);
+            for at in 0..=d.len() {
+                fuzzing::check_cuts(&d, &[at]).unwrap();
+            }
+            let bytes: Vec<usize> = (1..d.len()).collect();
+            fuzzing::check_cuts(&d, &bytes).unwrap();
+            let mut three = [
+                rng.below(d.len() + 1),
+                rng.below(d.len() + 1),
+                rng.below(d.len() + 1),
+            ];
+            three.sort();
+            fuzzing::check_cuts(&d, &three).unwrap();
+            fuzzing::check_fuzz_input(&d).unwrap();
+            match parse_pieces(&[&d], true) {
+                Ok(_) => ok += 1,
+                Err(_) => err += 1,
+            }
+        }
+        // Both outcomes must be common, or the corpus checks only one side of the property.
+        assert!(ok > 500 && err > 500, "ok {ok}, err {err}");
+    }
+
+    /// A head over MAX_HEAD_BYTES is an error however it is read: in one piece or cut anywhere.
+    #[test]
+    fn oversized_head_is_an_error_whatever_the_reads() {
+        let mut big = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+        big.resize(MAX_HEAD_BYTES + 10, b'a');
+        big.extend_from_slice(b"\r\nContent-Length: 0\r\n\r\n");
+        assert!(parse_pieces(&[&big], false).is_err());
+        for at in [
+            1,
+            1000,
+            MAX_HEAD_BYTES - 1,
+            MAX_HEAD_BYTES,
+            MAX_HEAD_BYTES + 1,
+            big.len() - 1,
+        ] {
+            fuzzing::check_cuts(&big, &[at]).unwrap();
+        }
+        // Exactly at the limit is still accepted.
+        let mut edge = b"HTTP/1.1 200 OK\r\nX-Pad: ".to_vec();
+        let tail = b"\r\nContent-Length: 0\r\n\r\n";
+        edge.resize(MAX_HEAD_BYTES - tail.len(), b'a');
+        edge.extend_from_slice(tail);
+        assert_eq!(edge.len(), MAX_HEAD_BYTES);
+        assert_eq!(parse_pieces(&[&edge], false).unwrap().len(), 1);
+        fuzzing::check_cuts(&edge, &[MAX_HEAD_BYTES / 2]).unwrap();
+    }
+
+    /// RFC 9112 §6.3 framing when Transfer-Encoding is present.
+    #[test]
+    fn transfer_encoding_framing() {
+        let one = |wire: &[u8]| {
+            let got = parse_pieces(&[wire], false).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(got.len(), 1, "{got:?}");
+            (got[0].body_len, got[0].keep_alive)
+        };
+        // A final coding other than chunked: the body runs until the close, whatever
+        // Content-Length says, and the connection cannot be reused.
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n0123456789"),
+            (10, false)
+        );
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nContent-Length: 3\r\n\r\n0123456789"),
+            (10, false)
+        );
+        assert_eq!(
+            one(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+            ),
+            (13, false)
+        );
+        // Chunked final: chunked, and Content-Length (either order) is ignored.
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            (3, true)
+        );
+        // Several lines are one list: the last coding of the last non-empty line decides.
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            (3, true)
+        );
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\nContent-Length: 2\r\n\r\nabcd"),
+            (4, false)
+        );
+        assert_eq!(
+            one(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: ,\r\n\r\n3\r\nabc\r\n0\r\n\r\n"),
+            (3, true)
+        );
+        // A Transfer-Encoding that names no coding at all is not a framing we can trust.
+        assert!(parse_pieces(
+            &[b"HTTP/1.1 200 OK\r\nTransfer-Encoding: \r\nContent-Length: 2\r\n\r\nab"],
+            false
+        )
+        .is_err());
     }
 }

@@ -25,6 +25,8 @@ pub fn new_histogram() -> Histogram<u64> {
 pub enum ErrorClass {
     ConnectRefused,
     ConnectTimeout,
+    /// Any other failed connect: unreachable network or host, permission, ... (the message says).
+    ConnectError,
     AddressUnavailable,
     TooManyOpenFiles,
     Reset,
@@ -117,9 +119,10 @@ pub fn merge_intervals(parts: &[&[(u64, Vec<u8>)]], min_count: u64) -> Vec<Histo
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 12] = [
+    pub const ALL: [ErrorClass; 13] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
+        ErrorClass::ConnectError,
         ErrorClass::AddressUnavailable,
         ErrorClass::TooManyOpenFiles,
         ErrorClass::Reset,
@@ -136,6 +139,7 @@ impl ErrorClass {
         match self {
             ErrorClass::ConnectRefused => "connect_refused",
             ErrorClass::ConnectTimeout => "connect_timeout",
+            ErrorClass::ConnectError => "connect_error",
             ErrorClass::AddressUnavailable => "address_unavailable",
             ErrorClass::TooManyOpenFiles => "too_many_open_files",
             ErrorClass::Reset => "reset",
@@ -157,7 +161,9 @@ impl ErrorClass {
             Some(libc::EMFILE) | Some(libc::ENFILE) => ErrorClass::TooManyOpenFiles,
             Some(libc::ETIMEDOUT) => ErrorClass::ConnectTimeout,
             Some(libc::ECONNRESET) => ErrorClass::Reset,
-            _ => ErrorClass::ConnectRefused,
+            // ENETUNREACH, EHOSTUNREACH, EACCES, EPERM, ...: the connect failed, but it was not
+            // refused by a peer, so it must not be counted as if a server had said no.
+            _ => ErrorClass::ConnectError,
         }
     }
 
@@ -201,7 +207,7 @@ pub struct ThreadStats {
     pub connections_opened: u64,
     pub connections_completed: u64,
     pub verified_bytes: u64,
-    pub errors: [u64; 12],
+    pub errors: [u64; ErrorClass::ALL.len()],
     /// (status code, count), only for responses counted under `status`; tiny, searched linearly.
     pub status_codes: Vec<(u16, u64)>,
     pub examples: Vec<String>,
@@ -226,7 +232,7 @@ impl ThreadStats {
             connections_opened: 0,
             connections_completed: 0,
             verified_bytes: 0,
-            errors: [0; 12],
+            errors: [0; ErrorClass::ALL.len()],
             status_codes: Vec::new(),
             examples: Vec::new(),
             timeline: Vec::new(),
@@ -376,6 +382,29 @@ impl ThreadStats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connect_errnos_map_to_their_own_classes_never_to_refused_by_default() {
+        let class = |errno| ErrorClass::of_connect_error(&std::io::Error::from_raw_os_error(errno));
+        assert_eq!(class(libc::ECONNREFUSED), ErrorClass::ConnectRefused);
+        assert_eq!(class(libc::ETIMEDOUT), ErrorClass::ConnectTimeout);
+        assert_eq!(class(libc::EADDRNOTAVAIL), ErrorClass::AddressUnavailable);
+        assert_eq!(class(libc::EMFILE), ErrorClass::TooManyOpenFiles);
+        assert_eq!(class(libc::ECONNRESET), ErrorClass::Reset);
+        for errno in [
+            libc::ENETUNREACH,
+            libc::EHOSTUNREACH,
+            libc::EACCES,
+            libc::EPERM,
+        ] {
+            assert_eq!(class(errno), ErrorClass::ConnectError, "errno {errno}");
+        }
+        // Every class has a distinct name in the result (the schema lists each).
+        let mut names: Vec<_> = ErrorClass::ALL.iter().map(|c| c.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ErrorClass::ALL.len());
+    }
 
     #[test]
     fn counts_only_inside_the_window_and_merges() {

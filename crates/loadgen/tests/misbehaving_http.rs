@@ -216,6 +216,167 @@ fn requests_carry_method_headers_and_body() {
 }
 
 #[test]
+fn body_file_is_sent_byte_for_byte() {
+    // Binary content (NUL, CR LF, 0xff): the file is sent as read, never as text.
+    let body: Vec<u8> = (0..10_000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    let path = std::env::temp_dir().join(format!("netarena-body-{}.bin", std::process::id()));
+    std::fs::write(&path, &body).unwrap();
+    let server = hello_server();
+    let url = server.url("/upload");
+    let path_s = path.to_str().unwrap();
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "-c",
+            "1",
+            "--requests",
+            "3",
+            "-m",
+            "PUT",
+            "--body-file",
+            path_s,
+        ],
+        RUN_LIMIT,
+    );
+    std::fs::remove_file(&path).ok();
+    assert_eq!(r.u64("/totals/requests"), 3, "{}", r.context);
+    assert_eq!(r.u64("/config/body_bytes"), 10_000, "{}", r.context);
+    let first = server.stats.first_requests.lock().unwrap().clone();
+    assert!(first.len() >= 3, "server saw {} requests", first.len());
+    for req in &first[..3] {
+        assert_eq!(req.method, "PUT");
+        assert_eq!(req.header("content-length"), Some("10000"));
+        assert!(req.body == body, "the server received another body");
+    }
+    // A missing file is a usage error that names the file, before anything is sent.
+    let missing = std::env::temp_dir().join("netarena-no-such-body-file");
+    let run = run_load(
+        &[
+            "http",
+            &url,
+            "-n",
+            "1",
+            "--body-file",
+            missing.to_str().unwrap(),
+        ],
+        RUN_LIMIT,
+    );
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr.contains("--body-file") && run.stderr.contains("netarena-no-such-body-file"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(server.stats.requests(), 3, "the refused run sent a request");
+}
+
+/// `--cpus` pins each load thread to its CPU: the result records the CPUs, and while the run goes
+/// on the kernel reports each `load-N` thread's affinity as exactly that one CPU.
+#[test]
+fn cpus_pins_each_load_thread() {
+    let allowed = netarena_load::sys::allowed_cpus();
+    assert!(!allowed.is_empty(), "cannot read this process's CPU mask");
+    // Two threads on the last allowed CPUs, listed in reverse so thread order is visible.
+    let a = allowed[allowed.len() - 1];
+    let b = allowed[allowed.len().saturating_sub(2)];
+    let cpus = format!("{a},{b}");
+    let server = hello_server();
+    let url = server.url("/hello");
+    let args = io_args(&[
+        "http", &url, "-c", "2", "-t", "2", "--cpus", &cpus, "-d", "1500ms", "--json",
+    ]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netarena-load"))
+        .args(&args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Sample /proc until both load threads have been seen (they exist for the whole 1.5 s).
+    let mut seen: std::collections::BTreeMap<String, String> = Default::default();
+    let started = std::time::Instant::now();
+    while seen.len() < 2 && started.elapsed() < Duration::from_secs(5) {
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", child.id())) {
+            for t in tasks.flatten() {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
+                let list = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+                    .map(|v| v.trim().to_string());
+                if let (true, Some(list)) = (comm.trim().starts_with("load-"), list) {
+                    seen.insert(comm.trim().to_string(), list);
+                }
+            }
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Bounded like every run here: a hung generator is killed, and the test fails on its output.
+    while child.try_wait().unwrap().is_none() && started.elapsed() < RUN_LIMIT {
+        thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().ok();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let expected: std::collections::BTreeMap<String, String> = [
+        ("load-0".to_string(), a.to_string()),
+        ("load-1".to_string(), b.to_string()),
+    ]
+    .into();
+    assert_eq!(
+        seen, expected,
+        "load threads' Cpus_allowed_list while running"
+    );
+    assert_eq!(doc["generator"]["cpus"], serde_json::json!([a, b]), "{doc}");
+    assert_eq!(doc["config"]["cpus"], serde_json::json!([a, b]), "{doc}");
+    assert!(doc["totals"]["requests"].as_u64().unwrap() > 0, "{doc}");
+}
+
+/// Requests in `--warmup` reach the server but are not counted: the server answers more requests
+/// than the result reports, and what it reports comes from the measured phase only.
+#[test]
+fn warmup_requests_are_sent_but_not_counted() {
+    let server = hello_server();
+    let url = server.url("/hello");
+    let r = run_json(
+        &["http", &url, "-c", "2", "--warmup", "700ms", "-d", "700ms"],
+        RUN_LIMIT,
+    );
+    assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+    assert!((r.f64("/warmup_s") - 0.7).abs() < 0.2, "{}", r.context);
+    let reported = r.u64("/totals/requests");
+    let served = server.stats.good();
+    assert!(reported > 0, "{}", r.context);
+    // Warm-up as long as the measurement: the server answered well over what was counted (a
+    // tenth more at least, whatever the machine's speed), and never fewer.
+    assert!(
+        served > reported + reported / 10,
+        "server answered {served}, result counts {reported}: the warm-up was counted or not run\n{}",
+        r.context
+    );
+    assert_eq!(r.u64("/latency/count"), reported, "{}", r.context);
+    let timeline: u64 = r
+        .get("/timeline")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        timeline, reported,
+        "the timeline includes warm-up\n{}",
+        r.context
+    );
+}
+
+#[test]
 fn pipelined_requests_all_answered() {
     let server = hello_server();
     let url = server.url("/hello");
@@ -390,6 +551,79 @@ fn close_delimited_body_is_a_success() {
     );
 }
 
+/// RFC 9112 §6.3 with servers that send odd but legal Transfer-Encoding: the final coding decides
+/// (chunked: chunked framing; anything else: the body runs until the close), Transfer-Encoding
+/// overrides Content-Length, and several Transfer-Encoding lines form one list. Every variant's
+/// body is "Hello, World!" as received, so a wrong framing shows as a digest mismatch, a parse
+/// error or a timeout.
+#[test]
+fn transfer_encoding_final_coding_decides_the_framing() {
+    // (head, body as sent, the server closes after it)
+    let variants: [(&'static str, &'static [u8], bool); 4] = [
+        ("Transfer-Encoding: gzip\r\nContent-Length: 3", HELLO, true),
+        (
+            "Content-Length: 100\r\nTransfer-Encoding: chunked",
+            b"D\r\nHello, World!\r\n0\r\n\r\n",
+            false,
+        ),
+        (
+            "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked",
+            b"7\r\nHello, \r\n6\r\nWorld!\r\n0\r\n\r\n",
+            false,
+        ),
+        (
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: gzip\r\nContent-Length: 5",
+            HELLO,
+            true,
+        ),
+    ];
+    for (head, body, closes) in variants {
+        let server = http_server(loopback_listener(), None, move |_, _, s, stats| {
+            let mut wire = format!("HTTP/1.1 200 OK\r\n{head}\r\n\r\n").into_bytes();
+            wire.extend_from_slice(body);
+            s.write_all(&wire)?;
+            stats.good.fetch_add(1, Ordering::SeqCst);
+            Ok(if closes {
+                After::Close
+            } else {
+                After::KeepAlive
+            })
+        });
+        let url = server.url("/hello");
+        let digest = sha256_hex(HELLO);
+        // A duration, not --requests: a framing that waits for bytes that never come must end as
+        // `timeout` errors in the result, not as a run killed at RUN_LIMIT.
+        let r = run_json(
+            &[
+                "http",
+                &url,
+                "-c",
+                "2",
+                "-d",
+                "500ms",
+                "--timeout",
+                "300ms",
+                "--expect-body-sha256",
+                &digest,
+            ],
+            RUN_LIMIT,
+        );
+        r.assert_only_errors(&[]);
+        let requests = r.u64("/totals/requests");
+        assert!(
+            requests >= 10,
+            "{head:?}: {requests} requests\n{}",
+            r.context
+        );
+        let opened = r.u64("/totals/connections_opened");
+        if closes {
+            assert!(opened >= requests, "{head:?}\n{}", r.context);
+        } else {
+            assert_eq!(opened, 2, "{head:?}: keep-alive not kept\n{}", r.context);
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Broken connections
 // ---------------------------------------------------------------------------------------------
@@ -455,6 +689,57 @@ fn close_before_or_during_response_is_closed_early() {
     assert!(
         r.u64("/totals/requests") >= 10,
         "the run did not go on after early closes\n{}",
+        r.context
+    );
+}
+
+/// A server that accepts and at once closes its sending side, before any request arrived. Its FIN
+/// often reaches the client in the same readiness event as the connect completing; that connection
+/// did connect, so it must count as `closed_early`, never as `connect_refused`. The server then
+/// drains until the client closes, so its close sends a FIN, not an RST for an unread request
+/// (which would honestly be `reset`; see accept_then_close_at_once_is_never_a_connect_error).
+#[test]
+fn accept_then_fin_at_once_is_closed_early_not_refused() {
+    let server = TestServer::start(loopback_listener(), None, |mut s, _, ctx| {
+        let _ = s.shutdown(std::net::Shutdown::Write);
+        count_fault(&ctx.stats);
+        ctx.hold_until_peer_closes(&mut s);
+    });
+    let url = server.url("/hello");
+    // Many connections, each failing at once and replaced: hundreds of connects in the second,
+    // so both orders (FIN with the connect, FIN after the request) occur.
+    let r = run_json(
+        &["http", &url, "-c", "20", "-d", "1s", "--timeout", "500ms"],
+        RUN_LIMIT,
+    );
+    assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
+    assert_faults_counted(&r, "closed_early", server.stats.misbehaved(), 20);
+    assert!(
+        r.class("closed_early") >= 40,
+        "too few connections to exercise the race\n{}",
+        r.context
+    );
+}
+
+/// Same, but the server closes the socket outright: a request that reached it unread turns its
+/// close into an RST (`reset`); an empty one is a FIN (`closed_early`). Either way the connect
+/// succeeded, so no connect class may appear.
+#[test]
+fn accept_then_close_at_once_is_never_a_connect_error() {
+    let server = TestServer::start(loopback_listener(), None, |s, _, ctx| {
+        count_fault(&ctx.stats);
+        drop(s);
+    });
+    let url = server.url("/hello");
+    let r = run_json(
+        &["http", &url, "-c", "20", "-d", "1s", "--timeout", "500ms"],
+        RUN_LIMIT,
+    );
+    assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
+    r.assert_only_errors(&["closed_early", "reset"]);
+    assert!(
+        r.class("closed_early") + r.class("reset") >= 40,
+        "too few connections to exercise the race\n{}",
         r.context
     );
 }

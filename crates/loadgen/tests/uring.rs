@@ -73,6 +73,18 @@ fn result_names_the_engine_and_matches_the_schema() {
         assert_eq!(r.u64("/totals/connections_opened"), 6, "{}", r.context);
         assert_eq!(r.u64("/generator/threads"), 2, "{}", r.context);
         assert!(r.f64("/generator/busy_fraction") > 0.0, "{}", r.context);
+        // Two threads: the busiest is at least the mean, and saturation is judged on the busiest.
+        let (mean, max) = (
+            r.f64("/generator/busy_fraction"),
+            r.f64("/generator/busy_fraction_max"),
+        );
+        assert!(max >= mean, "{}", r.context);
+        assert_eq!(
+            r.get("/generator/saturated").as_bool(),
+            Some(max >= 0.9),
+            "{}",
+            r.context
+        );
         r.assert_latency_ordered("/latency");
     }
     // Without --io the epoll engine runs (unless NETARENA_LOAD_TEST_IO adds one).

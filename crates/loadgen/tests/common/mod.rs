@@ -24,9 +24,10 @@ pub const SERVER_LIFETIME: Duration = Duration::from_secs(60);
 /// How often blocked server reads wake up to look at the stop flag.
 const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
-pub const ERROR_CLASSES: [&str; 12] = [
+pub const ERROR_CLASSES: [&str; 13] = [
     "connect_refused",
     "connect_timeout",
+    "connect_error",
     "address_unavailable",
     "too_many_open_files",
     "reset",
