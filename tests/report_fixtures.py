@@ -12,7 +12,7 @@ from hdrh.histogram import HdrHistogram
 from netarena import stats
 from netarena.store import Store
 
-ERROR_CLASSES = ("connect_refused", "connect_timeout", "address_unavailable", "too_many_open_files", "reset",
+ERROR_CLASSES = ("connect_refused", "connect_timeout", "connect_error", "address_unavailable", "too_many_open_files", "reset",
                  "closed_early", "read_error", "write_error", "timeout", "parse_error", "status",
                  "verification_mismatch")
 
@@ -61,6 +61,7 @@ def generator_doc(*, rps: float, latency_us: dict[int, int], duration_s: float =
                    "status_codes": {"503": by_class["status"]} if by_class["status"] else {},
                    "examples": ["status 503 from GET /hello (expected 2xx/3xx)"] if by_class["status"] else []},
         "generator": {"threads": 1, "cpus": [1], "cpu_user_s": 0.2, "cpu_sys_s": 0.8, "busy_fraction": busy_fraction,
+                      "busy_fraction_max": busy_fraction,
                       "saturated": saturated},
         "generator_saturated": saturated,
         "echo": echo,

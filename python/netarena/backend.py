@@ -352,7 +352,8 @@ class MockBackend:
                                       "lowest_trackable": 1, "highest_trackable": 3_600_000_000,
                                       "significant_digits": 3, "data": hist.encode().decode()}},
             "timeline": [], "errors": {"total": 0, "by_class": {}, "status_codes": {}, "examples": []},
-            "generator": {"threads": 1, "cpus": req.generator_cpus, "busy_fraction": 0.5, "saturated": False},
+            "generator": {"threads": 1, "cpus": req.generator_cpus, "busy_fraction": 0.5,
+                          "busy_fraction_max": 0.5, "saturated": False},
             "generator_saturated": False, "echo": None,
         }
         record.update({"status": STATUS_OK, "generator": generator, "generator_argv": ["(mock)"],
