@@ -473,7 +473,15 @@ impl Worker {
             if self.outstanding == 0 && self.backlog.is_empty() {
                 break;
             }
-            self.timer.arm_at(next_sweep.min(drain_deadline.max(now)))?;
+            // Past the deadline only the sweep (timeouts) and responses matter: waking at `now`
+            // would spin for up to --timeout while a stalled server holds requests, stealing the
+            // CPU the server needs and making the generator look saturated.
+            let wake = if now < drain_deadline {
+                next_sweep.min(drain_deadline)
+            } else {
+                next_sweep
+            };
+            self.timer.arm_at(wake)?;
             self.poll_once(&mut events, None)?;
         }
         let stopped_at = Instant::now();

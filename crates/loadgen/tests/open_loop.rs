@@ -619,3 +619,67 @@ fn steps_and_find_max_land_near_a_known_capacity() {
     assert!(p99[2] > 200_000, "{p99:?}");
     assert!(doc["open_loop"]["asked_rate_per_s"].is_null());
 }
+
+/// Runs the binary to completion and returns (exit code, stdout, user + system CPU, wall) of that
+/// one process (wait4's rusage: other tests' children running in parallel do not count).
+fn run_with_cpu(args: &[&str]) -> (i32, String, Duration, Duration) {
+    use std::os::unix::process::ExitStatusExt;
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = thread::spawn(move || {
+        stdout.read_to_string(&mut out).ok();
+        out
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is a plain C struct, zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; `child` is not waited on through std afterwards.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(rc, pid, "wait4: {}", io::Error::last_os_error());
+    let wall = started.elapsed();
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(ru.ru_utime) + tv(ru.ru_stime);
+    let code = std::process::ExitStatus::from_raw(status).code().unwrap_or(-1);
+    std::mem::forget(child); // already reaped by wait4
+    (code, reader.join().unwrap(), cpu, wall)
+}
+
+#[test]
+fn draining_against_a_stalled_server_does_not_spin() {
+    // Accepted by the kernel, never read: every request waits for the full --timeout. The
+    // requests sent at the start time out at 1.5 s, the connections reopen and take the next
+    // backlogged requests, and those stay on the wire until ~3 s, past the drain deadline
+    // (0.2 s + 1.5 s), so the generator waits ~1.3 s with requests in flight and nothing to do.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let (code, stdout, cpu, wall) = run_with_cpu(&[
+        "http", &url, "--rate", "100", "-c", "4", "-d", "200ms", "--timeout", "1500ms", "--json",
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+    validate_against_schema(&doc);
+    eprintln!(
+        "stalled drain: cpu {:?} over {:?} wall; errors {}",
+        cpu, wall, doc["errors"]["by_class"]
+    );
+    assert!(wall >= Duration::from_millis(2800), "wall {wall:?}");
+    assert!(u(&doc["errors"]["by_class"]["timeout"]) >= 8, "{:#}", doc["errors"]);
+    assert!(u(&doc["open_loop"]["dropped_unsent"]) > 0, "{:#}", doc["open_loop"]);
+    // Waiting is sleeping. Measured on the shared 2-core machine: the loop that re-armed its
+    // timer at `now` past the deadline used 301 ms of CPU in 3.07 s (all it could get while
+    // other processes ran), the fixed one 16 ms. 3% of the wall (~90 ms) separates the two.
+    assert!(
+        cpu.as_secs_f64() < 0.03 * wall.as_secs_f64(),
+        "generator used {cpu:?} of CPU in {wall:?} while waiting for a stalled server"
+    );
+    drop(silent);
+}
