@@ -424,7 +424,28 @@ fn url_lists_are_repeatable_with_a_seed() {
         "{}",
         r.stderr
     );
-    let _ = list_s;
+
+    // --verify-learn would learn the positional URL's body and expect it from every file.
+    let r = run_load(
+        &[
+            "http",
+            &url(&s0),
+            "--rate",
+            "10",
+            "--urls",
+            list_s,
+            "--verify-learn",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, 2, "{}", r.describe());
+    assert!(
+        r.stderr.contains("--verify-learn") && r.stderr.contains("--expect-status"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert_eq!(s0.requests.load(Ordering::Relaxed), 0, "nothing is sent");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -829,4 +850,113 @@ fn the_summary_shows_corrected_latency_by_default_and_says_so() {
         .unwrap_or_else(|| panic!("{}", r.stdout));
     assert!(latency < uncorrected, "{}", r.stdout);
     assert!(r.stdout.contains("(from the actual send)"), "{}", r.stdout);
+}
+
+#[test]
+fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
+    // Seed 003's shape (httperf/autobench): a rising connection rate, 10 requests per connection,
+    // a reply timeout. The server answers at most 2000 requests/s, so 200 connections/s.
+    const CAPACITY_REQ: f64 = 2000.0;
+    const PER_CONN: f64 = 10.0;
+    const CAPACITY_CONN: f64 = CAPACITY_REQ / PER_CONN;
+    let s = server(Behaviour {
+        freeze: None,
+        capacity_per_s: Some(CAPACITY_REQ),
+    });
+    let url = url(&s);
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "50",
+            "--requests-per-conn",
+            "10",
+            "--steps",
+            "100:300:100",
+            "--step-duration",
+            "1s",
+            "--timeout",
+            "5s",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    for (k, st) in steps.iter().enumerate() {
+        let ol = &st["open_loop"];
+        let asked = 100.0 * (k + 1) as f64;
+        assert_eq!(ol["kind"], "conn_rate");
+        assert_eq!(f(&ol["asked_rate_per_s"]), asked);
+        // One second of schedule: exactly `asked` connections intended and started.
+        assert_eq!(u(&ol["intended"]), asked as u64, "{ol:#}");
+        assert_eq!(u(&ol["connections"]["started"]), asked as u64, "{ol:#}");
+    }
+    let p99: Vec<u64> = steps.iter().map(|s| u(&s["latency"]["p99_us"])).collect();
+    let life: Vec<u64> = steps
+        .iter()
+        .map(|s| u(&s["open_loop"]["connections"]["lifetime"]["p99_us"]))
+        .collect();
+    let tput: Vec<f64> = steps
+        .iter()
+        .map(|s| f(&s["throughput"]["requests_per_s"]))
+        .collect();
+    eprintln!(
+        "conn-rate steps 100/200/300: p99 {p99:?} us, lifetime p99 {life:?} us, req/s {tput:?}"
+    );
+    // Below capacity every connection completes its 10 requests quickly.
+    let c0 = &steps[0]["open_loop"]["connections"];
+    assert_eq!(u(&c0["completed"]), 100, "{c0:#}");
+    assert_eq!(u(&steps[0]["totals"]["requests"]), 1000);
+    assert!(p99[0] < 50_000, "{p99:?}");
+    // Above it the server's queue grows: requests/s stay near capacity, latency climbs. Each
+    // request waits behind one request per open connection, so the per-request p99 grows with
+    // the number of connections piling up (tens of ms in 1 s) and a connection's lifetime, ten
+    // such waits, by far more (measured: 644 us at 100/s, 660 ms at 300/s).
+    assert!(tput[2] < 1.1 * CAPACITY_REQ, "{tput:?}");
+    assert!(p99[2] > 10 * p99[0], "{p99:?}");
+    assert!(life[2] > 200_000, "{life:?}");
+
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "50",
+            "--requests-per-conn",
+            "10",
+            "--find-max",
+            // Per-request latency grows slowly over capacity (see above): a tight objective and
+            // 2 s steps let a few percent of overload show.
+            "--slo",
+            "p99<=10ms",
+            "--step-duration",
+            "2s",
+            "--find-max-resolution",
+            "10%",
+            "--timeout",
+            "5s",
+            "--json",
+        ],
+        2 * LIMIT, // about 8 steps of 2 s plus their drains
+    )
+    .json();
+    validate_against_schema(&doc);
+    let fm = &doc["find_max"];
+    let found = f(&fm["found_rate_per_s"]);
+    eprintln!(
+        "conn-rate find-max: found {found}/s for capacity {CAPACITY_CONN}/s; {}",
+        fm["verdicts"]
+    );
+    assert_eq!(doc["open_loop"]["kind"], "conn_rate");
+    // 10% resolution, and the token bucket lets ~5% more than its capacity through (2,111 req/s
+    // at 3,000 asked): within [0.85, 1.15] x capacity.
+    assert!(
+        (0.85 * CAPACITY_CONN..=1.15 * CAPACITY_CONN).contains(&found),
+        "found {found} for capacity {CAPACITY_CONN}: {}",
+        fm["verdicts"]
+    );
 }
