@@ -218,6 +218,12 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                     if open.is_none() {
                         return Err("--urls needs --rate or --conn-rate: the closed loop sends one URL (give the rate you want measured, e.g. --rate 1000)".into());
                     }
+                    // The learning request fetches the positional URL only: its body would become
+                    // the expectation for every file of the list, and every other file a
+                    // verification_mismatch.
+                    if a.verify_learn {
+                        return Err(format!("--verify-learn learns one response (of {}) and would expect its body from every URL of --urls {}: drop --verify-learn, or check the status alone with --expect-status", url.path, path.display()));
+                    }
                     let paths = read_urls(path, &url)?;
                     let mut wire = Vec::with_capacity(paths.len());
                     for p in &paths {

@@ -136,6 +136,9 @@ pub struct PhasePlan {
     pub end: Instant,
     /// This thread's share of the rate (requests or connections per second).
     pub rate_per_s: f64,
+    /// Uniform arrivals: this thread's first arrival is this long after `start` (thread t of T at
+    /// t/(T x rate_per_s)), so the threads' arrivals interleave evenly.
+    pub offset: Duration,
 }
 
 /// Open-loop counters of one phase (one thread, or merged).
@@ -150,6 +153,9 @@ pub struct OpenStats {
     pub intended: u64,
     /// Arrivals actually started (request written / connect issued).
     pub started: u64,
+    /// Of those, started before the phase's end: the achieved rate counts only these, so sends
+    /// caught up in the drain do not make a generator that fell behind look on schedule.
+    pub started_in_schedule: u64,
     pub late: u64,
     /// Not started because the backlog (rate) or the connection cap (conn-rate) was full.
     pub dropped_overflow: u64,
@@ -169,6 +175,7 @@ impl OpenStats {
             lifetime: stats::new_histogram(),
             intended: 0,
             started: 0,
+            started_in_schedule: 0,
             late: 0,
             dropped_overflow: 0,
             dropped_unsent: 0,
@@ -184,6 +191,7 @@ impl OpenStats {
         self.lifetime.add(&o.lifetime).expect("same bounds");
         self.intended += o.intended;
         self.started += o.started;
+        self.started_in_schedule += o.started_in_schedule;
         self.late += o.late;
         self.dropped_overflow += o.dropped_overflow;
         self.dropped_unsent += o.dropped_unsent;
@@ -270,6 +278,8 @@ struct Worker {
     open: OpenStats,
     /// Phases use distinct seeds for their poisson gaps, derived from the run's seed.
     phase_index: u64,
+    /// The current phase's end: starts after it are drain catch-up, not schedule.
+    phase_end: Instant,
 }
 
 enum Next {
@@ -356,6 +366,7 @@ impl Worker {
             stats,
             open: OpenStats::new(),
             phase_index: 0,
+            phase_end: now,
             cfg,
         })
     }
@@ -404,9 +415,11 @@ impl Worker {
         self.stats = ThreadStats::new(plan.start, far, None);
         self.stats.set_interval(self.cfg.interval);
         self.open = OpenStats::new();
+        self.phase_end = plan.end;
         self.phase_index += 1;
         let rng = Rng::for_thread(self.cfg.seed, self.cfg.thread_index, 10 + self.phase_index);
-        let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng);
+        let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng)
+            .with_offset(plan.offset);
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
         let mut at_start: Option<(Duration, (Duration, Duration), Instant)> = None;
@@ -418,10 +431,10 @@ impl Worker {
             if at_start.is_none() && now >= plan.start {
                 at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
             }
-            if now >= plan.end {
-                break;
-            }
-            while sched.next() <= now {
+            // Arrivals due before the end are taken before leaving: the loop may wake late
+            // (waiting on a full backlog it sleeps until a response or the sweep), and leaving
+            // first would lose the arrivals intended between the last wake-up and the end.
+            while sched.next() <= now && sched.next() < plan.end {
                 let t = sched.advance();
                 self.open.intended += 1;
                 if conn_rate {
@@ -431,6 +444,9 @@ impl Worker {
                 } else {
                     self.backlog.push_back(t);
                 }
+            }
+            if now >= plan.end {
+                break;
             }
             self.dispatch();
             if now >= next_sweep {
@@ -473,7 +489,15 @@ impl Worker {
             if self.outstanding == 0 && self.backlog.is_empty() {
                 break;
             }
-            self.timer.arm_at(next_sweep.min(drain_deadline.max(now)))?;
+            // Past the deadline only the sweep (timeouts) and responses matter: waking at `now`
+            // would spin for up to --timeout while a stalled server holds requests, stealing the
+            // CPU the server needs and making the generator look saturated.
+            let wake = if now < drain_deadline {
+                next_sweep.min(drain_deadline)
+            } else {
+                next_sweep
+            };
+            self.timer.arm_at(wake)?;
             self.poll_once(&mut events, None)?;
         }
         let stopped_at = Instant::now();
@@ -528,6 +552,9 @@ impl Worker {
     fn record_start(&mut self, intended: Instant, now: Instant) {
         let lag = now.saturating_duration_since(intended);
         self.open.started += 1;
+        if now < self.phase_end {
+            self.open.started_in_schedule += 1;
+        }
         if lag > LATE_THRESHOLD {
             self.open.late += 1;
         }

@@ -70,11 +70,12 @@ impl Workers {
         rate: f64,
     ) -> Result<Vec<PhaseReport>, OpenError> {
         let threads = self.plans.len();
-        for p in &self.plans {
+        for (t, p) in self.plans.iter().enumerate() {
             let plan = PhasePlan {
                 start,
                 end,
                 rate_per_s: rate / threads as f64,
+                offset: Duration::from_secs_f64(t as f64 / rate),
             };
             p.send(plan)
                 .map_err(|_| OpenError::Failure("a load thread stopped".into()))?;
@@ -423,6 +424,18 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
     doc
 }
 
+/// Arrivals started before the schedule's end, per second of schedule. Sends made in the drain
+/// (due in the phase, sent after it ended because the generator or the pool was behind) do not
+/// count: counting them would show a generator that fell behind and caught up as on schedule.
+pub fn achieved_rate(s: &OpenStats, schedule: Duration) -> f64 {
+    let d = schedule.as_secs_f64();
+    if d > 0.0 {
+        s.started_in_schedule as f64 / d
+    } else {
+        0.0
+    }
+}
+
 pub fn open_doc(
     h: &HttpConfig,
     o: &OpenConfig,
@@ -430,8 +443,7 @@ pub fn open_doc(
     s: &OpenStats,
     duration: Duration,
 ) -> OpenLoopDoc {
-    let d = duration.as_secs_f64();
-    let achieved = if d > 0.0 { s.started as f64 / d } else { 0.0 };
+    let achieved = achieved_rate(s, duration);
     let lag = output::latency_doc(&s.lag);
     let mut reasons = Vec::new();
     if let Some(asked) = asked {
@@ -492,17 +504,23 @@ pub fn open_doc(
     }
 }
 
+/// errors / (successful requests + errors), as python/netarena/stats.py's `error_rate`: a status
+/// or verification error is a response too, so dividing by responses + errors would count it twice.
+pub fn error_fraction(st: &ThreadStats) -> f64 {
+    let errors = st.errors_total();
+    let attempts = st.requests + errors;
+    if attempts == 0 {
+        1.0
+    } else {
+        errors as f64 / attempts as f64
+    }
+}
+
 /// Did this step meet the objective, the error budget and its own schedule?
 fn verdict(s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
     let st = &s.outcome.stats;
     let mut reasons = Vec::new();
-    let errors = st.errors_total();
-    let answered = st.responses + errors;
-    let error_fraction = if answered == 0 {
-        1.0
-    } else {
-        errors as f64 / answered as f64
-    };
+    let error_fraction = error_fraction(st);
     if error_fraction > fm.max_errors {
         reasons.push(format!(
             "errors {:.3}% above {:.3}%",
@@ -522,12 +540,7 @@ fn verdict(s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
             ));
         }
     }
-    let d = s.schedule.as_secs_f64();
-    let achieved = if d > 0.0 {
-        s.open.started as f64 / d
-    } else {
-        0.0
-    };
+    let achieved = achieved_rate(&s.open, s.schedule);
     if achieved < RATE_MET_FRACTION * s.rate || s.open.dropped() > 0 {
         reasons.push(format!(
             "rate not met: achieved {achieved:.1}/s of {}/s",
@@ -607,6 +620,40 @@ mod tests {
             resolution: 0.05,
             limit: 1e6,
         }
+    }
+
+    #[test]
+    fn error_fraction_counts_a_bad_response_once() {
+        use crate::stats::ErrorClass;
+        let t0 = Instant::now();
+        let mut st = ThreadStats::new(t0, t0 + Duration::from_secs(10), None);
+        let now = t0 + Duration::from_millis(1);
+        let lat = Duration::from_micros(100);
+        for _ in 0..98 {
+            st.response(now, lat, true);
+        }
+        // A 500: a complete response, and a status error.
+        st.response(now, lat, false);
+        st.status_error(500);
+        st.error(now, ErrorClass::Status, || "status 500".into());
+        // A timeout: an error without a response.
+        st.error(now, ErrorClass::Timeout, || "timeout".into());
+        assert_eq!((st.requests, st.responses, st.errors_total()), (98, 99, 2));
+        // 2 of 100 attempts failed (not 2 of 101).
+        assert_eq!(error_fraction(&st), 0.02);
+        let empty = ThreadStats::new(t0, t0 + Duration::from_secs(1), None);
+        assert_eq!(error_fraction(&empty), 1.0);
+    }
+
+    #[test]
+    fn achieved_rate_counts_only_sends_started_in_the_schedule() {
+        let mut s = OpenStats::new();
+        s.intended = 20_000;
+        // Half went out on time; the other half were caught up in the drain.
+        s.started = 20_000;
+        s.started_in_schedule = 10_000;
+        assert_eq!(achieved_rate(&s, Duration::from_secs(2)), 5_000.0);
+        assert_eq!(achieved_rate(&s, Duration::ZERO), 0.0);
     }
 
     #[test]

@@ -100,6 +100,18 @@ impl Schedule {
         -self.rng.next_open01().ln() / self.rate_per_s
     }
 
+    /// Uniform: shift every arrival by `offset`. With T threads sharing a rate R, thread t starts
+    /// t/R after the phase start, so the threads' combined arrivals are evenly spaced 1/R apart
+    /// instead of coming in bursts of T at the same instant. Poisson streams are independent and
+    /// need no offset (merged independent poisson streams are poisson).
+    pub fn with_offset(mut self, offset: Duration) -> Self {
+        if self.arrival == Arrival::Uniform {
+            self.start += offset;
+            self.next = self.start;
+        }
+        self
+    }
+
     /// The next intended time (not yet consumed).
     #[inline]
     pub fn next(&self) -> Instant {
@@ -265,6 +277,34 @@ mod tests {
             (above - (-1f64).exp()).abs() < 0.01,
             "P(gap > mean) = {above}"
         );
+    }
+
+    #[test]
+    fn thread_offsets_space_the_combined_uniform_schedule_evenly() {
+        let t0 = Instant::now();
+        let (total, threads) = (10_000.0, 4usize);
+        let mut all: Vec<Instant> = Vec::new();
+        for t in 0..threads {
+            let offset = Duration::from_secs_f64(t as f64 / total);
+            let mut s = Schedule::new(Arrival::Uniform, total / threads as f64, t0, Rng::new(1))
+                .with_offset(offset);
+            all.extend((0..1000).map(|_| s.advance()));
+        }
+        all.sort();
+        assert_eq!(all[0], t0);
+        for (k, w) in all.windows(2).enumerate() {
+            let gap = (w[1] - w[0]).as_nanos() as i64;
+            assert!(
+                (gap - 100_000).abs() <= 2,
+                "gap {k}: {gap} ns (want 100 us)"
+            );
+        }
+        // Poisson ignores the offset: its streams are independent already.
+        let a = Schedule::new(Arrival::Poisson, 100.0, t0, Rng::new(3)).next();
+        let b = Schedule::new(Arrival::Poisson, 100.0, t0, Rng::new(3))
+            .with_offset(Duration::from_millis(5))
+            .next();
+        assert_eq!(a, b);
     }
 
     #[test]

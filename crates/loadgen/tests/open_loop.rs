@@ -203,13 +203,18 @@ fn rate_is_kept_at_10k_per_second() {
     assert_eq!(doc["latency_corrected"], true);
     // The schedule itself is exact: 2 s at 10k/s is 20,000 intended sends.
     assert!((19_999..=20_001).contains(&u(&ol["intended"])), "{ol:#}");
-    // Every intended request was sent and answered. 1% is the goal; the assertion allows 2%
-    // because this machine is shared (the report quotes the measured figure).
+    // The figure: achieved (sends started before the schedule's end, per second) within
+    // 1% of asked, and the result not marked.
     let achieved = f(&ol["achieved_rate_per_s"]);
     assert!(
-        (achieved - 10_000.0).abs() <= 200.0,
-        "achieved {achieved}/s"
+        (achieved - 10_000.0).abs() <= 100.0,
+        "achieved {achieved}/s\n{ol:#}"
     );
+    assert_eq!(ol["rate_not_met"], false, "{ol:#}");
+    assert_eq!(u(&ol["dropped"]), 0, "{ol:#}");
+    // The schedule precision is reported: every send has a lag, and its p99 is a number.
+    assert_eq!(u(&ol["schedule_lag"]["count"]), u(&ol["started"]), "{ol:#}");
+    assert!(ol["schedule_lag"]["p99_us"].is_u64(), "{ol:#}");
     let answered = u(&doc["totals"]["requests"]);
     assert!(answered as f64 >= 0.98 * 20_000.0, "{answered} responses");
     assert_eq!(u(&doc["totals"]["errors"]), 0);
@@ -233,9 +238,13 @@ fn a_freezing_server_shows_in_corrected_latency_only() {
         capacity_per_s: None,
     });
     let url = url(&s);
+    // 8,000 requests on 4 connections; the stall (t = 1..2 s of the server's clock) catches
+    // exactly one request per connection on the wire (4 = 0.05% of them, under the 0.1% that
+    // p99.9 ignores), while ~4,000 requests fall due during it and wait in the backlog. The
+    // second freeze (t = 3 s) comes after the run.
     let doc = run_load(
         &[
-            "http", &url, "--rate", "500", "-c", "2", "-d", "2500ms", "--json",
+            "http", &url, "--rate", "4000", "-c", "4", "-d", "2s", "--json",
         ],
         LIMIT,
     )
@@ -255,11 +264,18 @@ fn a_freezing_server_shows_in_corrected_latency_only() {
         u(&uncorrected["p99_us"]),
         u(&uncorrected["p99_9_us"])
     );
-    // ~500 of ~1250 requests were due during the stall: they waited up to 1 s.
-    assert!(u(&corrected["p99_us"]) >= 300_000, "{corrected:#}");
+    // About half the requests were due during the stall: they waited up to 1 s.
+    assert!(u(&corrected["p99_us"]) >= 500_000, "{corrected:#}");
     assert!(u(&corrected["p99_9_us"]) >= 500_000, "{corrected:#}");
-    // Only the 2 requests on the wire when it froze saw the stall from their actual send.
-    assert!(u(&uncorrected["p99_us"]) < 50_000, "{uncorrected:#}");
+    // Only the 4 requests on the wire when it froze saw the stall from their actual send: they
+    // are there (max), but below the uncorrected p99.9.
+    assert!(u(&uncorrected["p99_9_us"]) < 50_000, "{uncorrected:#}");
+    assert!(u(&uncorrected["max_us"]) >= 500_000, "{uncorrected:#}");
+    // The sends held back by the stall were late, and the result says the schedule was not kept.
+    assert!(u(&ol["late"]) > 1000, "{ol:#}");
+    assert_eq!(ol["rate_not_met"], true, "{ol:#}");
+    let reasons = ol["rate_not_met_reasons"].to_string();
+    assert!(reasons.contains("schedule lag p99"), "{reasons}");
 }
 
 #[test]
@@ -408,7 +424,28 @@ fn url_lists_are_repeatable_with_a_seed() {
         "{}",
         r.stderr
     );
-    let _ = list_s;
+
+    // --verify-learn would learn the positional URL's body and expect it from every file.
+    let r = run_load(
+        &[
+            "http",
+            &url(&s0),
+            "--rate",
+            "10",
+            "--urls",
+            list_s,
+            "--verify-learn",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, 2, "{}", r.describe());
+    assert!(
+        r.stderr.contains("--verify-learn") && r.stderr.contains("--expect-status"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
+    assert_eq!(s0.requests.load(Ordering::Relaxed), 0, "nothing is sent");
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -576,7 +613,10 @@ fn steps_and_find_max_land_near_a_known_capacity() {
         .iter()
         .map(|v| f(&v["rate_per_s"]))
         .collect();
-    eprintln!("find-max: found {found}/s for capacity {CAPACITY}/s; measured {rates:?}");
+    eprintln!(
+        "find-max: found {found}/s for capacity {CAPACITY}/s; measured {rates:?}; {}",
+        fm["verdicts"]
+    );
     assert_eq!(doc["steps"].as_array().unwrap().len(), rates.len());
     // Tolerance: the search stops at 10% resolution, and the token bucket lets a little more
     // than CAPACITY through in bursts, so the found rate is within [0.85, 1.1] x capacity.
@@ -618,4 +658,305 @@ fn steps_and_find_max_land_near_a_known_capacity() {
     assert!(tput[2] < 1.1 * CAPACITY, "{tput:?}");
     assert!(p99[2] > 200_000, "{p99:?}");
     assert!(doc["open_loop"]["asked_rate_per_s"].is_null());
+}
+
+/// Runs the binary to completion and returns (exit code, stdout, user + system CPU, wall) of that
+/// one process (wait4's rusage: other tests' children running in parallel do not count).
+fn run_with_cpu(args: &[&str]) -> (i32, String, Duration, Duration) {
+    use std::os::unix::process::ExitStatusExt;
+    let started = Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = String::new();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = thread::spawn(move || {
+        stdout.read_to_string(&mut out).ok();
+        out
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: rusage is a plain C struct, zeroed is a valid value.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child; `child` is not waited on through std afterwards.
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut ru) };
+    assert_eq!(rc, pid, "wait4: {}", io::Error::last_os_error());
+    let wall = started.elapsed();
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    let cpu = tv(ru.ru_utime) + tv(ru.ru_stime);
+    let code = std::process::ExitStatus::from_raw(status)
+        .code()
+        .unwrap_or(-1);
+    std::mem::forget(child); // already reaped by wait4
+    (code, reader.join().unwrap(), cpu, wall)
+}
+
+#[test]
+fn draining_against_a_stalled_server_does_not_spin() {
+    // Accepted by the kernel, never read: every request waits for the full --timeout. The
+    // requests sent at the start time out at 1.5 s, the connections reopen and take the next
+    // backlogged requests, and those stay on the wire until ~3 s, past the drain deadline
+    // (0.2 s + 1.5 s), so the generator waits ~1.3 s with requests in flight and nothing to do.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let (code, stdout, cpu, wall) = run_with_cpu(&[
+        "http",
+        &url,
+        "--rate",
+        "100",
+        "-c",
+        "4",
+        "-d",
+        "200ms",
+        "--timeout",
+        "1500ms",
+        "--json",
+    ]);
+    assert_eq!(code, 0, "{stdout}");
+    let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
+    validate_against_schema(&doc);
+    eprintln!(
+        "stalled drain: cpu {:?} over {:?} wall; errors {}",
+        cpu, wall, doc["errors"]["by_class"]
+    );
+    assert!(wall >= Duration::from_millis(2800), "wall {wall:?}");
+    assert!(
+        u(&doc["errors"]["by_class"]["timeout"]) >= 8,
+        "{:#}",
+        doc["errors"]
+    );
+    assert!(
+        u(&doc["open_loop"]["dropped_unsent"]) > 0,
+        "{:#}",
+        doc["open_loop"]
+    );
+    // Waiting is sleeping. Measured on the shared 2-core machine: the loop that re-armed its
+    // timer at `now` past the deadline used 301 ms of CPU in 3.07 s (all it could get while
+    // other processes ran), the fixed one 16 ms. 3% of the wall (~90 ms) separates the two.
+    assert!(
+        cpu.as_secs_f64() < 0.03 * wall.as_secs_f64(),
+        "generator used {cpu:?} of CPU in {wall:?} while waiting for a stalled server"
+    );
+    drop(silent);
+}
+
+#[test]
+fn an_overloaded_generator_says_so_in_the_json_and_the_summary() {
+    // One connection to a server that answers 200/s: at 1000/s asked the generator can start
+    // at most ~200/s, the backlog grows, and at the end the unsent remainder is dropped.
+    let s = server(Behaviour {
+        freeze: None,
+        capacity_per_s: Some(200.0),
+    });
+    let url = url(&s);
+    let args = [
+        "http",
+        &url,
+        "--rate",
+        "1000",
+        "-c",
+        "1",
+        "-d",
+        "1s",
+        "--timeout",
+        "300ms",
+    ];
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let doc = run_load(&with_json, LIMIT).json();
+    validate_against_schema(&doc);
+    let ol = &doc["open_loop"];
+    eprintln!(
+        "overload: achieved {} late {} dropped {} reasons {}",
+        ol["achieved_rate_per_s"], ol["late"], ol["dropped"], ol["rate_not_met_reasons"]
+    );
+    assert_eq!(u(&ol["intended"]), 1000, "{ol:#}");
+    let achieved = f(&ol["achieved_rate_per_s"]);
+    // Sends in the drain do not count: ~200/s, not the ~260/s that started overall.
+    assert!(achieved < 400.0, "achieved {achieved}/s\n{ol:#}");
+    // Late counts started sends only: all but the first few waited for the one connection.
+    assert!(
+        u(&ol["late"]) as f64 > 0.8 * u(&ol["started"]) as f64,
+        "{ol:#}"
+    );
+    assert!(u(&ol["dropped"]) > 500, "{ol:#}");
+    assert_eq!(u(&ol["dropped"]), u(&ol["dropped_unsent"]), "{ol:#}");
+    assert_eq!(
+        u(&ol["started"]) + u(&ol["dropped"]),
+        u(&ol["intended"]),
+        "{ol:#}"
+    );
+    assert_eq!(ol["rate_not_met"], true);
+    let reasons: Vec<String> = ol["rate_not_met_reasons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("achieved ") && reasons[0].contains("1000/s"),
+        "{reasons:?}"
+    );
+    assert!(reasons[1].contains("arrivals dropped"), "{reasons:?}");
+    assert!(reasons[2].starts_with("schedule lag p99"), "{reasons:?}");
+
+    // The human summary: corrected latency first and said so, then the warning and its reasons.
+    let r = run_load(&args, LIMIT);
+    assert_eq!(r.code, 0, "{}", r.describe());
+    let out = &r.stdout;
+    let corrected = out
+        .find("Latency is corrected")
+        .unwrap_or_else(|| panic!("{out}"));
+    let latency = out
+        .find("  Latency     p50")
+        .unwrap_or_else(|| panic!("{out}"));
+    let uncorrected = out
+        .find("  Uncorrected p50")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(corrected < latency && latency < uncorrected, "{out}");
+    assert!(out.contains("WARNING: RATE NOT MET"), "{out}");
+    assert!(out.contains("arrivals dropped"), "{out}");
+}
+
+#[test]
+fn the_summary_shows_corrected_latency_by_default_and_says_so() {
+    let s = server(Behaviour::default());
+    let r = run_load(
+        &["http", &url(&s), "--rate", "200", "-c", "4", "-d", "500ms"],
+        LIMIT,
+    );
+    assert_eq!(r.code, 0, "{}", r.describe());
+    assert!(
+        r.stdout
+            .contains("Latency is corrected: counted from each request's intended send time"),
+        "{}",
+        r.stdout
+    );
+    // Corrected first (the "Latency" line), the uncorrected one below it and labelled. Whether
+    // the warning appears is not asserted here: at 200/s it depends only on the schedule lag,
+    // which a busy shared machine can push over LAG_P99_LIMIT (the overload test covers it).
+    let latency = r
+        .stdout
+        .find("  Latency     p50")
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    let uncorrected = r
+        .stdout
+        .find("  Uncorrected p50")
+        .unwrap_or_else(|| panic!("{}", r.stdout));
+    assert!(latency < uncorrected, "{}", r.stdout);
+    assert!(r.stdout.contains("(from the actual send)"), "{}", r.stdout);
+}
+
+#[test]
+fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
+    // Seed 003's shape (httperf/autobench): a rising connection rate, 10 requests per connection,
+    // a reply timeout. The server answers at most 2000 requests/s, so 200 connections/s.
+    const CAPACITY_REQ: f64 = 2000.0;
+    const PER_CONN: f64 = 10.0;
+    const CAPACITY_CONN: f64 = CAPACITY_REQ / PER_CONN;
+    let s = server(Behaviour {
+        freeze: None,
+        capacity_per_s: Some(CAPACITY_REQ),
+    });
+    let url = url(&s);
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "50",
+            "--requests-per-conn",
+            "10",
+            "--steps",
+            "100:300:100",
+            "--step-duration",
+            "1s",
+            "--timeout",
+            "5s",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    for (k, st) in steps.iter().enumerate() {
+        let ol = &st["open_loop"];
+        let asked = 100.0 * (k + 1) as f64;
+        assert_eq!(ol["kind"], "conn_rate");
+        assert_eq!(f(&ol["asked_rate_per_s"]), asked);
+        // One second of schedule: exactly `asked` connections intended and started.
+        assert_eq!(u(&ol["intended"]), asked as u64, "{ol:#}");
+        assert_eq!(u(&ol["connections"]["started"]), asked as u64, "{ol:#}");
+    }
+    let p99: Vec<u64> = steps.iter().map(|s| u(&s["latency"]["p99_us"])).collect();
+    let life: Vec<u64> = steps
+        .iter()
+        .map(|s| u(&s["open_loop"]["connections"]["lifetime"]["p99_us"]))
+        .collect();
+    let tput: Vec<f64> = steps
+        .iter()
+        .map(|s| f(&s["throughput"]["requests_per_s"]))
+        .collect();
+    eprintln!(
+        "conn-rate steps 100/200/300: p99 {p99:?} us, lifetime p99 {life:?} us, req/s {tput:?}"
+    );
+    // Below capacity every connection completes its 10 requests quickly.
+    let c0 = &steps[0]["open_loop"]["connections"];
+    assert_eq!(u(&c0["completed"]), 100, "{c0:#}");
+    assert_eq!(u(&steps[0]["totals"]["requests"]), 1000);
+    assert!(p99[0] < 50_000, "{p99:?}");
+    // Above it the server's queue grows: requests/s stay near capacity, latency climbs. Each
+    // request waits behind one request per open connection, so the per-request p99 grows with
+    // the number of connections piling up (tens of ms in 1 s) and a connection's lifetime, ten
+    // such waits, by far more (measured: 644 us at 100/s, 660 ms at 300/s).
+    assert!(tput[2] < 1.1 * CAPACITY_REQ, "{tput:?}");
+    assert!(p99[2] > 10 * p99[0], "{p99:?}");
+    assert!(life[2] > 200_000, "{life:?}");
+
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "50",
+            "--requests-per-conn",
+            "10",
+            "--find-max",
+            // Per-request latency grows slowly over capacity (see above): a tight objective and
+            // 2 s steps let a few percent of overload show.
+            "--slo",
+            "p99<=10ms",
+            "--step-duration",
+            "2s",
+            "--find-max-resolution",
+            "10%",
+            "--timeout",
+            "5s",
+            "--json",
+        ],
+        2 * LIMIT, // about 8 steps of 2 s plus their drains
+    )
+    .json();
+    validate_against_schema(&doc);
+    let fm = &doc["find_max"];
+    let found = f(&fm["found_rate_per_s"]);
+    eprintln!(
+        "conn-rate find-max: found {found}/s for capacity {CAPACITY_CONN}/s; {}",
+        fm["verdicts"]
+    );
+    assert_eq!(doc["open_loop"]["kind"], "conn_rate");
+    // 10% resolution, and the token bucket lets ~5% more than its capacity through (2,111 req/s
+    // at 3,000 asked): within [0.85, 1.15] x capacity.
+    assert!(
+        (0.85 * CAPACITY_CONN..=1.15 * CAPACITY_CONN).contains(&found),
+        "found {found} for capacity {CAPACITY_CONN}: {}",
+        fm["verdicts"]
+    );
 }
