@@ -523,3 +523,70 @@ def test_build_versions_of_npm_and_cargo_contestants():
     assert cargo["cargo_packages"]["hyper"].count(".") == 2 and "Cargo.lock" in cargo["lock_files"]
     if shutil.which("cargo"):
         assert cargo["tool_versions"]["cargo"].startswith("cargo ")
+
+
+EVERY_SCENARIO = """name = "every-scenario"
+contestants = ["python-asyncio"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 0.5
+timeout_s = 2
+
+[[measure]]
+scenario = "echo"
+connections = [2]
+
+[[measure]]
+scenario = "hello"
+connections = [4]
+
+[[measure]]
+scenario = "bytes"
+connections = [4]
+sizes = [40]
+
+[[measure]]
+scenario = "json"
+connections = [4]
+
+[[measure]]
+scenario = "static"
+connections = [4]
+
+[[measure]]
+scenario = "static"
+connections = [4]
+static_path = "img/"
+rate = [200]
+
+[[measure]]
+scenario = "hello"
+connections = [10]
+conn_rate = [50]
+requests_per_conn = 2
+
+[[measure]]
+scenario = "sleep"
+connections = [4]
+sleep_ms = [10]
+"""
+
+
+def test_every_scenario_is_measured_against_a_real_server(tmp_path, cache_dir, generator_binary,
+                                                           no_leftover_processes):
+    """Each scenario's generator arguments (scenarios.load_spec) against a real contestant (stdlib asyncio):
+    the json scenario's --expect-status + --verify-learn, a static folder's --urls at a rate, a connection
+    rate, echo's byte check."""
+    path = write_suite(tmp_path / "every.toml", EVERY_SCENARIO)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    assert len(rows) == 8
+    for row in rows:
+        assert row["status"] == "ok", (row["scenario"], row["level_key"], row["failure_kind"], row["error"])
+        generator = json.loads(row["generator_json"])
+        assert generator["totals"]["requests"] > 0, row["scenario"]
+        assert generator["errors"]["total"] == 0, (row["scenario"], generator["errors"])
+    json_row = next(r for r in rows if r["scenario"] == "json")
+    assert json.loads(json_row["generator_json"])["config"]["expect_status"] == 200

@@ -156,7 +156,8 @@ pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
 }
 
 /// `--verify-learn`: one request on its own connection before the load; its status, body size and
-/// digest become the expectation for every response of the run (on every thread alike).
+/// digest become the expectation for every response of the run (on every thread alike). With
+/// `--expect-status` the learned response must have that status.
 pub fn learn_expectation(
     h: &HttpConfig,
     target: std::net::SocketAddr,
@@ -196,7 +197,14 @@ pub fn learn_expectation(
             Step::Error(e) => return Err(fail(e)),
         }
     };
-    if !(200..400).contains(&response.status) {
+    if let Some(want) = h.expect.status {
+        if response.status != want {
+            return Err(fail(format!(
+                "the response has status {}, but --expect-status says {want}",
+                response.status
+            )));
+        }
+    } else if !(200..400).contains(&response.status) {
         return Err(fail(format!(
             "the response has status {}; only a 2xx/3xx response can be learned as the expectation",
             response.status

@@ -180,6 +180,40 @@ fn verify_learn_uses_the_first_response() {
 }
 
 #[test]
+fn verify_learn_with_expect_status_learns_the_body_and_checks_the_status() {
+    // netarena's json scenario: status 200 required, the framework's own serialization learned.
+    let server = http_server(200, b"{\"message\":\"Hello, World!\"}");
+    let url = format!("http://{}/json", server.addr);
+    let args = |status: &'static str| {
+        vec![
+            "http", url.as_str(), "-c", "2", "-n", "10", "--expect-status", status, "--verify-learn", "--json",
+        ]
+    };
+    let ok = run_load(&args("200"), LIMIT);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let doc = ok.json();
+    validate_against_schema(&doc);
+    assert_eq!(doc["config"]["expect_status"], 200);
+    assert_eq!(doc["config"]["expect_body_size"], 27);
+    assert_eq!(u(&doc["totals"]["requests"]), 10);
+    // A learned response without the asked status stops before any load, saying both statuses.
+    let wrong = run_load(&args("201"), LIMIT);
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    assert!(
+        wrong.stderr.contains("status 200, but --expect-status says 201"),
+        "{}",
+        wrong.stderr
+    );
+    // The body expectations are what --verify-learn learns: giving both is refused.
+    let both = run_load(
+        &["http", &url, "-n", "1", "--verify-learn", "--expect-body-size", "27"],
+        LIMIT,
+    );
+    assert_eq!(both.code, 2, "{}", both.stderr);
+    assert!(both.stderr.contains("--expect-body-size"), "{}", both.stderr);
+}
+
+#[test]
 fn echo_fixed_bytes_result_matches_schema() {
     let server = echo_server(None);
     let target = server.addr.to_string();
