@@ -205,3 +205,15 @@ def median(values: list[float]) -> float:
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
+
+
+def run_bench(bench, args, stopped: str) -> int:
+    """Run `bench(args)`: a BenchError is one message and exit 2, Ctrl-C says what was stopped (`stopped`)."""
+    try:
+        return bench(args)
+    except BenchError as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        print(f"interrupted; {stopped} were stopped", file=sys.stderr)
+        return 130
+    return 1

@@ -187,14 +187,7 @@ def main() -> int:
         args.runs, args.connections, args.bytes, args.duration = 1, 20, 256 * 2**10, 2
     if min(args.runs, args.connections, args.bytes, args.chunk, args.duration) < 1:
         p.error("--runs, --connections, --bytes, --chunk and --duration must be at least 1")
-    try:
-        return bench(args)
-    except BenchError as e:
-        benchlib.fail(str(e))
-    except KeyboardInterrupt:
-        print("interrupted; the echo server and any running generator were stopped", file=sys.stderr)
-        return 130
-    return 1
+    return benchlib.run_bench(bench, args, stopped="the echo server and any running generator")
 
 
 def bench(args) -> int:

@@ -235,14 +235,7 @@ def main() -> int:
     if unknown or not args.engines:
         p.error(f"--engines: unknown {', '.join(unknown) or '(none given)'}; choose among {', '.join(ENGINES)}")
 
-    try:
-        return bench(args)
-    except BenchError as e:
-        benchlib.fail(str(e))
-    except KeyboardInterrupt:
-        print("interrupted; nginx and any running generator were stopped", file=sys.stderr)
-        return 130
-    return 1
+    return benchlib.run_bench(bench, args, stopped="nginx and any running generator")
 
 
 def bench(args) -> int:

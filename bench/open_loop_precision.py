@@ -85,14 +85,7 @@ def main() -> int:
         args.runs, args.duration = 1, 2
     if min(args.runs, args.duration, args.rate, args.connections) < 1:
         p.error("--runs, --duration, --rate and --connections must be at least 1")
-    try:
-        return bench(args)
-    except BenchError as e:
-        benchlib.fail(str(e))
-    except KeyboardInterrupt:
-        print("interrupted; nginx and any running generator were stopped", file=sys.stderr)
-        return 130
-    return 1
+    return benchlib.run_bench(bench, args, stopped="nginx and any running generator")
 
 
 def bench(args) -> int:
