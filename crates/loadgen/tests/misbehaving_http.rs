@@ -293,10 +293,16 @@ fn cpus_pins_each_load_thread() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Sample /proc until both load threads have been seen (they exist for the whole 1.5 s).
+    let expected: std::collections::BTreeMap<String, String> = [
+        ("load-0".to_string(), a.to_string()),
+        ("load-1".to_string(), b.to_string()),
+    ]
+    .into();
+    // Sample /proc until both load threads are seen pinned (they exist for the whole 1.5 s; a thread is
+    // named when it is spawned and pins itself first thing, so the first sample may predate the pinning).
     let mut seen: std::collections::BTreeMap<String, String> = Default::default();
     let started = std::time::Instant::now();
-    while seen.len() < 2 && started.elapsed() < Duration::from_secs(5) {
+    while seen != expected && started.elapsed() < Duration::from_secs(5) {
         if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", child.id())) {
             for t in tasks.flatten() {
                 let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
@@ -325,11 +331,6 @@ fn cpus_pins_each_load_thread() {
         String::from_utf8_lossy(&out.stderr)
     );
     let doc: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
-    let expected: std::collections::BTreeMap<String, String> = [
-        ("load-0".to_string(), a.to_string()),
-        ("load-1".to_string(), b.to_string()),
-    ]
-    .into();
     assert_eq!(
         seen, expected,
         "load threads' Cpus_allowed_list while running"
