@@ -371,3 +371,30 @@ def test_restrict_to_window_keeps_only_the_measured_phase():
     too_short = monitor.restrict_to_window(result, 1001.6, 1001.7)
     assert too_short["summary"]["window"]["measured_only"] is False
     assert too_short["summary"]["server"]["cpu_pct_mean"] == whole
+
+
+def test_wait_until_idle_waits_for_a_starting_process_tree():
+    """Readiness with several workers waits for the tree to go idle: a child still busy (a worker importing
+    or compiling) keeps it waiting; a tree that never goes idle is given up on after max_s."""
+    from netarena.process import wait_until_idle
+
+    busy_then_idle = ("import subprocess, sys, time\n"
+                      "child = subprocess.Popen([sys.executable, '-c', "
+                      "'import time\\nend = time.monotonic() + 0.6\\nwhile time.monotonic() < end: pass\\n"
+                      "time.sleep(30)'])\n"
+                      "time.sleep(30)\n")
+    proc = subprocess.Popen([sys.executable, "-c", busy_then_idle], start_new_session=True)
+    try:
+        time.sleep(0.1)
+        waited_s, idle = wait_until_idle(proc.pid, max_s=5.0)
+        assert idle and 0.4 <= waited_s < 3.0, waited_s
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    spinning = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        waited_s, idle = wait_until_idle(spinning.pid, max_s=0.5)
+        assert not idle and 0.5 <= waited_s < 1.5, waited_s
+    finally:
+        spinning.kill()
+        spinning.wait()

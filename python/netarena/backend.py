@@ -22,12 +22,14 @@ from hdrh.histogram import HdrHistogram
 
 from . import stats
 from .contestants import Contestant, expand, install, repo_root, tail
-from .process import ManagedProcess, free_port, group_members
+from .process import ManagedProcess, free_port, group_members, wait_until_idle
 from .scenarios import Level, load_spec, verify
 from .store import STATUS_FAILED, STATUS_OK, now_iso
 
 # Extra time the generator gets beyond warm-up + duration + its own request timeout before we kill it.
 GENERATOR_GRACE_S = 30.0
+# With workers > 1, how long readiness may wait for the server's process tree to go idle (all workers started).
+WORKERS_SETTLE_MAX_S = 5.0
 STDERR_TAIL_BYTES = 4000
 
 
@@ -152,8 +154,13 @@ class RealBackend:
         return True
 
     def wait_ready(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
-                   static_dir: Path, timeout_s: float) -> tuple[str | None, str | None, dict | None]:
-        """(failure_kind, error, verification): port open, then the scenario verified, within ready_timeout_s."""
+                   static_dir: Path, timeout_s: float, workers: int = 1) -> tuple[str | None, str | None, dict | None]:
+        """(failure_kind, error, verification): port open, then the scenario verified, within ready_timeout_s.
+
+        With several workers, one answering is not all of them listening: a second SO_REUSEPORT worker or a
+        second process adopting a shared socket may still be starting, and the load's keep-alive connections,
+        opened at once, would all land on the first for the whole measurement. So it then waits, at most
+        WORKERS_SETTLE_MAX_S, until the server's process tree is idle, and records how long in `settled`."""
         ready_timeout_s = contestant.manifest.start.ready_timeout_s
         deadline = time.monotonic() + ready_timeout_s
         reason = proc.wait_port(port, ready_timeout_s)
@@ -164,7 +171,11 @@ class RealBackend:
                             concurrency_model=contestant.manifest.concurrency_model,
                             nagle_stall=contestant.manifest.nagle_stall.get(scenario))
             if result.ok:
-                return None, None, result.to_dict()
+                verification = result.to_dict()
+                if workers > 1:
+                    waited_s, idle = wait_until_idle(proc.pid, WORKERS_SETTLE_MAX_S)
+                    verification["settled"] = {"waited_s": round(waited_s, 3), "idle": idle}
+                return None, None, verification
             if proc.poll() is not None:
                 return "crashed", f"exited with code {proc.poll()} during verification: {result.reason}", \
                     result.to_dict()
@@ -192,7 +203,7 @@ class RealBackend:
                                     f"{exc}", None)
             progress("starting")
             kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
-                                                        req.timeout_s)
+                                                        req.timeout_s, workers=req.level.workers)
             record["verification"] = verification
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)

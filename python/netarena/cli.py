@@ -542,7 +542,8 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
                 table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"cannot start: {exc}")
                 continue
             try:
-                kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0)
+                kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0,
+                                                               workers=workers)
             finally:
                 stop = backend.stop_server(contestant, proc)
             if kind is None and (stop["leftover"] or stop["escaped"]):

@@ -57,6 +57,38 @@ def group_members(pgid: int) -> list[psutil.Process]:
     return members
 
 
+def tree_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and all its descendants (0 for those already gone)."""
+    total = 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root] + root.children(recursive=True)
+    except psutil.Error:
+        return total
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def wait_until_idle(pid: int, max_s: float, interval_s: float = 0.1, idle_cores: float = 0.05) -> tuple[float, bool]:
+    """Wait until a process tree uses under `idle_cores` of a core over `interval_s` (a worker still starting
+    up runs its imports or JIT; an idle one waits in accept). Returns (seconds waited, idle reached)."""
+    started = time.monotonic()
+    before = tree_cpu_s(pid)
+    while True:
+        time.sleep(interval_s)
+        now = tree_cpu_s(pid)
+        if now - before < idle_cores * interval_s:
+            return time.monotonic() - started, True
+        if time.monotonic() - started >= max_s:
+            return time.monotonic() - started, False
+        before = now
+
+
 def describe(proc: psutil.Process) -> dict:
     try:
         return {"pid": proc.pid, "name": proc.name(), "cmdline": proc.cmdline()[:8]}
