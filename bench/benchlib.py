@@ -198,6 +198,17 @@ def tool_version(argv: list[str]) -> str:
     return text[0].strip() if text else "unknown"
 
 
+def build_c(tmp: Path, name: str) -> Path:
+    """Compiles bench/<name>.c into tmp at every run, so the figures never come from a stale binary."""
+    cc = require_tool("cc", "install a C compiler with: apt-get install gcc")
+    exe = tmp / name
+    p = subprocess.run([cc, "-O2", "-Wall", "-o", str(exe), str(Path(__file__).resolve().parent / f"{name}.c")],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise BenchError(f"compiling bench/{name}.c failed:\n{p.stderr}")
+    return exe
+
+
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 

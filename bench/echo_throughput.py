@@ -56,17 +56,6 @@ VARIANTS = ("bytes", "duration")
 BYTES_LIMIT_S = 600
 
 
-def build(tmp: Path, name: str) -> Path:
-    """Compiles bench/<name>.c into tmp at every run, so the figures never come from a stale binary."""
-    cc = benchlib.require_tool("cc", "install a C compiler with: apt-get install gcc")
-    exe = tmp / name
-    p = subprocess.run([cc, "-O2", "-Wall", "-o", str(exe), str(HERE / f"{name}.c")],
-                       capture_output=True, text=True)
-    if p.returncode != 0:
-        raise BenchError(f"compiling bench/{name}.c failed:\n{p.stderr}")
-    return exe
-
-
 def start_server(exe: Path, cpu: int, tmp: Path) -> tuple[subprocess.Popen, int]:
     err = open(tmp / "echo_server.stderr", "wb")
     proc = subprocess.Popen(
@@ -204,8 +193,8 @@ def bench(args) -> int:
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="netarena-echo-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        server_exe = build(tmp, "echo_server")
-        client_exe = build(tmp, "echo_client")
+        server_exe = benchlib.build_c(tmp, "echo_server")
+        client_exe = benchlib.build_c(tmp, "echo_client")
         server, port = start_server(server_exe, args.server_cpu, tmp)
         try:
             for i in range(1, args.runs + 1):
