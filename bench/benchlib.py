@@ -8,6 +8,7 @@ the result), identically for netarena-load and wrk.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -168,6 +169,18 @@ def run_pinned(argv: list[str], cpu: int, timeout_s: float, workdir: Path) -> Ch
         cpu_user_s=rusage.ru_utime,
         cpu_sys_s=rusage.ru_stime,
     )
+
+
+def run_pinned_json(argv: list[str], cpu: int, timeout_s: float, workdir: Path, who: str) -> tuple[ChildRun, dict]:
+    """run_pinned for a tool that prints one JSON document: a non-zero exit or no JSON is a BenchError
+    naming `who` and what it printed."""
+    run = run_pinned(argv, cpu, timeout_s, workdir)
+    if run.exit_status != 0:
+        raise BenchError(f"{who} exited {run.exit_status}: {run.stderr.strip()[:2000]}")
+    try:
+        return run, json.loads(run.stdout)
+    except json.JSONDecodeError as e:
+        raise BenchError(f"{who} printed no JSON result ({e}): {run.stdout[:500]!r}")
 
 
 def machine_state() -> dict:

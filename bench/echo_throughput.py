@@ -78,13 +78,6 @@ def workload_argv(variant: str, args) -> tuple[list[str], float]:
     return argv + ["-d", f"{args.duration}"], args.duration + 60
 
 
-def parse_json(run: benchlib.ChildRun, who: str) -> dict:
-    try:
-        return json.loads(run.stdout)
-    except json.JSONDecodeError as e:
-        raise BenchError(f"{who} printed no JSON result ({e}): {run.stdout[:500]!r}")
-
-
 def cpu_figures(run: benchlib.ChildRun, moved: int, seconds: float) -> dict:
     return {
         "seconds": seconds,
@@ -99,10 +92,7 @@ def cpu_figures(run: benchlib.ChildRun, moved: int, seconds: float) -> dict:
 def run_load(load_bin: Path, port: int, variant: str, args, tmp: Path) -> dict:
     common, limit_s = workload_argv(variant, args)
     argv = [str(load_bin), "echo", f"127.0.0.1:{port}", "-t", "1", *common, "--timeout", "10s", "--json"]
-    run = benchlib.run_pinned(argv, args.client_cpu, limit_s, tmp)
-    if run.exit_status != 0:
-        raise BenchError(f"netarena-load exited {run.exit_status}: {run.stderr.strip()[:2000]}")
-    doc = parse_json(run, "netarena-load")
+    run, doc = benchlib.run_pinned_json(argv, args.client_cpu, limit_s, tmp, "netarena-load")
     echo = doc["echo"]
     verified = echo["verified_bytes"]
     seconds = echo["completion_time_s"] if variant == "bytes" else doc["duration_s"]
@@ -123,12 +113,9 @@ def run_reference(client: Path, port: int, variant: str, args, tmp: Path) -> dic
     argv = [str(client), f"127.0.0.1:{port}", *common]
     if variant == "bytes":
         argv += ["--limit", str(BYTES_LIMIT_S)]
-    run = benchlib.run_pinned(argv, args.client_cpu, limit_s, tmp)
-    if run.exit_status != 0:
-        # It stops at its first failed connection: a reference with failures is no reference.
-        raise BenchError(f"the reference client (bench/echo_client.c) exited {run.exit_status}: "
-                         f"{run.stderr.strip()[:2000]}")
-    doc = parse_json(run, "the reference client")
+    # It stops at its first failed connection (a non-zero exit): a reference with failures is no reference.
+    run, doc = benchlib.run_pinned_json(argv, args.client_cpu, limit_s, tmp,
+                                        "the reference client (bench/echo_client.c)")
     echoed = doc["bytes_echoed"]
     expected = args.connections * args.bytes if variant == "bytes" else None
     if expected is not None and echoed != expected:

@@ -38,7 +38,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import benchlib
@@ -145,13 +144,7 @@ def run_netarena(load_bin: Path, url: str, engine: str, args, tmp: Path) -> dict
     argv = [str(load_bin), "http", url, "-c", str(args.connections), "-t", "1",
             "-d", f"{args.duration}s", "--timeout", "5s", "--json", *ENGINES[engine],
             *shlex.split(args.load_args)]
-    run = benchlib.run_pinned(argv, args.client_cpu, args.duration + 60, tmp)
-    if run.exit_status != 0:
-        raise BenchError(f"netarena-load exited {run.exit_status}: {run.stderr.strip()[:2000]}")
-    try:
-        doc = json.loads(run.stdout)
-    except json.JSONDecodeError as e:
-        raise BenchError(f"netarena-load printed no JSON result ({e}): {run.stdout[:500]!r}")
+    run, doc = benchlib.run_pinned_json(argv, args.client_cpu, args.duration + 60, tmp, "netarena-load")
     requests = doc["totals"]["requests"]
     return {
         "tool": f"netarena-load {engine}",

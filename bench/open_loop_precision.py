@@ -35,7 +35,6 @@ import tempfile
 from pathlib import Path
 
 import benchlib
-from benchlib import BenchError
 from loadgen_vs_wrk import PATH, check_hello, start_nginx
 
 GOAL_LAG_P99_US = 50  # issue 3: p99 of (actual − intended send time) <= 50 µs at 10k req/s
@@ -44,13 +43,7 @@ GOAL_LAG_P99_US = 50  # issue 3: p99 of (actual − intended send time) <= 50 µ
 def run_once(load_bin: Path, url: str, args, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "--rate", str(args.rate), "-c", str(args.connections),
             "-t", "1", "--warmup", "1s", "-d", f"{args.duration}s", "--timeout", "5s", "--json"]
-    run = benchlib.run_pinned(argv, args.client_cpu, args.duration + 60, tmp)
-    if run.exit_status != 0:
-        raise BenchError(f"netarena-load exited {run.exit_status}: {run.stderr.strip()[:2000]}")
-    try:
-        doc = json.loads(run.stdout)
-    except json.JSONDecodeError as e:
-        raise BenchError(f"netarena-load printed no JSON result ({e}): {run.stdout[:500]!r}")
+    run, doc = benchlib.run_pinned_json(argv, args.client_cpu, args.duration + 60, tmp, "netarena-load")
     ol = doc["open_loop"]
     lag = ol["schedule_lag"]
     return {
@@ -73,11 +66,9 @@ def timer_floor(exe: Path, args) -> dict:
     generator's send period (one thread: 1/rate), for as many wake-ups as one run's sends."""
     period_ns = max(1000, round(1e9 / args.rate))
     wakeups = max(1000, args.rate * args.duration)
-    run = benchlib.run_pinned([str(exe), str(wakeups), str(period_ns)], args.client_cpu,
-                              wakeups * period_ns / 1e9 + 60, exe.parent)
-    if run.exit_status != 0:
-        raise BenchError(f"timer_floor exited {run.exit_status}: {run.stderr.strip()[:2000]}")
-    return json.loads(run.stdout)
+    _, floor = benchlib.run_pinned_json([str(exe), str(wakeups), str(period_ns)], args.client_cpu,
+                                        wakeups * period_ns / 1e9 + 60, exe.parent, "timer_floor")
+    return floor
 
 
 def spread(rows: list[dict], key: str) -> dict:
