@@ -207,6 +207,8 @@ def test_cli_connections_above_the_machine_limit(tmp_path, cache_dir, generator_
     ('arrival = "poisson"\n', "only meaningful with rate or conn_rate"),
     ('rate = [100]\ngenerator_io = "uring"\n', "io_uring drives the HTTP closed loop only"),
     ('generator_io = "kqueue"\n', "generator_io"),
+    ("generator_spin_us = 500\n", "generator_spin_us.*only meaningful with rate or conn_rate"),
+    ("rate = [100]\ngenerator_spin_us = 20000\n", "generator_spin_us"),
 ])
 def test_suite_open_loop_combinations(tmp_path, extra, message):
     path = write_suite(tmp_path / "s.toml", SUITE + extra)

@@ -379,6 +379,25 @@ def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, gene
     assert doc["totals"]["requests"] > 0 and doc["errors"]["total"] == 0
 
 
+def test_generator_spin_us_reaches_the_generator(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """An open-loop entry's generator_spin_us becomes netarena-load's --spin-us: recorded in the level key and
+    the stored result, and the busy-polling is not taken for a saturated generator."""
+    path = suite(tmp_path, ["fx-good"], repeat=1, duration=1.0, extra="rate = [500]\ngenerator_spin_us = 3000\n")
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", dict(row)
+    assert "spin=3000us" in row["level_key"]
+    doc = json.loads(row["generator_json"])
+    ol = doc["open_loop"]
+    # 3000 µs is longer than the 2 ms between sends: the thread polls nearly all of the measured second.
+    assert ol["spin_us"] == 3000 and ol["spin_wait_s"] >= 0.5, ol
+    assert ol["rate_not_met"] is False and doc["errors"]["total"] == 0, ol
+    assert doc["generator_saturated"] is False, doc["generator"]
+    assert "generator_saturated" not in json.loads(row["flags_json"])
+
+
 def test_contestant_that_hangs_mid_run_is_recorded_as_hung(tmp_path, cache_dir, generator_binary,
                                                            no_leftover_processes):
     """fx-hang stops answering after 50 requests (under load) and ignores SIGTERM: a failed measurement with

@@ -114,6 +114,10 @@ class Measure(Strict):
     conn_rate: list[Annotated[float, Field(gt=0, le=1_000_000)]] | None = None
     requests_per_conn: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     arrival: Literal["uniform", "poisson"] = "uniform"
+    # Open loop: netarena-load --spin-us, how long before each send the load thread stops sleeping and
+    # busy-polls (unset: the generator's 20 µs). Above the machine's timer wake-up lag (a few hundred µs on a
+    # VM) the schedule lag p99 drops to a few µs, at up to a core per generator thread (docs/load-generator.md).
+    generator_spin_us: Annotated[int, Field(ge=0, le=10_000)] | None = None
     # Per-entry timing, overriding the suite's (e.g. one long saturated flood in a suite of short ones).
     warmup_s: Annotated[float, Field(ge=0, le=3600)] | None = None
     duration_s: Annotated[float, Field(gt=0, le=86_400)] | None = None
@@ -405,6 +409,9 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
                  "and open-loop rates use epoll: remove generator_io from this entry")
         if entry.requests_per_conn != 1 and entry.conn_rate is None:
             fail(("measure", index, "requests_per_conn"), "only meaningful with conn_rate")
+        if entry.generator_spin_us is not None and not open_loop:
+            fail(("measure", index, "generator_spin_us"), "only meaningful with rate or conn_rate: the closed "
+                 "loop sends as soon as a response arrives, there is no schedule to wait for")
         if entry.arrival != "uniform" and not open_loop:
             fail(("measure", index, "arrival"), "only meaningful with rate or conn_rate")
         if entry.static_path is not None and entry.static_path.endswith("/") and not open_loop:

@@ -149,6 +149,7 @@ class Level:
     warmup_s: float | None = None  # None: the suite's
     duration_s: float | None = None
     arrival: str = "uniform"
+    generator_spin_us: int | None = None  # None: netarena-load's default
 
     @property
     def key(self) -> str:
@@ -166,6 +167,8 @@ class Level:
             parts.append(f"d={self.duration_s:g}s")
         if self.arrival != "uniform":
             parts.append(self.arrival)
+        if self.generator_spin_us is not None:
+            parts.append(f"spin={self.generator_spin_us}us")
         return ",".join(parts)
 
     def param(self, name: str, default=None):
@@ -200,7 +203,7 @@ def levels_for(measure) -> list[Level]:
               generator_io=measure.generator_io,
               pipeline=measure.pipeline, close=measure.close, echo_chunk_bytes=measure.echo_chunk_bytes,
               probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s,
-              arrival=measure.arrival)
+              arrival=measure.arrival, generator_spin_us=measure.generator_spin_us)
         for p in params for w in measure.workers for c in measure.connections
     ]
 
@@ -243,6 +246,8 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
     elif level.param("conn_rate"):
         http_args += ["--conn-rate", f"{level.param('conn_rate'):g}", "--requests-per-conn",
                       str(level.param("per_conn")), "--arrival", level.arrival]
+    if level.generator_spin_us is not None:
+        http_args += ["--spin-us", str(level.generator_spin_us)]
     if scenario == "json":
         # Serializations differ between frameworks (spacing, key order); scenarios.py checked the
         # parsed value once, the generator then holds every response to that first one.

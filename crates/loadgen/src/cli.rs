@@ -208,6 +208,11 @@ pub struct HttpArgs {
     /// Open connections and warm up, print "READY <unix_ns>" on stderr, read the start time (Unix ns) from stdin
     #[arg(long)]
     pub prepare: bool,
+    /// Open loop: stop sleeping US µs before each intended send and busy-poll until it [default: 20;
+    /// 0 always sleeps]. Above the machine's timer wake-up lag (e.g. 500) the schedule lag drops to a
+    /// few µs, at up to a core per thread; the busy-poll time is left out of the busy fraction
+    #[arg(long = "spin-us", value_name = "US")]
+    pub spin_us: Option<u64>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]

@@ -55,6 +55,8 @@ pub struct OpenConfig {
     pub step_duration: Option<Duration>,
     pub find_max: Option<FindMax>,
     pub prepare: bool,
+    /// `--spin-us`: how long before an intended send the thread stops sleeping and busy-polls.
+    pub spin: Duration,
 }
 
 impl OpenConfig {
@@ -82,6 +84,12 @@ pub const DEFAULT_FIND_MAX_START: f64 = 100.0;
 pub const DEFAULT_FIND_MAX_RESOLUTION: f64 = 0.05;
 pub const DEFAULT_FIND_MAX_LIMIT: f64 = 1_000_000.0;
 pub const DEFAULT_MAX_ERRORS: f64 = 0.001;
+/// `--spin-us` default: below this a sleep/wake round trip costs about as much as it would wait, so
+/// polling without sleeping adds no lag and almost no CPU.
+pub const DEFAULT_SPIN_US: u64 = 20;
+/// `--spin-us` beyond this is refused: no timer on a working machine wakes that late at p99, so a
+/// longer window would only burn CPU.
+pub const MAX_SPIN_US: u64 = 10_000;
 /// A rate above this is refused: far beyond what one generator process can schedule.
 pub const MAX_RATE: f64 = 10_000_000.0;
 /// `--urls` files longer than this are refused (each URL's request is prebuilt in memory).
@@ -422,6 +430,7 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             (a.find_max_resolution.is_some(), "--find-max-resolution"),
             (a.find_max_limit.is_some(), "--find-max-limit"),
             (!matches!(a.arrival, ArrivalArg::Uniform), "--arrival"),
+            (a.spin_us.is_some(), "--spin-us"),
         ] {
             if given {
                 return Err(format!(
@@ -448,6 +457,10 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
                 ));
             }
         }
+    }
+    let spin_us = a.spin_us.unwrap_or(DEFAULT_SPIN_US);
+    if spin_us > MAX_SPIN_US {
+        return Err(format!("--spin-us {spin_us} is longer than any timer wake-up lag worth covering: give 0 to {MAX_SPIN_US} (a few hundred µs reaches a schedule lag of a few µs on a VM)"));
     }
     if a.requests.is_some() {
         return Err("--requests counts a closed loop; with a rate the length is --duration (or --steps/--step-duration)".into());
@@ -555,6 +568,7 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         step_duration: sweep.then(|| a.step_duration.unwrap_or(DEFAULT_STEP_DURATION)),
         find_max,
         prepare: a.prepare,
+        spin: Duration::from_micros(spin_us),
     }))
 }
 

@@ -142,6 +142,7 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, OpenEr
             head_request: h.method.eq_ignore_ascii_case("HEAD"),
             expect: h.expect.clone(),
             requests: h.requests_wire.clone(),
+            spin: o.spin,
         };
         first_conn += connections;
         let (tx, rx) = mpsc::channel();
@@ -500,6 +501,8 @@ pub fn open_doc(
         rate_not_met_reasons: reasons,
         latency_uncorrected: output::latency_doc(&s.uncorrected),
         schedule_lag: lag,
+        spin_us: o.spin.as_micros() as u64,
+        spin_wait_s: s.spin_wait.as_secs_f64(),
         connections,
     }
 }

@@ -93,6 +93,11 @@ pub struct OpenLoopDoc {
     pub rate_not_met_reasons: Vec<String>,
     pub latency_uncorrected: Latency,
     pub schedule_lag: Latency,
+    /// `--spin-us`: the thread busy-polls instead of sleeping when its next send is this close.
+    pub spin_us: u64,
+    /// Seconds (summed over threads) of loop turns that only busy-polled for the next send; left
+    /// out of `generator.busy_fraction`.
+    pub spin_wait_s: f64,
     pub connections: Option<ConnRateDoc>,
 }
 
@@ -657,6 +662,11 @@ pub fn human(doc: &Document) -> String {
             ol.late,
             fmt_us(ol.late_threshold_us),
             ol.dropped
+        );
+        o += &format!(
+            "  Spin-wait   busy-polls when a send is {} away or less; {:.2} s spent so (not counted as busy)\n",
+            fmt_us(ol.spin_us),
+            ol.spin_wait_s
         );
         if let Some(c) = &ol.connections {
             o += &format!(

@@ -186,7 +186,16 @@ fn verify_learn_with_expect_status_learns_the_body_and_checks_the_status() {
     let url = format!("http://{}/json", server.addr);
     let args = |status: &'static str| {
         vec![
-            "http", url.as_str(), "-c", "2", "-n", "10", "--expect-status", status, "--verify-learn", "--json",
+            "http",
+            url.as_str(),
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "--expect-status",
+            status,
+            "--verify-learn",
+            "--json",
         ]
     };
     let ok = run_load(&args("200"), LIMIT);
@@ -200,17 +209,31 @@ fn verify_learn_with_expect_status_learns_the_body_and_checks_the_status() {
     let wrong = run_load(&args("201"), LIMIT);
     assert_eq!(wrong.code, 1, "{}", wrong.stderr);
     assert!(
-        wrong.stderr.contains("status 200, but --expect-status says 201"),
+        wrong
+            .stderr
+            .contains("status 200, but --expect-status says 201"),
         "{}",
         wrong.stderr
     );
     // The body expectations are what --verify-learn learns: giving both is refused.
     let both = run_load(
-        &["http", &url, "-n", "1", "--verify-learn", "--expect-body-size", "27"],
+        &[
+            "http",
+            &url,
+            "-n",
+            "1",
+            "--verify-learn",
+            "--expect-body-size",
+            "27",
+        ],
         LIMIT,
     );
     assert_eq!(both.code, 2, "{}", both.stderr);
-    assert!(both.stderr.contains("--expect-body-size"), "{}", both.stderr);
+    assert!(
+        both.stderr.contains("--expect-body-size"),
+        "{}",
+        both.stderr
+    );
 }
 
 #[test]

@@ -745,6 +745,124 @@ fn draining_against_a_stalled_server_does_not_spin() {
 }
 
 #[test]
+fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
+    // 1000/s is one send per ms. A 2000 µs window is always open, so the thread never sleeps;
+    // the default 20 µs window sleeps on the timerfd between sends.
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let base = [
+        "http", &url, "--rate", "1000", "-c", "4", "-d", "1s", "--json",
+    ];
+    let (code, stdout, sleep_cpu, sleep_wall) = run_with_cpu(&base);
+    assert_eq!(code, 0, "{stdout}");
+    let sleeping: Value = serde_json::from_str(stdout.trim()).unwrap();
+    let mut spin_args = base.to_vec();
+    spin_args.extend(["--spin-us", "2000"]);
+    let (code, stdout, spin_cpu, spin_wall) = run_with_cpu(&spin_args);
+    assert_eq!(code, 0, "{stdout}");
+    let spinning: Value = serde_json::from_str(stdout.trim()).unwrap();
+    validate_against_schema(&sleeping);
+    validate_against_schema(&spinning);
+    eprintln!(
+        "1000/s: sleeping cpu {sleep_cpu:?} of {sleep_wall:?}, lag p99 {} us; spinning cpu {spin_cpu:?} of {spin_wall:?}, lag p99 {} us, spin-wait {} s",
+        sleeping["open_loop"]["schedule_lag"]["p99_us"],
+        spinning["open_loop"]["schedule_lag"]["p99_us"],
+        spinning["open_loop"]["spin_wait_s"]
+    );
+    assert_eq!(u(&sleeping["open_loop"]["spin_us"]), 20);
+    assert_eq!(u(&spinning["open_loop"]["spin_us"]), 2000);
+    for doc in [&sleeping, &spinning] {
+        let ol = &doc["open_loop"];
+        assert_eq!(ol["rate_not_met"], false, "{ol:#}");
+        assert_eq!(u(&doc["totals"]["errors"]), 0);
+        assert!(u(&doc["totals"]["requests"]) >= 990, "{:#}", doc["totals"]);
+    }
+    // The spinning run really busy-polls (it takes what CPU it can get, even on a machine shared
+    // with other tests), and most of its measured second is those turns ...
+    assert!(
+        spin_cpu.as_secs_f64() >= 0.3 * spin_wall.as_secs_f64(),
+        "spinning used only {spin_cpu:?} of CPU in {spin_wall:?}"
+    );
+    assert!(
+        f(&spinning["open_loop"]["spin_wait_s"]) >= 0.5,
+        "{:#}",
+        spinning["open_loop"]
+    );
+    // ... which are not work: 1000 requests/s keep a thread far from busy, spinning or not.
+    let busy = f(&spinning["generator"]["busy_fraction_max"]);
+    assert!(
+        busy < 0.5,
+        "busy fraction {busy} with the spin-wait left out"
+    );
+    assert_eq!(spinning["generator_saturated"], false);
+    // The sleeping run sleeps: 1000 wake-ups a second cost a few % of a core.
+    assert!(
+        sleep_cpu.as_secs_f64() < 0.3 * sleep_wall.as_secs_f64(),
+        "sleeping used {sleep_cpu:?} of CPU in {sleep_wall:?}"
+    );
+    assert!(
+        f(&sleeping["open_loop"]["spin_wait_s"]) < 0.2,
+        "{:#}",
+        sleeping["open_loop"]
+    );
+    // A window shorter than the gap: the timer wakes the thread 400 µs before each send and it
+    // polls from there, so about 40% of the second is spin-wait (a thread woken at the send time
+    // itself would show none, and its lag would be the timer's).
+    let mut part_args = base.to_vec();
+    part_args.extend(["--spin-us", "400"]);
+    let part = run_load(&part_args, LIMIT).json();
+    let part_wait = f(&part["open_loop"]["spin_wait_s"]);
+    assert!(
+        (0.2..=0.8).contains(&part_wait),
+        "spin-wait {part_wait} s with a 400 µs window at 1000/s\n{:#}",
+        part["open_loop"]
+    );
+}
+
+#[test]
+fn spin_us_is_refused_outside_open_loop_and_beyond_its_limit() {
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    for (args, says) in [
+        (
+            vec!["http", &url, "-d", "1s", "--spin-us", "100"],
+            "--spin-us belongs to the open-loop modes",
+        ),
+        (
+            vec![
+                "http",
+                &url,
+                "--rate",
+                "100",
+                "-d",
+                "1s",
+                "--spin-us",
+                "20000",
+            ],
+            "give 0 to 10000",
+        ),
+        (
+            vec![
+                "http",
+                &url,
+                "--rate",
+                "100",
+                "-d",
+                "1s",
+                "--spin-us",
+                "soon",
+            ],
+            "invalid value 'soon'",
+        ),
+    ] {
+        let run = run_load(&args, LIMIT);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        assert!(run.stdout.is_empty(), "{args:?}");
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+    }
+}
+
+#[test]
 fn an_overloaded_generator_says_so_in_the_json_and_the_summary() {
     // One connection to a server that answers 200/s: at 1000/s asked the generator can start
     // at most ~200/s, the backlog grows, and at the end the unsent remainder is dropped.
