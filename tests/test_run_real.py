@@ -364,16 +364,22 @@ def test_rate_not_met_is_flagged():
     assert stats.measurement_flags(dict(generator, open_loop={"rate_not_met": False})) == []
 
 
-def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, generator_binary, no_leftover_processes):
-    """A suite entry's generator_io becomes netarena-load's engine, recorded in the stored result and level key."""
-    path = suite(tmp_path, ["fx-good"], repeat=1, duration=0.5, extra='generator_io = "uring-auto"\n')
+def measure_one_entry(tmp_path, cache_dir, extra: str, duration: float):
+    """Runs fx-good once through a suite whose hello entry has `extra`; (the stored row, the generator's
+    document), the row checked ok."""
+    path = suite(tmp_path, ["fx-good"], repeat=1, duration=duration, extra=extra)
     results = tmp_path / "results"
     result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
     assert result.returncode == 0, result.stdout + result.stderr
     [row] = db_rows(results, "SELECT * FROM measurements")
     assert row["status"] == "ok", dict(row)
+    return row, json.loads(row["generator_json"])
+
+
+def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """A suite entry's generator_io becomes netarena-load's engine, recorded in the stored result and level key."""
+    row, doc = measure_one_entry(tmp_path, cache_dir, 'generator_io = "uring-auto"\n', 0.5)
     assert "io=uring-auto" in row["level_key"]
-    doc = json.loads(row["generator_json"])
     assert doc["config"]["io_backend"] == "uring" and doc["config"]["coalesce"] == "auto", doc["config"]
     assert doc["generator"]["batch_wait_max_us"] <= 50
     assert doc["totals"]["requests"] > 0 and doc["errors"]["total"] == 0
@@ -382,18 +388,14 @@ def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, gene
 def test_generator_spin_us_reaches_the_generator(tmp_path, cache_dir, generator_binary, no_leftover_processes):
     """An open-loop entry's generator_spin_us becomes netarena-load's --spin-us: recorded in the level key and
     the stored result, and the busy-polling is not taken for a saturated generator."""
-    path = suite(tmp_path, ["fx-good"], repeat=1, duration=1.0, extra="rate = [500]\ngenerator_spin_us = 3000\n")
-    results = tmp_path / "results"
-    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir)
-    assert result.returncode == 0, result.stdout + result.stderr
-    [row] = db_rows(results, "SELECT * FROM measurements")
-    assert row["status"] == "ok", dict(row)
+    row, doc = measure_one_entry(tmp_path, cache_dir, "rate = [500]\ngenerator_spin_us = 3000\n", 1.0)
     assert "spin=3000us" in row["level_key"]
-    doc = json.loads(row["generator_json"])
     ol = doc["open_loop"]
     # 3000 µs is longer than the 2 ms between sends: the thread polls nearly all of the measured second.
     assert ol["spin_us"] == 3000 and ol["spin_wait_s"] >= 0.5, ol
-    assert ol["rate_not_met"] is False and doc["errors"]["total"] == 0, ol
+    # Not rate_not_met: sharing its CPU with other work (CI's builds), a spinning thread is preempted for
+    # whole scheduler slices and says so; that is the documented price, not what this test is about.
+    assert doc["totals"]["requests"] >= 450 and doc["errors"]["total"] == 0, doc["totals"]
     assert doc["generator_saturated"] is False, doc["generator"]
     assert "generator_saturated" not in json.loads(row["flags_json"])
 

@@ -475,7 +475,8 @@ impl Worker {
             } else {
                 // Wake a spin window early: the timer's own lag is then absorbed by the
                 // busy-polling that follows instead of landing on the send.
-                self.timer.arm_at(wake.checked_sub(self.cfg.spin).unwrap_or(wake))?;
+                self.timer
+                    .arm_at(wake.checked_sub(self.cfg.spin).unwrap_or(wake))?;
                 None
             };
             let ready = self.poll_once(&mut events, timeout)?;
