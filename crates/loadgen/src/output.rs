@@ -579,6 +579,25 @@ fn busy_fractions(threads: impl Iterator<Item = (Duration, Duration)>) -> (f64, 
     (mean, max)
 }
 
+/// Below this schedule-lag p99 there is nothing worth a spinning core (the goal, 50 µs).
+const SPIN_HINT_ABOVE_US: u64 = 50;
+
+/// A sleeping thread's schedule lag p99 between `SPIN_HINT_ABOVE_US` and `LATE_THRESHOLD` is the
+/// machine's timer wake-up lag, which a `--spin-us` window of about twice that busy-polls through.
+/// Above `LATE_THRESHOLD` the thread was waiting for a CPU (other work), which spinning makes worse.
+fn spin_hint(lag_p99_us: u64, spin_us: u64) -> Option<String> {
+    let late_us = crate::openloop::LATE_THRESHOLD.as_micros() as u64;
+    if lag_p99_us <= SPIN_HINT_ABOVE_US || lag_p99_us > late_us || spin_us >= lag_p99_us {
+        return None;
+    }
+    let window = (2 * lag_p99_us).div_ceil(100) * 100;
+    let window = window.min(crate::config::MAX_SPIN_US);
+    Some(format!(
+        "a lag p99 of {} is typically this machine's timer waking the sleeping thread late; --spin-us {window} busy-polls through that for a lag of a few µs, at up to a core per thread (give the generator its own CPUs)",
+        fmt_us(lag_p99_us)
+    ))
+}
+
 fn fmt_us(us: u64) -> String {
     match us {
         0..=999 => format!("{us}us"),
@@ -668,6 +687,9 @@ pub fn human(doc: &Document) -> String {
             fmt_us(ol.spin_us),
             ol.spin_wait_s
         );
+        if let Some(hint) = spin_hint(ol.schedule_lag.p99_us, ol.spin_us) {
+            o += &format!("  Hint        {hint}\n");
+        }
         if let Some(c) = &ol.connections {
             o += &format!(
                 "  Connections {} started, {} completed {} request(s) each, {} ended early by the server, {} failed; lifetime p50 {} p99 {}\n",
@@ -806,6 +828,24 @@ pub fn human(doc: &Document) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn spin_hint_only_for_a_timer_sized_lag_not_covered_by_the_window() {
+        let hint = super::spin_hint(130, 20).expect("timer-sized lag, default window");
+        assert!(hint.contains("--spin-us 300"), "{hint}");
+        assert!(hint.contains("130us"), "{hint}");
+        assert_eq!(super::spin_hint(40, 20), None, "within the goal");
+        assert_eq!(
+            super::spin_hint(3000, 20),
+            None,
+            "a CPU wait, not the timer"
+        );
+        assert_eq!(
+            super::spin_hint(130, 500),
+            None,
+            "already spinning through it"
+        );
+    }
+
     use super::*;
 
     fn ms(n: u64) -> Duration {

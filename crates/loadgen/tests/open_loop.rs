@@ -25,7 +25,9 @@ const LIMIT: Duration = Duration::from_secs(60);
 static CPU_HEAVY: Mutex<()> = Mutex::new(());
 
 fn cpu_heavy() -> std::sync::MutexGuard<'static, ()> {
-    CPU_HEAVY.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    CPU_HEAVY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn u(v: &Value) -> u64 {
