@@ -480,7 +480,9 @@ impl Worker {
                 None
             };
             let ready = self.poll_once(&mut events, timeout)?;
-            if spinning && !ready && (self.open.intended, self.open.started) == progress_before {
+            // Only turns inside the measured phase: busy time is measured from plan.start.
+            let idle = !ready && (self.open.intended, self.open.started) == progress_before;
+            if spinning && idle && at_start.is_some() {
                 self.open.spin_wait += turn_start.elapsed();
             }
         }
