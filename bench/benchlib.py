@@ -202,6 +202,22 @@ def machine_state() -> dict:
     }
 
 
+def print_machine(state: dict, versions: dict, reference: str = "") -> None:
+    """The header every benchmark prints first: the machine, how busy it was, and the tools' versions."""
+    print(f"machine: {state['cpu_model']}, {state['online_cpus']} CPUs, kernel {state['kernel']}, "
+          f"load average {state['loadavg_1_5_15']}")
+    print(f"tools: {versions}" + (f"; reference: {reference}" if reference else ""))
+
+
+def add_common_args(p, quick_help: str) -> None:
+    """The options every benchmark takes: --quick, --load-bin, --json-out, --server-cpu, --client-cpu."""
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    p.add_argument("--load-bin", help="netarena-load binary (else $NETARENA_LOAD, PATH, target/release)")
+    p.add_argument("--json-out", type=Path, help="also save every figure to this JSON file")
+    p.add_argument("--server-cpu", type=int, default=0)
+    p.add_argument("--client-cpu", type=int, default=1)
+
+
 def tool_version(argv: list[str]) -> str:
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=10)

@@ -153,11 +153,7 @@ def main() -> int:
     p.add_argument("--bytes", type=int, default=32 * 2**20, help="bytes per connection, bytes variant (default 32 MiB)")
     p.add_argument("--chunk", type=int, default=32 * 2**10)
     p.add_argument("--duration", type=int, default=10, help="seconds, duration variant")
-    p.add_argument("--quick", action="store_true", help="smoke run: 1 run, 20 connections x 256 KiB, 2 s")
-    p.add_argument("--load-bin", help="netarena-load binary (else $NETARENA_LOAD, PATH, target/release)")
-    p.add_argument("--json-out", type=Path)
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--client-cpu", type=int, default=1)
+    benchlib.add_common_args(p, quick_help="smoke run: 1 run, 20 connections x 256 KiB, 2 s")
     args = p.parse_args()
     if args.quick:
         args.runs, args.connections, args.bytes, args.duration = 1, 20, 256 * 2**10, 2
@@ -171,9 +167,7 @@ def bench(args) -> int:
     benchlib.check_cpus(args.server_cpu, args.client_cpu)
     state = benchlib.machine_state()
     versions = {"netarena-load": benchlib.tool_version([str(load_bin), "--version"])}
-    print(f"machine: {state['cpu_model']}, {state['online_cpus']} CPUs, kernel {state['kernel']}, "
-          f"load average {state['loadavg_1_5_15']}")
-    print(f"tools: {versions}; reference: bench/echo_client.c (cc -O2)")
+    benchlib.print_machine(state, versions, reference="bench/echo_client.c (cc -O2)")
     print(f"echo server on CPU {args.server_cpu}, netarena-load and the reference on CPU {args.client_cpu}; "
           f"{args.runs} run(s); {args.connections} connections, {args.chunk} B chunks; bytes variant "
           f"{args.bytes} B/connection, duration variant {args.duration} s")

@@ -209,15 +209,11 @@ def main() -> int:
     p.add_argument("--runs", type=int, default=5, help="runs per tool (default 5)")
     p.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
     p.add_argument("--connections", type=int, default=100, help="keep-alive connections (default 100)")
-    p.add_argument("--quick", action="store_true", help="smoke run: 1 run of 2 s each")
-    p.add_argument("--load-bin", help="netarena-load binary (else $NETARENA_LOAD, PATH, target/release)")
+    benchlib.add_common_args(p, quick_help="smoke run: 1 run of 2 s each")
     p.add_argument("--engines", default=DEFAULT_ENGINES,
                    help=f"netarena-load configurations to measure, of {', '.join(ENGINES)} (default {DEFAULT_ENGINES})")
     p.add_argument("--load-args", default="",
                    help='extra netarena-load options for every configuration (default: none)')
-    p.add_argument("--json-out", type=Path, help="also save every figure to this JSON file")
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--client-cpu", type=int, default=1)
     args = p.parse_args()
     if args.quick:
         args.runs, args.duration = 1, 2
@@ -241,9 +237,7 @@ def bench(args) -> int:
         "wrk": benchlib.tool_version(["wrk", "-v"]),
         "nginx": benchlib.tool_version(["nginx", "-v"]),
     }
-    print(f"machine: {state['cpu_model']}, {state['online_cpus']} CPUs, kernel {state['kernel']}, "
-          f"load average {state['loadavg_1_5_15']}")
-    print(f"tools: {versions}")
+    benchlib.print_machine(state, versions)
     print(f"nginx on CPU {args.server_cpu}, generators on CPU {args.client_cpu}; "
           f"{args.runs} run(s) x {args.duration} s, {args.connections} connections, 1 thread"
           + (f"; netarena-load extra options: {args.load_args}" if args.load_args else ""))

@@ -95,11 +95,7 @@ def main() -> int:
     p.add_argument("--connections", type=int, default=20, help="keep-alive connections (default 20)")
     p.add_argument("--spin-us", default="20,500",
                    help="comma-separated --spin-us windows to measure, each in every run (default 20,500)")
-    p.add_argument("--quick", action="store_true", help="smoke run: 1 run of 2 s")
-    p.add_argument("--load-bin", help="netarena-load binary (else $NETARENA_LOAD, PATH, target/release)")
-    p.add_argument("--json-out", type=Path, help="also save every figure to this JSON file")
-    p.add_argument("--server-cpu", type=int, default=0)
-    p.add_argument("--client-cpu", type=int, default=1)
+    benchlib.add_common_args(p, quick_help="smoke run: 1 run of 2 s")
     args = p.parse_args()
     if args.quick:
         args.runs, args.duration = 1, 2
@@ -122,9 +118,7 @@ def bench(args) -> int:
         "netarena-load": benchlib.tool_version([str(load_bin), "--version"]),
         "nginx": benchlib.tool_version(["nginx", "-v"]),
     }
-    print(f"machine: {state['cpu_model']}, {state['online_cpus']} CPUs, kernel {state['kernel']}, "
-          f"load average {state['loadavg_1_5_15']}")
-    print(f"tools: {versions}")
+    benchlib.print_machine(state, versions)
     print(f"nginx on CPU {args.server_cpu}, netarena-load on CPU {args.client_cpu}; {args.runs} run(s) x "
           f"{args.duration} s at {args.rate} req/s, {args.connections} connections, 1 thread; "
           f"--spin-us {args.spins}")
