@@ -4,6 +4,11 @@
 //! The connections come from eight source addresses: from a single one, Linux's connect() spends
 //! ever longer searching the ephemeral range for a free port as it fills (measured here: 16,400
 //! connections after 8 s), which would make this test slow without testing anything of ours.
+//!
+//! The connections open gradually (at most 1024 handshakes in progress per thread), so how many are
+//! open after N seconds depends on the machine: on a busy 2-core VM only half of them were open
+//! after 5 s. The run lasts 15 s so that a machine several times slower still opens all of them;
+//! the assertions are about holding them, not about how fast they open.
 
 mod loadgen_support;
 
@@ -26,7 +31,7 @@ fn holds_19000_concurrent_echo_connections() {
             "-t",
             "2",
             "-d",
-            "5s",
+            "15s",
             "--chunk",
             "64",
             "--timeout",
