@@ -59,7 +59,22 @@ fn main() -> ExitCode {
             }
         }
     } else {
-        match run::run(&cfg) {
+        // The start barrier comes before any connection: every generator of a measurement spread over
+        // several hosts opens its connections, warms up and measures from the same instant.
+        let start_at = if cfg.prepare {
+            match openrun::wait_for_start() {
+                Ok(t) => Some(t),
+                Err(OpenError::Usage(e)) => return usage_error(&e),
+                Err(OpenError::Failure(e)) => return failure(&e),
+                Err(OpenError::Aborted(e)) => {
+                    eprintln!("netarena-load: {e}");
+                    return ExitCode::from(EXIT_ABORTED);
+                }
+            }
+        } else {
+            None
+        };
+        match run::run(&cfg, start_at) {
             Ok(o) => output::document(&cfg, &o),
             Err(e) => return failure(&e),
         }
