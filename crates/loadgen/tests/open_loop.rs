@@ -605,6 +605,38 @@ fn prepare_starts_at_the_given_time_and_refuses_the_past() {
 }
 
 #[test]
+fn prepare_in_the_closed_loop_connects_and_sends_only_from_the_start() {
+    // The barrier of a measurement spread over several hosts: a closed-loop generator announces READY,
+    // opens nothing before the start time it is given, then runs its whole phase from that instant.
+    let _cpu = cpu_shared();
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
+        .args(["http", &url, "-c", "4", "-d", "300ms", "--prepare", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.starts_with("READY "), "{line}");
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.connections.load(Ordering::Relaxed), 0);
+    assert_eq!(s.requests.load(Ordering::Relaxed), 0);
+    let start_ns = unix_ns() + 300_000_000;
+    writeln!(child.stdin.as_mut().unwrap(), "{start_ns}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate_against_schema(&doc);
+    assert_eq!(doc["config"]["prepare"], true);
+    assert!(u(&doc["totals"]["requests"]) > 0);
+    assert!(s.first_request_unix_ns.load(Ordering::Relaxed) >= start_ns);
+}
+
+#[test]
 fn steps_and_find_max_land_near_a_known_capacity() {
     let _cpu = cpu_shared();
     const CAPACITY: f64 = 2000.0;
