@@ -43,8 +43,8 @@ def _needs_lab():
         pytest.skip(reason)
 
 
-def _make_lab(folder: Path, hosts: int, cache: Path) -> tuple[Path, str]:
-    name = f"nt{os.getpid() % 100000}{folder.name[-3:]}".replace("_", "")[:10]
+def _make_lab(folder: Path, hosts: int, cache: Path, tag: str) -> tuple[Path, str]:
+    name = f"nt{os.getpid() % 100000}{tag}"  # unique per test process and lab, short for namespace names
     previous = os.environ.get("NETARENA_CACHE")
     os.environ["NETARENA_CACHE"] = str(cache)  # the workers, and what they start, inherit it
     try:
@@ -66,7 +66,7 @@ def _assert_gone(folder: Path, name: str) -> None:
 def lab3(tmp_path_factory):
     folder = tmp_path_factory.mktemp("lab3")
     cache = Path(os.environ.get("NETARENA_CACHE") or tmp_path_factory.mktemp("cache"))
-    cluster_file, name = _make_lab(folder, 3, cache)
+    cluster_file, name = _make_lab(folder, 3, cache, "m")
     yield cluster_file, name, cache
     lab.down(folder)
     _assert_gone(folder, name)
@@ -207,7 +207,7 @@ def test_worker_of_another_version_is_refused_naming_both(lab3, tmp_path):
 def test_generator_killed_mid_measurement_fails_it_and_the_run_goes_on(tmp_path, generator_binary):
     cache = Path(os.environ.get("NETARENA_CACHE") or tmp_path / "cache")
     folder = tmp_path / "killlab"
-    cluster_file, name = _make_lab(folder, 3, cache)
+    cluster_file, name = _make_lab(folder, 3, cache, "k")
     try:
         suite = write_suite(tmp_path / "suite.toml", """
 name = "lab-kill"
@@ -252,6 +252,58 @@ connections = [10]
             time.sleep(0.2)
         assert not _ns_pids(f"{name}-h3"), [_cmdline(p) for p in _ns_pids(f"{name}-h3")]
     finally:
+        lab.down(folder)
+    _assert_gone(folder, name)
+
+
+def test_server_host_dying_stops_the_run_and_resume_finishes_it(tmp_path, generator_binary):
+    cache = Path(os.environ.get("NETARENA_CACHE") or tmp_path / "cache")
+    folder = tmp_path / "srvlab"
+    cluster_file, name = _make_lab(folder, 2, cache, "s")
+    revived = None
+    try:
+        suite = write_suite(tmp_path / "suite.toml", """
+name = "lab-server-dies"
+contestants = ["python-asyncio"]
+repeat = 1
+warmup_s = 0
+duration_s = 15
+timeout_s = 5
+
+[[measure]]
+scenario = "hello"
+connections = [10]
+""")
+        results = tmp_path / "results"
+        run = start_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--quiet"], cache)
+        state = json.loads((folder / lab.STATE_FILE).read_text())
+        worker_h1 = next(p["pid"] for p in state["processes"] if p["role"] == "worker h1")
+        deadline = time.monotonic() + 180
+        while not any("netarena-load" in _cmdline(p) for p in _ns_pids(f"{name}-h2")):
+            assert run.poll() is None, run.communicate()[1][-3000:]
+            assert time.monotonic() < deadline, "no generator started on h2"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        os.killpg(os.getpgid(worker_h1), signal.SIGKILL)
+        stdout, stderr = run.communicate(timeout=120)
+        assert run.returncode == 1, stderr[-3000:]
+        assert "server host h1" in stderr and "--resume" in stderr, stderr[-3000:]
+        rows = db_rows(results, "SELECT status FROM measurements")
+        assert [r["status"] for r in rows] == ["interrupted"]
+        assert db_rows(results, "SELECT status FROM runs")[0]["status"] == "interrupted"
+        # The host comes back (a new worker of the same name); --resume finishes the run there.
+        argv = lab.worker_argv(f"tls://{lab.CTL_ADDRESS}:{lab.SCHEDULER_PORT}", "h1", lab.host_address(1),
+                               folder / "certs", folder / "work" / "h1-again")
+        revived = subprocess.Popen(["ip", "netns", "exec", f"{name}-h1", *argv], env=cli_env(cache),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        resumed = run_cli(["run", "--resume", "--results", results, "--quiet"], cache, timeout_s=300)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        rows = db_rows(results, "SELECT status FROM measurements")
+        assert [r["status"] for r in rows] == ["ok"]
+    finally:
+        if revived is not None:
+            os.killpg(revived.pid, signal.SIGKILL)
+            revived.wait(timeout=30)
         lab.down(folder)
     _assert_gone(folder, name)
 
