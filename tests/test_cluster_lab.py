@@ -84,6 +84,38 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _suite_under_load(tmp_path: Path, cluster_file: Path, cache: Path, name: str, repeat: int,
+                      watch_ns: str) -> tuple[subprocess.Popen, Path]:
+    """Start `netarena run` of a 15 s python-asyncio hello suite across the lab; return once netarena-load
+    runs in watch_ns and the measured phase has begun."""
+    suite = write_suite(tmp_path / "suite.toml", f"""
+name = "{name}"
+contestants = ["python-asyncio"]
+repeat = {repeat}
+warmup_s = 0
+duration_s = 15
+timeout_s = 5
+
+[[measure]]
+scenario = "hello"
+connections = [10]
+""")
+    results = tmp_path / "results"
+    run = start_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--quiet"], cache)
+    deadline = time.monotonic() + 180
+    while not any("netarena-load" in _cmdline(p) for p in _ns_pids(watch_ns)):
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"no generator started in {watch_ns}"
+        time.sleep(0.2)
+    time.sleep(1.0)  # inside the measured phase
+    return run, results
+
+
+def _worker_pid(folder: Path, name: str) -> int:
+    state = json.loads((folder / lab.STATE_FILE).read_text())
+    return next(p["pid"] for p in state["processes"] if p["role"] == f"worker {name}")
+
+
 SUITE = """
 name = "lab-small"
 contestants = ["nginx", "python-asyncio"]
@@ -209,40 +241,20 @@ def test_generator_killed_mid_measurement_fails_it_and_the_run_goes_on(tmp_path,
     folder = tmp_path / "killlab"
     cluster_file, name = _make_lab(folder, 3, cache, "k")
     try:
-        suite = write_suite(tmp_path / "suite.toml", """
-name = "lab-kill"
-contestants = ["python-asyncio"]
-repeat = 2
-warmup_s = 0
-duration_s = 15
-timeout_s = 5
-
-[[measure]]
-scenario = "hello"
-connections = [10]
-""")
-        results = tmp_path / "results"
-        run = start_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--quiet"], cache)
-        state = json.loads((folder / lab.STATE_FILE).read_text())
-        worker_h3 = next(p["pid"] for p in state["processes"] if p["role"] == "worker h3")
-        deadline = time.monotonic() + 180
-        while not any("netarena-load" in _cmdline(p) for p in _ns_pids(f"{name}-h3")):
-            assert run.poll() is None, run.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "no generator started on h3"
-            time.sleep(0.2)
-        time.sleep(1.0)  # inside the measured phase
-        killed_at = time.monotonic()
+        worker_h3 = _worker_pid(folder, "h3")
+        run, results = _suite_under_load(tmp_path, cluster_file, cache, "lab-kill", 2, f"{name}-h3")
+        killed_at = time.time()
         os.killpg(os.getpgid(worker_h3), signal.SIGKILL)
         stdout, stderr = run.communicate(timeout=300)
         rows = db_rows(results, "SELECT * FROM measurements ORDER BY repeat_index")
         assert [r["status"] for r in rows] == ["failed", "ok"], (stderr[-3000:], [dict(r) for r in rows])
         assert rows[0]["failure_kind"] == "host_lost" and "h3" in rows[0]["error"]
-        # The failure was noticed within the heartbeat timeout (a killed worker's connection drops at once),
-        # not at the end of the 15 s measurement; its recorded end is compared with the kill.
+        # The failure was noticed within the heartbeat timeout (a killed worker's connection drops at once;
+        # a few seconds more to stop the server on a busy machine), not at the end of the 15 s measurement.
         from datetime import datetime
 
         ended = datetime.fromisoformat(rows[0]["ended_at"].replace("Z", "+00:00")).timestamp()
-        assert ended - (time.time() - (time.monotonic() - killed_at)) < HEARTBEAT_S + 2
+        assert ended - killed_at < HEARTBEAT_S + 5
         # The second repeat ran on the one generator host left.
         hosts = json.loads(rows[1]["generator_json"])["hosts"]
         assert [h["host"] for h in hosts] == ["h2"] and hosts[0]["document"]["config"]["connections"] == 10
@@ -262,28 +274,8 @@ def test_server_host_dying_stops_the_run_and_resume_finishes_it(tmp_path, genera
     cluster_file, name = _make_lab(folder, 2, cache, "s")
     revived = None
     try:
-        suite = write_suite(tmp_path / "suite.toml", """
-name = "lab-server-dies"
-contestants = ["python-asyncio"]
-repeat = 1
-warmup_s = 0
-duration_s = 15
-timeout_s = 5
-
-[[measure]]
-scenario = "hello"
-connections = [10]
-""")
-        results = tmp_path / "results"
-        run = start_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--quiet"], cache)
-        state = json.loads((folder / lab.STATE_FILE).read_text())
-        worker_h1 = next(p["pid"] for p in state["processes"] if p["role"] == "worker h1")
-        deadline = time.monotonic() + 180
-        while not any("netarena-load" in _cmdline(p) for p in _ns_pids(f"{name}-h2")):
-            assert run.poll() is None, run.communicate()[1][-3000:]
-            assert time.monotonic() < deadline, "no generator started on h2"
-            time.sleep(0.2)
-        time.sleep(1.0)
+        worker_h1 = _worker_pid(folder, "h1")
+        run, results = _suite_under_load(tmp_path, cluster_file, cache, "lab-server-dies", 1, f"{name}-h2")
         os.killpg(os.getpgid(worker_h1), signal.SIGKILL)
         stdout, stderr = run.communicate(timeout=120)
         assert run.returncode == 1, stderr[-3000:]

@@ -536,19 +536,17 @@ fn hlog_reads_back_with_the_intervals_of_the_result() {
 }
 
 fn spawn_prepared(url: &str) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
+    spawn_prepared_with(url, &["--rate", "1000"])
+}
+
+/// `netarena-load http URL -c 4 -d 300ms --prepare --json` plus `extra`, once it has printed READY.
+fn spawn_prepared_with(
+    url: &str,
+    extra: &[&str],
+) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
-        .args([
-            "http",
-            url,
-            "--rate",
-            "1000",
-            "-c",
-            "4",
-            "-d",
-            "300ms",
-            "--prepare",
-            "--json",
-        ])
+        .args(["http", url, "-c", "4", "-d", "300ms", "--prepare", "--json"])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -611,17 +609,7 @@ fn prepare_in_the_closed_loop_connects_and_sends_only_from_the_start() {
     let _cpu = cpu_shared();
     let s = server(Behaviour::default());
     let url = url(&s);
-    let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
-        .args(["http", &url, "-c", "4", "-d", "300ms", "--prepare", "--json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
-    assert!(line.starts_with("READY "), "{line}");
+    let (mut child, _err) = spawn_prepared_with(&url, &[]);
     thread::sleep(Duration::from_millis(100));
     assert_eq!(s.connections.load(Ordering::Relaxed), 0);
     assert_eq!(s.requests.load(Ordering::Relaxed), 0);

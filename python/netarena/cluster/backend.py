@@ -109,13 +109,22 @@ def _merged_latency(docs: list[dict], path: tuple[str, ...]) -> dict | None:
     return out
 
 
-def _sum_numbers(blocks: list[dict]) -> dict:
+# The counters of the echo and open-loop blocks (summed over hosts); their other fields are settings, the
+# same on every host, and are taken from the first.
+_ECHO_COUNTERS = ("connections_completed", "verified_bytes")
+_OPEN_LOOP_COUNTERS = ("asked_rate_per_s", "achieved_rate_per_s", "intended", "started", "late", "dropped",
+                       "dropped_overflow", "dropped_unsent", "spin_wait_s")
+_CONN_RATE_COUNTERS = ("started", "completed", "ended_early", "failed")
+
+
+def _sum_numbers(blocks: list[dict], keys=None) -> dict:
+    """The first block with `keys` (default: every number in it) summed over all blocks."""
     out = copy.deepcopy(blocks[0])
     for key, value in blocks[0].items():
+        if keys is not None and key not in keys:
+            continue
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             out[key] = sum((b.get(key) or 0) for b in blocks)
-        elif isinstance(value, bool):
-            out[key] = any(b.get(key) for b in blocks)
     return out
 
 
@@ -153,10 +162,19 @@ def merge_documents(parts: list[dict]) -> dict:
     merged["duration_s"] = max(d["duration_s"] for d in docs)
     merged["config"] = dict(merged["config"], connections=sum(d["config"]["connections"] for d in docs))
     if merged.get("echo"):
-        merged["echo"] = _sum_numbers([d["echo"] for d in docs])
+        merged["echo"] = _sum_numbers([d["echo"] for d in docs], _ECHO_COUNTERS)
+        times = [d["echo"].get("completion_time_s") for d in docs]
+        merged["echo"]["completion_time_s"] = None if None in times else max(times)
+        probes = [d["echo"]["probe"] for d in docs if d["echo"].get("probe")]
+        if probes:  # every host probes on its own: attempts and errors summed, latencies merged
+            merged["echo"]["probe"] = _sum_numbers(probes, ("attempts", "completed", "errors"))
+            merged["echo"]["probe"]["latency"] = _merged_latency(docs, ("echo", "probe", "latency"))
     if merged.get("open_loop"):
         loops = [d["open_loop"] for d in docs]
-        ol = _sum_numbers(loops)
+        ol = _sum_numbers(loops, _OPEN_LOOP_COUNTERS)
+        if ol.get("connections"):
+            ol["connections"] = _sum_numbers([o["connections"] for o in loops], _CONN_RATE_COUNTERS)
+            ol["connections"]["lifetime"] = _merged_latency(docs, ("open_loop", "connections", "lifetime"))
         ol["rate_not_met"] = any(o.get("rate_not_met") for o in loops)
         ol["rate_not_met_reasons"] = [f"{p['host']}: {r}" for p, o in zip(parts, loops)
                                       for r in o.get("rate_not_met_reasons") or []]
