@@ -415,6 +415,9 @@ class ClusterBackend:
                 raise ClusterStop(f"{lost}; bring it back, then continue with `netarena run --resume`") from None
             record["failure_kind"] = "host_lost"
             return failed(record, "host_lost", str(exc), None)
+        except BaseException:  # Ctrl-C or a failure here: generators still waiting for their start give up
+            start_var.set({"abort": "the orchestrator stopped this measurement"})
+            raise
         finally:
             loaded.set()
             self._forget(mid, [*gen_fs])
