@@ -300,6 +300,22 @@ def test_server_host_dying_stops_the_run_and_resume_finishes_it(tmp_path, genera
     _assert_gone(folder, name)
 
 
+def test_ctrl_c_during_lab_up_removes_what_it_made(tmp_path):
+    name = f"nt{os.getpid() % 100000}c"
+    folder = tmp_path / "intlab"
+    up = subprocess.Popen([sys.executable, "-m", "netarena", "lab", "up", "--hosts", "3", "--dir", str(folder),
+                           "--name", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=cli_env(tmp_path / "cache"), cwd=REPO)
+    deadline = time.monotonic() + 120
+    while not any(ns.startswith(f"{name}-") for ns in lab.existing_namespaces()):
+        assert up.poll() is None and time.monotonic() < deadline, up.communicate()
+        time.sleep(0.05)
+    up.send_signal(signal.SIGINT)
+    out, err = up.communicate(timeout=120)
+    assert up.returncode == 130, out + err
+    _assert_gone(folder, name)
+
+
 def test_lab_needs_root_or_says_so(tmp_path):
     # As an unprivileged user the command refuses with one clear message and makes nothing.
     nobody = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True)
