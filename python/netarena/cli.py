@@ -328,7 +328,11 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             if cluster_backend is not None:
                 cluster_backend.close()
             fail_bad_input(ConfigError(str(exc), path=cluster_file))
-        server, generator_set = [], []
+        # Each host's own CPU numbers (its worker's affinity), recorded as the run's CPU sets.
+        roles = {h["role"]: [] for h in cluster_info["hosts"]}
+        for host in cluster_info["hosts"]:
+            roles[host["role"]] += host["cpus"]
+        server, generator_set = sorted(set(roles["server"])), sorted(set(roles.get("generator", [])))
         ui.info(f"cluster {cluster[0].scheduler}: server host {cluster[0].server.worker} "
                 f"({cluster[0].server.address}), generator hosts {', '.join(cluster[0].generators.workers)}")
 
