@@ -127,16 +127,18 @@ def up(folder: Path, hosts: int, name: str = DEFAULT_NAME, say=lambda text: None
         certs = folder / "certs"
         make_certs(certs, force=True)
         ctl = f"{name}-ctl"
-        _ip("netns", "add", ctl)
+        # Recorded before it is made: a Ctrl-C landing while `ip` runs must not leave an unrecorded namespace
+        # (down skips the ones that do not exist).
         state.add("namespaces", ctl)
+        _ip("netns", "add", ctl)
         _ip("-n", ctl, "link", "set", "lo", "up")
         _ip("-n", ctl, "link", "add", "br0", "type", "bridge")
         _ip("-n", ctl, "addr", "add", f"{CTL_ADDRESS}/24", "dev", "br0")
         _ip("-n", ctl, "link", "set", "br0", "up")
         for i in range(1, hosts + 1):
             ns = f"{name}-h{i}"
-            _ip("netns", "add", ns)
             state.add("namespaces", ns)
+            _ip("netns", "add", ns)
             _ip("-n", ns, "link", "set", "lo", "up")
             # Both ends are created inside namespaces: nothing appears in the machine's own one.
             _ip("-n", ctl, "link", "add", f"vh{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
