@@ -118,7 +118,7 @@ def _worker_pid(folder: Path, name: str) -> int:
 
 SUITE = """
 name = "lab-small"
-contestants = ["nginx", "python-asyncio"]
+contestants = ["nginx", "python-asyncio", "python-threads"]
 repeat = 1
 warmup_s = 0
 duration_s = 2
@@ -146,6 +146,9 @@ def test_small_suite_across_the_lab_counts_exactly(lab3, tmp_path, generator_bin
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["contestant"]: r for r in db_rows(results, "SELECT * FROM measurements")}
     assert set(rows) == {"nginx", "python-asyncio"}
+    # A contestant that listens on loopback only is skipped with the reason, before anything starts.
+    skipped = {r["contestant"]: r["reason"] for r in db_rows(results, "SELECT * FROM skipped")}
+    assert "{host}" in skipped["python-threads"]
     for contestant, row in rows.items():
         assert row["status"] == "ok", (contestant, row["error"], row["stderr_tail"])
         generator = json.loads(row["generator_json"])

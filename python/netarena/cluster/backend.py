@@ -334,6 +334,10 @@ class ClusterBackend:
         from ..contestants import InstallError
 
         self.ensure_usable()
+        start = contestant.manifest.start
+        if not any("{host}" in word for word in [*(start.command or []), *(start.echo_command or [])]):
+            raise InstallError("cannot be loaded from other hosts: its start command has no {host}, so it listens "
+                               "on 127.0.0.1 only (docs/contestant-manifest.md)")
         say(f"{contestant.name}: installing on the server host {self.spec.server.worker}")
         future = self._submit(tasks.install_task, self.spec.server.worker, contestant.name, allow_apt)
         try:
