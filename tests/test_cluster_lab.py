@@ -175,7 +175,7 @@ def test_small_suite_across_the_lab_counts_exactly(lab3, tmp_path, generator_bin
 
 
 def test_unauthenticated_worker_and_client_are_refused(lab3, tmp_path):
-    cluster_file, name, _ = lab3
+    cluster_file, name, cache = lab3
     other = tmp_path / "other-ca"
     from netarena.cluster.certs import make_certs
 
@@ -208,7 +208,7 @@ def test_unauthenticated_worker_and_client_are_refused(lab3, tmp_path):
     out = subprocess.run(["ip", "netns", "exec", f"{name}-ctl", sys.executable, "-c", probe], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "refused" in out.stdout, out.stdout + out.stderr[-1000:]
-    check = run_cli(["cluster", "check", cluster_file, "--json"], Path(os.environ.get("NETARENA_CACHE", "/tmp")))
+    check = run_cli(["cluster", "check", cluster_file, "--json"], cache)
     assert check.returncode == 0, check.stderr
     assert sorted(h["name"] for h in json.loads(check.stdout)["hosts"]) == ["h1", "h2", "h3"]
 

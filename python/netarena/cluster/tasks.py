@@ -9,7 +9,6 @@ per host), "<mid>/loaded" (the load is over: stop the server).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import select
