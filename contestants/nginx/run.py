@@ -1,6 +1,6 @@
 """Launch nginx for netarena: fill nginx.conf.template and exec nginx in the foreground.
 
-Usage: python3 run.py --port P --workers W --static-dir D --run-dir R
+Usage: python3 run.py [--host H] --port P --workers W --static-dir D --run-dir R
 
 Everything nginx writes (pid, temp files, the generated config) goes to the run dir, so
 it needs neither /run nor /var/lib/nginx and several instances on different ports do not collide.
@@ -36,6 +36,7 @@ def find_nginx() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every address)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--static-dir", required=True)
@@ -63,6 +64,7 @@ def main() -> None:
     values = {
         "@USER_LINE@": user_line,
         "@WORKERS@": str(args.workers),
+        "@HOST@": args.host,
         "@PORT@": str(args.port),
         "@STATIC_DIR@": str(static_dir),
         "@RUN_DIR@": str(run_dir),

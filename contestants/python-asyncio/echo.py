@@ -34,7 +34,7 @@ class EchoProtocol(asyncio.Protocol):
 
 async def serve(args) -> None:
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(EchoProtocol, "127.0.0.1", args.port, backlog=LISTEN_BACKLOG,
+    server = await loop.create_server(EchoProtocol, args.host, args.port, backlog=LISTEN_BACKLOG,
                                       reuse_port=args.workers > 1 or args.reuse_port)
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -45,6 +45,7 @@ async def serve(args) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every address)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--loop", choices=["asyncio", "uvloop"], default="asyncio")
@@ -53,7 +54,7 @@ def main() -> int:
     if args.workers < 1:
         parser.error(f"--workers must be at least 1, got {args.workers}")
     if args.workers > 1:
-        argv = [sys.executable, os.path.abspath(__file__), "--port", str(args.port), "--workers", "1",
+        argv = [sys.executable, os.path.abspath(__file__), "--host", args.host, "--port", str(args.port), "--workers", "1",
                 "--loop", args.loop, "--reuse-port"]
         return run_workers(argv, args.workers)
     install_loop(args.loop)

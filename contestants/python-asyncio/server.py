@@ -277,7 +277,7 @@ async def serve(args) -> None:
     date = DateHeader()
     static_dir = os.path.realpath(args.static_dir) if args.static_dir else None
     server = await loop.create_server(
-        lambda: HttpProtocol(static_dir, date), "127.0.0.1", args.port,
+        lambda: HttpProtocol(static_dir, date), args.host, args.port,
         backlog=LISTEN_BACKLOG, reuse_port=args.workers > 1 or args.reuse_port)
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -294,6 +294,7 @@ def install_loop(name: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every address)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--static-dir")
@@ -312,7 +313,7 @@ def main() -> int:
 
 
 def worker_argv(args) -> list[str]:
-    argv = [sys.executable, os.path.abspath(__file__), "--port", str(args.port), "--workers", "1",
+    argv = [sys.executable, os.path.abspath(__file__), "--host", args.host, "--port", str(args.port), "--workers", "1",
             "--loop", args.loop, "--reuse-port"]
     if args.static_dir:
         argv += ["--static-dir", args.static_dir]

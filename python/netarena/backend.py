@@ -128,8 +128,8 @@ class RealBackend:
         return install(contestant, allow_apt=allow_apt, say=say)
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
-                     cpus: list[int], log_path: Path) -> ManagedProcess:
-        values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir)
+                     cpus: list[int], log_path: Path, host: str = "127.0.0.1") -> ManagedProcess:
+        values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir, host=host)
         argv = [expand(w, values) for w in contestant.command(scenario)]
         env = dict(os.environ)
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
@@ -199,7 +199,7 @@ class RealBackend:
                 server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
                                            req.server_cpus, log_path)
             except OSError as exc:
-                return self._failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
+                return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)
             progress("starting")
             kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
@@ -207,7 +207,7 @@ class RealBackend:
             record["verification"] = verification
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
-                return self._failed(record, kind, error, log_path)
+                return failed(record, kind, error, log_path)
             spec = load_spec(req.scenario, req.level, port, req.static_dir)
             argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
                                   duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
@@ -223,27 +223,8 @@ class RealBackend:
                 hang = self.check_answers(req, port)
                 record["verification"] = dict(record["verification"] or {}, after_load=hang)
             record["stop"] = self.stop_server(req.contestant, server)
-            if crashed_code is not None:
-                return self._failed(record, "crashed", f"the contestant exited with code {crashed_code} "
-                                    "while under load", log_path)
-            if gen_error is not None:
-                return self._failed(record, "generator_failed", gen_error, log_path)
-            if hang is not None and not hang["ok"]:
-                killed = " and ignored its stop signal (stopped with SIGKILL)" if record["stop"].get("killed") else ""
-                return self._failed(record, "hung", (
-                    f"the server stopped answering: {_timeouts(generator)} request(s) timed out under load "
-                    f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
-                    f"valid answer within timeout_s={req.timeout_s:g} s ({hang['reason']}){killed}"), log_path)
-            record.update(_result_fields(generator))
-            record["flags"] = stats.measurement_flags(generator, record["stop"])
-            if generator["totals"]["requests"] == 0:
-                return self._failed(record, "no_successful_requests",
-                                    "no successful request during the measured phase; errors: "
-                                    + json.dumps({k: v for k, v in generator["errors"]["by_class"].items() if v}),
-                                    log_path)
-            record["status"] = STATUS_OK
-            record["ended_at"] = now_iso()
-            return record
+            return conclude(record, generator, crashed_code=crashed_code, gen_error=gen_error, hang=hang,
+                            timeout_s=req.timeout_s, log_path=log_path)
         finally:
             if server is not None and not server.released:
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
@@ -309,20 +290,48 @@ class RealBackend:
         except Exception as exc:  # a monitor failure must not lose the measurement
             return {"error": f"{type(exc).__name__}: {exc}"}
 
-    @staticmethod
-    def _failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:
-        record["status"] = STATUS_FAILED
-        record["failure_kind"] = kind
-        record["error"] = error
-        if log_path is not None:
-            record["stderr_tail"] = tail(log_path, STDERR_TAIL_BYTES)
-        if record.get("generator"):
-            record.update(_result_fields(record["generator"]))
-            record["flags"] = stats.measurement_flags(record["generator"], record.get("stop"))
-        else:
-            record["flags"] = stats.measurement_flags(None, record.get("stop"))
-        record["ended_at"] = now_iso()
-        return record
+
+
+def failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:
+    """Mark a record failed with its kind and reason; the contestant's log tail when the log is here."""
+    record["status"] = STATUS_FAILED
+    record["failure_kind"] = kind
+    record["error"] = error
+    if log_path is not None:
+        record["stderr_tail"] = tail(log_path, STDERR_TAIL_BYTES)
+    if record.get("generator"):
+        record.update(_result_fields(record["generator"]))
+        record["flags"] = stats.measurement_flags(record["generator"], record.get("stop"))
+    else:
+        record["flags"] = stats.measurement_flags(None, record.get("stop"))
+    record["ended_at"] = now_iso()
+    return record
+
+
+def conclude(record: dict, generator: dict | None, *, crashed_code: int | None, gen_error: str | None,
+             hang: dict | None, timeout_s: float, log_path: Path | None) -> dict:
+    """The verdict of a measurement whose load has run and whose server is stopped (record["stop"]), on one
+    machine or across hosts (netarena.cluster): crashed, generator failed, hung, nothing answered, or ok."""
+    if crashed_code is not None:
+        return failed(record, "crashed", f"the contestant exited with code {crashed_code} while under load",
+                      log_path)
+    if gen_error is not None:
+        return failed(record, "generator_failed", gen_error, log_path)
+    if hang is not None and not hang["ok"]:
+        killed = " and ignored its stop signal (stopped with SIGKILL)" if record["stop"].get("killed") else ""
+        return failed(record, "hung", (
+            f"the server stopped answering: {_timeouts(generator)} request(s) timed out under load "
+            f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
+            f"valid answer within timeout_s={timeout_s:g} s ({hang['reason']}){killed}"), log_path)
+    record.update(_result_fields(generator))
+    record["flags"] = stats.measurement_flags(generator, record["stop"])
+    if generator["totals"]["requests"] == 0:
+        return failed(record, "no_successful_requests",
+                      "no successful request during the measured phase; errors: "
+                      + json.dumps({k: v for k, v in generator["errors"]["by_class"].items() if v}), log_path)
+    record["status"] = STATUS_OK
+    record["ended_at"] = now_iso()
+    return record
 
 
 class MockBackend:

@@ -203,12 +203,15 @@ def _contestants_dir_option(f):
 @_contestants_dir_option
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors.")
 @click.option("--json", "json_mode", is_flag=True, help="Print the run summary as JSON on stdout.")
+@click.option("--cluster", "cluster_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Run across hosts: the server on one, the load on the others (docs/many-machines.md).")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
 def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
-        no_apt, contestants_dir, quiet, json_mode, backend_opt):
+        no_apt, contestants_dir, quiet, json_mode, cluster_file, backend_opt):
     """Run a suite (default: quick) and store every measurement in RESULTS/netarena.sqlite."""
     from .backend import GeneratorMissing, find_generator, generator_version, make_backend
-    from .runner import Interrupted, Runner, StopRequest, build_plan, cleanup_orphans, new_run, orchestrator_alive, resolve_cpus
+    from .runner import (Interrupted, Runner, StopRequest, StopRun, build_plan, cleanup_orphans, new_run,
+                         orchestrator_alive, resolve_cpus)
     from .cli_report import measured_any, report_after_run, summary_after_run
 
     ui = UI(quiet=quiet, json_mode=json_mode)
@@ -235,6 +238,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             scenario_filter = stored_args.get("scenarios")
             server, generator_set = json.loads(run_row["server_cpus_json"]), json.loads(run_row["generator_cpus_json"])
             backend_kind = run_row["backend"]
+            if backend_kind == "cluster":
+                cluster_file = cluster_file or Path(stored_args["cluster"])
             allow_apt = stored_args.get("allow_apt", True)
             suite_path = run_row["suite_path"]
             names = select(contestants_dir, list(effective.contestants), list(effective.exclude), "suite contestants")
@@ -279,7 +284,16 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         contestants = load(contestants_dir, names)
         plan = build_plan(effective, contestants, scenario_filter)
         generator_path = None
-        if backend_kind == "real":
+        cluster = None
+        if cluster_file is not None:
+            from .cluster.spec import load_cluster
+
+            if server_cpus or generator_cpus:
+                raise ConfigError("CPUs are each host's own across hosts (its worker's CPU affinity)",
+                                  path="--server-cpus/--generator-cpus")
+            cluster = load_cluster(cluster_file)
+            backend_kind = "cluster"
+        elif backend_kind == "real":
             try:
                 generator_path = find_generator()
             except GeneratorMissing as exc:
@@ -302,6 +316,26 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         fail_bad_input(ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
                                    "(see `netarena list`)"))
 
+    cluster_backend, cluster_info = None, None
+    if cluster is not None:
+        from .cluster import ClusterError
+        from .cluster.backend import ClusterBackend
+
+        try:
+            cluster_backend = ClusterBackend(*cluster, say=ui.info).connect()
+            cluster_info = cluster_backend.check()
+        except ClusterError as exc:
+            if cluster_backend is not None:
+                cluster_backend.close()
+            fail_bad_input(ConfigError(str(exc), path=cluster_file))
+        # Each host's own CPU numbers (its worker's affinity), recorded as the run's CPU sets.
+        roles = {h["role"]: [] for h in cluster_info["hosts"]}
+        for host in cluster_info["hosts"]:
+            roles[host["role"]] += host["cpus"]
+        server, generator_set = sorted(set(roles["server"])), sorted(set(roles.get("generator", [])))
+        ui.info(f"cluster {cluster[0].scheduler}: server host {cluster[0].server.worker} "
+                f"({cluster[0].server.address}), generator hosts {', '.join(cluster[0].generators.workers)}")
+
     # ---- run
     if store is None:
         store = Store(results_dir)
@@ -313,10 +347,11 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     else:
         run_id = new_run(store, plan, suite_path=str(suite_path), args={
             "argv": sys.argv, "contestants_dir": str(contestants_dir), "scenarios": scenario_filter,
-            "allow_apt": allow_apt, "results_dir": str(results_dir)}, backend_name=backend_kind,
+            "allow_apt": allow_apt, "results_dir": str(results_dir),
+            "cluster": str(Path(cluster_file).absolute()) if cluster_file else None}, backend_name=backend_kind,
             server_cpus=server, generator_cpus=generator_set,
             generator_path=str(generator_path) if generator_path else None,
-            generator_version=generator_version(generator_path) if generator_path else None)
+            generator_version=generator_version(generator_path) if generator_path else None, cluster=cluster_info)
         minutes, seconds = divmod(int(plan.estimate_s()), 60)
         ui.info(f"run {run_id}: suite {plan.suite.name}, {len({i.contestant for i in plan.items})} contestant(s), "
                 f"{len(plan.items)} measurement(s) x {plan.suite.repeat} repeat(s) = {plan.total}; estimated "
@@ -334,8 +369,11 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                     f"{' ' + level_key if level_key else ''}: {reason}")
 
     runner = Runner(store, None, ui, allow_apt=allow_apt)
-    backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track, on_reaped=runner.untrack) \
-        if backend_kind == "real" else make_backend(backend_kind)
+    if cluster_backend is not None:
+        backend = cluster_backend
+    else:
+        backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track,
+                               on_reaped=runner.untrack) if backend_kind == "real" else make_backend(backend_kind)
     runner.backend = backend
     StopRequest.requested = False
     previous = {sig: signal.signal(sig, StopRequest.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -352,9 +390,18 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                      f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False,
                      soft_wrap=True)
         sys.exit(EXIT_INTERRUPTED)
+    except StopRun as exc:
+        ui.end_progress()
+        store.set_run_status(run_id, "interrupted")
+        ui.err.print(f"error: the run stopped: {exc}. What was measured is stored in {store.path}. Resume with:\n"
+                     f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False,
+                     soft_wrap=True)
+        sys.exit(EXIT_FAILED)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if cluster_backend is not None:
+            cluster_backend.close()
     store.set_run_status(run_id, "complete")
     summary = run_summary(store, run_id)
     # The HTML report is written from the store (never from live state), like `netarena report` does; a
@@ -607,6 +654,93 @@ def export(run_id, results_dir, fmt):
         return
     data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
     sys.stdout.write(data)
+
+
+@main.group()
+def cluster() -> None:
+    """Runs across hosts through Dask distributed: check a cluster file, make its TLS certificates."""
+
+
+@cluster.command(name="certs")
+@click.argument("folder", type=click.Path(path_type=Path, file_okay=False))
+@click.option("--force", is_flag=True, help="Replace certificates already in FOLDER.")
+def cluster_certs(folder, force):
+    """Make the control plane's TLS files in FOLDER: a CA and a certificate per role (scheduler, worker, client)."""
+    from .cluster.certs import ROLES, make_certs
+
+    try:
+        make_certs(folder, force=force)
+    except FileExistsError as exc:
+        fail_bad_input(ConfigError(str(exc), path=folder))
+    click.echo(f"{folder}: ca.pem (ca.key: keep it off the hosts), " + ", ".join(f"{r}.pem/{r}.key" for r in ROLES))
+
+
+@cluster.command(name="check")
+@click.argument("cluster_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--json", "json_mode", is_flag=True, help="Print what would be recorded as JSON.")
+def cluster_check(cluster_file, json_mode):
+    """Connect with CLUSTER_FILE's TLS files; every named worker present, the same netarena, clock offsets."""
+    from .cluster import ClusterError
+    from .cluster.backend import ClusterBackend
+    from .cluster.spec import load_cluster
+
+    backend = None
+    try:
+        backend = ClusterBackend(*load_cluster(cluster_file)).connect()
+        info = backend.check()
+    except ConfigError as exc:
+        fail_bad_input(exc)
+        return
+    except ClusterError as exc:
+        fail_bad_input(ConfigError(str(exc), path=cluster_file))
+        return
+    finally:
+        if backend is not None:
+            backend.close()
+    if json_mode:
+        click.echo(json.dumps(info, indent=2, default=str))
+        return
+    for host in info["hosts"]:
+        click.echo(f"{host['name']:<10} {host['role']:<9} {host['address']:<28} netarena {host['netarena_version']}, "
+                   f"{host['generator']['version']}, CPUs {host['cpus']}, clock offset "
+                   f"{host['clock_offset_s'] * 1e3:+.3f} ms")
+    click.echo(f"ok: {len(info['hosts'])} hosts on {info['scheduler']}")
+
+
+@main.group()
+def lab() -> None:
+    """A cluster of network namespaces on this machine (root): a scheduler and one worker per host."""
+
+
+@lab.command(name="up")
+@click.option("--hosts", type=int, default=3, show_default=True, help="Hosts: one server, the rest generators.")
+@click.option("--dir", "folder", type=click.Path(path_type=Path, file_okay=False), default=Path("lab"),
+              show_default=True, help="Where the certificates, logs, lab.json and cluster.toml go.")
+@click.option("--name", default="nalab", show_default=True, help="Prefix of the namespaces (NAME-ctl, NAME-h1, ...).")
+def lab_up(hosts, folder, name):
+    """Build the lab and print its cluster file (remove it with `netarena lab down`)."""
+    from .cluster import ClusterError
+    from .cluster.lab import up
+
+    try:
+        cluster_file = up(folder, hosts, name, say=click.echo)
+    except ClusterError as exc:
+        fail_bad_input(ConfigError(str(exc)))
+        return
+    except KeyboardInterrupt:  # up() removed what it had made
+        sys.exit(EXIT_INTERRUPTED)
+    click.echo(f"run a suite across it: netarena run SUITE --cluster {cluster_file}")
+
+
+@lab.command(name="down")
+@click.option("--dir", "folder", type=click.Path(path_type=Path, file_okay=False), default=Path("lab"),
+              show_default=True, help="The folder `lab up` used.")
+def lab_down(folder):
+    """Stop the lab's processes and remove its namespaces (and with them its links)."""
+    from .cluster.lab import down
+
+    if not down(folder, say=click.echo):
+        click.echo(f"no lab in {folder} (no lab.json)")
 
 
 def _register_report_commands() -> None:

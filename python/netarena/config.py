@@ -21,8 +21,8 @@ from .errors import ConfigError, did_you_mean
 SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep")
 HTTP_SCENARIOS = tuple(s for s in SCENARIOS if s != "echo")
 BYTES_SIZES = (40, 10000, 524288)
-PLACEHOLDERS = ("port", "workers", "static_dir", "dir", "env_dir", "build_dir", "python")
-STEP_PLACEHOLDERS = tuple(p for p in PLACEHOLDERS if p not in ("port", "workers"))
+PLACEHOLDERS = ("host", "port", "workers", "static_dir", "dir", "env_dir", "build_dir", "python")
+STEP_PLACEHOLDERS = tuple(p for p in PLACEHOLDERS if p not in ("host", "port", "workers"))
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
 ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep"]
@@ -54,6 +54,10 @@ class Start(Strict):
     # warm-up is the larger of this and the suite's; the report marks where it was raised (badge WARM).
     warmup_min_s: Annotated[float, Field(ge=0, le=600)] = 0
     env: dict[str, str] = {}
+    # A path (on {port}, loopback) where the server reports its own request counters, e.g. nginx's
+    # stub_status. Across hosts it is read before and after the load and stored with the measurement, so
+    # the server's count can be set against the generators' merged one (docs/many-machines.md).
+    status_path: Annotated[str, Field(pattern=r"^/")] | None = None
 
 
 class Workers(Strict):

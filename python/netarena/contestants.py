@@ -62,8 +62,11 @@ class Contestant:
         return "python3"
 
     def placeholders(self, *, port: int | None = None, workers: int | None = None,
-                     static_dir: Path | None = None) -> dict[str, str]:
+                     static_dir: Path | None = None, host: str = "127.0.0.1") -> dict[str, str]:
+        # {host}: the address to listen on; loopback on one machine, every address (0.0.0.0) on the server
+        # host of a cluster, where the generators come from other hosts (docs/many-machines.md).
         values = {
+            "host": host,
             "dir": str(self.dir),
             "env_dir": str(self.env_dir),
             "build_dir": str(self.env_dir / "build"),

@@ -134,7 +134,8 @@ class ManagedProcess:
     """A child in its own session/process group, its output in a log file, pinned to `cpus`."""
 
     def __init__(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
-                 cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False):
+                 cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False,
+                 stdin_pipe: bool = False):
         self.argv = argv
         self.log_path = log_path
         self._log = None
@@ -144,7 +145,8 @@ class ManagedProcess:
         out = subprocess.PIPE if capture else (self._log or subprocess.DEVNULL)
         err = subprocess.PIPE if capture else (subprocess.STDOUT if self._log else subprocess.DEVNULL)
         self.proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            # stdin_pipe: netarena-load --prepare reads its start time there.
+            argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, stdout=out, stderr=err,
             start_new_session=True, preexec_fn=_child_setup(cpus), close_fds=True)
         self.pid = self.proc.pid
         self.pgid = self.proc.pid

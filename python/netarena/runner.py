@@ -186,6 +186,12 @@ class Interrupted(Exception):
     pass
 
 
+class StopRun(Exception):
+    """A backend's word that the run cannot go on now (netarena.cluster: the server host is gone, too few
+    generator hosts are left). The measurement in progress is recorded as interrupted and the run stops like
+    on Ctrl-C, so `--resume` continues it once the cause is fixed; the message says what to fix."""
+
+
 class StopRequest:
     """Ctrl-C or SIGTERM, remembered as well as raised.
 
@@ -243,6 +249,8 @@ class Runner:
                 continue
             try:
                 record = self.backend.prepare(contestant, self.allow_apt, self.ui.info)
+            except StopRun:
+                raise
             except InstallError as exc:
                 unusable[contestant.name] = str(exc)
                 self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
@@ -307,6 +315,10 @@ class Runner:
                 self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
                                                            ended_at=at, error="interrupted (Ctrl-C / SIGTERM)"))
                 raise Interrupted() from None
+            except StopRun as exc:
+                self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
+                                                           ended_at=now_iso(), error=str(exc)))
+                raise
             except Exception as exc:  # a bug or an unforeseen failure: lose this measurement, not the run
                 self.stop_leftovers()
                 record = dict(base, status=STATUS_FAILED, failure_kind="internal_error", started_at=started,
@@ -326,9 +338,11 @@ class Runner:
 
 def new_run(store: Store, plan: Plan, *, suite_path: str | None, args: dict, backend_name: str,
             server_cpus: list[int], generator_cpus: list[int], generator_path: str | None,
-            generator_version: str | None) -> int:
+            generator_version: str | None, cluster: dict | None = None) -> int:
     extra = {"server_cpus": server_cpus, "generator_cpus": generator_cpus,
              "generator": {"path": generator_path, "version": generator_version}, "backend": backend_name}
+    if cluster is not None:  # the hosts of a run across hosts, each with its environment and clock offset
+        extra["cluster"] = cluster
     environment = collect_environment(extra)
     return store.create_run(
         suite_name=plan.suite.name, suite_path=suite_path, suite=plan.suite.model_dump(mode="json"), args=args,

@@ -226,8 +226,8 @@ class LoadSpec:
     expectation: dict
 
 
-def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadSpec:
-    base = f"http://127.0.0.1:{port}"
+def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: str = "127.0.0.1") -> LoadSpec:
+    base = f"http://{host}:{port}"
     common = ["-c", str(level.connections), "-t", str(level.generator_threads)]
     if scenario == "echo":
         args = common + ["--chunk", str(level.echo_chunk_bytes)]
@@ -235,7 +235,7 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path) -> LoadS
             args += ["--bytes", str(level.param("bytes"))]
         if level.probe_interval_s:
             args += ["--probe-interval", f"{level.probe_interval_s}"]
-        return LoadSpec("echo", f"127.0.0.1:{port}", args, {"echo": "byte-for-byte"})
+        return LoadSpec("echo", f"{host}:{port}", args, {"echo": "byte-for-byte"})
     http_args = list(common) + GENERATOR_IO_ARGS[level.generator_io]
     if level.pipeline != 1:
         http_args += ["--pipeline", str(level.pipeline)]

@@ -52,6 +52,11 @@ pub struct CommonArgs {
     /// Allow this non-loopback target host (repeatable)
     #[arg(long, value_name = "HOST")]
     pub allow_target: Vec<String>,
+    /// Start barrier: print "READY <unix_ns>" on stderr, read the start time (Unix ns) from stdin and
+    /// begin then (open loop: after opening connections and the warm-up; closed loop and echo: the
+    /// connections, the warm-up and the measured phase all start at that time)
+    #[arg(long)]
+    pub prepare: bool,
     /// Print the JSON result document on stdout instead of the human summary
     #[arg(long)]
     pub json: bool,
@@ -205,9 +210,6 @@ pub struct HttpArgs {
     /// Order of --urls
     #[arg(long, value_enum, default_value = "random")]
     pub url_order: UrlOrderArg,
-    /// Open connections and warm up, print "READY <unix_ns>" on stderr, read the start time (Unix ns) from stdin
-    #[arg(long)]
-    pub prepare: bool,
     /// Open loop: stop sleeping US µs before each intended send and busy-poll until it [default: 20;
     /// 0 always sleeps]. Above the machine's timer wake-up lag (e.g. 500) the schedule lag drops to a
     /// few µs, at up to a core per thread; the busy-poll time is left out of the busy fraction

@@ -54,7 +54,6 @@ pub struct OpenConfig {
     pub steps: Option<Vec<f64>>,
     pub step_duration: Option<Duration>,
     pub find_max: Option<FindMax>,
-    pub prepare: bool,
     /// `--spin-us`: how long before an intended send the thread stops sleeping and busy-polls.
     pub spin: Duration,
 }
@@ -126,6 +125,8 @@ pub struct Config {
     /// `--coalesce-us`: whether and how long the uring engine may wait for more completions.
     pub coalesce: Coalesce,
     pub json: bool,
+    /// `--prepare`: wait for a start time on stdin (the barrier of several generators started together).
+    pub prepare: bool,
     pub command_line: Vec<String>,
     pub interval: Duration,
     pub hlog: Option<std::path::PathBuf>,
@@ -396,6 +397,7 @@ fn common(
         io: a.io,
         coalesce: a.coalesce,
         json: a.json,
+        prepare: a.prepare,
         command_line,
         interval: a.interval,
         hlog: a.hlog.clone(),
@@ -422,7 +424,6 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         }
         for (given, name) in [
             (a.steps.is_some(), "--steps"),
-            (a.prepare, "--prepare"),
             (a.seed.is_some(), "--seed"),
             (a.step_duration.is_some(), "--step-duration"),
             (a.slo.is_some(), "--slo"),
@@ -567,7 +568,6 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         steps,
         step_duration: sweep.then(|| a.step_duration.unwrap_or(DEFAULT_STEP_DURATION)),
         find_max,
-        prepare: a.prepare,
         spin: Duration::from_micros(spin_us),
     }))
 }

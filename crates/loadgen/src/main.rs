@@ -51,15 +51,20 @@ fn main() -> ExitCode {
     let doc = if open_loop {
         match openrun::run(&cfg) {
             Ok(d) => d,
-            Err(OpenError::Usage(e)) => return usage_error(&e),
-            Err(OpenError::Failure(e)) => return failure(&e),
-            Err(OpenError::Aborted(e)) => {
-                eprintln!("netarena-load: {e}");
-                return ExitCode::from(EXIT_ABORTED);
-            }
+            Err(e) => return open_error(e),
         }
     } else {
-        match run::run(&cfg) {
+        // The start barrier comes before any connection: every generator of a measurement spread over
+        // several hosts opens its connections, warms up and measures from the same instant.
+        let start_at = if cfg.prepare {
+            match openrun::wait_for_start() {
+                Ok(t) => Some(t),
+                Err(e) => return open_error(e),
+            }
+        } else {
+            None
+        };
+        match run::run(&cfg, start_at) {
             Ok(o) => output::document(&cfg, &o),
             Err(e) => return failure(&e),
         }
@@ -87,6 +92,18 @@ fn main() -> ExitCode {
         print!("{}", output::human(&doc));
     }
     ExitCode::SUCCESS
+}
+
+/// The exit of a run stopped by the open loop or the `--prepare` barrier.
+fn open_error(e: OpenError) -> ExitCode {
+    match e {
+        OpenError::Usage(e) => usage_error(&e),
+        OpenError::Failure(e) => failure(&e),
+        OpenError::Aborted(e) => {
+            eprintln!("netarena-load: {e}");
+            ExitCode::from(EXIT_ABORTED)
+        }
+    }
 }
 
 fn usage_error(msg: &str) -> ExitCode {

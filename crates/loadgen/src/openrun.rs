@@ -183,7 +183,7 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
         let stopped = reports.iter().map(|r| r.stopped_at).max().unwrap_or(start);
         warmup = stopped.saturating_duration_since(start);
     }
-    let first_start = if o.prepare {
+    let first_start = if cfg.prepare {
         wait_for_start()?
     } else {
         Instant::now() + PHASE_LEAD
@@ -238,8 +238,9 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
     Ok(step_doc(cfg, h, o, &s))
 }
 
-/// `--prepare`: announce readiness, then read the start time (Unix ns) from stdin.
-fn wait_for_start() -> Result<Instant, OpenError> {
+/// `--prepare`: announce readiness, then read the start time (Unix ns) from stdin. The closed loop
+/// and echo (main.rs) call it too, before their connections open.
+pub fn wait_for_start() -> Result<Instant, OpenError> {
     eprintln!("READY {}", sys::unix_now_ns());
     let mut line = String::new();
     let n = std::io::stdin().lock().read_line(&mut line).map_err(|e| {

@@ -396,7 +396,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         urls_file: http.and_then(|h| h.urls_file.as_ref().map(|p| p.display().to_string())),
         url_count: http.map_or(0, |h| h.requests_wire.wire.len()),
         url_order: http.and_then(|h| h.urls_file.as_ref().map(|_| h.requests_wire.order.name())),
-        prepare: open.is_some_and(|o| o.prepare),
+        prepare: cfg.prepare,
         bytes_per_connection: echo_cfg.and_then(|e| e.bytes_per_connection),
         chunk_bytes: echo_cfg.map(|e| e.chunk_bytes),
         probe_interval_s: echo_cfg.and_then(|e| e.probe_interval.map(secs)),

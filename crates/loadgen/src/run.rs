@@ -39,7 +39,11 @@ pub fn split_evenly(total: u64, parts: usize, index: usize) -> u64 {
     total / parts as u64 + u64::from((index as u64) < total % parts as u64)
 }
 
-pub fn run(cfg: &Config) -> Result<RunOutcome, String> {
+/// `start_at`: the `--prepare` start time; the threads (and their connections) start then.
+pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String> {
+    if let Some(t) = start_at {
+        std::thread::sleep(t.saturating_duration_since(Instant::now()));
+    }
     let run_start = Instant::now();
     let wall_start = SystemTime::now();
     let measure_start = run_start + cfg.warmup;

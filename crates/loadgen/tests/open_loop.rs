@@ -536,19 +536,17 @@ fn hlog_reads_back_with_the_intervals_of_the_result() {
 }
 
 fn spawn_prepared(url: &str) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
+    spawn_prepared_with(url, &["--rate", "1000"])
+}
+
+/// `netarena-load http URL -c 4 -d 300ms --prepare --json` plus `extra`, once it has printed READY.
+fn spawn_prepared_with(
+    url: &str,
+    extra: &[&str],
+) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
-        .args([
-            "http",
-            url,
-            "--rate",
-            "1000",
-            "-c",
-            "4",
-            "-d",
-            "300ms",
-            "--prepare",
-            "--json",
-        ])
+        .args(["http", url, "-c", "4", "-d", "300ms", "--prepare", "--json"])
+        .args(extra)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -602,6 +600,28 @@ fn prepare_starts_at_the_given_time_and_refuses_the_past() {
     err.read_to_string(&mut msg).unwrap();
     assert_eq!(status.code(), Some(3), "{msg}");
     assert!(msg.contains("stdin closed"), "{msg}");
+}
+
+#[test]
+fn prepare_in_the_closed_loop_connects_and_sends_only_from_the_start() {
+    // The barrier of a measurement spread over several hosts: a closed-loop generator announces READY,
+    // opens nothing before the start time it is given, then runs its whole phase from that instant.
+    let _cpu = cpu_shared();
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let (mut child, _err) = spawn_prepared_with(&url, &[]);
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.connections.load(Ordering::Relaxed), 0);
+    assert_eq!(s.requests.load(Ordering::Relaxed), 0);
+    let start_ns = unix_ns() + 300_000_000;
+    writeln!(child.stdin.as_mut().unwrap(), "{start_ns}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate_against_schema(&doc);
+    assert_eq!(doc["config"]["prepare"], true);
+    assert!(u(&doc["totals"]["requests"]) > 0);
+    assert!(s.first_request_unix_ns.load(Ordering::Relaxed) >= start_ns);
 }
 
 #[test]

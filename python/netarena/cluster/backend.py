@@ -1,0 +1,478 @@
+"""The orchestrator's side of a run across hosts: a backend for runner.Runner like backend.RealBackend.
+
+One measurement: the server task starts, verifies and monitors the contestant on the server host and
+announces its port; one generator task per live generator host runs netarena-load --prepare with its share
+of the connections (and of an open-loop rate) against the server host's address; when every one has
+announced READY, one start time (the orchestrator's clock plus each host's estimated offset) goes to all;
+their documents are merged exactly (merge_documents) and the server stopped. The verdict comes from the
+same code as on one machine (backend.conclude). Hosts are watched while waiting: a worker that leaves the
+cluster fails the measurement at once (HostLost), never a hang.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import os
+import time
+import uuid
+
+from .. import __version__, stats
+from ..backend import GENERATOR_GRACE_S, _timeouts, conclude, failed
+from ..runner import StopRun
+from ..store import now_iso
+from . import ClusterError, tasks
+from .spec import ClusterSpec, security
+
+CONNECT_TIMEOUT_S = 20.0
+# The start time is this far after the last READY: long enough for the start message to reach every host.
+START_LEAD_S = 1.0
+CLOCK_PROBES = 5
+POLL_S = 0.25
+_CLONE_NEWNET = 0x40000000
+
+
+class HostLost(Exception):
+    """A worker needed by the measurement left the cluster (its process died, or it missed its heartbeats)."""
+
+    def __init__(self, name: str, role: str):
+        self.name, self.role = name, role
+        super().__init__(f"{role} host {name} left the cluster mid-measurement (its Dask worker is gone)")
+
+
+class ClusterStop(StopRun):
+    """The run cannot go on with this cluster (the server host is gone, too few generator hosts are left)."""
+
+
+def enter_netns(name: str) -> None:
+    """Move this process into a network namespace (the lab's control one); only before any thread starts."""
+    try:
+        fd = os.open(f"/var/run/netns/{name}", os.O_RDONLY)
+    except OSError as exc:
+        raise ClusterError(f"network namespace {name!r} not found ({exc}): is the lab up? (`netarena lab up`)") \
+            from None
+    libc = ctypes.CDLL(None, use_errno=True)
+    try:
+        if libc.setns(fd, _CLONE_NEWNET) != 0:
+            raise ClusterError(f"cannot enter network namespace {name!r}: {os.strerror(ctypes.get_errno())} "
+                               "(entering one needs root)")
+    finally:
+        os.close(fd)
+
+
+def split_evenly(total: int, parts: int, index: int) -> int:
+    """The same split as netarena-load's over its threads: the first total % parts get one more."""
+    return total // parts + (1 if index < total % parts else 0)
+
+
+def share_level(level, hosts: int, index: int):
+    """Host `index`'s part of a level: its share of the connections and of an open-loop rate (both totals)."""
+    import dataclasses
+
+    params = dict(level.params)
+    for key in ("rate", "conn_rate"):
+        if params.get(key):
+            params[key] = params[key] / hosts
+    return dataclasses.replace(level, connections=split_evenly(level.connections, hosts, index),
+                               params=tuple(sorted(params.items())))
+
+
+# ----------------------------------------------------------------------------- merging
+
+
+_LATENCY_FIELDS = (("min_us", None), ("p50_us", 50), ("p75_us", 75), ("p90_us", 90), ("p99_us", 99),
+                   ("p99_9_us", 99.9), ("p99_99_us", 99.99))
+
+
+def _merged_latency(docs: list[dict], path: tuple[str, ...]) -> dict | None:
+    """The latency block at `path` of every document, from their histograms merged (stats.merge_histograms)."""
+    parts = []
+    for doc in docs:
+        block = doc
+        for key in path:
+            block = (block or {}).get(key)
+        if block:
+            parts.append({"latency": block})
+    if not parts:
+        return None
+    merged = stats.merge_histograms(parts)
+    out = copy.deepcopy(parts[0]["latency"])
+    if merged is None:
+        return out
+    out["count"] = merged.get_total_count()
+    for name, pct in _LATENCY_FIELDS:
+        out[name] = merged.get_min_value() if pct is None else merged.get_value_at_percentile(pct)
+    out["max_us"] = merged.get_max_value()
+    out["mean_us"] = merged.get_mean_value()
+    out["stdev_us"] = merged.get_stddev()
+    out["histogram"]["data"] = merged.encode().decode()
+    return out
+
+
+# The counters of the echo and open-loop blocks (summed over hosts); their other fields are settings, the
+# same on every host, and are taken from the first.
+_ECHO_COUNTERS = ("connections_completed", "verified_bytes")
+_OPEN_LOOP_COUNTERS = ("asked_rate_per_s", "achieved_rate_per_s", "intended", "started", "late", "dropped",
+                       "dropped_overflow", "dropped_unsent", "spin_wait_s")
+_CONN_RATE_COUNTERS = ("started", "completed", "ended_early", "failed")
+
+
+def _sum_numbers(blocks: list[dict], keys=None) -> dict:
+    """The first block with `keys` (default: every number in it) summed over all blocks."""
+    out = copy.deepcopy(blocks[0])
+    for key, value in blocks[0].items():
+        if keys is not None and key not in keys:
+            continue
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = sum((b.get(key) or 0) for b in blocks)
+    return out
+
+
+def merge_documents(parts: list[dict]) -> dict:
+    """One netarena-load document from the generator hosts' ones: counts and byte totals summed, rates summed
+    (every host measured the same phase, started together), latencies from the merged HdrHistograms, errors
+    summed by class, the generator flagged saturated when any host was. Each host's own document, CPU and
+    flags are kept under "hosts"."""
+    docs = [p["document"] for p in parts]
+    merged = copy.deepcopy(docs[0])
+    merged["totals"] = _sum_numbers([d["totals"] for d in docs])
+    merged["throughput"] = _sum_numbers([d["throughput"] for d in docs])
+    merged["latency"] = _merged_latency(docs, ("latency",))
+    errors = {"total": sum(d["errors"]["total"] for d in docs), "by_class": {}, "status_codes": {}, "examples": []}
+    for d in docs:
+        for group in ("by_class", "status_codes"):
+            for key, count in (d["errors"].get(group) or {}).items():
+                errors[group][key] = errors[group].get(key, 0) + count
+        errors["examples"] += d["errors"].get("examples") or []
+    errors["examples"] = errors["examples"][:10]
+    merged["errors"] = errors
+    gens = [d.get("generator") or {} for d in docs]
+    merged["generator"] = {
+        "threads": sum(g.get("threads") or 0 for g in gens), "cpus": None,
+        "cpu_user_s": sum(g.get("cpu_user_s") or 0 for g in gens), "cpu_sys_s": sum(g.get("cpu_sys_s") or 0 for g in gens),
+        "busy_fraction": max((g.get("busy_fraction") or 0) for g in gens),
+        "busy_fraction_max": max((g.get("busy_fraction_max") or 0) for g in gens),
+        "saturated": any(g.get("saturated") for g in gens),
+        "batch_wait_max_us": gens[0].get("batch_wait_max_us"),
+    }
+    merged["generator_saturated"] = any(d.get("generator_saturated") or (d.get("generator") or {}).get("saturated")
+                                        for d in docs)
+    merged["started_at"] = min(d["started_at"] for d in docs)
+    merged["ended_at"] = max(d["ended_at"] for d in docs)
+    merged["duration_s"] = max(d["duration_s"] for d in docs)
+    merged["config"] = dict(merged["config"], connections=sum(d["config"]["connections"] for d in docs))
+    if merged.get("echo"):
+        merged["echo"] = _sum_numbers([d["echo"] for d in docs], _ECHO_COUNTERS)
+        times = [d["echo"].get("completion_time_s") for d in docs]
+        merged["echo"]["completion_time_s"] = None if None in times else max(times)
+        probes = [d["echo"]["probe"] for d in docs if d["echo"].get("probe")]
+        if probes:  # every host probes on its own: attempts and errors summed, latencies merged
+            merged["echo"]["probe"] = _sum_numbers(probes, ("attempts", "completed", "errors"))
+            merged["echo"]["probe"]["latency"] = _merged_latency(docs, ("echo", "probe", "latency"))
+    if merged.get("open_loop"):
+        loops = [d["open_loop"] for d in docs]
+        ol = _sum_numbers(loops, _OPEN_LOOP_COUNTERS)
+        if ol.get("connections"):
+            ol["connections"] = _sum_numbers([o["connections"] for o in loops], _CONN_RATE_COUNTERS)
+            ol["connections"]["lifetime"] = _merged_latency(docs, ("open_loop", "connections", "lifetime"))
+        ol["rate_not_met"] = any(o.get("rate_not_met") for o in loops)
+        ol["rate_not_met_reasons"] = [f"{p['host']}: {r}" for p, o in zip(parts, loops)
+                                      for r in o.get("rate_not_met_reasons") or []]
+        for key in ("latency_uncorrected", "schedule_lag"):
+            ol[key] = _merged_latency(docs, ("open_loop", key))
+        merged["open_loop"] = ol
+    # Time series stay per host (their intervals are each host's own clock's); the merged document has none.
+    merged["timeline"] = []
+    merged["intervals"] = None
+    merged["hosts"] = [{"host": p["host"], "hostname": p.get("hostname"), "cpus": p.get("cpus"),
+                        "cpu_user_s": (d.get("generator") or {}).get("cpu_user_s"),
+                        "cpu_sys_s": (d.get("generator") or {}).get("cpu_sys_s"),
+                        "saturated": bool((d.get("generator") or {}).get("saturated") or d.get("generator_saturated")),
+                        "requests": d["totals"]["requests"], "document": d} for p, d in zip(parts, docs)]
+    return merged
+
+
+# ----------------------------------------------------------------------------- the backend
+
+
+class ClusterBackend:
+    name = "cluster"
+
+    def __init__(self, spec: ClusterSpec, base, say=lambda text: None):
+        self.spec = spec
+        self.base = base
+        self.say = say
+        self.client = None
+        self.addresses: dict[str, str] = {}  # worker name -> address, as checked at connect
+        self.offsets: dict[str, float] = {}  # worker name -> clock offset (worker - orchestrator), seconds
+        self.lost: set[str] = set()
+
+    # -- connecting and checking
+
+    def connect(self) -> "ClusterBackend":
+        from distributed import Client
+
+        if self.spec.netns:
+            enter_netns(self.spec.netns)
+        try:
+            self.client = Client(self.spec.scheduler, security=security(self.spec, self.base),
+                                 timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise ClusterError(f"cannot reach the scheduler {self.spec.scheduler} with the cluster file's TLS "
+                               f"files: {exc}") from None
+        return self
+
+    def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
+            self.client = None
+
+    def workers(self) -> dict[str, str]:
+        """name -> address of the workers connected now."""
+        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        return {str(w.get("name")): addr for addr, w in info.items()}
+
+    def _run_on(self, name: str, fn, *args):
+        return self.client.run(fn, *args, workers=[self.addresses[name]])[self.addresses[name]]
+
+    def check(self, wait_s: float = 30.0) -> dict:
+        """Every named worker present, the same netarena on each, the clocks' offsets. Returns what is recorded
+        with the run (environment.cluster); ClusterError naming the problem otherwise."""
+        wanted = [self.spec.server.worker, *self.spec.generators.workers]
+        deadline = time.monotonic() + wait_s
+        while True:
+            present = self.workers()
+            missing = [n for n in wanted if n not in present]
+            if not missing or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        if missing:
+            raise ClusterError(f"worker(s) {', '.join(missing)} not connected to {self.spec.scheduler} (connected: "
+                               f"{', '.join(sorted(present)) or 'none'}); start them with the cluster's TLS files")
+        self.addresses = {n: present[n] for n in wanted}
+        hosts = []
+        for name in wanted:
+            facts = self._run_on(name, tasks.worker_facts)
+            if facts["netarena_version"] != __version__:
+                raise ClusterError(f"worker {name} runs netarena {facts['netarena_version']}, this orchestrator "
+                                   f"runs netarena {__version__}: install the same version on every host")
+            if not facts["generator"].get("path"):
+                raise ClusterError(f"worker {name}: {facts['generator'].get('error')}")
+            self.offsets[name] = self._offset(name)
+            role = "server" if name == self.spec.server.worker else "generator"
+            hosts.append({"name": name, "role": role, "address": self.addresses[name],
+                          "clock_offset_s": self.offsets[name], **facts})
+        return {"scheduler": self.spec.scheduler, "server_address": self.spec.server.address, "hosts": hosts,
+                "clock_offset_method": f"best of {CLOCK_PROBES} round trips: worker time - midpoint of the "
+                                       "orchestrator's send and receive"}
+
+    def _offset(self, name: str) -> float:
+        best = None
+        for _ in range(CLOCK_PROBES):
+            t0 = time.time()
+            remote = self._run_on(name, tasks.clock_probe)
+            t1 = time.time()
+            if best is None or t1 - t0 < best[0]:
+                best = (t1 - t0, remote - (t0 + t1) / 2)
+        return best[1]
+
+    # -- waiting while watching the hosts
+
+    def _watch(self, needed: dict[str, str]) -> None:
+        present = set(self.workers())
+        for name, role in needed.items():
+            if name not in present:
+                self.lost.add(name)
+                raise HostLost(name, role)
+
+    def _wait_futures(self, futures: list, deadline: float, needed: dict[str, str]) -> None:
+        while not all(f.done() for f in futures):
+            time.sleep(POLL_S)
+            self._watch(needed)
+            if time.monotonic() > deadline:
+                raise TimeoutError("the hosts did not finish within the measurement's time limit")
+
+    def _wait_variable(self, name: str, deadline: float, needed: dict[str, str], futures: list):
+        from distributed import Variable
+
+        var = Variable(name, client=self.client)
+        while True:
+            try:
+                return var.get(timeout=POLL_S)
+            except TimeoutError:
+                pass
+            for f in futures:
+                if f.status in ("error", "cancelled"):
+                    raise RuntimeError(f"a task failed on a host: {f.exception()!r}")
+            self._watch(needed)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no word from the hosts within the time limit ({name})")
+
+    def _submit(self, fn, name: str, *args):
+        return self.client.submit(fn, *args, workers=[self.addresses[name]], allow_other_workers=False,
+                                  pure=False, retries=0)
+
+    # -- the Runner's interface
+
+    def live_generators(self) -> list[str]:
+        present = set(self.workers())
+        return [n for n in self.spec.generators.workers if n in present and n not in self.lost]
+
+    def ensure_usable(self) -> list[str]:
+        present = set(self.workers())
+        if self.spec.server.worker not in present:
+            raise ClusterStop(f"the server host {self.spec.server.worker} is gone from the cluster; bring it back, "
+                              "then continue with `netarena run --resume`")
+        gens = self.live_generators()
+        if len(gens) < self.spec.generators.min_hosts:
+            raise ClusterStop(f"{len(gens)} generator host(s) left ({', '.join(gens) or 'none'}), fewer than "
+                              f"generators.min_hosts = {self.spec.generators.min_hosts}; bring the others back, "
+                              "then continue with `netarena run --resume`")
+        return gens
+
+    def prepare(self, contestant, allow_apt: bool, say) -> dict:
+        from ..contestants import InstallError
+
+        self.ensure_usable()
+        start = contestant.manifest.start
+        if not any("{host}" in word for word in [*(start.command or []), *(start.echo_command or [])]):
+            raise InstallError("cannot be loaded from other hosts: its start command has no {host}, so it listens "
+                               "on 127.0.0.1 only (docs/contestant-manifest.md)")
+        say(f"{contestant.name}: installing on the server host {self.spec.server.worker}")
+        future = self._submit(tasks.install_task, self.spec.server.worker, contestant.name, allow_apt)
+        try:
+            self._wait_futures([future], time.monotonic() + 3600, {self.spec.server.worker: "server"})
+        except HostLost as exc:
+            raise ClusterStop(str(exc)) from None
+        if future.status == "error":
+            exc = future.exception()
+            if isinstance(exc, InstallError):
+                raise exc
+            raise InstallError(f"on the server host {self.spec.server.worker}: {type(exc).__name__}: {exc}")
+        return {"host": self.spec.server.worker, **future.result()}
+
+    def measure(self, req, progress=lambda text: None) -> dict:
+        from distributed import Event, Variable
+
+        gens = self.ensure_usable()
+        record = req.base_record()
+        record["started_at"] = now_iso()
+        mid = f"netarena-{uuid.uuid4().hex[:12]}"
+        server_name = self.spec.server.worker
+        budget = req.warmup_s + req.duration_s + req.timeout_s + GENERATOR_GRACE_S
+        ready_s = req.contestant.manifest.start.ready_timeout_s + 30
+        wait_s = ready_s + budget + tasks.ORPHAN_GRACE_S
+        loaded = Event(f"{mid}/loaded", client=self.client)
+        start_var = Variable(f"{mid}/start", client=self.client)
+        needed = {server_name: "server"}
+        server_f = self._submit(tasks.server_task, server_name, mid, req.contestant.name, req.scenario, req.level,
+                                req.repeat_index, req.warmup_s, req.duration_s, req.timeout_s, str(req.log_dir), wait_s)
+        gen_fs: dict = {}
+        try:
+            progress("starting")
+            announced = self._wait_variable(f"{mid}/server", time.monotonic() + ready_s, needed, [server_f])
+            if announced.get("failed"):
+                self._wait_futures([server_f], time.monotonic() + 60, needed)
+                out = server_f.result()
+                self._server_fields(record, out)
+                kind, error = out["failure"]
+                record = failed(record, kind, f"on the server host {server_name}: {error}", None)
+                record["stderr_tail"] = out.get("stderr_tail")
+                return record
+            port = announced["port"]
+            hosts = [g for g in gens if split_evenly(req.level.connections, len(gens), gens.index(g)) > 0]
+            for i, name in enumerate(hosts):
+                level = share_level(req.level, len(hosts), i)
+                gen_fs[name] = self._submit(tasks.generator_task, name, mid, name, req.scenario, level,
+                                            self.spec.server.address, port, req.warmup_s, req.duration_s,
+                                            req.timeout_s, self.spec.generators.source_ips.get(name), wait_s)
+                needed[name] = "generator"
+            progress("connecting")
+            ready_by = time.monotonic() + ready_s + req.warmup_s + req.timeout_s
+            readies = {name: self._wait_variable(f"{mid}/ready/{name}", ready_by, needed, [server_f, *gen_fs.values()])
+                       for name in hosts}
+            refused = {n: r["failed"] for n, r in readies.items() if r.get("failed")}
+            if refused:
+                start_var.set({"abort": "another generator host failed before the start"})
+                loaded.set()
+                self._wait_futures([server_f, *gen_fs.values()], time.monotonic() + 60, needed)
+                self._server_fields(record, server_f.result())
+                return failed(record, "generator_failed", "; ".join(f"{n}: {m}" for n, m in refused.items()), None)
+            start = time.time() + START_LEAD_S
+            # Each host's own clock: the barrier needs the offsets, the merged counts and histograms do not.
+            start_var.set({name: int((start + self.offsets.get(name, 0.0)) * 1e9) for name in hosts})
+            progress("load")
+            self._wait_futures(list(gen_fs.values()), time.monotonic() + START_LEAD_S + budget + 30, needed)
+            loaded.set()
+            self._wait_futures([server_f], time.monotonic() + 120, needed)
+        except HostLost as exc:
+            start_var.set({"abort": str(exc)})
+            loaded.set()
+            self.client.cancel(list(gen_fs.values()))
+            if exc.role == "server":
+                self.client.cancel([server_f])
+                raise ClusterStop(f"{exc}; bring it back, then continue with `netarena run --resume`") from None
+            try:
+                self._wait_futures([server_f], time.monotonic() + 60, {server_name: "server"})
+                self._server_fields(record, server_f.result())
+            except HostLost as lost:
+                raise ClusterStop(f"{lost}; bring it back, then continue with `netarena run --resume`") from None
+            record["failure_kind"] = "host_lost"
+            return failed(record, "host_lost", str(exc), None)
+        except BaseException:  # Ctrl-C or a failure here: generators still waiting for their start give up
+            start_var.set({"abort": "the orchestrator stopped this measurement"})
+            raise
+        finally:
+            loaded.set()
+            self._forget(mid, [*gen_fs])
+        out = server_f.result()
+        self._server_fields(record, out)
+        parts = [f.result() for f in gen_fs.values()]
+        record["generator_argv"] = [w for p in parts for w in (f"[{p['host']}]", *p["argv"])]
+        errors = [f"{p['host']}: {p['error']}" for p in parts if p.get("error")]
+        generator = merge_documents(parts) if not errors else None
+        record["generator"] = generator
+        if generator is not None and isinstance(record.get("monitor"), dict) and "error" not in record["monitor"]:
+            from datetime import datetime
+
+            from ..monitor import restrict_to_window
+
+            window = [datetime.fromisoformat(generator[k]).timestamp() for k in ("started_at", "ended_at")]
+            status = record["monitor"].pop("server_status", None)
+            # The server host's samples are in its clock: shift the window by its offset.
+            offset = self.offsets.get(server_name, 0.0)
+            record["monitor"] = restrict_to_window(record["monitor"], window[0] + offset, window[1] + offset)
+            if status is not None:
+                record["monitor"]["server_status"] = status
+        hang = out.get("after_load") if generator is not None and _timeouts(generator) else None
+        if hang is not None:
+            record["verification"] = dict(record.get("verification") or {}, after_load=hang)
+        record = conclude(record, generator, crashed_code=out.get("crashed_code"),
+                          gen_error="; ".join(errors) or None, hang=hang, timeout_s=req.timeout_s, log_path=None)
+        if record["status"] != "ok":
+            record["stderr_tail"] = out.get("stderr_tail")
+        return record
+
+    @staticmethod
+    def _server_fields(record: dict, out: dict) -> None:
+        for key in ("port", "log_path", "verification", "stop"):
+            if key in out:
+                record[key] = out[key]
+        monitor = out.get("monitor")
+        if out.get("server_status"):
+            monitor = dict(monitor or {}, server_status=out["server_status"])
+        if monitor is not None:
+            record["monitor"] = monitor
+
+    def _forget(self, mid: str, hosts: list[str]) -> None:
+        from distributed import Event, Variable
+
+        for name in ["server", "start", *(f"ready/{h}" for h in hosts)]:
+            try:
+                Variable(f"{mid}/{name}", client=self.client).delete()
+            except Exception:  # cleanup of scheduler state only; never the reason a measurement fails
+                pass
+        try:
+            Event(f"{mid}/loaded", client=self.client).clear()
+        except Exception:
+            pass

@@ -1,0 +1,212 @@
+"""What runs on the hosts: plain functions the orchestrator submits as Dask tasks, each pinned to one worker.
+
+Every one imports only netarena and the standard library, so a host needs netarena installed (the same
+version: `worker_facts` lets the orchestrator refuse another one) and nothing else. They coordinate with the
+orchestrator through Dask's own Variable and Event, named after the measurement: "<mid>/server" (the
+server's port, or why it failed), "<mid>/ready/<host>" (a generator's READY), "<mid>/start" (the start time
+per host), "<mid>/loaded" (the load is over: stop the server).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import time
+from pathlib import Path
+
+# How long a task waits for the orchestrator's next word beyond the measurement's own time before it gives
+# up by itself, so that no task (and no server or generator) outlives an orchestrator that vanished.
+ORPHAN_GRACE_S = 60.0
+STDERR_KEEP_BYTES = 4000
+
+
+def worker_facts() -> dict:
+    """This host as the orchestrator records it: versions, CPUs, limits, clock, environment."""
+    from .. import __version__
+    from ..backend import GeneratorMissing, find_generator, generator_version
+    from ..process import available_cpus
+    from ..runner import collect_environment
+
+    try:
+        generator = find_generator()
+        gen = {"path": str(generator), "version": generator_version(generator)}
+    except GeneratorMissing as exc:
+        gen = {"path": None, "version": None, "error": str(exc)}
+    return {"netarena_version": __version__, "hostname": socket.gethostname(), "cpus": available_cpus(),
+            "generator": gen, "time": time.time(), "environment": collect_environment({"generator": gen})}
+
+
+def clock_probe() -> float:
+    return time.time()
+
+
+def install_task(contestant_name: str, allow_apt: bool) -> dict:
+    """Install a contestant on this host (the server host), as the single-host run does."""
+    from ..contestants import default_contestants_dir, install, load
+
+    contestant = load(default_contestants_dir(), [contestant_name])[0]
+    return install(contestant, allow_apt=allow_apt)
+
+
+def _static_dir() -> Path:
+    from ..contestants import cache_root
+    from ..scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
+
+    static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
+    static_dir.mkdir(parents=True, exist_ok=True)
+    if not static_set_ready(static_dir):
+        build_static_files(static_dir)
+    return static_dir
+
+
+def _read_status(port: int, path: str | None, timeout_s: float) -> str | None:
+    if not path:
+        return None
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+    try:
+        conn.request("GET", path)
+        return conn.getresponse().read().decode("utf-8", "replace")
+    except OSError as exc:
+        return f"error: {exc}"
+    finally:
+        conn.close()
+
+
+def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_index: int, warmup_s: float,
+                duration_s: float, timeout_s: float, log_dir: str, wait_s: float) -> dict:
+    """Start, verify and monitor the contestant here, listening on every address; stop it once the
+    orchestrator sets "<mid>/loaded" (or wait_s passed). Returns the server side of the record."""
+    from distributed import Event, Variable
+
+    from ..backend import MeasureRequest, RealBackend, STDERR_TAIL_BYTES, _safe
+    from ..contestants import default_contestants_dir, load, tail
+    from ..monitor import Monitor, MonitorError
+    from ..process import available_cpus, free_port
+
+    contestant = load(default_contestants_dir(), [contestant_name])[0]
+    cpus = available_cpus()
+    req = MeasureRequest(contestant, scenario, level, repeat_index, warmup_s, duration_s, timeout_s, cpus, [],
+                         _static_dir(), Path(log_dir))
+    backend = RealBackend(generator=None)
+    port = free_port()
+    log_path = req.log_dir / _safe(f"{contestant.name}.{scenario}.{level.key}.r{repeat_index}.log")
+    out: dict = {"host": socket.gethostname(), "port": port, "log_path": str(log_path), "server_cpus": cpus}
+    announce = Variable(f"{mid}/server")
+    server = None
+    try:
+        try:
+            server = backend.start_server(contestant, scenario, port, level.workers, req.static_dir, cpus,
+                                          log_path, host="0.0.0.0")
+        except OSError as exc:
+            out["failure"] = ("start_failed", f"cannot start {contestant.command(scenario)}: {exc}")
+            announce.set({"failed": True})
+            return out
+        kind, error, verification = backend.wait_ready(server, contestant, scenario, port, req.static_dir,
+                                                       timeout_s, workers=level.workers)
+        out["verification"] = verification
+        if kind is not None:
+            out["stop"] = backend.stop_server(contestant, server)
+            out["failure"] = (kind, error)
+            out["stderr_tail"] = tail(log_path, STDERR_TAIL_BYTES)
+            announce.set({"failed": True})
+            return out
+        status_path = contestant.manifest.start.status_path
+        before = _read_status(port, status_path, timeout_s)
+        monitor, monitor_result = None, None
+        try:
+            monitor = Monitor(server.pid).start()
+        except MonitorError as exc:
+            monitor_result = {"error": str(exc)}
+        announce.set({"port": port})
+        Event(f"{mid}/loaded").wait(timeout=wait_s)
+        out["crashed_code"] = server.poll()
+        after = _read_status(port, status_path, timeout_s)
+        if monitor is not None:
+            monitor_result = RealBackend._stop_monitor(monitor, monitor_result)
+        out["monitor"] = monitor_result
+        if status_path:
+            out["server_status"] = {"path": status_path, "before": before, "after": after}
+        if out["crashed_code"] is None:
+            # As on one machine: does it still answer once the load is gone (the orchestrator uses it only
+            # when requests timed out under load)?
+            out["after_load"] = backend.check_answers(req, port)
+        out["stop"] = backend.stop_server(contestant, server)
+        out["stderr_tail"] = tail(log_path, STDERR_TAIL_BYTES)
+        return out
+    finally:
+        if server is not None and not server.released:
+            try:
+                server.stop(contestant.manifest.start.stop_signal, min(contestant.manifest.start.stop_timeout_s, 2.0))
+            finally:
+                backend.release(server)
+
+
+def generator_task(mid: str, host: str, scenario: str, level, address: str, port: int, warmup_s: float,
+                   duration_s: float, timeout_s: float, source_ips: str | None, wait_s: float) -> dict:
+    """netarena-load --prepare against address:port with this host's share of the connections (in `level`):
+    READY is announced as "<mid>/ready/<host>", the start time read from "<mid>/start". Returns its document."""
+    from distributed import Variable
+
+    from ..backend import GENERATOR_GRACE_S, find_generator, generator_argv
+    from ..process import ManagedProcess, available_cpus
+    from ..scenarios import load_spec
+
+    cpus = available_cpus()
+    spec = load_spec(scenario, level, port, _static_dir(), host=address)
+    argv = generator_argv(find_generator(), spec.mode, spec.target, spec.args, warmup_s=warmup_s,
+                          duration_s=duration_s, timeout_s=timeout_s, cpus=cpus)
+    # --allow-target: the server host of the cluster file is the only target this generator may load.
+    argv += ["--prepare", "--allow-target", address]
+    if source_ips:
+        argv += ["--source-ips", source_ips]
+    out: dict = {"host": host, "hostname": socket.gethostname(), "argv": argv, "cpus": cpus}
+    gen = ManagedProcess(argv, cpus=cpus, capture=True, stdin_pipe=True)
+    stderr = b""
+    try:
+        deadline = time.monotonic() + wait_s
+        ready_ns = None
+        while ready_ns is None:
+            if gen.poll() is not None:
+                stderr += gen.proc.stderr.read()
+                out["error"] = (f"netarena-load exited with code {gen.poll()} before READY: "
+                                + stderr.decode("utf-8", "replace").strip()[-2000:])
+                Variable(f"{mid}/ready/{host}").set({"failed": out["error"]})
+                return out
+            if time.monotonic() > deadline:
+                out["error"] = "netarena-load announced no READY in time"
+                Variable(f"{mid}/ready/{host}").set({"failed": out["error"]})
+                return out
+            readable, _, _ = select.select([gen.proc.stderr], [], [], 0.2)
+            if readable:
+                chunk = os.read(gen.proc.stderr.fileno(), 65536)
+                stderr += chunk
+                for line in stderr.split(b"\n")[:-1]:  # whole lines only: a chunk may end mid-line
+                    if line.startswith(b"READY "):
+                        ready_ns = int(line.split()[1])
+        Variable(f"{mid}/ready/{host}").set({"ready_ns": ready_ns, "time": time.time()})
+        start = Variable(f"{mid}/start").get(timeout=wait_s)
+        if host not in start:  # the orchestrator gave up on this measurement
+            out["error"] = start.get("abort", "the measurement was abandoned before its start")
+            return out
+        gen.proc.stdin.write(f"{start[host]}\n".encode())
+        gen.proc.stdin.flush()  # communicate() closes stdin
+        stdout, rest = gen.proc.communicate(timeout=warmup_s + duration_s + timeout_s + GENERATOR_GRACE_S)
+        stderr += rest
+        out["exit_code"] = gen.proc.returncode
+        out["stderr_tail"] = stderr.decode("utf-8", "replace")[-STDERR_KEEP_BYTES:]
+        if gen.proc.returncode != 0:
+            out["error"] = f"netarena-load exited with code {gen.proc.returncode}: " + out["stderr_tail"].strip()[-2000:]
+            return out
+        try:
+            out["document"] = json.loads(stdout)
+        except ValueError as exc:
+            out["error"] = f"netarena-load printed no valid JSON ({exc}): {stdout[:200]!r}"
+        return out
+    finally:
+        if gen.alive:
+            gen.kill()
+

@@ -1,0 +1,333 @@
+"""Runs across hosts, for real: a lab of network namespaces (netarena lab up), Dask with TLS, nginx and an
+asyncio server on the server host, netarena-load on two generator hosts.
+
+Needs root and `ip netns` (CI has both): without them the tests are skipped, and under CI=true that is a
+failure. Each lab is removed when its test ends (fixture finalizer), and the tests check that nothing of it
+(process or namespace) is left.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, cli_env, db_rows, run_cli, start_cli, write_suite
+from netarena.cluster import ClusterError, lab
+
+HEARTBEAT_S = 5.0
+
+
+def _lab_possible() -> str | None:
+    try:
+        lab.check_can_build()
+    except ClusterError as exc:
+        return str(exc)
+    return None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_lab():
+    reason = _lab_possible()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"the lab cannot be built on the CI machine: {reason}")
+        pytest.skip(reason)
+
+
+def _make_lab(folder: Path, hosts: int, cache: Path, tag: str) -> tuple[Path, str]:
+    name = f"nt{os.getpid() % 100000}{tag}"  # unique per test process and lab, short for namespace names
+    previous = os.environ.get("NETARENA_CACHE")
+    os.environ["NETARENA_CACHE"] = str(cache)  # the workers, and what they start, inherit it
+    try:
+        return lab.up(folder, hosts, name, heartbeat_timeout_s=HEARTBEAT_S), name
+    finally:
+        if previous is None:
+            os.environ.pop("NETARENA_CACHE", None)
+        else:
+            os.environ["NETARENA_CACHE"] = previous
+
+
+def _assert_gone(folder: Path, name: str) -> None:
+    assert not (folder / lab.STATE_FILE).exists()
+    left = [ns for ns in lab.existing_namespaces() if ns.startswith(f"{name}-")]
+    assert not left, f"namespaces outlived the lab: {left}"
+
+
+@pytest.fixture(scope="module")
+def lab3(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("lab3")
+    cache = Path(os.environ.get("NETARENA_CACHE") or tmp_path_factory.mktemp("cache"))
+    cluster_file, name = _make_lab(folder, 3, cache, "m")
+    yield cluster_file, name, cache
+    lab.down(folder)
+    _assert_gone(folder, name)
+
+
+def _ns_pids(ns: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=30).stdout
+    return [int(p) for p in out.split()]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def _suite_under_load(tmp_path: Path, cluster_file: Path, cache: Path, name: str, repeat: int,
+                      watch_ns: str) -> tuple[subprocess.Popen, Path]:
+    """Start `netarena run` of a 15 s python-asyncio hello suite across the lab; return once netarena-load
+    runs in watch_ns and the measured phase has begun."""
+    suite = write_suite(tmp_path / "suite.toml", f"""
+name = "{name}"
+contestants = ["python-asyncio"]
+repeat = {repeat}
+warmup_s = 0
+duration_s = 15
+timeout_s = 5
+
+[[measure]]
+scenario = "hello"
+connections = [10]
+""")
+    results = tmp_path / "results"
+    run = start_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--quiet"], cache)
+    deadline = time.monotonic() + 180
+    while not any("netarena-load" in _cmdline(p) for p in _ns_pids(watch_ns)):
+        assert run.poll() is None, run.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"no generator started in {watch_ns}"
+        time.sleep(0.2)
+    time.sleep(1.0)  # inside the measured phase
+    return run, results
+
+
+def _worker_pid(folder: Path, name: str) -> int:
+    state = json.loads((folder / lab.STATE_FILE).read_text())
+    return next(p["pid"] for p in state["processes"] if p["role"] == f"worker {name}")
+
+
+SUITE = """
+name = "lab-small"
+contestants = ["nginx", "python-asyncio", "python-threads"]
+repeat = 1
+warmup_s = 0
+duration_s = 2
+timeout_s = 5
+
+# Open loop: every scheduled request is sent and its reply waited for, and there is no warm-up, so the
+# server's own count of requests during the load is exactly the sum of the generators' responses.
+[[measure]]
+scenario = "hello"
+connections = [20]
+rate = [1000]
+"""
+
+
+def _stub_requests(text: str) -> int:
+    # "Active connections: 1\\nserver accepts handled requests\\n 3 3 7\\n..."
+    return int(re.search(r"^\s*\d+\s+\d+\s+(\d+)\s*$", text, re.M).group(1))
+
+
+def test_small_suite_across_the_lab_counts_exactly(lab3, tmp_path, generator_binary):
+    cluster_file, name, cache = lab3
+    suite = write_suite(tmp_path / "suite.toml", SUITE)
+    results = tmp_path / "results"
+    proc = run_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--json"], cache, timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {r["contestant"]: r for r in db_rows(results, "SELECT * FROM measurements")}
+    assert set(rows) == {"nginx", "python-asyncio"}
+    # A contestant that listens on loopback only is skipped with the reason, before anything starts.
+    skipped = {r["contestant"]: r["reason"] for r in db_rows(results, "SELECT * FROM skipped")}
+    assert "{host}" in skipped["python-threads"]
+    for contestant, row in rows.items():
+        assert row["status"] == "ok", (contestant, row["error"], row["stderr_tail"])
+        generator = json.loads(row["generator_json"])
+        hosts = generator["hosts"]
+        assert [h["host"] for h in hosts] == ["h2", "h3"]
+        # Connections and the rate split over the hosts; the merged counts are the sums.
+        assert sum(h["document"]["config"]["connections"] for h in hosts) == 20
+        assert generator["totals"]["requests"] == sum(h["document"]["totals"]["requests"] for h in hosts)
+        assert generator["latency"]["count"] == sum(h["document"]["latency"]["count"] for h in hosts)
+        for h in hosts:
+            assert "--prepare" in h["document"]["command_line"]
+            assert h["document"]["config"]["target"].startswith("http://198.18.0.11:")
+            assert h["cpu_user_s"] is not None
+    status = json.loads(rows["nginx"]["monitor_json"])["server_status"]
+    # The status reads themselves are requests too: the one after the load counts itself.
+    served = _stub_requests(status["after"]) - _stub_requests(status["before"]) - 1
+    merged = json.loads(rows["nginx"]["generator_json"])
+    assert served == merged["totals"]["responses"] > 0
+    env = json.loads(db_rows(results, "SELECT environment_json FROM runs")[0]["environment_json"])
+    hosts = {h["name"]: h for h in env["cluster"]["hosts"]}
+    assert {n: h["role"] for n, h in hosts.items()} == {"h1": "server", "h2": "generator", "h3": "generator"}
+    for h in hosts.values():
+        assert isinstance(h["clock_offset_s"], float) and h["environment"]
+
+
+def test_unauthenticated_worker_and_client_are_refused(lab3, tmp_path):
+    cluster_file, name, cache = lab3
+    other = tmp_path / "other-ca"
+    from netarena.cluster.certs import make_certs
+
+    make_certs(other)
+    scheduler = f"tls://{lab.CTL_ADDRESS}:{lab.SCHEDULER_PORT}"
+    base = [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--no-nanny", "--death-timeout", "8",
+            "--host", lab.host_address(2)]
+    attempts = {
+        "no-certs": base + ["--name", "intruder-plain"],
+        "other-ca": base + ["--name", "intruder-ca", "--tls-ca-file", str(other / "ca.pem"),
+                            "--tls-cert", str(other / "worker.pem"), "--tls-key", str(other / "worker.key")],
+    }
+    for label, argv in attempts.items():
+        out = subprocess.run(["ip", "netns", "exec", f"{name}-h2", *argv], capture_output=True, text=True, timeout=60)
+        assert out.returncode != 0, f"{label}: the worker ran ({out.stderr[-500:]})"
+        assert "Registered to" not in out.stderr, label
+    # A client with another CA's certificate cannot submit either; the lab's own client can, and sees no intruder.
+    probe = (
+        "import sys\n"
+        "from distributed import Client\n"
+        "from distributed.security import Security\n"
+        f"d = {str(other)!r}\n"
+        "s = Security(tls_ca_file=d + '/ca.pem', tls_client_cert=d + '/client.pem', tls_client_key=d + '/client.key',"
+        " require_encryption=True)\n"
+        "try:\n"
+        f"    Client({scheduler!r}, security=s, timeout=8)\n"
+        "except Exception as exc:\n"
+        "    print('refused:', type(exc).__name__); sys.exit(0)\n"
+        "sys.exit('the client with a foreign certificate connected')\n")
+    out = subprocess.run(["ip", "netns", "exec", f"{name}-ctl", sys.executable, "-c", probe], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "refused" in out.stdout, out.stdout + out.stderr[-1000:]
+    check = run_cli(["cluster", "check", cluster_file, "--json"], cache)
+    assert check.returncode == 0, check.stderr
+    assert sorted(h["name"] for h in json.loads(check.stdout)["hosts"]) == ["h1", "h2", "h3"]
+
+
+def test_worker_of_another_version_is_refused_naming_both(lab3, tmp_path):
+    cluster_file, name, cache = lab3
+    import netarena
+
+    fake = tmp_path / "old"
+    shutil.copytree(Path(netarena.__file__).parent, fake / "netarena")
+    init = fake / "netarena" / "__init__.py"
+    init.write_text(re.sub(r'__version__ = "[^"]+"', '__version__ = "0.0.1-old"', init.read_text()))
+    folder = cluster_file.parent
+    argv = lab.worker_argv(f"tls://{lab.CTL_ADDRESS}:{lab.SCHEDULER_PORT}", "old", lab.host_address(3),
+                           folder / "certs", tmp_path / "work")
+    env = dict(os.environ, PYTHONPATH=str(fake))
+    worker = subprocess.Popen(["ip", "netns", "exec", f"{name}-h3", *argv], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        text = cluster_file.read_text().replace('workers = ["h2", "h3"]', 'workers = ["h2", "old"]')
+        other = folder / "cluster-old.toml"
+        other.write_text(text)
+        check = run_cli(["cluster", "check", other], cache, timeout_s=120)
+        assert check.returncode == 2, check.stdout + check.stderr
+        assert "0.0.1-old" in check.stderr and netarena.__version__ in check.stderr, check.stderr
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=30)
+
+
+def test_generator_killed_mid_measurement_fails_it_and_the_run_goes_on(tmp_path, generator_binary):
+    cache = Path(os.environ.get("NETARENA_CACHE") or tmp_path / "cache")
+    folder = tmp_path / "killlab"
+    cluster_file, name = _make_lab(folder, 3, cache, "k")
+    try:
+        worker_h3 = _worker_pid(folder, "h3")
+        run, results = _suite_under_load(tmp_path, cluster_file, cache, "lab-kill", 2, f"{name}-h3")
+        killed_at = time.time()
+        os.killpg(os.getpgid(worker_h3), signal.SIGKILL)
+        stdout, stderr = run.communicate(timeout=300)
+        rows = db_rows(results, "SELECT * FROM measurements ORDER BY repeat_index")
+        assert [r["status"] for r in rows] == ["failed", "ok"], (stderr[-3000:], [dict(r) for r in rows])
+        assert rows[0]["failure_kind"] == "host_lost" and "h3" in rows[0]["error"]
+        # The failure was noticed within the heartbeat timeout (a killed worker's connection drops at once;
+        # a few seconds more to stop the server on a busy machine), not at the end of the 15 s measurement.
+        from datetime import datetime
+
+        ended = datetime.fromisoformat(rows[0]["ended_at"].replace("Z", "+00:00")).timestamp()
+        assert ended - killed_at < HEARTBEAT_S + 5
+        # The second repeat ran on the one generator host left.
+        hosts = json.loads(rows[1]["generator_json"])["hosts"]
+        assert [h["host"] for h in hosts] == ["h2"] and hosts[0]["document"]["config"]["connections"] == 10
+        # The killed worker's generator died with it (parent-death signal): nothing runs in h3 any more.
+        deadline = time.monotonic() + 10
+        while _ns_pids(f"{name}-h3") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _ns_pids(f"{name}-h3"), [_cmdline(p) for p in _ns_pids(f"{name}-h3")]
+    finally:
+        lab.down(folder)
+    _assert_gone(folder, name)
+
+
+def test_server_host_dying_stops_the_run_and_resume_finishes_it(tmp_path, generator_binary):
+    cache = Path(os.environ.get("NETARENA_CACHE") or tmp_path / "cache")
+    folder = tmp_path / "srvlab"
+    cluster_file, name = _make_lab(folder, 2, cache, "s")
+    revived = None
+    try:
+        worker_h1 = _worker_pid(folder, "h1")
+        run, results = _suite_under_load(tmp_path, cluster_file, cache, "lab-server-dies", 1, f"{name}-h2")
+        os.killpg(os.getpgid(worker_h1), signal.SIGKILL)
+        stdout, stderr = run.communicate(timeout=120)
+        assert run.returncode == 1, stderr[-3000:]
+        assert "server host h1" in stderr and "--resume" in stderr, stderr[-3000:]
+        rows = db_rows(results, "SELECT status FROM measurements")
+        assert [r["status"] for r in rows] == ["interrupted"]
+        assert db_rows(results, "SELECT status FROM runs")[0]["status"] == "interrupted"
+        # The host comes back (a new worker of the same name); --resume finishes the run there.
+        argv = lab.worker_argv(f"tls://{lab.CTL_ADDRESS}:{lab.SCHEDULER_PORT}", "h1", lab.host_address(1),
+                               folder / "certs", folder / "work" / "h1-again")
+        revived = subprocess.Popen(["ip", "netns", "exec", f"{name}-h1", *argv], env=cli_env(cache),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        resumed = run_cli(["run", "--resume", "--results", results, "--quiet"], cache, timeout_s=300)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        rows = db_rows(results, "SELECT status FROM measurements")
+        assert [r["status"] for r in rows] == ["ok"]
+    finally:
+        if revived is not None:
+            os.killpg(revived.pid, signal.SIGKILL)
+            revived.wait(timeout=30)
+        lab.down(folder)
+    _assert_gone(folder, name)
+
+
+def test_ctrl_c_during_lab_up_removes_what_it_made(tmp_path):
+    name = f"nt{os.getpid() % 100000}c"
+    folder = tmp_path / "intlab"
+    up = subprocess.Popen([sys.executable, "-m", "netarena", "lab", "up", "--hosts", "3", "--dir", str(folder),
+                           "--name", name], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=cli_env(tmp_path / "cache"), cwd=REPO)
+    deadline = time.monotonic() + 120
+    while not any(ns.startswith(f"{name}-") for ns in lab.existing_namespaces()):
+        assert up.poll() is None and time.monotonic() < deadline, up.communicate()
+        time.sleep(0.05)
+    up.send_signal(signal.SIGINT)
+    out, err = up.communicate(timeout=120)
+    assert up.returncode == 130, out + err
+    _assert_gone(folder, name)
+
+
+def test_lab_needs_root_or_says_so(tmp_path):
+    # As an unprivileged user the command refuses with one clear message and makes nothing.
+    nobody = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True)
+    if nobody.returncode != 0:
+        pytest.skip("no 'nobody' user to run as")
+    env = cli_env(tmp_path)
+    out = subprocess.run(["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", sys.executable,
+                          "-m", "netarena", "lab", "up", "--dir", str(tmp_path / "lab")], capture_output=True,
+                         text=True, env=env, cwd=REPO, timeout=60)
+    assert out.returncode == 2, out.stderr
+    assert "needs root" in out.stderr
+    assert not (tmp_path / "lab" / "lab.json").exists()

@@ -1,0 +1,101 @@
+"""The parts of runs across hosts that need no cluster: merging generator documents exactly, splitting a
+level over hosts, the cluster file's checks, the certificates. The lab tests (test_cluster_lab.py) run it all."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+from hdrh.histogram import HdrHistogram
+
+from conftest import FIXTURE_CONTESTANTS, run_cli
+from netarena.backend import MeasureRequest, MockBackend
+from netarena.cluster.backend import merge_documents, share_level, split_evenly
+from netarena.cluster.certs import make_certs
+from netarena.cluster.spec import load_cluster
+from netarena.config import load_manifest
+from netarena.contestants import Contestant
+from netarena.errors import ConfigError
+from netarena.scenarios import Level
+
+
+def _document(connections: int, repeat_index: int) -> dict:
+    contestant = Contestant(load_manifest(FIXTURE_CONTESTANTS / "fx-good" / "contestant.toml"),
+                            FIXTURE_CONTESTANTS / "fx-good")
+    req = MeasureRequest(contestant, "hello", Level(connections=connections), repeat_index, 0, 2.0, 5, [0], [1],
+                         Path("/nonexistent"), Path("/nonexistent"))
+    return MockBackend().measure(req)["generator"]
+
+
+def test_merge_sums_counts_and_merges_histograms_exactly():
+    a, b = _document(10, 0), _document(40, 2)
+    merged = merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}])
+    assert merged["totals"]["requests"] == a["totals"]["requests"] + b["totals"]["requests"]
+    assert merged["throughput"]["requests_per_s"] == a["throughput"]["requests_per_s"] + b["throughput"]["requests_per_s"]
+    assert merged["config"]["connections"] == 50
+    # The merged percentiles are those of one histogram holding every host's values, not averages.
+    expected = HdrHistogram(1, 3_600_000_000, 3)
+    for doc in (a, b):
+        expected.decode_and_add(doc["latency"]["histogram"]["data"])
+    assert merged["latency"]["count"] == expected.get_total_count() == a["latency"]["count"] + b["latency"]["count"]
+    assert merged["latency"]["p99_us"] == expected.get_value_at_percentile(99)
+    assert merged["latency"]["p50_us"] == expected.get_value_at_percentile(50)
+    assert [h["host"] for h in merged["hosts"]] == ["g1", "g2"]
+    assert merged["hosts"][1]["document"] is b
+
+
+def test_one_saturated_host_flags_the_measurement():
+    a, b = _document(10, 0), _document(10, 1)
+    b["generator"]["saturated"] = True
+    merged = merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}])
+    assert merged["generator"]["saturated"] and merged["generator_saturated"]
+    assert [h["saturated"] for h in merged["hosts"]] == [False, True]
+
+
+def test_connections_and_rate_split_over_hosts():
+    level = Level(connections=10, params=(("rate", 1000.0),))
+    shares = [share_level(level, 3, i) for i in range(3)]
+    assert [s.connections for s in shares] == [4, 3, 3]
+    assert sum(s.param("rate") for s in shares) == pytest.approx(1000.0)
+    assert [split_evenly(2, 3, i) for i in range(3)] == [1, 1, 0]
+
+
+def _cluster_file(tmp_path: Path, body: str) -> Path:
+    make_certs(tmp_path / "certs")
+    path = tmp_path / "cluster.toml"
+    path.write_text('scheduler = "tls://198.18.0.1:8786"\n[tls]\nca = "certs/ca.pem"\ncert = "certs/client.pem"\n'
+                    'key = "certs/client.key"\n' + body)
+    return path
+
+
+def test_cluster_file_checks(tmp_path):
+    good = _cluster_file(tmp_path, '[server]\nworker = "s"\naddress = "198.18.0.11"\n[generators]\nworkers = ["g"]\n')
+    spec, base = load_cluster(good)
+    assert spec.server.worker == "s" and base == tmp_path
+    same = _cluster_file(tmp_path / "b", '[server]\nworker = "s"\naddress = "x"\n[generators]\nworkers = ["s"]\n')
+    with pytest.raises(ConfigError, match="both the server host and a generator host"):
+        load_cluster(same)
+    (tmp_path / "certs" / "client.key").unlink()
+    with pytest.raises(ConfigError, match="tls.key"):
+        load_cluster(good)
+
+
+def test_certs_are_signed_by_their_ca_and_not_overwritten(tmp_path):
+    make_certs(tmp_path)
+    context = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+    context.load_cert_chain(tmp_path / "worker.pem", tmp_path / "worker.key")
+    assert oct((tmp_path / "ca.key").stat().st_mode & 0o777) == "0o600"
+    with pytest.raises(FileExistsError, match="--force"):
+        make_certs(tmp_path)
+
+
+def test_cli_bad_cluster_file_is_exit_2_and_starts_nothing(tmp_path):
+    cache = tmp_path / "cache"
+    out = run_cli(["run", "--cluster", tmp_path / "missing.toml", "--results", tmp_path / "r"], cache)
+    assert out.returncode == 2 and "cluster file not found" in out.stderr
+    assert not (tmp_path / "r" / "netarena.sqlite").exists()
+    out = run_cli(["cluster", "certs", tmp_path / "c"], cache)
+    assert out.returncode == 0, out.stderr
+    out = run_cli(["cluster", "certs", tmp_path / "c"], cache)
+    assert out.returncode == 2 and "--force" in out.stderr
