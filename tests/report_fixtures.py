@@ -205,3 +205,26 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
                             monitor=monitor_doc(cpu_pct=70, rss_bytes=20 << 20), error_rate=0.0)
     store.set_run_status(run_id, "complete")
     return run_id
+
+
+def populate_hostile_run(store: Store, text: str) -> int:
+    """One run where everything a contestant, a suite or the machine supplies is `text`: the suite's name (the
+    page title), a contestant's name (tables, chart titles and legends) and display name, a failed
+    measurement's error, a skip's reason and its log (the install's stderr), the environment's hostname and a
+    runtime's version. The report must show it as text and never run it."""
+    environment = dict(ENVIRONMENT, hostname=text, runtimes={"python3": text})
+    run_id = store.create_run(suite_name=text, suite_path=None, suite={"name": text, "repeat": 2},
+                              args={"argv": ["netarena", "run", text]}, backend="real", server_cpus=[0],
+                              generator_cpus=[1], environment=environment, planned=3, netarena_version="0.1.0",
+                              git_sha="abc123", orchestrator_start_time=None)
+    store.record_contestant(run_id, text, {"name": text, **MANIFEST, "display_name": text}, None, "ready")
+    store.record_skip(run_id, "other", text, detail=text)
+    for repeat in range(2):
+        _record(store, run_id, contestant=text, scenario="hello", connections=10, repeat=repeat,
+                generator=generator_doc(rps=1000 + repeat, connections=10, latency_us={500: 99, 900: 1},
+                                        errors={"status": 20}),
+                monitor=monitor_doc(cpu_pct=50, rss_bytes=10 << 20), error_rate=20 / (2 * (1000 + repeat) + 20))
+    _record(store, run_id, contestant=text, scenario="hello", connections=10, repeat=2, status="failed",
+            failure_kind="crashed", error=text)
+    store.set_run_status(run_id, "complete")
+    return run_id
