@@ -167,13 +167,20 @@ def test_kill_9_then_resume_finishes_without_redoing(tmp_path, cache_dir, genera
     resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
     assert resumed.returncode == 0, resumed.stderr
     assert "killed 1 process(es) left by run 1" in resumed.stderr
-    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    rows = resumed_rows(results, before)
     assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), [dict(r) for r in rows]
+
+
+def resumed_rows(results, kept: dict) -> list:
+    """After a --resume: the run is complete and every measurement in `kept` (id: (started_at, status), read
+    before the resume) is still the one stored then, not redone; returns every measurement row."""
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
     for row in rows:
-        if row["id"] in before:
-            assert (row["started_at"], row["status"]) == before[row["id"]]  # not redone
+        if row["id"] in kept:
+            assert (row["started_at"], row["status"]) == kept[row["id"]]  # not redone
     [run] = db_rows(results, "SELECT * FROM runs")
     assert run["status"] == "complete"
+    return rows
 
 
 def test_ctrl_c_keeps_measurements_and_prints_resume(tmp_path, cache_dir, generator_binary, no_leftover_processes):
@@ -680,14 +687,9 @@ def test_sigterm_stops_a_run_that_resumes_where_it_stopped(tmp_path, cache_dir, 
 
     resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
     assert resumed.returncode == 0, resumed.stderr
-    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    rows = resumed_rows(results, kept)
     ok = [(r["contestant"], r["repeat_index"]) for r in rows if r["status"] == "ok"]
     assert sorted(ok) == sorted((c, i) for c in ("fx-good", "fx-other") for i in range(3)), [dict(r) for r in rows]
-    for row in rows:
-        if row["id"] in kept:
-            assert (row["started_at"], row["status"]) == kept[row["id"]]  # not redone
-    [run] = db_rows(results, "SELECT * FROM runs")
-    assert run["status"] == "complete"
 
 
 def test_poisson_arrivals_end_to_end(tmp_path, cache_dir, generator_binary, no_leftover_processes):
