@@ -1,4 +1,9 @@
-"""Shared helpers: run the CLI as a real process, find the real generator, and check for leaked processes."""
+"""Shared helpers: run the CLI as a real process, find the real generator, and check for leaked processes.
+
+Under CI (the environment variable CI set, as .ci/run does) a skipped test is a failed test: CI installs
+everything the tests need, so a skip there means a test silently checked nothing. Outside CI a skip
+stays a skip, and pytest lists every one with its reason (-rs in pyproject.toml).
+"""
 
 from __future__ import annotations
 
@@ -12,10 +17,27 @@ from pathlib import Path
 import psutil
 import pytest
 
+# pytester runs a small pytest session in a child process: how test_ci_skips.py checks the hook below.
+pytest_plugins = ["pytester"]
+
 TESTS = Path(__file__).parent
 FIXTURE_CONTESTANTS = TESTS / "fixtures" / "contestants"
 REPO = TESTS.parent
 CLI_TIMEOUT_S = 120
+
+
+def under_ci() -> bool:
+    return bool(os.environ.get("CI"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if under_ci() and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI, where every test must run: {reason}"
 
 
 @pytest.fixture

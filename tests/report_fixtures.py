@@ -3,13 +3,14 @@
 The generator documents are shaped like netarena-load's --json output (docs/load-generator.md), with
 real HdrHistograms encoded the way the generator encodes them; the monitor documents are shaped like
 netarena.monitor.Monitor.stop(). Every figure is chosen so the tests know what the report must say.
+What the code under test would decide (a generator's `saturated`, a measurement's flags and error rate)
+is written here by hand, never computed with that code: a wrong decision in it must show in the tests.
 """
 
 from __future__ import annotations
 
 from hdrh.histogram import HdrHistogram
 
-from netarena import stats
 from netarena.store import Store
 
 ERROR_CLASSES = ("connect_refused", "connect_timeout", "connect_error", "address_unavailable", "too_many_open_files", "reset",
@@ -37,13 +38,12 @@ def latency_doc(values_us: dict[int, int]) -> dict:
 
 
 def generator_doc(*, rps: float, latency_us: dict[int, int], duration_s: float = 2.0, errors: dict | None = None,
-                  busy_fraction: float = 0.5, mode: str = "http", connections: int = 10, echo: dict | None = None,
-                  argv: list[str] | None = None) -> dict:
+                  busy_fraction: float = 0.5, saturated: bool = False, mode: str = "http", connections: int = 10,
+                  echo: dict | None = None, argv: list[str] | None = None) -> dict:
     requests = int(rps * duration_s)
     by_class = {name: 0 for name in ERROR_CLASSES}
     by_class.update(errors or {})
     total_errors = sum(by_class.values())
-    saturated = busy_fraction >= 0.90
     return {
         "schema_version": 1, "tool": {"name": "netarena-load", "version": "0.1.0"}, "mode": mode,
         "command_line": argv or ["netarena-load", mode, "127.0.0.1:1", "-c", str(connections), "--json"],
@@ -107,10 +107,17 @@ MANIFEST = {"display_name": "{name} server", "language": "python", "runtime": "c
             "framework_version": "1.0", "concurrency_model": "event-loop"}
 
 
+# beta's repeats: (requests/s, 503 answers); with its 3 resets, errors / (requests + errors) by hand:
+# 634 / 12,634, 845 / 16,845 and 1,055 / 21,055, each above the 1% that flags a measurement.
+BETA_REPEATS = {0: (6000.0, 631), 1: (8000.0, 842), 2: (10000.0, 1052)}
+BETA_ERROR_RATES = {0: 634 / 12634, 1: 845 / 16845, 2: 1055 / 21055}
+
+
 def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connections: int, repeat: int,
             generator: dict | None = None, monitor: dict | None = None, status: str = "ok",
             failure_kind: str | None = None, error: str | None = None, stop: dict | None = None,
-            level_extra: dict | None = None, params: dict | None = None) -> int:
+            level_extra: dict | None = None, params: dict | None = None, error_rate: float | None = None,
+            flags: tuple[str, ...] = ()) -> int:
     level = {"connections": connections, "workers": 1, "params": params or {}, **(level_extra or {})}
     # As scenarios.Level.key spells it: connections, workers, then the params.
     level_key = ",".join([f"c={connections}", "w=1", *(f"{k}={v}" for k, v in sorted((params or {}).items()))])
@@ -121,10 +128,10 @@ def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connec
     if generator is not None:
         record["generator_argv"] = generator["command_line"]
         record["requests_per_s"] = generator["throughput"]["requests_per_s"]
-        record["error_rate"] = stats.error_rate(generator)
+        record["error_rate"] = error_rate
         record["latency_p50_us"] = generator["latency"]["p50_us"]
         record["latency_p99_us"] = generator["latency"]["p99_us"]
-    record["flags"] = stats.measurement_flags(generator, stop)
+    record["flags"] = list(flags)
     return store.record_measurement(run_id, record)
 
 
@@ -151,15 +158,15 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
             _record(store, run_id, contestant="alpha", scenario="hello", connections=connections, repeat=repeat,
                     generator=generator_doc(rps=rps, connections=connections,
                                             latency_us={base_us: 9800, base_us * 3: 190, base_us * 10: 10}),
-                    monitor=monitor_doc(cpu_pct=95, rss_bytes=30 << 20))
-            # beta: CV well above 5%, 5% of requests answered 503.
-            rps = 8000 * (1 + 0.25 * (repeat - 1))
-            requests = int(rps * 2.0)
+                    monitor=monitor_doc(cpu_pct=95, rss_bytes=30 << 20), error_rate=0.0)
+            # beta: CV well above 5% (6,000, 8,000 and 10,000 req/s over 2 s), about 5% of requests answered 503.
+            rps, status_errors = BETA_REPEATS[repeat]
             _record(store, run_id, contestant="beta", scenario="hello", connections=connections, repeat=repeat,
                     generator=generator_doc(rps=rps, connections=connections,
                                             latency_us={int(1200 * scale): 9000, int(9000 * scale): 1000},
-                                            errors={"status": requests // 19, "reset": 3}),
-                    monitor=monitor_doc(cpu_pct=99, rss_bytes=55 << 20))
+                                            errors={"status": status_errors, "reset": 3}),
+                    monitor=monitor_doc(cpu_pct=99, rss_bytes=55 << 20), error_rate=BETA_ERROR_RATES[repeat],
+                    flags=("error_rate_above_1pct",))
             # gamma: generator-bound at c=100; its second repeat at c=10 crashed.
             if connections == 10 and repeat == 1:
                 _record(store, run_id, contestant="gamma", scenario="hello", connections=connections,
@@ -169,9 +176,10 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
                 _record(store, run_id, contestant="gamma", scenario="hello", connections=connections,
                         repeat=repeat, generator=generator_doc(
                             rps=12000 + 100 * repeat, connections=connections,
-                            busy_fraction=0.95 if connections == 100 else 0.6,
+                            busy_fraction=0.95 if connections == 100 else 0.6, saturated=connections == 100,
                             latency_us={int(700 * scale): 9900, int(2000 * scale): 100}),
-                        monitor=monitor_doc(cpu_pct=60, rss_bytes=12 << 20))
+                        monitor=monitor_doc(cpu_pct=60, rss_bytes=12 << 20), error_rate=0.0,
+                        flags=("generator_saturated",) if connections == 100 else ())
             # delta: wrong responses, never measured.
             _record(store, run_id, contestant="delta", scenario="hello", connections=connections, repeat=repeat,
                     status="failed", failure_kind="verify_failed" if repeat == 0 else "not_attempted",
@@ -194,6 +202,29 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
                             generator=generator_doc(rps=chunks / completion_s, connections=connections, mode="echo",
                                                     duration_s=completion_s,
                                                     latency_us={int(completion_s * 1e6 / 2): chunks}, echo=echo),
-                            monitor=monitor_doc(cpu_pct=70, rss_bytes=20 << 20))
+                            monitor=monitor_doc(cpu_pct=70, rss_bytes=20 << 20), error_rate=0.0)
+    store.set_run_status(run_id, "complete")
+    return run_id
+
+
+def populate_hostile_run(store: Store, text: str) -> int:
+    """One run where everything a contestant, a suite or the machine supplies is `text`: the suite's name (the
+    page title), a contestant's name (tables, chart titles and legends) and display name, a failed
+    measurement's error, a skip's reason and its log (the install's stderr), the environment's hostname and a
+    runtime's version. The report must show it as text and never run it."""
+    environment = dict(ENVIRONMENT, hostname=text, runtimes={"python3": text})
+    run_id = store.create_run(suite_name=text, suite_path=None, suite={"name": text, "repeat": 2},
+                              args={"argv": ["netarena", "run", text]}, backend="real", server_cpus=[0],
+                              generator_cpus=[1], environment=environment, planned=3, netarena_version="0.1.0",
+                              git_sha="abc123", orchestrator_start_time=None)
+    store.record_contestant(run_id, text, {"name": text, **MANIFEST, "display_name": text}, None, "ready")
+    store.record_skip(run_id, "other", text, detail=text)
+    for repeat in range(2):
+        _record(store, run_id, contestant=text, scenario="hello", connections=10, repeat=repeat,
+                generator=generator_doc(rps=1000 + repeat, connections=10, latency_us={500: 99, 900: 1},
+                                        errors={"status": 20}),
+                monitor=monitor_doc(cpu_pct=50, rss_bytes=10 << 20), error_rate=20 / (2 * (1000 + repeat) + 20))
+    _record(store, run_id, contestant=text, scenario="hello", connections=10, repeat=2, status="failed",
+            failure_kind="crashed", error=text)
     store.set_run_status(run_id, "complete")
     return run_id

@@ -1,13 +1,12 @@
-"""Every real contestant passes `netarena verify` for every scenario it claims (issue 5).
+"""Every real contestant passes `netarena verify` for every scenario it claims.
 
 Each contestant is installed exactly as its manifest says (venvs, npm, go build, cargo, Maven, Debian
 packages when root) and checked against the scenario catalog by the orchestrator's own verification.
 A contestant whose runtime cannot be had here is skipped with the reason `netarena list` gives; under CI
-(CI=true), where .ci/run installs what the manifests ask for, a skip is a failure.
+(CI=true), where .ci/run installs what the manifests ask for, that skip fails the run (tests/conftest.py).
 """
 
 import json
-import os
 import subprocess
 import sys
 import tomllib
@@ -37,10 +36,7 @@ def availability():
 def test_contestant_passes_verify(name, availability):
     row = availability[name]
     if not row["runnable"]:
-        reason = "; ".join(row["reasons"])
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} cannot run on the CI machine: {reason}")
-        pytest.skip(f"{name} cannot run here: {reason}")
+        pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
     result = _netarena("verify", name, timeout=VERIFY_TIMEOUT_S)
     assert result.returncode == 0, f"netarena verify {name} failed:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
     claimed = [s for s, reason in row["scenarios"].items() if reason is None]
@@ -56,12 +52,10 @@ WORKER_NAMES = [n for n in NAMES
 
 @pytest.mark.parametrize("name", WORKER_NAMES)
 def test_contestant_with_two_workers_starts_serves_and_stops_cleanly(name, availability):
-    """Issue 5 §3: workers=2 starts, serves and stops (no SIGKILL needed, nothing left running)."""
+    """workers=2 starts, serves and stops (no SIGKILL needed, nothing left running)."""
     row = availability[name]
     if not row["runnable"]:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} cannot run on the CI machine: {'; '.join(row['reasons'])}")
-        pytest.skip(f"{name} cannot run here")
+        pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
     claimed = [s for s, reason in row["scenarios"].items() if reason is None]
     scenarios = [s for s in ("hello", "echo") if s in claimed]
     result = _netarena("verify", name, "--workers", "2", "--scenario", ",".join(scenarios), timeout=VERIFY_TIMEOUT_S)
@@ -71,13 +65,17 @@ def test_contestant_with_two_workers_starts_serves_and_stops_cleanly(name, avail
     assert "needed SIGKILL" not in result.stdout, result.stdout
 
 
-# Clients driven at once against a workers=2 server, each opening a new connection per request, and for
-# how long. Thousands of accepts, not a burst of keep-alive connects: with a shared listening socket one
-# worker may legitimately accept a whole burst (nginx did, here), but not every connection of 2 s while
-# it is busy serving; SO_REUSEPORT hashes each new connection to a worker.
+# Clients driven at once against a workers=2 server, each opening a new connection per request, and how
+# many requests each sends. Thousands of accepts, not a burst of keep-alive connects: with a shared
+# listening socket one worker may legitimately accept a whole burst (nginx did, here), but not every one of
+# thousands of connections while it is busy serving; SO_REUSEPORT hashes each new connection to a worker.
+# A count, not a duration: the same work on a machine of any speed (a slow one just takes longer, up to
+# WORKER_LOAD_LIMIT_S, a bound on a hung server only).
 WORKER_LOAD_CLIENTS = 16
-WORKER_LOAD_S = 2.0
-# A process (or thread) "did work" when it used at least this share of the server tree's CPU time.
+WORKER_LOAD_REQUESTS = 150
+WORKER_LOAD_LIMIT_S = 120.0
+# A process (or thread) "did work" when it used at least this share of the server tree's CPU time for those
+# requests: a share of the same work, not a rate, so a slow or busy machine does not change it.
 WORKER_MIN_CPU_SHARE = 0.10
 
 
@@ -109,8 +107,8 @@ def _cpu_by_unit(root_pid: int, threads: bool) -> dict[str, float]:
 
 @pytest.mark.parametrize("name", WORKER_NAMES)
 def test_two_workers_both_serve(name, availability, tmp_path):
-    """Issue 5 §3: with workers=2 more than one process (or thread, for thread-based workers) of the server
-    does the work of many connections, not just the first one."""
+    """With workers=2 more than one process (or thread, for thread-based workers) of the server does the work
+    of many connections, not just the first one."""
     import http.client
     import threading
     import time
@@ -121,9 +119,7 @@ def test_two_workers_both_serve(name, availability, tmp_path):
 
     row = availability[name]
     if not row["runnable"]:
-        if os.environ.get("CI"):
-            pytest.fail(f"{name} cannot run on the CI machine: {'; '.join(row['reasons'])}")
-        pytest.skip(f"{name} cannot run here")
+        pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
     contestant = ct.load(REPO / "contestants", [name])[0]
     ct.install(contestant)
     backend = RealBackend(generator=None)
@@ -139,8 +135,8 @@ def test_two_workers_both_serve(name, availability, tmp_path):
 
         def drive(i):
             barrier.wait()
-            deadline = time.monotonic() + WORKER_LOAD_S
-            while time.monotonic() < deadline:
+            deadline = time.monotonic() + WORKER_LOAD_LIMIT_S
+            while served[i] < WORKER_LOAD_REQUESTS and time.monotonic() < deadline:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
                 try:
                     conn.request("GET", "/hello", headers={"Connection": "close"})
@@ -153,11 +149,11 @@ def test_two_workers_both_serve(name, availability, tmp_path):
         for t in threads:
             t.start()
         for t in threads:
-            t.join(WORKER_LOAD_S + 10)
+            t.join(WORKER_LOAD_LIMIT_S + 10)
         after = _cpu_by_unit(proc.pid, name in THREAD_WORKERS)
     finally:
         stop = backend.stop_server(contestant, proc)
-    assert all(served), f"some clients were never served: {served}"
+    assert served == [WORKER_LOAD_REQUESTS] * WORKER_LOAD_CLIENTS, f"not every request was served: {served}"
     used = {unit: after[unit] - before.get(unit, 0.0) for unit in after}
     total = sum(used.values())
     busy = sorted((u for u, s in used.items() if s >= WORKER_MIN_CPU_SHARE * total), key=used.get, reverse=True)

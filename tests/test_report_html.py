@@ -16,7 +16,8 @@ import pytest
 from netarena.report import load_report, write_run_report
 from netarena.report.model import ranks
 from netarena.store import Store
-from report_fixtures import INSTALL_LOG_TAIL, populate_run
+from conftest import under_ci
+from report_fixtures import INSTALL_LOG_TAIL, populate_hostile_run, populate_run
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -219,14 +220,18 @@ def test_page_is_self_contained(written):
 
 
 def _browser():
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
-        if os.environ.get("CI"):
+    if under_ci():
+        # CI installs selenium (the test extra) and chromium: missing is a failure naming what is missing.
+        if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
             pytest.fail(f"{CHROMIUM} / {CHROMEDRIVER} missing: .ci/debian-packages.txt lists chromium and "
                         "chromium-driver")
-        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+        from selenium import webdriver
+    else:
+        webdriver = pytest.importorskip("selenium.webdriver")
+        if not (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)):
+            pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
     profile = tempfile.mkdtemp(prefix="netarena-chromium-")
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
@@ -371,6 +376,47 @@ def test_compare_page_in_headless_chromium_offline(compared):
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert severe == []
         _full_page_screenshot(driver, ARTIFACTS / "compare.png")
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# Markup, a script, an event handler and a javascript: link, each closing what it may be inside of (an
+# attribute, a <script> holding the charts' JSON, plotly's pseudo-HTML in titles and legends).
+HOSTILE = ('x"\'></title></script><script>window.__pwned = "script"</script>'
+           '<img src=x onerror="window.__pwned = 1"><a href="javascript:window.__pwned = 2">link</a><b>bold</b>')
+
+
+def test_hostile_names_errors_logs_and_environment_are_shown_never_run(tmp_path):
+    """Names, errors, an install log, the environment and chart titles come from contestants, suites and the
+    machine: the page shows each as the text it is. Checked in the browser, which is what would run it."""
+    store = Store(tmp_path)
+    run_id = populate_hostile_run(store, HOSTILE)
+    path = write_run_report(store, run_id, tmp_path / "report.html")
+    store.close()
+    driver, profile = _browser()
+    try:
+        _open_offline(driver, path.as_uri())
+        assert driver.execute_script("return window.__pwned === undefined"), "the page ran injected code"
+        # Nothing was parsed into an element: no image, no handler, no bold of ours, no link to javascript: (SVG
+        # links included).
+        assert driver.execute_script("return document.querySelectorAll('img, [onerror]').length") == 0
+        assert driver.execute_script(
+            "return Array.from(document.querySelectorAll('b')).filter(b => b.textContent === 'bold').length") == 0
+        links = driver.execute_script(
+            "return Array.from(document.querySelectorAll('a')).map(a => a.getAttribute('href') "
+            "|| a.getAttribute('xlink:href') || '')")
+        assert not [h for h in links if h.strip().lower().startswith("javascript")], links
+        # Shown as text: the page title, and the string in the page's text once per place it was put.
+        assert driver.title.startswith("netarena run 1: " + HOSTILE[:10])
+        shown = driver.execute_script("return document.body.innerText").count("window.__pwned = \"script\"")
+        assert shown >= 6, shown  # title, contestant, failure, skip reason and log, hostname, runtime
+        # The charts keep the text as data: their titles name the contestant verbatim.
+        titles = driver.execute_script(
+            "return Array.from(document.querySelectorAll('.plotly-graph-div')).map(g => (g.layout.title || {}).text || '')")
+        assert any(HOSTILE in t for t in titles), titles
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == []
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import psutil
+import pytest
 
 from conftest import FIXTURE_CONTESTANTS, TESTS, db_rows, processes_with_cache, run_cli, start_cli, write_suite
 
@@ -162,13 +167,20 @@ def test_kill_9_then_resume_finishes_without_redoing(tmp_path, cache_dir, genera
     resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
     assert resumed.returncode == 0, resumed.stderr
     assert "killed 1 process(es) left by run 1" in resumed.stderr
-    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    rows = resumed_rows(results, before)
     assert len(rows) == 6 and all(r["status"] == "ok" for r in rows), [dict(r) for r in rows]
+
+
+def resumed_rows(results, kept: dict) -> list:
+    """After a --resume: the run is complete and every measurement in `kept` (id: (started_at, status), read
+    before the resume) is still the one stored then, not redone; returns every measurement row."""
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
     for row in rows:
-        if row["id"] in before:
-            assert (row["started_at"], row["status"]) == before[row["id"]]  # not redone
+        if row["id"] in kept:
+            assert (row["started_at"], row["status"]) == kept[row["id"]]  # not redone
     [run] = db_rows(results, "SELECT * FROM runs")
     assert run["status"] == "complete"
+    return rows
 
 
 def test_ctrl_c_keeps_measurements_and_prints_resume(tmp_path, cache_dir, generator_binary, no_leftover_processes):
@@ -611,3 +623,118 @@ def test_every_scenario_is_measured_against_a_real_server(tmp_path, cache_dir, g
         assert generator["errors"]["total"] == 0, (row["scenario"], generator["errors"])
     json_row = next(r for r in rows if r["scenario"] == "json")
     assert json.loads(json_row["generator_json"])["config"]["expect_status"] == 200
+
+
+def report_badges(report_path, contestant: str) -> set[str]:
+    """The badges of a contestant's rows in the summary tables of a written HTML report."""
+    text = Path(report_path).read_text()
+    rows = re.findall(rf'<tr[^>]* data-contestant="{re.escape(contestant)}"[^>]*>(.*?)</tr>', text, re.S)
+    assert rows, f"{contestant} has no row in {report_path}"
+    return {badge for row in rows for badge in re.findall(r'data-badge="(\w+)"', row)}
+
+
+def test_contestant_that_turns_wrong_under_load_is_flagged_verify(tmp_path, cache_dir, generator_binary,
+                                                                   no_leftover_processes):
+    """fx-turns-wrong passes verification (its first 100 answers are right), then answers every other /hello
+    wrong under load: the generator counts each as a verification mismatch, never as a success, and the
+    measurement carries the error-rate flag and the VERIFY and ERR badges; it is not a clean result."""
+    path = suite(tmp_path, ["fx-turns-wrong"], repeat=1, duration=0.7)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert json.loads(row["verification_json"])["ok"] is True  # right before the load
+    generator = json.loads(row["generator_json"])
+    mismatches = generator["errors"]["by_class"]["verification_mismatch"]
+    # Every other answer wrong: about as many mismatches as successes, however fast the machine.
+    assert mismatches > 0 and generator["totals"]["requests"] > 0, generator["errors"]
+    assert generator["errors"]["total"] == mismatches, generator["errors"]
+    assert "error_rate_above_1pct" in json.loads(row["flags_json"])
+    summary = json.loads(result.stdout)
+    assert {"VERIFY", "ERR"} <= report_badges(summary["report"], "fx-turns-wrong")
+
+
+def test_stop_badge_for_a_server_that_needed_sigkill(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    path = suite(tmp_path, ["fx-stubborn", "fx-good"], repeat=1, duration=0.5)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert "STOP" in report_badges(summary["report"], "fx-stubborn")
+    assert "STOP" not in report_badges(summary["report"], "fx-good")
+
+
+def test_sigterm_stops_a_run_that_resumes_where_it_stopped(tmp_path, cache_dir, generator_binary,
+                                                          no_leftover_processes):
+    """SIGTERM (a service manager, `kill`) stops a run as Ctrl-C does: exit 130, the run marked interrupted,
+    what was measured kept, and --resume measures only what is missing."""
+    path = suite(tmp_path, ["fx-good", "fx-other"], repeat=3, duration=1)
+    results = tmp_path / "results"
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and count_rows(results) < 1:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    assert f"netarena run --resume 1 --results {results}" in stderr
+    [run] = db_rows(results, "SELECT * FROM runs")
+    assert run["status"] == "interrupted"
+    kept = {r["id"]: (r["started_at"], r["status"]) for r in db_rows(results, "SELECT * FROM measurements")
+            if r["status"] == "ok"}
+    assert 1 <= len(kept) < 6
+    assert db_rows(results, "SELECT * FROM live_processes") == []
+
+    resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
+    assert resumed.returncode == 0, resumed.stderr
+    rows = resumed_rows(results, kept)
+    ok = [(r["contestant"], r["repeat_index"]) for r in rows if r["status"] == "ok"]
+    assert sorted(ok) == sorted((c, i) for c in ("fx-good", "fx-other") for i in range(3)), [dict(r) for r in rows]
+
+
+def test_poisson_arrivals_end_to_end(tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """A suite entry's arrival = "poisson" reaches the generator: the level key names it, the generator runs
+    Poisson arrivals with a recorded seed, and the schedule counts add up."""
+    row, doc = measure_one_entry(tmp_path, cache_dir, 'rate = [200]\narrival = "poisson"\n', 1.0)
+    assert "poisson" in row["level_key"], row["level_key"]
+    argv = json.loads(row["generator_argv_json"])
+    assert argv[argv.index("--arrival") + 1] == "poisson"
+    ol = doc["open_loop"]
+    assert ol["kind"] == "rate" and ol["arrival"] == "poisson" and isinstance(ol["seed"], int), ol
+    # Random gaps: about 200 in the second, not exactly 200 (a uniform schedule's count).
+    assert ol["intended"] > 0 and ol["started"] + ol["dropped"] == ol["intended"], ol
+    assert doc["totals"]["requests"] == ol["started"] and doc["errors"]["total"] == 0, doc["totals"]
+
+
+@pytest.mark.parametrize("scenario", ["hello", "sleep", "static"])
+def test_load_time_expectations_accept_the_right_body_and_count_a_wrong_one(scenario, tmp_path, cache_dir,
+                                                                            generator_binary, no_leftover_processes):
+    """What the generator checks under load (scenarios.load_spec: status, body size and digest) against real
+    servers: every answer of a right one is a success; an answer one byte off is a verification mismatch,
+    never a success."""
+    from netarena.config import Measure
+    from netarena.process import ManagedProcess, free_port
+    from netarena.scenarios import build_static_files, levels_for, load_spec
+
+    static_dir = build_static_files(tmp_path / "static", count=2)
+    extra = {"hello": {}, "sleep": {"sleep_ms": [5]}, "static": {"static_path": "img/00001.jpg"}}[scenario]
+    [level] = levels_for(Measure(scenario=scenario, connections=[2], **extra))
+    for wrong in (False, True):
+        port = free_port()
+        server = ManagedProcess([sys.executable, str(TESTS / "fixtures" / "fixture_server.py"), "--port", str(port),
+                                 "--static", str(static_dir), *(["--wrong"] if wrong else [])], cpus=None,
+                                log_path=tmp_path / f"server-{port}.log", env=dict(os.environ, NETARENA_CACHE=str(cache_dir)))
+        try:
+            assert server.wait_port(port, 10) is None
+            spec = load_spec(scenario, level, port, static_dir)
+            out = subprocess.run([str(generator_binary), spec.mode, spec.target, *spec.args, "-n", "40", "--json"],
+                                 capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, out.stderr
+        finally:
+            server.stop("SIGTERM", 2)
+        doc = json.loads(out.stdout)
+        by_class = doc["errors"]["by_class"]
+        if wrong:
+            assert doc["totals"]["requests"] == 0 and by_class["verification_mismatch"] == 40, doc["errors"]
+        else:
+            assert doc["totals"]["requests"] == 40 and doc["errors"]["total"] == 0, doc["errors"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import statistics
 import sys
 
@@ -14,7 +15,7 @@ from conftest import FIXTURE_CONTESTANTS
 from netarena.config import Measure, load_manifest
 from netarena.contestants import Contestant
 from netarena.process import ManagedProcess, free_port, group_members, kill_group
-from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
+from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, NAGLE_MAX_MEDIAN_MS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
                                 STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files, levels_for,
                                 listen_backlogs, load_spec, static_file_bytes, static_file_sizes, verify)
 
@@ -167,6 +168,21 @@ def test_verify_rejects_responses_delayed_by_nagle(serve, tmp_path):
     assert "the declared Nagle stall (the framework offers no TCP_NODELAY)" in declared.observed
     # After a load only the responses are checked (is it still answering?), not the set-up.
     assert verify("bytes", port, tmp_path, responses_only=True).ok
+
+
+def test_nagle_check_times_the_response_not_the_server(serve, tmp_path):
+    """A server that takes 60 ms before each answer (a JIT still compiling, a busy machine), twice the Nagle
+    bound, but writes it whole: slow, not stalled by Nagle. Slow and without TCP_NODELAY: still stalled."""
+    _, port = serve("--slow-ms", "60")
+    result = verify("bytes", port, tmp_path)
+    assert result.ok, result.reason
+    measured = re.search(r"GET /bytes/10000 on one connection: median ([\d.]+) ms from a response's first byte to "
+                         r"its last \(([\d.]+) ms from the request\)", result.observed)
+    assert measured, result.observed
+    assert float(measured.group(2)) >= 60 > NAGLE_MAX_MEDIAN_MS, result.observed
+    _, nagle_port = serve("--slow-ms", "60", "--nagle")
+    result = verify("bytes", nagle_port, tmp_path)
+    assert not result.ok and "TCP_NODELAY" in result.reason, result.reason
 
 
 def test_verify_sleep_requires_overlap_by_concurrency_model(serve, tmp_path):

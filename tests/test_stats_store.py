@@ -21,10 +21,12 @@ def generator(rps: float, latencies_us: list[int], errors: int = 0, saturated: b
                                       "significant_digits": 3, "data": hist.encode().decode()}}}
 
 
-def row(rps, latencies, repeat, status="ok", **gen):
+def row(rps, latencies, repeat, status="ok", flags=(), **gen):
+    """A stored measurement; its flags are given by hand (as the run would have stored them), not computed
+    with the code under test."""
     g = generator(rps, latencies, **gen) if status == "ok" else None
     return {"contestant": "a", "scenario": "hello", "level_key": "c=1,w=1", "repeat_index": repeat,
-            "status": status, "generator": g, "flags": stats.measurement_flags(g) if g else [],
+            "status": status, "generator": g, "flags": list(flags),
             "failure_kind": None if status == "ok" else "crashed", "error": None if status == "ok" else "boom"}
 
 
@@ -33,7 +35,7 @@ def test_median_min_max_and_merged_percentiles():
     [summary] = stats.summarize(rows)
     assert (summary.requests_per_s_median, summary.requests_per_s_min, summary.requests_per_s_max) == (200, 100, 300)
     assert summary.cv == pytest.approx(0.5)
-    assert stats.FLAG_HIGH_CV in summary.flags
+    assert "cv_above_5pct" in summary.flags
     # 200 samples of 10 us and 10 of 1000 us: merged p50 is 10, p99 is 1000. Averaging each repeat's p99
     # (10, 1000, 10) would give 340: the merge is what makes this right.
     assert summary.latency_p50_us == 10
@@ -44,15 +46,35 @@ def test_stable_results_are_not_flagged_and_failures_are_counted():
     rows = [row(1000, [5], 0), row(1010, [5], 1), row(0, [], 2, status="failed")]
     [summary] = stats.summarize(rows)
     assert summary.repeats_ok == 2 and summary.repeats_failed == 1
-    assert stats.FLAG_HIGH_CV not in summary.flags and stats.FLAG_FAILED_REPEATS in summary.flags
+    assert summary.flags == ["failed_repeats"]
     assert summary.failures == ["#3: crashed: boom"]
 
 
+def test_cv_is_flagged_above_five_percent_only():
+    # Three repeats m - d, m, m + d: sample stdev d, mean m, CV d / m.
+    below = [row(1000 - 49, [5], 0), row(1000, [5], 1), row(1000 + 49, [5], 2)]
+    above = [row(1000 - 51, [5], 0), row(1000, [5], 1), row(1000 + 51, [5], 2)]
+    [summary] = stats.summarize(below)
+    assert summary.cv == pytest.approx(0.049) and summary.flags == []
+    [summary] = stats.summarize(above)
+    assert summary.cv == pytest.approx(0.051) and summary.flags == ["cv_above_5pct"]
+
+
+def test_stored_flags_carry_into_the_summary():
+    rows = [row(1000, [5], 0), row(1000, [5], 1, flags=["generator_saturated"]), row(1000, [5], 2)]
+    [summary] = stats.summarize(rows)
+    assert summary.flags == ["generator_saturated"]
+
+
 def test_measurement_flags():
-    assert stats.measurement_flags(generator(1, [1] * 98, errors=2)) == [stats.FLAG_ERROR_RATE]
+    assert stats.measurement_flags(generator(1, [1] * 98, errors=2)) == ["error_rate_above_1pct"]
     assert stats.measurement_flags(generator(1, [1] * 99, errors=1)) == []
-    assert stats.measurement_flags(generator(1, [1], saturated=True)) == [stats.FLAG_GENERATOR_SATURATED]
-    assert stats.FLAG_STOP_KILLED in stats.measurement_flags(None, {"killed": True, "leftover": []})
+    # Around the 1% threshold: 101 errors of 10,000 (1.01%) is flagged, 99 (0.99%) is not.
+    assert stats.error_rate(generator(1, [1] * 9899, errors=101)) == 0.0101
+    assert stats.measurement_flags(generator(1, [1] * 9899, errors=101)) == ["error_rate_above_1pct"]
+    assert stats.measurement_flags(generator(1, [1] * 9901, errors=99)) == []
+    assert stats.measurement_flags(generator(1, [1], saturated=True)) == ["generator_saturated"]
+    assert stats.measurement_flags(None, {"killed": True, "leftover": []}) == ["needed_sigkill_to_stop"]
 
 
 def test_store_is_wal_and_resume_redoes_only_interrupted(tmp_path):

@@ -1,7 +1,8 @@
 """Environment fingerprint stored with every run: enough to know whether two runs are comparable.
 
-``collect()`` never raises on a missing file or tool (the value is ``None``) and finishes in well
-under 2 s: external version commands run in parallel, each with ``TOOL_TIMEOUT_S``.
+``collect()`` never raises on a missing file or tool (the value is ``None``) and finishes in about
+``TOOL_TIMEOUT_S`` even when every tool hangs: external version commands run in parallel, each killed
+(with its children) after ``TOOL_TIMEOUT_S``.
 """
 
 from __future__ import annotations

@@ -347,7 +347,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         .collect();
 
     let (user, sys, busy, busy_max) = generator_cpu(run);
-    let saturated = busy_max >= SATURATION_BUSY_FRACTION;
+    let saturated = is_saturated(busy_max);
     let by_class = ErrorClass::ALL
         .iter()
         .map(|&c| (c.name(), s.errors[c as usize]))
@@ -562,6 +562,12 @@ fn generator_cpu(run: &RunOutcome) -> (f64, f64, f64, f64) {
     let sys = run.threads.iter().map(|t| secs(t.sys_time)).sum();
     let (busy, busy_max) = busy_fractions(run.threads.iter().map(|t| (t.cpu_time, t.wall_time)));
     (user, sys, busy, busy_max)
+}
+
+/// A run is generator-bound when its busiest load thread was busy `SATURATION_BUSY_FRACTION` of
+/// the time or more: then its figures measure netarena-load, not the server.
+fn is_saturated(busy_max: f64) -> bool {
+    busy_max >= SATURATION_BUSY_FRACTION
 }
 
 /// (mean, max) of cpu / wall over threads given as (cpu time, wall time); threads that never
@@ -859,6 +865,25 @@ mod tests {
         assert!((mean - 0.7).abs() < 1e-9, "{mean}");
         assert!((max - 1.0).abs() < 1e-9, "{max}");
         assert!(mean < SATURATION_BUSY_FRACTION && max >= SATURATION_BUSY_FRACTION);
+    }
+
+    #[test]
+    fn saturation_starts_at_ninety_percent_busy() {
+        // Written out, not derived from the constant: moving the bar must fail here.
+        for (busy_max, saturated) in [
+            (0.0, false),
+            (0.89, false),
+            (0.8999, false),
+            (0.90, true),
+            (0.91, true),
+            (1.0, true),
+        ] {
+            assert_eq!(is_saturated(busy_max), saturated, "busy {busy_max}");
+        }
+        let (_, max) = busy_fractions([(ms(890), ms(1000)), (ms(500), ms(1000))].into_iter());
+        assert!(!is_saturated(max), "{max}");
+        let (_, max) = busy_fractions([(ms(500), ms(1000)), (ms(910), ms(1000))].into_iter());
+        assert!(is_saturated(max), "{max}");
     }
 
     #[test]

@@ -115,6 +115,47 @@ fn http_requests_stop_exactly_at_n() {
 }
 
 #[test]
+fn requests_mode_is_bounded_in_time_and_says_it_stopped_short() {
+    // Accepted by the kernel, never answered: -n 10 can never complete. -d bounds the run (without
+    // -d, REQUESTS_MODE_TIME_BOUND does, 60 s): it ends, exit 0, with what it got and a line on
+    // stderr saying it stopped short. The test's own limit would fail a run that waited for -n.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let run = run_load(
+        &[
+            "http",
+            &url,
+            "-c",
+            "2",
+            "-n",
+            "10",
+            "-d",
+            "1s",
+            "--timeout",
+            "500ms",
+            "--json",
+        ],
+        LIMIT,
+    );
+    let doc = run.json();
+    validate_against_schema(&doc);
+    assert_eq!(u(&doc["config"]["requests"]), 10, "{}", run.describe());
+    assert_eq!(u(&doc["totals"]["responses"]), 0, "{}", run.describe());
+    assert!(
+        run.stderr
+            .contains("stopped by the time bound (1s) after 0 of 10 responses"),
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.wall >= Duration::from_secs(1),
+        "ended before -d\n{}",
+        run.describe()
+    );
+    drop(silent);
+}
+
+#[test]
 fn unexpected_bodies_and_statuses_are_errors_not_successes() {
     let server = http_server(200, b"Hello, World!");
     let url = format!("http://{}/", server.addr);

@@ -15,7 +15,8 @@ use common::*;
 const RUN_LIMIT: Duration = Duration::from_secs(20);
 
 /// io_uring can be unavailable (kernel.io_uring_disabled, a container's seccomp profile). Then the
-/// tool must say so and exit 2; this checks that and tells the caller to stop.
+/// tool must say so and exit 2; this checks that and tells the caller to stop (a failure under CI:
+/// `feature_missing`).
 fn uring_usable(server: &TestServer) -> bool {
     let url = server.url("/hello");
     let run = run_load(
@@ -32,7 +33,7 @@ fn uring_usable(server: &TestServer) -> bool {
         run.describe()
     );
     assert!(run.stdout.trim().is_empty(), "{}", run.describe());
-    eprintln!("io_uring is not usable on this machine; only the refusal was checked");
+    feature_missing("io_uring is not usable on this machine; only the refusal was checked");
     false
 }
 
@@ -236,7 +237,7 @@ fn coalescing_is_recorded_and_only_for_uring() {
         RUN_LIMIT,
     );
     if run.code == 2 && run.stderr.contains("Linux 6.12+") {
-        eprintln!("this kernel has no io_uring min-wait; only the refusal was checked");
+        feature_missing("this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked");
         return;
     }
     let r = run.result();
@@ -297,7 +298,7 @@ fn auto_run(server: &TestServer, connections: &str) -> Option<common::Result> {
         RUN_LIMIT,
     );
     if run.code == 2 && run.stderr.contains("Linux 6.12+") {
-        eprintln!("this kernel has no io_uring min-wait; only the refusal was checked");
+        feature_missing("this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked");
         return None;
     }
     let r = run.result();
