@@ -314,9 +314,9 @@ def test_report_in_headless_chromium_offline(written):
         assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
         assert driver.execute_script("return typeof Plotly") == "object"
         charts = _check_charts(driver)
-        # throughput x2 (hello, echo), latency x6 (hello x2 levels, echo x2 sizes x2 levels), errors,
-        # resources x2, echo flood
-        assert len(charts) == 12
+        # throughput x2 (hello, echo) and server CPU/RSS/MB/s vs connections x2, latency x6 (hello x2 levels,
+        # echo x2 sizes x2 levels), errors, over time x2, echo flood
+        assert len(charts) == 14
         by_title = {c["title"]: c for c in charts}
         flood = by_title["echo flood: completion time vs connections"]
         assert (flood["visible"], flood["points"], flood["lines"]) == (4, 8, 4)  # contestant x size, 2 points each
@@ -329,7 +329,7 @@ def test_report_in_headless_chromium_offline(written):
             "const b = g.layout.updatemenus[0].buttons[1];"
             "return Plotly.update(g, b.args[0], b.args[1]).then(() => g.data.filter(t => t.visible === true)"
             ".length)")
-        assert switched == 4
+        assert switched == 5  # generator requests/s and p99; server CPU, RSS and context switches
         _check_charts(driver)  # the other measurement's series are drawn too
         ARTIFACTS.mkdir(exist_ok=True)
         driver.save_screenshot(str(ARTIFACTS / "report-top.png"))
@@ -374,3 +374,58 @@ def test_compare_page_in_headless_chromium_offline(compared):
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_one_colour_per_contestant_across_charts(written):
+    from netarena.report.html import colour_for
+
+    _, _, path = written
+    text = path.read_text()
+    colours: dict[str, set[str]] = {}
+    for title in re.findall(r'data-chart="([^"]+)"', text):
+        for trace in chart_traces(text, title):
+            name = (trace.get("name") or "").split(" (")[0]
+            colour = (trace.get("line") or {}).get("color")
+            if name in ("alpha", "beta", "gamma") and colour:
+                colours.setdefault(name, set()).add(colour)
+    assert colours and all(found == {colour_for(name)} for name, found in colours.items()), colours
+    # Derived from the name alone: the same in every report, distinct here.
+    assert len({colour_for(n) for n in ("alpha", "beta", "gamma", "delta")}) == 4
+    assert colour_for("alpha") == colour_for("alpha") and colour_for("alpha").startswith("#")
+
+
+def test_seed_000_table_and_readable_environment(written):
+    _, _, path = written
+    parser = _Tables()
+    parser.feed(path.read_text())
+    [(_, rows)] = [t for t in parser.tables if t[0] == "seed-000"]
+    header = rows[0]
+    assert header[:5] == ["server", "32KiB × 10 (s)", "32KiB × 100 (s)", "512KiB × 10 (s)", "512KiB × 100 (s)"]
+    assert header[-6:] == ["us %", "sy %", "cs/s", "in/s", "client delay p50", "client delay max"]
+    assert [r[0] for r in rows[1:]] == ["alpha", "gamma"]
+    # The environment is tables, not a JSON dump: the limits and sysctls are key/value rows.
+    text = path.read_text()
+    env = text[text.index('id="environment"'):text.index('id="skipped"')]
+    assert "<th>net.core.somaxconn</th><td>4096</td>" in env and "<th>soft</th><td>20000</td>" in env
+
+
+def test_many_contestants_latency_chart_starts_with_the_best_and_has_a_menu(tmp_path):
+    from netarena.report.html import LATENCY_CHART_FIRST_SHOWN, render
+    from report_fixtures import _record, generator_doc
+
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="many", suite_path=None, suite={"name": "many"}, args={}, backend="real",
+                              server_cpus=[0], generator_cpus=[1], environment={}, planned=8,
+                              netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
+    names = [f"c{i}" for i in range(8)]
+    for i, name in enumerate(names):  # c0 fastest
+        _record(store, run_id, contestant=name, scenario="hello", connections=10, repeat=0,
+                generator=generator_doc(rps=10_000 - 1000 * i, latency_us={100 + 10 * i: 90, 1000 + 100 * i: 10}))
+    text = render(load_report(store, run_id)).decode()
+    store.close()
+    traces = chart_traces(text, "hello c=10,w=1: latency by percentile")
+    assert [t["name"] for t in traces] == names
+    assert [t.get("visible", True) for t in traces] == [True] * LATENCY_CHART_FIRST_SHOWN + ["legendonly"] * 3
+    # One level, closed loop: bars instead of a column of single points.
+    bars = chart_traces(text, "hello c=10,w=1: throughput and p99 by contestant")
+    assert bars[0]["x"] == names and bars[0]["type"] == "bar"
