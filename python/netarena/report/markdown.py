@@ -7,7 +7,7 @@ and level, ranked as the page ranks them, each row naming the measurement ids it
 from __future__ import annotations
 
 from . import fmt
-from .model import BADGES, OPEN_LOOP_NOTE, Report, rank_basis, ranks
+from .model import BADGES, Report, find_max_line, level_title, ranks
 
 HEADERS = ["rank", "contestant", "{unit} (median)", "min–max", "p50", "p99", "p99.9", "mean", "stdev", "max",
            "ok", "errors", "error rate", "MB/s", "server CPU", "peak RSS", "badges", "from"]
@@ -27,17 +27,8 @@ def render_markdown(report: Report) -> str:
     rank = ranks(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
-        levels: dict[str, list] = {}
-        for g in report.groups_for(scenario):
-            levels.setdefault(g.level_key, []).append(g)
-        for level_key, groups in levels.items():
-            first = groups[0]
-            title = f"## {scenario} · {level_key}"
-            if first.offered_rate_per_s is not None:
-                title += f" · offered {fmt.rps(first.offered_rate_per_s)} req/s"
-            out += [title, ""]
-            if first.open_loop:
-                out += [f"Open loop: {OPEN_LOOP_NOTE}; ranked by {rank_basis(first)}.", ""]
+        for level_key, groups in report.levels_for(scenario):
+            out += [f"## {level_title(scenario, groups[0])}", ""]
             headers = [h.format(unit=fmt.throughput_unit(scenario)) for h in HEADERS]
             out.append("| " + " | ".join(headers) + " |")
             out.append("|" + "|".join("---:" if i not in (1, 16, 17) else "---" for i in range(len(headers))) + "|")
@@ -53,14 +44,8 @@ def render_markdown(report: Report) -> str:
                          fmt.size_bytes(g.server_rss_peak_bytes), " ".join(g.badges), fmt.ids(g.measurement_ids)]
                 out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
             out.append("")
-            for g in groups:
-                if g.find_max is not None:
-                    fm = g.find_max
-                    out.append(f"- {g.contestant}: highest rate that holds **{fmt.rps(fm['found_rate_per_s_median'])} "
-                               f"req/s** ({fm['slo']}, errors ≤ {fmt.pct(fm['max_errors_fraction'])}); per repeat "
-                               + ", ".join(fmt.rps(f) for f in fm["found_by_repeat"]))
-            if any(g.find_max for g in groups):
-                out.append("")
+            found = [f"- {find_max_line(g)}" for g in groups if g.find_max is not None]
+            out += found + ([""] if found else [])
     if used:
         out += ["Badges: " + "; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used), ""]
     for s in report.skipped:

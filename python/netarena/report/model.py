@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import stats
+from . import fmt
 from ..scenarios import Level
 from ..store import DB_NAME, SCHEMA_VERSION, row_to_dict
 
@@ -190,6 +191,13 @@ class Report:
         """A scenario's groups by level (fewest connections first), each level ranked by median throughput."""
         return sorted((g for g in self.groups if g.scenario == scenario), key=rank_key)
 
+    def levels_for(self, scenario: str) -> list[tuple[str, list[Group]]]:
+        """A scenario's levels in order, each with its groups ranked (the terminal's and Markdown's tables)."""
+        levels: dict[str, list[Group]] = {}
+        for g in self.groups_for(scenario):
+            levels.setdefault(g.level_key, []).append(g)
+        return list(levels.items())
+
     def measurement(self, measurement_id: int) -> Measurement | None:
         for m in self.measurements:
             if m.id == measurement_id:
@@ -216,6 +224,28 @@ OPEN_LOOP_NOTE = "latency from the intended send time"
 RANK_BASIS = {"find_max": "highest rate found that meets the objective",
               "open_loop": "p99 latency from the intended send time, lowest first",
               "closed_loop": "median throughput"}
+
+
+def level_title(scenario: str, g: Group) -> str:
+    """"hello · c=4,w=1,rate=100", and for open-loop levels what the reader must know to read their figures:
+    the offered rate, where latency counts from, what ranks them."""
+    title = f"{scenario} · {g.level_key}"
+    if g.offered_rate_per_s is not None:
+        title += f" · offered {fmt.rps(g.offered_rate_per_s)} req/s"
+    elif g.find_max is not None:
+        title += " · find-max"
+    if g.open_loop:
+        title += f" · {OPEN_LOOP_NOTE} · ranked by {rank_basis(g)}"
+    return title
+
+
+def find_max_line(g: Group) -> str:
+    """One line per find-max group: the rate found, its objective, each repeat's rate and the steps' verdicts."""
+    fm = g.find_max or {}
+    steps = " ".join(f"{fmt.rps_short(st['rate_per_s'])}{'✓' if st['passed'] else '✗'}" for st in fm.get("steps", []))
+    return (f"{g.contestant}: highest rate that holds {fmt.rps(fm.get('found_rate_per_s_median'))} req/s "
+            f"({fm.get('slo')}, errors ≤ {fmt.pct(fm.get('max_errors_fraction'))}); per repeat "
+            + ", ".join(fmt.rps(f) for f in fm.get("found_by_repeat", [])) + f"; steps {steps}")
 
 
 def rank_basis(g: Group) -> str:

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import fmt
-from .model import BADGES, OPEN_LOOP_NOTE, Report, rank_basis, ranks
+from .model import BADGES, Report, find_max_line, level_title, ranks
 
 
 TERMINAL_WIDTH = 100
@@ -29,17 +29,8 @@ def summary_renderables(report: Report) -> list:
     rank = ranks(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
-        levels: dict[str, list] = {}
-        for g in report.groups_for(scenario):
-            levels.setdefault(g.level_key, []).append(g)
-        for level_key, groups in levels.items():
-            title = f"{scenario} · {level_key}"
-            if groups[0].offered_rate_per_s is not None:
-                title += f" · offered {fmt.rps(groups[0].offered_rate_per_s)} req/s · {OPEN_LOOP_NOTE}"
-            elif groups[0].find_max is not None:
-                title += f" · find-max · {OPEN_LOOP_NOTE}"
-            if groups[0].open_loop:
-                title += f" · ranked by {rank_basis(groups[0])}"
+        for level_key, groups in report.levels_for(scenario):
+            title = level_title(scenario, groups[0])
             table = Table(title=title, title_justify="left", title_style="bold",
                           box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
             table.add_column("#", justify="right", no_wrap=True)
@@ -60,14 +51,7 @@ def summary_renderables(report: Report) -> list:
                     fmt.ids(g.measurement_ids))
             out.append(Text(""))
             out.append(table)
-            for g in groups:
-                if g.find_max is not None:
-                    fm = g.find_max
-                    steps = " ".join(f"{fmt.rps_short(st['rate_per_s'])}{'✓' if st['passed'] else '✗'}"
-                                     for st in fm["steps"])
-                    out.append(Text(f"  {g.contestant}: highest rate that holds {fmt.rps(fm['found_rate_per_s_median'])}"
-                                    f" req/s ({fm['slo']}, errors ≤ {fmt.pct(fm['max_errors_fraction'])}); steps: "
-                                    f"{steps}"))
+            out += [Text(f"  {find_max_line(g)}") for g in groups if g.find_max is not None]
     if used:
         legend = Text("badges: ", style="dim")
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
