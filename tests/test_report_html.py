@@ -429,3 +429,37 @@ def test_many_contestants_latency_chart_starts_with_the_best_and_has_a_menu(tmp_
     # One level, closed loop: bars instead of a column of single points.
     bars = chart_traces(text, "hello c=10,w=1: throughput and p99 by contestant")
     assert bars[0]["x"] == names and bars[0]["type"] == "bar"
+
+
+def test_over_time_takes_every_monitored_process_group_and_no_end_dip(tmp_path):
+    """A service monitored beside the server (e.g. a database) gets its own CPU/RSS lines on the same axis; the
+    monitor's final sample, a few ms after the one before, does not draw a dip; CPU reads against the pinned
+    CPUs and never above them."""
+    from netarena.report.html import _rate_series, process_groups, render
+    from report_fixtures import _record, generator_doc, monitor_doc
+
+    monitor = monitor_doc(cpu_pct=100, rss_bytes=30 << 20, samples=9)
+    monitor["cpus_allowed"] = {"server": [0], "db": [0], "generator": [1]}
+    monitor["db"] = [dict(s, rss_bytes=80 << 20) for s in monitor["server"]]
+    # The final sample, 10 ms after the one before: no clock tick (10 ms of CPU) fell in between, so a rate over
+    # those 10 ms alone would read 0% for a server that was busy all along.
+    last = monitor["server"][-1]
+    monitor["server"].append(dict(last, t_s=last["t_s"] + 0.01))
+    assert process_groups(monitor) == ["server", "db"]
+    ts, rates = _rate_series(monitor["server"], lambda s: s["cpu_user_s"] + s["cpu_sys_s"], 0.25 / 2)
+    assert ts[-1] == monitor["server"][-1]["t_s"] and min(rates) > 0.9  # no interval of a few ms, no dip
+
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="svc", suite_path=None, suite={"name": "svc"}, args={}, backend="real",
+                              server_cpus=[0], generator_cpus=[1], environment={}, planned=1,
+                              netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
+    _record(store, run_id, contestant="alpha", scenario="hello", connections=10, repeat=0,
+            generator=generator_doc(rps=1000, latency_us={100: 99, 900: 1}), monitor=monitor)
+    text = render(load_report(store, run_id)).decode()
+    store.close()
+    title = re.search(r'data-chart="(hello: alpha c=10,w=1 \(#\d+\))"', text).group(1)
+    names = [t["name"] for t in chart_traces(text, title)]
+    assert names == ["requests/s", "p99", "server CPU", "server RSS", "server context switches/s", "db CPU",
+                     "db RSS", "db context switches/s"]
+    cpu = next(t for t in chart_traces(text, title) if t["name"] == "server CPU")
+    assert max(cpu["y"]) <= 100
