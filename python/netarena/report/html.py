@@ -38,6 +38,7 @@ h3 { margin-top: 1.6rem; }
 nav { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5rem 1rem; margin: 1rem 0; }
 nav a { margin-right: 1rem; white-space: nowrap; }
 table { border-collapse: collapse; margin: 0.6rem 0 1rem; font-size: 0.88rem; }
+table.summary { font-size: 0.8rem; display: block; overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; vertical-align: top; }
 th { background: #f6f8fa; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
@@ -197,8 +198,8 @@ def _summary(page: _Page, report: Report) -> None:
                 f'<td class="num" title="{e(rank_basis(g))}">{position or "–"}</td>', f"<td>{e(g.contestant)}</td>",
                 f"<td>{_level_cell(g)}</td>",
                 f'<td class="num" data-field="rps">{fmt.rps(g.requests_per_s_median)}</td>',
-                f'<td class="num">{fmt.rps_range(g.requests_per_s_min, g.requests_per_s_max)}</td>',
-                f'<td class="num">{fmt.pct(g.cv, 1)}</td>',
+                f'<td class="num">{fmt.rps_range(g.requests_per_s_min, g.requests_per_s_max)}<br>'
+                f'<span class="note">CV {fmt.pct(g.cv, 1)}</span></td>',
                 f'<td class="num" data-field="p50">{fmt.us(g.latency_p50_us)}</td>',
                 f'<td class="num" data-field="p99">{fmt.us(g.latency_p99_us)}</td>',
                 f'<td class="num">{fmt.us(g.latency_p99_9_us)}</td>',
@@ -214,7 +215,7 @@ def _summary(page: _Page, report: Report) -> None:
                 f"<td>{badges_html(g.badges)}</td>", f"<td>{ids_html(g.measurement_ids)}</td>"]
             rows.append(f'<tr{cls} data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}">'
                         + "".join(cells) + "</tr>")
-        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "min–max", "CV", "p50", "p99", "p99.9",
+        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "min–max", "p50", "p99", "p99.9",
                          "mean ± stdev", "max", "ok / errors", "error rate", "MB/s", "server CPU", "peak RSS",
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
 
