@@ -156,8 +156,21 @@ def _dash(series: str, all_series: list[str]) -> str:
     return _DASHES[all_series.index(series) % len(_DASHES)] if series in all_series else "solid"
 
 
-def _line_name(g: Group) -> str:
-    return g.contestant + (f" ({g.series})" if g.series else "")
+# Marker shapes, also derived from the name: two contestants whose hashed colours come out close (likely with
+# 25 of them) still differ in shape. Each has a hollow "-open" form, used for a rate that was not met.
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon", "hexagon", "star",
+            "hourglass", "cross")
+
+
+def symbol_for(contestant: str, hollow: bool = False) -> str:
+    symbol = _SYMBOLS[hashlib.sha256(contestant.encode()).digest()[4] % len(_SYMBOLS)]
+    return symbol + "-open" if hollow else symbol
+
+
+def _line_name(g: Group, all_series: list[str] | None = None) -> str:
+    """The contestant, and its series when the chart has several (a series every line shares says nothing)."""
+    several = all_series is None or len(all_series) > 1
+    return g.contestant + (f" ({g.series})" if g.series and several else "")
 
 
 
@@ -250,8 +263,9 @@ def _throughput_charts(page: _Page, report: Report) -> None:
                 error_y={"type": "data", "symmetric": False,
                          "array": [g.requests_per_s_max - g.requests_per_s_median for g in members],
                          "arrayminus": [g.requests_per_s_median - g.requests_per_s_min for g in members]},
-                mode="lines+markers", name=_line_name(members[0]),
+                mode="lines+markers", name=_line_name(members[0], all_series),
                 line={"color": colour_for(contestant), "dash": _dash(series, all_series)},
+                marker={"symbol": symbol_for(contestant), "size": 8},
                 customdata=[fmt.ids(g.ok_ids) for g in members],
                 hovertemplate="%{x} connections: %{y:,.0f}/s<br>from %{customdata}<extra>%{fullData.name}</extra>"))
         fig.update_xaxes(type="log", title="connections")
@@ -263,7 +277,7 @@ def _throughput_charts(page: _Page, report: Report) -> None:
 def _level_bars(page: _Page, scenario: str, groups: list[Group]) -> None:
     """One level: a line of single points says nothing; bars of throughput and p99 per contestant do."""
     groups = sorted(groups, key=lambda g: -(g.requests_per_s_median or 0))
-    names = [_line_name(g) for g in groups]
+    names = [_line_name(g, sorted({x.series for x in groups})) for g in groups]
     colours = [colour_for(g.contestant) for g in groups]
     ids = [fmt.ids(g.ok_ids) for g in groups]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
@@ -302,8 +316,9 @@ def _load_resources(page: _Page, scenario: str, groups: list[Group], x_of, x_tit
             if all(v is None for v in values):  # e.g. no monitor samples: nothing to draw, not an empty line
                 continue
             fig.add_trace(go.Scatter(x=[x_of(g) for g in members], y=values, mode="lines+markers",
-                                     name=_line_name(members[0]), legendgroup=_line_name(members[0]),
-                                     showlegend=row == 1, line=style,
+                                     name=_line_name(members[0], all_series),
+                                     legendgroup=_line_name(members[0], all_series), showlegend=row == 1,
+                                     line=style, marker={"symbol": symbol_for(contestant), "size": 7},
                                      hovertemplate=f"%{{x}}: {fmt_y}<extra>%{{fullData.name}}</extra>"),
                           row=row, col=1)
     if not fig.data:
@@ -343,10 +358,11 @@ def _rate_charts(page: _Page, report: Report) -> None:
                                  line={"color": "#8c959f", "dash": "dot", "width": 1}), row=1, col=1)
         for (contestant, series), members in sorted(lines.items()):
             members.sort(key=lambda g: g.offered_rate_per_s)
-            name = _line_name(members[0])
+            name = _line_name(members[0], all_series)
             colour = colour_for(contestant)
             xs = [g.offered_rate_per_s for g in members]
-            symbols = ["circle-open" if g.rate_not_met_reasons or "RATE" in g.badges else "circle" for g in members]
+            symbols = [symbol_for(contestant, hollow=bool(g.rate_not_met_reasons or "RATE" in g.badges))
+                       for g in members]
             why = ["rate not met: " + "; ".join(g.rate_not_met_reasons) if g.rate_not_met_reasons else
                    ("rate not met" if "RATE" in g.badges else "rate met") for g in members]
             common = {"legendgroup": name, "customdata": [[w, fmt.ids(g.ok_ids)] for w, g in zip(why, members)]}
