@@ -656,17 +656,22 @@ def _over_time_traces(fig: go.Figure, m: Measurement, groups: list[str], visible
         cpus = allowed.get(group) or []
         t_cpu, cpu = _rate_series(samples, lambda s: s["cpu_user_s"] + s["cpu_sys_s"], interval_s / 2)
         t_ctx, ctx = _rate_series(samples, lambda s: s["ctx_voluntary"] + s["ctx_involuntary"], interval_s / 2)
-        fig.add_trace(go.Scatter(x=t_cpu, y=[capacity_pct(100 * v, cpus) for v in cpu], name=f"{group} CPU",
-                                 visible=visible, line={"color": colour},
-                                 hovertemplate="%{x:.2f} s: %{y:.0f}%<extra>" + e(group) + "</extra>"), row=3, col=1)
+        # A measurement shorter than half a sampling interval (a tiny echo flood) has no rate to draw: no trace,
+        # rather than an empty one.
+        if t_cpu:
+            fig.add_trace(go.Scatter(x=t_cpu, y=[capacity_pct(100 * v, cpus) for v in cpu], name=f"{group} CPU",
+                                     visible=visible, line={"color": colour},
+                                     hovertemplate="%{x:.2f} s: %{y:.0f}%<extra>" + e(group) + "</extra>"),
+                          row=3, col=1)
         fig.add_trace(go.Scatter(x=[s["t_s"] for s in samples], y=[s["rss_bytes"] / 2**20 for s in samples],
                                  name=f"{group} RSS", visible=visible, line={"color": colour, "dash": "dot"},
                                  hovertemplate="%{x:.2f} s: %{y:.1f} MiB<extra>" + e(group) + "</extra>"),
                       row=4, col=1)
-        fig.add_trace(go.Scatter(x=t_ctx, y=ctx, name=f"{group} context switches/s", visible=visible,
-                                 line={"color": colour, "dash": "dash"},
-                                 hovertemplate="%{x:.2f} s: %{y:,.0f}/s<extra>" + e(group) + "</extra>"),
-                      row=5, col=1)
+        if t_ctx:
+            fig.add_trace(go.Scatter(x=t_ctx, y=ctx, name=f"{group} context switches/s", visible=visible,
+                                     line={"color": colour, "dash": "dash"},
+                                     hovertemplate="%{x:.2f} s: %{y:,.0f}/s<extra>" + e(group) + "</extra>"),
+                          row=5, col=1)
 
 
 # Process groups of one measurement (server, then services) are told apart by these, not by contestant colours.
