@@ -21,7 +21,8 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from . import fmt
-from .model import BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, interval_series, rank_basis, ranks
+from .model import (BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, found_rate_text, interval_series,
+                    rank_basis, ranks)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -427,10 +428,11 @@ def _find_max_section(page: _Page, report: Report) -> None:
             found = ", ".join(fmt.rps(f) for f in fm["found_by_repeat"])
             rows.append(f'<tr data-find-max="{e(g.contestant)}"><td class="num">'
                         f'{rank.get((g.contestant, g.scenario, g.level_key)) or "–"}</td><td>{e(g.contestant)}</td>'
-                        f'<td class="num">{fmt.rps(fm["found_rate_per_s_median"])}</td><td class="num">{found}</td>'
+                        f'<td class="num">{found_rate_text(fm, fm["found_rate_per_s_median"])}</td>'
+                        f'<td class="num">{found}</td>'
                         f'<td>{e(fm["slo"])}</td><td class="num">{fmt.pct(fm["max_errors_fraction"], 2)}</td>'
                         f'<td>{e(fm["stopped_because"])}</td><td>{ids_html(g.ok_ids)}</td></tr>')
-        page.add(_table(["rank", "contestant", "found req/s (median)", "per repeat", "objective", "error budget",
+        page.add(_table(["rank", "contestant", "rate found (median)", "per repeat", "objective", "error budget",
                          "stopped because", "from"], rows, cls="find-max"))
         fig = go.Figure()
         for g in members:
@@ -450,10 +452,11 @@ def _find_max_section(page: _Page, report: Report) -> None:
                     f'<td>{e("; ".join(st["reasons"]))}</td></tr>' for i, st in enumerate(steps, 1)]
             page.add(f"<details><summary>{e(g.contestant)}: the search's {len(steps)} steps (measurement "
                      f"{ids_html([g.find_max['steps_measurement_id']])})</summary>"
-                     + _table(["step", "offered req/s", "verdict", "achieved req/s", "p99", "errors", "why not"],
+                     + _table(["step", f"offered {g.find_max['unit']}", "verdict", "achieved req/s", "p99", "errors",
+                               "why not"],
                               rows, cls="find-max-steps") + "</details>")
         fig.update_xaxes(title="step", dtick=1)
-        fig.update_yaxes(title="offered req/s (x: failed the objective)", rangemode="tozero")
+        fig.update_yaxes(title=f"offered {members[0].find_max['unit']} (x: failed the objective)", rangemode="tozero")
         page.chart(fig, f"{scenario} {level_key}: find-max steps")
 
 

@@ -243,9 +243,18 @@ def find_max_line(g: Group) -> str:
     """One line per find-max group: the rate found, its objective, each repeat's rate and the steps' verdicts."""
     fm = g.find_max or {}
     steps = " ".join(f"{fmt.rps_short(st['rate_per_s'])}{'✓' if st['passed'] else '✗'}" for st in fm.get("steps", []))
-    return (f"{g.contestant}: highest rate that holds {fmt.rps(fm.get('found_rate_per_s_median'))} req/s "
+    return (f"{g.contestant}: highest rate that holds {found_rate_text(fm, fm.get('found_rate_per_s_median'))} "
             f"({fm.get('slo')}, errors ≤ {fmt.pct(fm.get('max_errors_fraction'))}); per repeat "
             + ", ".join(fmt.rps(f) for f in fm.get("found_by_repeat", [])) + f"; steps {steps}")
+
+
+def found_rate_text(fm: dict, rate: float | None) -> str:
+    """A rate of a find-max search in its unit: "800 conn/s (8,000 req/s)" for a conn_rate search."""
+    if rate is None:
+        return "-"
+    unit, per_conn = fm.get("unit", "req/s"), fm.get("requests_per_conn", 1)
+    text = f"{fmt.rps(rate)} {unit}"
+    return text + (f" ({fmt.rps(rate * per_conn)} req/s)" if unit == "conn/s" else "")
 
 
 def rank_basis(g: Group) -> str:
@@ -517,7 +526,12 @@ def _find_max(ok: list[dict]) -> dict | None:
                       "requests_per_s": (doc.get("throughput") or {}).get("requests_per_s"),
                       "p99_us": (doc.get("latency") or {}).get("p99_us"),
                       "error_rate": stats.error_rate(doc) if doc.get("totals") else None})
+    open_loop = median_m["generator"].get("open_loop") or {}
+    per_conn = int((median_m["generator"].get("config") or {}).get("requests_per_conn") or 1)
     return {"found_rate_per_s_median": _median(found), "found_by_repeat": found,
+            # A conn_rate search finds connections per second, each doing requests_per_conn requests.
+            "unit": "conn/s" if open_loop.get("kind") == "conn_rate" else "req/s",
+            "requests_per_conn": per_conn if open_loop.get("kind") == "conn_rate" else 1,
             "slo": median_search.get("slo"), "max_errors_fraction": median_search.get("max_errors_fraction"),
             "stopped_because": median_search.get("stopped_because"), "steps": steps,
             "steps_measurement_id": median_m["id"]}
