@@ -94,6 +94,7 @@ def test_find_max_ranks_by_the_rate_found_and_keeps_the_steps(real_run):
         argv = json.loads(rows[(g["contestant"], FIND_MAX_LEVEL)]["generator_argv_json"])
         assert argv[argv.index("--slo") + 1] == "p99<=200ms" and "--step-duration" in argv and "--duration" not in argv
         assert g["find_max"]["found_rate_per_s_median"] == doc["find_max"]["found_rate_per_s"]
+        assert g["find_max"]["unit"] == "req/s"  # a rate search (a conn_rate search finds conn/s)
         assert [s["rate_per_s"] for s in g["find_max"]["steps"]] == [v["rate_per_s"] for v in doc["find_max"]["verdicts"]]
         assert [s["passed"] for s in g["find_max"]["steps"]] == [v["passed"] for v in doc["find_max"]["verdicts"]]
         found[g["contestant"]] = (g["rank"], g["find_max"]["found_rate_per_s_median"] or 0)
