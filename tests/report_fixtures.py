@@ -57,6 +57,10 @@ def generator_doc(*, rps: float, latency_us: dict[int, int], duration_s: float =
         "latency": latency_doc(latency_us),
         "timeline": [{"t_s": float(t + 1), "requests": int(rps), "bytes_received": 0, "errors": 0}
                      for t in range(int(duration_s))],
+        "intervals": {"interval_s": 1.0, "encoding": "hdrhistogram-v2-deflate-base64", "unit": "us",
+                      "entries": [{"t_s": float(t), "count": int(rps), "p50_us": min(latency_us),
+                                   "p99_us": max(latency_us), "p99_9_us": max(latency_us), "max_us": max(latency_us),
+                                   "data": ""} for t in range(int(duration_s))]},
         "errors": {"total": total_errors, "by_class": by_class,
                    "status_codes": {"503": by_class["status"]} if by_class["status"] else {},
                    "examples": ["status 503 from GET /hello (expected 2xx/3xx)"] if by_class["status"] else []},

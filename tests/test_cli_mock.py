@@ -66,7 +66,7 @@ def test_export_errors(tmp_path, cache_dir):
     result = run_cli(["export", "--results", tmp_path / "nothing", "--json"], cache_dir)
     assert result.returncode == 2 and "no store at" in result.stderr
     result = run_cli(["export", "--results", tmp_path], cache_dir)
-    assert result.returncode == 2 and "--json or --csv" in result.stderr
+    assert result.returncode == 2 and "--json, --csv or --markdown" in result.stderr
 
 
 def test_list_reports_why_a_contestant_cannot_run(tmp_path, cache_dir):

@@ -222,3 +222,37 @@ def test_suite_random_static_folder_needs_a_rate(tmp_path):
     with pytest.raises(ConfigError, match="needs rate or conn_rate"):
         load_suite(write_suite(tmp_path / "s.toml", text))
     load_suite(write_suite(tmp_path / "t.toml", text + "rate = [100]\n"))
+
+
+@pytest.mark.parametrize("entry, field, message", [
+    ('find_max = { slo = "p99<100ms" }', "measure[0].find_max.slo", "is not a latency objective"),
+    ('find_max = { slo = "p100<=100ms" }', "measure[0].find_max.slo", "between 0 and 100"),
+    ('find_max = { slo = "p99<=100" }', "measure[0].find_max.slo", "a unit (ms, s, m, h)"),
+    ('find_max = { slo = "p99<=100ms", max_errors = "5 percent" }', "measure[0].find_max.max_errors",
+     "is not an error budget"),
+    ('find_max = { slo = "p99<=100ms", max_errors = "150%" }', "measure[0].find_max.max_errors",
+     "between 0 and 100%"),
+    ('find_max = { slo = "p99<=100ms" }\nrate = [100, 200]', "measure[0].rate", "where the search starts"),
+    ('find_max = { slo = "p99<=100ms" }\nclose = true', "measure[0].close", "closed loop"),
+    ('find_max = { slo = "p99<=100ms", max_error = "1%" }', "measure[0].find_max", "did you mean 'max_errors'"),
+])
+def test_find_max_entries_are_checked_before_anything_runs(tmp_path, entry, field, message):
+    text = SUITE + entry + "\n"
+    path = write_suite(tmp_path / "s.toml", text)
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert err.value.field == field and message in err.value.render(), err.value.render()
+    assert err.value.line == line_of(text, entry.split("\n")[-1].split(" ")[0])
+
+
+def test_find_max_entry_becomes_a_search_level(tmp_path):
+    from netarena.scenarios import load_spec, levels_for
+
+    path = write_suite(tmp_path / "s.toml", SUITE + 'find_max = { slo = "p99.9<=20ms", max_errors = "1%" }\n'
+                                                    "conn_rate = [5]\nrequests_per_conn = 10\n")
+    suite, _ = load_suite(path)
+    [level] = levels_for(suite.measure[0])
+    assert level.offered_rate_per_s is None  # a search offers many rates: none is the level's
+    args = load_spec("hello", level, 8080, tmp_path).args
+    assert args[args.index("--conn-rate") + 1] == "5" and args[args.index("--slo") + 1] == "p99.9<=20ms"
+    assert "--find-max" in args and args[args.index("--max-errors") + 1] == "1%"

@@ -319,9 +319,9 @@ def test_report_in_headless_chromium_offline(written):
         assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
         assert driver.execute_script("return typeof Plotly") == "object"
         charts = _check_charts(driver)
-        # throughput x2 (hello, echo), latency x6 (hello x2 levels, echo x2 sizes x2 levels), errors,
-        # resources x2, echo flood
-        assert len(charts) == 12
+        # throughput x2 (hello, echo) and server CPU/RSS/MB/s vs connections x2, latency x6 (hello x2 levels,
+        # echo x2 sizes x2 levels), errors, over time x2, echo flood
+        assert len(charts) == 14
         by_title = {c["title"]: c for c in charts}
         flood = by_title["echo flood: completion time vs connections"]
         assert (flood["visible"], flood["points"], flood["lines"]) == (4, 8, 4)  # contestant x size, 2 points each
@@ -334,7 +334,7 @@ def test_report_in_headless_chromium_offline(written):
             "const b = g.layout.updatemenus[0].buttons[1];"
             "return Plotly.update(g, b.args[0], b.args[1]).then(() => g.data.filter(t => t.visible === true)"
             ".length)")
-        assert switched == 4
+        assert switched == 5  # generator requests/s and p99; server CPU, RSS and context switches
         _check_charts(driver)  # the other measurement's series are drawn too
         ARTIFACTS.mkdir(exist_ok=True)
         driver.save_screenshot(str(ARTIFACTS / "report-top.png"))
@@ -420,3 +420,92 @@ def test_hostile_names_errors_logs_and_environment_are_shown_never_run(tmp_path)
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_one_colour_per_contestant_across_charts(written):
+    from netarena.report.html import colour_for
+
+    _, _, path = written
+    text = path.read_text()
+    colours: dict[str, set[str]] = {}
+    for title in re.findall(r'data-chart="([^"]+)"', text):
+        for trace in chart_traces(text, title):
+            name = (trace.get("name") or "").split(" (")[0]
+            colour = (trace.get("line") or {}).get("color")
+            if name in ("alpha", "beta", "gamma") and colour:
+                colours.setdefault(name, set()).add(colour)
+    assert colours and all(found == {colour_for(name)} for name, found in colours.items()), colours
+    # Derived from the name alone: the same in every report, distinct here.
+    assert len({colour_for(n) for n in ("alpha", "beta", "gamma", "delta")}) == 4
+    assert colour_for("alpha") == colour_for("alpha") and colour_for("alpha").startswith("#")
+
+
+def test_seed_000_table_and_readable_environment(written):
+    _, _, path = written
+    parser = _Tables()
+    parser.feed(path.read_text())
+    [(_, rows)] = [t for t in parser.tables if t[0] == "seed-000"]
+    header = rows[0]
+    assert header[:5] == ["server", "32KiB × 10 (s)", "32KiB × 100 (s)", "512KiB × 10 (s)", "512KiB × 100 (s)"]
+    assert header[-6:] == ["us %", "sy %", "cs/s", "in/s", "client delay p50", "client delay max"]
+    assert [r[0] for r in rows[1:]] == ["alpha", "gamma"]
+    # The environment is tables, not a JSON dump: the limits and sysctls are key/value rows.
+    text = path.read_text()
+    env = text[text.index('id="environment"'):text.index('id="skipped"')]
+    assert "<th>net.core.somaxconn</th><td>4096</td>" in env and "<th>soft</th><td>20000</td>" in env
+
+
+def test_many_contestants_latency_chart_starts_with_the_best_and_has_a_menu(tmp_path):
+    from netarena.report.html import LATENCY_CHART_FIRST_SHOWN, render
+    from report_fixtures import _record, generator_doc
+
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="many", suite_path=None, suite={"name": "many"}, args={}, backend="real",
+                              server_cpus=[0], generator_cpus=[1], environment={}, planned=8,
+                              netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
+    names = [f"c{i}" for i in range(8)]
+    for i, name in enumerate(names):  # c0 fastest
+        _record(store, run_id, contestant=name, scenario="hello", connections=10, repeat=0,
+                generator=generator_doc(rps=10_000 - 1000 * i, latency_us={100 + 10 * i: 90, 1000 + 100 * i: 10}))
+    text = render(load_report(store, run_id)).decode()
+    store.close()
+    traces = chart_traces(text, "hello c=10,w=1: latency by percentile")
+    assert [t["name"] for t in traces] == names
+    assert [t.get("visible", True) for t in traces] == [True] * LATENCY_CHART_FIRST_SHOWN + ["legendonly"] * 3
+    # One level, closed loop: bars instead of a column of single points.
+    bars = chart_traces(text, "hello c=10,w=1: throughput and p99 by contestant")
+    assert bars[0]["x"] == names and bars[0]["type"] == "bar"
+
+
+def test_over_time_takes_every_monitored_process_group_and_no_end_dip(tmp_path):
+    """A service monitored beside the server (e.g. a database) gets its own CPU/RSS lines on the same axis; the
+    monitor's final sample, a few ms after the one before, does not draw a dip; CPU reads against the pinned
+    CPUs and never above them."""
+    from netarena.report.html import _rate_series, process_groups, render
+    from report_fixtures import _record, generator_doc, monitor_doc
+
+    monitor = monitor_doc(cpu_pct=100, rss_bytes=30 << 20, samples=9)
+    monitor["cpus_allowed"] = {"server": [0], "db": [0], "generator": [1]}
+    monitor["db"] = [dict(s, rss_bytes=80 << 20) for s in monitor["server"]]
+    # The final sample, 10 ms after the one before: no clock tick (10 ms of CPU) fell in between, so a rate over
+    # those 10 ms alone would read 0% for a server that was busy all along.
+    last = monitor["server"][-1]
+    monitor["server"].append(dict(last, t_s=last["t_s"] + 0.01))
+    assert process_groups(monitor) == ["server", "db"]
+    ts, rates = _rate_series(monitor["server"], lambda s: s["cpu_user_s"] + s["cpu_sys_s"], 0.25 / 2)
+    assert ts[-1] == monitor["server"][-1]["t_s"] and min(rates) > 0.9  # no interval of a few ms, no dip
+
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="svc", suite_path=None, suite={"name": "svc"}, args={}, backend="real",
+                              server_cpus=[0], generator_cpus=[1], environment={}, planned=1,
+                              netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
+    _record(store, run_id, contestant="alpha", scenario="hello", connections=10, repeat=0,
+            generator=generator_doc(rps=1000, latency_us={100: 99, 900: 1}), monitor=monitor)
+    text = render(load_report(store, run_id)).decode()
+    store.close()
+    title = re.search(r'data-chart="(hello: alpha c=10,w=1 \(#\d+\))"', text).group(1)
+    names = [t["name"] for t in chart_traces(text, title)]
+    assert names == ["requests/s", "p99", "server CPU", "server RSS", "server context switches/s", "db CPU",
+                     "db RSS", "db context switches/s"]
+    cpu = next(t for t in chart_traces(text, title) if t["name"] == "server CPU")
+    assert max(cpu["y"]) <= 100

@@ -92,11 +92,29 @@ def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, war
                    timeout_s: float, cpus: list[int]) -> list[str]:
     # A fixed-size echo flood (--bytes) ends when every connection is done: its bytes are the measurement,
     # so it takes neither a duration nor a warm-up (the caller bounds it by duration_s instead).
-    timing = [] if "--bytes" in args else ["--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
+    # A find-max search measures steps of duration_s each, as many as it needs (FIND_MAX_MAX_STEPS at most).
+    if "--bytes" in args:
+        timing = []
+    elif "--find-max" in args:
+        timing = ["--step-duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
+    else:
+        timing = ["--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
     argv = [str(binary), mode, target, *args, *timing, "--timeout", _seconds(timeout_s), "--json"]
     if cpus:
         argv += ["--cpus", ",".join(str(c) for c in cpus)]
     return argv
+
+
+# netarena-load's FIND_MAX_MAX_STEPS (crates/loadgen/src/openrun.rs): a search measures at most this many steps.
+FIND_MAX_MAX_STEPS = 40
+
+
+def generator_time_limit_s(argv: list[str], warmup_s: float, duration_s: float, timeout_s: float) -> float:
+    """How long the generator may take before it is killed: its warm-up, its measured time (a find-max search:
+    every step it may measure, each followed by a drain of up to timeout_s) and a grace period."""
+    if "--find-max" in argv:
+        return warmup_s + FIND_MAX_MAX_STEPS * (duration_s + timeout_s) + GENERATOR_GRACE_S
+    return warmup_s + duration_s + timeout_s + GENERATOR_GRACE_S
 
 
 def _safe(text: str) -> str:
@@ -253,8 +271,8 @@ class RealBackend:
             except MonitorError as exc:
                 monitor_result = {"error": str(exc)}
             try:
-                stdout, stderr = gen.proc.communicate(timeout=req.warmup_s + req.duration_s + req.timeout_s
-                                                      + GENERATOR_GRACE_S)
+                stdout, stderr = gen.proc.communicate(timeout=generator_time_limit_s(argv, req.warmup_s,
+                                                                                     req.duration_s, req.timeout_s))
             except subprocess.TimeoutExpired:
                 gen.kill()
                 stdout, stderr = gen.proc.communicate()

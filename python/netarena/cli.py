@@ -627,11 +627,15 @@ def doctor(apply):
               default=DEFAULT_RESULTS_DIR, show_default=True)
 @click.option("--json", "fmt", flag_value="json", help="Everything about the run as one JSON document.")
 @click.option("--csv", "fmt", flag_value="csv", help="One row per measurement.")
-def export(run_id, results_dir, fmt):
-    """Export RUN (default: the latest run) from the store as JSON or CSV on stdout."""
+@click.option("--markdown", "fmt", flag_value="markdown",
+              help="The summary tables as Markdown, ready to paste into a write-up.")
+@click.option("-o", "--output", "output", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write to FILE instead of stdout.")
+def export(run_id, results_dir, fmt, output):
+    """Export RUN (default: the latest run) from the store as JSON, CSV or Markdown, on stdout or into -o FILE."""
     try:
         if fmt is None:
-            raise ConfigError("choose a format: --json or --csv", path="export")
+            raise ConfigError("choose a format: --json, --csv or --markdown", path="export")
         db = Path(results_dir) / "netarena.sqlite"
         if not db.is_file():
             raise ConfigError(f"no store at {db}", path="--results", hint="run `netarena run` first or pass --results")
@@ -649,11 +653,31 @@ def export(run_id, results_dir, fmt):
             if store.run(selected) is None:
                 raise ConfigError(f"no run {selected} in {db} (runs: {', '.join(str(r['id']) for r in runs)})",
                                   path="RUN")
+        if output is not None and output.parent != Path("") and not output.parent.is_dir():
+            raise ConfigError(f"folder {output.parent} does not exist", path="-o", hint="create it first")
     except ConfigError as exc:
         fail_bad_input(exc)
         return
-    data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
-    sys.stdout.write(data)
+    if fmt == "markdown":
+        from .report import load_report
+        from .report.markdown import render_markdown
+
+        data = render_markdown(load_report(store, selected))
+    else:
+        data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
+    if output is None:
+        sys.stdout.write(data)
+        return
+    # Written beside its name and renamed into place: a reader never sees half a file, a failure leaves none.
+    tmp = output.with_name(f".{output.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(data, encoding="utf-8")
+        os.replace(tmp, output)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        fail_bad_input(ConfigError(f"cannot write {output}: {exc.strerror or exc}", path="-o"))
+        return
+    click.echo(f"wrote {output} (run {selected}, {fmt})", err=True)
 
 
 @main.group()

@@ -6,6 +6,7 @@ way. Exit codes as in cli.py: 0 ok, 2 bad input (no store, no such run, unreadab
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -118,11 +119,19 @@ def register(cli_group: click.Group) -> None:
     @cli_group.command()
     @click.argument("run", required=False)
     @_results_option
-    def show(run, results_dir):
+    @click.option("--json", "as_json", is_flag=True,
+                  help="The same figures as one JSON document (run, one entry per contestant x scenario x level).")
+    def show(run, results_dir, as_json):
         """The summary tables of RUN (default: the latest run) in the terminal, with the report's badges."""
         from .report.terminal import print_summary
 
-        print_summary(_load(results_dir, run))
+        loaded = _load(results_dir, run)
+        if as_json:
+            from .report.model import summary_document
+
+            click.echo(json.dumps(summary_document(loaded), indent=2))
+            return
+        print_summary(loaded)
 
     @cli_group.command()
     @click.argument("run_a")

@@ -92,6 +92,29 @@ class Cpus(Strict):
     generator: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
 
 
+class FindMax(Strict):
+    """A suite entry's `find_max`: the highest rate that meets a latency objective and an error budget
+    (netarena-load --find-max --slo --max-errors; docs/load-generator.md)."""
+
+    slo: str                     # pPERCENTILE<=DURATION on latency from the intended send time, "p99<=100ms"
+    max_errors: str = "0.1%"     # errors / (successes + errors) allowed per step: "0.1%" or "0.001"
+
+
+# The forms netarena-load accepts for --slo and --max-errors (schedule::parse_slo / parse_error_budget), checked
+# here so a typo is a suite error before anything starts, not a failed measurement per contestant.
+SLO_PATTERN = re.compile(r"^p(\d+(?:\.\d+)?)<=(\d+(?:\.\d+)?)(ms|s|m|h)$")
+ERROR_BUDGET_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)(%?)$")
+
+
+def error_budget_fraction(text: str) -> float | None:
+    """'0.1%' or '0.001' -> 0.001; None when it is not one of those forms or not between 0 and 100%."""
+    match = ERROR_BUDGET_PATTERN.match(text.strip())
+    if not match:
+        return None
+    value = float(match.group(1)) / (100.0 if match.group(2) else 1.0)
+    return value if 0.0 <= value <= 1.0 else None
+
+
 class Measure(Strict):
     scenario: ScenarioName
     connections: Annotated[list[Annotated[int, Field(ge=1, le=1_000_000)]], Field(min_length=1)]
@@ -122,6 +145,9 @@ class Measure(Strict):
     # busy-polls (unset: the generator's 20 µs). Above the machine's timer wake-up lag (a few hundred µs on a
     # VM) the schedule lag p99 drops to a few µs, at up to a core per generator thread (docs/load-generator.md).
     generator_spin_us: Annotated[int, Field(ge=0, le=10_000)] | None = None
+    # The highest rate that holds (seed 003's "requests per second handled without errors"): search it per
+    # contestant, starting at this entry's one rate / conn_rate (default 100 req/s); each step lasts duration_s.
+    find_max: FindMax | None = None
     # Per-entry timing, overriding the suite's (e.g. one long saturated flood in a suite of short ones).
     warmup_s: Annotated[float, Field(ge=0, le=3600)] | None = None
     duration_s: Annotated[float, Field(gt=0, le=86_400)] | None = None
@@ -398,7 +424,9 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
                      f"(this entry is \"{entry.scenario}\")")
         if entry.scenario == "echo" and (entry.close or entry.pipeline != 1):
             fail(("measure", index, "scenario"), "close and pipeline apply to HTTP scenarios, not echo")
-        open_loop = entry.rate is not None or entry.conn_rate is not None
+        open_loop = entry.rate is not None or entry.conn_rate is not None or entry.find_max is not None
+        if entry.find_max is not None:
+            _check_find_max(entry, ("measure", index), fail)
         if entry.rate is not None and entry.conn_rate is not None:
             fail(("measure", index, "conn_rate"), "give either rate (requests/s) or conn_rate (connections/s), "
                  "not both")
@@ -431,6 +459,24 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
                  "disjoint sets keep the generator from measuring itself")
 
 
+def _check_find_max(entry: Measure, loc: tuple, fail) -> None:
+    slo = entry.find_max.slo.strip()
+    match = SLO_PATTERN.match(slo)
+    if not match or not 0 < float(match.group(1)) < 100 or float(match.group(2)) <= 0:
+        fail(loc + ("find_max", "slo"), f"{entry.find_max.slo!r} is not a latency objective: write "
+             "pPERCENTILE<=DURATION with a percentile between 0 and 100 and a unit (ms, s, m, h), e.g. \"p99<=100ms\"")
+    if error_budget_fraction(entry.find_max.max_errors) is None:
+        fail(loc + ("find_max", "max_errors"), f"{entry.find_max.max_errors!r} is not an error budget: give a "
+             "percentage like \"0.1%\" or a fraction like \"0.001\", between 0 and 100%")
+    if entry.scenario == "echo":
+        fail(loc + ("find_max",), "find_max searches an HTTP request rate; echo floods have none")
+    for name in ("rate", "conn_rate"):
+        values = getattr(entry, name)
+        if values is not None and len(values) != 1:
+            fail(loc + (name,), f"with find_max, {name} is where the search starts: give one value "
+                 f"(got {len(values)}), e.g. {name} = [{values[0]:g}]")
+
+
 def check_names(requested: list[str], known: list[str], what: str, source: str) -> None:
     """Exact names (not patterns) must exist; a typo is an error with the near miss."""
     for name in requested:
@@ -445,6 +491,6 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite", "Measure", "Cpus",
+    "SCENARIOS", "HTTP_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite", "Measure", "FindMax", "Cpus",
     "load_manifest", "load_suite", "check_suite", "check_names", "key_lines", "value_line",
 ]

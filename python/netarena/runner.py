@@ -20,6 +20,8 @@ from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
 ESTIMATED_OVERHEAD_S = 1.0
+# Steps a find-max search usually measures: doubling from 100 req/s to a few thousand, then bisecting to 5%.
+ESTIMATED_FIND_MAX_STEPS = 10
 # Only for the time estimate of fixed-size echo floods: a middling echo server on loopback.
 ESTIMATED_ECHO_BYTES_PER_S = 100e6
 # A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
@@ -74,6 +76,8 @@ class Plan:
             flood_bytes = item.level.param("bytes")
             if flood_bytes:  # a fixed-size echo flood ends when its bytes are echoed; duration is only its limit
                 return min(duration, item.level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
+            if item.level.find_max_slo is not None:  # a search measures steps of `duration` until it brackets
+                return warmup + ESTIMATED_FIND_MAX_STEPS * duration
             return warmup + duration
 
         one_round = sum(expected_s(i) + ESTIMATED_OVERHEAD_S for i in self.items)

@@ -19,7 +19,7 @@ import statistics
 import struct
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from .config import BYTES_SIZES, SCENARIOS
@@ -156,26 +156,67 @@ class Level:
     duration_s: float | None = None
     arrival: str = "uniform"
     generator_spin_us: int | None = None  # None: netarena-load's default
+    # find_max: search the highest rate meeting this objective (netarena-load --find-max --slo), from the
+    # rate / conn_rate of params; None: measure the level as it is.
+    find_max_slo: str | None = None
+    find_max_errors: str | None = None  # --max-errors, e.g. "0.1%"
+
+    # Parameters that set the load's rate: a line against the offered rate runs along them.
+    RATE_PARAMS = ("rate", "conn_rate")
+
+    def _key_parts(self) -> list[tuple[str, str]]:
+        """(name, text) of every part of the key, in the key's order."""
+        parts = [("c", f"c={self.connections}"), ("w", f"w={self.workers}")]
+        parts += [(k, f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}") for k, v in self.params]
+        if self.generator_threads != 1:
+            parts.append(("t", f"t={self.generator_threads}"))
+        if self.generator_io != "epoll":
+            parts.append(("io", f"io={self.generator_io}"))
+        if self.pipeline != 1:
+            parts.append(("pipeline", f"pipeline={self.pipeline}"))
+        if self.close:
+            parts.append(("close", "close"))
+        if self.duration_s is not None:
+            parts.append(("d", f"d={self.duration_s:g}s"))
+        if self.arrival != "uniform":
+            parts.append(("arrival", self.arrival))
+        if self.generator_spin_us is not None:
+            parts.append(("spin", f"spin={self.generator_spin_us}us"))
+        if self.find_max_slo is not None:
+            parts.append(("find_max", f"find_max={self.find_max_slo}/errors<={self.find_max_errors}"))
+        return parts
 
     @property
     def key(self) -> str:
-        parts = [f"c={self.connections}", f"w={self.workers}"]
-        parts += [f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params]
-        if self.generator_threads != 1:
-            parts.append(f"t={self.generator_threads}")
-        if self.generator_io != "epoll":
-            parts.append(f"io={self.generator_io}")
-        if self.pipeline != 1:
-            parts.append(f"pipeline={self.pipeline}")
-        if self.close:
-            parts.append("close")
-        if self.duration_s is not None:
-            parts.append(f"d={self.duration_s:g}s")
-        if self.arrival != "uniform":
-            parts.append(self.arrival)
-        if self.generator_spin_us is not None:
-            parts.append(f"spin={self.generator_spin_us}us")
-        return ",".join(parts)
+        return ",".join(text for _, text in self._key_parts())
+
+    @property
+    def series(self) -> str:
+        """The key without what a chart puts on its x axis (connections, the rate) and without the default
+        single worker: what one line of a chart keeps constant, e.g. "w=2,size=40" or ""."""
+        skip = {"c", *self.RATE_PARAMS} | ({"w"} if self.workers == 1 else set())
+        return ",".join(text for name, text in self._key_parts() if name not in skip)
+
+    @property
+    def offered_rate_per_s(self) -> float | None:
+        """Open loop: requests offered per second (conn_rate x requests per connection); None: closed loop, or a
+        find-max search (its rate is only where the search starts)."""
+        if self.find_max_slo is not None:
+            return None
+        if self.param("rate"):
+            return float(self.param("rate"))
+        if self.param("conn_rate"):
+            return float(self.param("conn_rate")) * int(self.param("per_conn", 1))
+        return None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Level":
+        """The inverse of to_dict, for a level read back from the store (level_json); keys this version does
+        not know are left out, so older and newer stores both load."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["params"] = tuple((data.get("params") or {}).items())  # in stored order: the key's order
+        return cls(**values)
 
     def param(self, name: str, default=None):
         return dict(self.params).get(name, default)
@@ -198,8 +239,12 @@ def levels_for(measure) -> list[Level]:
         params = [(("bytes", b),) for b in measure.echo_bytes]
     else:
         params = [()]
-    # Open-loop rates multiply the levels like any other parameter.
-    if measure.rate:
+    # Open-loop rates multiply the levels like any other parameter. A find-max search starts at its one rate
+    # (validated in config.check_suite), by default netarena-load's own start: --rate 100.
+    find_max = getattr(measure, "find_max", None)
+    if find_max is not None and not (measure.rate or measure.conn_rate):
+        params = [p + (("rate", FIND_MAX_DEFAULT_START_RATE),) for p in params]
+    elif measure.rate:
         params = [p + (("rate", r),) for p in params for r in measure.rate]
     elif measure.conn_rate:
         params = [p + (("conn_rate", r), ("per_conn", measure.requests_per_conn)) for p in params
@@ -209,10 +254,14 @@ def levels_for(measure) -> list[Level]:
               generator_io=measure.generator_io,
               pipeline=measure.pipeline, close=measure.close, echo_chunk_bytes=measure.echo_chunk_bytes,
               probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s,
-              arrival=measure.arrival, generator_spin_us=measure.generator_spin_us)
+              arrival=measure.arrival, generator_spin_us=measure.generator_spin_us,
+              find_max_slo=find_max.slo if find_max else None, find_max_errors=find_max.max_errors if find_max else None)
         for p in params for w in measure.workers for c in measure.connections
     ]
 
+
+# Where a find-max search starts without a rate in its suite entry (netarena-load's DEFAULT_FIND_MAX_START).
+FIND_MAX_DEFAULT_START_RATE = 100
 
 # netarena-load options for each `generator_io` of a suite entry.
 GENERATOR_IO_ARGS = {
@@ -254,6 +303,8 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
                       str(level.param("per_conn")), "--arrival", level.arrival]
     if level.generator_spin_us is not None:
         http_args += ["--spin-us", str(level.generator_spin_us)]
+    if level.find_max_slo is not None:
+        http_args += ["--find-max", "--slo", level.find_max_slo, "--max-errors", level.find_max_errors]
     if scenario == "json":
         # Serializations differ between frameworks (spacing, key order); scenarios.py checked the
         # parsed value once, the generator then holds every response to that first one.

@@ -45,6 +45,23 @@ def cpu_pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}%"
 
 
+def cpu_capacity(pct_of_capacity: float | None, cpus: list[int]) -> str:
+    """CPU in % of the CPUs a process was allowed on, naming how many ("98% of 1 CPU")."""
+    if pct_of_capacity is None:
+        return "-"
+    if not cpus:
+        return f"{pct_of_capacity:.0f}% of a core"
+    return f"{pct_of_capacity:.0f}% of {len(cpus)} CPU" + ("s" if len(cpus) > 1 else "")
+
+
+def mb_per_s(bytes_per_s: float | None) -> str:
+    """Megabytes (10^6, as network rates are counted) per second."""
+    if bytes_per_s is None:
+        return "-"
+    mb = bytes_per_s / 1e6
+    return f"{mb:.1f}" if mb >= 10 else f"{mb:.2f}" if mb >= 0.1 else f"{mb:.3f}"
+
+
 def size_bytes(value: float | None) -> str:
     if value is None:
         return "-"

@@ -8,9 +8,12 @@ generator command line), so any number can be traced back to the store.
 
 from __future__ import annotations
 
+import colorsys
+import hashlib
 import html
 import json
 import statistics
+from datetime import datetime
 from functools import lru_cache
 
 import plotly.graph_objects as go
@@ -18,7 +21,8 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from . import fmt
-from .model import BADGES, Group, Measurement, Report, ranks
+from .model import (BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, found_rate_text, interval_series,
+                    rank_basis, ranks)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -35,6 +39,7 @@ h3 { margin-top: 1.6rem; }
 nav { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.5rem 1rem; margin: 1rem 0; }
 nav a { margin-right: 1rem; white-space: nowrap; }
 table { border-collapse: collapse; margin: 0.6rem 0 1rem; font-size: 0.88rem; }
+table.summary { font-size: 0.8rem; display: block; overflow-x: auto; max-width: 100%; }
 th, td { border: 1px solid #d0d7de; padding: 0.25rem 0.5rem; vertical-align: top; }
 th { background: #f6f8fa; text-align: left; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
@@ -102,39 +107,98 @@ def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
 
 
-def _kv_table(pairs: list[tuple[str, object]]) -> str:
-    rows = []
-    for key, value in pairs:
-        if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
-            value_html = e(", ".join(map(str, value)))
-        elif isinstance(value, (dict, list)):
-            value_html = f"<pre>{e(json.dumps(value, indent=1, default=str))}</pre>"
-        else:
-            value_html = e(value)
-        rows.append(f"<tr><th>{e(key)}</th><td>{value_html}</td></tr>")
-    return "<table>" + "".join(rows) + "</table>"
+def _value_html(value, depth: int = 0) -> str:
+    """A value as HTML a person reads: mappings as nested two-column tables, lists of mappings as a table with a
+    column per key, plain lists joined; JSON only past a few levels of nesting."""
+    if isinstance(value, dict) and value and depth < 3:
+        return _kv_table(list(value.items()), depth + 1)
+    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value) and depth < 3:
+        keys: list[str] = []
+        for v in value:
+            keys += [k for k in v if k not in keys]
+        rows = ["<tr>" + "".join(f"<td>{_value_html(v.get(k), depth + 1)}</td>" for k in keys) + "</tr>"
+                for v in value]
+        return _table([e(k) for k in keys], rows, cls="nested")
+    if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
+        return e(", ".join(map(str, value)))
+    if isinstance(value, (dict, list)):
+        return f"<pre>{e(json.dumps(value, indent=1, default=str))}</pre>"
+    return e(value)
+
+
+def _kv_table(pairs: list[tuple[str, object]], depth: int = 0) -> str:
+    rows = [f"<tr><th>{e(key)}</th><td>{_value_html(value, depth)}</td></tr>" for key, value in pairs]
+    return f'<table class="{"kv" if depth == 0 else "kv nested"}">' + "".join(rows) + "</table>"
 
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in text).strip("-").lower()
 
 
-def _series_key(g: Group) -> str:
-    """The level without its connection count: what stays the same along a throughput-vs-connections line."""
-    rest = [p for p in g.level_key.split(",") if not p.startswith("c=")]
-    return ",".join(rest)
+@lru_cache(maxsize=None)
+def colour_for(contestant: str) -> str:
+    """One colour per contestant, derived from its name alone: the same in every chart of a page and in every
+    report (a palette indexed by position would recolour everyone when one contestant joins or drops out).
+    The hue comes from a hash of the name; lightness and saturation from other bits of it, kept in a band
+    that reads on white, so two names whose hues collide still differ in shade."""
+    digest = hashlib.sha256(contestant.encode()).digest()
+    hue = int.from_bytes(digest[:2], "big") / 65536
+    lightness = 0.36 + 0.16 * digest[2] / 255
+    saturation = 0.55 + 0.35 * digest[3] / 255
+    r, g, b = colorsys.hls_to_rgb(hue, lightness, saturation)
+    return f"#{round(r * 255):02x}{round(g * 255):02x}{round(b * 255):02x}"
+
+
+# Dash styles for the series of one contestant (worker counts, sizes...): its colour stays, the dash changes.
+_DASHES = ("solid", "dot", "dash", "longdash", "dashdot", "longdashdot")
+
+
+def _dash(series: str, all_series: list[str]) -> str:
+    return _DASHES[all_series.index(series) % len(_DASHES)] if series in all_series else "solid"
+
+
+# Marker shapes, also derived from the name: two contestants whose hashed colours come out close (likely with
+# 25 of them) still differ in shape. Each has a hollow "-open" form, used for a rate that was not met.
+_SYMBOLS = ("circle", "square", "diamond", "triangle-up", "triangle-down", "pentagon", "hexagon", "star",
+            "hourglass", "cross")
+
+
+def symbol_for(contestant: str, hollow: bool = False) -> str:
+    symbol = _SYMBOLS[hashlib.sha256(contestant.encode()).digest()[4] % len(_SYMBOLS)]
+    return symbol + "-open" if hollow else symbol
+
+
+def _line_name(g: Group, all_series: list[str] | None = None) -> str:
+    """The contestant, and its series when the chart has several (a series every line shares says nothing)."""
+    several = all_series is None or len(all_series) > 1
+    return g.contestant + (f" ({g.series})" if g.series and several else "")
+
+
 
 
 # ----------------------------------------------------------------------------- sections
 
 
+def _level_cell(g: Group) -> str:
+    text = e(g.level_key)
+    if g.find_max is not None:
+        return f'{text}<br><span class="note">find-max: {OPEN_LOOP_NOTE}</span>'
+    if g.offered_rate_per_s is not None:
+        return (f'{text}<br><span class="note">offered {fmt.rps(g.offered_rate_per_s)} req/s; open loop: '
+                f"{OPEN_LOOP_NOTE}</span>")
+    return text
+
+
 def _summary(page: _Page, report: Report) -> None:
     page.add('<h2 id="summary">Summary</h2>')
-    page.add('<p class="note">Per scenario and load level, contestants ranked by median throughput across repeats; '
-             "min–max across repeats; latency percentiles from the repeats' merged HdrHistograms (never averaged); "
-             "error rate = errors / (successes + errors), median of repeats; server CPU in % of one core (median of "
-             "repeats); peak RSS of the server's process tree over all repeats. <b>from</b> lists the measurement "
-             "ids each row was computed from.</p>")
+    page.add('<p class="note">Per scenario and load level, contestants ranked by median throughput across repeats '
+             "(open-loop levels, which offer every contestant the same rate: by p99 latency from the intended send "
+             "time; find-max levels: by the highest rate found); min–max across repeats; latency percentiles, mean, "
+             "standard deviation and max from the repeats' merged HdrHistograms (never averaged); ok / errors = "
+             "successful requests and errors summed over the repeats; error rate = errors / (successes + errors), "
+             "median of repeats; MB/s received (median); server CPU in % of the CPUs its processes were allowed on "
+             "(median of repeats; 100% = all of them busy); peak RSS of the server's process tree over all repeats. "
+             "<b>from</b> lists the measurement ids each row was computed from.</p>")
     rank = ranks(report.groups)
     for scenario in report.scenarios():
         unit = fmt.throughput_unit(scenario)
@@ -145,70 +209,285 @@ def _summary(page: _Page, report: Report) -> None:
             previous = g.level_key
             position = rank.get((g.contestant, g.scenario, g.level_key))
             cells = [
-                f'<td class="num">{position or "–"}</td>', f"<td>{e(g.contestant)}</td>", f"<td>{e(g.level_key)}</td>",
+                f'<td class="num" title="{e(rank_basis(g))}">{position or "–"}</td>', f"<td>{e(g.contestant)}</td>",
+                f"<td>{_level_cell(g)}</td>",
                 f'<td class="num" data-field="rps">{fmt.rps(g.requests_per_s_median)}</td>',
-                f'<td class="num">{fmt.rps_range(g.requests_per_s_min, g.requests_per_s_max)}</td>',
-                f'<td class="num">{fmt.pct(g.cv, 1)}</td>',
-                f'<td class="num">{fmt.us(g.latency_p50_us)}</td>', f'<td class="num">{fmt.us(g.latency_p99_us)}</td>',
+                f'<td class="num">{fmt.rps_range(g.requests_per_s_min, g.requests_per_s_max)}<br>'
+                f'<span class="note">CV {fmt.pct(g.cv, 1)}</span></td>',
+                f'<td class="num" data-field="p50">{fmt.us(g.latency_p50_us)}</td>',
+                f'<td class="num" data-field="p99">{fmt.us(g.latency_p99_us)}</td>',
                 f'<td class="num">{fmt.us(g.latency_p99_9_us)}</td>',
+                f'<td class="num" data-field="mean">{fmt.us(g.latency_mean_us)} ± {fmt.us(g.latency_stdev_us)}</td>',
+                f'<td class="num" data-field="max">{fmt.us(g.latency_max_us)}</td>',
+                f'<td class="num" data-field="counts">{g.requests_total:,} / {g.errors_total:,}</td>',
                 f'<td class="num">{fmt.pct(g.error_rate_median)}</td>',
-                f'<td class="num">{fmt.cpu_pct(g.server_cpu_pct_median)}</td>',
+                f'<td class="num" data-field="mbps">{fmt.mb_per_s(g.bytes_per_s_median)}</td>',
+                f'<td class="num" data-field="cpu">{fmt.cpu_capacity(g.server_cpu_capacity_pct_median, g.server_cpus)}'
+                "</td>",
                 f'<td class="num">{fmt.size_bytes(g.server_rss_peak_bytes)}</td>',
                 f"<td>{g.repeats_ok}/{g.repeats_ok + g.repeats_failed}</td>",
                 f"<td>{badges_html(g.badges)}</td>", f"<td>{ids_html(g.measurement_ids)}</td>"]
             rows.append(f'<tr{cls} data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}">'
                         + "".join(cells) + "</tr>")
-        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "min–max", "CV", "p50", "p99", "p99.9",
-                         "errors", "server CPU", "peak RSS", "ok/repeats", "badges", "from"], rows,
-                        cls=f"summary scenario-{_slug(scenario)}"))
+        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "min–max", "p50", "p99", "p99.9",
+                         "mean ± stdev", "max", "ok / errors", "error rate", "MB/s", "server CPU", "peak RSS",
+                         "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
+
+
+def _closed_loop(report: Report, scenario: str) -> list[Group]:
+    return [g for g in report.groups_for(scenario) if not g.open_loop and g.requests_per_s_median is not None]
 
 
 def _throughput_charts(page: _Page, report: Report) -> None:
     page.add('<h2 id="throughput">Throughput against concurrency</h2>')
-    page.add('<p class="note">Median across repeats, error bars to the min and max; log x axis. Hover for the '
-             "measurement ids.</p>")
+    page.add('<p class="note">Closed-loop levels. Median across repeats, error bars to the min and max; log x axis; '
+             "one colour per contestant on the whole page, one dash style per worker count or parameter set. With "
+             "a single level, bars: throughput and p99 side by side. Hover for the measurement ids.</p>")
     for scenario in report.scenarios():
+        groups = _closed_loop(report, scenario)
+        if not groups:
+            if not any(g.open_loop for g in report.groups_for(scenario)):
+                page.add(f"<p>{e(scenario)}: no successful measurement to plot.</p>")
+            continue
+        if len({g.level_key for g in groups}) == 1:
+            _level_bars(page, scenario, groups)
+            continue
         fig = go.Figure()
         lines: dict[tuple, list[Group]] = {}
-        for g in report.groups_for(scenario):
-            if g.requests_per_s_median is not None:
-                lines.setdefault((g.contestant, _series_key(g)), []).append(g)
-        for (contestant, rest), groups in sorted(lines.items()):
-            groups.sort(key=lambda g: g.connections)
+        for g in groups:
+            lines.setdefault((g.contestant, g.series), []).append(g)
+        all_series = sorted({series for _, series in lines})
+        for (contestant, series), members in sorted(lines.items()):
+            members.sort(key=lambda g: g.connections)
             fig.add_trace(go.Scatter(
-                x=[g.connections for g in groups], y=[g.requests_per_s_median for g in groups],
+                x=[g.connections for g in members], y=[g.requests_per_s_median for g in members],
                 error_y={"type": "data", "symmetric": False,
-                         "array": [g.requests_per_s_max - g.requests_per_s_median for g in groups],
-                         "arrayminus": [g.requests_per_s_median - g.requests_per_s_min for g in groups]},
-                mode="lines+markers", name=contestant + (f" ({rest})" if rest else ""),
-                customdata=[fmt.ids(g.ok_ids) for g in groups],
+                         "array": [g.requests_per_s_max - g.requests_per_s_median for g in members],
+                         "arrayminus": [g.requests_per_s_median - g.requests_per_s_min for g in members]},
+                mode="lines+markers", name=_line_name(members[0], all_series),
+                line={"color": colour_for(contestant), "dash": _dash(series, all_series)},
+                marker={"symbol": symbol_for(contestant), "size": 8},
+                customdata=[fmt.ids(g.ok_ids) for g in members],
                 hovertemplate="%{x} connections: %{y:,.0f}/s<br>from %{customdata}<extra>%{fullData.name}</extra>"))
-        if not fig.data:
-            page.add(f"<p>{e(scenario)}: no successful measurement to plot.</p>")
-            continue
         fig.update_xaxes(type="log", title="connections")
         fig.update_yaxes(title=fmt.throughput_unit(scenario), rangemode="tozero")
         page.chart(fig, f"{scenario}: throughput vs connections")
+        _load_resources(page, scenario, groups, lambda g: g.connections, "connections", log_x=True)
+
+
+def _level_bars(page: _Page, scenario: str, groups: list[Group]) -> None:
+    """One level: a line of single points says nothing; bars of throughput and p99 per contestant do."""
+    groups = sorted(groups, key=lambda g: -(g.requests_per_s_median or 0))
+    names = [_line_name(g, sorted({x.series for x in groups})) for g in groups]
+    colours = [colour_for(g.contestant) for g in groups]
+    ids = [fmt.ids(g.ok_ids) for g in groups]
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                        subplot_titles=(f"{fmt.throughput_unit(scenario)} (median, min–max)", "p99 latency (ms)"))
+    fig.add_trace(go.Bar(x=names, y=[g.requests_per_s_median for g in groups], marker_color=colours,
+                         name="throughput", showlegend=False, customdata=ids,
+                         error_y={"type": "data", "symmetric": False,
+                                  "array": [g.requests_per_s_max - g.requests_per_s_median for g in groups],
+                                  "arrayminus": [g.requests_per_s_median - g.requests_per_s_min for g in groups]},
+                         hovertemplate="%{x}: %{y:,.0f}/s<br>from %{customdata}<extra></extra>"), row=1, col=1)
+    fig.add_trace(go.Bar(x=names, y=[(g.latency_p99_us or 0) / 1000 for g in groups], marker_color=colours,
+                         name="p99", showlegend=False, customdata=ids,
+                         hovertemplate="%{x}: p99 %{y:.3f} ms<br>from %{customdata}<extra></extra>"), row=1, col=2)
+    fig.update_xaxes(tickangle=-40)
+    page.chart(fig, f"{scenario} {groups[0].level_key}: throughput and p99 by contestant")
+
+
+def _load_resources(page: _Page, scenario: str, groups: list[Group], x_of, x_title: str, log_x: bool) -> None:
+    """Server CPU, peak RSS and MB/s against the load (connections or offered rate), one line per contestant
+    and series: what seed 003 plotted beside the replies and the errors."""
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
+                        subplot_titles=("server CPU (% of its pinned CPUs)", "server peak RSS (MiB)",
+                                        "received (MB/s)"))
+    lines: dict[tuple, list[Group]] = {}
+    for g in groups:
+        lines.setdefault((g.contestant, g.series), []).append(g)
+    all_series = sorted({series for _, series in lines})
+    for (contestant, series), members in sorted(lines.items()):
+        members.sort(key=x_of)
+        style = {"color": colour_for(contestant), "dash": _dash(series, all_series)}
+        for row, values, fmt_y in ((1, [g.server_cpu_capacity_pct_median for g in members], "%{y:.0f}%"),
+                                   (2, [g.server_rss_peak_bytes / 2**20 if g.server_rss_peak_bytes else None
+                                        for g in members], "%{y:.1f} MiB"),
+                                   (3, [g.bytes_per_s_median / 1e6 if g.bytes_per_s_median is not None else None
+                                        for g in members], "%{y:.2f} MB/s")):
+            if all(v is None for v in values):  # e.g. no monitor samples: nothing to draw, not an empty line
+                continue
+            fig.add_trace(go.Scatter(x=[x_of(g) for g in members], y=values, mode="lines+markers",
+                                     name=_line_name(members[0], all_series),
+                                     legendgroup=_line_name(members[0], all_series), showlegend=row == 1,
+                                     line=style, marker={"symbol": symbol_for(contestant), "size": 7},
+                                     hovertemplate=f"%{{x}}: {fmt_y}<extra>%{{fullData.name}}</extra>"),
+                          row=row, col=1)
+    if not fig.data:
+        return
+    fig.update_xaxes(type="log" if log_x else "linear", title=x_title, row=3, col=1)
+    if log_x:
+        fig.update_xaxes(type="log")
+    fig.update_yaxes(rangemode="tozero")
+    fig.update_layout(height=760)
+    page.chart(fig, f"{scenario}: server CPU, peak RSS and MB/s vs {x_title}")
+
+
+def _rate_charts(page: _Page, report: Report) -> None:
+    """Levels with rate / conn_rate, against the offered request rate (seed 003's autobench graphs)."""
+    scenarios = [(s, [g for g in report.groups_for(s) if g.offered_rate_per_s is not None and g.repeats_ok])
+                 for s in report.scenarios()]
+    scenarios = [(s, gs) for s, gs in scenarios if gs]
+    if not scenarios:
+        return
+    page.add('<h2 id="rates">Against the offered rate</h2>')
+    page.add(f'<p class="note">Open-loop levels (rate, or conn_rate × requests per connection): x is the request '
+             f"rate offered. Every latency here is <b>{OPEN_LOOP_NOTE}</b> (solid), so a server that falls behind "
+             "shows the wait its requests spent queued; dashed: from the actual send, for comparison. A hollow marker "
+             "is a level whose rate was not met (hover for why): the load was lower than the x value says. At each "
+             "rate contestants are ranked by p99, not throughput: all that keep up serve the same rate.</p>")
+    for scenario, groups in scenarios:
+        fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.06,
+                            subplot_titles=(f"achieved {fmt.throughput_unit(scenario)} (successful replies)",
+                                            f"latency p50 and p99 (ms, {OPEN_LOOP_NOTE}; dashed: from the send)",
+                                            "errors (% of requests)", "errors by class (count, summed over repeats)"))
+        lines: dict[tuple, list[Group]] = {}
+        for g in groups:
+            lines.setdefault((g.contestant, g.series), []).append(g)
+        all_series = sorted({series for _, series in lines})
+        top = max(g.offered_rate_per_s for g in groups)
+        fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="offered", hoverinfo="skip",
+                                 line={"color": "#8c959f", "dash": "dot", "width": 1}), row=1, col=1)
+        for (contestant, series), members in sorted(lines.items()):
+            members.sort(key=lambda g: g.offered_rate_per_s)
+            name = _line_name(members[0], all_series)
+            colour = colour_for(contestant)
+            xs = [g.offered_rate_per_s for g in members]
+            symbols = [symbol_for(contestant, hollow=bool(g.rate_not_met_reasons or "RATE" in g.badges))
+                       for g in members]
+            why = ["rate not met: " + "; ".join(g.rate_not_met_reasons) if g.rate_not_met_reasons else
+                   ("rate not met" if "RATE" in g.badges else "rate met") for g in members]
+            common = {"legendgroup": name, "customdata": [[w, fmt.ids(g.ok_ids)] for w, g in zip(why, members)]}
+            style = {"color": colour, "dash": _dash(series, all_series)}
+            fig.add_trace(go.Scatter(
+                x=xs, y=[g.requests_per_s_median for g in members], mode="lines+markers", name=name,
+                marker={"symbol": symbols, "size": 9, "color": colour}, line=style, **common,
+                hovertemplate="offered %{x:,.0f}/s: achieved %{y:,.0f}/s<br>%{customdata[0]}<br>from "
+                              "%{customdata[1]}<extra>%{fullData.name}</extra>"), row=1, col=1)
+            for label, values, dash, width in (
+                    ("p99", [g.latency_p99_us for g in members], "solid", 2.5),
+                    ("p50", [g.latency_p50_us for g in members], "solid", 1),
+                    ("p99 from the send", [g.latency_uncorrected_p99_us for g in members], "dash", 1.5),
+                    ("p50 from the send", [g.latency_uncorrected_p50_us for g in members], "dash", 0.8)):
+                if all(v is None for v in values):
+                    continue
+                fig.add_trace(go.Scatter(
+                    x=xs, y=[v / 1000 if v is not None else None for v in values], mode="lines+markers",
+                    name=f"{name} {label}", showlegend=False, line={"color": colour, "dash": dash, "width": width},
+                    marker={"symbol": symbols, "color": colour}, **common,
+                    hovertemplate=f"offered %{{x:,.0f}}/s: {label} %{{y:.3f}} ms<br>%{{customdata[0]}}<extra>"
+                                  f"{e(name)}</extra>"), row=2, col=1)
+            fig.add_trace(go.Scatter(
+                x=xs, y=[100 * (g.error_rate_median or 0) for g in members], mode="lines+markers",
+                name=f"{name} errors", showlegend=False, line=style, marker={"symbol": symbols, "color": colour},
+                **common, hovertemplate="offered %{x:,.0f}/s: %{y:.2f}% errors<br>%{customdata[0]}<extra>"
+                                        + e(name) + "</extra>"), row=3, col=1)
+            fig.add_trace(go.Scatter(
+                x=xs, y=[g.errors_total for g in members], mode="lines+markers", name=f"{name} error count",
+                showlegend=False, line=style, marker={"symbol": symbols, "color": colour}, **common,
+                text=[", ".join(f"{c} {n:,}" for c, n in g.errors_by_class.items() if n) or "none" for g in members],
+                hovertemplate="offered %{x:,.0f}/s: %{y:,} errors (%{text})<extra>" + e(name) + "</extra>"),
+                row=4, col=1)
+        fig.update_yaxes(type="log", row=2, col=1)
+        for row in (1, 3, 4):  # counts and rates: never below zero, even when all are zero
+            fig.update_yaxes(rangemode="nonnegative", row=row, col=1)
+        fig.update_xaxes(title="offered request rate (req/s)", row=4, col=1)
+        fig.update_layout(height=1100)
+        page.chart(fig, f"{scenario}: against the offered rate")
+        _load_resources(page, scenario, groups, lambda g: g.offered_rate_per_s, "offered rate (req/s)", log_x=False)
+
+
+def _find_max_section(page: _Page, report: Report) -> None:
+    groups = [g for g in report.groups if g.find_max is not None]
+    if not groups:
+        return
+    page.add('<h2 id="find-max">Highest rate that holds</h2>')
+    page.add(f'<p class="note">netarena-load --find-max: from the start rate it doubles the offered rate while a '
+             f"step meets the objective (a percentile of the latency, {OPEN_LOOP_NOTE}) and the error budget, then "
+             "bisects between the highest passing and the lowest failing rate. The found rate is the median over "
+             "the repeats; the steps shown are those of the repeat whose found rate is the median.</p>")
+    rank = ranks(report.groups)
+    by_level: dict[tuple, list[Group]] = {}
+    for g in groups:
+        by_level.setdefault((g.scenario, g.level_key), []).append(g)
+    for (scenario, level_key), members in by_level.items():
+        members.sort(key=lambda g: rank.get((g.contestant, g.scenario, g.level_key), 10**9))
+        page.add(f"<h3>{e(scenario)} {e(level_key)}</h3>")
+        rows = []
+        for g in members:
+            fm = g.find_max
+            found = ", ".join(fmt.rps(f) for f in fm["found_by_repeat"])
+            rows.append(f'<tr data-find-max="{e(g.contestant)}"><td class="num">'
+                        f'{rank.get((g.contestant, g.scenario, g.level_key)) or "–"}</td><td>{e(g.contestant)}</td>'
+                        f'<td class="num">{found_rate_text(fm, fm["found_rate_per_s_median"])}</td>'
+                        f'<td class="num">{found}</td>'
+                        f'<td>{e(fm["slo"])}</td><td class="num">{fmt.pct(fm["max_errors_fraction"], 2)}</td>'
+                        f'<td>{e(fm["stopped_because"])}</td><td>{ids_html(g.ok_ids)}</td></tr>')
+        page.add(_table(["rank", "contestant", "rate found (median)", "per repeat", "objective", "error budget",
+                         "stopped because", "from"], rows, cls="find-max"))
+        fig = go.Figure()
+        for g in members:
+            steps = g.find_max["steps"]
+            fig.add_trace(go.Scatter(
+                x=list(range(1, len(steps) + 1)), y=[st["rate_per_s"] for st in steps], mode="lines+markers",
+                name=g.contestant, line={"color": colour_for(g.contestant)},
+                marker={"symbol": ["circle" if st["passed"] else "x" for st in steps], "size": 9,
+                        "color": colour_for(g.contestant)},
+                customdata=[["passed" if st["passed"] else "failed: " + "; ".join(st["reasons"]),
+                             fmt.us(st["p99_us"])] for st in steps],
+                hovertemplate="step %{x}: %{y:,.0f}/s, %{customdata[0]}, p99 %{customdata[1]}<extra>"
+                              "%{fullData.name}</extra>"))
+            rows = [f'<tr><td class="num">{i}</td><td class="num">{fmt.rps(st["rate_per_s"])}</td>'
+                    f'<td>{"passed" if st["passed"] else "failed"}</td><td class="num">{fmt.rps(st["requests_per_s"])}'
+                    f'</td><td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.pct(st["error_rate"])}</td>'
+                    f'<td>{e("; ".join(st["reasons"]))}</td></tr>' for i, st in enumerate(steps, 1)]
+            page.add(f"<details><summary>{e(g.contestant)}: the search's {len(steps)} steps (measurement "
+                     f"{ids_html([g.find_max['steps_measurement_id']])})</summary>"
+                     + _table(["step", f"offered {g.find_max['unit']}", "verdict", "achieved req/s", "p99", "errors",
+                               "why not"],
+                              rows, cls="find-max-steps") + "</details>")
+        fig.update_xaxes(title="step", dtick=1)
+        fig.update_yaxes(title=f"offered {members[0].find_max['unit']} (x: failed the objective)", rangemode="tozero")
+        page.chart(fig, f"{scenario} {level_key}: find-max steps")
+
+
+# With more contestants than this at one level, the percentile chart first shows the best ones (and a menu
+# for the rest): 22 overlapping lines are unreadable.
+LATENCY_CHART_FIRST_SHOWN = 5
 
 
 def _latency_charts(page: _Page, report: Report) -> None:
     page.add('<h2 id="latency">Latency distribution</h2>')
     page.add('<p class="note">Percentiles of each contestant\'s repeats merged into one HdrHistogram; x is '
              "1/(1−percentile), so each step right is one more nine; both axes logarithmic. Successful requests "
-             "only (echo: per-chunk round trips).</p>")
+             f"only (echo: per-chunk round trips; open-loop levels: {OPEN_LOOP_NOTE}). With more than "
+             f"{LATENCY_CHART_FIRST_SHOWN} contestants a chart first shows the {LATENCY_CHART_FIRST_SHOWN} ranked "
+             "best; the menu adds any other (or all), and a click on a legend entry shows or hides that line.</p>")
+    rank = ranks(report.groups)
     for scenario in report.scenarios():
         levels: dict[str, list[Group]] = {}
         for g in report.groups_for(scenario):
             if g.percentile_curve:
                 levels.setdefault(g.level_key, []).append(g)
         for level_key, groups in levels.items():
+            groups.sort(key=lambda g: (rank.get((g.contestant, g.scenario, g.level_key)) or 10**9, g.contestant))
             fig = go.Figure()
             for g in groups:
                 xs = [1.0 / (1.0 - p / 100.0) if p < 100 else None for p, _ in g.percentile_curve]
                 points = [(x, v, p) for x, (p, v) in zip(xs, g.percentile_curve) if x is not None]
                 fig.add_trace(go.Scatter(
                     x=[x for x, _, _ in points], y=[v / 1000.0 for _, v, _ in points], mode="lines",
-                    name=g.contestant, customdata=[[p, fmt.ids(g.ok_ids)] for _, _, p in points],
+                    name=g.contestant, line={"color": colour_for(g.contestant)},
+                    customdata=[[p, fmt.ids(g.ok_ids)] for _, _, p in points],
                     hovertemplate="p%{customdata[0]:.4f}: %{y:.3f} ms<br>from %{customdata[1]}<extra>"
                                   "%{fullData.name}</extra>"))
             top = max(x for trace in fig.data for x in trace.x)
@@ -216,13 +495,38 @@ def _latency_charts(page: _Page, report: Report) -> None:
             fig.update_xaxes(type="log", title="percentile", tickvals=[v for v, _ in ticks],
                              ticktext=[t for _, t in ticks])
             fig.update_yaxes(type="log", title="latency (ms)")
-            page.chart(fig, f"{scenario} {level_key}: latency by percentile")
+            margin = 60
+            if len(groups) > LATENCY_CHART_FIRST_SHOWN:
+                _subset_menu(fig, [g.contestant for g in groups])
+                margin = 110
+            page.chart(fig, f"{scenario} {level_key}: latency by percentile", margin_top_px=margin)
+
+
+def _subset_menu(fig: go.Figure, names: list[str]) -> None:
+    """Show the first LATENCY_CHART_FIRST_SHOWN traces (names are in rank order) and put the others in the
+    legend only (one click shows them); a menu switches to "all" or to the first ones plus any one other."""
+    first = LATENCY_CHART_FIRST_SHOWN
+
+    def shown(extra: int | None = None) -> list:
+        return [True if i < first or i == extra else "legendonly" for i in range(len(names))]
+
+    for trace, visible in zip(fig.data, shown()):
+        trace.visible = visible
+    buttons = [{"label": f"top {first}", "method": "restyle", "args": [{"visible": shown()}]},
+               {"label": "all", "method": "restyle", "args": [{"visible": [True] * len(names)}]}]
+    buttons += [{"label": f"top {first} + {name}", "method": "restyle", "args": [{"visible": shown(i)}]}
+                for i, name in enumerate(names) if i >= first]
+    fig.update_layout(updatemenus=[{"buttons": buttons, "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom",
+                                    "showactive": True}])
 
 
 def _errors(page: _Page, report: Report) -> None:
     page.add('<h2 id="errors">Errors by class</h2>')
-    page.add('<p class="note">Summed over every repeat that produced a generator result (failed repeats included). '
-             "Classes as netarena-load defines them (docs/load-generator.md).</p>")
+    page.add('<p class="note">Absolute counts, summed over every repeat that produced a generator result (failed '
+             "repeats included; successful: over the ok repeats). Classes as netarena-load defines them "
+             "(docs/load-generator.md); wrk's socket errors map onto them as connect = connect_*, read = read_error "
+             "+ reset + closed_early, write = write_error, timeout = timeout, and its non-2xx/3xx responses are "
+             "<code>status</code>, by code in the last column.</p>")
     for scenario in report.scenarios():
         groups = [g for g in report.groups_for(scenario) if sum(g.errors_by_class.values())]
         if not groups:
@@ -238,15 +542,29 @@ def _errors(page: _Page, report: Report) -> None:
         fig.update_layout(barmode="stack")
         fig.update_yaxes(title="errors")
         page.chart(fig, f"{scenario}: errors by class")
-        rows = [f"<tr><td>{e(g.contestant)}</td><td>{e(g.level_key)}</td>"
+        rows = [f'<tr data-errors="{e(g.contestant)} {e(g.level_key)}"><td>{e(g.contestant)}</td>'
+                f'<td>{e(g.level_key)}</td><td class="num">{g.requests_total:,}</td>'
                 + "".join(f'<td class="num">{g.errors_by_class.get(c, 0):,}</td>' for c in classes)
+                + f'<td>{e(", ".join(f"{code}: {n:,}" for code, n in sorted(g.status_codes.items())))}</td>'
                 + f"<td>{ids_html(g.measurement_ids)}</td></tr>" for g in groups]
-        page.add(_table(["contestant", "level", *map(e, classes), "from"], rows))
+        page.add(_table(["contestant", "level", "successful", *map(e, classes), "status codes", "from"], rows,
+                        cls="error-counts"))
 
 
-def _rate_series(samples: list[dict], key) -> tuple[list[float], list[float]]:
+def _rate_series(samples: list[dict], key, min_dt_s: float = 0.0) -> tuple[list[float], list[float]]:
+    """Per-second rates of a cumulative counter, each over the time its interval covers. The monitor's final
+    sample is taken when it stops, often a few ms after the one before: a rate over those few ms of tick-granular
+    CPU time reads 0% or 300% (the dip at the end of every series). An interval shorter than ``min_dt_s`` is
+    therefore merged into the one before it, and the rate computed over their joint span."""
+    kept: list[dict] = []
+    for sample in samples:
+        if kept and sample["t_s"] - kept[-1]["t_s"] < min_dt_s:
+            if sample is samples[-1] and len(kept) > 1:
+                kept[-1] = sample  # the last point stretches the interval before it
+            continue
+        kept.append(sample)
     ts, values = [], []
-    for before, now in zip(samples, samples[1:]):
+    for before, now in zip(kept, kept[1:]):
         dt_s = now["t_s"] - before["t_s"]
         if dt_s > 0:
             ts.append(now["t_s"])
@@ -254,12 +572,27 @@ def _rate_series(samples: list[dict], key) -> tuple[list[float], list[float]]:
     return ts, values
 
 
-def _resources(page: _Page, report: Report) -> None:
-    page.add('<h2 id="resources">Server resources over time</h2>')
+def _generator_offset_s(m: Measurement) -> float:
+    """Where the generator's measured phase starts on the monitor's time axis (seconds since it started): the
+    generator stamps its phase in wall-clock time, the monitor its own start; without the latter (older
+    stores), the warm-up is the best estimate."""
+    gen, monitor = m.generator or {}, m.monitor or {}
+    try:
+        return datetime.fromisoformat(gen["started_at"]).timestamp() - monitor["started_at_unix"]
+    except (KeyError, TypeError, ValueError):
+        return float(gen.get("warmup_s") or 0.0)
+
+
+def _over_time(page: _Page, report: Report) -> None:
+    page.add('<h2 id="resources">Over time</h2>')
     page.add('<p class="note">For each contestant and level, the repeat with the median throughput (pick it in the '
-             "menu at the top right of each chart). CPU in % of one core from the server process tree's cumulative "
-             "user and system time; RSS summed over the tree; context switches (voluntary + involuntary) per "
-             "second over all its threads. Then the system-wide vmstat-style table of the same measurement.</p>")
+             "menu at the top right of each chart), on one time axis (seconds since the monitor started, warm-up "
+             "included): the generator's requests per second and p99 per interval of its measured phase (each "
+             "rate over the time its interval covers), then for each monitored process group (the server, and any "
+             "service a contestant runs beside it) CPU in % of the CPUs its processes were allowed on (user + "
+             "system, from cumulative times), RSS summed over its processes, and context switches (voluntary + "
+             "involuntary) per second over all its threads. Then the system-wide vmstat-style table of the same "
+             "measurement.</p>")
     for scenario in report.scenarios():
         chosen = []
         for g in report.groups_for(scenario):
@@ -269,37 +602,83 @@ def _resources(page: _Page, report: Report) -> None:
         if not chosen:
             page.add(f"<p><b>{e(scenario)}</b>: no monitor samples stored.</p>")
             continue
-        fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06,
-                            subplot_titles=("server CPU (% of one core)", "server RSS (MiB)",
-                                            "server context switches per second"))
-        buttons, per = [], 4
+        fig = make_subplots(rows=5, cols=1, shared_xaxes=True, vertical_spacing=0.04,
+                            subplot_titles=("generator: successful requests per second", "generator: p99 latency (ms)",
+                                            "CPU (% of the process group's pinned CPUs)", "RSS (MiB)",
+                                            "context switches per second"))
+        buttons, masks = [], []
         for index, (g, m) in enumerate(chosen):
-            samples = m.monitor["server"]
-            visible = index == 0
+            first_trace = len(fig.data)
+            _over_time_traces(fig, m, process_groups(m.monitor), visible=index == 0)
+            masks.append((first_trace, len(fig.data)))
             label = f"{g.contestant} {g.level_key} (#{m.id})"
-            t_user, user = _rate_series(samples, lambda s: s["cpu_user_s"])
-            t_sys, system = _rate_series(samples, lambda s: s["cpu_sys_s"])
-            t_ctx, ctx = _rate_series(samples, lambda s: s["ctx_voluntary"] + s["ctx_involuntary"])
-            fig.add_trace(go.Scatter(x=t_user, y=[100 * v for v in user], name="user", visible=visible,
-                                     stackgroup="cpu", line={"color": "#1f77b4"}), row=1, col=1)
-            fig.add_trace(go.Scatter(x=t_sys, y=[100 * v for v in system], name="system", visible=visible,
-                                     stackgroup="cpu", line={"color": "#ff7f0e"}), row=1, col=1)
-            fig.add_trace(go.Scatter(x=[s["t_s"] for s in samples], y=[s["rss_bytes"] / 2**20 for s in samples],
-                                     name="RSS", visible=visible, line={"color": "#2ca02c"}), row=2, col=1)
-            fig.add_trace(go.Scatter(x=t_ctx, y=ctx, name="context switches/s", visible=visible,
-                                     line={"color": "#9467bd"}), row=3, col=1)
-            mask = [False] * (per * len(chosen))
-            mask[per * index: per * index + per] = [True] * per
-            buttons.append({"label": label, "method": "update",
-                            "args": [{"visible": mask}, {"title.text": f"{scenario}: {label}"}]})
-        fig.update_xaxes(title="seconds since the monitor started", row=3, col=1)
+            buttons.append({"label": label, "method": "update", "args": [None, {"title.text": f"{scenario}: {label}"}]})
+        for button, (start, end) in zip(buttons, masks):
+            button["args"][0] = {"visible": [start <= i < end for i in range(len(fig.data))]}
+        fig.update_xaxes(title="seconds since the monitor started", row=5, col=1)
+        fig.update_yaxes(rangemode="nonnegative")
         # The menu sits top right, clear of the title (top left) and above the legend.
-        fig.update_layout(height=660, updatemenus=[{"buttons": buttons, "x": 1, "xanchor": "right", "y": 1.02,
-                                                    "yanchor": "bottom", "showactive": True}])
-        first = buttons[0]["label"]
-        page.chart(fig, f"{scenario}: {first}", margin_top_px=110)
+        fig.update_layout(height=1000, updatemenus=[{"buttons": buttons, "x": 1, "xanchor": "right", "y": 1.02,
+                                                     "yanchor": "bottom", "showactive": True}])
+        page.chart(fig, f"{scenario}: {buttons[0]['label']}", margin_top_px=110)
         for g, m in chosen:
             page.add(_vmstat(g, m))
+
+
+# The monitor's keys that are not process groups.
+_NOT_PROCESS_GROUPS = {"generator", "system", "summary", "summary_whole", "cpus_allowed", "interval_s",
+                       "started_at_unix", "error"}
+
+
+def process_groups(monitor: dict) -> list[str]:
+    """The monitored process groups of a measurement, server first: every sample series of the monitor document
+    except the generator's own and the system's (a contestant's services, e.g. a database, come as more)."""
+    found = [k for k, v in monitor.items() if k not in _NOT_PROCESS_GROUPS and isinstance(v, list) and v
+             and isinstance(v[0], dict) and "cpu_user_s" in v[0]]
+    return sorted(found, key=lambda k: (k != "server", k))
+
+
+def _over_time_traces(fig: go.Figure, m: Measurement, groups: list[str], visible: bool) -> None:
+    intervals = interval_series(m.generator or {})
+    if intervals:
+        offset = _generator_offset_s(m)
+        xs = [offset + p["t_s"] for p in intervals]
+        fig.add_trace(go.Scatter(x=xs, y=[p["requests_per_s"] for p in intervals], mode="lines+markers",
+                                 name="requests/s", visible=visible, line={"color": "#1f2328"},
+                                 hovertemplate="%{x:.1f} s: %{y:,.0f}/s<extra></extra>"), row=1, col=1)
+        p99 = [(x, p["p99_us"] / 1000) for x, p in zip(xs, intervals) if p["p99_us"] is not None]
+        if p99:
+            fig.add_trace(go.Scatter(x=[x for x, _ in p99], y=[y for _, y in p99], mode="lines+markers", name="p99",
+                                     visible=visible, line={"color": "#cf222e"},
+                                     hovertemplate="%{x:.1f} s: p99 %{y:.3f} ms<extra></extra>"), row=2, col=1)
+    interval_s = float((m.monitor or {}).get("interval_s") or 0.0)
+    allowed = (m.monitor or {}).get("cpus_allowed") or {}
+    for n, group in enumerate(groups):
+        samples = m.monitor[group]
+        colour = _GROUP_COLOURS[n % len(_GROUP_COLOURS)]
+        cpus = allowed.get(group) or []
+        t_cpu, cpu = _rate_series(samples, lambda s: s["cpu_user_s"] + s["cpu_sys_s"], interval_s / 2)
+        t_ctx, ctx = _rate_series(samples, lambda s: s["ctx_voluntary"] + s["ctx_involuntary"], interval_s / 2)
+        # A measurement shorter than half a sampling interval (a tiny echo flood) has no rate to draw: no trace,
+        # rather than an empty one.
+        if t_cpu:
+            fig.add_trace(go.Scatter(x=t_cpu, y=[capacity_pct(100 * v, cpus) for v in cpu], name=f"{group} CPU",
+                                     visible=visible, line={"color": colour},
+                                     hovertemplate="%{x:.2f} s: %{y:.0f}%<extra>" + e(group) + "</extra>"),
+                          row=3, col=1)
+        fig.add_trace(go.Scatter(x=[s["t_s"] for s in samples], y=[s["rss_bytes"] / 2**20 for s in samples],
+                                 name=f"{group} RSS", visible=visible, line={"color": colour, "dash": "dot"},
+                                 hovertemplate="%{x:.2f} s: %{y:.1f} MiB<extra>" + e(group) + "</extra>"),
+                      row=4, col=1)
+        if t_ctx:
+            fig.add_trace(go.Scatter(x=t_ctx, y=ctx, name=f"{group} context switches/s", visible=visible,
+                                     line={"color": colour, "dash": "dash"},
+                                     hovertemplate="%{x:.2f} s: %{y:,.0f}/s<extra>" + e(group) + "</extra>"),
+                          row=5, col=1)
+
+
+# Process groups of one measurement (server, then services) are told apart by these, not by contestant colours.
+_GROUP_COLOURS = ("#0969da", "#8250df", "#bf8700", "#1a7f37")
 
 
 def _vmstat(g: Group, m: Measurement) -> str:
@@ -341,7 +720,7 @@ def _echo(page: _Page, report: Report) -> None:
         # lines keyed by connections alone would mix the sizes, overwriting one with the other.
         series: dict[str, list[Group]] = {}
         for g in flood:
-            series.setdefault(_series_key(g), []).append(g)
+            series.setdefault(g.series, []).append(g)
         ordered = sorted(series.items(), key=lambda item: (item[1][0].echo_bytes_per_connection or 0, item[0]))
         fig = go.Figure()
         for key, members in ordered:
@@ -370,6 +749,7 @@ def _echo(page: _Page, report: Report) -> None:
                 medians = [statistics.median(g.echo_completion_s) for g in gs]
                 fig.add_trace(go.Scatter(
                     x=[g.connections for g in gs], y=medians, mode="lines+markers", name=f"{c} ({label})",
+                    line={"color": colour_for(c), "dash": _dash(key, [k for k, _ in ordered])},
                     error_y={"type": "data", "symmetric": False,
                              "array": [max(g.echo_completion_s) - m for g, m in zip(gs, medians)],
                              "arrayminus": [m - min(g.echo_completion_s) for g, m in zip(gs, medians)]},
@@ -391,6 +771,43 @@ def _echo(page: _Page, report: Report) -> None:
                                                                                             g.contestant))]
         page.add(_table(["contestant", "level", "completed/attempts", "errors", "p50", "p99", "max", "from"], rows,
                         cls="probe"))
+    _seed_000_table(page, report, flood, probes)
+
+
+def _seed_000_table(page: _Page, report: Report, flood: list[Group], probes: list[Group]) -> None:
+    """Seed 000's own table: one row per server with its time to finish per size and connection count, its
+    peak RSS, vmstat's us/sy/cs/in while a flood saturates it, and the probe's client delay."""
+    contestants = sorted({g.contestant for g in flood + probes})
+    cells = sorted({(g.echo_bytes_per_connection or 0, g.connections) for g in flood})
+    by_cell = {(g.contestant, g.echo_bytes_per_connection or 0, g.connections): g for g in flood}
+    rows = []
+    for c in contestants:
+        row = [f"<td>{e(c)}</td>"]
+        for size, n in cells:
+            g = by_cell.get((c, size, n))
+            row.append(f'<td class="num">{statistics.median(g.echo_completion_s):.3f}</td>' if g else "<td>–</td>")
+        echo_groups = [g for g in flood + probes if g.contestant == c]
+        rss = max((g.server_rss_peak_bytes or 0 for g in echo_groups), default=0)
+        row.append(f'<td class="num">{fmt.size_bytes(rss or None)}</td>')
+        probe = next((g for g in probes if g.contestant == c), None)
+        m = report.measurement(probe.median_measurement_id) if probe and probe.median_measurement_id else None
+        system = (((m.monitor or {}).get("summary") or {}).get("system") or {}) if m else {}
+        for key, digits in (("cpu_user_pct_mean", 0), ("cpu_sys_pct_mean", 0), ("ctx_switches_per_s_mean", 0),
+                            ("interrupts_per_s_mean", 0)):
+            value = system.get(key)
+            row.append(f'<td class="num">{"–" if value is None else f"{value:,.{digits}f}"}</td>')
+        delay = probe.probe if probe else None
+        row.append(f'<td class="num">{fmt.us(delay["p50_us"]) if delay else "–"}</td>'
+                   f'<td class="num">{fmt.us(delay["max_us"]) if delay else "–"}</td>')
+        rows.append(f'<tr data-seed-000="{e(c)}">' + "".join(row) + "</tr>")
+    headers = ["server", *[f"{fmt.size_bytes(size)} × {n:,} (s)" for size, n in cells], "peak RSS",
+               "us %", "sy %", "cs/s", "in/s", "client delay p50", "client delay max"]
+    page.add('<h3 id="seed-000">One row per server (seed 000\'s table)</h3>')
+    page.add('<p class="note">Time to finish (median of repeats) per size sent per connection × connections; peak RSS '
+             "over every echo measurement; the system's vmstat columns (user %, system %, context switches/s, "
+             "interrupts/s, means over the samples) and the client-delay probe during the saturating flood (its "
+             "median repeat).</p>")
+    page.add(_table(headers, rows, cls="seed-000"))
 
 
 def _environment(page: _Page, report: Report) -> None:
@@ -414,7 +831,10 @@ def _environment(page: _Page, report: Report) -> None:
     if env.get("error"):
         pairs.append(("environment error", env["error"]))
     page.add(_kv_table([(k, v) for k, v in pairs if v not in (None, "", {}, [])]))
-    page.add("<details><summary>everything envinfo recorded (JSON)</summary>"
+    page.add('<p class="note">The suite as run is in the table above (its <code>measure</code> entries one per '
+             "row); below, every field the environment probe recorded, as stored.</p>")
+    page.add("<details><summary>everything envinfo recorded</summary>" + _kv_table(sorted(env.items())) + "</details>")
+    page.add("<details><summary>the same as JSON</summary>"
              f"<pre>{e(json.dumps(env, indent=1, default=str))}</pre></details>")
     if report.contestants:
         rows = [f"<tr><td>{e(c['name'])}</td><td>{e(c['display_name'])}</td><td>{e(c['language'])} / "
@@ -473,21 +893,28 @@ def render(report: Report) -> bytes:
     run = report.run
     _summary(page, report)
     _throughput_charts(page, report)
+    _rate_charts(page, report)
+    _find_max_section(page, report)
     _latency_charts(page, report)
     _errors(page, report)
-    _resources(page, report)
+    _over_time(page, report)
     _echo(page, report)
     _environment(page, report)
     _skipped(page, report)
     _measurements(page, report)
     body = "\n".join(page.parts)
-    sections = [("summary", "Summary"), ("throughput", "Throughput"), ("latency", "Latency"), ("errors", "Errors"),
-                ("resources", "Resources"), ("echo", "Echo flood"), ("environment", "Environment"),
+    sections = [("summary", "Summary"), ("throughput", "Throughput"), ("rates", "Against rate"),
+                ("find-max", "Highest rate"), ("latency", "Latency"), ("errors", "Errors"), ("resources", "Over time"), ("echo", "Echo flood"), ("environment", "Environment"),
                 ("skipped", "Skipped and failed"), ("measurements", "Measurements")]
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections if f'id="{anchor}"' in body)
     used = [c for c in BADGES if any(c in g.badges for g in report.groups)]
     legend = ("<p>Badges: " + "; ".join(f"{badges_html([c])} {e(BADGES[c][1])}" for c in used) + "</p>") if used \
         else "<p>No figure in this run carries a badge.</p>"
+    if any(g.open_loop for g in report.groups):
+        legend += (f'<p class="open-loop-note">This run has open-loop levels (a rate or a connection rate): their '
+                   f"latencies are <b>{OPEN_LOOP_NOTE}</b>, so time a request waited because the server fell behind "
+                   "is counted (no coordinated omission), and their contestants are ranked by p99, not "
+                   "throughput.</p>")
     counts = {s: sum(1 for m in report.measurements if m.status == s) for s in ("ok", "failed", "interrupted")}
     title = f"netarena run {run.id}: {run.suite_name}"
     partial = ""

@@ -6,7 +6,11 @@ The figures themselves come from ``netarena.stats.summarize`` (median with min a
 of the merged HdrHistograms), so the HTML page, the terminal and ``netarena run``'s own summary agree;
 this module adds what the renderers need beyond it: the measurement ids behind every figure, badges,
 errors by class, the percentile curve, per-repeat p99 (for compare), echo completion times and the
-client-delay probe.
+client-delay probe; for open-loop levels the offered rate, the uncorrected latency and why a rate was not
+met; for find-max levels the rate each repeat found; the per-interval series of the generator.
+
+The level is kept as the structured record the store holds (``level_json``), never re-parsed from its
+key: the offered rate, the series a level belongs to and the order of levels come from it.
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ import math
 import sqlite3
 import statistics
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .. import stats
+from . import fmt
+from ..scenarios import Level
 from ..store import DB_NAME, SCHEMA_VERSION, row_to_dict
 
 # Badge codes: short for the terminal, with a label and an explanation for the page's legend.
@@ -89,6 +96,7 @@ class Measurement:
     generator: dict | None
     monitor: dict | None
     started_at: str
+    level: dict = field(default_factory=dict)   # the store's level_json: params, threads, pipeline, ...
 
 
 @dataclass
@@ -127,6 +135,31 @@ class Group:
     echo_completion_s: list[float] = field(default_factory=list)   # fixed-bytes echo floods, per ok repeat
     echo_bytes_per_connection: int | None = None
     probe: dict | None = None           # merged client-delay probe: attempts, errors, p50/p99/max
+    level: dict = field(default_factory=dict)        # structured, as stored (level_json)
+    latency_mean_us: float | None = None             # of the merged histogram
+    latency_stdev_us: float | None = None
+    bytes_per_s_median: float | None = None          # bytes received per second, median of the ok repeats
+    requests_total: int = 0                          # successful requests summed over the ok repeats
+    errors_total: int = 0                            # errors summed over every repeat with a generator result
+    status_codes: dict[str, int] = field(default_factory=dict)  # the "status" errors by code, summed likewise
+    server_cpus: list[int] = field(default_factory=list)        # CPUs the server's processes were allowed on
+    server_cpu_capacity_pct_median: float | None = None  # CPU in % of those CPUs' capacity (<= 100)
+    # Open loop (rate / conn_rate levels): requests offered per second (conn_rate x requests_per_conn).
+    offered_rate_per_s: float | None = None
+    latency_uncorrected_p50_us: float | None = None  # from the actual send, merged over the ok repeats
+    latency_uncorrected_p99_us: float | None = None
+    rate_not_met_reasons: list[str] = field(default_factory=list)  # "#repeat: reason", every ok repeat's
+    find_max: dict | None = None                     # find-max levels: see _find_max
+
+    @property
+    def open_loop(self) -> bool:
+        return self.offered_rate_per_s is not None or self.find_max is not None
+
+    @property
+    def series(self) -> str:
+        """What stays the same along a line drawn against connections or against rate: the level without its
+        connection count and its rate (e.g. "w=2,size=40"); "" when nothing else varies."""
+        return Level.from_dict(self.level).series if self.level else ""
 
 
 @dataclass
@@ -158,6 +191,13 @@ class Report:
         """A scenario's groups by level (fewest connections first), each level ranked by median throughput."""
         return sorted((g for g in self.groups if g.scenario == scenario), key=rank_key)
 
+    def levels_for(self, scenario: str) -> list[tuple[str, list[Group]]]:
+        """A scenario's levels in order, each with its groups ranked (the terminal's and Markdown's tables)."""
+        levels: dict[str, list[Group]] = {}
+        for g in self.groups_for(scenario):
+            levels.setdefault(g.level_key, []).append(g)
+        return list(levels.items())
+
     def measurement(self, measurement_id: int) -> Measurement | None:
         for m in self.measurements:
             if m.id == measurement_id:
@@ -165,17 +205,80 @@ class Report:
         return None
 
 
+def rank_value(g: Group) -> float | None:
+    """What a level ranks its contestants by, smaller first: the rate found (find-max levels: the highest rate
+    that held is best), the merged p99 (open-loop levels: every contestant that kept up has the same
+    throughput, so how long requests waited tells them apart), else the median throughput."""
+    if g.find_max is not None:
+        found = g.find_max.get("found_rate_per_s_median")
+        return None if found is None else -found
+    if g.offered_rate_per_s is not None:
+        return g.latency_p99_us if g.requests_per_s_median is not None else None
+    return None if g.requests_per_s_median is None else -g.requests_per_s_median
+
+
+# Said wherever an open-loop figure appears (page, terminal, Markdown): such latencies include the time a request
+# waited for its turn because the server fell behind, which a closed loop never counts.
+OPEN_LOOP_NOTE = "latency from the intended send time"
+
+RANK_BASIS = {"find_max": "highest rate found that meets the objective",
+              "open_loop": "p99 latency from the intended send time, lowest first",
+              "closed_loop": "median throughput"}
+
+
+def level_title(scenario: str, g: Group) -> str:
+    """"hello · c=4,w=1,rate=100", and for open-loop levels what the reader must know to read their figures:
+    the offered rate, where latency counts from, what ranks them."""
+    title = f"{scenario} · {g.level_key}"
+    if g.offered_rate_per_s is not None:
+        title += f" · offered {fmt.rps(g.offered_rate_per_s)} req/s"
+    elif g.find_max is not None:
+        title += " · find-max"
+    if g.open_loop:
+        title += f" · {OPEN_LOOP_NOTE} · ranked by {rank_basis(g)}"
+    return title
+
+
+def find_max_line(g: Group) -> str:
+    """One line per find-max group: the rate found, its objective, each repeat's rate and the steps' verdicts."""
+    fm = g.find_max or {}
+    steps = " ".join(f"{fmt.rps_short(st['rate_per_s'])}{'✓' if st['passed'] else '✗'}" for st in fm.get("steps", []))
+    return (f"{g.contestant}: highest rate that holds {found_rate_text(fm, fm.get('found_rate_per_s_median'))} "
+            f"({fm.get('slo')}, errors ≤ {fmt.pct(fm.get('max_errors_fraction'))}); per repeat "
+            + ", ".join(fmt.rps(f) for f in fm.get("found_by_repeat", [])) + f"; steps {steps}")
+
+
+def found_rate_text(fm: dict, rate: float | None) -> str:
+    """A rate of a find-max search in its unit: "800 conn/s (8,000 req/s)" for a conn_rate search."""
+    if rate is None:
+        return "-"
+    unit, per_conn = fm.get("unit", "req/s"), fm.get("requests_per_conn", 1)
+    text = f"{fmt.rps(rate)} {unit}"
+    return text + (f" ({fmt.rps(rate * per_conn)} req/s)" if unit == "conn/s" else "")
+
+
+def rank_basis(g: Group) -> str:
+    return RANK_BASIS["find_max" if g.find_max is not None else "open_loop" if g.offered_rate_per_s is not None
+                      else "closed_loop"]
+
+
+def level_order(g: Group) -> tuple:
+    """Levels in the order a reader expects: by connections, workers, the rest of the level, then offered rate
+    (numerically: as text "rate=1000" would come before "rate=250")."""
+    return (g.connections, g.workers, g.series, g.offered_rate_per_s or 0.0, g.level_key)
+
+
 def rank_key(g: Group) -> tuple:
-    rps = g.requests_per_s_median
-    return (g.connections, g.workers, g.level_key, rps is None, -(rps or 0.0), g.contestant)
+    value = rank_value(g)
+    return (*level_order(g), value is None, value or 0.0, g.contestant)
 
 
 def ranks(groups: list[Group]) -> dict[tuple, int]:
-    """Rank (1 = highest median throughput) within each level; groups without a result get no rank."""
+    """Rank (1 = best, by ``rank_value``) within each level; groups without a result get no rank."""
     out: dict[tuple, int] = {}
     counters: dict[tuple, int] = {}
     for g in sorted(groups, key=rank_key):
-        if g.requests_per_s_median is None:
+        if rank_value(g) is None:
             continue
         level = (g.scenario, g.level_key)
         counters[level] = counters.get(level, 0) + 1
@@ -269,7 +372,7 @@ def load_report(source, run_id: int) -> Report:
         failure_kind=m["failure_kind"], flags=m.get("flags") or [], error=m["error"],
         requests_per_s=m["requests_per_s"], error_rate=m["error_rate"], latency_p99_us=m["latency_p99_us"],
         generator_argv=m.get("generator_argv"), generator=m.get("generator"), monitor=m.get("monitor"),
-        started_at=m["started_at"]) for m in rows]
+        started_at=m["started_at"], level=m.get("level") or {}) for m in rows]
     contestants = []
     for c in _rows(db, "SELECT * FROM contestants WHERE run_id=? ORDER BY name", (run_id,)):
         manifest = c.get("manifest") or {}
@@ -306,7 +409,14 @@ def build_groups(rows: list[dict]) -> list[Group]:
                 errors_by_class[name] = errors_by_class.get(name, 0) + int(count or 0)
         servers = [((m.get("monitor") or {}).get("summary") or {}).get("server") or {} for m in ok]
         echo = [m["generator"].get("echo") or {} for m in ok]
-        groups.append(Group(
+        merged = stats.merge_histograms([m["generator"] for m in ok])
+        level = Level.from_dict(members[0].get("level") or {"connections": members[0]["connections"]})
+        server_cpus = _server_cpus(ok)
+        status_codes: dict[str, int] = {}
+        for m in with_generator:
+            for code, count in ((m["generator"].get("errors") or {}).get("status_codes") or {}).items():
+                status_codes[code] = status_codes.get(code, 0) + int(count or 0)
+        group = Group(
             contestant=summary.contestant, scenario=summary.scenario, level_key=summary.level_key,
             connections=members[0]["connections"], workers=members[0]["workers"],
             measurement_ids=[m["id"] for m in members], ok_ids=[m["id"] for m in ok],
@@ -323,12 +433,31 @@ def build_groups(rows: list[dict]) -> list[Group]:
             server_rss_peak_bytes=summary.server_rss_peak_bytes,
             flags=summary.flags, badges=badges_for(summary.flags, members, errors_by_class),
             failures=summary.failures,
-            percentile_curve=percentile_curve(stats.merge_histograms([m["generator"] for m in ok])),
+            percentile_curve=percentile_curve(merged),
             median_measurement_id=_median_id(ok),
             echo_completion_s=[e["completion_time_s"] for e in echo if e.get("completion_time_s") is not None],
             echo_bytes_per_connection=next((e.get("bytes_per_connection") for e in echo if e), None),
             probe=_probe([e.get("probe") for e in echo if e.get("probe")]),
-        ))
+            level=members[0].get("level") or {},
+            bytes_per_s_median=_median([(m["generator"].get("throughput") or {}).get("bytes_per_s") for m in ok]),
+            requests_total=sum(int((m["generator"].get("totals") or {}).get("requests") or 0) for m in ok),
+            errors_total=sum(errors_by_class.values()), status_codes=status_codes, server_cpus=server_cpus,
+            server_cpu_capacity_pct_median=_median([capacity_pct(s.get("cpu_pct_mean"), server_cpus)
+                                                    for s in servers]),
+            offered_rate_per_s=None if level.find_max_slo else level.offered_rate_per_s,
+            rate_not_met_reasons=[f"#{m['repeat_index'] + 1}: {reason}" for m in ok
+                                  for reason in (m["generator"].get("open_loop") or {}).get("rate_not_met_reasons")
+                                  or []],
+            find_max=_find_max(ok),
+        )
+        if merged is not None and merged.get_total_count():
+            group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
+        uncorrected = stats.merge_histograms([m["generator"].get("open_loop") or {} for m in ok],
+                                             key="latency_uncorrected")
+        if uncorrected is not None and uncorrected.get_total_count():
+            group.latency_uncorrected_p50_us = float(uncorrected.get_value_at_percentile(50))
+            group.latency_uncorrected_p99_us = float(uncorrected.get_value_at_percentile(99))
+        groups.append(group)
     return groups
 
 
@@ -355,6 +484,100 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("RATE")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
+    return out
+
+
+def capacity_pct(cpu_pct_of_one_core: float | None, cpus: list[int]) -> float | None:
+    """CPU in % of what the CPUs a process was allowed on can give (one CPU pinned: 100% = that CPU busy).
+
+    Never above 100: the monitor reads CPU time in clock ticks (10 ms) at sample instants a little apart from
+    the wall-clock ones, so a server that kept its one CPU busy can read 101%; more than the CPUs can give
+    is that rounding, not work. Without a known CPU set, the figure stays in % of one core."""
+    if cpu_pct_of_one_core is None:
+        return None
+    if not cpus:
+        return cpu_pct_of_one_core
+    return min(100.0, cpu_pct_of_one_core / len(cpus))
+
+
+def _server_cpus(members: list[dict]) -> list[int]:
+    """The CPUs the server's processes were allowed on (the monitor reads them from the kernel), union of repeats."""
+    cpus: set[int] = set()
+    for m in members:
+        cpus.update(((m.get("monitor") or {}).get("cpus_allowed") or {}).get("server") or [])
+    return sorted(cpus)
+
+
+def _find_max(ok: list[dict]) -> dict | None:
+    """A find-max level: the rate each repeat found (median over them), the objective, and the steps the
+    median repeat measured (rate, passed, why not, and that step's own figures)."""
+    searches = [(m, m["generator"].get("find_max")) for m in ok if m["generator"].get("find_max")]
+    if not searches:
+        return None
+    found = [s.get("found_rate_per_s") for _, s in searches]
+    known = sorted((f, i) for i, f in enumerate(found) if f is not None)
+    median_m, median_search = searches[known[(len(known) - 1) // 2][1]] if known else searches[0]
+    documents = median_m["generator"].get("steps") or []
+    steps = []
+    for index, verdict in enumerate(median_search.get("verdicts") or []):
+        doc = documents[index] if index < len(documents) else {}
+        steps.append({"rate_per_s": verdict.get("rate_per_s"), "passed": verdict.get("passed"),
+                      "reasons": verdict.get("reasons") or [],
+                      "requests_per_s": (doc.get("throughput") or {}).get("requests_per_s"),
+                      "p99_us": (doc.get("latency") or {}).get("p99_us"),
+                      "error_rate": stats.error_rate(doc) if doc.get("totals") else None})
+    open_loop = median_m["generator"].get("open_loop") or {}
+    per_conn = int((median_m["generator"].get("config") or {}).get("requests_per_conn") or 1)
+    return {"found_rate_per_s_median": _median(found), "found_by_repeat": found,
+            # A conn_rate search finds connections per second, each doing requests_per_conn requests.
+            "unit": "conn/s" if open_loop.get("kind") == "conn_rate" else "req/s",
+            "requests_per_conn": per_conn if open_loop.get("kind") == "conn_rate" else 1,
+            "slo": median_search.get("slo"), "max_errors_fraction": median_search.get("max_errors_fraction"),
+            "stopped_because": median_search.get("stopped_because"), "steps": steps,
+            "steps_measurement_id": median_m["id"]}
+
+
+def interval_series(generator: dict) -> list[dict]:
+    """The generator's per-interval figures: t_s (start of the interval, from the start of the measured phase),
+    requests/s and p99. Each rate is the interval's count over the time it covers: the last interval of a run
+    is usually partial, and dividing it by a whole interval would draw a dip that never happened.
+
+    A sweep (--steps, --find-max) pads each step to whole intervals and drains between steps, so its intervals
+    are not on the wall clock: it gives one point per step instead, at the step's own start, with the step's
+    throughput and p99."""
+    if generator.get("steps"):
+        try:
+            origin = datetime.fromisoformat(generator["started_at"]).timestamp()
+            return [{"t_s": datetime.fromisoformat(step["started_at"]).timestamp() - origin,
+                     "requests_per_s": (step.get("throughput") or {}).get("requests_per_s") or 0.0,
+                     "p99_us": (step.get("latency") or {}).get("p99_us") if (step.get("latency") or {}).get("count")
+                     else None} for step in generator["steps"]]
+        except (KeyError, TypeError, ValueError):
+            return []
+    intervals = generator.get("intervals") or {}
+    length = intervals.get("interval_s") or 0
+    entries = intervals.get("entries") or []
+    end = generator.get("duration_s")
+    out = []
+    for index, entry in enumerate(entries):
+        covered = length
+        if index == len(entries) - 1 and end is not None:
+            covered = min(length, end - entry["t_s"])
+        count = entry.get("count", 0)
+        if out and covered < length / 2:
+            # A sliver at the end (the phase ran 2.0004 s: an interval of 0.4 ms) is noise as a rate of its own:
+            # its requests join the interval before, the rate over both; that point's p99 becomes the larger of
+            # the two (an upper bound: the intervals' histograms are not merged here).
+            before = out[-1]
+            before_count = before["requests_per_s"] * length
+            before["requests_per_s"] = (before_count + count) / (length + covered)
+            if count and entry.get("p99_us") is not None:
+                before["p99_us"] = max(before["p99_us"] or 0, entry["p99_us"])
+            continue
+        if covered <= 0:
+            continue
+        out.append({"t_s": entry["t_s"], "requests_per_s": count / covered,
+                    "p99_us": entry.get("p99_us") if count else None})
     return out
 
 
@@ -411,6 +634,23 @@ def _probe(probes: list[dict]) -> dict | None:
     else:
         out.update(p50_us=None, p99_us=None, max_us=None)
     return out
+
+
+def summary_document(report: Report) -> dict:
+    """The run and its per-(contestant, scenario, level) figures as JSON-ready data (`netarena show --json`):
+    what the summary tables show, with ranks and the structured level; no raw series or histograms."""
+    rank = ranks(report.groups)
+    groups = []
+    for g in sorted(report.groups, key=rank_key):
+        data = to_jsonable(g)
+        data.pop("percentile_curve", None)
+        data.update(rank=rank.get((g.contestant, g.scenario, g.level_key)), ranked_by=rank_basis(g),
+                    latency_from=("intended send time" if g.open_loop else "actual send"))
+        groups.append(data)
+    run = to_jsonable(report.run)
+    run.pop("environment", None)
+    return {"store": report.store_path, "run": run, "groups": groups,
+            "skipped": [to_jsonable(s) for s in report.skipped]}
 
 
 def to_jsonable(value) -> Any:

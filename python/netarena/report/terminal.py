@@ -10,7 +10,8 @@ from rich.table import Table
 from rich.text import Text
 
 from . import fmt
-from .model import BADGES, Report, ranks
+from .model import BADGES, Report, find_max_line, level_title, ranks
+
 
 TERMINAL_WIDTH = 100
 
@@ -28,11 +29,9 @@ def summary_renderables(report: Report) -> list:
     rank = ranks(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
-        levels: dict[str, list] = {}
-        for g in report.groups_for(scenario):
-            levels.setdefault(g.level_key, []).append(g)
-        for level_key, groups in levels.items():
-            table = Table(title=f"{scenario} · {level_key}", title_justify="left", title_style="bold",
+        for level_key, groups in report.levels_for(scenario):
+            title = level_title(scenario, groups[0])
+            table = Table(title=title, title_justify="left", title_style="bold",
                           box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
             table.add_column("#", justify="right", no_wrap=True)
             table.add_column("contestant", overflow="fold", min_width=10)
@@ -47,17 +46,18 @@ def summary_renderables(report: Report) -> list:
                     str(position) if position else "-", g.contestant, fmt.rps_short(g.requests_per_s_median),
                     _range(g.requests_per_s_min, g.requests_per_s_max), fmt.us(g.latency_p50_us),
                     fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us), fmt.pct(g.error_rate_median, 1),
-                    fmt.cpu_pct(g.server_cpu_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
+                    fmt.cpu_pct(g.server_cpu_capacity_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
                     Text(" ".join(g.badges), style="bold yellow") if g.badges else "",
                     fmt.ids(g.measurement_ids))
             out.append(Text(""))
             out.append(table)
+            out += [Text(f"  {find_max_line(g)}") for g in groups if g.find_max is not None]
     if used:
         legend = Text("badges: ", style="dim")
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
         out.append(legend)
-    out.append(Text("cpu = server CPU, % of one core (median of repeats); rss = server peak RSS over the repeats",
-                    style="dim"))
+    out.append(Text("cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server peak RSS "
+                    "over the repeats", style="dim"))
     for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""

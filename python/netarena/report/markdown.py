@@ -1,0 +1,54 @@
+"""The summary tables as Markdown (`netarena export --markdown`), ready to paste into a write-up.
+
+A pure function of a ``Report``, with the HTML page's figures and formatting (``fmt``): one table per scenario
+and level, ranked as the page ranks them, each row naming the measurement ids it came from.
+"""
+
+from __future__ import annotations
+
+from . import fmt
+from .model import BADGES, Report, find_max_line, level_title, ranks
+
+HEADERS = ["rank", "contestant", "{unit} (median)", "min–max", "p50", "p99", "p99.9", "mean", "stdev", "max",
+           "ok", "errors", "error rate", "MB/s", "server CPU", "peak RSS", "badges", "from"]
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: Report) -> str:
+    run = report.run
+    out = [f"# netarena run {run.id}: {run.suite_name}", "",
+           f"{run.status}, started {run.started_at}; server CPUs {run.server_cpus}, generator CPUs "
+           f"{run.generator_cpus}; netarena {run.netarena_version} (git {run.git_sha or 'unknown'}). Medians of "
+           "the repeats [min–max]; latency from the repeats' merged histograms; ok / errors summed over the repeats; "
+           "server CPU in % of the CPUs it was pinned to; #N = measurement id in the store.", ""]
+    rank = ranks(report.groups)
+    used: set[str] = set()
+    for scenario in report.scenarios():
+        for level_key, groups in report.levels_for(scenario):
+            out += [f"## {level_title(scenario, groups[0])}", ""]
+            headers = [h.format(unit=fmt.throughput_unit(scenario)) for h in HEADERS]
+            out.append("| " + " | ".join(headers) + " |")
+            out.append("|" + "|".join("---:" if i not in (1, 16, 17) else "---" for i in range(len(headers))) + "|")
+            for g in groups:
+                used.update(g.badges)
+                cells = [rank.get((g.contestant, g.scenario, g.level_key)) or "–", g.contestant,
+                         fmt.rps(g.requests_per_s_median), fmt.rps_range(g.requests_per_s_min, g.requests_per_s_max),
+                         fmt.us(g.latency_p50_us), fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us),
+                         fmt.us(g.latency_mean_us), fmt.us(g.latency_stdev_us), fmt.us(g.latency_max_us),
+                         f"{g.requests_total:,}", f"{g.errors_total:,}", fmt.pct(g.error_rate_median),
+                         fmt.mb_per_s(g.bytes_per_s_median),
+                         fmt.cpu_capacity(g.server_cpu_capacity_pct_median, g.server_cpus),
+                         fmt.size_bytes(g.server_rss_peak_bytes), " ".join(g.badges), fmt.ids(g.measurement_ids)]
+                out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+            out.append("")
+            found = [f"- {find_max_line(g)}" for g in groups if g.find_max is not None]
+            out += found + ([""] if found else [])
+    if used:
+        out += ["Badges: " + "; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used), ""]
+    for s in report.skipped:
+        what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
+        out.append(f"- skipped: {what}: {s.reason}")
+    return "\n".join(out).rstrip() + "\n"
