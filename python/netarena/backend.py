@@ -31,6 +31,8 @@ GENERATOR_GRACE_S = 30.0
 # With workers > 1, how long readiness may wait for the server's process tree to go idle (all workers started).
 WORKERS_SETTLE_MAX_S = 5.0
 STDERR_TAIL_BYTES = 4000
+# netarena-load's exit code when its run finished and a --threshold failed (docs/load-generator.md).
+GENERATOR_EXIT_THRESHOLD_FAILED = 99
 
 
 class GeneratorMissing(Exception):
@@ -109,7 +111,7 @@ def _result_fields(generator: dict) -> dict:
             "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
 
 
-def _timeouts(generator: dict | None) -> int:
+def timeouts(generator: dict | None) -> int:
     by_class = ((generator or {}).get("errors") or {}).get("by_class", {})
     return by_class.get("timeout", 0) + by_class.get("connect_timeout", 0)
 
@@ -213,37 +215,19 @@ class RealBackend:
                                   duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
             record["generator_argv"] = argv
             progress("load")
-            generator, monitor, gen_error = self._run_generator(argv, server, req)
+            generator, monitor, gen_error = self._run_generator(argv, server.pid, req)
             record["generator"] = generator
             record["monitor"] = monitor
             crashed_code = server.poll()
             hang = None
-            if crashed_code is None and gen_error is None and _timeouts(generator):
+            if crashed_code is None and gen_error is None and timeouts(generator):
                 progress("checking")
                 hang = self.check_answers(req, port)
                 record["verification"] = dict(record["verification"] or {}, after_load=hang)
             record["stop"] = self.stop_server(req.contestant, server)
-            if crashed_code is not None:
-                return self._failed(record, "crashed", f"the contestant exited with code {crashed_code} "
-                                    "while under load", log_path)
-            if gen_error is not None:
-                return self._failed(record, "generator_failed", gen_error, log_path)
-            if hang is not None and not hang["ok"]:
-                killed = " and ignored its stop signal (stopped with SIGKILL)" if record["stop"].get("killed") else ""
-                return self._failed(record, "hung", (
-                    f"the server stopped answering: {_timeouts(generator)} request(s) timed out under load "
-                    f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
-                    f"valid answer within timeout_s={req.timeout_s:g} s ({hang['reason']}){killed}"), log_path)
-            record.update(_result_fields(generator))
-            record["flags"] = stats.measurement_flags(generator, record["stop"])
-            if generator["totals"]["requests"] == 0:
-                return self._failed(record, "no_successful_requests",
-                                    "no successful request during the measured phase; errors: "
-                                    + json.dumps({k: v for k, v in generator["errors"]["by_class"].items() if v}),
-                                    log_path)
-            record["status"] = STATUS_OK
-            record["ended_at"] = now_iso()
-            return record
+            crashed = None if crashed_code is None else \
+                f"the contestant exited with code {crashed_code} while under load"
+            return self.conclude(record, req, generator, gen_error, crashed, hang, log_path)
         finally:
             if server is not None and not server.released:
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
@@ -253,13 +237,39 @@ class RealBackend:
                 finally:
                     self.release(server)
 
+    def conclude(self, record: dict, req: MeasureRequest, generator: dict | None, gen_error: str | None,
+                 crashed: str | None, hang: dict | None, log_path: Path | None) -> dict:
+        """The measurement's verdict once the load is over: crashed, generator failure, hung, nothing
+        answered, or ok with its figures and flags."""
+        if crashed is not None:
+            return self._failed(record, "crashed", crashed, log_path)
+        if gen_error is not None:
+            return self._failed(record, "generator_failed", gen_error, log_path)
+        if hang is not None and not hang["ok"]:
+            killed = " and ignored its stop signal (stopped with SIGKILL)" if (record.get("stop") or {}).get("killed") \
+                else ""
+            return self._failed(record, "hung", (
+                f"the server stopped answering: {timeouts(generator)} request(s) timed out under load "
+                f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
+                f"valid answer within timeout_s={req.timeout_s:g} s ({hang['reason']}){killed}"), log_path)
+        record.update(_result_fields(generator))
+        record["flags"] = stats.measurement_flags(generator, record.get("stop"))
+        if generator["totals"]["requests"] == 0:
+            return self._failed(record, "no_successful_requests",
+                                "no successful request during the measured phase; errors: "
+                                + json.dumps({k: v for k, v in generator["errors"]["by_class"].items() if v}),
+                                log_path)
+        record["status"] = STATUS_OK
+        record["ended_at"] = now_iso()
+        return record
+
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
         an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
         result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True)
         return {"ok": result.ok, "reason": None if result.ok else result.reason}
 
-    def _run_generator(self, argv: list[str], server: ManagedProcess, req: MeasureRequest):
+    def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest):
         from .monitor import Monitor, MonitorError, restrict_to_window
 
         gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True)
@@ -268,7 +278,10 @@ class RealBackend:
         monitor_result = None
         try:
             try:
-                monitor = Monitor(server.pid, gen.pid, interval_s=self.monitor_interval_s).start()
+                if server_pid is None:
+                    raise MonitorError("no server process to watch (an external server whose process was not "
+                                       "found: give --pid or --process-name)")
+                monitor = Monitor(server_pid, gen.pid, interval_s=self.monitor_interval_s).start()
             except MonitorError as exc:
                 monitor_result = {"error": str(exc)}
             try:
@@ -288,7 +301,8 @@ class RealBackend:
             finally:
                 self.release(gen)
         monitor_result = self._stop_monitor(monitor, monitor_result)
-        if gen.proc.returncode != 0:
+        # 99: the run finished and a --threshold failed; the result is as complete as with 0.
+        if gen.proc.returncode not in (0, GENERATOR_EXIT_THRESHOLD_FAILED):
             message = stderr.decode("utf-8", "replace").strip()[-2000:]
             return None, monitor_result, f"netarena-load exited with code {gen.proc.returncode}: {message}"
         try:
@@ -378,4 +392,8 @@ def make_backend(name: str, **kwargs):
         return MockBackend(**kwargs)
     if name == "real":
         return RealBackend(**kwargs)
-    raise ValueError(f"unknown backend {name!r} (real | mock)")
+    if name == "external":
+        from .external import ExternalBackend
+
+        return ExternalBackend(**kwargs)
+    raise ValueError(f"unknown backend {name!r} (real | mock | external)")

@@ -38,6 +38,8 @@ BADGES: dict[str, tuple[str, str]] = {
     "STOP": ("unclean stop", "the contestant needed SIGKILL to stop or left processes behind"),
     "RATE": ("rate not met", "open loop: fewer than 99% of the scheduled requests started, some were dropped, or "
                              "the send lag p99 exceeded 1 ms; the load was not what the level says"),
+    "THR": ("threshold failed", "at least one repeat failed a threshold (netarena run --threshold or the suite entry's "
+                                "`thresholds`): the measured value is beside each verdict (see Thresholds)"),
     "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
@@ -127,6 +129,8 @@ class Group:
     echo_completion_s: list[float] = field(default_factory=list)   # fixed-bytes echo floods, per ok repeat
     echo_bytes_per_connection: int | None = None
     probe: dict | None = None           # merged client-delay probe: attempts, errors, p50/p99/max
+    # The generator's verdicts of each ok repeat: {measurement_id, repeat_index, expr, measured, pass, ...}.
+    thresholds: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -163,6 +167,17 @@ class Report:
             if m.id == measurement_id:
                 return m
         return None
+
+
+def external_line(run: RunInfo) -> str | None:
+    """One sentence naming the server of a `netarena run --url` run (None for a run of contestants)."""
+    ext = (run.args or {}).get("external")
+    if not ext:
+        return None
+    process = f"process {ext['pid']} ({' '.join(ext.get('process') or [])})" if ext.get("pid") else \
+        "its process not monitored"
+    return (f"external server {ext['url']}: started, pinned and stopped by its owner, not by netarena; {process}; "
+            "its responses were verified before each measurement")
 
 
 def rank_key(g: Group) -> tuple:
@@ -328,6 +343,8 @@ def build_groups(rows: list[dict]) -> list[Group]:
             echo_completion_s=[e["completion_time_s"] for e in echo if e.get("completion_time_s") is not None],
             echo_bytes_per_connection=next((e.get("bytes_per_connection") for e in echo if e), None),
             probe=_probe([e.get("probe") for e in echo if e.get("probe")]),
+            thresholds=[dict(t, measurement_id=m["id"], repeat_index=m["repeat_index"]) for m in ok
+                        for t in (m["generator"].get("thresholds") or [])],
         ))
     return groups
 
@@ -353,6 +370,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("STOP")
     if stats.FLAG_RATE_NOT_MET in flags:
         out.append("RATE")
+    if stats.FLAG_THRESHOLD_FAILED in flags:
+        out.append("THR")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
     return out

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import fmt
-from .model import BADGES, Report, ranks
+from .model import BADGES, Report, external_line, ranks
 
 TERMINAL_WIDTH = 100
 
@@ -19,6 +19,8 @@ def summary_renderables(report: Report) -> list:
     run = report.run
     out: list = [Text(f"run {run.id} · suite {run.suite_name} · {run.status} · started {run.started_at} · "
                       f"server CPUs {run.server_cpus}, generator CPUs {run.generator_cpus}")]
+    if external_line(run):
+        out.append(Text(external_line(run), style="bold"))
     if run.status != "complete":
         made = sum(1 for m in report.measurements if m.status in ("ok", "failed"))
         out.append(Text(f"partial: the run is {run.status}; {made} of {run.planned_measurements} planned "
@@ -59,6 +61,11 @@ def summary_renderables(report: Report) -> list:
     out.append(Text("cpu = server CPU, % of one core (median of repeats); rss = server peak RSS over the repeats",
                     style="dim"))
     for g in report.groups:
+        for t in g.thresholds:
+            if not t.get("pass"):
+                out.append(Text(f"threshold failed: {g.contestant} {g.scenario} {g.level_key} "
+                                f"#{t['repeat_index'] + 1}: {threshold_text(t)}", style="bold red"))
+    for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
             out.append(Text(f"failed: {g.contestant} {g.scenario} {g.level_key}: {g.failures[0]}{more}"))
@@ -66,6 +73,11 @@ def summary_renderables(report: Report) -> list:
         what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
         out.append(Text(f"skipped: {what}: {s.reason}"))
     return out
+
+
+def threshold_text(t: dict) -> str:
+    """A verdict as the generator reported it: the expression and what was measured."""
+    return f"{t.get('expr')} (measured {t.get('measured')})"
 
 
 def _range(low: float | None, high: float | None) -> str:
