@@ -660,6 +660,30 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
 
 
 @main.command()
+@click.argument("name")
+@click.option("--language", required=True, metavar="LANGUAGE",
+              help="python | node | go | rust | java | ruby | erlang: the template's language.")
+@click.option("--scenarios", "scenario_opt", default="hello", show_default=True,
+              help="Comma-separated catalog scenarios the new contestant claims.")
+@_contestants_dir_option
+def new(name, language, scenario_opt, contestants_dir):
+    """Write contestants/NAME: a commented contestant.toml and a minimal server (standard library only) that
+    passes `netarena verify NAME` as written. Exit 2 (nothing written) for a bad name, language or scenario,
+    or when the folder exists."""
+    from .scaffold import create, next_steps
+
+    given_dir = contestants_dir
+    contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
+    try:
+        contestants_dir.mkdir(parents=True, exist_ok=True)
+        target = create(name, language, split_list(scenario_opt) or [], contestants_dir)
+    except ConfigError as exc:
+        fail_bad_input(exc)
+        return
+    click.echo(next_steps(target, name, f" --contestants-dir {given_dir}" if given_dir else ""))
+
+
+@main.command()
 @click.option("--apply", is_flag=True, help="Raise the limits that can be raised (needs root).")
 def doctor(apply):
     """Limits and settings that bound a run, what each means, and the command that raises it."""

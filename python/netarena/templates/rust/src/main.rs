@@ -63,6 +63,7 @@ fn serve_http(stream: TcpStream) -> std::io::Result<()> {
         } else if path == "/json" {
             reply(&mut out, "application/json", br#"{"message":"Hello, World!"}"#)?;
         } else if let Some(Ok(n)) = path.strip_prefix("/bytes/").map(str::parse::<usize>) {
+            // Built per request here; the catalog asks for one body per size (cache it when you measure bytes).
             reply(&mut out, "application/octet-stream", &vec![b'*'; n])?;
         } else if let Some(Ok(ms)) = path.strip_prefix("/sleep/").map(str::parse::<u64>) {
             thread::sleep(Duration::from_millis(ms)); // blocks this connection's thread only
