@@ -180,3 +180,71 @@ def test_compare_fail_on_regression(server, cache_dir, tmp_path, generator_binar
     assert run_cli(["compare", "1", "2", "--results", results], cache_dir).returncode == 0
     bad = run_cli(["compare", "1", "2", "--fail-on-regression", "--metric", "p95", "--results", results], cache_dir)
     assert bad.returncode == 2 and "choose from rps, p99" in bad.stderr
+
+
+# A threshold that holds in any run that answered at all, and one that no run can meet (a count below zero):
+# the mechanism, not this machine's speed.
+HOLDS = "requests>=1"
+CANNOT_HOLD = "error_count<0"
+
+
+def test_thresholds_on_the_command_line_exit_0_or_99(server, cache_dir, tmp_path, generator_binary):
+    proc, port = server()
+    url = f"http://127.0.0.1:{port}"
+    results = tmp_path / "results"
+    held = run_cli(["run", "--url", url, "--scenario", "hello", "--threshold", HOLDS, "--connections", "4", *SHORT,
+                    "--results", results], cache_dir)
+    assert held.returncode == 0, held.stdout + held.stderr
+    failed = run_cli(["run", "--url", url, "--scenario", "hello,json", "--threshold", HOLDS, "--threshold",
+                      CANNOT_HOLD, "--connections", "4", *SHORT, "--results", results], cache_dir)
+    assert failed.returncode == 99, failed.stdout + failed.stderr
+    assert "2 measurement(s) failed a threshold (exit 99)" in failed.stderr
+    run = db_rows(results, "SELECT * FROM runs WHERE id = 2")[0]
+    assert run["status"] == "complete"
+    rows = db_rows(results, "SELECT * FROM measurements WHERE run_id = 2 ORDER BY id")
+    assert [r["status"] for r in rows] == ["ok", "ok"]
+    for row in rows:
+        verdicts = json.loads(row["generator_json"])["thresholds"]
+        assert [(v["expr"], v["pass"]) for v in verdicts] == [(HOLDS, True), (CANNOT_HOLD, False)]
+        assert "threshold_failed" in json.loads(row["flags_json"])
+        assert "--threshold" in json.loads(row["generator_argv_json"])
+    shown = run_cli(["show", "2", "--results", results], cache_dir)
+    assert f"threshold failed: external hello c=4,w=1 #1: {CANNOT_HOLD}" in shown.stdout, shown.stdout
+    assert "THR" in shown.stdout
+    page = run_cli(["report", "2", "--results", results, "-o", tmp_path / "r.html"], cache_dir)
+    assert page.returncode == 0 and 'id="thresholds"' in (tmp_path / "r.html").read_text()
+
+
+def test_suite_entry_thresholds_reach_the_generator(cache_dir, tmp_path, generator_binary):
+    from conftest import FIXTURE_CONTESTANTS, write_suite
+
+    suite = write_suite(tmp_path / "gated.toml", f"""name = "gated"
+contestants = ["fx-good"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 0.7
+
+[[measure]]
+scenario = "hello"
+connections = [4]
+thresholds = ["{HOLDS}"]
+
+[[measure]]
+scenario = "json"
+connections = [4]
+thresholds = ["{CANNOT_HOLD}"]
+""")
+    results = tmp_path / "results"
+    result = run_cli(["run", suite, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 99, result.stdout + result.stderr
+    flags = {r["scenario"]: json.loads(r["flags_json"]) for r in db_rows(results, "SELECT * FROM measurements")}
+    assert "threshold_failed" not in flags["hello"] and "threshold_failed" in flags["json"]
+
+
+def test_a_bad_threshold_exits_2_before_anything(server, cache_dir, tmp_path, generator_binary):
+    _, port = server()
+    result = run_cli(["run", "--url", f"http://127.0.0.1:{port}", "--scenario", "hello", "--threshold", "p99<<5ms",
+                      *SHORT, "--results", tmp_path], cache_dir)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "p99<<5ms" in result.stderr and result.stderr.count("error:") == 1, result.stderr
+    assert not (tmp_path / "netarena.sqlite").exists()

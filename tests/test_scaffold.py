@@ -53,7 +53,7 @@ def test_new_contestant_passes_verify_as_written(language, tmp_path):
 
 REFUSED = [
     (["My_Server", "--language", "go"], "not a contestant name"),
-    (["ok-name", "--language", "golang"], "did you mean 'go'"),
+    (["ok-name", "--language", "pyton"], "did you mean 'python'"),
     (["ok-name", "--language", "rust", "--scenarios", "static"], "does not implement static"),
     (["ok-name", "--language", "go", "--scenarios", "helo"], "did you mean 'hello'"),
     (["ok-name", "--language", "go", "--scenarios", "hello,hello"], "listed twice"),

@@ -67,6 +67,25 @@ def generator_version(path: Path) -> str | None:
     return out.stdout.strip() or None
 
 
+def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
+    """netarena-load's own verdict on --threshold expressions, before anything starts: None when it accepts them
+    all, else its message. It parses them with the rest of its command line and exits 2 on a bad one before any
+    load; accepted, the probe is one connection attempt for a millisecond to a port nothing listens on."""
+    if not expressions:
+        return None
+    argv = [str(binary), "http", f"http://127.0.0.1:{free_port()}/", "-c", "1", "--duration", "1ms",
+            "--timeout", "100ms", "--json"]
+    for expression in expressions:
+        argv += ["--threshold", expression]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"could not run {binary} to check the thresholds: {exc}"
+    if out.returncode == 2:
+        return out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "netarena-load refused them (exit 2)"
+    return None
+
+
 @dataclass
 class MeasureRequest:
     contestant: Contestant

@@ -239,7 +239,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     completed and at least one measurement failed a --threshold (or a suite entry's `thresholds`);
     130 interrupted.
     """
-    from .backend import GeneratorMissing, find_generator, generator_version, make_backend
+    from .backend import GeneratorMissing, check_thresholds, find_generator, generator_version, make_backend
     from .runner import Interrupted, Runner, StopRequest, build_plan, cleanup_orphans, new_run, orchestrator_alive, resolve_cpus
     from .cli_report import measured_any, report_after_run, summary_after_run
 
@@ -348,6 +348,12 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(str(exc)) from None
             from .doctor import max_connections
 
+            gates = list(dict.fromkeys(t for item in plan.items for t in item.level.thresholds))
+            refused = check_thresholds(generator_path, gates)
+            if refused:
+                raise ConfigError(refused, path="--threshold" if thresholds else str(suite_path),
+                                  field=None if thresholds else "measure.thresholds",
+                                  hint="docs/load-generator.md lists the metrics, operators and units")
             limit = max_connections()
             for item in plan.items:
                 if item.level.connections > limit:
