@@ -229,14 +229,8 @@ class RealBackend:
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
                 return self._failed(record, kind, error, log_path)
-            spec = load_spec(req.scenario, req.level, port, req.static_dir)
-            argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
-                                  duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
-            record["generator_argv"] = argv
-            progress("load")
-            generator, monitor, gen_error = self._run_generator(argv, server.pid, req)
-            record["generator"] = generator
-            record["monitor"] = monitor
+            generator, gen_error = self.load(record, load_spec(req.scenario, req.level, port, req.static_dir),
+                                             server.pid, req, progress)
             crashed_code = server.poll()
             hang = None
             if crashed_code is None and gen_error is None and timeouts(generator):
@@ -255,6 +249,18 @@ class RealBackend:
                                 min(req.contestant.manifest.start.stop_timeout_s, 2.0))
                 finally:
                     self.release(server)
+
+    def load(self, record: dict, spec, server_pid: int | None, req: MeasureRequest, progress) -> tuple:
+        """Run netarena-load as `spec` says while monitoring the server's process tree; the command line, the
+        generator's result and the monitor's go into `record`. Returns (generator result, error or None)."""
+        argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
+                              duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
+        record["generator_argv"] = argv
+        progress("load")
+        generator, monitor, gen_error = self._run_generator(argv, server_pid, req)
+        record["generator"] = generator
+        record["monitor"] = monitor
+        return generator, gen_error
 
     def conclude(self, record: dict, req: MeasureRequest, generator: dict | None, gen_error: str | None,
                  crashed: str | None, hang: dict | None, log_path: Path | None) -> dict:

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import psutil
 
-from .backend import RealBackend, generator_argv, timeouts
+from .backend import RealBackend, timeouts
 from .config import SCENARIOS, Request, Start, Strict, Workers
 from .errors import ConfigError, did_you_mean
 from .process import available_cpus
@@ -262,14 +262,8 @@ class ExternalBackend(RealBackend):
         if not verification.ok:
             kind = "not_ready" if verification.retryable else "verify_failed"
             return self._failed(record, kind, f"{server.url}: {verification.reason}", None)
-        spec = server.load_spec(req.scenario, req.level, req.static_dir)
-        argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
-                              duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
-        record["generator_argv"] = argv
-        progress("load")
-        generator, monitor, gen_error = self._run_generator(argv, server.pid, req)
-        record["generator"] = generator
-        record["monitor"] = monitor
+        generator, gen_error = self.load(record, server.load_spec(req.scenario, req.level, req.static_dir),
+                                         server.pid, req, progress)
         crashed = None
         if server.pid is not None and not psutil.pid_exists(server.pid):
             crashed = f"the server process {server.pid} exited while under load"
