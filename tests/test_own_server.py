@@ -23,9 +23,9 @@ FIXTURE_SERVER = TESTS / "fixtures" / "fixture_server.py"
 SHORT = ["--repeat", "1", "--duration", "1s", "--warmup", "0.2s"]
 
 
-def start_server(*args: str) -> tuple[subprocess.Popen, int]:
+def start_server(*args: str, interpreter: str = sys.executable) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(FIXTURE_SERVER), "--port", str(port), *args],
+    proc = subprocess.Popen([interpreter, str(FIXTURE_SERVER), "--port", str(port), *args],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 15
     import socket
@@ -44,8 +44,8 @@ def start_server(*args: str) -> tuple[subprocess.Popen, int]:
 def server():
     started: list[subprocess.Popen] = []
 
-    def start(*args: str) -> tuple[subprocess.Popen, int]:
-        proc, port = start_server(*args)
+    def start(*args: str, **kwargs) -> tuple[subprocess.Popen, int]:
+        proc, port = start_server(*args, **kwargs)
         started.append(proc)
         return proc, port
 
@@ -115,6 +115,23 @@ def test_url_run_finds_the_listening_process_and_measures_a_custom_request(serve
     assert result.returncode == 0, result.stdout + result.stderr
     assert [r["scenario"] for r in db_rows(results, "SELECT scenario FROM measurements ORDER BY id")] == \
         ["custom", "login"]
+
+
+def test_process_name_finds_the_server(server, cache_dir, tmp_path, generator_binary):
+    """--process-name: the server runs under a name of its own (a symlink to the interpreter, which the kernel
+    takes as the process name), found and monitored without a PID."""
+    named = tmp_path / "fx-named-srv"
+    named.symlink_to(sys.executable)
+    proc, port = server(interpreter=str(named))
+    results = tmp_path / "results"
+    result = run_cli(["run", "--url", f"http://127.0.0.1:{port}", "--scenario", "hello", "--process-name",
+                      "fx-named-srv", "--connections", "4", *SHORT, "--results", results], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    external = json.loads(db_rows(results, "SELECT args_json FROM runs")[0][0])["external"]
+    assert (external["pid"], external["found_by"]) == (proc.pid, "--process-name fx-named-srv")
+    missing = run_cli(["run", "--url", f"http://127.0.0.1:{port}", "--scenario", "hello", "--process-name",
+                       "fx-nobody-srv", *SHORT, "--results", tmp_path / "none"], cache_dir)
+    assert missing.returncode == 2 and "no process named 'fx-nobody-srv'" in missing.stderr, missing.stderr
 
 
 BAD_INPUT = [
