@@ -25,10 +25,10 @@ from .contestants import (InstallError, availability, markdown_catalog, cache_ro
 from .errors import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD_FAILED, ConfigError,
                      did_you_mean)
 from .export import export_csv, export_json, run_summary
+from .external import DEFAULT_NAME as EXTERNAL_NAME
 from .store import Store
 
 DEFAULT_SUITE = "quick"
-DEFAULT_EXTERNAL_NAME = "external"  # external.DEFAULT_NAME, here for the option's help without importing it
 DEFAULT_RESULTS_DIR = "results"
 VERIFY_LOG_TAIL_LINES = 20  # enough for a stack trace's useful end, few enough to read under the table
 
@@ -192,7 +192,8 @@ def _contestants_dir_option(f):
 @main.command()
 @click.argument("suite", required=False)
 @click.option("--only", help="Comma-separated contestant names or globs (replaces the suite's list).")
-@click.option("--scenario", "scenario_opt", help="Comma-separated scenarios to keep from the suite.")
+@click.option("--scenario", "scenario_opt", help="Comma-separated scenarios to keep from the suite (with --url: "
+                                                 "the catalog scenarios to measure).")
 @click.option("--repeat", type=int, help="Repeats per measurement (default: the suite's).")
 @click.option("--duration", help="Measured time per measurement, e.g. 3s (default: the suite's).")
 @click.option("--warmup", help="Warm-up per measurement, e.g. 1s (default: the suite's).")
@@ -215,7 +216,7 @@ def _contestants_dir_option(f):
                                       "switches). Default: the process listening on the URL's port.")
 @click.option("--process-name", help="--url: find the server's process by name instead of --pid.")
 @click.option("--name", "server_name", help=f"--url: the name the server is stored and compared under "
-                                            f"(default: {DEFAULT_EXTERNAL_NAME}).")
+                                            f"(default: {EXTERNAL_NAME}).")
 @click.option("--connections", help="--url: comma-separated connection counts, one level each (default: 50).")
 @click.option("--allow-target", multiple=True, metavar="HOST",
               help="--url: allow a host that is not loopback (repeatable; passed to netarena-load).")
