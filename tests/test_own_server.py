@@ -134,6 +134,16 @@ def test_process_name_finds_the_server(server, cache_dir, tmp_path, generator_bi
     assert missing.returncode == 2 and "no process named 'fx-nobody-srv'" in missing.stderr, missing.stderr
 
 
+def test_echo_floods_the_urls_host_and_port(server, cache_dir, tmp_path, generator_binary):
+    proc, port = server("--echo")
+    results = tmp_path / "results"
+    result = run_cli(["run", "--url", f"http://127.0.0.1:{port}", "--scenario", "echo", "--pid", proc.pid,
+                      "--connections", "2", *SHORT, "--results", results], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    row = db_rows(results, "SELECT * FROM measurements")[0]
+    assert row["status"] == "ok" and json.loads(row["generator_argv_json"])[1:3] == ["echo", f"127.0.0.1:{port}"]
+
+
 BAD_INPUT = [
     # (extra arguments; {port} is the running server's, {free} a port nothing listens on), the message
     (["--url", "http://127.0.0.1:{port}", "--scenario", "helo"], "did you mean 'hello'"),

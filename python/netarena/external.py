@@ -168,7 +168,12 @@ def find_process(pid: int | None, process_name: str | None, host: str, port: int
                      if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
     except psutil.Error:
         return None, "not found (listening sockets unreadable)"
-    parents = {p: psutil.Process(p).ppid() for p in listeners if psutil.pid_exists(p)}
+    parents = {}
+    for listener in listeners:
+        try:
+            parents[listener] = psutil.Process(listener).ppid()
+        except psutil.Error:  # exited since the sockets were listed
+            continue
     roots = sorted(p for p, parent in parents.items() if parent not in parents)
     if len(roots) == 1:
         return roots[0], f"the process listening on port {port}"
