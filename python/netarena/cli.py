@@ -268,7 +268,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(f"{', '.join(clash)} cannot be combined with --url: the server is the one at the URL "
                                   "(netarena neither starts nor pins it) and the run's levels come from --scenario, "
                                   "--connections, --repeat, --duration and --warmup", path=clash[0])
-            from .external import plan_external
+            from .external import pick_cpus, plan_external
 
             backend_kind = "external"
             external, effective, plan, found_by = plan_external(
@@ -277,8 +277,6 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 request_file=request_file, method=method, headers=headers, body=body, expect_status=expect_status,
                 expect_body=expect_body, overrides=lambda base: _override(base, _run_overrides(
                     repeat, duration, warmup, thresholds)))
-            from .external import pick_cpus
-
             server, generator_set, cpu_warning = pick_cpus(external.pid,
                                                            parse_cpus(generator_cpus, "--generator-cpus"))
             suite_path, scenario_filter, contestants_dir, allow_apt = None, None, None, False
@@ -295,9 +293,9 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(f"run {run_row['id']} measured a server of your own "
                                   f"({stored_args['external']['url']}); such a run is not resumed: measure again "
                                   "with the same `netarena run --url ...`", path="--resume")
-            if any(v is not None for v in (suite, only, scenario_opt, repeat, duration, warmup)):
+            if any(v is not None for v in (suite, only, scenario_opt, repeat, duration, warmup, thresholds or None)):
                 ui.warn("--resume replays the stored suite and options; the suite/--only/--scenario/--repeat/"
-                        "--duration/--warmup given now are ignored")
+                        "--duration/--warmup/--threshold given now are ignored")
             effective = Suite.model_validate(json.loads(run_row["suite_json"]))
             contestants_dir = Path(stored_args["contestants_dir"])
             scenario_filter = stored_args.get("scenarios")
