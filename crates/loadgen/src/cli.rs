@@ -68,6 +68,10 @@ pub struct CommonArgs {
     /// at once), or `auto`: at most 5% of the fastest recent response's latency, at most 50 µs
     #[arg(long = "coalesce-us", default_value = "0", value_parser = parse_coalesce, value_name = "US|auto")]
     pub coalesce: Coalesce,
+    /// Pass/fail gate on the result, e.g. 'p99<=5ms', 'errors<=0.1%', 'rps>=50000' (repeatable);
+    /// exit 99 when one fails
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
 }
 
 /// `--coalesce-us`: whether, and how long, the io_uring engine waits for more completions.

@@ -11,6 +11,7 @@ use crate::openloop::{LoadKind, Requests, UrlOrder};
 use crate::parse::{parse_cpu_list, parse_ip_list};
 use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
+use crate::thresholds::{self, Threshold};
 
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
 pub const DEFAULT_ECHO_CONNECTIONS: usize = 1;
@@ -129,6 +130,8 @@ pub struct Config {
     pub command_line: Vec<String>,
     pub interval: Duration,
     pub hlog: Option<std::path::PathBuf>,
+    /// `--threshold`: judged on the finished result (exit 99 when one fails).
+    pub thresholds: Vec<Threshold>,
 }
 
 impl Config {
@@ -362,6 +365,11 @@ fn common(
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
+    let thresholds = a
+        .thresholds
+        .iter()
+        .map(|t| thresholds::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
     let source_ips = match &a.source_ips {
         None => Vec::new(),
         Some(text) => {
@@ -399,6 +407,7 @@ fn common(
         command_line,
         interval: a.interval,
         hlog: a.hlog.clone(),
+        thresholds,
     })
 }
 

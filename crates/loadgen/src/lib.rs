@@ -21,4 +21,5 @@ pub mod schedule;
 pub mod stats;
 pub mod sys;
 pub mod target;
+pub mod thresholds;
 pub mod uring;

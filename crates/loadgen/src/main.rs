@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use netarena_load::config::{self, Mode};
 use netarena_load::openrun::{self, OpenError};
-use netarena_load::{cli, limits, output, run};
+use netarena_load::{cli, limits, output, run, thresholds};
 
 /// Bad usage, a refused target, or a limit that makes the run impossible; nothing was sent.
 const EXIT_USAGE: u8 = 2;
@@ -13,6 +13,8 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_ABORTED: u8 = 3;
 /// The tool itself failed.
 const EXIT_FAILURE: u8 = 1;
+/// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
+const EXIT_THRESHOLD_FAILED: u8 = 99;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -48,7 +50,7 @@ fn main() -> ExitCode {
     }
 
     let open_loop = matches!(&cfg.mode, Mode::Http(h) if h.open.is_some());
-    let doc = if open_loop {
+    let mut doc = if open_loop {
         match openrun::run(&cfg) {
             Ok(d) => d,
             Err(OpenError::Usage(e)) => return usage_error(&e),
@@ -78,6 +80,7 @@ fn main() -> ExitCode {
             );
         }
     }
+    doc.thresholds = thresholds::evaluate(&cfg.thresholds, &doc);
     if cfg.json {
         println!(
             "{}",
@@ -85,6 +88,9 @@ fn main() -> ExitCode {
         );
     } else {
         print!("{}", output::human(&doc));
+    }
+    if doc.thresholds.iter().any(|t| !t.pass) {
+        return ExitCode::from(EXIT_THRESHOLD_FAILED);
     }
     ExitCode::SUCCESS
 }

@@ -507,16 +507,10 @@ pub fn open_doc(
     }
 }
 
-/// errors / (successful requests + errors), as python/netarena/stats.py's `error_rate`: a status
-/// or verification error is a response too, so dividing by responses + errors would count it twice.
+/// A step's share of failed attempts (`stats::error_fraction`); a step that attempted nothing
+/// counts as all failed, so it can never pass `--max-errors`.
 pub fn error_fraction(st: &ThreadStats) -> f64 {
-    let errors = st.errors_total();
-    let attempts = st.requests + errors;
-    if attempts == 0 {
-        1.0
-    } else {
-        errors as f64 / attempts as f64
-    }
+    crate::stats::error_fraction(st.errors_total(), st.requests).unwrap_or(1.0)
 }
 
 /// Did this step meet the objective, the error budget and its own schedule?

@@ -184,6 +184,14 @@ impl ErrorClass {
     }
 }
 
+/// errors / (successful requests + errors), as python/netarena/stats.py's `error_rate`: a status
+/// or verification error is a response too, so dividing by responses + errors would count it twice.
+/// None when nothing was attempted (no success and no error): there is no share to give.
+pub fn error_fraction(errors: u64, successes: u64) -> Option<f64> {
+    let attempts = successes + errors;
+    (attempts > 0).then(|| errors as f64 / attempts as f64)
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Second {
     pub requests: u64,

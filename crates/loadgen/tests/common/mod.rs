@@ -74,6 +74,14 @@ impl LoadRun {
         )
     }
 
+    /// The JSON document on stdout, whatever the exit code (a failed threshold or an interrupted
+    /// run still prints its result).
+    pub fn stdout_json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!("stdout is not one JSON document ({e})\n{}", self.describe())
+        })
+    }
+
     /// The result document as printed (exit 0 required), without further checks.
     pub fn json(&self) -> Value {
         assert_eq!(
