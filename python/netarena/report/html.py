@@ -402,7 +402,7 @@ def _thresholds(page: _Page, report: Report) -> None:
              "own result; a failed one makes <code>netarena run</code> exit 99.</p>")
     rows = [f'<tr data-pass="{1 if t.get("pass") else 0}"><td>{e(g.contestant)}</td><td>{e(g.scenario)}</td>'
             f"<td>{e(g.level_key)}</td><td>{ids_html([t['measurement_id']])}</td><td><code>{e(t.get('expr'))}</code>"
-            f"</td><td class=\"num\">{e(t.get('measured'))}</td><td>"
+            f"</td><td class=\"num\">{e(fmt.measured(t))}</td><td>"
             + ("pass" if t.get("pass") else '<b style="color:#cf222e">FAIL</b>') + "</td></tr>"
             for g, t in verdicts]
     page.add(_table(["contestant", "scenario", "level", "measurement", "threshold", "measured", "verdict"], rows,

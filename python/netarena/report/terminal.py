@@ -64,7 +64,8 @@ def summary_renderables(report: Report) -> list:
         for t in g.thresholds:
             if not t.get("pass"):
                 out.append(Text(f"threshold failed: {g.contestant} {g.scenario} {g.level_key} "
-                                f"#{t['repeat_index'] + 1}: {threshold_text(t)}", style="bold red"))
+                                f"#{t['repeat_index'] + 1}: {t.get('expr')} (measured {fmt.measured(t)})",
+                                style="bold red"))
     for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
@@ -73,11 +74,6 @@ def summary_renderables(report: Report) -> list:
         what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
         out.append(Text(f"skipped: {what}: {s.reason}"))
     return out
-
-
-def threshold_text(t: dict) -> str:
-    """A verdict as the generator reported it: the expression and what was measured."""
-    return f"{t.get('expr')} (measured {t.get('measured')})"
 
 
 def _range(low: float | None, high: float | None) -> str:
