@@ -275,3 +275,18 @@ def test_a_bad_threshold_exits_2_before_anything(server, cache_dir, tmp_path, ge
     assert result.returncode == 2, result.stdout + result.stderr
     assert "p99<<5ms" in result.stderr and result.stderr.count("error:") == 1, result.stderr
     assert not (tmp_path / "netarena.sqlite").exists()
+
+
+def test_shell_completion_as_the_readme_enables_it(tmp_path):
+    """`eval "$(_NETARENA_COMPLETE=bash_source netarena)"` (README): click prints the script; asked as bash asks
+    after `netarena ru<TAB>`, it completes `run`."""
+    from pathlib import Path
+
+    netarena = Path(sys.executable).with_name("netarena")
+    script = subprocess.run([str(netarena)], env=dict(os.environ, _NETARENA_COMPLETE="bash_source"),
+                            capture_output=True, text=True, timeout=60)
+    assert script.returncode == 0 and "complete -o nosort -F _netarena_completion netarena" in script.stdout
+    words = subprocess.run([str(netarena)], env=dict(os.environ, _NETARENA_COMPLETE="bash_complete",
+                                                      COMP_WORDS="netarena ru", COMP_CWORD="1"),
+                           capture_output=True, text=True, timeout=60)
+    assert "plain,run" in words.stdout.splitlines(), words.stdout
