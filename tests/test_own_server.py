@@ -148,6 +148,8 @@ BAD_INPUT = [
     # (extra arguments; {port} is the running server's, {free} a port nothing listens on), the message
     (["--url", "http://127.0.0.1:{port}", "--scenario", "helo"], "did you mean 'hello'"),
     (["--url", "https://127.0.0.1:{port}", "--scenario", "hello"], "only http://"),
+    (["--url", "http://127.0.0.1:{port}/search?q=x"], "no query or fragment"),
+    (["--url", "http://127.0.0.1:{port}", "--header", "no colon"], "--header"),
     (["--url", "http://127.0.0.1:{port}", "--scenario", "hello", "--pid", "999999999"], "no process 999999999"),
     (["--url", "http://10.255.255.1:{port}", "--scenario", "hello"], "--allow-target 10.255.255.1"),
     (["--url", "http://127.0.0.1:{free}", "--scenario", "hello"], "does not answer"),

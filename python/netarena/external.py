@@ -67,7 +67,6 @@ class ExternalServer:
     pid: int | None
     request: Request | None
     allow_target: list[str] = field(default_factory=list)
-    dir: Path | None = None
 
     @property
     def name(self) -> str:
@@ -114,8 +113,8 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
     if not parts.hostname:
         raise ConfigError(f"{url!r}: no host", path="--url", hint="e.g. --url http://127.0.0.1:8080")
     if parts.query or parts.fragment:
-        raise ConfigError(f"{url!r}: no query or fragment here; a request's own path goes in --request FILE "
-                          "or --path", path="--url")
+        raise ConfigError(f"{url!r}: no query or fragment here; a request whose path has a query is described "
+                          "in a --request FILE (path = \"/search?q=x\")", path="--url")
     return f"http://{parts.netloc}", parts.hostname, port or 80, parts.path.rstrip("/")
 
 
