@@ -24,6 +24,11 @@ pub enum Command {
     Http(HttpArgs),
     /// TCP echo flood, verified byte for byte
     Echo(EchoArgs),
+    /// Print a shell completion script: netarena-load completions bash > ~/.local/share/bash-completion/completions/netarena-load
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -72,6 +77,9 @@ pub struct CommonArgs {
     /// exit 99 when one fails
     #[arg(long = "threshold", value_name = "EXPR")]
     pub thresholds: Vec<String>,
+    /// No progress lines on stderr (printed only when stderr is a terminal)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// `--coalesce-us`: whether, and how long, the io_uring engine waits for more completions.

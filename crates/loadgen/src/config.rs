@@ -132,6 +132,8 @@ pub struct Config {
     pub hlog: Option<std::path::PathBuf>,
     /// `--threshold`: judged on the finished result (exit 99 when one fails).
     pub thresholds: Vec<Threshold>,
+    /// `--quiet`: no progress lines.
+    pub quiet: bool,
 }
 
 impl Config {
@@ -269,6 +271,9 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 request,
             });
             Ok(c)
+        }
+        Command::Completions { .. } => {
+            Err("completions print a script and run nothing; main handles them first".into())
         }
         Command::Echo(a) => {
             let (host, port) = target::split_host_port(&a.target, None)
@@ -408,6 +413,7 @@ fn common(
         interval: a.interval,
         hlog: a.hlog.clone(),
         thresholds,
+        quiet: a.quiet,
     })
 }
 
