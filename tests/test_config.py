@@ -256,3 +256,18 @@ def test_find_max_entry_becomes_a_search_level(tmp_path):
     args = load_spec("hello", level, 8080, tmp_path).args
     assert args[args.index("--conn-rate") + 1] == "5" and args[args.index("--slo") + 1] == "p99.9<=20ms"
     assert "--find-max" in args and args[args.index("--max-errors") + 1] == "1%"
+
+
+def test_suite_thresholds_must_be_a_list_of_expressions(tmp_path):
+    """Only the shape is checked here; the expressions themselves are netarena-load's to judge (test_own_server)."""
+    text = "name = \"t\"\n[[measure]]\nscenario = \"hello\"\nconnections = [1]\nthresholds = \"p99<=5ms\"\n"
+    path = write_suite(tmp_path / "s.toml", text)
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert f"{path}:5: measure[0].thresholds:" in err.value.render()
+    path.write_text(text.replace('"p99<=5ms"', '["p99<=5ms", ""]'))
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert "measure[0].thresholds[1]" in err.value.render()
+    path.write_text(text.replace('"p99<=5ms"', '["p99<=5ms", "errors<=0.1%"]'))
+    assert load_suite(path)[0].measure[0].thresholds == ["p99<=5ms", "errors<=0.1%"]

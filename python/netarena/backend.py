@@ -31,6 +31,8 @@ GENERATOR_GRACE_S = 30.0
 # With workers > 1, how long readiness may wait for the server's process tree to go idle (all workers started).
 WORKERS_SETTLE_MAX_S = 5.0
 STDERR_TAIL_BYTES = 4000
+# netarena-load's exit code when its run finished and a --threshold failed (docs/load-generator.md).
+GENERATOR_EXIT_THRESHOLD_FAILED = 99
 
 
 class GeneratorMissing(Exception):
@@ -63,6 +65,25 @@ def generator_version(path: Path) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() or None
+
+
+def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
+    """netarena-load's own verdict on --threshold expressions, before anything starts: None when it accepts them
+    all, else its message. It parses them with the rest of its command line and exits 2 on a bad one before any
+    load; accepted, the probe is one connection attempt for a millisecond to a port nothing listens on."""
+    if not expressions:
+        return None
+    argv = [str(binary), "http", f"http://127.0.0.1:{free_port()}/", "-c", "1", "--duration", "1ms",
+            "--timeout", "100ms", "--json"]
+    for expression in expressions:
+        argv += ["--threshold", expression]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"could not run {binary} to check the thresholds: {exc}"
+    if out.returncode == 2:
+        return out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "netarena-load refused them (exit 2)"
+    return None
 
 
 @dataclass
@@ -127,7 +148,7 @@ def _result_fields(generator: dict) -> dict:
             "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
 
 
-def _timeouts(generator: dict | None) -> int:
+def timeouts(generator: dict | None) -> int:
     by_class = ((generator or {}).get("errors") or {}).get("by_class", {})
     return by_class.get("timeout", 0) + by_class.get("connect_timeout", 0)
 
@@ -226,22 +247,18 @@ class RealBackend:
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
                 return failed(record, kind, error, log_path)
-            spec = load_spec(req.scenario, req.level, port, req.static_dir)
-            argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
-                                  duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
-            record["generator_argv"] = argv
-            progress("load")
-            generator, monitor, gen_error = self._run_generator(argv, server, req)
-            record["generator"] = generator
-            record["monitor"] = monitor
+            generator, gen_error = self.load(record, load_spec(req.scenario, req.level, port, req.static_dir),
+                                             server.pid, req, progress)
             crashed_code = server.poll()
             hang = None
-            if crashed_code is None and gen_error is None and _timeouts(generator):
+            if crashed_code is None and gen_error is None and timeouts(generator):
                 progress("checking")
                 hang = self.check_answers(req, port)
                 record["verification"] = dict(record["verification"] or {}, after_load=hang)
             record["stop"] = self.stop_server(req.contestant, server)
-            return conclude(record, generator, crashed_code=crashed_code, gen_error=gen_error, hang=hang,
+            crashed = None if crashed_code is None else \
+                f"the contestant exited with code {crashed_code} while under load"
+            return conclude(record, generator, crashed=crashed, gen_error=gen_error, hang=hang,
                             timeout_s=req.timeout_s, log_path=log_path)
         finally:
             if server is not None and not server.released:
@@ -252,13 +269,25 @@ class RealBackend:
                 finally:
                     self.release(server)
 
+    def load(self, record: dict, spec, server_pid: int | None, req: MeasureRequest, progress) -> tuple:
+        """Run netarena-load as `spec` says while monitoring the server's process tree; the command line, the
+        generator's result and the monitor's go into `record`. Returns (generator result, error or None)."""
+        argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
+                              duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
+        record["generator_argv"] = argv
+        progress("load")
+        generator, monitor, gen_error = self._run_generator(argv, server_pid, req)
+        record["generator"] = generator
+        record["monitor"] = monitor
+        return generator, gen_error
+
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
         an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
         result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True)
         return {"ok": result.ok, "reason": None if result.ok else result.reason}
 
-    def _run_generator(self, argv: list[str], server: ManagedProcess, req: MeasureRequest):
+    def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest):
         from .monitor import Monitor, MonitorError, restrict_to_window
 
         gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True)
@@ -267,7 +296,10 @@ class RealBackend:
         monitor_result = None
         try:
             try:
-                monitor = Monitor(server.pid, gen.pid, interval_s=self.monitor_interval_s).start()
+                if server_pid is None:
+                    raise MonitorError("no server process to watch (an external server whose process was not "
+                                       "found: give --pid or --process-name)")
+                monitor = Monitor(server_pid, gen.pid, interval_s=self.monitor_interval_s).start()
             except MonitorError as exc:
                 monitor_result = {"error": str(exc)}
             try:
@@ -287,7 +319,8 @@ class RealBackend:
             finally:
                 self.release(gen)
         monitor_result = self._stop_monitor(monitor, monitor_result)
-        if gen.proc.returncode != 0:
+        # 99: the run finished and a --threshold failed; the result is as complete as with 0.
+        if gen.proc.returncode not in (0, GENERATOR_EXIT_THRESHOLD_FAILED):
             message = stderr.decode("utf-8", "replace").strip()[-2000:]
             return None, monitor_result, f"netarena-load exited with code {gen.proc.returncode}: {message}"
         try:
@@ -326,23 +359,24 @@ def failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:
     return record
 
 
-def conclude(record: dict, generator: dict | None, *, crashed_code: int | None, gen_error: str | None,
+def conclude(record: dict, generator: dict | None, *, crashed: str | None, gen_error: str | None,
              hang: dict | None, timeout_s: float, log_path: Path | None) -> dict:
     """The verdict of a measurement whose load has run and whose server is stopped (record["stop"]), on one
-    machine or across hosts (netarena.cluster): crashed, generator failed, hung, nothing answered, or ok."""
-    if crashed_code is not None:
-        return failed(record, "crashed", f"the contestant exited with code {crashed_code} while under load",
-                      log_path)
+    machine, across hosts (netarena.cluster) or of an external server (netarena.external): crashed (`crashed` says
+    how), generator failed, hung, nothing answered, or ok."""
+    if crashed is not None:
+        return failed(record, "crashed", crashed, log_path)
     if gen_error is not None:
         return failed(record, "generator_failed", gen_error, log_path)
     if hang is not None and not hang["ok"]:
-        killed = " and ignored its stop signal (stopped with SIGKILL)" if record["stop"].get("killed") else ""
+        killed = " and ignored its stop signal (stopped with SIGKILL)" if (record.get("stop") or {}).get("killed") \
+            else ""
         return failed(record, "hung", (
-            f"the server stopped answering: {_timeouts(generator)} request(s) timed out under load "
+            f"the server stopped answering: {timeouts(generator)} request(s) timed out under load "
             f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
             f"valid answer within timeout_s={timeout_s:g} s ({hang['reason']}){killed}"), log_path)
     record.update(_result_fields(generator))
-    record["flags"] = stats.measurement_flags(generator, record["stop"])
+    record["flags"] = stats.measurement_flags(generator, record.get("stop"))
     if generator["totals"]["requests"] == 0:
         return failed(record, "no_successful_requests",
                       "no successful request during the measured phase; errors: "
@@ -405,4 +439,8 @@ def make_backend(name: str, **kwargs):
         return MockBackend(**kwargs)
     if name == "real":
         return RealBackend(**kwargs)
-    raise ValueError(f"unknown backend {name!r} (real | mock)")
+    if name == "external":
+        from .external import ExternalBackend
+
+        return ExternalBackend(**kwargs)
+    raise ValueError(f"unknown backend {name!r} (real | mock | external)")

@@ -1,7 +1,8 @@
 """netarena's command line: parse → validate → run → export.
 
-Exit codes: 0 success; 1 something checked failed (verify, a run whose every measurement failed);
-2 bad input (nothing was started); 130 interrupted (what was measured is kept; the resume command is printed).
+Exit codes: 0 success; 1 something checked failed (verify, a run whose every measurement failed, a regression
+found by compare --fail-on-regression); 2 bad input (nothing was started); 99 a run completed and a measurement
+failed a threshold; 130 interrupted (what was measured is kept; the resume command is printed).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from . import __version__
 from .config import SCENARIOS, Suite, check_suite, load_suite, value_line
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           repo_root, select, tail)
-from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, did_you_mean
+from .errors import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD_FAILED, ConfigError,
+                     did_you_mean)
 from .export import export_csv, export_json, run_summary
+from .external import DEFAULT_NAME as EXTERNAL_NAME
 from .store import Store
 
 DEFAULT_SUITE = "quick"
@@ -189,7 +192,8 @@ def _contestants_dir_option(f):
 @main.command()
 @click.argument("suite", required=False)
 @click.option("--only", help="Comma-separated contestant names or globs (replaces the suite's list).")
-@click.option("--scenario", "scenario_opt", help="Comma-separated scenarios to keep from the suite.")
+@click.option("--scenario", "scenario_opt", help="Comma-separated scenarios to keep from the suite (with --url: "
+                                                 "the catalog scenarios to measure).")
 @click.option("--repeat", type=int, help="Repeats per measurement (default: the suite's).")
 @click.option("--duration", help="Measured time per measurement, e.g. 3s (default: the suite's).")
 @click.option("--warmup", help="Warm-up per measurement, e.g. 1s (default: the suite's).")
@@ -203,25 +207,83 @@ def _contestants_dir_option(f):
 @_contestants_dir_option
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors.")
 @click.option("--json", "json_mode", is_flag=True, help="Print the run summary as JSON on stdout.")
+@click.option("--threshold", "thresholds", multiple=True, metavar="EXPR",
+              help="A pass/fail gate on every measurement, as netarena-load --threshold takes it (e.g. "
+                   "'p99<=5ms', 'errors<=0.1%', 'rps>=50000'); repeatable. Exit 99 when one fails.")
+@click.option("--url", help="Measure a server that is already running at this http:// URL instead of a suite's "
+                            "contestants: nothing is installed, started or stopped.")
+@click.option("--pid", type=int, help="--url: the server's process (its tree is monitored: CPU, RSS, context "
+                                      "switches). Default: the process listening on the URL's port.")
+@click.option("--process-name", help="--url: find the server's process by name instead of --pid.")
+@click.option("--name", "server_name", help=f"--url: the name the server is stored and compared under "
+                                            f"(default: {EXTERNAL_NAME}).")
+@click.option("--connections", help="--url: comma-separated connection counts, one level each (default: 50).")
+@click.option("--allow-target", multiple=True, metavar="HOST",
+              help="--url: allow a host that is not loopback (repeatable; passed to netarena-load).")
+@click.option("--request", "request_file", type=click.Path(path_type=Path, dir_okay=False),
+              help="--url: a TOML file describing a custom request (docs/own-server.md).")
+@click.option("--method", help="--url: custom request method (its path is the URL's).")
+@click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'", help="--url: custom request header "
+                                                                                  "(repeatable).")
+@click.option("--body", help="--url: custom request body.")
+@click.option("--expect-status", type=int, help="--url: the custom request's expected status (default: any "
+                                                "2xx/3xx).")
+@click.option("--expect-body", help="--url: the custom request's expected body, byte for byte.")
 @click.option("--cluster", "cluster_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Run across hosts: the server on one, the load on the others (docs/many-machines.md).")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
 def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
-        no_apt, contestants_dir, quiet, json_mode, cluster_file, backend_opt):
-    """Run a suite (default: quick) and store every measurement in RESULTS/netarena.sqlite."""
-    from .backend import GeneratorMissing, find_generator, generator_version, make_backend
+        no_apt, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
+        allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt):
+    """Run a suite (default: quick), or measure your own server (--url), and store every measurement in
+    RESULTS/netarena.sqlite.
+
+    Exit codes: 0 ok; 1 every measurement failed; 2 bad input (nothing started or stored); 99 the run
+    completed and at least one measurement failed a --threshold (or a suite entry's `thresholds`);
+    130 interrupted.
+    """
+    from .backend import GeneratorMissing, check_thresholds, find_generator, generator_version, make_backend
     from .runner import (Interrupted, Runner, StopRequest, StopRun, build_plan, cleanup_orphans, new_run,
                          orchestrator_alive, resolve_cpus)
     from .cli_report import measured_any, report_after_run, summary_after_run
 
     ui = UI(quiet=quiet, json_mode=json_mode)
+    external = None  # the server of --url (external.ExternalServer)
     # ---- parse and validate: any problem exits 2 before anything starts
     try:
         backend_kind = backend_name(backend_opt)
         if backend_kind not in ("real", "mock"):
             raise ConfigError(f"unknown backend {backend_kind!r} (real | mock)", path="NETARENA_BACKEND")
+        url_only = {"--pid": pid, "--process-name": process_name, "--name": server_name, "--connections": connections,
+                    "--allow-target": allow_target or None, "--request": request_file, "--method": method,
+                    "--header": headers or None, "--body": body, "--expect-status": expect_status,
+                    "--expect-body": expect_body}
+        if url is None and any(v is not None for v in url_only.values()):
+            given = [k for k, v in url_only.items() if v is not None]
+            raise ConfigError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} to a server of "
+                              "your own", path=given[0], hint="add --url http://HOST:PORT")
         store = None
-        if resume:
+        if url is not None:
+            clash = [k for k, v in (("SUITE", suite), ("--only", only), ("--resume", resume),
+                                    ("--server-cpus", server_cpus), ("--contestants-dir", contestants_dir),
+                                    ("--cluster", cluster_file), ("--backend", backend_opt)) if v]
+            if clash:
+                raise ConfigError(f"{', '.join(clash)} cannot be combined with --url: the server is the one at the URL "
+                                  "(netarena neither starts nor pins it) and the run's levels come from --scenario, "
+                                  "--connections, --repeat, --duration and --warmup", path=clash[0])
+            from .external import pick_cpus, plan_external
+
+            backend_kind = "external"
+            external, effective, plan, found_by = plan_external(
+                url=url, scenarios=split_list(scenario_opt), connections=connections, pid=pid,
+                process_name=process_name, name=server_name, allow_target=list(allow_target),
+                request_file=request_file, method=method, headers=headers, body=body, expect_status=expect_status,
+                expect_body=expect_body, overrides=lambda base: _override(base, _run_overrides(
+                    repeat, duration, warmup, thresholds)))
+            server, generator_set, cpu_warning = pick_cpus(external.pid,
+                                                           parse_cpus(generator_cpus, "--generator-cpus"))
+            suite_path, scenario_filter, contestants_dir, allow_apt = None, None, None, False
+        elif resume:
             if not (Path(results_dir) / "netarena.sqlite").is_file():
                 raise ConfigError(f"no store in {results_dir} to resume from", path="--results")
             store = Store(results_dir)
@@ -230,9 +292,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(f"run {run_row['id']} is still running (pid {run_row['orchestrator_pid']})",
                                   path="--resume")
             stored_args = json.loads(run_row["args_json"])
-            if any(v is not None for v in (suite, only, scenario_opt, repeat, duration, warmup)):
+            if stored_args.get("external"):
+                raise ConfigError(f"run {run_row['id']} measured a server of your own "
+                                  f"({stored_args['external']['url']}); such a run is not resumed: measure again "
+                                  "with the same `netarena run --url ...`", path="--resume")
+            if any(v is not None for v in (suite, only, scenario_opt, repeat, duration, warmup, thresholds or None)):
                 ui.warn("--resume replays the stored suite and options; the suite/--only/--scenario/--repeat/"
-                        "--duration/--warmup given now are ignored")
+                        "--duration/--warmup/--threshold given now are ignored")
             effective = Suite.model_validate(json.loads(run_row["suite_json"]))
             contestants_dir = Path(stored_args["contestants_dir"])
             scenario_filter = stored_args.get("scenarios")
@@ -248,16 +314,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             suite_path = resolve_suite_path(suite)
             parsed, _ = load_suite(suite_path)
             contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
-            overrides: dict = {}
+            overrides = _run_overrides(repeat, duration, warmup, thresholds)
             if only:
                 overrides["contestants"] = split_list(only)
                 overrides["exclude"] = []
-            if repeat is not None:
-                overrides["repeat"] = repeat
-            if duration is not None:
-                overrides["duration_s"] = parse_duration_s(duration, "--duration")
-            if warmup is not None:
-                overrides["warmup_s"] = parse_duration_s(warmup, "--warmup")
             effective = _override(parsed, overrides)
             scenario_filter = split_list(scenario_opt)
             for name in scenario_filter or []:
@@ -281,8 +341,9 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             if not names:
                 raise ConfigError(f"no contestant matches {list(effective.contestants)} in {contestants_dir}",
                                   path=source)
-        contestants = load(contestants_dir, names)
-        plan = build_plan(effective, contestants, scenario_filter)
+        if external is None:
+            contestants = load(contestants_dir, names)
+            plan = build_plan(effective, contestants, scenario_filter)
         generator_path = None
         cluster = None
         if cluster_file is not None:
@@ -293,25 +354,35 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                                   path="--server-cpus/--generator-cpus")
             cluster = load_cluster(cluster_file)
             backend_kind = "cluster"
-        elif backend_kind == "real":
+        elif backend_kind in ("real", "external"):
             try:
                 generator_path = find_generator()
             except GeneratorMissing as exc:
                 raise ConfigError(str(exc)) from None
             from .doctor import max_connections
 
+            gates = list(dict.fromkeys(t for item in plan.items for t in item.level.thresholds))
+            refused = check_thresholds(generator_path, gates)
+            if refused:
+                raise ConfigError(refused, path="--threshold" if thresholds else str(suite_path),
+                                  field=None if thresholds else "measure.thresholds",
+                                  hint="docs/load-generator.md lists the metrics, operators and units")
             limit = max_connections()
             for item in plan.items:
                 if item.level.connections > limit:
                     raise ConfigError(f"{item.level.connections} connections ({item.scenario}) is more than this "
                                       f"machine allows one generator: at most {limit:,}",
-                                      path=str(suite_path), field="measure.connections",
+                                      path=str(suite_path or "--connections"),
+                                      field="measure.connections" if suite_path else None,
                                       hint="`netarena doctor` shows the limits and how to raise them")
     except ConfigError as exc:
         fail_bad_input(exc)
         return
     if cpu_warning:
         ui.warn(cpu_warning)
+    if external is not None and external.pid is None:
+        ui.warn(f"the server's process: {found_by}; its CPU, RSS and context switches are not monitored "
+                "(give --pid or --process-name)")
     if plan.total == 0:
         fail_bad_input(ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
                                    "(see `netarena list`)"))
@@ -345,10 +416,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         store.claim_run(run_id, _own_start_time())
         ui.info(f"resuming run {run_id} ({plan.suite.name}) in {store.path}")
     else:
-        run_id = new_run(store, plan, suite_path=str(suite_path), args={
-            "argv": sys.argv, "contestants_dir": str(contestants_dir), "scenarios": scenario_filter,
-            "allow_apt": allow_apt, "results_dir": str(results_dir),
-            "cluster": str(Path(cluster_file).absolute()) if cluster_file else None}, backend_name=backend_kind,
+        args = {"argv": sys.argv, "contestants_dir": str(contestants_dir) if contestants_dir else None,
+                "scenarios": scenario_filter, "allow_apt": allow_apt, "results_dir": str(results_dir),
+                "cluster": str(Path(cluster_file).absolute()) if cluster_file else None}
+        if external is not None:
+            args["external"] = dict(external.describe(), found_by=found_by)
+        run_id = new_run(store, plan, suite_path=str(suite_path) if suite_path else None, args=args,
+                         backend_name=backend_kind,
             server_cpus=server, generator_cpus=generator_set,
             generator_path=str(generator_path) if generator_path else None,
             generator_version=generator_version(generator_path) if generator_path else None, cluster=cluster_info)
@@ -373,7 +447,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         backend = cluster_backend
     else:
         backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track,
-                               on_reaped=runner.untrack) if backend_kind == "real" else make_backend(backend_kind)
+                               on_reaped=runner.untrack) if backend_kind in ("real", "external") \
+            else make_backend(backend_kind)
     runner.backend = backend
     StopRequest.requested = False
     previous = {sig: signal.signal(sig, StopRequest.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -385,9 +460,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         cleanup_orphans(store, ui.warn)
         # What was measured gets its report too (marked partial); --resume rewrites it when the run completes.
         partial = report_after_run(store, run_id, results_dir, ui.err) if measured_any(store, run_id) else None
+        again = "Measure again with the same command (a run of --url is not resumed)." if external is not None \
+            else f"Resume with:\n  netarena run --resume {run_id} --results {results_dir}"
         ui.err.print(f"interrupted: what was measured is stored in {store.path}"
-                     f"{f'; partial report: {partial}' if partial else ''}. Resume with:\n"
-                     f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False,
+                     f"{f'; partial report: {partial}' if partial else ''}. {again}", markup=False, highlight=False,
                      soft_wrap=True)
         sys.exit(EXIT_INTERRUPTED)
     except StopRun as exc:
@@ -416,6 +492,11 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             ui.out.print(f"report: {report_path}", markup=False, highlight=False)
     if summary["measurements"]["ok"] == 0:
         sys.exit(EXIT_FAILED)
+    if summary["measurements"]["threshold_failed"]:
+        if not json_mode:
+            ui.err.print(f"{summary['measurements']['threshold_failed']} measurement(s) failed a threshold "
+                         f"(exit {EXIT_THRESHOLD_FAILED})", markup=False, highlight=False)
+        sys.exit(EXIT_THRESHOLD_FAILED)
 
 
 def _own_start_time() -> float:
@@ -423,10 +504,29 @@ def _own_start_time() -> float:
     return psutil.Process().create_time()
 
 
+def _run_overrides(repeat: int | None, duration: str | None, warmup: str | None, thresholds: tuple[str, ...]) -> dict:
+    """What `netarena run`'s options change in a suite (the one given, or the one --url builds)."""
+    overrides: dict = {}
+    if repeat is not None:
+        overrides["repeat"] = repeat
+    if duration is not None:
+        overrides["duration_s"] = parse_duration_s(duration, "--duration")
+    if warmup is not None:
+        overrides["warmup_s"] = parse_duration_s(warmup, "--warmup")
+    if thresholds:
+        overrides["thresholds"] = list(thresholds)
+    return overrides
+
+
 def _override(suite: Suite, overrides: dict) -> Suite:
     if not overrides:
         return suite
     data = suite.model_dump(mode="json")
+    overrides = dict(overrides)
+    # --threshold adds to every entry's own thresholds.
+    for entry in data["measure"]:
+        entry["thresholds"] = [*entry.get("thresholds", []), *overrides.get("thresholds", [])]
+    overrides.pop("thresholds", None)
     data.update(overrides)
     # --duration / --warmup replace every timing of the suite, per-entry ones included.
     for key in ("duration_s", "warmup_s"):
@@ -610,6 +710,30 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
         console.print(f"--- last {len(lines)} lines of {log_path} ---", markup=False)
         console.print("\n".join(lines) if lines else "(empty)", markup=False, highlight=False)
     sys.exit(EXIT_FAILED if failures else EXIT_OK)
+
+
+@main.command()
+@click.argument("name")
+@click.option("--language", required=True, metavar="LANGUAGE",
+              help="python | node | go | rust | java | ruby | erlang: the template's language.")
+@click.option("--scenarios", "scenario_opt", default="hello", show_default=True,
+              help="Comma-separated catalog scenarios the new contestant claims.")
+@_contestants_dir_option
+def new(name, language, scenario_opt, contestants_dir):
+    """Write contestants/NAME: a commented contestant.toml and a minimal server (standard library only) that
+    passes `netarena verify NAME` as written. Exit 2 (nothing written) for a bad name, language or scenario,
+    or when the folder exists."""
+    from .scaffold import create, next_steps
+
+    given_dir = contestants_dir
+    contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
+    try:
+        contestants_dir.mkdir(parents=True, exist_ok=True)
+        target = create(name, language, split_list(scenario_opt) or [], contestants_dir)
+    except ConfigError as exc:
+        fail_bad_input(exc)
+        return
+    click.echo(next_steps(target, name, f" --contestants-dir {given_dir}" if given_dir else ""))
 
 
 @main.command()

@@ -1,7 +1,8 @@
 """`netarena report`, `netarena show` and `netarena compare`: read the results store, never a live run.
 
 Registered on the main click group with ``register(main)`` (cli.py), so this module stays out of cli.py's
-way. Exit codes as in cli.py: 0 ok, 2 bad input (no store, no such run, unreadable store).
+way. Exit codes as in cli.py: 0 ok, 1 `compare --fail-on-regression` found a regression, 2 bad input (no store,
+no such run, unreadable store, an unknown --metric).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from .errors import EXIT_BAD_INPUT
+from .errors import EXIT_BAD_INPUT, EXIT_FAILED
 
 DEFAULT_RESULTS_DIR = "results"
 
@@ -141,24 +142,48 @@ def register(cli_group: click.Group) -> None:
                   help="Folder of RUN_B's store, when it is not the same as RUN_A's (--results).")
     @click.option("-o", "--output", "output", type=click.Path(path_type=Path, dir_okay=False),
                   help="Also write the comparison as one self-contained HTML file.")
-    def compare(run_a, run_b, results_dir, results_b, output):
+    @click.option("--fail-on-regression", is_flag=True,
+                  help="Exit 1 when a significant change of a --metric goes the wrong way (a CI gate).")
+    @click.option("--metric", "metric_opt", default="rps,p99", show_default=True,
+                  help="Comma-separated metrics the gate watches: rps (lower is worse), p99 (higher is worse).")
+    @click.option("--json", "json_mode", is_flag=True, help="Print the comparison as JSON instead of tables.")
+    def compare(run_a, run_b, results_dir, results_b, output, fail_on_regression, metric_opt, json_mode):
         """Ratios B/A of throughput and p99 per contestant × scenario × level, with their spreads.
 
         A change is marked significant only when the repeats' min–max ranges of the two runs do not overlap.
+        Exit codes: 0 ok (or no regression with --fail-on-regression); 1 a regression; 2 bad input.
         """
-        from .report.compare import compare as build, print_comparison, render_html
+        import json
 
+        from .report.compare import GATE_METRICS, compare as build, print_comparison, regressions, render_html, to_dict
+
+        metrics = [m.strip() for m in metric_opt.split(",") if m.strip()]
+        unknown = [m for m in metrics if m not in GATE_METRICS]
+        if unknown or not metrics:
+            _fail(f"--metric: {', '.join(unknown) or 'nothing given'}: choose from {', '.join(GATE_METRICS)} "
+                  "(e.g. --metric rps,p99)")
         a = _load(results_dir, run_a, "RUN_A")
         b = _load(results_b or results_dir, run_b, "RUN_B")
         comparison = build(a, b)
         if not comparison.rows:
             _fail(f"runs {a.run.id} and {b.run.id} share no contestant × scenario × level to compare "
                   f"(only in A: {len(comparison.only_in_a)}, only in B: {len(comparison.only_in_b)})")
-        print_comparison(comparison)
+        found = regressions(comparison, metrics)
+        if json_mode:
+            click.echo(json.dumps(to_dict(comparison, metrics), indent=2, default=str))
+        else:
+            print_comparison(comparison)
+            if fail_on_regression:
+                for regression in found:
+                    click.echo(f"regression: {regression.text}")
+                click.echo(f"{len(found)} regression(s) in {', '.join(metrics)}" if found else
+                           f"no significant change for the worse in {', '.join(metrics)}")
         if output is not None:
             try:
                 output.parent.mkdir(parents=True, exist_ok=True)
                 output.write_bytes(render_html(comparison))
             except OSError as exc:
                 _fail(f"-o {output}: cannot write the comparison: {exc.strerror or exc}")
-            click.echo(f"wrote {output}")
+            click.echo(f"wrote {output}", err=json_mode)
+        if fail_on_regression and found:
+            sys.exit(EXIT_FAILED)

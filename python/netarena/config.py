@@ -151,6 +151,10 @@ class Measure(Strict):
     # Per-entry timing, overriding the suite's (e.g. one long saturated flood in a suite of short ones).
     warmup_s: Annotated[float, Field(ge=0, le=3600)] | None = None
     duration_s: Annotated[float, Field(gt=0, le=86_400)] | None = None
+    # Pass/fail gates on each measurement of this entry, as netarena-load --threshold takes them (its parser is the
+    # only one: `netarena run` has the generator check them before anything starts), e.g. "p99<=5ms",
+    # "errors<=0.1%", "rps>=50000". A failed one is stored with the measurement and makes `netarena run` exit 99.
+    thresholds: list[Annotated[str, Field(min_length=1)]] = []
 
 
 class Suite(Strict):
@@ -165,6 +169,31 @@ class Suite(Strict):
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
     cpus: Cpus | None = None
     measure: Annotated[list[Measure], Field(min_length=1)]
+
+
+# ----------------------------------------------------------------------------- custom request
+
+
+class Request(Strict):
+    """An endpoint outside the scenario catalog, measured by `netarena run --url` (--request FILE, or flags)."""
+
+    # The name it is stored and reported under, in place of a scenario's.
+    name: Annotated[str, Field(pattern=NAME_PATTERN)] = "custom"
+    method: Annotated[str, Field(pattern=r"^[A-Z]+$")] = "GET"
+    path: Annotated[str, Field(pattern=r"^/")] = "/"
+    headers: list[Annotated[str, Field(pattern=r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+:")]] = []
+    body: str | None = None
+    expect_status: Annotated[int, Field(ge=100, le=599)] | None = None
+    expect_body: str | None = None
+
+
+def load_request(path: Path) -> Request:
+    data, text = read_toml(path)
+    request: Request = _validate(Request, data, path, text)
+    if request.name in SCENARIOS:
+        raise ConfigError(f"'{request.name}' is a catalog scenario; name the custom request otherwise",
+                          path=path, line=key_lines(text).get(("name",)), field="name")
+    return request
 
 
 # ----------------------------------------------------------------------------- loading
@@ -492,5 +521,5 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 __all__ = [
     "SCENARIOS", "HTTP_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite", "Measure", "FindMax", "Cpus",
-    "load_manifest", "load_suite", "check_suite", "check_names", "key_lines", "value_line",
+    "Request", "load_manifest", "load_request", "load_suite", "check_suite", "check_names", "key_lines", "value_line",
 ]

@@ -10,6 +10,8 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # the command ran, but something it checked failed (verify, a run with no result)
 EXIT_BAD_INPUT = 2  # malformed TOML, unknown names, impossible values: nothing was started
 EXIT_INTERRUPTED = 130
+# `netarena run` (and netarena-load) completed, and at least one measurement failed a threshold: k6's code.
+EXIT_THRESHOLD_FAILED = 99
 
 
 class ConfigError(Exception):

@@ -27,7 +27,8 @@ def run_summary(store: Store, run_id: int) -> dict:
         "run": {k: run[k] for k in ("id", "suite_name", "suite_path", "status", "started_at", "ended_at",
                                     "netarena_version", "git_sha", "backend", "server_cpus", "generator_cpus")},
         "measurements": {"planned": run["planned_measurements"], "ok": statuses.count("ok"),
-                         "failed": statuses.count("failed"), "interrupted": statuses.count("interrupted")},
+                         "failed": statuses.count("failed"), "interrupted": statuses.count("interrupted"),
+                         "threshold_failed": sum(1 for r in rows if stats.FLAG_THRESHOLD_FAILED in (r["flags"] or []))},
         "groups": [g.to_dict() for g in groups],
         "skipped": [{k: s[k] for k in ("contestant", "scenario", "level_key", "reason")} for s in store.skipped(run_id)],
     }

@@ -21,8 +21,9 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from urllib.parse import urlsplit
 
-from .config import BYTES_SIZES, SCENARIOS
+from .config import BYTES_SIZES, SCENARIOS, Request
 
 HELLO_BODY = b"Hello, World!"
 HELLO_CONTENT_TYPE = "text/plain"
@@ -156,6 +157,9 @@ class Level:
     duration_s: float | None = None
     arrival: str = "uniform"
     generator_spin_us: int | None = None  # None: netarena-load's default
+    # netarena-load --threshold expressions (pass/fail verdicts on the result); not part of the key: a gate on a
+    # level does not change what is measured, so runs with and without one stay comparable.
+    thresholds: tuple[str, ...] = ()
     # find_max: search the highest rate meeting this objective (netarena-load --find-max --slo), from the
     # rate / conn_rate of params; None: measure the level as it is.
     find_max_slo: str | None = None
@@ -255,7 +259,8 @@ def levels_for(measure) -> list[Level]:
               pipeline=measure.pipeline, close=measure.close, echo_chunk_bytes=measure.echo_chunk_bytes,
               probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s,
               arrival=measure.arrival, generator_spin_us=measure.generator_spin_us,
-              find_max_slo=find_max.slo if find_max else None, find_max_errors=find_max.max_errors if find_max else None)
+              find_max_slo=find_max.slo if find_max else None, find_max_errors=find_max.max_errors if find_max else None,
+              thresholds=tuple(measure.thresholds))
         for p in params for w in measure.workers for c in measure.connections
     ]
 
@@ -281,17 +286,16 @@ class LoadSpec:
     expectation: dict
 
 
-def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: str = "127.0.0.1") -> LoadSpec:
-    base = f"http://{host}:{port}"
-    common = ["-c", str(level.connections), "-t", str(level.generator_threads)]
-    if scenario == "echo":
-        args = common + ["--chunk", str(level.echo_chunk_bytes)]
-        if level.param("bytes"):
-            args += ["--bytes", str(level.param("bytes"))]
-        if level.probe_interval_s:
-            args += ["--probe-interval", f"{level.probe_interval_s}"]
-        return LoadSpec("echo", f"{host}:{port}", args, {"echo": "byte-for-byte"})
-    http_args = list(common) + GENERATOR_IO_ARGS[level.generator_io]
+def _level_args(level: Level) -> list[str]:
+    out = ["-c", str(level.connections), "-t", str(level.generator_threads)]
+    for expression in level.thresholds:
+        out += ["--threshold", expression]
+    return out
+
+
+def _http_level_args(level: Level) -> list[str]:
+    """The netarena-load http options a level sets, whatever the request (catalog scenario or custom)."""
+    http_args = _level_args(level) + GENERATOR_IO_ARGS[level.generator_io]
     if level.pipeline != 1:
         http_args += ["--pipeline", str(level.pipeline)]
     if level.close:
@@ -305,6 +309,24 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
         http_args += ["--spin-us", str(level.generator_spin_us)]
     if level.find_max_slo is not None:
         http_args += ["--find-max", "--slo", level.find_max_slo, "--max-errors", level.find_max_errors]
+    return http_args
+
+
+def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: str = "127.0.0.1",
+              base_url: str | None = None) -> LoadSpec:
+    """The load for a catalog scenario on a server at host:port (127.0.0.1 on one machine, the server host's
+    address across hosts), or at `base_url` (scheme://host:port and an optional path prefix) for a server
+    netarena did not start."""
+    base = base_url.rstrip("/") if base_url else f"http://{host}:{port}"
+    if scenario == "echo":
+        args = _level_args(level) + ["--chunk", str(level.echo_chunk_bytes)]
+        if level.param("bytes"):
+            args += ["--bytes", str(level.param("bytes"))]
+        if level.probe_interval_s:
+            args += ["--probe-interval", f"{level.probe_interval_s}"]
+        target = urlsplit(base_url).netloc if base_url else f"{host}:{port}"
+        return LoadSpec("echo", target, args, {"echo": "byte-for-byte"})
+    http_args = _http_level_args(level)
     if scenario == "json":
         # Serializations differ between frameworks (spacing, key order); scenarios.py checked the
         # parsed value once, the generator then holds every response to that first one.
@@ -334,6 +356,25 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
     return LoadSpec("http", base + path, http_args + [
         "--expect-status", "200", "--expect-body-size", str(len(body)), "--expect-body-sha256", sha256_hex(body)],
         expectation)
+
+
+def request_load_spec(request: Request, level: Level, origin: str) -> LoadSpec:
+    """The load for a custom request (an endpoint outside the catalog) on the server at `origin`
+    (scheme://host:port): its method, headers and body, and what a success is (status, body) if it says."""
+    args = _http_level_args(level) + ["--method", request.method]
+    for header in request.headers:
+        args += ["--header", header]
+    if request.body is not None:
+        args += ["--body", request.body]
+    expectation: dict = {}
+    if request.expect_status is not None:
+        args += ["--expect-status", str(request.expect_status)]
+        expectation["status"] = request.expect_status
+    if request.expect_body is not None:
+        body = request.expect_body.encode()
+        args += ["--expect-body-size", str(len(body)), "--expect-body-sha256", sha256_hex(body)]
+        expectation.update(body_size=len(body), body_sha256=sha256_hex(body))
+    return LoadSpec("http", origin.rstrip("/") + request.path, args, expectation)
 
 
 # ----------------------------------------------------------------------------- verification
@@ -377,13 +418,18 @@ class _Wrong(Exception):
     pass
 
 
-def _get(conn: http.client.HTTPConnection, path: str,
-         timing: dict | None = None) -> tuple[int, dict, bytes, float]:
-    """(status, headers, body, seconds from the request to the whole body); with `timing`, also when the
-    response's first byte arrived (timing["first_byte_s"], seconds after the request)."""
+def _get(conn: http.client.HTTPConnection, path: str, method: str = "GET", headers: list[str] = (),
+         body: bytes | None = None, timing: dict | None = None) -> tuple[int, dict, bytes, float]:
+    """One request on `conn` (GET unless told; `headers` as "Name: value"): (status, headers, body, seconds from
+    the request to the whole body); with `timing`, also when the response's first byte arrived
+    (timing["first_byte_s"], seconds after the request)."""
     started = time.monotonic()
+    sent = {"Host": conn.host}
+    for line in headers:
+        name, _, value = line.partition(":")
+        sent[name.strip()] = value.strip()
     try:
-        conn.request("GET", path, headers={"Host": conn.host})
+        conn.request(method, path, body=body, headers=sent)
         if timing is not None:
             # Nothing of the response is read yet: the socket turns readable with its first byte.
             select.select([conn.sock], [], [], conn.timeout)
@@ -412,8 +458,9 @@ def _show(body: bytes, limit: int = 60) -> str:
     return text + (f"... ({len(body)} bytes)" if len(body) > limit else f" ({len(body)} bytes)")
 
 
-def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> None:
+def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], prefix: str = "") -> None:
     def run(path: str, fn) -> None:
+        path = prefix + path
         try:
             status, headers, body, elapsed_s = _get(conn, path)
             fn(status, headers, body, elapsed_s)
@@ -481,10 +528,10 @@ def echo_pattern(size: int) -> bytes:
     return bytes((i * 7 + (i >> 8) * 13) % 251 + 1 for i in range(size))
 
 
-def _check_echo(port: int, timeout_s: float, checks: list[Check]) -> None:
+def _check_echo(port: int, timeout_s: float, checks: list[Check], host: str = "127.0.0.1") -> None:
     payload = echo_pattern(ECHO_VERIFY_BYTES)
     try:
-        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+        sock = socket.create_connection((host, port), timeout=timeout_s)
     except OSError as exc:
         raise _Retryable(f"connect: {exc}") from None
     with sock:
@@ -598,7 +645,7 @@ def _check_nagle(scenario: str, conn: http.client.HTTPConnection, checks: list[C
     for _ in range(NAGLE_CHECK_REQUESTS):
         timing: dict = {}
         try:
-            status, _, _, elapsed_s = _get(conn, path, timing)
+            status, _, _, elapsed_s = _get(conn, path, timing=timing)
         except _Retryable as exc:
             raise _Retryable(f"{name}: {exc}") from None
         if status != 200:
@@ -702,7 +749,7 @@ def _check_sleep_overlap(port: int, concurrency_model: str | None, timeout_s: fl
 
 def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
            concurrency_model: str | None = None, nagle_stall: str | None = None,
-           responses_only: bool = False) -> Verification:
+           responses_only: bool = False, host: str = "127.0.0.1", prefix: str = "") -> Verification:
     """Check the contestant on `port` against the catalog definition of `scenario`.
 
     After the scenario's responses: the listen backlog (MIN_LISTEN_BACKLOG), a Nagle check for the HTTP
@@ -710,18 +757,19 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
     shown) and, for sleep, that concurrent sleeps overlap as the manifest's `concurrency_model` says they must
     (threaded models: at least two; every other model: all of them). `responses_only` checks the responses
     and nothing else: "does it still answer correctly?" after a load, when the server's set-up was already
-    checked before it.
+    checked before it, or for a server netarena did not start (`netarena run --url`), whose set-up is its own.
+    `host` and `prefix` (a path put before the catalog's paths) locate such a server.
     """
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}")
     checks: list[Check] = []
     try:
         if scenario == "echo":
-            _check_echo(port, timeout_s, checks)
+            _check_echo(port, timeout_s, checks, host)
         else:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
+            conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
             try:
-                _check_http(scenario, conn, static_dir, checks)
+                _check_http(scenario, conn, static_dir, checks, prefix)
                 if scenario in NAGLE_CHECK_PATHS and not responses_only:
                     _check_nagle(scenario, conn, checks, nagle_stall)
             finally:
@@ -738,3 +786,32 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
             checks.append(Check(scenario, False, str(exc)))
         return Verification(scenario, False, checks)
     return Verification(scenario, True, checks)
+
+
+def verify_request(request: Request, host: str, port: int, timeout_s: float = 5.0) -> Verification:
+    """Send a custom request once and hold its answer to what it expects: `expect_status` (else any 2xx/3xx,
+    what netarena-load counts as a success without one) and `expect_body` when given."""
+    name = f"{request.method} {request.path}"
+    checks: list[Check] = []
+    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    try:
+        body = request.body.encode() if request.body is not None else None
+        status, _, answer, _ = _get(conn, request.path, request.method, request.headers, body)
+        if request.expect_status is not None:
+            _expect(status == request.expect_status, f"status {status}, expected {request.expect_status}")
+        else:
+            _expect(200 <= status < 400, f"status {status}; without expect_status only 2xx and 3xx count as "
+                    "a success (give expect_status to expect another)")
+        if request.expect_body is not None:
+            want = request.expect_body.encode()
+            _expect(answer == want, f"body {_show(answer)}, expected {_show(want)}")
+    except _Retryable as exc:
+        checks.append(Check(name, False, str(exc)))
+        return Verification(request.name, False, checks, retryable=True)
+    except _Wrong as exc:
+        checks.append(Check(name, False, str(exc)))
+        return Verification(request.name, False, checks)
+    finally:
+        conn.close()
+    checks.append(Check(name, True, f"status {status}, {len(answer)} bytes"))
+    return Verification(request.name, True, checks)

@@ -22,12 +22,18 @@ FLAG_LEFTOVER = "processes_left_after_stop"
 FLAG_STOP_KILLED = "needed_sigkill_to_stop"
 FLAG_RATE_NOT_MET = "rate_not_met"  # open loop: the generator could not keep the asked schedule
 FLAG_WARMUP_RAISED = "warmup_raised"  # the contestant's start.warmup_min_s exceeded the suite's warm-up
+FLAG_THRESHOLD_FAILED = "threshold_failed"  # a --threshold / suite `thresholds` verdict of the generator failed
 
 
 def error_rate(generator: dict) -> float:
     ok = generator["totals"]["requests"]
     errors = generator["errors"]["total"]
     return errors / (ok + errors) if ok + errors else 1.0
+
+
+def failed_thresholds(generator: dict | None) -> list[dict]:
+    """The generator's threshold verdicts that failed (its result's `thresholds`, one per --threshold)."""
+    return [t for t in ((generator or {}).get("thresholds") or []) if not t.get("pass")]
 
 
 def measurement_flags(generator: dict | None, stop: dict | None = None) -> list[str]:
@@ -39,6 +45,8 @@ def measurement_flags(generator: dict | None, stop: dict | None = None) -> list[
             flags.append(FLAG_ERROR_RATE)
         if (generator.get("open_loop") or {}).get("rate_not_met"):
             flags.append(FLAG_RATE_NOT_MET)
+        if failed_thresholds(generator):
+            flags.append(FLAG_THRESHOLD_FAILED)
     if stop:
         if stop.get("leftover") or stop.get("escaped"):
             flags.append(FLAG_LEFTOVER)

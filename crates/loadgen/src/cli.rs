@@ -24,6 +24,11 @@ pub enum Command {
     Http(HttpArgs),
     /// TCP echo flood, verified byte for byte
     Echo(EchoArgs),
+    /// Print a shell completion script: netarena-load completions bash > ~/.local/share/bash-completion/completions/netarena-load
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -73,6 +78,13 @@ pub struct CommonArgs {
     /// at once), or `auto`: at most 5% of the fastest recent response's latency, at most 50 µs
     #[arg(long = "coalesce-us", default_value = "0", value_parser = parse_coalesce, value_name = "US|auto")]
     pub coalesce: Coalesce,
+    /// Pass/fail gate on the result, e.g. 'p99<=5ms', 'errors<=0.1%', 'rps>=50000' (repeatable);
+    /// exit 99 when one fails
+    #[arg(long = "threshold", value_name = "EXPR")]
+    pub thresholds: Vec<String>,
+    /// No progress lines on stderr (printed only when stderr is a terminal)
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
 }
 
 /// `--coalesce-us`: whether, and how long, the io_uring engine waits for more completions.

@@ -11,6 +11,7 @@ use crate::openloop::{LoadKind, Requests, UrlOrder};
 use crate::parse::{parse_cpu_list, parse_ip_list};
 use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
+use crate::thresholds::{self, Threshold};
 
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
 pub const DEFAULT_ECHO_CONNECTIONS: usize = 1;
@@ -130,6 +131,10 @@ pub struct Config {
     pub command_line: Vec<String>,
     pub interval: Duration,
     pub hlog: Option<std::path::PathBuf>,
+    /// `--threshold`: judged on the finished result (exit 99 when one fails).
+    pub thresholds: Vec<Threshold>,
+    /// `--quiet`: no progress lines.
+    pub quiet: bool,
 }
 
 impl Config {
@@ -268,6 +273,9 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             });
             Ok(c)
         }
+        Command::Completions { .. } => {
+            Err("completions print a script and run nothing; main handles them first".into())
+        }
         Command::Echo(a) => {
             let (host, port) = target::split_host_port(&a.target, None)
                 .map_err(|e| format!("echo target '{}': {e}", a.target))?;
@@ -363,6 +371,11 @@ fn common(
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
     }
+    let thresholds = a
+        .thresholds
+        .iter()
+        .map(|t| thresholds::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
     let source_ips = match &a.source_ips {
         None => Vec::new(),
         Some(text) => {
@@ -401,6 +414,8 @@ fn common(
         command_line,
         interval: a.interval,
         hlog: a.hlog.clone(),
+        thresholds,
+        quiet: a.quiet,
     })
 }
 

@@ -230,8 +230,9 @@ impl LoopClock {
         self.at_start.is_some()
     }
 
+    /// The measured phase is over: its end time came, or a SIGINT/SIGTERM ended it early.
     pub(crate) fn past_end(&self, now: Instant) -> bool {
-        self.measure_end.is_some_and(|end| now >= end)
+        self.measure_end.is_some_and(|end| now >= end) || crate::signals::stop_requested()
     }
 
     /// True every SWEEP_INTERVAL (timeouts, retries of failed connections).

@@ -1,11 +1,12 @@
-//! netarena-load: parse → validate → check limits → run → print. See docs/load-generator.md.
+//! netarena-load: parse → validate → check limits → run → print → exit code (thresholds,
+//! interruption). See docs/load-generator.md, "Exit codes" for every code returned here.
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use netarena_load::config::{self, Mode};
 use netarena_load::openrun::{self, OpenError};
-use netarena_load::{cli, limits, output, run};
+use netarena_load::{cli, limits, output, progress, run, signals, thresholds};
 
 /// Bad usage, a refused target, or a limit that makes the run impossible; nothing was sent.
 const EXIT_USAGE: u8 = 2;
@@ -13,14 +14,33 @@ const EXIT_USAGE: u8 = 2;
 const EXIT_ABORTED: u8 = 3;
 /// The tool itself failed.
 const EXIT_FAILURE: u8 = 1;
+/// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
+const EXIT_THRESHOLD_FAILED: u8 = 99;
+/// The first SIGINT/SIGTERM ended the measured phase; the result of what was measured was printed
+/// (k6's code for an external abort). Wins over 99: a verdict on part of a run is no verdict. A
+/// second signal exits with 128 + its number without printing (`signals`).
+const EXIT_INTERRUPTED: u8 = 105;
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let cli = cli::Cli::parse(); // exits with 2 on a parse error, 0 for --help / --version
+    if let cli::Command::Completions { shell } = cli.command {
+        let mut cmd = cli::Cli::command();
+        clap_complete::generate(shell, &mut cmd, "netarena-load", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    // Before any other thread starts: they inherit the blocked signals (see `signals`).
+    if let Err(e) = signals::install() {
+        return failure(&e);
+    }
     let mut cfg = match config::from_cli(cli, argv) {
         Ok(c) => c,
         Err(e) => return usage_error(&e),
     };
+
+    if progress::wanted(cfg.quiet) {
+        progress::enable();
+    }
 
     let fd_limit = limits::raise_fd_limit();
     let probe_sockets = match &cfg.mode {
@@ -48,7 +68,7 @@ fn main() -> ExitCode {
     }
 
     let open_loop = matches!(&cfg.mode, Mode::Http(h) if h.open.is_some());
-    let doc = if open_loop {
+    let mut doc = if open_loop {
         match openrun::run(&cfg) {
             Ok(d) => d,
             Err(e) => return open_error(e),
@@ -74,8 +94,12 @@ fn main() -> ExitCode {
             return failure(&e);
         }
     }
+    doc.interrupted = signals::stop_requested();
     if let Mode::Http(h) = &cfg.mode {
-        if let Some(asked) = h.requests.filter(|&n| doc.totals.responses < n) {
+        if let Some(asked) = h
+            .requests
+            .filter(|&n| doc.totals.responses < n && !doc.interrupted)
+        {
             eprintln!(
                 "netarena-load: stopped by the time bound ({:?}) after {} of {asked} responses; pass a longer -d to wait for all of them",
                 cfg.duration.unwrap_or_default(),
@@ -83,6 +107,7 @@ fn main() -> ExitCode {
             );
         }
     }
+    doc.thresholds = thresholds::evaluate(&cfg.thresholds, &doc);
     if cfg.json {
         println!(
             "{}",
@@ -90,6 +115,12 @@ fn main() -> ExitCode {
         );
     } else {
         print!("{}", output::human(&doc));
+    }
+    if doc.interrupted {
+        return ExitCode::from(EXIT_INTERRUPTED);
+    }
+    if doc.thresholds.iter().any(|t| !t.pass) {
+        return ExitCode::from(EXIT_THRESHOLD_FAILED);
     }
     ExitCode::SUCCESS
 }

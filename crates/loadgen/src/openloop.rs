@@ -454,7 +454,9 @@ impl Worker {
                     self.backlog.push_back(t);
                 }
             }
-            if now >= plan.end {
+            // A SIGINT/SIGTERM ends the schedule here; the drain below still waits for what is
+            // on the wire, so every request sent is answered or counted.
+            if now >= plan.end || crate::signals::stop_requested() {
                 break;
             }
             self.dispatch();

@@ -13,7 +13,7 @@ use crate::openloop::{
 use crate::output::{self, Document, FindMaxDoc, OpenLoopDoc, StepVerdict};
 use crate::run::{split_evenly, RunOutcome, ThreadSummary};
 use crate::stats::ThreadStats;
-use crate::sys;
+use crate::{progress, run, signals, sys};
 
 /// A measured step whose achieved rate is below this fraction of the asked one is marked
 /// `rate_not_met`.
@@ -106,6 +106,8 @@ pub struct StepOut {
     pub schedule: Duration,
     pub outcome: RunOutcome,
     pub open: OpenStats,
+    /// A signal ended this phase before its schedule's end.
+    pub interrupted: bool,
 }
 
 pub fn run(cfg: &Config) -> Result<Document, OpenError> {
@@ -189,12 +191,19 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
         Instant::now() + PHASE_LEAD
     };
 
+    let _progress = progress::start(first_start, cfg.interval, run::progress_unit(cfg));
     let step_duration = o.step_duration.or(cfg.duration).expect("a length");
     let mut steps: Vec<StepOut> = Vec::new();
     let mut next_start = first_start;
     let measure = |rate: f64, start: Instant| -> Result<StepOut, OpenError> {
         let reports = w.phase(start, start + step_duration, rate)?;
-        Ok(merge_reports(rate, start, step_duration, warmup, reports))
+        // A SIGINT/SIGTERM during the phase ended its schedule when it arrived: the rate achieved
+        // and the throughput are over the part that ran.
+        let cut = signals::stopped_at().filter(|&t| t < start + step_duration);
+        let schedule = cut.map_or(step_duration, |t| t.saturating_duration_since(start));
+        let mut s = merge_reports(rate, start, schedule, warmup, reports);
+        s.interrupted = cut.is_some();
+        Ok(s)
     };
 
     if let Some(fm) = &o.find_max {
@@ -226,6 +235,11 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
     }
     if let Some(rates) = &o.steps {
         for &rate in rates {
+            // After a SIGINT/SIGTERM no further rate is measured (the first always is, so the
+            // sweep has a result; a stopped one is over at once).
+            if signals::stop_requested() && !steps.is_empty() {
+                break;
+            }
             steps.push(measure(rate, next_start)?);
             next_start = Instant::now() + PHASE_LEAD;
         }
@@ -326,6 +340,7 @@ fn merge_reports(
             probe: None,
         },
         open,
+        interrupted: false,
     }
 }
 
@@ -333,6 +348,7 @@ fn step_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, s: &StepOut) -> Docume
     let mut doc = output::document(cfg, &s.outcome);
     fix_cpus(cfg, &mut doc);
     doc.open_loop = Some(open_doc(h, o, Some(s.rate), &s.open, s.schedule));
+    doc.interrupted = s.interrupted;
     doc
 }
 
@@ -508,16 +524,10 @@ pub fn open_doc(
     }
 }
 
-/// errors / (successful requests + errors), as python/netarena/stats.py's `error_rate`: a status
-/// or verification error is a response too, so dividing by responses + errors would count it twice.
+/// A step's share of failed attempts (`stats::error_fraction`); a step that attempted nothing
+/// counts as all failed, so it can never pass `--max-errors`.
 pub fn error_fraction(st: &ThreadStats) -> f64 {
-    let errors = st.errors_total();
-    let attempts = st.requests + errors;
-    if attempts == 0 {
-        1.0
-    } else {
-        errors as f64 / attempts as f64
-    }
+    crate::stats::error_fraction(st.errors_total(), st.requests).unwrap_or(1.0)
 }
 
 /// Did this step meet the objective, the error budget and its own schedule?
@@ -570,6 +580,9 @@ pub fn find_max(
     let (mut pass, mut fail): (Option<f64>, Option<f64>) = (None, None);
     let mut rate = start;
     let why = loop {
+        if !verdicts.is_empty() && signals::stop_requested() {
+            break "interrupted by a signal".to_string();
+        }
         if verdicts.len() >= FIND_MAX_MAX_STEPS {
             break format!("measured {FIND_MAX_MAX_STEPS} steps (FIND_MAX_MAX_STEPS)");
         }

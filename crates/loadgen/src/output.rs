@@ -16,6 +16,7 @@ use crate::openloop::LoadKind;
 use crate::run::RunOutcome;
 use crate::stats::{self, ErrorClass};
 use crate::sys::rfc3339_utc;
+use crate::thresholds::{self, ThresholdDoc};
 
 pub const SCHEMA_VERSION: u32 = 1;
 /// Any one load thread busy at least this fraction of the measured time means the generator was
@@ -49,6 +50,12 @@ pub struct Document {
     /// `--steps` / `--find-max`: one complete result per measured rate, in the order measured.
     pub steps: Option<Vec<Document>>,
     pub find_max: Option<FindMaxDoc>,
+    /// The first SIGINT/SIGTERM ended the measured phase early: the figures cover what was measured
+    /// until then (`duration_s` says how long). Set by the caller; false here.
+    pub interrupted: bool,
+    /// `--threshold` verdicts, in the order given (empty without thresholds). Judged by the caller
+    /// on the finished document (`thresholds::evaluate`); empty here.
+    pub thresholds: Vec<ThresholdDoc>,
     /// Wall-clock start of the measured phase, for the `--hlog` header.
     #[serde(skip)]
     pub started_at_wall: std::time::SystemTime,
@@ -481,6 +488,8 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         open_loop: None,
         steps: None,
         find_max: None,
+        interrupted: false,
+        thresholds: Vec::new(),
         started_at_wall: run.started_at,
     }
 }
@@ -491,7 +500,6 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
 /// `hdrh.log.HistogramLogReader`. Values are microseconds.
 pub fn write_hlog(path: &std::path::Path, doc: &Document) -> Result<(), String> {
     use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
-    use hdrhistogram::serialization::Deserializer;
     let fail = |e: String| format!("--hlog {}: {e}", path.display());
     let mut bytes: Vec<u8> = Vec::new();
     let mut ser = V2DeflateSerializer::new();
@@ -508,20 +516,25 @@ pub fn write_hlog(path: &std::path::Path, doc: &Document) -> Result<(), String> 
     let mut w = builder
         .begin_log_with(&mut bytes, &mut ser)
         .map_err(|e| fail(e.to_string()))?;
-    let mut de = Deserializer::new();
     let interval = Duration::from_secs_f64(doc.intervals.interval_s);
     for e in &doc.intervals.entries {
-        let raw = base64::engine::general_purpose::STANDARD
-            .decode(&e.data)
-            .map_err(|e| fail(e.to_string()))?;
-        let h: Histogram<u64> = de
-            .deserialize(&mut &raw[..])
-            .map_err(|e| fail(format!("{e:?}")))?;
+        let h = decode_histogram(&e.data).map_err(fail)?;
         w.write_histogram(&h, Duration::from_secs_f64(e.t_s), interval, None)
             .map_err(|e| fail(format!("{e:?}")))?;
     }
     drop(w);
     std::fs::write(path, bytes).map_err(|e| fail(e.to_string()))
+}
+
+/// A histogram of the document (`HistogramDoc::data`, an interval's `data`) back from its base64 V2
+/// encoding.
+pub fn decode_histogram(data: &str) -> Result<Histogram<u64>, String> {
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| e.to_string())?;
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut &raw[..])
+        .map_err(|e| format!("{e:?}"))
 }
 
 /// Every interval of the measured phase, empty ones included.
@@ -604,7 +617,7 @@ fn spin_hint(lag_p99_us: u64, spin_us: u64) -> Option<String> {
     ))
 }
 
-fn fmt_us(us: u64) -> String {
+pub(crate) fn fmt_us(us: u64) -> String {
     match us {
         0..=999 => format!("{us}us"),
         1000..=999_999 => format!("{:.2}ms", us as f64 / 1e3),
@@ -612,7 +625,7 @@ fn fmt_us(us: u64) -> String {
     }
 }
 
-fn fmt_bytes(b: f64) -> String {
+pub(crate) fn fmt_bytes(b: f64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b;
     let mut u = 0;
@@ -644,6 +657,12 @@ pub fn human(doc: &Document) -> String {
         }
     }
     o += "\n";
+    if doc.interrupted {
+        o += &format!(
+            "  INTERRUPTED: stopped by a signal after {:.2}s; the figures below cover only that part of the run\n",
+            doc.duration_s
+        );
+    }
     let l = &doc.latency;
     if doc.latency_corrected {
         o += "  Latency is corrected: counted from each request's intended send time (no coordinated omission)\n";
@@ -813,6 +832,14 @@ pub fn human(doc: &Document) -> String {
             }
             None => o += &format!("  Found max   none: {}\n", f.stopped_because),
         }
+    }
+    for (k, t) in doc.thresholds.iter().enumerate() {
+        let verdict = if t.pass { "PASS" } else { "FAIL" };
+        let measured = t.measured.map_or("nothing to judge".to_string(), |m| {
+            format!("measured {}", thresholds::describe(t.unit, m))
+        });
+        let label = if k == 0 { "Thresholds" } else { "" };
+        o += &format!("  {label:<11} {verdict} {} ({measured})\n", t.expr);
     }
     let g = &doc.generator;
     o += &format!(

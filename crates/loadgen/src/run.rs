@@ -12,7 +12,7 @@ use crate::engine::{self, WorkerConfig, WorkerResult};
 use crate::exchange::Exchange;
 use crate::http::{Expectation, HttpProtocol, ResponseParser, Step};
 use crate::stats::ThreadStats;
-use crate::uring;
+use crate::{progress, uring};
 
 pub struct ThreadSummary {
     pub cpu: Option<usize>,
@@ -39,6 +39,14 @@ pub fn split_evenly(total: u64, parts: usize, index: usize) -> u64 {
     total / parts as u64 + u64::from((index as u64) < total % parts as u64)
 }
 
+/// What a progress line counts per second.
+pub fn progress_unit(cfg: &Config) -> &'static str {
+    match cfg.mode {
+        Mode::Http(_) => "req/s",
+        Mode::Echo(_) => "chunks/s",
+    }
+}
+
 /// `start_at`: the `--prepare` start time; the threads (and their connections) start then.
 pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String> {
     if let Some(t) = start_at {
@@ -62,6 +70,7 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
     .transpose()
     .map_err(|e| format!("cannot start the probe thread: {e}"))?;
 
+    let progress = progress::start(measure_start, cfg.interval, progress_unit(cfg));
     let mut handles = Vec::with_capacity(cfg.threads);
     let mut first_conn = 0;
     for t in 0..cfg.threads {
@@ -114,6 +123,7 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
             Err(_) => failure = Some("a load thread panicked".to_string()),
         }
     }
+    drop(progress);
     stop_probe.store(true, Ordering::Relaxed);
     let probe = probe
         .map(|h| {

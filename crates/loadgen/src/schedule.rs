@@ -215,6 +215,13 @@ pub fn parse_slo(text: &str) -> Result<Slo, String> {
 
 /// `--max-errors 0.1%` (or a fraction, 0.001): errors / (requests answered + errors) allowed.
 pub fn parse_error_budget(text: &str) -> Result<f64, String> {
+    parse_fraction(text).map_err(|e| format!("--max-errors {e}"))
+}
+
+/// A share of something: a percentage (`0.1%`) or a fraction (`0.001`), between 0 and 100%; the
+/// value returned is the fraction. The error starts with the text quoted, for the caller to prefix
+/// with the option it came from.
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
     let t = text.trim();
     let (num, scale) = match t.strip_suffix('%') {
         Some(n) => (n, 100.0),
@@ -226,7 +233,7 @@ pub fn parse_error_budget(text: &str) -> Result<f64, String> {
         .map(|x| x / scale)
         .filter(|x| (0.0..=1.0).contains(x))
         .ok_or_else(|| {
-            format!("--max-errors '{text}': give a percentage like 0.1% or a fraction like 0.001, between 0 and 100%")
+            format!("'{text}': give a percentage like 0.1% or a fraction like 0.001, between 0 and 100%")
         })
 }
 

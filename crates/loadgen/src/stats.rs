@@ -1,11 +1,16 @@
 //! Per-thread measurements (counters, error classes, latency histogram, per-second timeline) and
 //! their merge. A thread only ever touches its own `ThreadStats`; the merge happens once, after the
-//! threads have stopped, so the hot path has no locks and no shared cache lines.
+//! threads have stopped, so the hot path has no locks and no shared cache lines. With progress lines
+//! on, a thread also stores its running counts into its own `progress::Live` (read, not written, by
+//! the reporter once per interval).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::serialization::Serializer as _;
 use hdrhistogram::Histogram;
+
+use crate::progress::{self, Live};
 
 /// Histogram range: 1 µs to 1 h at 3 significant digits (0.1% resolution).
 pub const HIST_LOWEST_US: u64 = 1;
@@ -50,6 +55,8 @@ pub struct Intervals {
     current: Histogram<u64>,
     /// (interval index, V2-serialized histogram), in index order; empty intervals are absent.
     pub done: Vec<(u64, Vec<u8>)>,
+    /// Progress lines on: each finished interval is handed over there too.
+    live: Option<Arc<Live>>,
 }
 
 impl Intervals {
@@ -61,6 +68,7 @@ impl Intervals {
             end: start + interval,
             current: new_histogram(),
             done: Vec::new(),
+            live: None,
         }
     }
 
@@ -90,6 +98,9 @@ impl Intervals {
             hdrhistogram::serialization::V2Serializer::new()
                 .serialize(&self.current, &mut bytes)
                 .expect("serializing to memory cannot fail");
+            if let Some(live) = &self.live {
+                live.interval_done(&bytes);
+            }
             self.done.push((self.index, bytes));
             self.current.reset();
         }
@@ -184,6 +195,14 @@ impl ErrorClass {
     }
 }
 
+/// errors / (successful requests + errors), as python/netarena/stats.py's `error_rate`: a status
+/// or verification error is a response too, so dividing by responses + errors would count it twice.
+/// None when nothing was attempted (no success and no error): there is no share to give.
+pub fn error_fraction(errors: u64, successes: u64) -> Option<f64> {
+    let attempts = successes + errors;
+    (attempts > 0).then(|| errors as f64 / attempts as f64)
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Second {
     pub requests: u64,
@@ -216,11 +235,17 @@ pub struct ThreadStats {
     pub last_event: Option<Instant>,
     /// The same latencies as `hist`, per `--interval`.
     pub intervals: Intervals,
+    /// Progress lines on (`progress`): the running counts are mirrored there.
+    live: Option<Arc<Live>>,
 }
 
 impl ThreadStats {
     pub fn new(measure_start: Instant, measure_end: Instant, response_quota: Option<u64>) -> Self {
+        let live = progress::attach();
+        let mut intervals = Intervals::new(measure_start, DEFAULT_INTERVAL);
+        intervals.live = live.clone();
         ThreadStats {
+            live,
             measure_start,
             measure_end,
             response_quota,
@@ -237,12 +262,13 @@ impl ThreadStats {
             examples: Vec::new(),
             timeline: Vec::new(),
             last_event: None,
-            intervals: Intervals::new(measure_start, DEFAULT_INTERVAL),
+            intervals,
         }
     }
 
     pub fn set_interval(&mut self, interval: Duration) {
         self.intervals = Intervals::new(self.measure_start, interval);
+        self.intervals.live = self.live.clone();
     }
 
     #[inline]
@@ -280,6 +306,9 @@ impl ThreadStats {
         self.last_event = Some(now);
         if ok {
             self.requests += 1;
+            if let Some(live) = &self.live {
+                live.set_requests(self.requests);
+            }
             let us = latency.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64;
             let us = us.max(HIST_LOWEST_US);
             self.hist.saturating_record(us);
@@ -316,6 +345,9 @@ impl ThreadStats {
             return;
         }
         self.errors[class as usize] += 1;
+        if let Some(live) = &self.live {
+            live.set_errors(self.errors_total());
+        }
         self.second(now).errors += 1;
         if self.examples.len() < MAX_ERROR_EXAMPLES {
             let msg = detail();

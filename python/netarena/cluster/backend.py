@@ -18,7 +18,7 @@ import time
 import uuid
 
 from .. import __version__, stats
-from ..backend import GENERATOR_GRACE_S, _timeouts, conclude, failed
+from ..backend import GENERATOR_GRACE_S, conclude, failed, timeouts
 from ..runner import StopRun
 from ..store import now_iso
 from . import ClusterError, tasks
@@ -444,10 +444,12 @@ class ClusterBackend:
             record["monitor"] = restrict_to_window(record["monitor"], window[0] + offset, window[1] + offset)
             if status is not None:
                 record["monitor"]["server_status"] = status
-        hang = out.get("after_load") if generator is not None and _timeouts(generator) else None
+        hang = out.get("after_load") if generator is not None and timeouts(generator) else None
         if hang is not None:
             record["verification"] = dict(record.get("verification") or {}, after_load=hang)
-        record = conclude(record, generator, crashed_code=out.get("crashed_code"),
+        crashed_code = out.get("crashed_code")
+        crashed = None if crashed_code is None else f"the contestant exited with code {crashed_code} while under load"
+        record = conclude(record, generator, crashed=crashed,
                           gen_error="; ".join(errors) or None, hang=hang, timeout_s=req.timeout_s, log_path=None)
         if record["status"] != "ok":
             record["stderr_tail"] = out.get("stderr_tail")

@@ -109,6 +109,54 @@ def compare(a: Report, b: Report) -> Comparison:
                       [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b))
 
 
+# The metrics a regression gate can watch: the Row attribute and the direction that is better.
+GATE_METRICS = {"rps": ("throughput", "higher"), "p99": ("p99", "lower")}
+
+
+@dataclass
+class Regression:
+    row: Row
+    metric: str  # a key of GATE_METRICS
+
+    @property
+    def text(self) -> str:
+        m = getattr(self.row, GATE_METRICS[self.metric][0])
+        return (f"{self.row.contestant} {self.row.scenario} {self.row.level_key}: {self.metric} {m.verdict} "
+                f"(B/A {_ratio_short(m)})")
+
+
+def regressions(c: Comparison, metrics: list[str]) -> list[Regression]:
+    """Rows whose chosen metric changed significantly (the Metric verdict, nothing else) the wrong way."""
+    out = []
+    for row in c.rows:
+        for name in metrics:
+            attribute, better = GATE_METRICS[name]
+            m = getattr(row, attribute)
+            if m.significant and m.verdict != better:
+                out.append(Regression(row, name))
+    return out
+
+
+def to_dict(c: Comparison, metrics: list[str]) -> dict:
+    """The comparison as one JSON-ready document (`netarena compare --json`)."""
+    from dataclasses import asdict
+
+    found = regressions(c, metrics)
+    return {
+        "a": {"run": c.a.run.id, "suite": c.a.run.suite_name, "store": c.a.store_path},
+        "b": {"run": c.b.run.id, "suite": c.b.run.suite_name, "store": c.b.store_path},
+        "significance": SIGNIFICANCE_RULE,
+        "metrics": metrics,
+        "rows": [{"contestant": r.contestant, "scenario": r.scenario, "level_key": r.level_key, "a_ids": r.a_ids,
+                  "b_ids": r.b_ids, "rps": dict(asdict(r.throughput), significant=r.throughput.significant),
+                  "p99_us": dict(asdict(r.p99), significant=r.p99.significant)} for r in c.rows],
+        "regressions": [{"contestant": g.row.contestant, "scenario": g.row.scenario, "level_key": g.row.level_key,
+                         "metric": g.metric, "text": g.text} for g in found],
+        "only_in_a": c.only_in_a, "only_in_b": c.only_in_b,
+        "environment_differences": c.environment_differences,
+    }
+
+
 def environment_differences(a: Report, b: Report) -> list[str]:
     """What differs between the two runs' machines and settings: a reason to doubt any ratio."""
     def pick(r: Report) -> dict:

@@ -82,3 +82,19 @@ def ids(values: list[int]) -> str:
 def throughput_unit(scenario: str) -> str:
     # The echo flood counts echoed chunks, not HTTP requests (docs/load-generator.md).
     return "chunks/s" if scenario == "echo" else "req/s"
+
+
+def measured(verdict: dict) -> str:
+    """A threshold verdict's measured value in its unit (netarena-load's `thresholds[].unit`)."""
+    value, unit = verdict.get("measured"), verdict.get("unit")
+    if value is None:
+        return "nothing to judge"
+    if unit == "us":
+        return us(value)
+    if unit == "fraction":
+        return pct(value, 3)
+    if unit == "per_s":
+        return f"{value:,.0f}/s"
+    if unit == "bytes_per_s":
+        return f"{size_bytes(value)}/s"
+    return f"{value:,.0f}" if unit == "count" else f"{value:g}"

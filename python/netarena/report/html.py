@@ -21,8 +21,8 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from . import fmt
-from .model import (BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, found_rate_text, interval_series,
-                    rank_basis, ranks)
+from .model import (BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, external_line, found_rate_text,
+                    interval_series, rank_basis, ranks)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -56,7 +56,7 @@ details { margin: 0.4rem 0; } summary { cursor: pointer; }
 .partial { background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 0.5rem 1rem; }
 """
 
-_BAD_BADGES = {"VERIFY", "CRASH", "HUNG", "FAIL", "ERR"}
+_BAD_BADGES = {"VERIFY", "CRASH", "HUNG", "FAIL", "ERR", "THR"}
 
 
 def e(value) -> str:
@@ -810,6 +810,22 @@ def _seed_000_table(page: _Page, report: Report, flood: list[Group], probes: lis
     page.add(_table(headers, rows, cls="seed-000"))
 
 
+def _thresholds(page: _Page, report: Report) -> None:
+    verdicts = [(g, t) for g in report.groups for t in g.thresholds]
+    if not verdicts:
+        return
+    page.add('<h2 id="thresholds">Thresholds</h2>')
+    page.add('<p class="note">Each repeat\'s verdict on each threshold, as netarena-load judged it on that repeat\'s '
+             "own result; a failed one makes <code>netarena run</code> exit 99.</p>")
+    rows = [f'<tr data-pass="{1 if t.get("pass") else 0}"><td>{e(g.contestant)}</td><td>{e(g.scenario)}</td>'
+            f"<td>{e(g.level_key)}</td><td>{ids_html([t['measurement_id']])}</td><td><code>{e(t.get('expr'))}</code>"
+            f"</td><td class=\"num\">{e(fmt.measured(t))}</td><td>"
+            + ("pass" if t.get("pass") else '<b style="color:#cf222e">FAIL</b>') + "</td></tr>"
+            for g, t in verdicts]
+    page.add(_table(["contestant", "scenario", "level", "measurement", "threshold", "measured", "verdict"], rows,
+                    cls="thresholds"))
+
+
 def _environment(page: _Page, report: Report) -> None:
     run, env = report.run, report.run.environment or {}
     page.add('<h2 id="environment">Environment</h2>')
@@ -892,6 +908,7 @@ def render(report: Report) -> bytes:
     page = _Page()
     run = report.run
     _summary(page, report)
+    _thresholds(page, report)
     _throughput_charts(page, report)
     _rate_charts(page, report)
     _find_max_section(page, report)
@@ -903,8 +920,9 @@ def render(report: Report) -> bytes:
     _skipped(page, report)
     _measurements(page, report)
     body = "\n".join(page.parts)
-    sections = [("summary", "Summary"), ("throughput", "Throughput"), ("rates", "Against rate"),
-                ("find-max", "Highest rate"), ("latency", "Latency"), ("errors", "Errors"), ("resources", "Over time"), ("echo", "Echo flood"), ("environment", "Environment"),
+    sections = [("summary", "Summary"), ("thresholds", "Thresholds"), ("throughput", "Throughput"),
+                ("rates", "Against rate"), ("find-max", "Highest rate"), ("latency", "Latency"), ("errors", "Errors"),
+                ("resources", "Over time"), ("echo", "Echo flood"), ("environment", "Environment"),
                 ("skipped", "Skipped and failed"), ("measurements", "Measurements")]
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections if f'id="{anchor}"' in body)
     used = [c for c in BADGES if any(c in g.badges for g in report.groups)]
@@ -934,5 +952,7 @@ def render(report: Report) -> bytes:
               f"{', ' + str(counts['interrupted']) + ' interrupted' if counts['interrupted'] else ''} of "
               f"{run.planned_measurements} planned · server CPUs {e(run.server_cpus)}, generator CPUs "
               f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p>"
-              f"{partial}<nav>{nav}</nav>{legend}")
+              + (f'<p class="external" data-url="{e(run.args["external"]["url"])}"><b>{e(external_line(run))}</b></p>'
+                 if external_line(run) else "")
+              + f"{partial}<nav>{nav}</nav>{legend}")
     return (head + header + body + "</body></html>\n").encode("utf-8")

@@ -45,6 +45,8 @@ BADGES: dict[str, tuple[str, str]] = {
     "STOP": ("unclean stop", "the contestant needed SIGKILL to stop or left processes behind"),
     "RATE": ("rate not met", "open loop: fewer than 99% of the scheduled requests started, some were dropped, or "
                              "the send lag p99 exceeded 1 ms; the load was not what the level says"),
+    "THR": ("threshold failed", "at least one repeat failed a threshold (netarena run --threshold or the suite entry's "
+                                "`thresholds`): the measured value is beside each verdict (see Thresholds)"),
     "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
@@ -150,6 +152,9 @@ class Group:
     latency_uncorrected_p99_us: float | None = None
     rate_not_met_reasons: list[str] = field(default_factory=list)  # "#repeat: reason", every ok repeat's
     find_max: dict | None = None                     # find-max levels: see _find_max
+
+    # The generator's verdicts of each ok repeat: {measurement_id, repeat_index, expr, measured, pass, ...}.
+    thresholds: list[dict] = field(default_factory=list)
 
     @property
     def open_loop(self) -> bool:
@@ -266,6 +271,17 @@ def level_order(g: Group) -> tuple:
     """Levels in the order a reader expects: by connections, workers, the rest of the level, then offered rate
     (numerically: as text "rate=1000" would come before "rate=250")."""
     return (g.connections, g.workers, g.series, g.offered_rate_per_s or 0.0, g.level_key)
+
+
+def external_line(run: RunInfo) -> str | None:
+    """One sentence naming the server of a `netarena run --url` run (None for a run of contestants)."""
+    ext = (run.args or {}).get("external")
+    if not ext:
+        return None
+    process = f"process {ext['pid']} ({' '.join(ext.get('process') or [])})" if ext.get("pid") else \
+        "its process not monitored"
+    return (f"external server {ext['url']}: started, pinned and stopped by its owner, not by netarena; {process}; "
+            "its responses were verified before each measurement")
 
 
 def rank_key(g: Group) -> tuple:
@@ -449,6 +465,8 @@ def build_groups(rows: list[dict]) -> list[Group]:
                                   for reason in (m["generator"].get("open_loop") or {}).get("rate_not_met_reasons")
                                   or []],
             find_max=_find_max(ok),
+            thresholds=[dict(t, measurement_id=m["id"], repeat_index=m["repeat_index"]) for m in ok
+                        for t in (m["generator"].get("thresholds") or [])],
         )
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
@@ -482,6 +500,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("STOP")
     if stats.FLAG_RATE_NOT_MET in flags:
         out.append("RATE")
+    if stats.FLAG_THRESHOLD_FAILED in flags:
+        out.append("THR")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
     return out

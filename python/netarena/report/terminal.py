@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import fmt
-from .model import BADGES, Report, find_max_line, level_title, ranks
+from .model import BADGES, Report, external_line, find_max_line, level_title, ranks
 
 
 TERMINAL_WIDTH = 100
@@ -20,6 +20,8 @@ def summary_renderables(report: Report) -> list:
     run = report.run
     out: list = [Text(f"run {run.id} · suite {run.suite_name} · {run.status} · started {run.started_at} · "
                       f"server CPUs {run.server_cpus}, generator CPUs {run.generator_cpus}")]
+    if external_line(run):
+        out.append(Text(external_line(run), style="bold"))
     if run.status != "complete":
         made = sum(1 for m in report.measurements if m.status in ("ok", "failed"))
         out.append(Text(f"partial: the run is {run.status}; {made} of {run.planned_measurements} planned "
@@ -58,6 +60,12 @@ def summary_renderables(report: Report) -> list:
         out.append(legend)
     out.append(Text("cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server peak RSS "
                     "over the repeats", style="dim"))
+    for g in report.groups:
+        for t in g.thresholds:
+            if not t.get("pass"):
+                out.append(Text(f"threshold failed: {g.contestant} {g.scenario} {g.level_key} "
+                                f"#{t['repeat_index'] + 1}: {t.get('expr')} (measured {fmt.measured(t)})",
+                                style="bold red"))
     for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""

@@ -74,6 +74,14 @@ impl LoadRun {
         )
     }
 
+    /// The JSON document on stdout, whatever the exit code (a failed threshold or an interrupted
+    /// run still prints its result).
+    pub fn stdout_json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!("stdout is not one JSON document ({e})\n{}", self.describe())
+        })
+    }
+
     /// The result document as printed (exit 0 required), without further checks.
     pub fn json(&self) -> Value {
         assert_eq!(
@@ -147,19 +155,31 @@ pub fn feature_missing(what: &str) {
 
 /// Runs the real binary; kills it and fails the test if it is still running after `limit`.
 pub fn run_load(args: &[&str], limit: Duration) -> LoadRun {
+    spawn_load(args).finish(limit)
+}
+
+/// The real binary, started and running, with both pipes drained on their own threads so a chatty
+/// child cannot block on a full pipe.
+pub struct RunningLoad {
+    child: std::process::Child,
+    args: Vec<String>,
+    started: Instant,
+    out_reader: thread::JoinHandle<String>,
+    err_reader: thread::JoinHandle<String>,
+}
+
+/// Starts the real binary (with `io_args`) and returns at once.
+pub fn spawn_load(args: &[&str]) -> RunningLoad {
     let bin = env!("CARGO_BIN_EXE_netarena-load");
     let started = Instant::now();
-    let args_owned = io_args(args);
-    let args: Vec<&str> = args_owned.iter().map(|s| s.as_str()).collect();
-    let args = &args[..];
+    let args = io_args(args);
     let mut child = Command::new(bin)
-        .args(args)
+        .args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
-    // Drain both pipes on their own threads so a chatty child cannot block on a full pipe.
     let mut out_pipe = child.stdout.take().unwrap();
     let mut err_pipe = child.stderr.take().unwrap();
     let out_reader = thread::spawn(move || {
@@ -172,29 +192,52 @@ pub fn run_load(args: &[&str], limit: Duration) -> LoadRun {
         let _ = err_pipe.read_to_string(&mut s);
         s
     });
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for netarena-load") {
-            break status;
+    RunningLoad {
+        child,
+        args,
+        started,
+        out_reader,
+        err_reader,
+    }
+}
+
+impl RunningLoad {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends `sig` (e.g. libc::SIGINT) to the generator, and only to it.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill() on our own child's pid, which we have not waited for yet.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill({sig})");
+    }
+
+    /// Waits for the exit; kills it and fails the test if it is still running `limit` after its start.
+    pub fn finish(mut self, limit: Duration) -> LoadRun {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("waiting for netarena-load") {
+                break status;
+            }
+            if self.started.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stdout = self.out_reader.join().unwrap_or_default();
+                let stderr = self.err_reader.join().unwrap_or_default();
+                panic!(
+                    "netarena-load {} did not finish within {limit:?}; killed\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+                    self.args.join(" ")
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let wall = self.started.elapsed();
+        LoadRun {
+            args: self.args,
+            code: status.code().unwrap_or(-1),
+            stdout: self.out_reader.join().unwrap_or_default(),
+            stderr: self.err_reader.join().unwrap_or_default(),
+            wall,
         }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let stdout = out_reader.join().unwrap_or_default();
-            let stderr = err_reader.join().unwrap_or_default();
-            panic!(
-                "netarena-load {} did not finish within {limit:?}; killed\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
-                args.join(" ")
-            );
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let wall = started.elapsed();
-    LoadRun {
-        args: args.iter().map(|s| s.to_string()).collect(),
-        code: status.code().unwrap_or(-1),
-        stdout: out_reader.join().unwrap_or_default(),
-        stderr: err_reader.join().unwrap_or_default(),
-        wall,
     }
 }
 

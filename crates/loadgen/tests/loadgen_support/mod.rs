@@ -19,7 +19,7 @@ use mio::{Events, Interest, Poll, Token};
 mod common;
 #[allow(unused_imports)]
 // not every test binary that includes this module runs the generator itself
-pub use common::run_load;
+pub use common::{free_port, io_args, run_load, spawn_load, LoadRun};
 
 pub fn validate_against_schema(doc: &serde_json::Value) {
     let path = concat!(

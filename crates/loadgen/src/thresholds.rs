@@ -1,0 +1,306 @@
+//! `--threshold EXPR`: pass/fail gates on the result, for CI jobs (k6's thresholds, as one flag).
+//!
+//! An expression is `METRIC OP LIMIT`, e.g. `p99<=5ms`, `errors<=0.1%`, `rps>=50000`. It is parsed
+//! with the rest of the command line (a bad one exits 2 before any load) and judged against the
+//! finished result document, so a verdict is always about the numbers the document shows: latency
+//! is the document's `latency` (corrected in open-loop modes), throughput its `throughput`. Each
+//! metric has one unit, used for both `limit` and `measured` in the JSON (docs/load-generator.md,
+//! "Thresholds").
+
+use serde::Serialize;
+
+use crate::output::{self, Document};
+use crate::parse::{parse_bytes, parse_duration};
+use crate::schedule::parse_fraction;
+
+/// The metrics and operators, as listed in every parse error.
+pub const METRICS_HELP: &str = "metrics: pN (a latency percentile, 0 < N < 100, e.g. p50, p99, p99.9), min, max, mean (latency: give a unit, us, ms or s), \
+errors (failed share of attempts: 0.1% or 0.001), error_count, requests (successful, a count), \
+rps (successful requests per second; echo: chunks per second), bytes_per_s (received: 1000000, 512k, 100m); \
+operators: <=, <, >=, >, ==";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Metric {
+    /// A latency percentile in (0, 100).
+    Percentile(f64),
+    Min,
+    Max,
+    Mean,
+    /// errors / (successful requests + errors), as `stats::error_fraction`.
+    Errors,
+    ErrorCount,
+    Requests,
+    Rps,
+    BytesPerS,
+}
+
+impl Metric {
+    /// The unit of `limit` and `measured` in the result document.
+    fn unit(self) -> &'static str {
+        match self {
+            Metric::Percentile(_) | Metric::Min | Metric::Max | Metric::Mean => "us",
+            Metric::Errors => "fraction",
+            Metric::ErrorCount | Metric::Requests => "count",
+            Metric::Rps => "per_s",
+            Metric::BytesPerS => "bytes_per_s",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    Le,
+    Lt,
+    Ge,
+    Gt,
+    Eq,
+}
+
+impl Op {
+    /// Two-character operators first, so `<=` is not read as `<` followed by `=5ms`.
+    const ALL: [(&'static str, Op); 5] = [
+        ("<=", Op::Le),
+        (">=", Op::Ge),
+        ("==", Op::Eq),
+        ("<", Op::Lt),
+        (">", Op::Gt),
+    ];
+
+    fn text(self) -> &'static str {
+        Op::ALL.iter().find(|(_, o)| *o == self).expect("listed").0
+    }
+
+    fn holds(self, measured: f64, limit: f64) -> bool {
+        match self {
+            Op::Le => measured <= limit,
+            Op::Lt => measured < limit,
+            Op::Ge => measured >= limit,
+            Op::Gt => measured > limit,
+            Op::Eq => measured == limit,
+        }
+    }
+}
+
+/// One parsed `--threshold`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Threshold {
+    /// As given on the command line.
+    pub expr: String,
+    /// The metric's canonical name (`p99`, `errors`, ...).
+    pub metric_name: String,
+    metric: Metric,
+    op: Op,
+    /// In the metric's unit.
+    limit: f64,
+}
+
+/// A threshold's verdict, as it appears in the result's `thresholds` list.
+#[derive(Serialize, Clone, Debug)]
+pub struct ThresholdDoc {
+    pub expr: String,
+    pub metric: String,
+    pub op: &'static str,
+    pub limit: f64,
+    pub unit: &'static str,
+    /// None when the run has nothing to judge: no successful response for a latency metric, or no
+    /// attempt at all for `errors`. Such a threshold fails.
+    pub measured: Option<f64>,
+    pub pass: bool,
+}
+
+/// `--threshold EXPR`: the metric, the operator and the limit in the metric's unit.
+pub fn parse(expr: &str) -> Result<Threshold, String> {
+    let bad = |why: String| format!("--threshold '{expr}': {why}; {METRICS_HELP}");
+    let (at, op_text, op) = Op::ALL
+        .iter()
+        .filter_map(|&(t, o)| expr.find(t).map(|at| (at, t, o)))
+        // The leftmost operator; of two at the same place, the longer (listed first).
+        .min_by_key(|(at, _, _)| *at)
+        .ok_or_else(|| bad("no comparison operator".into()))?;
+    let name = expr[..at].trim().to_ascii_lowercase();
+    let value = expr[at + op_text.len()..].trim();
+    if value.is_empty() {
+        return Err(bad("no limit after the operator".into()));
+    }
+    let metric = match name.as_str() {
+        "min" => Metric::Min,
+        "max" => Metric::Max,
+        "mean" => Metric::Mean,
+        "errors" => Metric::Errors,
+        "error_count" => Metric::ErrorCount,
+        "requests" => Metric::Requests,
+        "rps" => Metric::Rps,
+        "bytes_per_s" => Metric::BytesPerS,
+        "" => return Err(bad("no metric before the operator".into())),
+        n => match n.strip_prefix('p').map(str::parse::<f64>) {
+            Some(Ok(p)) if p > 0.0 && p < 100.0 => Metric::Percentile(p),
+            Some(Ok(_)) => {
+                return Err(bad(format!(
+                    "'{n}': a percentile must be above 0 and below 100 (use max for the largest)"
+                )))
+            }
+            _ => return Err(bad(format!("unknown metric '{n}'"))),
+        },
+    };
+    let limit = match metric {
+        Metric::Percentile(_) | Metric::Min | Metric::Max | Metric::Mean => {
+            latency_us(value).map_err(bad)?
+        }
+        Metric::Errors => parse_fraction(value).map_err(|e| bad(format!("errors limit {e}")))?,
+        Metric::ErrorCount | Metric::Requests | Metric::Rps => value
+            .parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .ok_or_else(|| bad(format!("'{value}' is not a non-negative number")))?,
+        Metric::BytesPerS => parse_bytes(value).map_err(bad)? as f64,
+    };
+    let metric_name = match metric {
+        Metric::Percentile(p) => format!("p{p}"),
+        _ => name,
+    };
+    Ok(Threshold {
+        expr: expr.to_string(),
+        metric_name,
+        metric,
+        op,
+        limit,
+    })
+}
+
+/// A latency limit in µs: `500us` (or `µs`), or any duration with a unit (`5ms`, `1.5s`, `1m`). The unit is required: a bare `5`
+/// would be seconds to `--timeout` but could be meant as milliseconds here.
+fn latency_us(value: &str) -> Result<f64, String> {
+    let v = value.trim();
+    if let Some(n) = v.strip_suffix("us").or_else(|| v.strip_suffix("µs")) {
+        return n
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| format!("'{value}' is not a latency; write e.g. 500us, 5ms or 1s"));
+    }
+    if !v.ends_with(|c: char| c.is_ascii_alphabetic()) {
+        return Err(format!(
+            "'{value}' has no unit; write a latency like 500us, 5ms or 1s"
+        ));
+    }
+    Ok(parse_duration(v)?.as_secs_f64() * 1e6)
+}
+
+/// The verdict of every threshold on a finished result, in the order given.
+pub fn evaluate(thresholds: &[Threshold], doc: &Document) -> Vec<ThresholdDoc> {
+    thresholds
+        .iter()
+        .map(|t| {
+            let measured = measure(t.metric, doc);
+            ThresholdDoc {
+                expr: t.expr.clone(),
+                metric: t.metric_name.clone(),
+                op: t.op.text(),
+                limit: t.limit,
+                unit: t.metric.unit(),
+                measured,
+                pass: measured.is_some_and(|m| t.op.holds(m, t.limit)),
+            }
+        })
+        .collect()
+}
+
+fn measure(metric: Metric, doc: &Document) -> Option<f64> {
+    let l = &doc.latency;
+    let has_latency = l.count > 0;
+    match metric {
+        // From the histogram itself, as the document's own p50_us..p99_99_us are, so `p99` here is
+        // exactly `latency.p99_us` and any other percentile is computed the same way.
+        Metric::Percentile(p) => has_latency
+            .then(|| output::decode_histogram(&l.histogram.data).ok())
+            .flatten()
+            .map(|h| h.value_at_quantile(p / 100.0) as f64),
+        Metric::Min => has_latency.then_some(l.min_us as f64),
+        Metric::Max => has_latency.then_some(l.max_us as f64),
+        Metric::Mean => has_latency.then_some(l.mean_us),
+        Metric::Errors => crate::stats::error_fraction(doc.totals.errors, doc.totals.requests),
+        Metric::ErrorCount => Some(doc.totals.errors as f64),
+        Metric::Requests => Some(doc.totals.requests as f64),
+        Metric::Rps => Some(doc.throughput.requests_per_s),
+        Metric::BytesPerS => Some(doc.throughput.bytes_per_s),
+    }
+}
+
+/// A value in its metric's unit, for the human summary.
+pub fn describe(unit: &str, v: f64) -> String {
+    match unit {
+        "us" => output::fmt_us(v.round() as u64),
+        "fraction" => format!("{:.3}%", v * 100.0),
+        "count" => format!("{v:.0}"),
+        "per_s" => format!("{v:.1}/s"),
+        "bytes_per_s" => format!("{}/s", output::fmt_bytes(v)),
+        _ => format!("{v}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(expr: &str) -> Threshold {
+        parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"))
+    }
+
+    #[test]
+    fn expressions_parse_into_their_unit() {
+        let p99 = t("p99<=5ms");
+        assert_eq!(
+            (p99.metric_name.as_str(), p99.op, p99.limit),
+            ("p99", Op::Le, 5000.0)
+        );
+        assert_eq!(t("p99.9 < 250us").metric, Metric::Percentile(99.9));
+        assert_eq!(t("p99.9 < 250us").limit, 250.0);
+        assert_eq!(t("max<=1s").limit, 1_000_000.0);
+        assert_eq!(t("mean<=3ms").metric, Metric::Mean);
+        assert!((t("errors<=0.1%").limit - 0.001).abs() < 1e-12);
+        assert_eq!(t("errors==0").limit, 0.0);
+        assert_eq!(t("errors==0").op, Op::Eq);
+        assert_eq!(t("errors<=0").op, Op::Le);
+        assert_eq!(t("rps>=50000").limit, 50000.0);
+        assert_eq!(t("rps>5e4").op, Op::Gt);
+        assert_eq!(t("bytes_per_s>=100m").limit, (100u64 << 20) as f64);
+        assert_eq!(t("error_count<10").limit, 10.0);
+        assert_eq!(t("requests>=1").metric, Metric::Requests);
+    }
+
+    #[test]
+    fn bad_expressions_name_themselves_and_the_valid_forms() {
+        for bad in [
+            "",
+            "p99",
+            "p99<=",
+            "<=5ms",
+            "latency<=5ms",
+            "p100<=1s",
+            "p0<=1s",
+            "p99<=5",
+            "p99<=fast",
+            "errors<=5",
+            "errors<=200%",
+            "rps>=-1",
+            "rps>=lots",
+            "p99=>5ms",
+            "bytes_per_s>=1.5k",
+        ] {
+            let e = parse(bad).unwrap_err();
+            assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
+            assert!(
+                e.contains("metrics: pN") && e.contains("operators: <="),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn operators_compare_as_written() {
+        assert!(Op::Le.holds(5.0, 5.0) && !Op::Lt.holds(5.0, 5.0));
+        assert!(Op::Ge.holds(5.0, 5.0) && !Op::Gt.holds(5.0, 5.0));
+        assert!(Op::Eq.holds(0.0, 0.0) && !Op::Eq.holds(1.0, 0.0));
+    }
+}

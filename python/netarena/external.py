@@ -1,0 +1,362 @@
+"""Measuring a server netarena did not start: `netarena run --url URL [--pid N | --process-name NAME]`.
+
+The server is already running, so there is no install, start or stop. Everything else is a run like any
+other: the scenarios' responses are verified first (and before each measurement), netarena-load runs on
+CPUs of its own, the monitor samples the server's process tree, and every measurement goes into the store
+under one contestant name (`--name`, default "external"), so show/report/export/compare read it as they
+read any run. The run's args record the target (`args.external`), which the reports show.
+
+Only the responses are verified: the catalog's set-up checks (listen backlog, Nagle, sleep overlap) are
+rules for contestants netarena compares, and a server of one's own is measured as it is.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import psutil
+
+from .backend import RealBackend, conclude, failed, timeouts
+from .config import SCENARIOS, Request, Start, Strict, Workers
+from .errors import ConfigError, did_you_mean
+from .process import available_cpus
+from .scenarios import Verification, load_spec, request_load_spec, verify, verify_request
+from .store import now_iso
+
+DEFAULT_NAME = "external"
+DEFAULT_CONNECTIONS = [50]
+# How long the check before the run waits for each scenario's first answer.
+FIRST_CHECK_TIMEOUT_S = 5.0
+
+
+class ExternalManifest(Strict):
+    """What is stored as the external server's manifest (contestants.manifest_json): enough for the reports,
+    and the `start`/`workers`/`unsupported` a contestant's plan reads, at their neutral defaults."""
+
+    name: str
+    display_name: str
+    url: str
+    pid: int | None = None
+    process: list[str] = []
+    framework: str = "external server"
+    framework_version: str = "-"
+    language: str = "-"
+    runtime: str = "-"
+    concurrency_model: str = "-"
+    scenarios: list[str]
+    request: Request | None = None
+    unsupported: dict[str, str] = {}
+    start: Start = Start()
+    workers: Workers = Workers(supported=False, how="an external server runs as it was started")
+
+
+@dataclass
+class ExternalServer:
+    """Plays a Contestant's part in the plan and the runner (name, manifest) and knows where the server is."""
+
+    manifest: ExternalManifest
+    origin: str  # scheme://host:port
+    host: str
+    port: int
+    prefix: str  # path before the catalog's paths ("" for none)
+    pid: int | None
+    request: Request | None
+    allow_target: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def url(self) -> str:
+        return self.manifest.url
+
+    def verify(self, scenario: str, static_dir: Path, timeout_s: float) -> Verification:
+        if self.request is not None and scenario == self.request.name:
+            return verify_request(self.request, self.host, self.port, timeout_s)
+        return verify(scenario, self.port, static_dir, timeout_s=timeout_s, responses_only=True, host=self.host,
+                      prefix=self.prefix)
+
+    def load_spec(self, scenario: str, level, static_dir: Path):
+        if self.request is not None and scenario == self.request.name:
+            spec = request_load_spec(self.request, level, self.origin)
+        else:
+            spec = load_spec(scenario, level, self.port, static_dir, base_url=self.origin + self.prefix)
+        for host in self.allow_target:
+            spec.args += ["--allow-target", host]
+        return spec
+
+    def describe(self) -> dict:
+        """The install record's counterpart: what was measured, as found when the run started."""
+        return {"external": True, "url": self.url, "pid": self.pid, "process": self.manifest.process,
+                "allow_target": self.allow_target, "recorded_at": now_iso()}
+
+
+# ----------------------------------------------------------------------------- parsing the command line
+
+
+def parse_url(url: str) -> tuple[str, str, int, str]:
+    """(origin, host, port, path prefix) of --url; a ConfigError says what is wrong with it."""
+    parts = urlsplit(url)
+    if parts.scheme != "http":
+        raise ConfigError(f"{url!r}: only http:// URLs (netarena-load speaks HTTP/1.1 over TCP, no TLS)",
+                          path="--url", hint="e.g. --url http://127.0.0.1:8080")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"{url!r}: the port is not a number from 1 to 65535", path="--url") from None
+    if not parts.hostname:
+        raise ConfigError(f"{url!r}: no host", path="--url", hint="e.g. --url http://127.0.0.1:8080")
+    if parts.query or parts.fragment:
+        raise ConfigError(f"{url!r}: no query or fragment here; a request whose path has a query is described "
+                          "in a --request FILE (path = \"/search?q=x\")", path="--url")
+    return f"http://{parts.netloc}", parts.hostname, port or 80, parts.path.rstrip("/")
+
+
+def check_loopback(host: str, allow_target: list[str]) -> None:
+    """The generator's rule, checked before anything starts: loopback only unless --allow-target names the host."""
+    if host in allow_target:
+        return
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot resolve {host!r}: {exc.strerror}", path="--url") from None
+    if not all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
+        raise ConfigError(f"{host} is not a loopback address ({', '.join(sorted(addresses))}); netarena loads "
+                          "only this machine unless told otherwise", path="--url",
+                          hint=f"add --allow-target {host} if you mean to load that host")
+
+
+def find_process(pid: int | None, process_name: str | None, host: str, port: int) -> tuple[int | None, str]:
+    """The server's root process: --pid, else --process-name, else the listener of the URL's port on this
+    machine. Returns (pid or None, how it was found)."""
+    if pid is not None:
+        if not psutil.pid_exists(pid):
+            raise ConfigError(f"no process {pid} on this machine", path="--pid",
+                              hint="the server's PID, e.g. from `pgrep -o NAME`")
+        return pid, f"--pid {pid}"
+    if process_name is not None:
+        matches = {}
+        for proc in psutil.process_iter(["name", "cmdline", "ppid"]):
+            cmd = proc.info["cmdline"] or []
+            if proc.info["name"] == process_name or (cmd and os.path.basename(cmd[0]) == process_name):
+                matches[proc.pid] = proc.info["ppid"]
+        roots = sorted(p for p, parent in matches.items() if parent not in matches and p != os.getpid())
+        if not roots:
+            known = sorted({p.info["name"] for p in psutil.process_iter(["name"]) if p.info["name"]})
+            raise ConfigError(f"no process named {process_name!r}", path="--process-name",
+                              hint=did_you_mean(process_name, known))
+        if len(roots) > 1:
+            raise ConfigError(f"{len(roots)} separate processes are named {process_name!r} (PIDs "
+                              f"{', '.join(map(str, roots[:10]))}); say which with --pid", path="--process-name")
+        return roots[0], f"--process-name {process_name}"
+    try:
+        addresses = {ipaddress.ip_address(info[4][0].split("%")[0])
+                     for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except (socket.gaierror, ValueError):
+        return None, "not found"
+    if not all(a.is_loopback for a in addresses):
+        return None, "not on this machine"
+    try:
+        listeners = {c.pid for c in psutil.net_connections("tcp")
+                     if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid}
+    except psutil.Error:
+        return None, "not found (listening sockets unreadable)"
+    parents = {}
+    for listener in listeners:
+        try:
+            parents[listener] = psutil.Process(listener).ppid()
+        except psutil.Error:  # exited since the sockets were listed
+            continue
+    roots = sorted(p for p, parent in parents.items() if parent not in parents)
+    if len(roots) == 1:
+        return roots[0], f"the process listening on port {port}"
+    return None, "not found" if not roots else f"{len(roots)} processes listen on port {port}"
+
+
+def cmdline(pid: int | None) -> list[str]:
+    if pid is None:
+        return []
+    try:
+        return psutil.Process(pid).cmdline()[:12]
+    except psutil.Error:
+        return []
+
+
+def pick_cpus(pid: int | None, generator: list[int] | None) -> tuple[list[int], list[int], str | None]:
+    """(server CPUs as found, generator CPUs, warning). netarena cannot pin a server it did not start: the
+    generator gets CPUs the server is not allowed on when there are any, and a warning when it must share."""
+    available = available_cpus()
+    try:
+        server = sorted(os.sched_getaffinity(pid)) if pid is not None else []
+    except OSError:
+        server = []
+    if generator is not None:
+        unknown = [c for c in generator if c not in available]
+        if unknown:
+            raise ConfigError(f"CPU(s) {unknown} not available to this process (available: {available})",
+                              path="--generator-cpus")
+        shared = sorted(set(generator) & set(server))
+    else:
+        free = [c for c in available if c not in server] if server else []
+        generator = [free[0]] if free else [available[-1]]
+        shared = [] if free else generator
+    warning = None
+    if shared:
+        who = f"the server (pid {pid})" if pid is not None else "the server (its process unknown)"
+        warning = (f"{who} may run on the generator's CPU(s) {shared}: its figures then include the generator's "
+                   f"cost. Pin the server elsewhere (e.g. taskset -c 0 ...) and netarena-load takes the others")
+    return server, list(generator), warning
+
+
+def build_request(request_file: Path | None, method: str | None, path: str, headers: tuple[str, ...],
+                  body: str | None, expect_status: int | None, expect_body: str | None) -> Request | None:
+    """--request FILE, or the request flags (not both) with the URL's path; None when neither is given."""
+    from pydantic import ValidationError
+
+    from .config import load_request
+
+    flags = {"method": method, "headers": list(headers) or None, "body": body, "expect_status": expect_status,
+             "expect_body": expect_body}
+    given = {k: v for k, v in flags.items() if v is not None}
+    if request_file is not None:
+        if given:
+            raise ConfigError(f"--request {request_file} describes the request; drop "
+                              f"{', '.join(_option(k) for k in given)} or move them "
+                              "into the file", path="--request")
+        return load_request(request_file)
+    if not given:
+        return None
+    try:
+        return Request.model_validate(dict(given, path=path))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(f"{err['msg']} (got {err.get('input')!r})", path=_option(str(err["loc"][0]))) from None
+
+
+def _option(field_name: str) -> str:
+    """The `netarena run` flag of a Request field."""
+    return "--header" if field_name == "headers" else "--" + field_name.replace("_", "-")
+
+
+# ----------------------------------------------------------------------------- measuring
+
+
+class ExternalBackend(RealBackend):
+    """RealBackend's load and monitoring against a server that is already running (nothing started or stopped)."""
+
+    name = "external"
+
+    def prepare(self, server: ExternalServer, allow_apt: bool, say) -> dict:
+        return server.describe()
+
+    def measure(self, req, progress=lambda text: None) -> dict:
+        server: ExternalServer = req.contestant
+        record = req.base_record()
+        record["started_at"] = now_iso()
+        record["port"] = server.port
+        progress("verifying")
+        verification = server.verify(req.scenario, req.static_dir, req.timeout_s)
+        record["verification"] = verification.to_dict()
+        if not verification.ok:
+            kind = "not_ready" if verification.retryable else "verify_failed"
+            return failed(record, kind, f"{server.url}: {verification.reason}", None)
+        generator, gen_error = self.load(record, server.load_spec(req.scenario, req.level, req.static_dir),
+                                         server.pid, req, progress)
+        crashed = None
+        if server.pid is not None and not psutil.pid_exists(server.pid):
+            crashed = f"the server process {server.pid} exited while under load"
+        hang = None
+        if crashed is None and gen_error is None and timeouts(generator):
+            progress("checking")
+            after = server.verify(req.scenario, req.static_dir, req.timeout_s)
+            hang = {"ok": after.ok, "reason": None if after.ok else after.reason}
+            record["verification"] = dict(record["verification"], after_load=hang)
+        return conclude(record, generator, crashed=crashed, gen_error=gen_error, hang=hang,
+                        timeout_s=req.timeout_s, log_path=None)
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+def plan_external(*, url: str, scenarios: list[str] | None, connections: str | None, pid: int | None,
+                  process_name: str | None, name: str | None, allow_target: list[str], request_file: Path | None,
+                  method: str | None, headers: tuple[str, ...], body: str | None, expect_status: int | None,
+                  expect_body: str | None, overrides):
+    """Everything `netarena run --url` needs, checked before anything is stored: the server (found and
+    answering every scenario correctly), the suite the options describe (`overrides(base)` applies --repeat,
+    --duration, --warmup and --threshold the way they apply to a suite file) and its plan.
+    Returns (server, suite, plan, how the server's process was found); a ConfigError on any problem."""
+    import re
+
+    from .config import NAME_PATTERN, Measure, Suite
+    from .contestants import cache_root
+    from .runner import Item, build_plan
+    from .scenarios import STATIC_SET_VERSION, build_static_files, levels_for, static_set_ready
+
+    origin, host, port, prefix = parse_url(url)
+    check_loopback(host, allow_target)
+    name = name or DEFAULT_NAME
+    if not re.match(NAME_PATTERN, name):
+        raise ConfigError(f"{name!r}: lowercase letters, digits and '-', starting with a letter or digit",
+                          path="--name")
+    for scenario in scenarios or []:
+        if scenario not in SCENARIOS:
+            raise ConfigError(f"unknown scenario '{scenario}' (catalog: {', '.join(SCENARIOS)}; an endpoint of "
+                              "your own is a custom request: --request FILE or --method/--header/--body)",
+                              path="--scenario", hint=did_you_mean(scenario, SCENARIOS))
+    request = build_request(request_file, method, prefix or "/", headers, body, expect_status, expect_body)
+    if not scenarios and request is None:
+        # Nothing chosen: the URL itself, GET, any 2xx/3xx (what wrk or oha would load).
+        request = Request(path=prefix or "/")
+    try:
+        counts = [int(c) for c in (connections or ",".join(map(str, DEFAULT_CONNECTIONS))).split(",") if c.strip()]
+    except ValueError:
+        raise ConfigError(f"{connections!r} is not a list of connection counts (e.g. 50 or 10,100)",
+                          path="--connections") from None
+    found_pid, found_by = find_process(pid, process_name, host, port)
+    # Built as a suite so --repeat/--duration/--warmup/--threshold and their checks are the ones of a suite file;
+    # a custom request's levels come from the same entry settings (its name is not a catalog scenario).
+    entries = [{"scenario": s, "connections": counts} for s in scenarios or []]
+    template = {"scenario": "hello", "connections": counts}
+    try:
+        base = Suite.model_validate({"name": "external", "description": f"netarena run --url {url}",
+                                     "contestants": [name], "measure": entries or [template]})
+    except Exception as exc:  # pydantic: e.g. --connections 0
+        raise ConfigError(f"--connections {connections}: {exc.errors()[0]['msg']}", path="--connections") from None
+    suite = overrides(base)
+    request_entry = Measure.model_validate(dict(template, thresholds=suite.measure[0].thresholds))
+    if not entries:
+        suite = suite.model_copy(update={"measure": []})
+    manifest = ExternalManifest(name=name, display_name=f"external server at {url}", url=url, pid=found_pid,
+                                process=cmdline(found_pid), scenarios=list(scenarios or []) +
+                                ([request.name] if request else []), request=request)
+    server = ExternalServer(manifest, origin, host, port, prefix, found_pid, request, allow_target)
+    plan = build_plan(suite, [server], None) if entries else _empty_plan(suite, server)
+    if request is not None:
+        plan.items += [Item(name, request.name, level) for level in levels_for(request_entry)]
+    static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
+    if "static" in (scenarios or []) and not static_set_ready(static_dir):
+        static_dir.mkdir(parents=True, exist_ok=True)
+        build_static_files(static_dir)
+    for scenario in manifest.scenarios:
+        result = server.verify(scenario, static_dir, FIRST_CHECK_TIMEOUT_S)
+        if not result.ok:
+            if result.retryable:
+                raise ConfigError(f"{url} does not answer ({scenario}: {result.reason})", path="--url",
+                                  hint="is the server running and listening there?")
+            raise ConfigError(f"{url} answers {scenario} wrongly: {result.reason}", path="--url",
+                              hint="docs/scenarios.md defines each scenario's responses" if scenario in SCENARIOS
+                              else "check the request and what it expects")
+    return server, suite, plan, found_by
+
+
+def _empty_plan(suite, server):
+    from .runner import Plan
+
+    return Plan(suite, [server], [])
