@@ -78,6 +78,7 @@ class MeasureRequest:
     generator_cpus: list[int]
     static_dir: Path
     log_dir: Path
+    services: object | None = None  # services.ServiceManager of the run, for contestants that `need` one
 
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,
@@ -128,8 +129,9 @@ class RealBackend:
         return install(contestant, allow_apt=allow_apt, say=say)
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
-                     cpus: list[int], log_path: Path) -> ManagedProcess:
+                     cpus: list[int], log_path: Path, service_urls: dict[str, str] | None = None) -> ManagedProcess:
         values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir)
+        values.update(service_urls or {})
         argv = [expand(w, values) for w in contestant.command(scenario)]
         env = dict(os.environ)
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
@@ -194,10 +196,14 @@ class RealBackend:
         log_path = req.log_dir / _safe(f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
         record["log_path"] = str(log_path)
         server = None
+        needs = req.contestant.manifest.needs
         try:
+            service_urls, failure = self._services_for(req, record, progress)
+            if failure is not None:
+                return failure
             try:
                 server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
-                                           req.server_cpus, log_path)
+                                           req.server_cpus, log_path, service_urls)
             except OSError as exc:
                 return self._failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)
@@ -216,6 +222,13 @@ class RealBackend:
             generator, monitor, gen_error = self._run_generator(argv, server, req)
             record["generator"] = generator
             record["monitor"] = monitor
+            died = next((d for d in (req.services.dead(n) for n in needs) if d is not None), None) \
+                if needs and req.services is not None else None
+            if died is not None:
+                record["stop"] = self.stop_server(req.contestant, server)
+                failed = self._failed(record, "service_died", str(died), None)
+                failed["stderr_tail"] = died.stderr_tail
+                return failed
             crashed_code = server.poll()
             hang = None
             if crashed_code is None and gen_error is None and _timeouts(generator):
@@ -253,6 +266,35 @@ class RealBackend:
                 finally:
                     self.release(server)
 
+    def _services_for(self, req: MeasureRequest, record: dict, progress) -> tuple[dict[str, str], dict | None]:
+        """({name}_url placeholders, None) with every service the contestant needs running and holding its
+        fixture (a dead one is started afresh); or (_, the failed record) when one cannot be had."""
+        from .fixtures import load_mongo_fixture, mongo_fixture_intact
+        from .services import ServiceError
+
+        needs = req.contestant.manifest.needs
+        if not needs:
+            return {}, None
+        urls: dict[str, str] = {}
+        try:
+            if req.services is None:
+                raise ServiceError(f"needs {', '.join(needs)} but the run has no backing services")
+            progress("database")
+            for name in needs:
+                running = req.services.ensure(name)
+                urls[f"{name}_url"] = running.url
+                # Each contestant measures against the same data: a previous one may have written into it.
+                if name == "mongo" and mongo_fixture_intact(running.url) is not None:
+                    running.fixture = dict(load_mongo_fixture(running.url), reloaded=True)
+            record["services"] = req.services.records()
+        except ServiceError as exc:
+            failed = self._failed(record, "service_failed", str(exc), None)
+            failed["stderr_tail"] = exc.stderr_tail
+            return urls, failed
+        except Exception as exc:  # pymongo errors while checking the fixture: the service is not usable
+            return urls, self._failed(record, "service_failed", f"{type(exc).__name__}: {exc}", None)
+        return urls, None
+
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
         an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
@@ -268,7 +310,9 @@ class RealBackend:
         monitor_result = None
         try:
             try:
-                monitor = Monitor(server.pid, gen.pid, interval_s=self.monitor_interval_s).start()
+                services = req.services.pids() if req.services is not None and req.contestant.manifest.needs else {}
+                monitor = Monitor(server.pid, gen.pid, interval_s=self.monitor_interval_s,
+                                  services=services).start()
             except MonitorError as exc:
                 monitor_result = {"error": str(exc)}
             try:

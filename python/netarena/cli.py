@@ -306,6 +306,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     if store is None:
         store = Store(results_dir)
     cleanup_orphans(store, ui.warn)
+    from .services import remove_stale_data
+
+    for folder in remove_stale_data(Path(results_dir), {r["id"] for r in store.runs() if orchestrator_alive(r)}):
+        ui.warn(f"removed the database data left by an interrupted run: {folder}")
     if resume:
         run_id = run_row["id"]
         store.claim_run(run_id, _own_start_time())

@@ -84,6 +84,11 @@ class Plan:
             for item in self.items:
                 yield repeat_index, item
 
+    def needed_services(self) -> list[str]:
+        """The services (e.g. "mongo") that some planned measurement's contestant needs."""
+        wanted = {i.contestant for i in self.items}
+        return list(dict.fromkeys(n for c in self.contestants if c.name in wanted for n in c.manifest.needs))
+
     def needs_static(self) -> bool:
         return any(i.scenario == "static" for i in self.items)
 
@@ -210,6 +215,8 @@ class Runner:
         self.ui = ui
         self.allow_apt = allow_apt
         self.run_id: int | None = None
+        self.services = None  # services.ServiceManager while a run that needs one executes
+        self.unusable_services: dict[str, str] = {}  # service -> why it cannot be had here
 
     def track(self, proc, role: str) -> None:
         self.store.add_live_process(self.run_id, proc.pgid, proc.start_time, role)
@@ -241,6 +248,14 @@ class Runner:
                 self.store.record_skip(self.run_id, contestant.name, f"cannot run here: {av.summary}")
                 self.ui.warn(f"{contestant.name}: skipped: {av.summary}")
                 continue
+            missing = [n for n in contestant.manifest.needs if n in self.unusable_services]
+            if missing:
+                reason = "; ".join(f"needs {n}: {self.unusable_services[n]}" for n in missing)
+                unusable[contestant.name] = reason
+                self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
+                self.store.record_skip(self.run_id, contestant.name, reason)
+                self.ui.warn(f"{contestant.name}: skipped: {reason}")
+                continue
             try:
                 record = self.backend.prepare(contestant, self.allow_apt, self.ui.info)
             except InstallError as exc:
@@ -259,10 +274,46 @@ class Runner:
             self.store.record_contestant(self.run_id, contestant.name, manifest, record, "ready")
         return unusable
 
+    def prepare_services(self, plan: Plan, results_dir: Path, cpus: list[int]) -> None:
+        """Install (build) the services the plan needs; one that cannot be had makes its contestants skip
+        with the reason (self.unusable_services)."""
+        from .services import ServiceManager, load_all, service_availability
+
+        self.unusable_services: dict[str, str] = {}
+        needed = plan.needed_services()
+        if not needed or self.backend.name != "real":
+            return
+        backends = {name: options.backend for name, options in plan.suite.services.items() if options.backend}
+        self.services = ServiceManager(load_all(), results_dir / "services" / f"run-{self.run_id}", cpus,
+                                       backends=backends, on_spawn=self.track, on_reaped=self.untrack,
+                                       say=self.ui.info)
+        for name in needed:
+            runnable, reasons = service_availability(self.services.services, name, backends.get(name),
+                                                     self.allow_apt)
+            if not runnable:
+                self.unusable_services[name] = "; ".join(reasons)
+                continue
+            try:
+                self.services.install(name, self.allow_apt)
+            except (InstallError, ConfigError) as exc:
+                self.unusable_services[name] = f"install failed: {exc}"
+                continue
+
     def execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int]):
+        self.run_id = run_id
+        service_cpus = (plan.suite.cpus.services if plan.suite.cpus and plan.suite.cpus.services else None) \
+            or generator_cpus
+        try:
+            self.prepare_services(plan, results_dir, service_cpus)
+            self._execute(plan, run_id, results_dir, server_cpus, generator_cpus)
+        finally:
+            # Also on Ctrl-C: the databases stop and their data directories go with them.
+            if self.services is not None:
+                self.services.stop_all()
+
+    def _execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int]):
         from .backend import MeasureRequest
 
-        self.run_id = run_id
         for contestant, scenario, level_key, reason in plan.skips:
             self.store.record_skip(run_id, contestant, reason, scenario=scenario, level_key=level_key)
         unusable = self.prepare(plan)
@@ -297,7 +348,7 @@ class Runner:
                 continue
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
-                                     generator_cpus, static_dir, log_dir)
+                                     generator_cpus, static_dir, log_dir, self.services)
             self.ui.measuring(item, repeat_index)
             started = now_iso()
             try:

@@ -283,7 +283,11 @@ class ServiceManager:
         return {name: r.proc.pid for name, r in self.running.items() if r.proc.alive}
 
     def records(self) -> dict[str, dict]:
-        return {name: r.record() for name, r in self.running.items()}
+        # What was built and from which versions (the install record, without its file paths).
+        keep = ("version", "debian", "tool_versions", "lock_files", "go_modules")
+        return {name: dict(r.record(), cpus=self.cpus,
+                           install={k: v for k, v in self.installed.get(name, {}).items() if k in keep})
+                for name, r in self.running.items()}
 
     def stop_all(self) -> None:
         # Clients first (FerretDB), then what they use (PostgreSQL): the reverse of the start order.
