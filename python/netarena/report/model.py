@@ -127,6 +127,10 @@ class Group:
     echo_completion_s: list[float] = field(default_factory=list)   # fixed-bytes echo floods, per ok repeat
     echo_bytes_per_connection: int | None = None
     probe: dict | None = None           # merged client-delay probe: attempts, errors, p50/p99/max
+    # A database behind the server (mongo): its process trees' CPU summed, % of one core, median of repeats;
+    # and which side was saturated (bound_by, see saturated_side).
+    database_cpu_pct_median: float | None = None
+    bound_by: str | None = None
 
 
 @dataclass
@@ -328,8 +332,52 @@ def build_groups(rows: list[dict]) -> list[Group]:
             echo_completion_s=[e["completion_time_s"] for e in echo if e.get("completion_time_s") is not None],
             echo_bytes_per_connection=next((e.get("bytes_per_connection") for e in echo if e), None),
             probe=_probe([e.get("probe") for e in echo if e.get("probe")]),
+            database_cpu_pct_median=_median([_database_cpu_pct(m) for m in ok]),
+            bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
         ))
     return groups
+
+
+# A side (server, database) counts as saturated when its CPUs were at least this busy.
+SATURATED_BUSY_PCT = 90.0
+
+
+def _database_cpu_pct(measurement: dict) -> float | None:
+    services = (((measurement.get("monitor") or {}).get("summary") or {}).get("services") or {}).values()
+    values = [s["cpu_pct_mean"] for s in services if s and s.get("cpu_pct_mean") is not None]
+    return round(sum(values), 2) if values else None
+
+
+def saturated_side(monitor: dict | None) -> str | None:
+    """"server" when the server's processes kept its CPUs at least SATURATED_BUSY_PCT busy; else "database"
+    when the CPUs the database ran on were that busy and the database used more of them than the generator
+    sharing them; else None (neither: look at latency and errors)."""
+    summary = (monitor or {}).get("summary") or {}
+    allowed = (monitor or {}).get("cpus_allowed") or {}
+    server = summary.get("server") or {}
+    services = summary.get("services") or {}
+    if not services:
+        return None
+    server_cpus = allowed.get("server") or []
+    if server_cpus and (server.get("cpu_pct_mean") or 0) >= SATURATED_BUSY_PCT * len(server_cpus):
+        return "server"
+    db_cpus = sorted({c for cpus in (allowed.get("services") or {}).values() for c in cpus})
+    busy = ((summary.get("system") or {}).get("per_cpu_busy_pct_mean") or [])
+    db_busy = [busy[c] for c in db_cpus if c < len(busy) and busy[c] is not None]
+    database_pct = sum((s or {}).get("cpu_pct_mean") or 0 for s in services.values())
+    generator_pct = (summary.get("generator") or {}).get("cpu_pct_mean") or 0
+    if db_busy and min(db_busy) >= SATURATED_BUSY_PCT and database_pct > generator_pct:
+        return "database"
+    return None
+
+
+def _majority(values: list):
+    """The value more than half the repeats agree on, else None."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    top = max(set(known), key=known.count)
+    return top if known.count(top) * 2 > len(values) else None
 
 
 def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str, int]) -> list[str]:
