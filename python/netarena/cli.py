@@ -441,6 +441,15 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
     if markdown:
         click.echo(markdown_catalog(contestants), nl=False)
         return
+    from .services import load_all, service_availability
+
+    try:
+        services = load_all()
+    except ConfigError as exc:
+        fail_bad_input(exc)
+        return
+    service_status = {name: service_availability(services, name, None, allow_apt=not no_apt)
+                      for name in dict.fromkeys(n for c in contestants for n in c.manifest.needs)}
     rows = []
     for c in contestants:
         av = availability(c, allow_apt=not no_apt)
@@ -448,6 +457,9 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
                      "runtime": c.manifest.runtime, "framework": f"{c.manifest.framework} {c.manifest.framework_version}",
                      "concurrency_model": c.manifest.concurrency_model, "runnable": av.runnable,
                      "reasons": av.reasons, "notes": av.notes,
+                     # The scenarios needing a service that cannot be built or installed here are skipped.
+                     "services": {n: {"runnable": service_status[n][0], "reasons": service_status[n][1]}
+                                  for n in c.manifest.needs},
                      "scenarios": {s: (None if s in c.manifest.scenarios else c.manifest.unsupported.get(s))
                                    for s in SCENARIOS}})
     if json_mode:
@@ -475,6 +487,11 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
             console.print(f"[red]{row['name']}[/red]: {reason}", highlight=False)
         for note in row["notes"]:
             console.print(f"{row['name']}: {note}", markup=False, highlight=False)
+    for name, (runnable, reasons) in service_status.items():
+        if not runnable:
+            users = ", ".join(r["name"] for r in rows if name in r["services"])
+            console.print(f"[red]service {name}[/red] cannot run here, so {users} skip its scenarios: "
+                          + "; ".join(reasons), highlight=False)
     console.print("Scenarios: " + ", ".join(SCENARIOS) + " (definitions: docs/scenarios.md); the reason for each "
                   "one not implemented: `netarena list --json`", markup=False)
 
