@@ -349,24 +349,25 @@ def _database_cpu_pct(measurement: dict) -> float | None:
 
 
 def saturated_side(monitor: dict | None) -> str | None:
-    """"server" when the server's processes kept its CPUs at least SATURATED_BUSY_PCT busy; else "database"
-    when the CPUs the database ran on were that busy and the database used more of them than the generator
-    sharing them; else None (neither: look at latency and errors)."""
+    """"server" when the server's processes used at least SATURATED_BUSY_PCT of its CPUs; else "database"
+    when the database's processes, with the generator's where they share CPUs, used that much of the
+    database's CPUs and the database the larger part; else None (neither: look at latency and errors).
+    Only the measured processes' own CPU time counts, so another program busy on the same CPU does not make
+    a side look saturated."""
     summary = (monitor or {}).get("summary") or {}
     allowed = (monitor or {}).get("cpus_allowed") or {}
-    server = summary.get("server") or {}
     services = summary.get("services") or {}
     if not services:
         return None
     server_cpus = allowed.get("server") or []
-    if server_cpus and (server.get("cpu_pct_mean") or 0) >= SATURATED_BUSY_PCT * len(server_cpus):
+    if server_cpus and ((summary.get("server") or {}).get("cpu_pct_mean") or 0) >= \
+            SATURATED_BUSY_PCT * len(server_cpus):
         return "server"
-    db_cpus = sorted({c for cpus in (allowed.get("services") or {}).values() for c in cpus})
-    busy = ((summary.get("system") or {}).get("per_cpu_busy_pct_mean") or [])
-    db_busy = [busy[c] for c in db_cpus if c < len(busy) and busy[c] is not None]
+    db_cpus = {c for cpus in (allowed.get("services") or {}).values() for c in cpus}
     database_pct = sum((s or {}).get("cpu_pct_mean") or 0 for s in services.values())
     generator_pct = (summary.get("generator") or {}).get("cpu_pct_mean") or 0
-    if db_busy and min(db_busy) >= SATURATED_BUSY_PCT and database_pct > generator_pct:
+    shared = generator_pct if db_cpus & set(allowed.get("generator") or []) else 0
+    if db_cpus and database_pct + shared >= SATURATED_BUSY_PCT * len(db_cpus) and database_pct > shared:
         return "database"
     return None
 

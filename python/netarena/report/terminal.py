@@ -65,8 +65,8 @@ def summary_renderables(report: Report) -> list:
                     style="dim"))
     if any(g.database_cpu_pct_median is not None for g in report.groups):
         out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
-                        f"side whose CPUs were at least {SATURATED_BUSY_PCT:g}% busy (neither: look at latency "
-                        "and errors)", style="dim"))
+                        f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
+                        "look at latency and errors)", style="dim"))
     for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
