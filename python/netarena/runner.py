@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 
 from . import __version__, stats
-from .config import Suite
+from .config import SERVICE_SCENARIOS, Suite
 from .contestants import Contestant, InstallError, availability, cache_root, repo_root, scenario_note
 from .errors import ConfigError
 from .process import available_cpus, group_members, kill_group, process_start_time
@@ -248,14 +248,6 @@ class Runner:
                 self.store.record_skip(self.run_id, contestant.name, f"cannot run here: {av.summary}")
                 self.ui.warn(f"{contestant.name}: skipped: {av.summary}")
                 continue
-            missing = [n for n in contestant.manifest.needs if n in self.unusable_services]
-            if missing:
-                reason = "; ".join(f"needs {n}: {self.unusable_services[n]}" for n in missing)
-                unusable[contestant.name] = reason
-                self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
-                self.store.record_skip(self.run_id, contestant.name, reason)
-                self.ui.warn(f"{contestant.name}: skipped: {reason}")
-                continue
             try:
                 record = self.backend.prepare(contestant, self.allow_apt, self.ui.info)
             except InstallError as exc:
@@ -330,7 +322,16 @@ class Runner:
                 failed_before[(row["contestant"], row["scenario"], row["level_key"])] = \
                     f"#{row['repeat_index'] + 1} failed ({row['failure_kind']}): {row['error']}"
         log_dir = results_dir / "logs" / f"run-{run_id}"
+        # Scenarios whose service cannot be had here are skipped with the reason; the contestant's others run.
+        for contestant in plan.contestants:
+            for scenario in sorted({i.scenario for i in plan.items if i.contestant == contestant.name}):
+                service = SERVICE_SCENARIOS.get(scenario)
+                if service in self.unusable_services and contestant.name not in unusable:
+                    reason = f"needs the {service} service, which cannot run here: {self.unusable_services[service]}"
+                    self.store.record_skip(run_id, contestant.name, reason, scenario=scenario)
+                    self.ui.warn(f"{contestant.name} {scenario}: skipped: {reason}")
         todo = [(r, i) for r, i in plan.rounds() if i.contestant not in unusable
+                and SERVICE_SCENARIOS.get(i.scenario) not in self.unusable_services
                 and (i.contestant, i.scenario, i.level.key, r) not in done]
         self.ui.start_progress(len(todo), already_done=len(done))
         for repeat_index, item in todo:
