@@ -21,6 +21,7 @@ from pathlib import Path
 from hdrh.histogram import HdrHistogram
 
 from . import stats
+from .config import SERVICE_SCENARIOS
 from .contestants import Contestant, expand, install, repo_root, tail
 from .process import ManagedProcess, free_port, group_members, wait_until_idle
 from .scenarios import Level, load_spec, verify
@@ -110,6 +111,11 @@ def _result_fields(generator: dict) -> dict:
             "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
 
 
+def used_services(req: MeasureRequest) -> list[str]:
+    """The services this measurement's scenario talks to (a contestant may need one for some scenarios only)."""
+    return [n for n in req.contestant.manifest.needs if SERVICE_SCENARIOS.get(req.scenario) == n]
+
+
 def _timeouts(generator: dict | None) -> int:
     by_class = ((generator or {}).get("errors") or {}).get("by_class", {})
     return by_class.get("timeout", 0) + by_class.get("connect_timeout", 0)
@@ -131,6 +137,8 @@ class RealBackend:
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path, service_urls: dict[str, str] | None = None) -> ManagedProcess:
         values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir)
+        # Scenarios that use no service get an empty URL for each the contestant could use.
+        values.update({f"{name}_url": "" for name in contestant.manifest.needs})
         values.update(service_urls or {})
         argv = [expand(w, values) for w in contestant.command(scenario)]
         env = dict(os.environ)
@@ -196,7 +204,7 @@ class RealBackend:
         log_path = req.log_dir / _safe(f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
         record["log_path"] = str(log_path)
         server = None
-        needs = req.contestant.manifest.needs
+        needs = used_services(req)
         try:
             service_urls, failure = self._services_for(req, record, progress)
             if failure is not None:
@@ -272,10 +280,10 @@ class RealBackend:
         from .fixtures import load_mongo_fixture, mongo_fixture_intact
         from .services import ServiceError
 
-        needs = req.contestant.manifest.needs
-        if not needs:
-            return {}, None
+        needs = used_services(req)
         urls: dict[str, str] = {}
+        if not needs:
+            return urls, None
         try:
             if req.services is None:
                 raise ServiceError(f"needs {', '.join(needs)} but the run has no backing services")
@@ -310,7 +318,7 @@ class RealBackend:
         monitor_result = None
         try:
             try:
-                services = req.services.pids() if req.services is not None and req.contestant.manifest.needs else {}
+                services = req.services.pids() if req.services is not None and used_services(req) else {}
                 monitor = Monitor(server.pid, gen.pid, interval_s=self.monitor_interval_s,
                                   services=services).start()
             except MonitorError as exc:

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import __version__
-from .config import SCENARIOS, Suite, check_suite, load_suite, value_line
+from .config import SCENARIOS, SERVICE_SCENARIOS, Suite, check_suite, load_suite, value_line
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           repo_root, select, tail)
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, did_you_mean
@@ -554,6 +554,12 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             console.print(f"generating the static file set in {static_dir} (once)", markup=False)
             build_static_files(static_dir)
         for scenario in scenarios:
+            if scenario in SERVICE_SCENARIOS:
+                # verify starts no database; a run does (services.md), and verifies the scenario before its load.
+                table.add_row(contestant.name, scenario, "[yellow]skipped[/yellow]",
+                              f"needs the {SERVICE_SCENARIOS[scenario]} service: checked by `netarena run` "
+                              "before each measurement")
+                continue
             port = free_port()
             log_path = log_dir / f"{contestant.name}.{scenario}.log"
             try:

@@ -86,8 +86,7 @@ class Plan:
 
     def needed_services(self) -> list[str]:
         """The services (e.g. "mongo") that some planned measurement's contestant needs."""
-        wanted = {i.contestant for i in self.items}
-        return list(dict.fromkeys(n for c in self.contestants if c.name in wanted for n in c.manifest.needs))
+        return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
 
     def needs_static(self) -> bool:
         return any(i.scenario == "static" for i in self.items)
