@@ -374,6 +374,17 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
     def ok_status(status):
         _expect(status == 200, f"status {status}, expected 200")
 
+    def json_value(status, headers, body):
+        """The parsed body of a 200 application/json response."""
+        ok_status(status)
+        ctype = headers.get("content-type", "")
+        _expect(ctype.split(";")[0].strip().lower() == JSON_CONTENT_TYPE,
+                f"Content-Type {ctype!r}, expected {JSON_CONTENT_TYPE}")
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise _Wrong(f"body is not JSON: {_show(body)}") from None
+
     if scenario == "hello":
         def hello(status, headers, body, _):
             ok_status(status)
@@ -394,14 +405,7 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
             run(f"/bytes/{size}", sized)
     elif scenario == "json":
         def js(status, headers, body, _):
-            ok_status(status)
-            ctype = headers.get("content-type", "")
-            _expect(ctype.split(";")[0].strip().lower() == JSON_CONTENT_TYPE,
-                    f"Content-Type {ctype!r}, expected {JSON_CONTENT_TYPE}")
-            try:
-                value = json.loads(body)
-            except ValueError:
-                raise _Wrong(f"body is not JSON: {_show(body)}") from None
+            value = json_value(status, headers, body)
             _expect(value == JSON_BODY, f"body parses to {value!r}, expected {JSON_BODY!r}")
         run("/json", js)
     elif scenario == "mongo":
@@ -409,14 +413,7 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check]) -> N
 
         for name, expected in mongo_documents().items():
             def same_doc(status, headers, body, _, expected=expected):
-                ok_status(status)
-                ctype = headers.get("content-type", "")
-                _expect(ctype.split(";")[0].strip().lower() == JSON_CONTENT_TYPE,
-                        f"Content-Type {ctype!r}, expected {JSON_CONTENT_TYPE}")
-                try:
-                    value = json.loads(body)
-                except ValueError:
-                    raise _Wrong(f"body is not JSON: {_show(body)}") from None
+                value = json_value(status, headers, body)
                 if value != expected:
                     wrong = sorted(k for k in set(value) | set(expected) if value.get(k) != expected.get(k)) \
                         if isinstance(value, dict) else ["(not an object)"]

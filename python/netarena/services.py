@@ -26,7 +26,7 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from .config import NAME_PATTERN, Install, Strict, _placeholders, _validate, key_lines, read_toml
-from .contestants import InstallError, availability, cache_root, expand, install, repo_root, tail
+from .contestants import Contestant, InstallError, availability, cache_root, expand, install, repo_root, tail
 from .errors import ConfigError
 from .process import ManagedProcess, child_setup, free_port, group_members
 
@@ -79,24 +79,15 @@ def default_services_dir() -> Path:
 
 
 @dataclass
-class Service:
-    """A service's manifest and folder; shaped like contestants.Contestant so install() and availability()
-    serve both."""
+class Service(Contestant):
+    """A service's manifest and folder: a Contestant as far as install() and availability() are concerned,
+    with its own cache folder and placeholders."""
 
     manifest: ServiceManifest
-    dir: Path
-
-    @property
-    def name(self) -> str:
-        return self.manifest.name
 
     @property
     def env_dir(self) -> Path:
         return cache_root() / "services" / self.name
-
-    @property
-    def venv_dir(self) -> Path:
-        return self.env_dir / "venv"
 
     def placeholders(self, **extra: str) -> dict[str, str]:
         values = {"dir": str(self.dir), "env_dir": str(self.env_dir), "build_dir": str(self.env_dir / "build")}
