@@ -141,3 +141,33 @@ def test_list_says_when_the_database_cannot_be_built(tmp_path):
     text = run_cli(["list", "--contestants-dir", FIXTURE_CONTESTANTS], tmp_path,
                    PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     assert "service mongo cannot run here" in text.stdout and "fx-mongo" in text.stdout
+
+
+def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_path, service_cache, generator_binary,
+                                                                         nothing_left):
+    results = tmp_path / "results"
+    path = suite(tmp_path, ["fx-mongo"], repeat=2, duration=2.0, docs=["small"])
+    proc = start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS],
+                     service_cache, PATH=VENV_PATH)
+    deadline = time.monotonic() + 600
+    ferret = []
+    try:
+        while not ferret and time.monotonic() < deadline and proc.poll() is None:
+            ferret = [p for p in processes_with_cache(service_cache)
+                      if p.is_running() and "ferretdb-netarena" in " ".join(p.cmdline())]
+            time.sleep(0.2)
+        assert ferret, "FerretDB never started"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # The kernel kills the service's main process with its parent (parent-death signal).
+    psutil.wait_procs(ferret, timeout=10)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in ferret)
+    assert any((results / "services").glob("run-*")), "the data directory of the killed run should be there"
+    resumed = run_cli(["run", "--resume", "--results", results], service_cache, timeout_s=600, PATH=VENV_PATH)
+    assert "removed the database data left by an interrupted run" in resumed.stderr + resumed.stdout
+    assert resumed.returncode == 0, resumed.stderr
+    assert {r["status"] for r in measurements(results)} == {"ok"}
+    assert_no_data_left(results)

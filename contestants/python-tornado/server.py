@@ -1,5 +1,6 @@
 """netarena contestant: tornado.web.Application, one RequestHandler per route."""
 import asyncio
+import os
 
 import tornado.httpserver
 import tornado.ioloop
@@ -8,6 +9,8 @@ import tornado.web
 from netarena_shared.bodies import BYTES_BODIES
 from netarena_shared.cli import parse_args
 from tornado_workers import bind_and_fork, serve_until_stopped
+
+MONGO_URL_VAR = "NETARENA_MONGO_URL"  # set by the manifest from {mongo_url}
 
 
 class HelloHandler(tornado.web.RequestHandler):
@@ -31,6 +34,22 @@ class JsonHandler(tornado.web.RequestHandler):
         self.write({"message": "Hello, World!"})
 
 
+class MongoHandler(tornado.web.RequestHandler):
+    # PyMongo's asyncio client (pymongo.AsyncMongoClient, the successor of Motor), one per worker process,
+    # created in the worker's own event loop on first use (a client must not cross the fork).
+    collection = None
+
+    async def get(self, name):
+        if MongoHandler.collection is None:
+            from pymongo import AsyncMongoClient
+
+            MongoHandler.collection = AsyncMongoClient(os.environ[MONGO_URL_VAR]).get_default_database()["docs"]
+        doc = await MongoHandler.collection.find_one({"_id": name})
+        if doc is None:
+            raise tornado.web.HTTPError(404)
+        self.write(doc)
+
+
 class SleepHandler(tornado.web.RequestHandler):
     async def get(self, ms):
         await asyncio.sleep(int(ms) / 1000)
@@ -44,6 +63,7 @@ def make_app(static_dir):
         (r"/bytes/([0-9]+)", BytesHandler),
         (r"/json", JsonHandler),
         (r"/sleep/([0-9]+)", SleepHandler),
+        (r"/mongo/([a-z]+)", MongoHandler),
         (r"/static/(.*)", tornado.web.StaticFileHandler, {"path": static_dir}),
     ])
 
