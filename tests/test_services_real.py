@@ -42,15 +42,21 @@ def service_cache(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def nothing_left(service_cache):
-    yield
-    deadline = time.monotonic() + 5
-    while processes_with_cache(service_cache) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [(p.pid, " ".join(p.cmdline())) for p in processes_with_cache(service_cache) if p.is_running()]
-    for proc in processes_with_cache(service_cache):
-        proc.kill()
-    assert not left, f"processes left behind: {left}"
+def cache_dir(service_cache) -> Path:
+    """conftest's no_leftover_processes watches cache_dir: here, the module's shared cache."""
+    return service_cache
+
+
+def processes_running(cache: Path, word: str) -> list[psutil.Process]:
+    """Processes started under `cache` whose command line holds `word` (zombies and the just-gone ignored)."""
+    found = []
+    for proc in processes_with_cache(cache):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and word in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
 
 
 def suite(tmp_path, contestants, repeat=1, duration=1.0, docs=("small", "big")):
@@ -68,7 +74,7 @@ def assert_no_data_left(results):
     assert left == [], left
 
 
-def test_mongo_run_two_contestants_into_sqlite(tmp_path, service_cache, generator_binary, nothing_left):
+def test_mongo_run_two_contestants_into_sqlite(tmp_path, service_cache, generator_binary, no_leftover_processes):
     results = tmp_path / "results"
     path = suite(tmp_path, ["fx-mongo", "fx-mongo-wrong"])
     result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--json"],
@@ -99,7 +105,7 @@ def test_mongo_run_two_contestants_into_sqlite(tmp_path, service_cache, generato
 
 
 def test_service_killed_mid_measurement_fails_it_and_is_restarted(tmp_path, service_cache, generator_binary,
-                                                                  nothing_left):
+                                                                  no_leftover_processes):
     results = tmp_path / "results"
     path = suite(tmp_path, ["fx-mongo"], repeat=2, duration=6.0, docs=["small"])
     proc = start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS],
@@ -108,9 +114,8 @@ def test_service_killed_mid_measurement_fails_it_and_is_restarted(tmp_path, serv
     deadline = time.monotonic() + 600
     try:
         while killed is None and time.monotonic() < deadline and proc.poll() is None:
-            running = {p.pid: p for p in processes_with_cache(service_cache)}
-            loading = any("netarena-load" in " ".join(p.cmdline()) for p in running.values() if p.is_running())
-            ferret = [p for p in running.values() if p.is_running() and "ferretdb-netarena" in " ".join(p.cmdline())]
+            loading = processes_running(service_cache, "netarena-load")
+            ferret = processes_running(service_cache, "ferretdb-netarena")
             if loading and ferret:
                 ferret[0].send_signal(signal.SIGKILL)
                 killed = ferret[0].pid
@@ -144,7 +149,7 @@ def test_list_says_when_the_database_cannot_be_built(tmp_path):
 
 
 def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_path, service_cache, generator_binary,
-                                                                         nothing_left):
+                                                                         no_leftover_processes):
     results = tmp_path / "results"
     path = suite(tmp_path, ["fx-mongo"], repeat=2, duration=2.0, docs=["small"])
     proc = start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS],
@@ -153,8 +158,7 @@ def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_pat
     ferret = []
     try:
         while not ferret and time.monotonic() < deadline and proc.poll() is None:
-            ferret = [p for p in processes_with_cache(service_cache)
-                      if p.is_running() and "ferretdb-netarena" in " ".join(p.cmdline())]
+            ferret = processes_running(service_cache, "ferretdb-netarena")
             time.sleep(0.2)
         assert ferret, "FerretDB never started"
         proc.send_signal(signal.SIGKILL)
