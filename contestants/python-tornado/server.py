@@ -1,6 +1,5 @@
 """netarena contestant: tornado.web.Application, one RequestHandler per route."""
 import asyncio
-import os
 
 import tornado.httpserver
 import tornado.ioloop
@@ -8,9 +7,8 @@ import tornado.web
 
 from netarena_shared.bodies import BYTES_BODIES
 from netarena_shared.cli import parse_args
+from netarena_shared.mongo import docs_collection
 from tornado_workers import bind_and_fork, serve_until_stopped
-
-MONGO_URL_VAR = "NETARENA_MONGO_URL"  # set by the manifest from {mongo_url}
 
 
 class HelloHandler(tornado.web.RequestHandler):
@@ -35,16 +33,9 @@ class JsonHandler(tornado.web.RequestHandler):
 
 
 class MongoHandler(tornado.web.RequestHandler):
-    # PyMongo's asyncio client (pymongo.AsyncMongoClient, the successor of Motor), one per worker process,
-    # created in the worker's own event loop on first use (a client must not cross the fork).
-    collection = None
-
     async def get(self, name):
-        if MongoHandler.collection is None:
-            from pymongo import AsyncMongoClient
-
-            MongoHandler.collection = AsyncMongoClient(os.environ[MONGO_URL_VAR]).get_default_database()["docs"]
-        doc = await MongoHandler.collection.find_one({"_id": name})
+        # One query by _id; the collection is PyMongo's asyncio client's (netarena_shared.mongo).
+        doc = await docs_collection().find_one({"_id": name})
         if doc is None:
             raise tornado.web.HTTPError(404)
         self.write(doc)
