@@ -59,6 +59,25 @@ def processes_running(cache: Path, word: str) -> list[psutil.Process]:
     return found
 
 
+def start_mongo_run(tmp_path, cache: Path, repeat: int, duration: float):
+    """A run of fx-mongo (small document) started in the background, with its results folder."""
+    results = tmp_path / "results"
+    path = suite(tmp_path, ["fx-mongo"], repeat=repeat, duration=duration, docs=["small"])
+    return start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache,
+                     PATH=VENV_PATH), results
+
+
+def wait_for(run, cache: Path, *words: str) -> list[psutil.Process]:
+    """The processes holding words[0] once every word has a process under `cache`, polled while `run` lives."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and run.poll() is None:
+        found = [processes_running(cache, word) for word in words]
+        if all(found):
+            return found[0]
+        time.sleep(0.2)
+    return []
+
+
 def suite(tmp_path, contestants, repeat=1, duration=1.0, docs=("small", "big")):
     return write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(contestants), repeat=repeat,
                                                              duration=duration, docs=json.dumps(list(docs))))
@@ -106,20 +125,13 @@ def test_mongo_run_two_contestants_into_sqlite(tmp_path, service_cache, generato
 
 def test_service_killed_mid_measurement_fails_it_and_is_restarted(tmp_path, service_cache, generator_binary,
                                                                   no_leftover_processes):
-    results = tmp_path / "results"
-    path = suite(tmp_path, ["fx-mongo"], repeat=2, duration=6.0, docs=["small"])
-    proc = start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS],
-                     service_cache, PATH=VENV_PATH)
+    proc, results = start_mongo_run(tmp_path, service_cache, repeat=2, duration=6.0)
     killed = None
-    deadline = time.monotonic() + 600
     try:
-        while killed is None and time.monotonic() < deadline and proc.poll() is None:
-            loading = processes_running(service_cache, "netarena-load")
-            ferret = processes_running(service_cache, "ferretdb-netarena")
-            if loading and ferret:
-                ferret[0].send_signal(signal.SIGKILL)
-                killed = ferret[0].pid
-            time.sleep(0.2)
+        ferret = wait_for(proc, service_cache, "ferretdb-netarena", "netarena-load")  # under load
+        if ferret:
+            ferret[0].send_signal(signal.SIGKILL)
+            killed = ferret[0].pid
         out, err = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -150,16 +162,9 @@ def test_list_says_when_the_database_cannot_be_built(tmp_path):
 
 def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_path, service_cache, generator_binary,
                                                                          no_leftover_processes):
-    results = tmp_path / "results"
-    path = suite(tmp_path, ["fx-mongo"], repeat=2, duration=2.0, docs=["small"])
-    proc = start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS],
-                     service_cache, PATH=VENV_PATH)
-    deadline = time.monotonic() + 600
-    ferret = []
+    proc, results = start_mongo_run(tmp_path, service_cache, repeat=2, duration=2.0)
     try:
-        while not ferret and time.monotonic() < deadline and proc.poll() is None:
-            ferret = processes_running(service_cache, "ferretdb-netarena")
-            time.sleep(0.2)
+        ferret = wait_for(proc, service_cache, "ferretdb-netarena")
         assert ferret, "FerretDB never started"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
