@@ -267,6 +267,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             if cli_cpus == (None, None) and effective.cpus is not None:
                 cli_cpus = (effective.cpus.server, effective.cpus.generator)
             server, generator_set, cpu_warning = resolve_cpus(*cli_cpus)
+            if effective.cpus is not None and effective.cpus.services:
+                from .process import available_cpus
+
+                unknown = sorted(set(effective.cpus.services) - set(available_cpus()))
+                if unknown:
+                    raise ConfigError(f"CPU(s) {unknown} not available to this process (available: "
+                                      f"{available_cpus()})", path=str(suite_path), field="cpus.services")
             allow_apt = not no_apt
             source = "--only" if only else f"{suite_path}: contestants"
             where = {} if only else {"field": "contestants",
