@@ -195,3 +195,16 @@ def test_a_negative_warmup_min_is_refused_with_the_field_named(tmp_path, cache_d
     assert result.returncode == 2
     assert "warmup_min_s" in result.stderr and "fx-other" in result.stderr
     assert not (tmp_path / "results" / "netarena.sqlite").exists()
+
+
+def test_services_cpus_must_exist_and_stay_off_the_server(tmp_path, cache_dir):
+    body = 'name = "s"\n[cpus]\nserver = [0]\ngenerator = [1]\nservices = [{cpus}]\n' \
+           '[[measure]]\nscenario = "mongo"\nconnections = [4]\n'
+    results = tmp_path / "results"
+    unknown = run_cli(["run", write_suite(tmp_path / "a.toml", body.format(cpus=4096)), "--results", results,
+                       "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir, NETARENA_BACKEND="mock")
+    assert unknown.returncode == 2 and "cpus.services" in unknown.stderr and "[4096]" in unknown.stderr
+    overlap = run_cli(["run", write_suite(tmp_path / "b.toml", body.format(cpus=0)), "--results", results,
+                       "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir, NETARENA_BACKEND="mock")
+    assert overlap.returncode == 2 and "services and server CPU sets overlap" in overlap.stderr
+    assert not (results / "netarena.sqlite").exists()  # nothing half-done

@@ -196,3 +196,20 @@ def test_every_failure_kind_maps_to_one_badge():
     assert badges_for([], failed("verify_failed"), {}) == ["VERIFY"]
     assert badges_for([], failed("internal_error"), {}) == ["FAIL"]
     assert badges_for([], [{"status": "ok", "failure_kind": None}], {}) == []
+
+
+def test_saturated_side_from_the_measured_processes_own_cpu():
+    from netarena.report.model import saturated_side
+
+    def monitor(server_pct, db_pct, generator_pct=5.0):
+        return {"cpus_allowed": {"server": [0], "generator": [1], "services": {"ferretdb": [1], "postgresql": [1]}},
+                "summary": {"server": {"cpu_pct_mean": server_pct}, "generator": {"cpu_pct_mean": generator_pct},
+                            "services": {"ferretdb": {"cpu_pct_mean": db_pct * 0.6},
+                                         "postgresql": {"cpu_pct_mean": db_pct * 0.4}},
+                            "system": {"per_cpu_busy_pct_mean": [100.0, 100.0]}}}
+
+    assert saturated_side(monitor(97, 40)) == "server"
+    assert saturated_side(monitor(30, 90)) == "database"  # 90 + the generator's 5 on the shared CPU
+    # Both CPUs 100% busy, but by other programs: neither side's own processes filled them.
+    assert saturated_side(monitor(30, 20)) is None
+    assert saturated_side({"summary": {"server": {"cpu_pct_mean": 99}}}) is None  # no database: not judged

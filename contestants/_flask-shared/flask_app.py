@@ -16,6 +16,25 @@ BYTES_SIZES = (40, 10000, 524288)
 BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
 
 
+MONGO_URL_VAR = "NETARENA_MONGO_URL"
+_mongo = {}
+
+
+def mongo_collection():
+    """The fixture collection through this process's own MongoClient (one connection pool per worker process,
+    pymongo's default maxPoolSize of 100). Created on first use, i.e. after the server forked its workers:
+    a MongoClient must not cross a fork."""
+    if os.getpid() not in _mongo:
+        from pymongo import MongoClient
+
+        url = os.environ.get(MONGO_URL_VAR)
+        if not url:
+            raise RuntimeError(f"{MONGO_URL_VAR} is not set; the manifest sets it from {{mongo_url}}")
+        _mongo.clear()
+        _mongo[os.getpid()] = MongoClient(url).get_default_database()["docs"]
+    return _mongo[os.getpid()]
+
+
 def create_app(static_dir):
     if not os.path.isdir(static_dir):
         raise RuntimeError(f"{STATIC_DIR_VAR}={static_dir!r} is not a directory; set it to the generated static file set")
@@ -36,6 +55,14 @@ def create_app(static_dir):
     @app.get("/json")
     def json_message():
         return jsonify(message="Hello, World!")
+
+    @app.get("/mongo/<name>")
+    def mongo(name):
+        # One query per request, by _id; the document as the database returned it, through Flask's jsonify.
+        doc = mongo_collection().find_one({"_id": name})
+        if doc is None:
+            abort(404)
+        return jsonify(doc)
 
     @app.get("/sleep/<int:ms>")
     def sleep(ms):

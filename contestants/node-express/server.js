@@ -1,6 +1,6 @@
 'use strict';
 // netarena contestant: Express on Node.js, HTTP scenarios only.
-// Usage: node server.js --port P --workers W --static-dir D
+// Usage: node server.js --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo routes)
 
 const fs = require('node:fs');
 const http = require('node:http');
@@ -8,7 +8,7 @@ const express = require('express');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 
-const opts = parseArgs(process.argv.slice(2), { port: undefined, workers: '1', static_dir: undefined });
+const opts = parseArgs(process.argv.slice(2), { port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
@@ -38,6 +38,18 @@ function buildApp() {
     if (ms === null) return res.sendStatus(404);
     setTimeout(() => res.type('text/plain').send(`slept ${ms}`), ms);
   });
+  if (opts.mongo_url) {
+    // One MongoClient (and its connection pool, the driver's default maxPoolSize of 100) per process; the
+    // driver connects on the first query.
+    const { MongoClient } = require('mongodb');
+    const docs = new MongoClient(opts.mongo_url).db().collection('docs');
+    app.get('/mongo/:name', async (req, res) => {
+      // One query by _id per request; Express 5 turns a rejected promise into a 500.
+      const doc = await docs.findOne({ _id: req.params.name });
+      if (doc === null) return res.sendStatus(404);
+      res.json(doc);
+    });
+  }
   app.use('/static', express.static(opts.static_dir));
   return app;
 }

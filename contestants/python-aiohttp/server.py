@@ -6,6 +6,7 @@ from aiohttp import web
 from netarena_shared import prefork
 from netarena_shared.bodies import BYTES_BODIES
 from netarena_shared.cli import parse_args
+from netarena_shared.mongo import docs_collection
 
 
 async def hello(request):
@@ -23,6 +24,14 @@ async def json_message(request):
     return web.json_response({"message": "Hello, World!"})
 
 
+async def mongo(request):
+    # One query by _id; the collection is PyMongo's asyncio client's (netarena_shared.mongo).
+    doc = await docs_collection().find_one({"_id": request.match_info["name"]})
+    if doc is None:
+        raise web.HTTPNotFound()
+    return web.json_response(doc)
+
+
 async def sleep(request):
     ms = int(request.match_info["ms"])
     await asyncio.sleep(ms / 1000)
@@ -36,6 +45,7 @@ def make_app(static_dir):
         web.get(r"/bytes/{n:\d+}", bytes_body),
         web.get("/json", json_message),
         web.get(r"/sleep/{ms:\d+}", sleep),
+        web.get(r"/mongo/{name:[a-z]+}", mongo),
         web.static("/static", static_dir),
     ])
     return app

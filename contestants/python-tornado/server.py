@@ -7,6 +7,7 @@ import tornado.web
 
 from netarena_shared.bodies import BYTES_BODIES
 from netarena_shared.cli import parse_args
+from netarena_shared.mongo import docs_collection
 from tornado_workers import bind_and_fork, serve_until_stopped
 
 
@@ -31,6 +32,15 @@ class JsonHandler(tornado.web.RequestHandler):
         self.write({"message": "Hello, World!"})
 
 
+class MongoHandler(tornado.web.RequestHandler):
+    async def get(self, name):
+        # One query by _id; the collection is PyMongo's asyncio client's (netarena_shared.mongo).
+        doc = await docs_collection().find_one({"_id": name})
+        if doc is None:
+            raise tornado.web.HTTPError(404)
+        self.write(doc)
+
+
 class SleepHandler(tornado.web.RequestHandler):
     async def get(self, ms):
         await asyncio.sleep(int(ms) / 1000)
@@ -44,6 +54,7 @@ def make_app(static_dir):
         (r"/bytes/([0-9]+)", BytesHandler),
         (r"/json", JsonHandler),
         (r"/sleep/([0-9]+)", SleepHandler),
+        (r"/mongo/([a-z]+)", MongoHandler),
         (r"/static/(.*)", tornado.web.StaticFileHandler, {"path": static_dir}),
     ])
 

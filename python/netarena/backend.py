@@ -21,6 +21,7 @@ from pathlib import Path
 from hdrh.histogram import HdrHistogram
 
 from . import stats
+from .config import SERVICE_SCENARIOS
 from .contestants import Contestant, expand, install, repo_root, tail
 from .process import ManagedProcess, free_port, group_members, wait_until_idle
 from .scenarios import Level, load_spec, verify
@@ -99,6 +100,7 @@ class MeasureRequest:
     generator_cpus: list[int]
     static_dir: Path
     log_dir: Path
+    services: object | None = None  # services.ServiceManager of the run, for contestants that `need` one
 
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,
@@ -148,6 +150,11 @@ def _result_fields(generator: dict) -> dict:
             "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
 
 
+def used_services(req: MeasureRequest) -> list[str]:
+    """The services this measurement's scenario talks to (a contestant may need one for some scenarios only)."""
+    return [n for n in req.contestant.manifest.needs if SERVICE_SCENARIOS.get(req.scenario) == n]
+
+
 def timeouts(generator: dict | None) -> int:
     by_class = ((generator or {}).get("errors") or {}).get("by_class", {})
     return by_class.get("timeout", 0) + by_class.get("connect_timeout", 0)
@@ -167,8 +174,12 @@ class RealBackend:
         return install(contestant, allow_apt=allow_apt, say=say)
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
-                     cpus: list[int], log_path: Path, host: str = "127.0.0.1") -> ManagedProcess:
+                     cpus: list[int], log_path: Path, host: str = "127.0.0.1",
+                     service_urls: dict[str, str] | None = None) -> ManagedProcess:
         values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir, host=host)
+        # Scenarios that use no service get an empty URL for each the contestant could use.
+        values.update({f"{name}_url": "" for name in contestant.manifest.needs})
+        values.update(service_urls or {})
         argv = [expand(w, values) for w in contestant.command(scenario)]
         env = dict(os.environ)
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
@@ -233,10 +244,14 @@ class RealBackend:
         log_path = req.log_dir / _safe(f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
         record["log_path"] = str(log_path)
         server = None
+        needs = used_services(req)
         try:
+            service_urls, failure = self._services_for(req, record, progress)
+            if failure is not None:
+                return failure
             try:
                 server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
-                                           req.server_cpus, log_path)
+                                           req.server_cpus, log_path, service_urls)
             except OSError as exc:
                 return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)
@@ -249,6 +264,13 @@ class RealBackend:
                 return failed(record, kind, error, log_path)
             generator, gen_error = self.load(record, load_spec(req.scenario, req.level, port, req.static_dir),
                                              server.pid, req, progress)
+            died = next((d for d in (req.services.dead(n) for n in needs) if d is not None), None) \
+                if needs and req.services is not None else None
+            if died is not None:
+                record["stop"] = self.stop_server(req.contestant, server)
+                record = failed(record, "service_died", str(died), None)
+                record["stderr_tail"] = died.stderr_tail
+                return record
             crashed_code = server.poll()
             hang = None
             if crashed_code is None and gen_error is None and timeouts(generator):
@@ -281,6 +303,35 @@ class RealBackend:
         record["monitor"] = monitor
         return generator, gen_error
 
+    def _services_for(self, req: MeasureRequest, record: dict, progress) -> tuple[dict[str, str], dict | None]:
+        """({name}_url placeholders, None) with every service the contestant needs running and holding its
+        fixture (a dead one is started afresh); or (_, the failed record) when one cannot be had."""
+        from .fixtures import load_mongo_fixture, mongo_fixture_intact
+        from .services import ServiceError
+
+        needs = used_services(req)
+        urls: dict[str, str] = {}
+        if not needs:
+            return urls, None
+        try:
+            if req.services is None:
+                raise ServiceError(f"needs {', '.join(needs)} but the run has no backing services")
+            progress("database")
+            for name in needs:
+                running = req.services.ensure(name)
+                urls[f"{name}_url"] = running.url
+                # Each contestant measures against the same data: a previous one may have written into it.
+                if name == "mongo" and mongo_fixture_intact(running.url) is not None:
+                    running.fixture = dict(load_mongo_fixture(running.url), reloaded=True)
+            record["services"] = req.services.records()
+        except ServiceError as exc:
+            record = failed(record, "service_failed", str(exc), None)
+            record["stderr_tail"] = exc.stderr_tail
+            return urls, record
+        except Exception as exc:  # pymongo errors while checking the fixture: the service is not usable
+            return urls, failed(record, "service_failed", f"{type(exc).__name__}: {exc}", None)
+        return urls, None
+
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
         an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
@@ -299,7 +350,9 @@ class RealBackend:
                 if server_pid is None:
                     raise MonitorError("no server process to watch (an external server whose process was not "
                                        "found: give --pid or --process-name)")
-                monitor = Monitor(server_pid, gen.pid, interval_s=self.monitor_interval_s).start()
+                services = req.services.pids() if req.services is not None and used_services(req) else {}
+                monitor = Monitor(server_pid, gen.pid, interval_s=self.monitor_interval_s,
+                                  services=services).start()
             except MonitorError as exc:
                 monitor_result = {"error": str(exc)}
             try:

@@ -19,7 +19,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import __version__
-from .config import SCENARIOS, Suite, check_suite, load_suite, value_line
+from .config import SCENARIOS, SERVICE_SCENARIOS, Suite, check_suite, load_suite, value_line
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           repo_root, select, tail)
 from .errors import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD_FAILED, ConfigError,
@@ -332,6 +332,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             if cli_cpus == (None, None) and effective.cpus is not None:
                 cli_cpus = (effective.cpus.server, effective.cpus.generator)
             server, generator_set, cpu_warning = resolve_cpus(*cli_cpus)
+            if effective.cpus is not None and effective.cpus.services:
+                from .process import available_cpus
+
+                unknown = sorted(set(effective.cpus.services) - set(available_cpus()))
+                if unknown:
+                    raise ConfigError(f"CPU(s) {unknown} not available to this process (available: "
+                                      f"{available_cpus()})", path=str(suite_path), field="cpus.services")
             allow_apt = not no_apt
             source = "--only" if only else f"{suite_path}: contestants"
             where = {} if only else {"field": "contestants",
@@ -411,6 +418,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     if store is None:
         store = Store(results_dir)
     cleanup_orphans(store, ui.warn)
+    from .services import remove_stale_data
+
+    for folder in remove_stale_data(Path(results_dir), {r["id"] for r in store.runs() if orchestrator_alive(r)}):
+        ui.warn(f"removed the database data left by an interrupted run: {folder}")
     if resume:
         run_id = run_row["id"]
         store.claim_run(run_id, _own_start_time())
@@ -584,6 +595,15 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
     if markdown:
         click.echo(markdown_catalog(contestants), nl=False)
         return
+    from .services import load_all, service_availability
+
+    try:
+        services = load_all()
+    except ConfigError as exc:
+        fail_bad_input(exc)
+        return
+    service_status = {name: service_availability(services, name, None, allow_apt=not no_apt)
+                      for name in dict.fromkeys(n for c in contestants for n in c.manifest.needs)}
     rows = []
     for c in contestants:
         av = availability(c, allow_apt=not no_apt)
@@ -591,6 +611,9 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
                      "runtime": c.manifest.runtime, "framework": f"{c.manifest.framework} {c.manifest.framework_version}",
                      "concurrency_model": c.manifest.concurrency_model, "runnable": av.runnable,
                      "reasons": av.reasons, "notes": av.notes,
+                     # The scenarios needing a service that cannot be built or installed here are skipped.
+                     "services": {n: {"runnable": service_status[n][0], "reasons": service_status[n][1]}
+                                  for n in c.manifest.needs},
                      "scenarios": {s: (None if s in c.manifest.scenarios else c.manifest.unsupported.get(s))
                                    for s in SCENARIOS}})
     if json_mode:
@@ -618,6 +641,11 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
             console.print(f"[red]{row['name']}[/red]: {reason}", highlight=False)
         for note in row["notes"]:
             console.print(f"{row['name']}: {note}", markup=False, highlight=False)
+    for name, (runnable, reasons) in service_status.items():
+        if not runnable:
+            users = ", ".join(r["name"] for r in rows if name in r["services"])
+            console.print(f"[red]service {name}[/red] cannot run here, so {users} skip its scenarios: "
+                          + "; ".join(reasons), highlight=False)
     console.print("Scenarios: " + ", ".join(SCENARIOS) + " (definitions: docs/scenarios.md); the reason for each "
                   "one not implemented: `netarena list --json`", markup=False)
 
@@ -680,6 +708,12 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             console.print(f"generating the static file set in {static_dir} (once)", markup=False)
             build_static_files(static_dir)
         for scenario in scenarios:
+            if scenario in SERVICE_SCENARIOS:
+                # verify starts no database; a run does (services.md), and verifies the scenario before its load.
+                table.add_row(contestant.name, scenario, "[yellow]skipped[/yellow]",
+                              f"needs the {SERVICE_SCENARIOS[scenario]} service: checked by `netarena run` "
+                              "before each measurement")
+                continue
             port = free_port()
             log_path = log_dir / f"{contestant.name}.{scenario}.log"
             try:

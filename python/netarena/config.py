@@ -18,14 +18,21 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError, did_you_mean
 
-SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep")
+SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep", "mongo")
 HTTP_SCENARIOS = tuple(s for s in SCENARIOS if s != "echo")
+# Scenarios that need a backing service (services/*/service.toml), by the name contestants give in `needs`.
+# A contestant may leave them out without a reason under [unsupported]: not every framework has a driver,
+# and leaving one out says only "not implemented".
+SERVICE_SCENARIOS = {"mongo": "mongo"}
 BYTES_SIZES = (40, 10000, 524288)
-PLACEHOLDERS = ("host", "port", "workers", "static_dir", "dir", "env_dir", "build_dir", "python")
-STEP_PLACEHOLDERS = tuple(p for p in PLACEHOLDERS if p not in ("host", "port", "workers"))
+MONGO_DOCS = ("small", "big")
+SERVICE_NAMES = tuple(dict.fromkeys(SERVICE_SCENARIOS.values()))
+PLACEHOLDERS = ("host", "port", "workers", "static_dir", "dir", "env_dir", "build_dir", "python",
+                *(f"{name}_url" for name in SERVICE_NAMES))
+STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 
-ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep"]
+ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep", "mongo"]
 
 
 class Strict(BaseModel):
@@ -82,6 +89,9 @@ class Manifest(Strict):
     install: Install = Install()
     start: Start
     workers: Workers = Workers()
+    # Backing services the contestant talks to (e.g. "mongo"): started by the orchestrator before it, their
+    # address given as {mongo_url} in start.command / start.env.
+    needs: list[Literal["mongo"]] = []
 
 
 # ----------------------------------------------------------------------------- suite
@@ -90,6 +100,9 @@ class Manifest(Strict):
 class Cpus(Strict):
     server: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
     generator: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)]
+    # Backing services (databases). Unset: the generator's CPUs, so the server keeps its CPUs alone (the
+    # generator is nearly idle at database-bound rates, and its busy fraction is measured and flagged).
+    services: Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=1)] | None = None
 
 
 class FindMax(Strict):
@@ -123,6 +136,8 @@ class Measure(Strict):
     sizes: list[Literal[40, 10000, 524288]] | None = None
     sleep_ms: list[Annotated[int, Field(ge=0, le=60_000)]] | None = None
     static_path: str | None = None
+    # mongo: which fixture document each request reads (docs/scenarios.md); one level per value.
+    doc: list[Literal["small", "big"]] | None = None
     generator_threads: Annotated[int, Field(ge=1, le=256)] = 1
     # How netarena-load drives its sockets in the HTTP closed loop (docs/load-generator.md): epoll, io_uring,
     # or io_uring waiting for more completions up to 5% of the fastest recent latency (cheapest per request).
@@ -157,6 +172,11 @@ class Measure(Strict):
     thresholds: list[Annotated[str, Field(min_length=1)]] = []
 
 
+class ServiceOptions(Strict):
+    # FerretDB's storage: PostgreSQL (default, started by the orchestrator) or SQLite files.
+    backend: Literal["postgresql", "sqlite"] | None = None
+
+
 class Suite(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     description: str = ""
@@ -168,6 +188,7 @@ class Suite(Strict):
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 5.0
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
     cpus: Cpus | None = None
+    services: dict[Literal["mongo"], ServiceOptions] = {}
     measure: Annotated[list[Measure], Field(min_length=1)]
 
 
@@ -402,7 +423,8 @@ def load_manifest(path: Path) -> Manifest:
         if key not in nagle_checked:
             fail(("nagle_stall", key), f"'{key}' is not one of this contestant's Nagle-checked scenarios "
                  f"({', '.join(nagle_checked)})", did_you_mean(key, nagle_checked))
-    missing = [s for s in SCENARIOS if s not in manifest.scenarios and s not in manifest.unsupported]
+    missing = [s for s in SCENARIOS if s not in manifest.scenarios and s not in manifest.unsupported
+               and s not in SERVICE_SCENARIOS]
     if missing:
         fail(("unsupported",), "every catalog scenario not implemented needs a reason under [unsupported]; "
              f"missing: {', '.join(missing)}", f'add e.g. {missing[0]} = "why it is not implemented"')
@@ -419,6 +441,15 @@ def load_manifest(path: Path) -> Manifest:
         req = path.parent / manifest.install.python_requirements
         if not req.is_file():
             fail(("install", "python_requirements"), f"file not found: {req}")
+    for scenario in manifest.scenarios:
+        service = SERVICE_SCENARIOS.get(scenario)
+        if service is not None and service not in manifest.needs:
+            fail(("needs",), f"scenario '{scenario}' talks to the '{service}' service: add needs = [\"{service}\"]")
+    for service in manifest.needs:
+        words = [*(manifest.start.command or []), *manifest.start.env.values()]
+        if not any("{" + service + "_url}" in w for w in words):
+            fail(("start", "command"), f"needs '{service}' but neither start.command nor start.env uses "
+                 f"{{{service}_url}}, the address the orchestrator gives it")
     if manifest.workers.supported and not manifest.workers.how.strip():
         fail(("workers", "how"), "say how several workers run (required when workers.supported = true)")
     _placeholders(manifest.start.command or [], PLACEHOLDERS, path, lines, ("start", "command"))
@@ -445,7 +476,7 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         raise ConfigError(message, path=path, line=_line_for(lines, loc), field=format_loc(loc), hint=hint)
 
     only = {"sizes": "bytes", "sleep_ms": "sleep", "static_path": "static", "probe_interval_s": "echo",
-            "echo_bytes": "echo"}
+            "echo_bytes": "echo", "doc": "mongo"}
     for index, entry in enumerate(suite.measure):
         for param, scenario in only.items():
             if getattr(entry, param) is not None and entry.scenario != scenario:
@@ -486,6 +517,10 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if overlap:
             fail(("cpus",), f"server and generator CPU sets overlap on {sorted(overlap)}; "
                  "disjoint sets keep the generator from measuring itself")
+        if suite.cpus.services and set(suite.cpus.services) & set(suite.cpus.server):
+            fail(("cpus", "services"), f"services and server CPU sets overlap on "
+                 f"{sorted(set(suite.cpus.services) & set(suite.cpus.server))}; the database would take the "
+                 "server's CPU time and its figures with it")
 
 
 def _check_find_max(entry: Measure, loc: tuple, fail) -> None:
@@ -520,6 +555,7 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite", "Measure", "FindMax", "Cpus",
-    "Request", "load_manifest", "load_request", "load_suite", "check_suite", "check_names", "key_lines", "value_line",
+    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "MONGO_DOCS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite",
+    "Measure", "FindMax", "Cpus", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
+    "check_names", "key_lines", "value_line",
 ]

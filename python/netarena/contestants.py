@@ -431,17 +431,18 @@ def markdown_catalog(contestants: list[Contestant]) -> str:
     lines = ["# Contestants", "",
              "Generated from `contestants/*/contestant.toml` by `netarena list --markdown > docs/contestants.md`;",
              "a test fails when this file and the manifests disagree. Scenarios are defined in",
-             "[scenarios.md](scenarios.md); ✓ = implemented, ✗ = declared unsupported (reason below the table).", "",
+             "[scenarios.md](scenarios.md); ✓ = implemented, ✗ = declared unsupported (reason below the table), – = not",
+             "implemented yet (only scenarios that need a backing service may be left out without a reason).", "",
              "| contestant | runtime | framework | model | workers | " + " | ".join(SCENARIOS) + " |",
              "|---|---|---|---|---|" + "---|" * len(SCENARIOS)]
     reasons = []
     for c in contestants:
         m = c.manifest
-        marks = ["✓" if s in m.scenarios else "✗" for s in SCENARIOS]
+        marks = ["✓" if s in m.scenarios else ("✗" if s in m.unsupported else "–") for s in SCENARIOS]
         workers = "yes" if m.workers.supported else "no"
         lines.append(f"| {c.name} | {cell(m.runtime)} | {cell(m.framework)} {cell(m.framework_version)} | "
                      f"{m.concurrency_model} | {workers} | " + " | ".join(marks) + " |")
-        reasons += [f"- **{c.name}** `{s}`: {cell(m.unsupported[s])}" for s in SCENARIOS if s not in m.scenarios]
+        reasons += [f"- **{c.name}** `{s}`: {cell(m.unsupported[s])}" for s in SCENARIOS if s in m.unsupported]
     lines += ["", "## Not implemented, and why", ""] + (reasons or ["(none)"])
     lines += ["", "## Notes", ""] + [f"- **{c.name}** ({cell(c.manifest.display_name)}): {cell(c.manifest.notes)}"
                                      for c in contestants if c.manifest.notes]

@@ -51,6 +51,7 @@ class ExternalManifest(Strict):
     scenarios: list[str]
     request: Request | None = None
     unsupported: dict[str, str] = {}
+    needs: list[str] = []  # the databases behind it are its owner's: netarena starts none
     start: Start = Start()
     workers: Workers = Workers(supported=False, how="an external server runs as it was started")
 

@@ -433,6 +433,8 @@ def restrict_to_window(result: dict, start_unix: float, end_unix: float) -> dict
         return out
     out["summary"] = dict(result["summary"], server=summarize_tree(server), generator=summarize_tree(generator),
                           system=summarize_system(system) if system else result["summary"]["system"],
+                          services={name: summarize_tree(inside(samples))
+                                    for name, samples in (result.get("services") or {}).items()},
                           window={"measured_only": True, "start_s": server[0]["t_s"], "end_s": server[-1]["t_s"]})
     return out
 
@@ -443,7 +445,8 @@ class Monitor:
     Use as ``with Monitor(pid) as m: ...`` then ``m.result``, or ``start()`` / ``stop()``.
     """
 
-    def __init__(self, server_pid: int, generator_pid: int | None = None, interval_s: float = 0.25):
+    def __init__(self, server_pid: int, generator_pid: int | None = None, interval_s: float = 0.25,
+                 services: dict[str, int] | None = None):
         if interval_s <= 0:
             raise MonitorError(f"interval_s must be > 0 (got {interval_s})")
         if not os.path.isdir("/proc/self/task"):
@@ -451,6 +454,10 @@ class Monitor:
         self.interval_s = interval_s
         self._server = _Tree(server_pid)
         self._generator = _Tree(generator_pid) if generator_pid is not None else None
+        # Backing services (a database behind the server), each its own tree: the server's CPU and the
+        # database's side by side say which one was saturated.
+        self._services = {name: _Tree(pid) for name, pid in (services or {}).items()}
+        self._service_samples: dict[str, list[dict]] = {name: [] for name in self._services}
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
@@ -499,12 +506,16 @@ class Monitor:
             "server": self._server_samples,
             "generator": self._generator_samples,
             "system": self._system_samples,
+            "services": self._service_samples,
             "cpus_allowed": {"server": sorted(self._server.cpus_allowed),
-                             "generator": sorted(self._generator.cpus_allowed) if self._generator else None},
+                             "generator": sorted(self._generator.cpus_allowed) if self._generator else None,
+                             **({"services": {n: sorted(t.cpus_allowed) for n, t in self._services.items()}}
+                                if self._services else {})},
             "summary": {
                 "server": summarize_tree(self._server_samples),
                 "generator": summarize_tree(self._generator_samples),
                 "system": summarize_system(self._system_samples),
+                "services": {name: summarize_tree(samples) for name, samples in self._service_samples.items()},
                 "duration_s": round(wall_s, 4),
                 "samples": len(self._server_samples),
                 "monitor_cpu_s": round(self._monitor_cpu_s, 6),
@@ -527,6 +538,7 @@ class Monitor:
             trees = [(self._server, self._server_samples)]
             if self._generator is not None:
                 trees.append((self._generator, self._generator_samples))
+            trees += [(tree, self._service_samples[name]) for name, tree in self._services.items()]
         for tree, samples in trees:
             samples.append(tree.sample(t_s, children_of, stat_cache))
             for pid, proc in tree.tracked.items():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -28,11 +29,18 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def _child_setup(cpus: list[int] | None):
+def child_setup(cpus: list[int] | None, user: str | None = None):
+    entry = pwd.getpwnam(user) if user else None
+
     def setup() -> None:
         if cpus:
             os.sched_setaffinity(0, cpus)
+        if entry is not None:  # e.g. PostgreSQL, which refuses to run as root
+            os.setgroups([])
+            os.setgid(entry.pw_gid)
+            os.setuid(entry.pw_uid)
         # If the orchestrator dies without cleaning up (kill -9), the kernel kills the direct child.
+        # Set after the user switch: changing credentials clears the parent-death signal.
         # Its own children are found later through the process group recorded in the store.
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     return setup
@@ -135,19 +143,19 @@ class ManagedProcess:
 
     def __init__(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
                  cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False,
-                 stdin_pipe: bool = False):
+                 stdin_pipe: bool = False, append: bool = False, user: str | None = None):
         self.argv = argv
         self.log_path = log_path
         self._log = None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
-            self._log = log_path.open("wb")
+            self._log = log_path.open("ab" if append else "wb")
         out = subprocess.PIPE if capture else (self._log or subprocess.DEVNULL)
         err = subprocess.PIPE if capture else (subprocess.STDOUT if self._log else subprocess.DEVNULL)
         self.proc = subprocess.Popen(
             # stdin_pipe: netarena-load --prepare reads its start time there.
             argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, preexec_fn=_child_setup(cpus), close_fds=True)
+            start_new_session=True, preexec_fn=child_setup(cpus, user), close_fds=True)
         self.pid = self.proc.pid
         self.pgid = self.proc.pid
         self.start_time = process_start_time(self.pid)

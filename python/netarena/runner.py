@@ -11,7 +11,7 @@ from pathlib import Path
 import psutil
 
 from . import __version__, stats
-from .config import Suite
+from .config import SERVICE_SCENARIOS, Suite
 from .contestants import Contestant, InstallError, availability, cache_root, repo_root, scenario_note
 from .errors import ConfigError
 from .process import available_cpus, group_members, kill_group, process_start_time
@@ -87,6 +87,10 @@ class Plan:
         for repeat_index in range(self.suite.repeat):
             for item in self.items:
                 yield repeat_index, item
+
+    def needed_services(self) -> list[str]:
+        """The services (e.g. "mongo") that some planned measurement's contestant needs."""
+        return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
 
     def needs_static(self) -> bool:
         return any(i.scenario == "static" for i in self.items)
@@ -220,6 +224,8 @@ class Runner:
         self.ui = ui
         self.allow_apt = allow_apt
         self.run_id: int | None = None
+        self.services = None  # services.ServiceManager while a run that needs one executes
+        self.unusable_services: dict[str, str] = {}  # service -> why it cannot be had here
 
     def track(self, proc, role: str) -> None:
         self.store.add_live_process(self.run_id, proc.pgid, proc.start_time, role)
@@ -271,10 +277,46 @@ class Runner:
             self.store.record_contestant(self.run_id, contestant.name, manifest, record, "ready")
         return unusable
 
+    def prepare_services(self, plan: Plan, results_dir: Path, cpus: list[int]) -> None:
+        """Install (build) the services the plan needs; one that cannot be had makes its contestants skip
+        with the reason (self.unusable_services)."""
+        from .services import ServiceManager, load_all, service_availability
+
+        self.unusable_services: dict[str, str] = {}
+        needed = plan.needed_services()
+        if not needed or self.backend.name != "real":
+            return
+        backends = {name: options.backend for name, options in plan.suite.services.items() if options.backend}
+        self.services = ServiceManager(load_all(), results_dir / "services" / f"run-{self.run_id}", cpus,
+                                       backends=backends, on_spawn=self.track, on_reaped=self.untrack,
+                                       say=self.ui.info)
+        for name in needed:
+            runnable, reasons = service_availability(self.services.services, name, backends.get(name),
+                                                     self.allow_apt)
+            if not runnable:
+                self.unusable_services[name] = "; ".join(reasons)
+                continue
+            try:
+                self.services.install(name, self.allow_apt)
+            except (InstallError, ConfigError) as exc:
+                self.unusable_services[name] = f"install failed: {exc}"
+                continue
+
     def execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int]):
+        self.run_id = run_id
+        service_cpus = (plan.suite.cpus.services if plan.suite.cpus and plan.suite.cpus.services else None) \
+            or generator_cpus
+        try:
+            self.prepare_services(plan, results_dir, service_cpus)
+            self._execute(plan, run_id, results_dir, server_cpus, generator_cpus)
+        finally:
+            # Also on Ctrl-C: the databases stop and their data directories go with them.
+            if self.services is not None:
+                self.services.stop_all()
+
+    def _execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int]):
         from .backend import MeasureRequest
 
-        self.run_id = run_id
         for contestant, scenario, level_key, reason in plan.skips:
             self.store.record_skip(run_id, contestant, reason, scenario=scenario, level_key=level_key)
         unusable = self.prepare(plan)
@@ -291,7 +333,16 @@ class Runner:
                 failed_before[(row["contestant"], row["scenario"], row["level_key"])] = \
                     f"#{row['repeat_index'] + 1} failed ({row['failure_kind']}): {row['error']}"
         log_dir = results_dir / "logs" / f"run-{run_id}"
+        # Scenarios whose service cannot be had here are skipped with the reason; the contestant's others run.
+        for contestant in plan.contestants:
+            for scenario in sorted({i.scenario for i in plan.items if i.contestant == contestant.name}):
+                service = SERVICE_SCENARIOS.get(scenario)
+                if service in self.unusable_services and contestant.name not in unusable:
+                    reason = f"needs the {service} service, which cannot run here: {self.unusable_services[service]}"
+                    self.store.record_skip(run_id, contestant.name, reason, scenario=scenario)
+                    self.ui.warn(f"{contestant.name} {scenario}: skipped: {reason}")
         todo = [(r, i) for r, i in plan.rounds() if i.contestant not in unusable
+                and SERVICE_SCENARIOS.get(i.scenario) not in self.unusable_services
                 and (i.contestant, i.scenario, i.level.key, r) not in done]
         self.ui.start_progress(len(todo), already_done=len(done))
         for repeat_index, item in todo:
@@ -309,7 +360,7 @@ class Runner:
                 continue
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
-                                     generator_cpus, static_dir, log_dir)
+                                     generator_cpus, static_dir, log_dir, self.services)
             self.ui.measuring(item, repeat_index)
             started = now_iso()
             try:

@@ -47,6 +47,7 @@ STATIC_VERIFY_PATHS = ("img/00000.jpg", "img/04242.jpg", "img/09999.jpg", "bytes
 DEFAULT_BYTES_SIZE = 40
 DEFAULT_SLEEP_MS = 100
 DEFAULT_STATIC_PATH = "bytes/10000"
+DEFAULT_MONGO_DOC = "small"
 VERIFY_SLEEP_MS = 50
 ECHO_VERIFY_BYTES = 64 * 1024
 
@@ -61,7 +62,8 @@ MIN_LISTEN_BACKLOG = 1024
 NAGLE_CHECK_REQUESTS = 20
 NAGLE_MAX_MEDIAN_MS = 30
 # The request each HTTP scenario's Nagle check repeats (sleep has none: it waits on purpose).
-NAGLE_CHECK_PATHS = {"hello": "/hello", "bytes": "/bytes/10000", "json": "/json", "static": "/static/bytes/10000"}
+NAGLE_CHECK_PATHS = {"hello": "/hello", "bytes": "/bytes/10000", "json": "/json", "static": "/static/bytes/10000",
+                     "mongo": "/mongo/small"}
 # Seed 002's lesson, checked: SLEEP_OVERLAP_CONNECTIONS concurrent /sleep/SLEEP_OVERLAP_MS on separate
 # connections. Event loops, greenlets, goroutines and actors must overlap them (the whole batch in under
 # SLEEP_OVERLAP_MAX_BATCHES x the sleep, not one sleep after another: 8 x 200 ms); threaded servers overlap
@@ -239,6 +241,8 @@ def levels_for(measure) -> list[Level]:
         params = [(("sleep_ms", s),) for s in (measure.sleep_ms or [DEFAULT_SLEEP_MS])]
     elif measure.scenario == "static":
         params = [(("static_path", measure.static_path or DEFAULT_STATIC_PATH),)]
+    elif measure.scenario == "mongo":
+        params = [(("doc", d),) for d in (measure.doc or [DEFAULT_MONGO_DOC])]
     elif measure.scenario == "echo" and measure.echo_bytes:
         params = [(("bytes", b),) for b in measure.echo_bytes]
     else:
@@ -332,6 +336,13 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
         # parsed value once, the generator then holds every response to that first one.
         return LoadSpec("http", base + "/json", http_args + ["--expect-status", "200", "--verify-learn"],
                         {"status": 200, "learned": True})
+    if scenario == "mongo":
+        # One database read per request; serializations differ (spacing, key order), so the value was
+        # compared with the fixture before the load and the generator holds every response to the first one:
+        # a server caching the response stays correct, a wrong or partial document is an error.
+        doc = level.param("doc", DEFAULT_MONGO_DOC)
+        return LoadSpec("http", f"{base}/mongo/{doc}", http_args + ["--expect-status", "200", "--verify-learn"],
+                        {"status": 200, "learned": True, "doc": doc})
     if scenario == "hello":
         path, body = "/hello", HELLO_BODY
     elif scenario == "bytes":
@@ -474,6 +485,17 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], pref
     def ok_status(status):
         _expect(status == 200, f"status {status}, expected 200")
 
+    def json_value(status, headers, body):
+        """The parsed body of a 200 application/json response."""
+        ok_status(status)
+        ctype = headers.get("content-type", "")
+        _expect(ctype.split(";")[0].strip().lower() == JSON_CONTENT_TYPE,
+                f"Content-Type {ctype!r}, expected {JSON_CONTENT_TYPE}")
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise _Wrong(f"body is not JSON: {_show(body)}") from None
+
     if scenario == "hello":
         def hello(status, headers, body, _):
             ok_status(status)
@@ -494,16 +516,21 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], pref
             run(f"/bytes/{size}", sized)
     elif scenario == "json":
         def js(status, headers, body, _):
-            ok_status(status)
-            ctype = headers.get("content-type", "")
-            _expect(ctype.split(";")[0].strip().lower() == JSON_CONTENT_TYPE,
-                    f"Content-Type {ctype!r}, expected {JSON_CONTENT_TYPE}")
-            try:
-                value = json.loads(body)
-            except ValueError:
-                raise _Wrong(f"body is not JSON: {_show(body)}") from None
+            value = json_value(status, headers, body)
             _expect(value == JSON_BODY, f"body parses to {value!r}, expected {JSON_BODY!r}")
         run("/json", js)
+    elif scenario == "mongo":
+        from .fixtures import mongo_documents
+
+        for name, expected in mongo_documents().items():
+            def same_doc(status, headers, body, _, expected=expected):
+                value = json_value(status, headers, body)
+                if value != expected:
+                    wrong = sorted(k for k in set(value) | set(expected) if value.get(k) != expected.get(k)) \
+                        if isinstance(value, dict) else ["(not an object)"]
+                    raise _Wrong(f"the document differs from the fixture's '{expected['_id']}' in "
+                                 f"{', '.join(map(str, wrong[:5]))}: {_show(body)}")
+            run(f"/mongo/{name}", same_doc)
     elif scenario == "static":
         for rel in STATIC_VERIFY_PATHS:
             expected = (static_dir / rel).read_bytes()

@@ -74,7 +74,8 @@ CREATE TABLE IF NOT EXISTS measurements (
     repeat_index INTEGER NOT NULL,     -- 0-based
     status TEXT NOT NULL CHECK (status IN ('ok', 'failed', 'interrupted')),
     failure_kind TEXT,                 -- start_failed | not_ready | verify_failed | crashed | hung |
-                                       -- generator_failed | no_successful_requests | internal_error |
+                                       -- generator_failed | no_successful_requests | service_failed |
+                                       -- service_died | internal_error |
                                        -- not_attempted (docs/store.md says what each means)
     flags_json TEXT NOT NULL,          -- e.g. ["generator_saturated", "error_rate_above_1pct"]
     requests_per_s REAL,               -- copied from generator_json for easy queries
@@ -86,6 +87,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     monitor_json TEXT,                 -- monitor.Monitor.stop(): server/generator/system series + summary
     verification_json TEXT,            -- scenarios.Verification.to_dict() of the pre-load check
     stop_json TEXT,                    -- process.StopOutcome: signal, exit code, killed, leftover processes
+    services_json TEXT,                -- the backing services it talked to: label, backend, CPUs, versions
     error TEXT,
     stderr_tail TEXT,                  -- last bytes of the contestant's output, on failure
     log_path TEXT,
@@ -126,6 +128,9 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        # Stores made before backing services existed lack this nullable column; adding it keeps them readable.
+        if "services_json" not in {r[1] for r in self.db.execute("PRAGMA table_info(measurements)")}:
+            self.db.execute("ALTER TABLE measurements ADD COLUMN services_json TEXT")
         version = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         if version is None:
             self.db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -200,7 +205,7 @@ class Store:
         columns = ["run_id", "contestant", "scenario", "level_key", "connections", "workers", "level_json",
                    "repeat_index", "status", "failure_kind", "flags_json", "requests_per_s", "error_rate",
                    "latency_p50_us", "latency_p99_us", "generator_argv_json", "generator_json", "monitor_json",
-                   "verification_json", "stop_json", "error", "stderr_tail", "log_path", "port", "started_at",
+                   "verification_json", "stop_json", "services_json", "error", "stderr_tail", "log_path", "port", "started_at",
                    "ended_at"]
         values = {
             "run_id": run_id, "contestant": m["contestant"], "scenario": m["scenario"], "level_key": m["level_key"],
@@ -211,7 +216,7 @@ class Store:
             "latency_p50_us": m.get("latency_p50_us"), "latency_p99_us": m.get("latency_p99_us"),
             "generator_argv_json": _json(m.get("generator_argv")), "generator_json": _json(m.get("generator")),
             "monitor_json": _json(m.get("monitor")), "verification_json": _json(m.get("verification")),
-            "stop_json": _json(m.get("stop")), "error": m.get("error"), "stderr_tail": m.get("stderr_tail"),
+            "stop_json": _json(m.get("stop")), "services_json": _json(m.get("services")), "error": m.get("error"), "stderr_tail": m.get("stderr_tail"),
             "log_path": m.get("log_path"), "port": m.get("port"), "started_at": m["started_at"],
             "ended_at": m["ended_at"],
         }

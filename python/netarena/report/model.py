@@ -156,6 +156,11 @@ class Group:
     # The generator's verdicts of each ok repeat: {measurement_id, repeat_index, expr, measured, pass, ...}.
     thresholds: list[dict] = field(default_factory=list)
 
+    # A database behind the server (mongo): its process trees' CPU summed, % of one core, median of repeats;
+    # and which side was saturated (bound_by, see saturated_side).
+    database_cpu_pct_median: float | None = None
+    bound_by: str | None = None
+
     @property
     def open_loop(self) -> bool:
         return self.offered_rate_per_s is not None or self.find_max is not None
@@ -467,6 +472,8 @@ def build_groups(rows: list[dict]) -> list[Group]:
             find_max=_find_max(ok),
             thresholds=[dict(t, measurement_id=m["id"], repeat_index=m["repeat_index"]) for m in ok
                         for t in (m["generator"].get("thresholds") or [])],
+            database_cpu_pct_median=_median([_database_cpu_pct(m) for m in ok]),
+            bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
         )
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
@@ -477,6 +484,49 @@ def build_groups(rows: list[dict]) -> list[Group]:
             group.latency_uncorrected_p99_us = float(uncorrected.get_value_at_percentile(99))
         groups.append(group)
     return groups
+
+
+# A side (server, database) counts as saturated when its CPUs were at least this busy.
+SATURATED_BUSY_PCT = 90.0
+
+
+def _database_cpu_pct(measurement: dict) -> float | None:
+    services = (((measurement.get("monitor") or {}).get("summary") or {}).get("services") or {}).values()
+    values = [s["cpu_pct_mean"] for s in services if s and s.get("cpu_pct_mean") is not None]
+    return round(sum(values), 2) if values else None
+
+
+def saturated_side(monitor: dict | None) -> str | None:
+    """"server" when the server's processes used at least SATURATED_BUSY_PCT of its CPUs; else "database"
+    when the database's processes, with the generator's where they share CPUs, used that much of the
+    database's CPUs and the database the larger part; else None (neither: look at latency and errors).
+    Only the measured processes' own CPU time counts, so another program busy on the same CPU does not make
+    a side look saturated."""
+    summary = (monitor or {}).get("summary") or {}
+    allowed = (monitor or {}).get("cpus_allowed") or {}
+    services = summary.get("services") or {}
+    if not services:
+        return None
+    server_cpus = allowed.get("server") or []
+    if server_cpus and ((summary.get("server") or {}).get("cpu_pct_mean") or 0) >= \
+            SATURATED_BUSY_PCT * len(server_cpus):
+        return "server"
+    db_cpus = {c for cpus in (allowed.get("services") or {}).values() for c in cpus}
+    database_pct = sum((s or {}).get("cpu_pct_mean") or 0 for s in services.values())
+    generator_pct = (summary.get("generator") or {}).get("cpu_pct_mean") or 0
+    shared = generator_pct if db_cpus & set(allowed.get("generator") or []) else 0
+    if db_cpus and database_pct + shared >= SATURATED_BUSY_PCT * len(db_cpus) and database_pct > shared:
+        return "database"
+    return None
+
+
+def _majority(values: list):
+    """The value more than half the repeats agree on, else None."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    top = max(set(known), key=known.count)
+    return top if known.count(top) * 2 > len(values) else None
 
 
 def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str, int]) -> list[str]:

@@ -10,7 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import fmt
-from .model import BADGES, Report, external_line, find_max_line, level_title, ranks
+from .model import BADGES, SATURATED_BUSY_PCT, Report, external_line, find_max_line, level_title, ranks
 
 
 TERMINAL_WIDTH = 100
@@ -37,7 +37,9 @@ def summary_renderables(report: Report) -> list:
                           box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
             table.add_column("#", justify="right", no_wrap=True)
             table.add_column("contestant", overflow="fold", min_width=10)
-            for name in (fmt.throughput_unit(scenario), "min–max", "p50", "p99", "p99.9", "err", "cpu", "rss"):
+            database = any(g.database_cpu_pct_median is not None for g in groups)
+            for name in (fmt.throughput_unit(scenario), "min–max", "p50", "p99", "p99.9", "err", "cpu", "rss",
+                         *(("db cpu", "bound") if database else ())):
                 table.add_column(name, justify="right", no_wrap=True)
             table.add_column("badges", min_width=6)
             table.add_column("from", overflow="fold", min_width=4)
@@ -49,6 +51,9 @@ def summary_renderables(report: Report) -> list:
                     _range(g.requests_per_s_min, g.requests_per_s_max), fmt.us(g.latency_p50_us),
                     fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us), fmt.pct(g.error_rate_median, 1),
                     fmt.cpu_pct(g.server_cpu_capacity_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
+                    *((fmt.cpu_pct(g.database_cpu_pct_median),
+                       g.bound_by or ("neither" if g.database_cpu_pct_median is not None else "-"))
+                      if database else ()),
                     Text(" ".join(g.badges), style="bold yellow") if g.badges else "",
                     fmt.ids(g.measurement_ids))
             out.append(Text(""))
@@ -66,6 +71,10 @@ def summary_renderables(report: Report) -> list:
                 out.append(Text(f"threshold failed: {g.contestant} {g.scenario} {g.level_key} "
                                 f"#{t['repeat_index'] + 1}: {t.get('expr')} (measured {fmt.measured(t)})",
                                 style="bold red"))
+    if any(g.database_cpu_pct_median is not None for g in report.groups):
+        out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
+                        f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
+                        "look at latency and errors)", style="dim"))
     for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""

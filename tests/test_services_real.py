@@ -1,0 +1,182 @@
+"""Backing services, real: FerretDB built from services/ferretdb (Go module proxy), its SQLite storage, fixture
+contestants reading the mongo fixture with pymongo, a real store; the service killed mid-measurement."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import FIXTURE_CONTESTANTS, db_rows, processes_with_cache, run_cli, start_cli, write_suite
+
+# python3 of the fixture contestants must import pymongo: netarena's own venv first on PATH, as `make test` does.
+VENV_PATH = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
+
+SUITE = """name = "services"
+contestants = {contestants}
+repeat = {repeat}
+warmup_s = 0.3
+duration_s = {duration}
+timeout_s = 2
+
+[services.mongo]
+backend = "sqlite"
+
+[[measure]]
+scenario = "mongo"
+connections = [4]
+doc = {docs}
+"""
+
+
+@pytest.fixture(scope="module")
+def service_cache(tmp_path_factory) -> Path:
+    """One cache for the module: FerretDB is built once (the Go build cache makes later builds quick anyway)."""
+    return tmp_path_factory.mktemp("service-cache")
+
+
+@pytest.fixture
+def cache_dir(service_cache) -> Path:
+    """conftest's no_leftover_processes watches cache_dir: here, the module's shared cache."""
+    return service_cache
+
+
+def processes_running(cache: Path, word: str) -> list[psutil.Process]:
+    """Processes started under `cache` whose command line holds `word` (zombies and the just-gone ignored)."""
+    found = []
+    for proc in processes_with_cache(cache):
+        try:
+            if proc.status() != psutil.STATUS_ZOMBIE and word in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            pass
+    return found
+
+
+def start_mongo_run(tmp_path, cache: Path, repeat: int, duration: float):
+    """A run of fx-mongo (small document) started in the background, with its results folder."""
+    results = tmp_path / "results"
+    path = suite(tmp_path, ["fx-mongo"], repeat=repeat, duration=duration, docs=["small"])
+    return start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache,
+                     PATH=VENV_PATH), results
+
+
+def wait_for(run, cache: Path, *words: str) -> list[psutil.Process]:
+    """The processes holding words[0] once every word has a process under `cache`, polled while `run` lives."""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and run.poll() is None:
+        found = [processes_running(cache, word) for word in words]
+        if all(found):
+            return found[0]
+        time.sleep(0.2)
+    return []
+
+
+def suite(tmp_path, contestants, repeat=1, duration=1.0, docs=("small", "big")):
+    return write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(contestants), repeat=repeat,
+                                                             duration=duration, docs=json.dumps(list(docs))))
+
+
+def measurements(results):
+    return [dict(r) for r in db_rows(results, "SELECT * FROM measurements ORDER BY id")]
+
+
+def assert_no_data_left(results):
+    """Every data directory is gone; only the services' logs stay."""
+    left = [p for p in (results / "services").rglob("*") if "logs" not in p.parts]
+    assert left == [], left
+
+
+def test_mongo_run_two_contestants_into_sqlite(tmp_path, service_cache, generator_binary, no_leftover_processes):
+    results = tmp_path / "results"
+    path = suite(tmp_path, ["fx-mongo", "fx-mongo-wrong"])
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--json"],
+                     service_cache, timeout_s=900, PATH=VENV_PATH)
+    rows = {(r["contestant"], json.loads(r["level_json"])["params"]["doc"]): r for r in measurements(results)}
+    assert len(rows) == 4, result.stderr
+    for doc in ("small", "big"):
+        good = rows[("fx-mongo", doc)]
+        assert good["status"] == "ok", (good["error"], result.stderr)
+        generator = json.loads(good["generator_json"])
+        assert generator["totals"]["requests"] > 0 and "--verify-learn" in json.loads(good["generator_argv_json"])
+        services = json.loads(good["services_json"])
+        assert services["ferretdb"]["label"] == "FerretDB 1.24.2 (SQLite)"
+        assert services["ferretdb"]["fixture"]["documents"]["big"] > 9000
+        assert services["ferretdb"]["install"]["go_modules"], services["ferretdb"]["install"]
+        monitor = json.loads(good["monitor_json"])
+        assert monitor["summary"]["services"]["ferretdb"]["cpu_user_s"] is not None
+        wrong = rows[("fx-mongo-wrong", doc)]
+        assert wrong["status"] == "failed"
+        # The first repeat is verified and fails; nothing later is retried.
+        assert wrong["failure_kind"] in ("verify_failed", "not_attempted")
+    first_wrong = rows[("fx-mongo-wrong", "small")]
+    assert first_wrong["failure_kind"] == "verify_failed"
+    assert "differs from the fixture's 'small'" in first_wrong["error"]
+    assert_no_data_left(results)
+    shown = run_cli(["show", "--results", results], service_cache)
+    assert "db cpu" in shown.stdout and "bound" in shown.stdout, shown.stdout
+
+
+def test_service_killed_mid_measurement_fails_it_and_is_restarted(tmp_path, service_cache, generator_binary,
+                                                                  no_leftover_processes):
+    proc, results = start_mongo_run(tmp_path, service_cache, repeat=2, duration=6.0)
+    killed = None
+    try:
+        ferret = wait_for(proc, service_cache, "ferretdb-netarena", "netarena-load")  # under load
+        if ferret:
+            ferret[0].send_signal(signal.SIGKILL)
+            killed = ferret[0].pid
+        out, err = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert killed is not None, "the load never ran next to FerretDB"
+    first, second = measurements(results)
+    assert first["status"] == "failed" and first["failure_kind"] == "service_died", (first["error"], err)
+    assert f"pid {killed}" in first["error"] and "exited with code -9" in first["error"]
+    assert "ferretdb-netarena: serving" in (first["stderr_tail"] or "")
+    assert second["status"] == "ok", (second["error"], err)
+    logs = sorted(p.name for p in (results / "services" / "logs").iterdir())
+    assert len(logs) == 2, logs  # a fresh instance (and data directory) for the second measurement
+    assert_no_data_left(results)
+
+
+def test_list_says_when_the_database_cannot_be_built(tmp_path):
+    # No Go toolchain on PATH: FerretDB cannot be built, and list says so with the fix and who is affected.
+    result = run_cli(["list", "--json", "--contestants-dir", FIXTURE_CONTESTANTS], tmp_path,
+                     PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    assert result.returncode == 0, result.stderr
+    row = next(r for r in json.loads(result.stdout)["contestants"] if r["name"] == "fx-mongo")
+    assert row["services"]["mongo"]["runnable"] is False
+    assert any("go not installed" in r for r in row["services"]["mongo"]["reasons"])
+    text = run_cli(["list", "--contestants-dir", FIXTURE_CONTESTANTS], tmp_path,
+                   PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
+    assert "service mongo cannot run here" in text.stdout and "fx-mongo" in text.stdout
+
+
+def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_path, service_cache, generator_binary,
+                                                                         no_leftover_processes):
+    proc, results = start_mongo_run(tmp_path, service_cache, repeat=2, duration=2.0)
+    try:
+        ferret = wait_for(proc, service_cache, "ferretdb-netarena")
+        assert ferret, "FerretDB never started"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # The kernel kills the service's main process with its parent (parent-death signal).
+    psutil.wait_procs(ferret, timeout=10)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in ferret)
+    assert any((results / "services").glob("run-*")), "the data directory of the killed run should be there"
+    resumed = run_cli(["run", "--resume", "--results", results], service_cache, timeout_s=600, PATH=VENV_PATH)
+    assert "removed the database data left by an interrupted run" in resumed.stderr + resumed.stdout
+    assert resumed.returncode == 0, resumed.stderr
+    assert {r["status"] for r in measurements(results)} == {"ok"}
+    assert_no_data_left(results)
