@@ -9,21 +9,22 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from . import __version__
+from .term import console as make_console, styled
 from .config import SCENARIOS, Suite, check_suite, load_suite, value_line
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           repo_root, select, tail)
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, did_you_mean
 from .export import export_csv, export_json, run_summary
-from .store import Store
+from .store import Store, unreadable
 
 DEFAULT_SUITE = "quick"
 DEFAULT_RESULTS_DIR = "results"
@@ -31,6 +32,8 @@ VERIFY_LOG_TAIL_LINES = 20  # enough for a stack trace's useful end, few enough 
 
 
 # ----------------------------------------------------------------------------- output
+
+FAIL = styled(("FAIL", "red"))
 
 
 class UI:
@@ -47,18 +50,19 @@ class UI:
 
     def info(self, message: str) -> None:
         if not self.quiet:
-            self.out.print(message, markup=False)
+            self.out.print(message)
 
     def warn(self, message: str) -> None:
-        self.err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+        self.err.print(styled(("warning:", "yellow"), " ", message))
 
     def start_progress(self, total: int, already_done: int = 0) -> None:
         if already_done:
             self.info(f"{already_done} measurement(s) already stored; {total} to go")
         if self.quiet or total == 0:
             return
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[figure]}"), console=self.out,
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[figure]}", markup=False),
+                                 console=self.out,
                                  transient=False)
         self.progress.start()
         self.task = self.progress.add_task("measuring", total=total, figure="")
@@ -82,9 +86,9 @@ class UI:
             self.last_figure = f"last: {name}: FAILED"
             message = f"{name}: {record.get('failure_kind')}: {record.get('error')}"
             if self.progress is not None:
-                self.progress.console.print(f"[red]failed[/red] {message}", markup=True, highlight=False)
+                self.progress.console.print(styled(("failed", "red"), " ", message))
             elif not self.quiet:
-                self.err.print(f"failed: {message}", markup=False)
+                self.err.print(f"failed: {message}")
         if self.progress is not None:
             self.progress.update(self.task, advance=1, figure=self.last_figure)
 
@@ -94,16 +98,12 @@ class UI:
             self.progress = None
 
 
-def wide_console(stderr: bool = False) -> Console:
-    # Rich falls back to 80 columns when not on a terminal; summary tables need more to stay readable in logs.
-    console = Console(stderr=stderr, highlight=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, highlight=False, width=160)
-    return console
+def wide_console(stderr: bool = False):
+    return make_console(stderr=stderr)
 
 
 def fail_bad_input(exc: ConfigError) -> None:
-    Console(stderr=True, highlight=False).print(f"error: {exc.render()}", markup=False, soft_wrap=True)
+    make_console(stderr=True).print(f"error: {exc.render()}", soft_wrap=True)
     sys.exit(EXIT_BAD_INPUT)
 
 
@@ -231,13 +231,25 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 ui.warn("--resume replays the stored suite and options; the suite/--only/--scenario/--repeat/"
                         "--duration/--warmup given now are ignored")
             effective = Suite.model_validate(json.loads(run_row["suite_json"]))
-            contestants_dir = Path(stored_args["contestants_dir"])
+            # The commands run come from the contestants folder named now (--contestants-dir, else the
+            # checkout's), never from a path the store holds; each manifest must still be the one stored.
+            contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
             scenario_filter = stored_args.get("scenarios")
             server, generator_set = json.loads(run_row["server_cpus_json"]), json.loads(run_row["generator_cpus_json"])
             backend_kind = run_row["backend"]
-            allow_apt = stored_args.get("allow_apt", True)
+            if backend_kind not in ("real", "mock"):
+                raise ConfigError(f"run {run_row['id']} names backend {backend_kind!r} (real | mock)", path="--resume")
+            allow_apt = stored_args.get("allow_apt", True) and not no_apt
             suite_path = run_row["suite_path"]
-            names = select(contestants_dir, list(effective.contestants), list(effective.exclude), "suite contestants")
+            try:
+                names = select(contestants_dir, list(effective.contestants), list(effective.exclude),
+                               "the resumed run's contestants")
+            except ConfigError as exc:
+                used = stored_args.get("contestants_dir")
+                if used and Path(used) != contestants_dir:
+                    exc.hint = f"the run used --contestants-dir {used}: pass it again"
+                raise
+            _same_manifests(store, run_row["id"], load(contestants_dir, names), contestants_dir)
             cpu_warning = None
         else:
             suite_path = resolve_suite_path(suite)
@@ -293,18 +305,18 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                                       f"machine allows one generator: at most {limit:,}",
                                       path=str(suite_path), field="measure.connections",
                                       hint="`netarena doctor` shows the limits and how to raise them")
-    except ConfigError as exc:
+        if plan.total == 0:
+            raise ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
+                              "(see `netarena list`)")
+        if store is None:  # last: bad input elsewhere leaves no store behind
+            store = Store(results_dir)
+    except ConfigError as exc:  # StoreError too: a damaged store or one of another schema version
         fail_bad_input(exc)
         return
     if cpu_warning:
         ui.warn(cpu_warning)
-    if plan.total == 0:
-        fail_bad_input(ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
-                                   "(see `netarena list`)"))
 
     # ---- run
-    if store is None:
-        store = Store(results_dir)
     cleanup_orphans(store, ui.warn)
     if resume:
         run_id = run_row["id"]
@@ -349,8 +361,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         partial = report_after_run(store, run_id, results_dir, ui.err) if measured_any(store, run_id) else None
         ui.err.print(f"interrupted: what was measured is stored in {store.path}"
                      f"{f'; partial report: {partial}' if partial else ''}. Resume with:\n"
-                     f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False,
-                     soft_wrap=True)
+                     f"  {resume_command(run_id, results_dir, contestants_dir)}", soft_wrap=True)
+        store.close()
         sys.exit(EXIT_INTERRUPTED)
     finally:
         for sig, handler in previous.items():
@@ -366,7 +378,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     elif not quiet:
         summary_after_run(store, run_id, results_dir, ui.out, ui.err)
         if report_path:
-            ui.out.print(f"report: {report_path}", markup=False, highlight=False)
+            ui.out.print(f"report: {report_path}")
+    store.close()  # the WAL folded into netarena.sqlite: that one file now holds the run
     if summary["measurements"]["ok"] == 0:
         sys.exit(EXIT_FAILED)
 
@@ -398,6 +411,22 @@ def _override(suite: Suite, overrides: dict) -> Suite:
         raise
     check_suite(effective, "command line")
     return effective
+
+
+def resume_command(run_id: int, results_dir: Path, contestants_dir: Path) -> str:
+    folder = "" if Path(contestants_dir) == default_contestants_dir().absolute() else \
+        f" --contestants-dir {contestants_dir}"
+    return f"netarena run --resume {run_id} --results {results_dir}{folder}"
+
+
+def _same_manifests(store: Store, run_id: int, contestants: list, contestants_dir: Path) -> None:
+    stored = {row["name"]: json.loads(row["manifest_json"]) for row in
+              store.db.execute("SELECT name, manifest_json FROM contestants WHERE run_id=?", (run_id,))}
+    for contestant in contestants:
+        if contestant.name in stored and stored[contestant.name] != contestant.manifest.model_dump(mode="json"):
+            raise ConfigError(f"the manifest of {contestant.name} in {contestants_dir} is not the one run {run_id} "
+                              "started with", path="--resume",
+                              hint="pass the --contestants-dir the run used, or start a new run")
 
 
 def _find_resumable(store: Store, resume: str, results_dir: Path):
@@ -460,19 +489,19 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         table.add_column(col)
     for row in rows:
         implemented = " ".join(s for s in SCENARIOS if row["scenarios"][s] is None)
-        status = "[green]yes[/green]" if row["runnable"] else "[red]no[/red]"
+        status = styled(("yes", "green")) if row["runnable"] else styled(("no", "red"))
         if row["runnable"] and row["notes"]:
-            status += " (after install)"
+            status.append(" (after install)")
         table.add_row(row["name"], f"{row['runtime']} / {row['framework']}", row["concurrency_model"], implemented,
                       status)
     console.print(table)
     for row in rows:
         for reason in row["reasons"]:
-            console.print(f"[red]{row['name']}[/red]: {reason}", highlight=False)
+            console.print(styled((row["name"], "red"), ": ", reason))
         for note in row["notes"]:
-            console.print(f"{row['name']}: {note}", markup=False, highlight=False)
+            console.print(f"{row['name']}: {note}")
     console.print("Scenarios: " + ", ".join(SCENARIOS) + " (definitions: docs/scenarios.md); the reason for each "
-                  "one not implemented: `netarena list --json`", markup=False)
+                  "one not implemented: `netarena list --json`")
 
 
 @main.command()
@@ -520,17 +549,17 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
         if not av.runnable or (workers > 1 and not contestant.manifest.workers.supported):
             why = av.summary if not av.runnable else f"no worker support: {contestant.manifest.workers.how}"
             for s in scenarios:
-                table.add_row(contestant.name, s, "[yellow]skipped[/yellow]", why)
+                table.add_row(contestant.name, s, styled(("skipped", "yellow")), why)
             continue
         try:
-            install(contestant, allow_apt=not no_apt, say=lambda m: console.print(m, markup=False))
+            install(contestant, allow_apt=not no_apt, say=console.print)
         except InstallError as exc:
             failures += len(scenarios)
             for s in scenarios:
-                table.add_row(contestant.name, s, "[red]FAIL[/red]", f"install failed: {exc}")
+                table.add_row(contestant.name, s, FAIL, f"install failed: {exc}")
             continue
         if "static" in scenarios and not static_set_ready(static_dir):
-            console.print(f"generating the static file set in {static_dir} (once)", markup=False)
+            console.print(f"generating the static file set in {static_dir} (once)")
             build_static_files(static_dir)
         for scenario in scenarios:
             port = free_port()
@@ -539,7 +568,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
                 proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path)
             except OSError as exc:
                 failures += 1
-                table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"cannot start: {exc}")
+                table.add_row(contestant.name, scenario, FAIL, f"cannot start: {exc}")
                 continue
             try:
                 kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0,
@@ -551,17 +580,17 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             if kind is None:
                 note = " (needed SIGKILL to stop)" if stop["killed"] else ""
                 observed = (verification or {}).get("observed")
-                table.add_row(contestant.name, scenario, "[green]pass[/green]",
+                table.add_row(contestant.name, scenario, styled(("pass", "green")),
                               "all checks passed" + note + (f" ({observed})" if observed else ""))
             else:
                 failures += 1
-                table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"{kind}: {error} (log: {log_path})")
+                table.add_row(contestant.name, scenario, FAIL, f"{kind}: {error} (log: {log_path})")
                 failed_logs.append(log_path)
     console.print(table)
     for log_path in failed_logs:
         lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]
-        console.print(f"--- last {len(lines)} lines of {log_path} ---", markup=False)
-        console.print("\n".join(lines) if lines else "(empty)", markup=False, highlight=False)
+        console.print(f"--- last {len(lines)} lines of {log_path} ---")
+        console.print("\n".join(lines) if lines else "(empty)")
     sys.exit(EXIT_FAILED if failures else EXIT_OK)
 
 
@@ -602,10 +631,14 @@ def export(run_id, results_dir, fmt):
             if store.run(selected) is None:
                 raise ConfigError(f"no run {selected} in {db} (runs: {', '.join(str(r['id']) for r in runs)})",
                                   path="RUN")
-    except ConfigError as exc:
+        data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
+    except sqlite3.DatabaseError as exc:  # damage the open's quick_check did not see
+        fail_bad_input(unreadable(db, exc))
+        return
+    except ConfigError as exc:  # StoreError too: damaged, or of another schema version
         fail_bad_input(exc)
         return
-    data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
+    store.close()
     sys.stdout.write(data)
 
 
