@@ -159,7 +159,8 @@ def test_kill_9_then_resume_finishes_without_redoing(tmp_path, cache_dir, genera
     # The forked child survives its killed parent (that is why the store remembers process groups).
     assert processes_with_cache(cache_dir), "expected the forked child to be left after kill -9"
 
-    resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
+    resumed = run_cli(["run", "--resume", "--results", results, "--json", "--contestants-dir", FIXTURE_CONTESTANTS],
+                      cache_dir)
     assert resumed.returncode == 0, resumed.stderr
     assert "killed 1 process(es) left by run 1" in resumed.stderr
     rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -14,6 +15,12 @@ from pathlib import Path
 import psutil
 
 _PR_SET_PDEATHSIG = 1
+# Every child this netarena process starts carries RUN_TOKEN in its environment (RUN_TOKEN_VAR, inherited by
+# its own children). Cleanup signals a process only when /proc/PID/environ shows it, so a results store, which
+# anyone can edit, cannot make netarena kill a stranger's processes; one token per netarena process, recorded
+# with each process group in the store's live_processes table.
+RUN_TOKEN_VAR = "NETARENA_RUN_TOKEN"
+RUN_TOKEN = secrets.token_hex(16)
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -96,23 +103,35 @@ def describe(proc: psutil.Process) -> dict:
         return {"pid": proc.pid}
 
 
-def kill_group(pgid: int, leader_start_time: float | None = None) -> list[dict]:
-    """SIGKILL whatever is left of a process group (e.g. after the orchestrator was killed).
+def carries_token(pid: int, token: str) -> bool:
+    """Whether the process's environment (as it was exec'd) holds RUN_TOKEN_VAR=token."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:  # gone, or not ours to read
+        return False
+    return f"{RUN_TOKEN_VAR}={token}".encode() in environ.split(b"\0")
 
-    When the group leader still exists but is a different process than the one recorded (PID reuse),
-    nothing is touched.
+
+def kill_group(pgid: int, leader_start_time: float | None, token: str | None) -> list[dict]:
+    """SIGKILL what is left of a process group netarena started (e.g. after the orchestrator was killed).
+
+    Only what is proven ours is signalled: the recorded start time must be known (NULL never matches) and,
+    while the group leader lives, be its start time (else the PID was reused); then each member must carry
+    `token` in its environment. A stranger's processes in a group of that number are left alone.
     """
-    if leader_start_time is not None:
-        now = process_start_time(pgid)
-        if now is not None and abs(now - leader_start_time) > 1.0:
-            return []
-    members = group_members(pgid)
+    if leader_start_time is None or not token:
+        return []
+    now = process_start_time(pgid)
+    if now is not None and abs(now - leader_start_time) > 1.0:
+        return []
+    members = [p for p in group_members(pgid) if carries_token(p.pid, token)]
     found = [describe(p) for p in members]
-    if members:
+    for proc in members:
         try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            proc.kill()
+        except psutil.Error:
             pass
+    if members:
         psutil.wait_procs(members, timeout=5)
     return found
 
@@ -141,6 +160,8 @@ class ManagedProcess:
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = log_path.open("wb")
+        env = dict(os.environ if env is None else env)
+        env[RUN_TOKEN_VAR] = self.token = RUN_TOKEN
         out = subprocess.PIPE if capture else (self._log or subprocess.DEVNULL)
         err = subprocess.PIPE if capture else (subprocess.STDOUT if self._log else subprocess.DEVNULL)
         self.proc = subprocess.Popen(
@@ -203,7 +224,7 @@ class ManagedProcess:
         self._reap()
         leftover = [describe(p) for p in group_members(self.pgid)]
         if leftover:
-            kill_group(self.pgid)
+            kill_group(self.pgid, self.start_time, self.token)
         escaped = []
         for proc in snapshot:
             try:

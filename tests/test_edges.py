@@ -1,0 +1,240 @@
+"""The orchestrator's edges, each against a real process: hostile servers, damaged stores, a stranger's
+process group, manifests that reach outside their folder or into apt-get's options."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from datetime import datetime
+
+import psutil
+
+from conftest import FIXTURE_CONTESTANTS, cli_env, db_rows, run_cli, write_suite
+
+HELLO = """name = "edges"
+contestants = {contestants}
+repeat = 1
+warmup_s = 0.2
+duration_s = 0.5
+timeout_s = 1
+
+[[measure]]
+scenario = "hello"
+connections = [2]
+"""
+
+
+def hello_suite(tmp_path, contestants):
+    return write_suite(tmp_path / "suite.toml", HELLO.format(contestants=json.dumps(contestants)))
+
+
+def common(results):
+    return ["--results", results, "--contestants-dir", FIXTURE_CONTESTANTS]
+
+
+def measurement(results, contestant):
+    [row] = db_rows(results, "SELECT * FROM measurements WHERE contestant=?", (contestant,))
+    return row
+
+
+def seconds(row) -> float:
+    return (datetime.fromisoformat(row["ended_at"]) - datetime.fromisoformat(row["started_at"])).total_seconds()
+
+
+def one_error_line(result) -> str:
+    """The whole of stderr: one line starting with 'error:', no traceback."""
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- outside text is not markup
+
+
+def test_a_header_that_looks_like_markup_is_printed_as_it_is(tmp_path, cache_dir, generator_binary,
+                                                               no_leftover_processes):
+    """`Content-Type: [/]` once raised rich's MarkupError in the failure line and left the run 'running'."""
+    results = tmp_path / "results"
+    result = run_cli(["run", hello_suite(tmp_path, ["fx-markup", "fx-good"]), *common(results)], cache_dir)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    wrong = measurement(results, "fx-markup")
+    assert wrong["status"] == "failed" and wrong["failure_kind"] == "verify_failed"
+    assert "Content-Type '[/]', expected text/plain" in wrong["error"]
+    assert "Content-Type '[/]'" in result.stderr + result.stdout  # shown literally, brackets included
+    assert measurement(results, "fx-good")["status"] == "ok"
+    [run] = db_rows(results, "SELECT status FROM runs")
+    assert run["status"] == "complete"
+    assert (results / "report-run-1.html").is_file()
+    shown = run_cli(["show", "--results", results], cache_dir)
+    assert shown.returncode == 0 and "[/]" in shown.stdout, shown.stderr
+
+
+# ----------------------------------------------------------------------------- bounded fetches
+
+
+RSS_WRAPPER = """
+import resource, subprocess, sys
+code = subprocess.run(sys.argv[1:]).returncode
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)  # KiB, largest descendant
+sys.exit(code)
+"""
+
+
+def test_a_trickling_or_endless_body_fails_its_measurement_and_the_run_goes_on(tmp_path, cache_dir, generator_binary,
+                                                                                no_leftover_processes):
+    """A 200 head announcing 100000 bytes sent at one byte a second, and one announcing 10 GB sent as fast as it
+    is read: each verification request has an overall deadline (the suite's timeout_s = 1 s) and reads at most
+    the expected size plus one byte. Without them the first held the run for a day, the second filled memory."""
+    results = tmp_path / "results"
+    argv = [sys.executable, "-m", "netarena", "run", str(hello_suite(tmp_path, ["fx-trickle", "fx-huge", "fx-good"])),
+            *map(str, common(results))]
+    result = subprocess.run([sys.executable, "-c", RSS_WRAPPER, *argv], capture_output=True, text=True, timeout=120,
+                            env=cli_env(cache_dir))
+    assert result.returncode == 0, result.stderr
+    trickle = measurement(results, "fx-trickle")
+    assert trickle["status"] == "failed" and trickle["failure_kind"] == "verify_failed", trickle["error"]
+    # What was received is in the failure: the head, then the few bytes that came within the deadline.
+    assert re.search(r"status 200, then \d+ of 100000 body bytes within timeout_s=1 s", trickle["error"]), \
+        trickle["error"]
+    # Bounded by the deadline, not by the fixture's 100000 s of trickling (it would send for 600 s at most).
+    assert seconds(trickle) < 60
+    huge = measurement(results, "fx-huge")
+    assert huge["status"] == "failed" and huge["failure_kind"] == "verify_failed"
+    assert "(14 bytes)" in huge["error"], huge["error"]  # 13 expected + 1: the read stopped there
+    assert measurement(results, "fx-good")["status"] == "ok"
+    assert (results / "report-run-1.html").is_file()
+    max_rss_kib = int(result.stderr.strip().splitlines()[-1])
+    assert max_rss_kib < 1024 * 1024, max_rss_kib  # no process came near holding the announced 10 GB
+
+
+# ----------------------------------------------------------------------------- damaged stores
+
+
+MOCK_SUITE = HELLO.replace('contestants = {contestants}', 'contestants = ["fx-good"]')
+
+
+def mock_run(tmp_path, cache_dir, results, *extra):
+    suite = write_suite(tmp_path / "mock.toml", MOCK_SUITE)
+    return run_cli(["run", suite, *common(results), *extra], cache_dir, NETARENA_BACKEND="mock")
+
+
+def test_after_a_run_the_store_is_one_file(tmp_path, cache_dir):
+    results = tmp_path / "results"
+    assert mock_run(tmp_path, cache_dir, results).returncode == 0
+    wal = results / "netarena.sqlite-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+    alone = tmp_path / "copy"
+    alone.mkdir()
+    shutil.copy(results / "netarena.sqlite", alone / "netarena.sqlite")
+    exported = run_cli(["export", "--json", "--results", alone], cache_dir)
+    assert exported.returncode == 0, exported.stderr
+    assert len(json.loads(exported.stdout)["measurements"]) == 1
+
+
+def commands_on(results, tmp_path):
+    suite = write_suite(tmp_path / "mock.toml", MOCK_SUITE)
+    return {"show": ["show", "--results", results], "report": ["report", "--results", results],
+            "export": ["export", "--json", "--results", results],
+            "run": ["run", suite, *common(results)],
+            "run --resume": ["run", "--resume", "1", *common(results)]}
+
+
+def test_a_damaged_store_is_one_line_and_exit_2(tmp_path, cache_dir):
+    results = tmp_path / "results"
+    assert mock_run(tmp_path, cache_dir, results).returncode == 0
+    db = results / "netarena.sqlite"
+    db.write_bytes(db.read_bytes())  # checkpointed: the file alone is the store
+    page_size = sqlite3.connect(db).execute("PRAGMA page_size").fetchone()[0]
+    pages = db.stat().st_size // page_size
+    assert pages >= 4
+    with db.open("r+b") as f:  # a few KB of the third page overwritten, as a bad disk or a stray write would
+        f.seek(2 * page_size)
+        f.write(b"\x5a" * 3000)
+    for name, args in commands_on(results, tmp_path).items():
+        result = run_cli(args, cache_dir, NETARENA_BACKEND="mock")
+        assert result.returncode == 2, (name, result.stdout, result.stderr)
+        line = one_error_line(result)
+        assert str(db) in line and "not a readable netarena store" in line and "move it aside" in line, (name, line)
+
+
+def test_a_store_of_another_schema_version_is_one_line_and_exit_2(tmp_path, cache_dir):
+    results = tmp_path / "results"
+    assert mock_run(tmp_path, cache_dir, results).returncode == 0
+    db = sqlite3.connect(results / "netarena.sqlite")
+    db.execute("UPDATE meta SET value='2' WHERE key='schema_version'")
+    db.execute("UPDATE runs SET status='interrupted'")
+    db.commit()
+    db.close()
+    before = (results / "netarena.sqlite").read_bytes()
+    for name, args in commands_on(results, tmp_path).items():
+        result = run_cli(args, cache_dir, NETARENA_BACKEND="mock")
+        assert result.returncode == 2, (name, result.stdout, result.stderr)
+        line = one_error_line(result)
+        assert "schema version 2" in line and "reads version 1" in line and str(results) in line, (name, line)
+    assert (results / "netarena.sqlite").read_bytes() == before  # never touched
+
+
+# ----------------------------------------------------------------------------- whom cleanup may kill
+
+
+def test_a_store_naming_a_strangers_process_group_does_not_kill_it(tmp_path, cache_dir):
+    """Rows of live_processes are a claim, not a proof: without the recorded start time and this netarena's
+    token in the process's environment, nothing is signalled."""
+    results = tmp_path / "results"
+    assert mock_run(tmp_path, cache_dir, results).returncode == 0
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    try:
+        started = psutil.Process(stranger.pid).create_time()
+        db = sqlite3.connect(results / "netarena.sqlite")
+        db.executemany("INSERT INTO live_processes(run_id, pgid, leader_start_time, role, token) VALUES (?,?,?,?,?)",
+                       [(1, stranger.pid, None, "server:fx-good", None),  # NULL start time: never matches
+                        (2, stranger.pid, started, "generator", "0" * 32)])  # right start time, no token of ours
+        db.commit()
+        db.close()
+        result = mock_run(tmp_path, cache_dir, results)
+        assert result.returncode == 0, result.stderr
+        assert "killed" not in result.stderr
+        time.sleep(0.2)
+        assert stranger.poll() is None  # alive
+        assert db_rows(results, "SELECT * FROM live_processes") == []  # the claims are dropped
+    finally:
+        stranger.send_signal(signal.SIGKILL)
+        stranger.wait()
+
+
+def test_resume_runs_the_contestants_folder_named_now_not_the_stores(tmp_path, cache_dir):
+    results = tmp_path / "results"
+    elsewhere = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "fx-good", elsewhere / "fx-good")
+    (elsewhere / "fx-good" / "contestant.toml").write_text(
+        (FIXTURE_CONTESTANTS / "fx-good" / "contestant.toml").read_text().replace("{dir}/../../", str(
+            FIXTURE_CONTESTANTS.parent) + "/"))
+    suite = write_suite(tmp_path / "mock.toml", MOCK_SUITE)
+    assert run_cli(["run", suite, "--results", results, "--contestants-dir", elsewhere], cache_dir,
+                   NETARENA_BACKEND="mock").returncode == 0
+    db = sqlite3.connect(results / "netarena.sqlite")
+    db.execute("UPDATE runs SET status='interrupted'")
+    db.execute("DELETE FROM measurements")
+    db.commit()
+    db.close()
+    # Without --contestants-dir the checkout's folder is used: fx-good is not there, and the message says which
+    # folder the run used.
+    result = run_cli(["run", "--resume", "--results", results], cache_dir, NETARENA_BACKEND="mock")
+    assert result.returncode == 2
+    line = one_error_line(result)
+    assert "unknown contestant 'fx-good'" in line and f"the run used --contestants-dir {elsewhere}" in line
+    # A manifest changed since the run started is refused too.
+    manifest = elsewhere / "fx-good" / "contestant.toml"
+    manifest.write_text(manifest.read_text().replace("stop_timeout_s = 2", "stop_timeout_s = 3"))
+    result = run_cli(["run", "--resume", "--results", results, "--contestants-dir", elsewhere], cache_dir,
+                     NETARENA_BACKEND="mock")
+    assert result.returncode == 2
+    assert "the manifest of fx-good" in one_error_line(result)
