@@ -238,3 +238,27 @@ def test_resume_runs_the_contestants_folder_named_now_not_the_stores(tmp_path, c
                      NETARENA_BACKEND="mock")
     assert result.returncode == 2
     assert "the manifest of fx-good" in one_error_line(result)
+
+
+# ----------------------------------------------------------------------------- what a manifest may reach
+
+
+def test_a_manifest_reaching_outside_its_folder_or_into_apt_options_is_refused(tmp_path, cache_dir):
+    source = (FIXTURE_CONTESTANTS / "fx-good" / "contestant.toml").read_text()
+    folder = tmp_path / "contestants"
+    (folder / "fx-good").mkdir(parents=True)
+    (tmp_path / "requirements.txt").write_text("flask==3.0.0\n")
+    manifest = folder / "fx-good" / "contestant.toml"
+    cases = {
+        "install.python_requirements": ('python_requirements = "../../requirements.txt"',
+                                        "outside the contestant's folder"),
+        "install.debian[1]": ('debian = ["nginx", "-oAPT::Update::Pre-Invoke::=touch /tmp/pwned"]',
+                              "is not a Debian package name"),
+    }
+    for field, (line, why) in cases.items():
+        manifest.write_text(source.replace("[install]\n", f"[install]\n{line}\n"))
+        for command in (["list"], ["verify", "fx-good"]):
+            result = run_cli([*command, "--contestants-dir", folder], cache_dir)
+            assert result.returncode == 2, (command, result.stdout, result.stderr)
+            error = one_error_line(result)
+            assert f"{manifest}:" in error and f"{field}: " in error and why in error, error
