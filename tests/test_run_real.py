@@ -442,7 +442,7 @@ def test_install_failure_and_exit_at_start_are_recorded_and_the_run_goes_on(tmp_
 
 def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path, cache_dir, generator_binary,
                                                                         no_leftover_processes):
-    """Unexpected exceptions, from real processes: an install step leaves a directory where the install marker
+    """Unexpected exceptions, from real processes: an install step leaves a directory where the install stamp
     file goes (OSError outside the install error path), and the generator's first load run prints a result
     document without its required fields (KeyError). Each is recorded as an internal error with its
     traceback; the rest of the run is measured."""
@@ -453,7 +453,7 @@ def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path
     (broken / "contestant.toml").write_text(
         (fixtures / "contestants" / "fx-good" / "contestant.toml").read_text()
         .replace('name = "fx-good"', 'name = "fx-install-breaks"')
-        .replace('requires = ["python3"]', 'requires = ["python3"]\nsteps = [["mkdir", ".netarena-installed"]]'))
+        .replace('requires = ["python3"]', 'requires = ["python3"]\nsteps = [["mkdir", "{env_dir}/steps.stamp"]]'))
     path = suite(tmp_path, ["fx-install-breaks", "fx-good", "fx-other"], repeat=1, duration=0.5)
     results = tmp_path / "results"
     result = run_cli(["run", path, "--results", results, "--contestants-dir", fixtures / "contestants", "--json"],

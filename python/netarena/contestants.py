@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,7 +17,8 @@ from .errors import ConfigError, did_you_mean
 
 MANIFEST_NAME = "contestant.toml"
 INSTALL_TIMEOUT_S = 1800  # pip builds from source (uwsgi ~30 s), cargo/go builds: generous but bounded
-# Written into a contestant's folder (git-ignored) when its install steps ran; see _steps_current.
+# What older versions wrote into a contestant's folder after its install steps; nothing is written there now
+# (the cache's steps.stamp says it all), but a checkout may still hold one: never hashed.
 INSTALL_MARKER = ".netarena-installed"
 # Folders that builds write into; hashing them would make every build invalidate itself.
 _BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
@@ -240,30 +240,40 @@ def _venv_current(contestant: Contestant) -> bool:
         (contestant.venv_dir / "bin" / "python").exists()
 
 
+def _folder_outputs(contestant: Contestant) -> dict[str, list[int]]:
+    """The build-output folders the steps left in the contestant's folder (npm ci's node_modules), each with
+    its identity: the same folder, not one of the same name in a fresh clone."""
+    found = {}
+    for name in sorted(_BUILD_OUTPUT_DIRS):
+        try:
+            st = (contestant.dir / name).stat()
+        except OSError:
+            continue
+        found[name] = [st.st_dev, st.st_ino, st.st_ctime_ns]  # ctime too: a recreated folder may get the same inode
+    return found
+
+
 def _steps_current(contestant: Contestant) -> bool:
     """The install steps' outputs are present for this checkout and this cache.
 
-    Steps write both into the cache (go build -o {build_dir}) and into the contestant folder (npm ci makes
-    node_modules there). A fresh clone next to a kept cache, or a fresh cache next to a built checkout, must both
-    re-run the steps: the stamp in the cache and the marker in the folder carry the same install id, and a
-    stamp alone (CI: new clone, old ~/.cache) is not enough.
+    Steps write into the cache (go build -o {build_dir}) and some into the contestant folder too (npm ci makes
+    node_modules there). A fresh cache next to a built checkout has no stamp; a fresh clone next to a kept cache
+    (CI: new clone, old ~/.cache) has the stamp but not the folders it names. Both re-run the steps. Nothing is
+    written into the contestant folder to tell: the stamp in the cache records those folders' identities.
     """
     stamp = contestant.env_dir / "steps.stamp"
-    marker = contestant.dir / INSTALL_MARKER
-    if not (stamp.is_file() and marker.is_file()):
+    if not stamp.is_file():
         return False
     try:
         recorded = json.loads(stamp.read_text())
     except ValueError:
         return False
-    return recorded.get("stamp") == _steps_stamp(contestant) and recorded.get("install_id") == marker.read_text()
+    return recorded.get("stamp") == _steps_stamp(contestant) and recorded.get("outputs") == _folder_outputs(contestant)
 
 
 def _record_steps_installed(contestant: Contestant) -> None:
-    install_id = uuid.uuid4().hex
-    (contestant.dir / INSTALL_MARKER).write_text(install_id)
     (contestant.env_dir / "steps.stamp").write_text(json.dumps({"stamp": _steps_stamp(contestant),
-                                                                "install_id": install_id}))
+                                                                "outputs": _folder_outputs(contestant)}))
 
 
 def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None) -> None:
