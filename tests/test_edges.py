@@ -3,19 +3,26 @@ process group, manifests that reach outside their folder or into apt-get's optio
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import pwd
 import re
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import datetime
+from pathlib import Path
 
 import psutil
 
 from conftest import FIXTURE_CONTESTANTS, cli_env, db_rows, run_cli, write_suite
+from netarena.process import ManagedProcess
+from netarena.server_user import RUN_AS_ROOT_ENV, SERVER_USER
 
 HELLO = """name = "edges"
 contestants = {contestants}
@@ -262,3 +269,73 @@ def test_a_manifest_reaching_outside_its_folder_or_into_apt_options_is_refused(t
             assert result.returncode == 2, (command, result.stdout, result.stderr)
             error = one_error_line(result)
             assert f"{manifest}:" in error and f"{field}: " in error and why in error, error
+
+
+# ----------------------------------------------------------------------------- whom servers run as
+
+
+def reachable_cache(tmp_path):
+    """A cache the unprivileged server user can enter (pytest's own tmp folders are mode 700)."""
+    path = tempfile.mkdtemp(prefix="netarena-edges-", dir="/tmp")
+    os.chmod(path, 0o755)
+    return Path(path)
+
+
+def test_as_root_servers_run_unprivileged_unless_told_otherwise(tmp_path):
+    cache = reachable_cache(tmp_path)
+    try:
+        env = {k: v for k, v in cli_env(cache).items() if k != RUN_AS_ROOT_ENV}
+        before = sorted(p.name for p in (FIXTURE_CONTESTANTS / "fx-good").iterdir())
+
+        def verify(*extra):
+            return subprocess.run([sys.executable, "-m", "netarena", "verify", "fx-good", "--scenario", "hello",
+                                   "--contestants-dir", str(FIXTURE_CONTESTANTS), *extra], capture_output=True,
+                                  text=True, timeout=120, env=env)
+
+        result = verify()
+        assert result.returncode == 0, result.stdout + result.stderr
+        log = (cache / "verify-logs" / "fx-good.hello.log").read_text()
+        run_dir = cache / "run" / "fx-good"
+        if os.geteuid() == 0:
+            user = pwd.getpwnam(SERVER_USER)
+            assert f"fixture: uid {user.pw_uid} HOME {run_dir}" in log, log
+            assert run_dir.stat().st_uid == user.pw_uid
+            assert verify("--run-as-root").returncode == 0
+            assert f"fixture: uid 0 HOME {run_dir}" in (cache / "verify-logs" / "fx-good.hello.log").read_text()
+        else:
+            assert f"fixture: uid {os.geteuid()} HOME {run_dir}" in log, log
+        assert sorted(p.name for p in (FIXTURE_CONTESTANTS / "fx-good").iterdir()) == before  # nothing written there
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_as_root_a_cache_the_server_user_cannot_enter_is_refused(tmp_path, cache_dir):
+    if os.geteuid() != 0:
+        result = run_cli(["verify", "fx-good", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+        assert result.returncode == 0  # servers run as this user, who owns the cache
+        return
+    closed = tmp_path / "closed"
+    (closed / "cache").mkdir(parents=True)
+    closed.chmod(0o700)
+    env = {RUN_AS_ROOT_ENV: ""}
+    result = run_cli(["verify", "fx-good", "--contestants-dir", FIXTURE_CONTESTANTS], closed / "cache", **env)
+    assert result.returncode == 2
+    line = one_error_line(result)
+    assert f"the cache {closed / 'cache'} is out of reach of the user '{SERVER_USER}'" in line, line
+    # The first folder on the way that is closed: pytest's own tmp root, or `closed`.
+    assert re.search(r": (/tmp/pytest-of-root|" + re.escape(str(closed)) + r") is mode 700 ", line), line
+    assert "--run-as-root" in line
+    assert not (closed / "cache" / "verify-logs").exists()  # nothing started
+
+
+def test_a_server_cannot_write_more_than_the_size_limit(tmp_path):
+    """RLIMIT_FSIZE with SIGXFSZ ignored: past the limit writes fail (EFBIG), the writer is not killed."""
+    log = tmp_path / "server.log"
+    flood = ("import sys\nwritten = 0\ntry:\n    while written < 1_000_000:\n        sys.stdout.buffer.write(b'x' * 10_000)"
+             "\n        sys.stdout.buffer.flush()\n        written += 10_000\nexcept OSError as exc:\n"
+             "    sys.exit(f'stopped after {written}: errno {exc.errno}')\n")
+    proc = ManagedProcess([sys.executable, "-c", flood], log_path=log, max_file_bytes=100_000)
+    assert proc.proc.wait(timeout=60) == 1  # the script's own exit on the failed write, not a signal
+    proc.close()
+    assert log.stat().st_size <= 100_000
+    assert f"errno {errno.EFBIG}" in log.read_text()[-200:] or log.stat().st_size == 100_000

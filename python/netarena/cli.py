@@ -24,6 +24,7 @@ from .contestants import (InstallError, availability, markdown_catalog, cache_ro
                           repo_root, select, tail)
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, ConfigError, did_you_mean
 from .export import export_csv, export_json, run_summary
+from .server_user import RUN_AS_ROOT_ENV, SERVER_USER, for_servers
 from .store import Store, unreadable
 
 DEFAULT_SUITE = "quick"
@@ -181,6 +182,12 @@ def main() -> None:
     """Benchmark network servers honestly: same experiments, same load, verified responses, repeats, medians."""
 
 
+def _run_as_root_option(f):
+    return click.option("--run-as-root", is_flag=True,
+                        help=f"As root, run the contestants' servers as root too (default: as the unprivileged user "
+                             f"'{SERVER_USER}'; also {RUN_AS_ROOT_ENV}=1).")(f)
+
+
 def _contestants_dir_option(f):
     return click.option("--contestants-dir", type=click.Path(path_type=Path, file_okay=False),
                         default=None, help="Folder of contestants (default: the checkout's contestants/).")(f)
@@ -200,12 +207,13 @@ def _contestants_dir_option(f):
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
 @click.option("--generator-cpus", help="CPUs for netarena-load (default: the second available CPU).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
+@_run_as_root_option
 @_contestants_dir_option
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors.")
 @click.option("--json", "json_mode", is_flag=True, help="Print the run summary as JSON on stdout.")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
 def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
-        no_apt, contestants_dir, quiet, json_mode, backend_opt):
+        no_apt, run_as_root, contestants_dir, quiet, json_mode, backend_opt):
     """Run a suite (default: quick) and store every measurement in RESULTS/netarena.sqlite."""
     from .backend import GeneratorMissing, find_generator, generator_version, make_backend
     from .runner import Interrupted, Runner, StopRequest, build_plan, cleanup_orphans, new_run, orchestrator_alive, resolve_cpus
@@ -305,6 +313,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                                       f"machine allows one generator: at most {limit:,}",
                                       path=str(suite_path), field="measure.connections",
                                       hint="`netarena doctor` shows the limits and how to raise them")
+        user = for_servers(run_as_root, contestants) if backend_kind == "real" else None
         if plan.total == 0:
             raise ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
                               "(see `netarena list`)")
@@ -346,8 +355,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                     f"{' ' + level_key if level_key else ''}: {reason}")
 
     runner = Runner(store, None, ui, allow_apt=allow_apt)
-    backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track, on_reaped=runner.untrack) \
-        if backend_kind == "real" else make_backend(backend_kind)
+    backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track, on_reaped=runner.untrack,
+                           user=user) if backend_kind == "real" else make_backend(backend_kind)
     runner.backend = backend
     StopRequest.requested = False
     previous = {sig: signal.signal(sig, StopRequest.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -510,10 +519,11 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 @click.option("--scenario", "scenario_opt", help="Comma-separated scenarios (default: every one it claims).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
+@_run_as_root_option
 @click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Start each contestant with this many workers ({workers}); contestants without worker "
                    "support are skipped with their reason when it is above 1.")
-def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, workers):
+def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, run_as_root, workers):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     from .backend import RealBackend
     from .process import available_cpus, free_port
@@ -531,12 +541,13 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             if name not in SCENARIOS:
                 raise ConfigError(f"unknown scenario '{name}'", path="--scenario", hint=did_you_mean(name, SCENARIOS))
         cpus = parse_cpus(server_cpus, "--server-cpus") or [available_cpus()[0]]
+        user = for_servers(run_as_root, contestants)
     except ConfigError as exc:
         fail_bad_input(exc)
         return
     static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
     static_dir.mkdir(parents=True, exist_ok=True)
-    backend = RealBackend(generator=None)
+    backend = RealBackend(generator=None, user=user)
     log_dir = cache_root() / "verify-logs"
     failures = 0
     failed_logs: list[Path] = []  # servers that failed: their log's last lines follow the table

@@ -21,8 +21,8 @@ from .errors import ConfigError, did_you_mean
 SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep")
 HTTP_SCENARIOS = tuple(s for s in SCENARIOS if s != "echo")
 BYTES_SIZES = (40, 10000, 524288)
-PLACEHOLDERS = ("port", "workers", "static_dir", "dir", "env_dir", "build_dir", "python")
-STEP_PLACEHOLDERS = tuple(p for p in PLACEHOLDERS if p not in ("port", "workers"))
+PLACEHOLDERS = ("port", "workers", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python")
+STEP_PLACEHOLDERS = tuple(p for p in PLACEHOLDERS if p not in ("port", "workers", "run_dir"))
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # Debian's package-name rule. The names reach `apt-get install` as arguments: this keeps an option such as
 # `-oAPT::Get::...` (which can run commands) out of a command netarena runs as root.

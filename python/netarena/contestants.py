@@ -24,8 +24,15 @@ INSTALL_MARKER = ".netarena-installed"
 _BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
 
 
+# root's default cache: root's own home is closed to the unprivileged user that runs the servers (server_user).
+ROOT_CACHE = Path("/var/cache/netarena")
+
+
 def cache_root() -> Path:
-    return Path(os.environ.get("NETARENA_CACHE") or Path.home() / ".cache" / "netarena").absolute()
+    explicit = os.environ.get("NETARENA_CACHE")
+    if explicit:
+        return Path(explicit).absolute()
+    return ROOT_CACHE if os.geteuid() == 0 else Path.home() / ".cache" / "netarena"
 
 
 def repo_root() -> Path | None:
@@ -53,6 +60,11 @@ class Contestant:
         return cache_root() / "envs" / self.name
 
     @property
+    def run_dir(self) -> Path:
+        """The one folder the server may write to (and its HOME), owned by the user it runs as."""
+        return cache_root() / "run" / self.name
+
+    @property
     def venv_dir(self) -> Path:
         return self.env_dir / "venv"
 
@@ -67,6 +79,7 @@ class Contestant:
             "dir": str(self.dir),
             "env_dir": str(self.env_dir),
             "build_dir": str(self.env_dir / "build"),
+            "run_dir": str(self.run_dir),
             "python": self.python(),
             "static_dir": str(static_dir) if static_dir else "",
         }

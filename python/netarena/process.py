@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import resource
 import secrets
 import signal
 import socket
@@ -22,6 +23,9 @@ _PR_SET_PDEATHSIG = 1
 RUN_TOKEN_VAR = "NETARENA_RUN_TOKEN"
 RUN_TOKEN = secrets.token_hex(16)
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+_libc.signal.restype = ctypes.c_void_p
+_SIG_IGN = 1
 
 
 def free_port() -> int:
@@ -35,8 +39,18 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def _child_setup(cpus: list[int] | None):
+def _child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = None):
+    """In the child before exec: the file-size limit, the user (server_user.ServerUser), the CPUs, and the
+    parent-death signal, last because a change of user clears it."""
     def setup() -> None:
+        if max_file_bytes is not None:
+            # Past the limit a write fails with EFBIG; ignored, SIGXFSZ would kill the server instead.
+            _libc.signal(signal.SIGXFSZ, _SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+        if user is not None:
+            os.setgroups([])
+            os.setgid(user.gid)
+            os.setuid(user.uid)
         if cpus:
             os.sched_setaffinity(0, cpus)
         # If the orchestrator dies without cleaning up (kill -9), the kernel kills the direct child.
@@ -153,7 +167,8 @@ class ManagedProcess:
     """A child in its own session/process group, its output in a log file, pinned to `cpus`."""
 
     def __init__(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
-                 cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False):
+                 cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False,
+                 user=None, max_file_bytes: int | None = None):
         self.argv = argv
         self.log_path = log_path
         self._log = None
@@ -166,7 +181,7 @@ class ManagedProcess:
         err = subprocess.PIPE if capture else (subprocess.STDOUT if self._log else subprocess.DEVNULL)
         self.proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, preexec_fn=_child_setup(cpus), close_fds=True)
+            start_new_session=True, preexec_fn=_child_setup(cpus, user, max_file_bytes), close_fds=True)
         self.pid = self.proc.pid
         self.pgid = self.proc.pid
         self.start_time = process_start_time(self.pid)
