@@ -21,7 +21,7 @@ from pathlib import Path
 import psutil
 
 from conftest import FIXTURE_CONTESTANTS, cli_env, db_rows, run_cli, write_suite
-from netarena.process import ManagedProcess
+from netarena.process import RUN_TOKEN_VAR, ManagedProcess, carries_token, kill_group
 from netarena.server_user import RUN_AS_ROOT_ENV, SERVER_USER
 
 HELLO = """name = "edges"
@@ -339,3 +339,21 @@ def test_a_server_cannot_write_more_than_the_size_limit(tmp_path):
     proc.close()
     assert log.stat().st_size <= 100_000
     assert f"errno {errno.EFBIG}" in log.read_text()[-200:] or log.stat().st_size == 100_000
+
+
+def test_a_server_that_drops_the_token_from_its_environment_is_still_known_by_its_descriptor():
+    """nginx and uwsgi overwrite the memory /proc/PID/environ shows when they set their process title; the
+    inherited descriptor on the deleted token file still proves the process is netarena's."""
+    proc = ManagedProcess(["env", "-u", RUN_TOKEN_VAR, "sleep", "60"])
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{proc.pid}/cmdline").read_bytes().startswith(b"sleep\0") and time.monotonic() < deadline:
+            time.sleep(0.02)  # until env has exec'd sleep
+        assert RUN_TOKEN_VAR.encode() not in Path(f"/proc/{proc.pid}/environ").read_bytes()
+        assert not carries_token(proc.pid, "0" * 32)
+        assert carries_token(proc.pid, proc.token)
+        assert len(kill_group(proc.pgid, proc.start_time, proc.token)) == 1
+        assert not psutil.pid_exists(proc.pid)  # killed and reaped (psutil waited for it)
+    finally:
+        proc.kill()
+    assert not list(Path(tempfile.gettempdir()).glob(f"netarena-token-{proc.token}*"))  # nothing left on disk

@@ -9,6 +9,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +17,27 @@ from pathlib import Path
 import psutil
 
 _PR_SET_PDEATHSIG = 1
-# Every child this netarena process starts carries RUN_TOKEN in its environment (RUN_TOKEN_VAR, inherited by
-# its own children). Cleanup signals a process only when /proc/PID/environ shows it, so a results store, which
-# anyone can edit, cannot make netarena kill a stranger's processes; one token per netarena process, recorded
-# with each process group in the store's live_processes table.
+# Every child this netarena process starts carries RUN_TOKEN twice, both inherited by its own children: in its
+# environment (RUN_TOKEN_VAR) and as an open file descriptor on a deleted file named TOKEN_FILE_PREFIX + token.
+# Cleanup signals a process only when /proc/PID/environ or /proc/PID/fd shows it, so a results store, which
+# anyone can edit, cannot make netarena kill a stranger's processes. The descriptor is there because servers
+# that set their process title (nginx, uwsgi) overwrite the memory /proc/PID/environ reads. One token per
+# netarena process, recorded with each process group in the store's live_processes table.
 RUN_TOKEN_VAR = "NETARENA_RUN_TOKEN"
 RUN_TOKEN = secrets.token_hex(16)
+TOKEN_FILE_PREFIX = "netarena-token-"
+_token_fd: int | None = None
+
+
+def _token_descriptor() -> int:
+    """The descriptor children inherit: a file created, opened and deleted at once (nothing is left on disk;
+    /proc/PID/fd still shows its name, with " (deleted)")."""
+    global _token_fd
+    if _token_fd is None:
+        path = Path(tempfile.gettempdir()) / f"{TOKEN_FILE_PREFIX}{RUN_TOKEN}"
+        _token_fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+        os.unlink(path)
+    return _token_fd
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
 _libc.signal.restype = ctypes.c_void_p
@@ -118,12 +134,23 @@ def describe(proc: psutil.Process) -> dict:
 
 
 def carries_token(pid: int, token: str) -> bool:
-    """Whether the process's environment (as it was exec'd) holds RUN_TOKEN_VAR=token."""
+    """Whether the process holds `token`: RUN_TOKEN_VAR=token in its environment (as it was exec'd), or an open
+    descriptor on the token file."""
     try:
-        environ = Path(f"/proc/{pid}/environ").read_bytes()
+        if f"{RUN_TOKEN_VAR}={token}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            return True
+        fds = os.listdir(f"/proc/{pid}/fd")
     except OSError:  # gone, or not ours to read
         return False
-    return f"{RUN_TOKEN_VAR}={token}".encode() in environ.split(b"\0")
+    name = f"/{TOKEN_FILE_PREFIX}{token}"
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.removesuffix(" (deleted)").endswith(name):
+            return True
+    return False
 
 
 def kill_group(pgid: int, leader_start_time: float | None, token: str | None) -> list[dict]:
@@ -181,7 +208,8 @@ class ManagedProcess:
         err = subprocess.PIPE if capture else (subprocess.STDOUT if self._log else subprocess.DEVNULL)
         self.proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, preexec_fn=_child_setup(cpus, user, max_file_bytes), close_fds=True)
+            start_new_session=True, preexec_fn=_child_setup(cpus, user, max_file_bytes), close_fds=True,
+            pass_fds=(_token_descriptor(),))
         self.pid = self.proc.pid
         self.pgid = self.proc.pid
         self.start_time = process_start_time(self.pid)

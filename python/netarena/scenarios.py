@@ -386,7 +386,7 @@ def _get(conn: http.client.HTTPConnection, path: str,
                          f"the whole response must arrive by then (received {_show(bytes(body))})")
         why = f" ({type(error).__name__}: {error})" if error is not None else ""
         raise _Wrong(f"status {resp.status}, then the connection ended after {len(body)}{of} body bytes{why}")
-    if not resp.isclosed():  # cut at max_body: the rest is never read, so this connection is done
+    if not resp.isclosed() or expired.is_set():  # cut at max_body, or shut by a late watchdog: done with it
         conn.close()
     headers = {k.lower(): v for k, v in resp.getheaders()}
     if resp.status >= 500:
