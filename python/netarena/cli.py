@@ -18,7 +18,6 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from . import __version__
-from .term import console as make_console, styled
 from .config import SCENARIOS, Suite, check_suite, load_suite, value_line
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           repo_root, select, tail)
@@ -26,6 +25,7 @@ from .errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, Conf
 from .export import export_csv, export_json, run_summary
 from .server_user import RUN_AS_ROOT_ENV, SERVER_USER, for_servers
 from .store import Store, unreadable
+from .term import console as make_console, styled
 
 DEFAULT_SUITE = "quick"
 DEFAULT_RESULTS_DIR = "results"
@@ -42,8 +42,8 @@ class UI:
 
     def __init__(self, quiet: bool = False, json_mode: bool = False):
         self.quiet = quiet or json_mode
-        self.out = wide_console(stderr=json_mode)
-        self.err = wide_console(stderr=True)
+        self.out = make_console(stderr=json_mode)
+        self.err = make_console(stderr=True)
         self.progress: Progress | None = None
         self.task = None
         self.current = ""
@@ -63,8 +63,7 @@ class UI:
             return
         self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("{task.fields[figure]}", markup=False),
-                                 console=self.out,
-                                 transient=False)
+                                 console=self.out, transient=False)
         self.progress.start()
         self.task = self.progress.add_task("measuring", total=total, figure="")
 
@@ -97,10 +96,6 @@ class UI:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
-
-
-def wide_console(stderr: bool = False):
-    return make_console(stderr=stderr)
 
 
 def fail_bad_input(exc: ConfigError) -> None:
@@ -488,7 +483,7 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         click.echo(json.dumps({"contestants_dir": str(contestants_dir), "scenarios": list(SCENARIOS),
                                "contestants": rows}, indent=2))
         return
-    console = wide_console()
+    console = make_console()
     if not rows:
         console.print(f"no contestants in {contestants_dir}")
         return
@@ -529,7 +524,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
     from .process import available_cpus, free_port
     from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 
-    console = wide_console()
+    console = make_console()
     contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
     try:
         names = select(contestants_dir, list(contestant_names) or ["*"], [], "CONTESTANT")
@@ -611,7 +606,7 @@ def doctor(apply):
     """Limits and settings that bound a run, what each means, and the command that raises it."""
     from .doctor import run_doctor
 
-    sys.exit(run_doctor(apply=apply, console=wide_console()))
+    sys.exit(run_doctor(apply=apply, console=make_console()))
 
 
 @main.command()
