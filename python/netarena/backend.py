@@ -127,7 +127,7 @@ class RealBackend:
         self.user = user  # server_user.ServerUser the servers run as, or None: netarena's own user
 
     def prepare(self, contestant: Contestant, allow_apt: bool, say) -> dict:
-        return install(contestant, allow_apt=allow_apt, say=say)
+        return install(contestant, allow_apt=allow_apt, say=say, user=self.user)
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path) -> ManagedProcess:

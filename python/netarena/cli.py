@@ -558,7 +558,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
                 table.add_row(contestant.name, s, styled(("skipped", "yellow")), why)
             continue
         try:
-            install(contestant, allow_apt=not no_apt, say=console.print)
+            install(contestant, allow_apt=not no_apt, say=console.print, user=user)
         except InstallError as exc:
             failures += len(scenarios)
             for s in scenarios:

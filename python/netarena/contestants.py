@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -247,10 +248,33 @@ def _steps_stamp(contestant: Contestant) -> str:
     return json.dumps({"steps": contestant.manifest.install.steps, "tree_sha256": _tree_hash(contestant.dir)})
 
 
-def _venv_current(contestant: Contestant) -> bool:
+def _venv_current(contestant: Contestant, user=None) -> bool:
+    """The venv matches the requirements and, when servers run as `user`, was made from an interpreter that
+    user can run (a venv's python links to it: one under /root, such as pyenv's, is out of its reach)."""
+    from .server_user import reachable
+
     stamp = contestant.env_dir / "venv.stamp"
-    return stamp.is_file() and stamp.read_text() == _venv_stamp(contestant) and \
-        (contestant.venv_dir / "bin" / "python").exists()
+    if not (stamp.is_file() and stamp.read_text() == _venv_stamp(contestant)
+            and (contestant.venv_dir / "bin" / "python").exists()):
+        return False
+    return user is None or reachable((contestant.venv_dir / "bin" / "python").resolve(), user)
+
+
+def _open_to_servers(contestant: Contestant) -> None:
+    """Let every user read (and run what its owner may run) in the venv and {build_dir}: the servers run from
+    there, possibly as another user, and build tools create some files for their owner alone (sbt's start
+    script is mode 744)."""
+    for top in (contestant.venv_dir, contestant.env_dir / "build"):
+        for root, dirs, files in os.walk(top):
+            for path in [root, *(os.path.join(root, f) for f in files)]:
+                mode = os.lstat(path).st_mode
+                if stat.S_ISLNK(mode):
+                    continue
+                wanted = mode | stat.S_IRGRP | stat.S_IROTH
+                if mode & stat.S_IXUSR:
+                    wanted |= stat.S_IXGRP | stat.S_IXOTH
+                if wanted != mode:
+                    os.chmod(path, stat.S_IMODE(wanted))
 
 
 def _folder_outputs(contestant: Contestant) -> dict[str, list[int]]:
@@ -329,7 +353,9 @@ def _apt_update_once(contestant: Contestant, log: Path, env: dict, say) -> None:
     _apt_updated = True
 
 
-def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None) -> dict:
+def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None, user=None) -> dict:
+    from .server_user import reachable_executable
+
     """Make the contestant runnable; returns what was installed (versions) for the store.
 
     Raises InstallError with the reason and the tail of the install log.
@@ -354,12 +380,13 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
             raise InstallError(availability(contestant, allow_apt).summary or f"{exe} not installed")
     record["executables"] = {exe: shutil.which(exe) for exe in _required_executables(manifest)}
     if manifest.install.python_requirements:
-        if not _venv_current(contestant):
+        if not _venv_current(contestant, user):
             say(f"{contestant.name}: creating venv ({manifest.install.python_runtime}) and installing "
                 f"{manifest.install.python_requirements}")
             shutil.rmtree(contestant.venv_dir, ignore_errors=True)
             (contestant.env_dir / "venv.stamp").unlink(missing_ok=True)
             runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
+            runtime = reachable_executable(runtime, user) or runtime  # the first on PATH the servers' user can run
             _run_logged([runtime, "-m", "venv", str(contestant.venv_dir)], contestant.dir, log, "venv creation")
             _run_logged([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "install",
                          "--disable-pip-version-check", "--no-input", "-r",
@@ -384,6 +411,7 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
                 _run_logged(argv, contestant.dir, log, f"install step {index + 1}")
             _record_steps_installed(contestant)
         record["steps"] = manifest.install.steps
+    _open_to_servers(contestant)
     record.update(_build_versions(contestant))
     return record
 

@@ -82,6 +82,22 @@ def _blocking(path: Path, user: ServerUser) -> Path | None:
     return None
 
 
+def reachable(path: Path, user: ServerUser) -> bool:
+    """Whether `user` can enter every folder on the way to `path` (a file or folder)."""
+    return _blocking(path.parent if not path.is_dir() else path, user) is None
+
+
+def reachable_executable(name: str, user: ServerUser | None) -> str | None:
+    """The first `name` on PATH that `user` can reach (None for user None, or when there is none)."""
+    if user is None:
+        return None
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        candidate = Path(folder or ".") / name
+        if candidate.is_file() and os.access(candidate, os.X_OK) and reachable(candidate.resolve(), user):
+            return str(candidate)
+    return None
+
+
 def check_reachable(paths: dict[str, Path], user: ServerUser | None) -> None:
     """Raise ConfigError when `user` cannot reach one of `paths` ({what: path}); nothing to check for None."""
     if user is None:
