@@ -80,7 +80,9 @@ def no_leftover_processes(cache_dir):
 
 
 def cli_env(cache_dir: Path, **extra) -> dict:
-    env = dict(os.environ, NETARENA_CACHE=str(cache_dir), COLUMNS="200")
+    # As root, servers would run as the unprivileged user 'netarena', which cannot enter pytest's tmp folders
+    # (mode 700) where these caches live; test_edges.py runs that default with a cache it can reach.
+    env = dict(os.environ, NETARENA_CACHE=str(cache_dir), COLUMNS="200", NETARENA_RUN_AS_ROOT="1")
     env.pop("NETARENA_BACKEND", None)
     env.update(extra)
     return env

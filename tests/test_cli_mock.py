@@ -58,7 +58,8 @@ def test_mock_run_interleaves_stores_and_exports(tmp_path, cache_dir):
     assert len(document["measurements"]) == 15
     assert document["measurements"][0]["generator"]["latency"]["histogram"]["data"].startswith("HISTF")
 
-    again = run_cli(["run", "--resume", "1", "--results", results], cache_dir, NETARENA_BACKEND="mock")
+    again = run_cli(["run", "--resume", "1", "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir,
+                    NETARENA_BACKEND="mock")
     assert again.returncode == 2 and "already complete" in again.stderr
 
 

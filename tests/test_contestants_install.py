@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -86,10 +87,11 @@ def test_fresh_cache_beside_a_built_checkout_reinstalls(cache, tmp_path):
     assert (contestant.env_dir / "build" / "server").is_file()
 
 
-def test_changed_contestant_folder_reinstalls_but_the_marker_does_not_count(cache, tmp_path):
+def test_changed_contestant_folder_reinstalls_and_nothing_is_written_into_it(cache, tmp_path):
     contestant = _checkout(tmp_path / "a")
     ct.install(contestant, allow_apt=False)
-    assert (contestant.dir / ct.INSTALL_MARKER).is_file()
+    # Only what the steps themselves make there (npm ci's node_modules); netarena's own record is in the cache.
+    assert sorted(p.name for p in contestant.dir.iterdir()) == ["contestant.toml", "node_modules"]
     (contestant.dir / "server.sh").write_text("echo changed\n")
     ct.install(contestant, allow_apt=False)
     ct.install(contestant, allow_apt=False)
@@ -119,3 +121,17 @@ def test_first_debian_install_of_a_process_runs_apt_get_update_first_and_only_on
                         "$ apt-get install -y --no-install-recommends netarena-no-such-package"], log
     assert "Unable to locate package netarena-no-such-package" in log
     assert sum("apt-get update" in s for s in said) == 1
+
+
+def test_what_servers_run_from_is_open_to_every_user(cache, tmp_path):
+    """Servers may run as another user than the installer (root): a build output its tool made for its owner
+    alone (sbt's start script is mode 744) is opened for reading, and running where the owner may run it."""
+    folder = tmp_path / "contestants" / "fx-steps"
+    folder.mkdir(parents=True)
+    (folder / "contestant.toml").write_text(MANIFEST.replace(
+        "echo ok > {build_dir}/server &&", "echo ok > {build_dir}/server && chmod 700 {build_dir}/server && "
+        "echo x > {build_dir}/data && chmod 600 {build_dir}/data &&"))
+    contestant = ct.load(tmp_path / "contestants", ["fx-steps"])[0]
+    ct.install(contestant, allow_apt=False)
+    assert stat.S_IMODE((contestant.env_dir / "build" / "server").stat().st_mode) == 0o755
+    assert stat.S_IMODE((contestant.env_dir / "build" / "data").stat().st_mode) == 0o644

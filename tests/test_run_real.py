@@ -164,7 +164,8 @@ def test_kill_9_then_resume_finishes_without_redoing(tmp_path, cache_dir, genera
     # The forked child survives its killed parent (that is why the store remembers process groups).
     assert processes_with_cache(cache_dir), "expected the forked child to be left after kill -9"
 
-    resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
+    resumed = run_cli(["run", "--resume", "--results", results, "--json", "--contestants-dir", FIXTURE_CONTESTANTS],
+                      cache_dir)
     assert resumed.returncode == 0, resumed.stderr
     assert "killed 1 process(es) left by run 1" in resumed.stderr
     rows = resumed_rows(results, before)
@@ -453,7 +454,7 @@ def test_install_failure_and_exit_at_start_are_recorded_and_the_run_goes_on(tmp_
 
 def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path, cache_dir, generator_binary,
                                                                         no_leftover_processes):
-    """Unexpected exceptions, from real processes: an install step leaves a directory where the install marker
+    """Unexpected exceptions, from real processes: an install step leaves a directory where the install stamp
     file goes (OSError outside the install error path), and the generator's first load run prints a result
     document without its required fields (KeyError). Each is recorded as an internal error with its
     traceback; the rest of the run is measured."""
@@ -464,7 +465,7 @@ def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path
     (broken / "contestant.toml").write_text(
         (fixtures / "contestants" / "fx-good" / "contestant.toml").read_text()
         .replace('name = "fx-good"', 'name = "fx-install-breaks"')
-        .replace('requires = ["python3"]', 'requires = ["python3"]\nsteps = [["mkdir", ".netarena-installed"]]'))
+        .replace('requires = ["python3"]', 'requires = ["python3"]\nsteps = [["mkdir", "{env_dir}/steps.stamp"]]'))
     path = suite(tmp_path, ["fx-install-breaks", "fx-good", "fx-other"], repeat=1, duration=0.5)
     results = tmp_path / "results"
     result = run_cli(["run", path, "--results", results, "--contestants-dir", fixtures / "contestants", "--json"],

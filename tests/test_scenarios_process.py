@@ -116,11 +116,14 @@ def test_stop_escalates_to_sigkill_and_leaves_nothing(serve):
     assert group_members(proc.pgid) == []
 
 
-def test_kill_group_refuses_a_reused_pid(serve):
+def test_kill_group_signals_only_what_is_proven_ours(serve):
     proc, _ = serve()
-    assert kill_group(proc.pgid, leader_start_time=proc.start_time - 100) == []
+    assert kill_group(proc.pgid, proc.start_time - 100, proc.token) == []  # another start time: a reused PID
+    assert kill_group(proc.pgid, None, proc.token) == []  # no start time recorded: nothing is proven
+    assert kill_group(proc.pgid, proc.start_time, None) == []
+    assert kill_group(proc.pgid, proc.start_time, "0" * 32) == []  # not this run's token
     assert proc.alive
-    assert len(kill_group(proc.pgid, leader_start_time=proc.start_time)) == 1
+    assert len(kill_group(proc.pgid, proc.start_time, proc.token)) == 1
 
 
 def test_placeholders_expand_in_commands():

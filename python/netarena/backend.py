@@ -25,6 +25,7 @@ from .config import SERVICE_SCENARIOS
 from .contestants import Contestant, expand, install, repo_root, tail
 from .process import ManagedProcess, free_port, group_members, wait_until_idle
 from .scenarios import Level, load_spec, verify
+from .server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from .store import STATUS_FAILED, STATUS_OK, now_iso
 
 # Extra time the generator gets beyond warm-up + duration + its own request timeout before we kill it.
@@ -163,15 +164,16 @@ def timeouts(generator: dict | None) -> int:
 class RealBackend:
     name = "real"
 
-    def __init__(self, generator: Path, on_spawn=lambda proc, role: None, on_reaped=lambda proc: None,
+    def __init__(self, generator: Path, on_spawn=lambda proc, role: None, on_reaped=lambda proc: None, user=None,
                  monitor_interval_s: float = 0.25):
         self.generator = generator
         self.on_spawn = on_spawn  # lets the runner record process groups in the store (cleanup after kill -9)
         self.on_reaped = on_reaped
         self.monitor_interval_s = monitor_interval_s
+        self.user = user  # server_user.ServerUser the servers run as, or None: netarena's own user
 
     def prepare(self, contestant: Contestant, allow_apt: bool, say) -> dict:
-        return install(contestant, allow_apt=allow_apt, say=say)
+        return install(contestant, allow_apt=allow_apt, say=say, user=self.user)
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path, host: str = "127.0.0.1",
@@ -184,7 +186,10 @@ class RealBackend:
         env = dict(os.environ)
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
         env["PYTHONUNBUFFERED"] = "1"  # so a crashed Python contestant's last words reach the log
-        proc = ManagedProcess(argv, cwd=contestant.dir, env=env, cpus=cpus, log_path=log_path)
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the contestant's folder
+        env["HOME"] = str(prepare_run_dir(contestant.run_dir, self.user))
+        proc = ManagedProcess(argv, cwd=contestant.dir, env=env, cpus=cpus, log_path=log_path, user=self.user,
+                              max_file_bytes=SERVER_LOG_MAX_BYTES)
         self.on_spawn(proc, f"server:{contestant.name}")
         return proc
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -26,7 +26,9 @@ from .errors import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXI
                      did_you_mean)
 from .export import export_csv, export_json, run_summary
 from .external import DEFAULT_NAME as EXTERNAL_NAME
-from .store import Store
+from .server_user import RUN_AS_ROOT_ENV, SERVER_USER, for_servers
+from .store import Store, unreadable
+from .term import console as make_console, styled
 
 DEFAULT_SUITE = "quick"
 DEFAULT_RESULTS_DIR = "results"
@@ -35,14 +37,16 @@ VERIFY_LOG_TAIL_LINES = 20  # enough for a stack trace's useful end, few enough 
 
 # ----------------------------------------------------------------------------- output
 
+FAIL = styled(("FAIL", "red"))
+
 
 class UI:
     """Everything the run shows. --quiet keeps warnings only; --json keeps stdout for the final document."""
 
     def __init__(self, quiet: bool = False, json_mode: bool = False):
         self.quiet = quiet or json_mode
-        self.out = wide_console(stderr=json_mode)
-        self.err = wide_console(stderr=True)
+        self.out = make_console(stderr=json_mode)
+        self.err = make_console(stderr=True)
         self.progress: Progress | None = None
         self.task = None
         self.current = ""
@@ -50,19 +54,19 @@ class UI:
 
     def info(self, message: str) -> None:
         if not self.quiet:
-            self.out.print(message, markup=False)
+            self.out.print(message)
 
     def warn(self, message: str) -> None:
-        self.err.print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+        self.err.print(styled(("warning:", "yellow"), " ", message))
 
     def start_progress(self, total: int, already_done: int = 0) -> None:
         if already_done:
             self.info(f"{already_done} measurement(s) already stored; {total} to go")
         if self.quiet or total == 0:
             return
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("{task.fields[figure]}"), console=self.out,
-                                 transient=False)
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), TextColumn("{task.fields[figure]}", markup=False),
+                                 console=self.out, transient=False)
         self.progress.start()
         self.task = self.progress.add_task("measuring", total=total, figure="")
 
@@ -85,9 +89,9 @@ class UI:
             self.last_figure = f"last: {name}: FAILED"
             message = f"{name}: {record.get('failure_kind')}: {record.get('error')}"
             if self.progress is not None:
-                self.progress.console.print(f"[red]failed[/red] {message}", markup=True, highlight=False)
+                self.progress.console.print(styled(("failed", "red"), " ", message))
             elif not self.quiet:
-                self.err.print(f"failed: {message}", markup=False)
+                self.err.print(f"failed: {message}")
         if self.progress is not None:
             self.progress.update(self.task, advance=1, figure=self.last_figure)
 
@@ -97,16 +101,8 @@ class UI:
             self.progress = None
 
 
-def wide_console(stderr: bool = False) -> Console:
-    # Rich falls back to 80 columns when not on a terminal; summary tables need more to stay readable in logs.
-    console = Console(stderr=stderr, highlight=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(stderr=stderr, highlight=False, width=160)
-    return console
-
-
 def fail_bad_input(exc: ConfigError) -> None:
-    Console(stderr=True, highlight=False).print(f"error: {exc.render()}", markup=False, soft_wrap=True)
+    make_console(stderr=True).print(f"error: {exc.render()}", soft_wrap=True)
     sys.exit(EXIT_BAD_INPUT)
 
 
@@ -184,6 +180,12 @@ def main() -> None:
     """Benchmark network servers honestly: same experiments, same load, verified responses, repeats, medians."""
 
 
+def _run_as_root_option(f):
+    return click.option("--run-as-root", is_flag=True,
+                        help=f"As root, run the contestants' servers as root too (default: as the unprivileged user "
+                             f"'{SERVER_USER}'; also {RUN_AS_ROOT_ENV}=1).")(f)
+
+
 def _contestants_dir_option(f):
     return click.option("--contestants-dir", type=click.Path(path_type=Path, file_okay=False),
                         default=None, help="Folder of contestants (default: the checkout's contestants/).")(f)
@@ -204,6 +206,7 @@ def _contestants_dir_option(f):
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
 @click.option("--generator-cpus", help="CPUs for netarena-load (default: the second available CPU).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
+@_run_as_root_option
 @_contestants_dir_option
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors.")
 @click.option("--json", "json_mode", is_flag=True, help="Print the run summary as JSON on stdout.")
@@ -233,7 +236,7 @@ def _contestants_dir_option(f):
               help="Run across hosts: the server on one, the load on the others (docs/many-machines.md).")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
 def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
-        no_apt, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
+        no_apt, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
         allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt):
     """Run a suite (default: quick), or measure your own server (--url), and store every measurement in
     RESULTS/netarena.sqlite.
@@ -300,15 +303,28 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 ui.warn("--resume replays the stored suite and options; the suite/--only/--scenario/--repeat/"
                         "--duration/--warmup/--threshold given now are ignored")
             effective = Suite.model_validate(json.loads(run_row["suite_json"]))
-            contestants_dir = Path(stored_args["contestants_dir"])
+            # The commands run come from the contestants folder named now (--contestants-dir, else the
+            # checkout's), never from a path the store holds; each manifest must still be the one stored.
+            contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
             scenario_filter = stored_args.get("scenarios")
             server, generator_set = json.loads(run_row["server_cpus_json"]), json.loads(run_row["generator_cpus_json"])
             backend_kind = run_row["backend"]
             if backend_kind == "cluster":
                 cluster_file = cluster_file or Path(stored_args["cluster"])
-            allow_apt = stored_args.get("allow_apt", True)
+            elif backend_kind not in ("real", "mock"):
+                raise ConfigError(f"run {run_row['id']} names backend {backend_kind!r} (real | mock | cluster)",
+                                  path="--resume")
+            allow_apt = stored_args.get("allow_apt", True) and not no_apt
             suite_path = run_row["suite_path"]
-            names = select(contestants_dir, list(effective.contestants), list(effective.exclude), "suite contestants")
+            try:
+                names = select(contestants_dir, list(effective.contestants), list(effective.exclude),
+                               "the resumed run's contestants")
+            except ConfigError as exc:
+                used = stored_args.get("contestants_dir")
+                if used and Path(used) != contestants_dir:
+                    exc.hint = f"the run used --contestants-dir {used}: pass it again"
+                raise
+            _same_manifests(store, run_row["id"], load(contestants_dir, names), contestants_dir)
             cpu_warning = None
         else:
             suite_path = resolve_suite_path(suite)
@@ -382,7 +398,11 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                                       path=str(suite_path or "--connections"),
                                       field="measure.connections" if suite_path else None,
                                       hint="`netarena doctor` shows the limits and how to raise them")
-    except ConfigError as exc:
+        user = for_servers(run_as_root, contestants) if backend_kind == "real" else None
+        if plan.total == 0:
+            raise ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
+                              "(see `netarena list`)")
+    except ConfigError as exc:  # StoreError too: a damaged store or one of another schema version
         fail_bad_input(exc)
         return
     if cpu_warning:
@@ -390,9 +410,6 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     if external is not None and external.pid is None:
         ui.warn(f"the server's process: {found_by}; its CPU, RSS and context switches are not monitored "
                 "(give --pid or --process-name)")
-    if plan.total == 0:
-        fail_bad_input(ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
-                                   "(see `netarena list`)"))
 
     cluster_backend, cluster_info = None, None
     if cluster is not None:
@@ -414,9 +431,16 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         ui.info(f"cluster {cluster[0].scheduler}: server host {cluster[0].server.worker} "
                 f"({cluster[0].server.address}), generator hosts {', '.join(cluster[0].generators.workers)}")
 
+    if store is None:  # last: bad input elsewhere (the cluster too) leaves no store behind
+        try:
+            store = Store(results_dir)
+        except ConfigError as exc:  # StoreError: a damaged store or one of another schema version
+            if cluster_backend is not None:
+                cluster_backend.close()
+            fail_bad_input(exc)
+            return
+
     # ---- run
-    if store is None:
-        store = Store(results_dir)
     cleanup_orphans(store, ui.warn)
     from .services import remove_stale_data
 
@@ -456,10 +480,14 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     runner = Runner(store, None, ui, allow_apt=allow_apt)
     if cluster_backend is not None:
         backend = cluster_backend
-    else:
+    elif backend_kind == "real":
         backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track,
-                               on_reaped=runner.untrack) if backend_kind in ("real", "external") \
-            else make_backend(backend_kind)
+                               on_reaped=runner.untrack, user=user)
+    elif backend_kind == "external":
+        backend = make_backend(backend_kind, generator=generator_path, on_spawn=runner.track,
+                               on_reaped=runner.untrack)
+    else:
+        backend = make_backend(backend_kind)
     runner.backend = backend
     StopRequest.requested = False
     previous = {sig: signal.signal(sig, StopRequest.handler) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -472,17 +500,16 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         # What was measured gets its report too (marked partial); --resume rewrites it when the run completes.
         partial = report_after_run(store, run_id, results_dir, ui.err) if measured_any(store, run_id) else None
         again = "Measure again with the same command (a run of --url is not resumed)." if external is not None \
-            else f"Resume with:\n  netarena run --resume {run_id} --results {results_dir}"
+            else f"Resume with:\n  {resume_command(run_id, results_dir, contestants_dir)}"
         ui.err.print(f"interrupted: what was measured is stored in {store.path}"
-                     f"{f'; partial report: {partial}' if partial else ''}. {again}", markup=False, highlight=False,
-                     soft_wrap=True)
+                     f"{f'; partial report: {partial}' if partial else ''}. {again}", soft_wrap=True)
+        store.close()
         sys.exit(EXIT_INTERRUPTED)
     except StopRun as exc:
         ui.end_progress()
         store.set_run_status(run_id, "interrupted")
         ui.err.print(f"error: the run stopped: {exc}. What was measured is stored in {store.path}. Resume with:\n"
-                     f"  netarena run --resume {run_id} --results {results_dir}", markup=False, highlight=False,
-                     soft_wrap=True)
+                     f"  {resume_command(run_id, results_dir, contestants_dir)}", soft_wrap=True)
         sys.exit(EXIT_FAILED)
     finally:
         for sig, handler in previous.items():
@@ -500,7 +527,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     elif not quiet:
         summary_after_run(store, run_id, results_dir, ui.out, ui.err)
         if report_path:
-            ui.out.print(f"report: {report_path}", markup=False, highlight=False)
+            ui.out.print(f"report: {report_path}")
+    store.close()  # the WAL folded into netarena.sqlite: that one file now holds the run
     if summary["measurements"]["ok"] == 0:
         sys.exit(EXIT_FAILED)
     if summary["measurements"]["threshold_failed"]:
@@ -556,6 +584,22 @@ def _override(suite: Suite, overrides: dict) -> Suite:
         raise
     check_suite(effective, "command line")
     return effective
+
+
+def resume_command(run_id: int, results_dir: Path, contestants_dir: Path) -> str:
+    folder = "" if Path(contestants_dir) == default_contestants_dir().absolute() else \
+        f" --contestants-dir {contestants_dir}"
+    return f"netarena run --resume {run_id} --results {results_dir}{folder}"
+
+
+def _same_manifests(store: Store, run_id: int, contestants: list, contestants_dir: Path) -> None:
+    stored = {row["name"]: json.loads(row["manifest_json"]) for row in
+              store.db.execute("SELECT name, manifest_json FROM contestants WHERE run_id=?", (run_id,))}
+    for contestant in contestants:
+        if contestant.name in stored and stored[contestant.name] != contestant.manifest.model_dump(mode="json"):
+            raise ConfigError(f"the manifest of {contestant.name} in {contestants_dir} is not the one run {run_id} "
+                              "started with", path="--resume",
+                              hint="pass the --contestants-dir the run used, or start a new run")
 
 
 def _find_resumable(store: Store, resume: str, results_dir: Path):
@@ -620,7 +664,7 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         click.echo(json.dumps({"contestants_dir": str(contestants_dir), "scenarios": list(SCENARIOS),
                                "contestants": rows}, indent=2))
         return
-    console = wide_console()
+    console = make_console()
     if not rows:
         console.print(f"no contestants in {contestants_dir}")
         return
@@ -630,24 +674,24 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         table.add_column(col)
     for row in rows:
         implemented = " ".join(s for s in SCENARIOS if row["scenarios"][s] is None)
-        status = "[green]yes[/green]" if row["runnable"] else "[red]no[/red]"
+        status = styled(("yes", "green")) if row["runnable"] else styled(("no", "red"))
         if row["runnable"] and row["notes"]:
-            status += " (after install)"
+            status.append(" (after install)")
         table.add_row(row["name"], f"{row['runtime']} / {row['framework']}", row["concurrency_model"], implemented,
                       status)
     console.print(table)
     for row in rows:
         for reason in row["reasons"]:
-            console.print(f"[red]{row['name']}[/red]: {reason}", highlight=False)
+            console.print(styled((row["name"], "red"), ": ", reason))
         for note in row["notes"]:
-            console.print(f"{row['name']}: {note}", markup=False, highlight=False)
+            console.print(f"{row['name']}: {note}")
     for name, (runnable, reasons) in service_status.items():
         if not runnable:
             users = ", ".join(r["name"] for r in rows if name in r["services"])
-            console.print(f"[red]service {name}[/red] cannot run here, so {users} skip its scenarios: "
-                          + "; ".join(reasons), highlight=False)
+            console.print(styled((f"service {name}", "red"), f" cannot run here, so {users} skip its scenarios: "
+                                 + "; ".join(reasons)))
     console.print("Scenarios: " + ", ".join(SCENARIOS) + " (definitions: docs/scenarios.md); the reason for each "
-                  "one not implemented: `netarena list --json`", markup=False)
+                  "one not implemented: `netarena list --json`")
 
 
 @main.command()
@@ -656,16 +700,17 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 @click.option("--scenario", "scenario_opt", help="Comma-separated scenarios (default: every one it claims).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
+@_run_as_root_option
 @click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Start each contestant with this many workers ({workers}); contestants without worker "
                    "support are skipped with their reason when it is above 1.")
-def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, workers):
+def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, run_as_root, workers):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     from .backend import RealBackend
     from .process import available_cpus, free_port
     from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 
-    console = wide_console()
+    console = make_console()
     contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
     try:
         names = select(contestants_dir, list(contestant_names) or ["*"], [], "CONTESTANT")
@@ -677,12 +722,13 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             if name not in SCENARIOS:
                 raise ConfigError(f"unknown scenario '{name}'", path="--scenario", hint=did_you_mean(name, SCENARIOS))
         cpus = parse_cpus(server_cpus, "--server-cpus") or [available_cpus()[0]]
+        user = for_servers(run_as_root, contestants)
     except ConfigError as exc:
         fail_bad_input(exc)
         return
     static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
     static_dir.mkdir(parents=True, exist_ok=True)
-    backend = RealBackend(generator=None)
+    backend = RealBackend(generator=None, user=user)
     log_dir = cache_root() / "verify-logs"
     failures = 0
     failed_logs: list[Path] = []  # servers that failed: their log's last lines follow the table
@@ -695,17 +741,17 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
         if not av.runnable or (workers > 1 and not contestant.manifest.workers.supported):
             why = av.summary if not av.runnable else f"no worker support: {contestant.manifest.workers.how}"
             for s in scenarios:
-                table.add_row(contestant.name, s, "[yellow]skipped[/yellow]", why)
+                table.add_row(contestant.name, s, styled(("skipped", "yellow")), why)
             continue
         try:
-            install(contestant, allow_apt=not no_apt, say=lambda m: console.print(m, markup=False))
+            install(contestant, allow_apt=not no_apt, say=console.print, user=user)
         except InstallError as exc:
             failures += len(scenarios)
             for s in scenarios:
-                table.add_row(contestant.name, s, "[red]FAIL[/red]", f"install failed: {exc}")
+                table.add_row(contestant.name, s, FAIL, f"install failed: {exc}")
             continue
         if "static" in scenarios and not static_set_ready(static_dir):
-            console.print(f"generating the static file set in {static_dir} (once)", markup=False)
+            console.print(f"generating the static file set in {static_dir} (once)")
             build_static_files(static_dir)
         for scenario in scenarios:
             if scenario in SERVICE_SCENARIOS:
@@ -720,7 +766,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
                 proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path)
             except OSError as exc:
                 failures += 1
-                table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"cannot start: {exc}")
+                table.add_row(contestant.name, scenario, FAIL, f"cannot start: {exc}")
                 continue
             try:
                 kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0,
@@ -732,17 +778,17 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             if kind is None:
                 note = " (needed SIGKILL to stop)" if stop["killed"] else ""
                 observed = (verification or {}).get("observed")
-                table.add_row(contestant.name, scenario, "[green]pass[/green]",
+                table.add_row(contestant.name, scenario, styled(("pass", "green")),
                               "all checks passed" + note + (f" ({observed})" if observed else ""))
             else:
                 failures += 1
-                table.add_row(contestant.name, scenario, "[red]FAIL[/red]", f"{kind}: {error} (log: {log_path})")
+                table.add_row(contestant.name, scenario, FAIL, f"{kind}: {error} (log: {log_path})")
                 failed_logs.append(log_path)
     console.print(table)
     for log_path in failed_logs:
         lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]
-        console.print(f"--- last {len(lines)} lines of {log_path} ---", markup=False)
-        console.print("\n".join(lines) if lines else "(empty)", markup=False, highlight=False)
+        console.print(f"--- last {len(lines)} lines of {log_path} ---")
+        console.print("\n".join(lines) if lines else "(empty)")
     sys.exit(EXIT_FAILED if failures else EXIT_OK)
 
 
@@ -776,7 +822,7 @@ def doctor(apply):
     """Limits and settings that bound a run, what each means, and the command that raises it."""
     from .doctor import run_doctor
 
-    sys.exit(run_doctor(apply=apply, console=wide_console()))
+    sys.exit(run_doctor(apply=apply, console=make_console()))
 
 
 @main.command()
@@ -813,16 +859,20 @@ def export(run_id, results_dir, fmt, output):
                                   path="RUN")
         if output is not None and output.parent != Path("") and not output.parent.is_dir():
             raise ConfigError(f"folder {output.parent} does not exist", path="-o", hint="create it first")
-    except ConfigError as exc:
+        if fmt == "markdown":
+            from .report import load_report
+            from .report.markdown import render_markdown
+
+            data = render_markdown(load_report(store, selected))
+        else:
+            data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
+    except sqlite3.DatabaseError as exc:  # damage the open's quick_check did not see
+        fail_bad_input(unreadable(db, exc))
+        return
+    except ConfigError as exc:  # StoreError too: damaged, or of another schema version
         fail_bad_input(exc)
         return
-    if fmt == "markdown":
-        from .report import load_report
-        from .report.markdown import render_markdown
-
-        data = render_markdown(load_report(store, selected))
-    else:
-        data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
+    store.close()
     if output is None:
         sys.stdout.write(data)
         return

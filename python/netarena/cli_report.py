@@ -8,20 +8,21 @@ no such run, unreadable store, an unknown --metric).
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from .errors import EXIT_BAD_INPUT, EXIT_FAILED
+from .term import console as make_console, styled
 
 DEFAULT_RESULTS_DIR = "results"
 
 
 def _fail(message: str) -> None:
-    Console(stderr=True, highlight=False).print(f"error: {message}", markup=False, soft_wrap=True)
+    make_console(stderr=True).print(f"error: {message}", soft_wrap=True)
     sys.exit(EXIT_BAD_INPUT)
 
 
@@ -33,12 +34,15 @@ def _results_option(f):
 
 def _load(results_dir: Path, run: str | None, what: str = "RUN"):
     from .report import ReportError, load_report, open_store, resolve_run
+    from .store import unreadable
 
     try:
         db, where = open_store(results_dir)
         try:
             run_id = resolve_run(db, run, where)
             return load_report(db, run_id)
+        except sqlite3.DatabaseError as exc:  # damage quick_check did not see: still one line, exit 2
+            raise ReportError(unreadable(where, exc).render()) from None
         finally:
             db.close()
     except ReportError as exc:
@@ -52,7 +56,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _warn(console: Console, message: str) -> None:
     # soft_wrap: one line whatever the console width, so the store's path and the command stay copyable.
-    console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False, soft_wrap=True)
+    console.print(styled(("warning:", "yellow"), " ", message), soft_wrap=True)
 
 
 def report_after_run(store, run_id: int, results_dir: Path, err: Console) -> Path | None:

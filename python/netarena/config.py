@@ -27,10 +27,13 @@ SERVICE_SCENARIOS = {"mongo": "mongo"}
 BYTES_SIZES = (40, 10000, 524288)
 MONGO_DOCS = ("small", "big")
 SERVICE_NAMES = tuple(dict.fromkeys(SERVICE_SCENARIOS.values()))
-PLACEHOLDERS = ("host", "port", "workers", "static_dir", "dir", "env_dir", "build_dir", "python",
+PLACEHOLDERS = ("host", "port", "workers", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
                 *(f"{name}_url" for name in SERVICE_NAMES))
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
+# Debian's package-name rule. The names reach `apt-get install` as arguments: this keeps an option such as
+# `-oAPT::Get::...` (which can run commands) out of a command netarena runs as root.
+DEBIAN_PACKAGE_PATTERN = r"^[a-z0-9][a-z0-9+.-]+$"
 
 ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep", "mongo"]
 
@@ -437,8 +440,18 @@ def load_manifest(path: Path) -> Manifest:
         fail(("start", "echo_command"), "given but 'echo' is not in scenarios")
     if manifest.install.python_requirements is None and "python_runtime" in data.get("install", {}):
         fail(("install", "python_runtime"), "only meaningful with install.python_requirements")
+    for index, package in enumerate(manifest.install.debian):
+        if not re.fullmatch(DEBIAN_PACKAGE_PATTERN, package):
+            fail(("install", "debian", index), f"{package!r} is not a Debian package name (lower-case letters, "
+                 "digits, '+', '-' and '.', starting with a letter or digit; it is passed to apt-get as it is)",
+                 'give the package\'s name only, e.g. "nginx"')
     if manifest.install.python_requirements is not None:
-        req = path.parent / manifest.install.python_requirements
+        folder = path.parent.resolve()
+        req = (path.parent / manifest.install.python_requirements).resolve()
+        if not req.is_relative_to(folder):
+            fail(("install", "python_requirements"), f"{manifest.install.python_requirements!r} resolves to {req}, "
+                 f"outside the contestant's folder {folder}",
+                 "keep the requirements file in the contestant's folder and name it relative to it")
         if not req.is_file():
             fail(("install", "python_requirements"), f"file not found: {req}")
     for scenario in manifest.scenarios:

@@ -8,8 +8,8 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,14 +18,22 @@ from .errors import ConfigError, did_you_mean
 
 MANIFEST_NAME = "contestant.toml"
 INSTALL_TIMEOUT_S = 1800  # pip builds from source (uwsgi ~30 s), cargo/go builds: generous but bounded
-# Written into a contestant's folder (git-ignored) when its install steps ran; see _steps_current.
+# What older versions wrote into a contestant's folder after its install steps; nothing is written there now
+# (the cache's steps.stamp says it all), but a checkout may still hold one: never hashed.
 INSTALL_MARKER = ".netarena-installed"
 # Folders that builds write into; hashing them would make every build invalidate itself.
 _BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
 
 
+# root's default cache: root's own home is closed to the unprivileged user that runs the servers (server_user).
+ROOT_CACHE = Path("/var/cache/netarena")
+
+
 def cache_root() -> Path:
-    return Path(os.environ.get("NETARENA_CACHE") or Path.home() / ".cache" / "netarena").absolute()
+    explicit = os.environ.get("NETARENA_CACHE")
+    if explicit:
+        return Path(explicit).absolute()
+    return ROOT_CACHE if os.geteuid() == 0 else Path.home() / ".cache" / "netarena"
 
 
 def repo_root() -> Path | None:
@@ -53,6 +61,11 @@ class Contestant:
         return cache_root() / "envs" / self.name
 
     @property
+    def run_dir(self) -> Path:
+        """The one folder the server may write to (and its HOME), owned by the user it runs as."""
+        return cache_root() / "run" / self.name
+
+    @property
     def venv_dir(self) -> Path:
         return self.env_dir / "venv"
 
@@ -70,6 +83,7 @@ class Contestant:
             "dir": str(self.dir),
             "env_dir": str(self.env_dir),
             "build_dir": str(self.env_dir / "build"),
+            "run_dir": str(self.run_dir),
             "python": self.python(),
             "static_dir": str(static_dir) if static_dir else "",
         }
@@ -237,36 +251,69 @@ def _steps_stamp(contestant: Contestant) -> str:
     return json.dumps({"steps": contestant.manifest.install.steps, "tree_sha256": _tree_hash(contestant.dir)})
 
 
-def _venv_current(contestant: Contestant) -> bool:
+def _venv_current(contestant: Contestant, user=None) -> bool:
+    """The venv matches the requirements and, when servers run as `user`, was made from an interpreter that
+    user can run (a venv's python links to it: one under /root, such as pyenv's, is out of its reach)."""
+    from .server_user import reachable
+
     stamp = contestant.env_dir / "venv.stamp"
-    return stamp.is_file() and stamp.read_text() == _venv_stamp(contestant) and \
-        (contestant.venv_dir / "bin" / "python").exists()
+    if not (stamp.is_file() and stamp.read_text() == _venv_stamp(contestant)
+            and (contestant.venv_dir / "bin" / "python").exists()):
+        return False
+    return user is None or reachable((contestant.venv_dir / "bin" / "python").resolve(), user)
+
+
+def _open_to_servers(contestant: Contestant) -> None:
+    """Let every user read (and run what its owner may run) in the venv and {build_dir}: the servers run from
+    there, possibly as another user, and build tools create some files for their owner alone (sbt's start
+    script is mode 744)."""
+    for top in (contestant.venv_dir, contestant.env_dir / "build"):
+        for root, dirs, files in os.walk(top):
+            for path in [root, *(os.path.join(root, f) for f in files)]:
+                mode = os.lstat(path).st_mode
+                if stat.S_ISLNK(mode):
+                    continue
+                wanted = mode | stat.S_IRGRP | stat.S_IROTH
+                if mode & stat.S_IXUSR:
+                    wanted |= stat.S_IXGRP | stat.S_IXOTH
+                if wanted != mode:
+                    os.chmod(path, stat.S_IMODE(wanted))
+
+
+def _folder_outputs(contestant: Contestant) -> dict[str, list[int]]:
+    """The build-output folders the steps left in the contestant's folder (npm ci's node_modules), each with
+    its identity: the same folder, not one of the same name in a fresh clone."""
+    found = {}
+    for name in sorted(_BUILD_OUTPUT_DIRS):
+        try:
+            st = (contestant.dir / name).stat()
+        except OSError:
+            continue
+        found[name] = [st.st_dev, st.st_ino, st.st_ctime_ns]  # ctime too: a recreated folder may get the same inode
+    return found
 
 
 def _steps_current(contestant: Contestant) -> bool:
     """The install steps' outputs are present for this checkout and this cache.
 
-    Steps write both into the cache (go build -o {build_dir}) and into the contestant folder (npm ci makes
-    node_modules there). A fresh clone next to a kept cache, or a fresh cache next to a built checkout, must both
-    re-run the steps: the stamp in the cache and the marker in the folder carry the same install id, and a
-    stamp alone (CI: new clone, old ~/.cache) is not enough.
+    Steps write into the cache (go build -o {build_dir}) and some into the contestant folder too (npm ci makes
+    node_modules there). A fresh cache next to a built checkout has no stamp; a fresh clone next to a kept cache
+    (CI: new clone, old ~/.cache) has the stamp but not the folders it names. Both re-run the steps. Nothing is
+    written into the contestant folder to tell: the stamp in the cache records those folders' identities.
     """
     stamp = contestant.env_dir / "steps.stamp"
-    marker = contestant.dir / INSTALL_MARKER
-    if not (stamp.is_file() and marker.is_file()):
+    if not stamp.is_file():
         return False
     try:
         recorded = json.loads(stamp.read_text())
     except ValueError:
         return False
-    return recorded.get("stamp") == _steps_stamp(contestant) and recorded.get("install_id") == marker.read_text()
+    return recorded.get("stamp") == _steps_stamp(contestant) and recorded.get("outputs") == _folder_outputs(contestant)
 
 
 def _record_steps_installed(contestant: Contestant) -> None:
-    install_id = uuid.uuid4().hex
-    (contestant.dir / INSTALL_MARKER).write_text(install_id)
     (contestant.env_dir / "steps.stamp").write_text(json.dumps({"stamp": _steps_stamp(contestant),
-                                                                "install_id": install_id}))
+                                                                "outputs": _folder_outputs(contestant)}))
 
 
 def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None) -> None:
@@ -309,7 +356,9 @@ def _apt_update_once(contestant: Contestant, log: Path, env: dict, say) -> None:
     _apt_updated = True
 
 
-def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None) -> dict:
+def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None, user=None) -> dict:
+    from .server_user import reachable_executable
+
     """Make the contestant runnable; returns what was installed (versions) for the store.
 
     Raises InstallError with the reason and the tail of the install log.
@@ -334,12 +383,13 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
             raise InstallError(availability(contestant, allow_apt).summary or f"{exe} not installed")
     record["executables"] = {exe: shutil.which(exe) for exe in _required_executables(manifest)}
     if manifest.install.python_requirements:
-        if not _venv_current(contestant):
+        if not _venv_current(contestant, user):
             say(f"{contestant.name}: creating venv ({manifest.install.python_runtime}) and installing "
                 f"{manifest.install.python_requirements}")
             shutil.rmtree(contestant.venv_dir, ignore_errors=True)
             (contestant.env_dir / "venv.stamp").unlink(missing_ok=True)
             runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
+            runtime = reachable_executable(runtime, user) or runtime  # the first on PATH the servers' user can run
             _run_logged([runtime, "-m", "venv", str(contestant.venv_dir)], contestant.dir, log, "venv creation")
             _run_logged([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "install",
                          "--disable-pip-version-check", "--no-input", "-r",
@@ -364,6 +414,7 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
                 _run_logged(argv, contestant.dir, log, f"install step {index + 1}")
             _record_steps_installed(contestant)
         record["steps"] = manifest.install.steps
+    _open_to_servers(contestant)
     record.update(_build_versions(contestant))
     return record
 

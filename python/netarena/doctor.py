@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from netarena.envinfo import cpu_governors, read_sysctl, sysctl_path
+from netarena.term import styled
 
 # File descriptors a generator process needs besides its connections: stdio, epoll/eventfds per
 # thread, the timer and pipes of the runtime.
@@ -345,11 +345,10 @@ def _render(checks: list[Check], console: Console) -> None:
     table.add_column("status", width=6)
     table.add_column("what it means / how to raise it", ratio=1, overflow="fold")
     for check in checks:
-        text = escape(check.meaning)
+        text = styled(check.meaning)
         if check.fix and check.status != "ok":
-            text += f"\n[bold]fix:[/bold] {escape(check.fix)}"
-        table.add_row(escape(check.name), escape(check.value),
-                      f"[{_STYLE[check.status]}]{check.status}[/]", text)
+            text = styled(check.meaning, "\n", ("fix:", "bold"), " ", check.fix)
+        table.add_row(check.name, check.value, styled((check.status, _STYLE[check.status])), text)
     console.print(table)
     console.print(f"One generator process can hold at most {_fmt(max_connections())} concurrent connections "
                   f"to one target here (open files and ephemeral ports of one source address).")
@@ -382,7 +381,7 @@ def can_raise_open_files_hard_limit(target: int) -> bool:
 
 def _apply(checks: list[Check], console: Console) -> int:
     failures = 0
-    console.print("[bold]Applying recommended changes[/bold]")
+    console.print(styled(("Applying recommended changes", "bold")))
     for check in checks:
         if check.status == "ok":
             continue
@@ -394,7 +393,7 @@ def _apply(checks: list[Check], console: Console) -> int:
                 console.print(f"  changed {name}: {old} → {read_sysctl(name)}")
             else:
                 failures += 1
-                console.print(f"  [red]could not change[/red] {name} ({old} → {value}): {escape(error)}")
+                console.print(styled("  ", ("could not change", "red"), f" {name} ({old} → {value}): {error}"))
         else:
             reason = check.manual_only or "no automatic fix"
             if check.name == "open files (process)":
@@ -405,8 +404,8 @@ def _apply(checks: list[Check], console: Console) -> int:
                     reason += (f"; this process may not raise its hard limit above {hard} (EPERM: the "
                                f"container or its runtime forbids it), so only the container's "
                                f"settings can change it")
-            console.print(f"  [yellow]not changed[/yellow] {check.name}: {escape(reason)}."
-                          + (f" Run: {escape(check.fix)}" if check.fix else ""))
+            console.print(styled("  ", ("not changed", "yellow"), f" {check.name}: {reason}."
+                                 + (f" Run: {check.fix}" if check.fix else "")))
     console.print("  sysctl changes last until reboot; to keep them, put them in /etc/sysctl.d/90-netarena.conf.")
     return failures
 
@@ -418,8 +417,8 @@ def run_doctor(apply: bool, console: Console) -> int:
     apply=True is asked without root.
     """
     if apply and os.geteuid() != 0:
-        console.print("[red]netarena doctor --apply needs root[/red] (it writes /proc/sys). "
-                      "Run it with sudo, or run without --apply to only see the checks and the commands.")
+        console.print(styled(("netarena doctor --apply needs root", "red"), " (it writes /proc/sys). Run it with "
+                             "sudo, or run without --apply to only see the checks and the commands."))
         return 2
     checks = collect_checks()
     _render(checks, console)
@@ -428,5 +427,5 @@ def run_doctor(apply: bool, console: Console) -> int:
         apply_failures = _apply(checks, console)
         checks = collect_checks()
         remaining = ", ".join(f"{c.name} {c.status}" for c in checks if c.status != "ok")
-        console.print("[bold]After applying:[/bold] " + (remaining or "all checks ok"))
+        console.print(styled(("After applying:", "bold"), " " + (remaining or "all checks ok")))
     return 1 if apply_failures or any(c.status == "fail" for c in checks) else 0

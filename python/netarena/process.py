@@ -5,9 +5,12 @@ from __future__ import annotations
 import ctypes
 import os
 import pwd
+import resource
+import secrets
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +18,31 @@ from pathlib import Path
 import psutil
 
 _PR_SET_PDEATHSIG = 1
+# Every child this netarena process starts carries RUN_TOKEN twice, both inherited by its own children: in its
+# environment (RUN_TOKEN_VAR) and as an open file descriptor on a deleted file named TOKEN_FILE_PREFIX + token.
+# Cleanup signals a process only when /proc/PID/environ or /proc/PID/fd shows it, so a results store, which
+# anyone can edit, cannot make netarena kill a stranger's processes. The descriptor is there because servers
+# that set their process title (nginx, uwsgi) overwrite the memory /proc/PID/environ reads. One token per
+# netarena process, recorded with each process group in the store's live_processes table.
+RUN_TOKEN_VAR = "NETARENA_RUN_TOKEN"
+RUN_TOKEN = secrets.token_hex(16)
+TOKEN_FILE_PREFIX = "netarena-token-"
+_token_fd: int | None = None
+
+
+def _token_descriptor() -> int:
+    """The descriptor children inherit: a file created, opened and deleted at once (nothing is left on disk;
+    /proc/PID/fd still shows its name, with " (deleted)")."""
+    global _token_fd
+    if _token_fd is None:
+        path = Path(tempfile.gettempdir()) / f"{TOKEN_FILE_PREFIX}{RUN_TOKEN}"
+        _token_fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o400)
+        os.unlink(path)
+    return _token_fd
 _libc = ctypes.CDLL(None, use_errno=True)
+_libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+_libc.signal.restype = ctypes.c_void_p
+_SIG_IGN = 1
 
 
 def free_port() -> int:
@@ -29,10 +56,25 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def child_setup(cpus: list[int] | None, user: str | None = None):
-    entry = pwd.getpwnam(user) if user else None
+def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = None):
+    """In the child before exec: the file-size limit, the user (a server_user.ServerUser, or a user name such
+    as "postgres", which refuses to run as root), the CPUs, and the parent-death signal, last because a change
+    of user clears it."""
+    if isinstance(user, str):
+        entry = pwd.getpwnam(user)
+        uid, gid = entry.pw_uid, entry.pw_gid
+    elif user is not None:
+        uid, gid = user.uid, user.gid
 
     def setup() -> None:
+        if max_file_bytes is not None:
+            # Past the limit a write fails with EFBIG; ignored, SIGXFSZ would kill the server instead.
+            _libc.signal(signal.SIGXFSZ, _SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+        if user is not None:
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
         if cpus:
             os.sched_setaffinity(0, cpus)
         if entry is not None:  # e.g. PostgreSQL, which refuses to run as root
@@ -104,23 +146,46 @@ def describe(proc: psutil.Process) -> dict:
         return {"pid": proc.pid}
 
 
-def kill_group(pgid: int, leader_start_time: float | None = None) -> list[dict]:
-    """SIGKILL whatever is left of a process group (e.g. after the orchestrator was killed).
-
-    When the group leader still exists but is a different process than the one recorded (PID reuse),
-    nothing is touched.
-    """
-    if leader_start_time is not None:
-        now = process_start_time(pgid)
-        if now is not None and abs(now - leader_start_time) > 1.0:
-            return []
-    members = group_members(pgid)
-    found = [describe(p) for p in members]
-    if members:
+def carries_token(pid: int, token: str) -> bool:
+    """Whether the process holds `token`: RUN_TOKEN_VAR=token in its environment (as it was exec'd), or an open
+    descriptor on the token file."""
+    try:
+        if f"{RUN_TOKEN_VAR}={token}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+            return True
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:  # gone, or not ours to read
+        return False
+    name = f"/{TOKEN_FILE_PREFIX}{token}"
+    for fd in fds:
         try:
-            os.killpg(pgid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.removesuffix(" (deleted)").endswith(name):
+            return True
+    return False
+
+
+def kill_group(pgid: int, leader_start_time: float | None, token: str | None) -> list[dict]:
+    """SIGKILL what is left of a process group netarena started (e.g. after the orchestrator was killed).
+
+    Only what is proven ours is signalled: the recorded start time must be known (NULL never matches) and,
+    while the group leader lives, be its start time (else the PID was reused); then each member must carry
+    `token` in its environment. A stranger's processes in a group of that number are left alone.
+    """
+    if leader_start_time is None or not token:
+        return []
+    now = process_start_time(pgid)
+    if now is not None and abs(now - leader_start_time) > 1.0:
+        return []
+    members = [p for p in group_members(pgid) if carries_token(p.pid, token)]
+    found = [describe(p) for p in members]
+    for proc in members:
+        try:
+            proc.kill()
+        except psutil.Error:
             pass
+    if members:
         psutil.wait_procs(members, timeout=5)
     return found
 
@@ -143,19 +208,23 @@ class ManagedProcess:
 
     def __init__(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
                  cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False,
-                 stdin_pipe: bool = False, append: bool = False, user: str | None = None):
+                 stdin_pipe: bool = False, append: bool = False, user=None,
+                 max_file_bytes: int | None = None):
         self.argv = argv
         self.log_path = log_path
         self._log = None
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._log = log_path.open("ab" if append else "wb")
+        env = dict(os.environ if env is None else env)
+        env[RUN_TOKEN_VAR] = self.token = RUN_TOKEN
         out = subprocess.PIPE if capture else (self._log or subprocess.DEVNULL)
         err = subprocess.PIPE if capture else (subprocess.STDOUT if self._log else subprocess.DEVNULL)
         self.proc = subprocess.Popen(
             # stdin_pipe: netarena-load --prepare reads its start time there.
             argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, preexec_fn=child_setup(cpus, user), close_fds=True)
+            start_new_session=True, preexec_fn=child_setup(cpus, user, max_file_bytes), close_fds=True,
+            pass_fds=(_token_descriptor(),))
         self.pid = self.proc.pid
         self.pgid = self.proc.pid
         self.start_time = process_start_time(self.pid)
@@ -213,7 +282,7 @@ class ManagedProcess:
         self._reap()
         leftover = [describe(p) for p in group_members(self.pgid)]
         if leftover:
-            kill_group(self.pgid)
+            kill_group(self.pgid, self.start_time, self.token)
         escaped = []
         for proc in snapshot:
             try:

@@ -183,7 +183,7 @@ def cleanup_orphans(store: Store, say) -> None:
         run = runs.get(row["run_id"])
         if run is not None and orchestrator_alive(run):
             continue
-        found = kill_group(row["pgid"], row["leader_start_time"])
+        found = kill_group(row["pgid"], row["leader_start_time"], row["token"])
         if found:
             say(f"killed {len(found)} process(es) left by run {row['run_id']} ({row['role']}, process group "
                 f"{row['pgid']})")
@@ -228,7 +228,7 @@ class Runner:
         self.unusable_services: dict[str, str] = {}  # service -> why it cannot be had here
 
     def track(self, proc, role: str) -> None:
-        self.store.add_live_process(self.run_id, proc.pgid, proc.start_time, role)
+        self.store.add_live_process(self.run_id, proc.pgid, proc.start_time, role, proc.token)
 
     def untrack(self, proc) -> None:
         self.store.remove_live_process(self.run_id, proc.pgid)
@@ -237,7 +237,7 @@ class Runner:
         """Kill every process group of this run still registered (after a measurement failed unexpectedly, its
         server or generator may be left behind)."""
         for row in self.store.live_processes(self.run_id):
-            kill_group(row["pgid"], row["leader_start_time"])
+            kill_group(row["pgid"], row["leader_start_time"], row["token"])
             if not group_members(row["pgid"]):
                 self.store.remove_live_process(self.run_id, row["pgid"])
 

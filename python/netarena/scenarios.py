@@ -429,34 +429,92 @@ class _Wrong(Exception):
     pass
 
 
+# The most body a verification request reads when the caller names no expected size: one byte more than the
+# largest file of the static set. A response's Content-Length is the server's claim, never an allocation.
+FETCH_MAX_BODY_BYTES = STATIC_MAX_BYTES + 1
+
+
+def _cut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
+    """The overall deadline passed: shut the socket down so that the read blocked on it returns at once."""
+    expired.set()
+    sock = conn.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def _get(conn: http.client.HTTPConnection, path: str, method: str = "GET", headers: list[str] = (),
-         body: bytes | None = None, timing: dict | None = None) -> tuple[int, dict, bytes, float]:
-    """One request on `conn` (GET unless told; `headers` as "Name: value"): (status, headers, body, seconds from
-    the request to the whole body); with `timing`, also when the response's first byte arrived
-    (timing["first_byte_s"], seconds after the request)."""
+         body: bytes | None = None, timing: dict | None = None,
+         max_body: int = FETCH_MAX_BODY_BYTES) -> tuple[int, dict, bytes, float]:
+    """One request on `conn` (GET unless told; `headers` as "Name: value"): (status, lower-case headers, body,
+    seconds from the request to the whole body), the one bounded HTTP fetch of verification and readiness.
+    With `timing`, also when the response's first byte arrived (timing["first_byte_s"], seconds after the
+    request).
+
+    `conn.timeout` is the whole request's deadline (monotonic), not only each read's: a watchdog shuts the
+    socket down when it passes, so a server trickling its head or body a byte at a time cannot hold the run.
+    At most `max_body` body bytes are read (callers pass the expected size plus one); a longer body is cut
+    there and the connection closed. A deadline passed after the head is a wrong answer naming what was
+    received; before the head (or a refused/reset connection) it may just mean "not ready yet".
+    """
     started = time.monotonic()
+    timeout_s = conn.timeout if conn.timeout is not None else 5.0
+    expired = threading.Event()
+    watchdog = threading.Timer(timeout_s, _cut, args=(conn, expired))
+    watchdog.daemon = True
     sent = {"Host": conn.host}
     for line in headers:
         name, _, value = line.partition(":")
         sent[name.strip()] = value.strip()
+    request_body = body
+    resp = None
+    body = bytearray()
+    error = None
     try:
-        conn.request(method, path, body=body, headers=sent)
+        watchdog.start()
+        conn.request(method, path, body=request_body, headers=sent)
         if timing is not None:
             # Nothing of the response is read yet: the socket turns readable with its first byte.
             select.select([conn.sock], [], [], conn.timeout)
             timing["first_byte_s"] = time.monotonic() - started
         resp = conn.getresponse()
-        body = resp.read()
-    except (ConnectionError, socket.timeout, TimeoutError, http.client.RemoteDisconnected) as exc:
-        raise _Retryable(f"{type(exc).__name__}: {exc}") from None
-    except (http.client.HTTPException, OSError) as exc:
-        raise _Wrong(f"not valid HTTP/1.1: {type(exc).__name__}: {exc}") from None
+        while len(body) < max_body and resp.length != 0:
+            chunk = resp.read1(min(65536, max_body - len(body)))
+            if not chunk:
+                break
+            body += chunk
+        if resp.length == 0:  # complete (read1 leaves that to the caller): the connection serves the next request
+            resp.close()
+    except (ConnectionError, socket.timeout, TimeoutError, http.client.HTTPException, OSError) as exc:
+        error = exc
+    finally:
+        watchdog.cancel()
+    if resp is None:
+        conn.close()
+        if expired.is_set():
+            raise _Retryable(f"no response within timeout_s={timeout_s:g} s")
+        if isinstance(error, (ConnectionError, socket.timeout, TimeoutError, http.client.RemoteDisconnected)):
+            raise _Retryable(f"{type(error).__name__}: {error}")
+        raise _Wrong(f"not valid HTTP/1.1: {type(error).__name__}: {error}")
+    promised = resp.length or 0  # body bytes the head announced and that were not read
+    if len(body) < max_body and resp.length != 0 and (expired.is_set() or error is not None or promised):
+        conn.close()
+        of = f" of {len(body) + promised}" if resp.length is not None else ""
+        if expired.is_set():
+            raise _Wrong(f"status {resp.status}, then {len(body)}{of} body bytes within timeout_s={timeout_s:g} s: "
+                         f"the whole response must arrive by then (received {_show(bytes(body))})")
+        why = f" ({type(error).__name__}: {error})" if error is not None else ""
+        raise _Wrong(f"status {resp.status}, then the connection ended after {len(body)}{of} body bytes{why}")
+    if not resp.isclosed() or expired.is_set():  # cut at max_body, or shut by a late watchdog: done with it
+        conn.close()
     headers = {k.lower(): v for k, v in resp.getheaders()}
     if resp.status >= 500:
         raise _Retryable(f"status {resp.status}")
     if resp.version != 11:
         raise _Wrong(f"answered HTTP/{resp.version / 10:.1f}, expected HTTP/1.1")
-    return resp.status, headers, body, time.monotonic() - started
+    return resp.status, headers, bytes(body), time.monotonic() - started
 
 
 def _expect(cond: bool, detail: str) -> None:
@@ -470,10 +528,10 @@ def _show(body: bytes, limit: int = 60) -> str:
 
 
 def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], prefix: str = "") -> None:
-    def run(path: str, fn) -> None:
+    def run(path: str, fn, expected_bytes: int) -> None:
         path = prefix + path
         try:
-            status, headers, body, elapsed_s = _get(conn, path)
+            status, headers, body, elapsed_s = _get(conn, path, max_body=expected_bytes + 1)
             fn(status, headers, body, elapsed_s)
         except _Retryable as exc:
             raise _Retryable(f"GET {path}: {exc}") from None
@@ -505,20 +563,20 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], pref
             _expect(body == HELLO_BODY, f"body {_show(body)}, expected {HELLO_BODY!r}")
             _expect(headers.get("connection", "").lower() != "close",
                     "server sent 'Connection: close'; HTTP/1.1 keep-alive is required")
-        run("/hello", hello)
-        run("/hello", hello)  # the same connection again: keep-alive works
+        run("/hello", hello, len(HELLO_BODY))
+        run("/hello", hello, len(HELLO_BODY))  # the same connection again: keep-alive works
     elif scenario == "bytes":
         for size in BYTES_SIZES:
             def sized(status, headers, body, _, size=size):
                 ok_status(status)
                 _expect(len(body) == size, f"body of {len(body)} bytes, expected {size}")
                 _expect(body == BYTES_FILL * size, "body is not all '*' (0x2A)")
-            run(f"/bytes/{size}", sized)
+            run(f"/bytes/{size}", sized, size)
     elif scenario == "json":
         def js(status, headers, body, _):
             value = json_value(status, headers, body)
             _expect(value == JSON_BODY, f"body parses to {value!r}, expected {JSON_BODY!r}")
-        run("/json", js)
+        run("/json", js, FETCH_MAX_BODY_BYTES - 1)
     elif scenario == "mongo":
         from .fixtures import mongo_documents
 
@@ -530,7 +588,7 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], pref
                         if isinstance(value, dict) else ["(not an object)"]
                     raise _Wrong(f"the document differs from the fixture's '{expected['_id']}' in "
                                  f"{', '.join(map(str, wrong[:5]))}: {_show(body)}")
-            run(f"/mongo/{name}", same_doc)
+            run(f"/mongo/{name}", same_doc, FETCH_MAX_BODY_BYTES - 1)
     elif scenario == "static":
         for rel in STATIC_VERIFY_PATHS:
             expected = (static_dir / rel).read_bytes()
@@ -539,15 +597,16 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], pref
                 ok_status(status)
                 _expect(body == expected, f"body of {len(body)} bytes (sha256 {sha256_hex(body)[:12]}) differs "
                         f"from the file ({len(expected)} bytes, sha256 {sha256_hex(expected)[:12]})")
-            run(f"/static/{rel}", same)
+            run(f"/static/{rel}", same, len(expected))
     elif scenario == "sleep":
+        want = SLEEP_BODY.format(ms=VERIFY_SLEEP_MS).encode()
+
         def slept(status, headers, body, elapsed_s):
             ok_status(status)
-            want = SLEEP_BODY.format(ms=VERIFY_SLEEP_MS).encode()
             _expect(body == want, f"body {_show(body)}, expected {want!r}")
             _expect(elapsed_s >= VERIFY_SLEEP_MS / 1000 * 0.9,
                     f"answered after {elapsed_s * 1000:.0f} ms, expected at least {VERIFY_SLEEP_MS} ms")
-        run(f"/sleep/{VERIFY_SLEEP_MS}", slept)
+        run(f"/sleep/{VERIFY_SLEEP_MS}", slept, len(want))
 
 
 def echo_pattern(size: int) -> bytes:
@@ -561,6 +620,8 @@ def _check_echo(port: int, timeout_s: float, checks: list[Check], host: str = "1
         sock = socket.create_connection((host, port), timeout=timeout_s)
     except OSError as exc:
         raise _Retryable(f"connect: {exc}") from None
+    # timeout_s bounds the whole exchange, not each read: a server echoing a byte a second must not hold the run.
+    deadline = time.monotonic() + timeout_s
     with sock:
         received = bytearray()
         try:
@@ -568,6 +629,10 @@ def _check_echo(port: int, timeout_s: float, checks: list[Check], host: str = "1
                 sock.sendall(payload[offset:offset + 16384])
                 want = offset + 16384
                 while len(received) < want:
+                    left_s = deadline - time.monotonic()
+                    if left_s <= 0:
+                        raise TimeoutError(f"the echo was not complete within timeout_s={timeout_s:g} s")
+                    sock.settimeout(left_s)
                     chunk = sock.recv(65536)
                     if not chunk:
                         break

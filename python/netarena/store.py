@@ -11,6 +11,8 @@ import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .errors import ConfigError
+
 SCHEMA_VERSION = 1
 DB_NAME = "netarena.sqlite"
 
@@ -100,8 +102,9 @@ CREATE TABLE IF NOT EXISTS live_processes (
     -- process groups started by a run and not yet confirmed stopped; cleaned up after a kill -9
     run_id INTEGER NOT NULL,
     pgid INTEGER NOT NULL,
-    leader_start_time REAL,
+    leader_start_time REAL,            -- NULL never matches: such a row is never signalled
     role TEXT NOT NULL,
+    token TEXT,                        -- NETARENA_RUN_TOKEN in the group's environment (process.RUN_TOKEN)
     PRIMARY KEY (run_id, pgid)
 );
 CREATE INDEX IF NOT EXISTS measurements_by_run ON measurements(run_id, contestant, scenario, level_key);
@@ -116,29 +119,77 @@ def _json(value) -> str | None:
     return None if value is None else json.dumps(value, separators=(",", ":"), default=str)
 
 
+class StoreError(ConfigError):
+    """The store cannot be used: damaged, not a store, or of another schema version (exit 2, one line)."""
+
+
+def unreadable(path: Path | str, exc: Exception) -> StoreError:
+    return StoreError(f"not a readable netarena store ({' '.join(str(exc).split())}): move it aside (and restore "
+                      "a copy if you have one) or use another --results directory", path=path)
+
+
+def check_store(db: sqlite3.Connection, path: Path | str) -> bool:
+    """Raise StoreError unless `db` is an intact store of SCHEMA_VERSION; False when it has no schema yet.
+
+    The version is read before anything is written, so a store of another version is never touched, and
+    SQLite's quick_check reads every page, so damage anywhere is found here rather than halfway through a
+    command (a report, or a run appending to a file it cannot read back).
+    """
+    try:
+        if db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone() is None:
+            if db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+                raise StoreError("has tables but no netarena schema version: not a netarena store; use another "
+                                 "--results directory", path=path)
+            return False
+        version = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        problems = [row[0] for row in db.execute("PRAGMA quick_check(3)").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        raise unreadable(path, exc) from None
+    if problems != ["ok"]:
+        raise unreadable(path, "; ".join(problems))
+    if version is None or str(version[0]) != str(SCHEMA_VERSION):
+        found = "none" if version is None else version[0]
+        raise StoreError(f"store schema version {found}; this netarena reads version {SCHEMA_VERSION}: use another "
+                         "--results directory, or the netarena version that wrote it", path=path)
+    return True
+
+
 class Store:
     def __init__(self, results_dir: Path):
         self.results_dir = Path(results_dir)
         self.results_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.results_dir / DB_NAME
-        self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        self.db.row_factory = sqlite3.Row
-        self.db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL is durable against process death (our concern); only an OS crash could lose the last commit.
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            self.db.row_factory = sqlite3.Row
+            existing = check_store(self.db, self.path)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable against process death (our concern); only an OS crash could lose the last commit.
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+            self._migrate()
+            if not existing:
+                self.db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except sqlite3.DatabaseError as exc:
+            raise unreadable(self.path, exc) from None
+
+    def _migrate(self) -> None:
         # Stores made before backing services existed lack this nullable column; adding it keeps them readable.
         if "services_json" not in {r[1] for r in self.db.execute("PRAGMA table_info(measurements)")}:
             self.db.execute("ALTER TABLE measurements ADD COLUMN services_json TEXT")
-        version = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if version is None:
-            self.db.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        elif int(version[0]) != SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path}: store schema version {version[0]}, this netarena reads "
-                               f"{SCHEMA_VERSION}; use another --results directory")
+        # Added within schema version 1: a NULL token (a row written before it existed) never proves a process ours.
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(live_processes)")}
+        if "token" not in columns:
+            self.db.execute("ALTER TABLE live_processes ADD COLUMN token TEXT")
 
     def close(self) -> None:
+        """Fold the write-ahead log into netarena.sqlite and close: the one file then holds every run (a copy of
+        it alone is the whole store), and no empty -wal/-shm pair is left beside it."""
+        try:
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error:
+            pass  # another connection still reads: SQLite checkpoints when the last one closes
         self.db.close()
 
     # -- runs
@@ -230,9 +281,10 @@ class Store:
 
     # -- process groups (for cleanup after the orchestrator was killed)
 
-    def add_live_process(self, run_id: int, pgid: int, leader_start_time: float | None, role: str) -> None:
-        self.db.execute("INSERT OR REPLACE INTO live_processes(run_id, pgid, leader_start_time, role) VALUES (?,?,?,?)",
-                        (run_id, pgid, leader_start_time, role))
+    def add_live_process(self, run_id: int, pgid: int, leader_start_time: float | None, role: str,
+                         token: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO live_processes(run_id, pgid, leader_start_time, role, token) "
+                        "VALUES (?,?,?,?,?)", (run_id, pgid, leader_start_time, role, token))
 
     def remove_live_process(self, run_id: int, pgid: int) -> None:
         self.db.execute("DELETE FROM live_processes WHERE run_id=? AND pgid=?", (run_id, pgid))

@@ -17,6 +17,8 @@ from rich.console import Console, Group as RichGroup
 from rich.table import Table
 from rich.text import Text
 
+from ..term import console as make_console
+
 from . import fmt
 from .model import Group, Report
 
@@ -231,7 +233,7 @@ def renderables(c: Comparison) -> list:
 
 
 def render_text(c: Comparison, width: int = 100) -> str:
-    console = Console(width=width, record=True, file=_Null(), color_system=None, highlight=False)
+    console = make_console(width=width, record=True, file=_Null(), color_system=None)
     console.print(RichGroup(*renderables(c)))
     return console.export_text()
 
@@ -239,7 +241,7 @@ def render_text(c: Comparison, width: int = 100) -> str:
 def print_comparison(c: Comparison, console: Console | None = None) -> None:
     from .terminal import console_width
 
-    (console or Console(width=console_width(), highlight=False)).print(RichGroup(*renderables(c)))
+    (console or make_console(width=console_width())).print(RichGroup(*renderables(c)))
 
 
 class _Null:

@@ -27,7 +27,7 @@ from typing import Any
 from .. import stats
 from . import fmt
 from ..scenarios import Level
-from ..store import DB_NAME, SCHEMA_VERSION, row_to_dict
+from ..store import DB_NAME, StoreError, check_store, row_to_dict, unreadable
 
 # Badge codes: short for the terminal, with a label and an explanation for the page's legend.
 BADGES: dict[str, tuple[str, str]] = {
@@ -322,16 +322,17 @@ def open_store(source) -> tuple[sqlite3.Connection, str]:
     if not path.is_file():
         raise ReportError(f"no results store at {path} (run `netarena run` first, or pass --results DIR)")
     # Read-only: a report must never change the store it reads (or create one by mistake).
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     try:
-        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     except sqlite3.DatabaseError as exc:
+        raise ReportError(unreadable(path, exc).render()) from None
+    try:
+        if not check_store(db, path):
+            raise StoreError("has no netarena tables: not a results store; use another --results directory",
+                             path=path)
+    except StoreError as exc:
         db.close()
-        raise ReportError(f"{path} is not a netarena results store: {exc}") from None
-    if row is None or int(row[0]) != SCHEMA_VERSION:
-        db.close()
-        raise ReportError(f"{path}: store schema version {row[0] if row else 'missing'}; this netarena reads "
-                          f"{SCHEMA_VERSION}")
+        raise ReportError(exc.render()) from None
     return db, str(path)
 
 

@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from . import fmt
+from ..term import console as make_console
 from .model import BADGES, SATURATED_BUSY_PCT, Report, external_line, find_max_line, level_title, ranks
 
 
@@ -99,13 +100,13 @@ def console_width() -> int:
 
 
 def print_summary(report: Report, console: Console | None = None) -> None:
-    console = console or Console(width=console_width(), highlight=False)
+    console = console or make_console(width=console_width())
     console.print(RichGroup(*summary_renderables(report)))
 
 
 def render_text(report: Report, width: int = TERMINAL_WIDTH) -> str:
     """The summary as plain text (no colour), e.g. for tests and logs."""
-    console = Console(width=width, record=True, file=_Null(), color_system=None, highlight=False)
+    console = make_console(width=width, record=True, file=_Null(), color_system=None)
     print_summary(report, console)
     return console.export_text()
 
