@@ -19,6 +19,7 @@ pub struct Cli {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum Command {
     /// HTTP/1.1 closed loop (keep-alive unless --close)
     Http(HttpArgs),

@@ -146,11 +146,13 @@ fn take_finished() -> hdrhistogram::Histogram<u64> {
 
 fn report(stop: &mpsc::Receiver<()>, measure_start: Instant, interval: Duration, unit: &str) {
     let grace = GRACE.min(interval / 5);
-    let wait_until =
-        |t: Instant| match stop.recv_timeout(t.saturating_duration_since(Instant::now())) {
-            Err(RecvTimeoutError::Timeout) => true,
-            _ => false,
-        };
+    // True when `t` came; false when the reporter is to stop (its `Reporter` was dropped).
+    let wait_until = |t: Instant| {
+        matches!(
+            stop.recv_timeout(t.saturating_duration_since(Instant::now())),
+            Err(RecvTimeoutError::Timeout)
+        )
+    };
     if !wait_until(measure_start) {
         return;
     }

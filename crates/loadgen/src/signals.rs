@@ -48,13 +48,15 @@ pub fn install() -> Result<(), String> {
                 unsafe { libc::_exit(128 + sig) };
             }
             STOPPED_AT.get_or_init(Instant::now);
-            STOP.store(true, Ordering::SeqCst);
             let name = if sig == libc::SIGINT {
                 "SIGINT"
             } else {
                 "SIGTERM"
             };
+            // Before the flag: once it is set, main may print the result and exit before this
+            // thread runs again.
             eprintln!("netarena-load: {name}: ending the measured phase and printing what was measured (send it again to quit at once)");
+            STOP.store(true, Ordering::SeqCst);
         })
         .map(drop)
         .map_err(|e| format!("cannot start the signal thread: {e}"))

@@ -184,7 +184,8 @@ fn latency_us(value: &str) -> Result<f64, String> {
             "'{value}' has no unit; write a latency like 500us, 5ms or 1s"
         ));
     }
-    Ok(parse_duration(v)?.as_secs_f64() * 1e6)
+    // From whole nanoseconds, so 5ms is exactly 5000 µs (not 4999.999... from seconds × 1e6).
+    Ok(parse_duration(v)?.as_nanos() as f64 / 1000.0)
 }
 
 /// The verdict of every threshold on a finished result, in the order given.

@@ -19,6 +19,14 @@ const EXIT_USAGE: i32 = 2;
 const EXIT_THRESHOLD_FAILED: i32 = 99;
 const EXIT_INTERRUPTED: i32 = 105;
 
+/// The result of a run that ended with `code`: printed in full and valid against the schema.
+fn judged(run: &LoadRun, code: i32) -> Value {
+    assert_eq!(run.code, code, "{}", run.describe());
+    let doc = run.stdout_json();
+    validate_against_schema(&doc);
+    doc
+}
+
 fn thresholds(doc: &Value) -> Vec<Value> {
     doc["thresholds"]
         .as_array()
@@ -49,9 +57,7 @@ fn thresholds_that_hold_exit_0_and_one_that_cannot_exits_99() {
         args.extend(["--threshold", t]);
     }
     let run = run_load(&args, LIMIT);
-    assert_eq!(run.code, 0, "{}", run.describe());
-    let doc = run.stdout_json();
-    validate_against_schema(&doc);
+    let doc = judged(&run, 0);
     let list = thresholds(&doc);
     assert_eq!(list.len(), holds.len(), "one verdict per --threshold");
     for (t, given) in list.iter().zip(holds) {
@@ -89,9 +95,7 @@ fn thresholds_that_hold_exit_0_and_one_that_cannot_exits_99() {
         ],
         LIMIT,
     );
-    assert_eq!(run.code, EXIT_THRESHOLD_FAILED, "{}", run.describe());
-    let doc = run.stdout_json();
-    validate_against_schema(&doc);
+    let doc = judged(&run, EXIT_THRESHOLD_FAILED);
     let list = thresholds(&doc);
     assert_eq!(verdict(&list, "p50<1us")["pass"], false);
     assert_eq!(verdict(&list, "rps>=1e12")["pass"], false);
@@ -180,9 +184,7 @@ fn an_echo_flood_against_a_refused_port_fails_errors_eq_0() {
         ],
         LIMIT,
     );
-    assert_eq!(run.code, EXIT_THRESHOLD_FAILED, "{}", run.describe());
-    let doc = run.stdout_json();
-    validate_against_schema(&doc);
+    let doc = judged(&run, EXIT_THRESHOLD_FAILED);
     assert!(
         doc["errors"]["by_class"]["connect_refused"].as_u64() > Some(0),
         "{doc:#}"
@@ -205,9 +207,14 @@ fn interrupt_after(args: &[&str], after: Duration) -> LoadRun {
 
 /// The document of an interrupted run: exit 105, valid, marked, measured for `range` seconds.
 fn interrupted_doc(run: &LoadRun, range: std::ops::RangeInclusive<f64>) -> Value {
-    assert_eq!(run.code, EXIT_INTERRUPTED, "{}", run.describe());
-    let doc = run.stdout_json();
-    validate_against_schema(&doc);
+    let doc = judged(run, EXIT_INTERRUPTED);
+    // Under NETARENA_LOAD_TEST_IO=uring the closed-loop http runs are the io_uring engine's.
+    let asked = if run.args.iter().any(|a| a == "uring") {
+        "uring"
+    } else {
+        "epoll"
+    };
+    assert_eq!(doc["config"]["io_backend"], asked, "{}", run.describe());
     assert_eq!(doc["interrupted"], true, "{}", run.describe());
     let d = doc["duration_s"].as_f64().unwrap();
     assert!(
