@@ -89,6 +89,10 @@ pub trait Protocol {
     ) -> Outcome;
     /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
     fn thread_done(&self, stats: &ThreadStats) -> bool;
+    /// The measured phase ended at `end` with this connection open: count what it still has in
+    /// flight as unfinished (`ThreadStats::unfinished`) and the connection as unanswered if it got
+    /// no answer in the phase.
+    fn end_of_phase(&self, c: &Self::Conn, end: Instant, stats: &mut ThreadStats);
 }
 
 pub struct WorkerConfig {
@@ -230,6 +234,13 @@ impl LoopClock {
         self.at_start.is_some()
     }
 
+    /// Where the measured phase ended for a loop that stopped at `stopped_at`: its end time, or
+    /// earlier if the loop stopped first (`--requests` done, every connection finished).
+    pub(crate) fn measured_end(&self, stopped_at: Instant) -> Instant {
+        self.measure_end
+            .map_or(stopped_at, |end| end.min(stopped_at))
+    }
+
     pub(crate) fn past_end(&self, now: Instant) -> bool {
         self.measure_end.is_some_and(|end| now >= end)
     }
@@ -349,6 +360,12 @@ impl<P: Protocol> Worker<P> {
                 self.on_event(ev.token().0, ev);
             }
         };
+        if clock.measuring() {
+            let end = clock.measured_end(stopped_at);
+            for slot in self.slots.iter().filter(|s| matches!(s.phase, Phase::Open)) {
+                self.proto.end_of_phase(&slot.conn, end, &mut self.stats);
+            }
+        }
         self.stats.intervals.flush();
         Ok(clock.result(self.stats, cpu, stopped_at, None))
     }

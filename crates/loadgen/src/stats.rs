@@ -16,6 +16,12 @@ pub const MAX_ERROR_EXAMPLES: usize = 5;
 /// `--interval` default.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
+/// A latency as a histogram value: whole µs, within the histogram's range.
+#[inline]
+pub fn micros(d: Duration) -> u64 {
+    (d.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64).max(HIST_LOWEST_US)
+}
+
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_SIGFIG)
         .expect("valid histogram bounds")
@@ -70,6 +76,14 @@ impl Intervals {
             self.roll(now);
         }
         self.current.saturating_record(us);
+    }
+
+    /// `n` entries of the same value at once (censored lower bounds, see `ThreadStats::unfinished`).
+    pub fn record_n(&mut self, now: Instant, us: u64, n: u64) {
+        if now >= self.end {
+            self.roll(now);
+        }
+        self.current.saturating_record_n(us, n);
     }
 
     #[cold]
@@ -216,6 +230,14 @@ pub struct ThreadStats {
     pub last_event: Option<Instant>,
     /// The same latencies as `hist`, per `--interval`.
     pub intervals: Intervals,
+    /// Requests (echo: chunks) still unanswered when the measured phase ended. Not errors: a
+    /// healthy closed loop always ends with a request in flight on every connection.
+    pub unfinished: u64,
+    /// Entries of `hist` that are lower bounds: each unfinished request's time waited so far.
+    pub censored: u64,
+    /// Connections that had a request outstanding at the end and got no answer at all during the
+    /// measured phase (see `output::NO_ANSWER_FLAG_FRACTION`).
+    pub unanswered_connections: u64,
 }
 
 impl ThreadStats {
@@ -238,6 +260,9 @@ impl ThreadStats {
             timeline: Vec::new(),
             last_event: None,
             intervals: Intervals::new(measure_start, DEFAULT_INTERVAL),
+            unfinished: 0,
+            censored: 0,
+            unanswered_connections: 0,
         }
     }
 
@@ -274,19 +299,55 @@ impl ThreadStats {
     #[inline]
     pub fn response(&mut self, now: Instant, latency: Duration, ok: bool) -> bool {
         if !self.counting(now) || self.quota_reached() {
+            if now >= self.measure_end && !self.quota_reached() {
+                // Answered after the end, in the loop turn that noticed the end: at the end this
+                // request was still in flight.
+                let sent = now.checked_sub(latency).unwrap_or(now);
+                self.unfinished(sent, 1, self.measure_end);
+            }
             return false;
         }
         self.responses += 1;
         self.last_event = Some(now);
         if ok {
             self.requests += 1;
-            let us = latency.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64;
-            let us = us.max(HIST_LOWEST_US);
+            let us = micros(latency);
             self.hist.saturating_record(us);
             self.intervals.record(now, us);
             self.second(now).requests += 1;
         }
         true
+    }
+
+    /// The measured phase ended at `end` with `n` requests (or an echo chunk) in flight on one
+    /// connection since `since`: they are unfinished, and the connection counts as unanswered if
+    /// `answered` says it got no response in the whole phase. Every engine ends a phase with this.
+    pub fn left_in_flight(&mut self, since: Instant, n: u64, answered: bool, end: Instant) {
+        if n == 0 {
+            return;
+        }
+        self.unfinished(since, n, end);
+        if !answered {
+            self.unanswered_connections += 1;
+        }
+    }
+
+    /// `n` requests sent at `since` were still unanswered when the measured phase ended at `end`:
+    /// count them as unfinished (not as errors), and enter the time they had waited by then into
+    /// the latency histogram as censored entries, lower bounds of their latency. A survivors-only
+    /// histogram would hide a server that never answers most connections. Requests sent at or
+    /// after `end` were not in flight at the end and are left out.
+    pub fn unfinished(&mut self, since: Instant, n: u64, end: Instant) {
+        if n == 0 || since >= end || end <= self.measure_start {
+            return;
+        }
+        self.unfinished += n;
+        self.censored += n;
+        let us = micros(end - since);
+        self.hist.saturating_record_n(us, n);
+        // Into the interval holding the phase's last instant, not one starting at `end`.
+        let last = (end - Duration::from_nanos(1)).max(self.measure_start);
+        self.intervals.record_n(last, us, n);
     }
 
     #[inline]
@@ -372,6 +433,9 @@ impl ThreadStats {
         self.intervals
             .done
             .extend(other.intervals.done.iter().cloned());
+        self.unfinished += other.unfinished;
+        self.censored += other.censored;
+        self.unanswered_connections += other.unanswered_connections;
         self.last_event = match (self.last_event, other.last_event) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

@@ -452,6 +452,14 @@ impl Worker {
             }
             self.reap()?;
         };
+        if clock.measuring() {
+            let end = clock.measured_end(stopped_at);
+            for c in self.conns.iter().filter(|c| matches!(c.phase, Phase::Open)) {
+                self.p.ex.end_of_phase(&c.ex, end, &mut self.stats);
+            }
+        }
+        // As the epoll engine does: the live interval histogram joins the finished ones.
+        self.stats.intervals.flush();
         // The worker lives on to cancel its kernel work (see shutdown); its counters leave now.
         let empty_window = Instant::now();
         let stats = std::mem::replace(
