@@ -281,9 +281,11 @@ impl Protocol for EchoProtocol {
     }
 
     /// A chunk not completely echoed at the end is unfinished, as an HTTP request in flight is.
-    fn end_of_phase(&self, c: &EchoConn, end: Instant, stats: &mut ThreadStats) {
+    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
         let in_flight = u64::from(self.busy_since(c).is_some());
-        stats.left_in_flight(c.chunk_started, in_flight, c.answered, end);
+        if connecting || in_flight > 0 {
+            stats.left_in_flight(c.chunk_started, in_flight, c.answered, end);
+        }
     }
 }
 

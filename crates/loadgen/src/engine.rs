@@ -89,10 +89,11 @@ pub trait Protocol {
     ) -> Outcome;
     /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
     fn thread_done(&self, stats: &ThreadStats) -> bool;
-    /// The measured phase ended at `end` with this connection open: count what it still has in
-    /// flight as unfinished (`ThreadStats::unfinished`) and the connection as unanswered if it got
-    /// no answer in the phase.
-    fn end_of_phase(&self, c: &Self::Conn, end: Instant, stats: &mut ThreadStats);
+    /// The measured phase ended at `end` with this connection open (or `connecting`: a connect not
+    /// complete, e.g. its SYN dropped by a full accept queue): count what it still has in flight as
+    /// unfinished (`ThreadStats::left_in_flight`) and, if it is waiting for the server, the
+    /// connection as unanswered if it got no answer in the phase.
+    fn end_of_phase(&self, c: &Self::Conn, connecting: bool, end: Instant, stats: &mut ThreadStats);
 }
 
 pub struct WorkerConfig {
@@ -362,8 +363,12 @@ impl<P: Protocol> Worker<P> {
         };
         if clock.measuring() {
             let end = clock.measured_end(stopped_at);
-            for slot in self.slots.iter().filter(|s| matches!(s.phase, Phase::Open)) {
-                self.proto.end_of_phase(&slot.conn, end, &mut self.stats);
+            for slot in &self.slots {
+                let connecting = matches!(slot.phase, Phase::Connecting { .. });
+                if connecting || matches!(slot.phase, Phase::Open) {
+                    self.proto
+                        .end_of_phase(&slot.conn, connecting, end, &mut self.stats);
+                }
             }
         }
         self.stats.intervals.flush();

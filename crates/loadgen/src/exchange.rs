@@ -129,11 +129,19 @@ impl Exchange {
         c.inflight
     }
 
-    /// The measured phase ended at `end` with this connection open: what it still has in flight is
-    /// unfinished (censored into the histogram), and if it got no answer in the whole phase it is
-    /// one of the connections the server left waiting.
-    pub fn end_of_phase(&self, c: &ExchangeConn, end: Instant, stats: &mut ThreadStats) {
-        stats.left_in_flight(c.sent_at, c.inflight as u64, c.answered, end);
+    /// The measured phase ended at `end` with this connection open (or `connecting`): what it still
+    /// has in flight is unfinished (censored into the histogram), and if it got no answer in the
+    /// whole phase it is one of the connections the server left waiting.
+    pub fn end_of_phase(
+        &self,
+        c: &ExchangeConn,
+        connecting: bool,
+        end: Instant,
+        stats: &mut ThreadStats,
+    ) {
+        if connecting || c.inflight > 0 {
+            stats.left_in_flight(c.sent_at, c.inflight as u64, c.answered, end);
+        }
     }
 
     pub fn inflight_total(&self) -> u64 {

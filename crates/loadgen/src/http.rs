@@ -693,8 +693,8 @@ impl Protocol for HttpProtocol {
         stats.quota_reached()
     }
 
-    fn end_of_phase(&self, c: &HttpConn, end: Instant, stats: &mut ThreadStats) {
-        self.ex.end_of_phase(&c.ex, end, stats);
+    fn end_of_phase(&self, c: &HttpConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        self.ex.end_of_phase(&c.ex, connecting, end, stats);
     }
 }
 

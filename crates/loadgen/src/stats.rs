@@ -319,13 +319,11 @@ impl ThreadStats {
         true
     }
 
-    /// The measured phase ended at `end` with `n` requests (or an echo chunk) in flight on one
-    /// connection since `since`: they are unfinished, and the connection counts as unanswered if
-    /// `answered` says it got no response in the whole phase. Every engine ends a phase with this.
+    /// The measured phase ended at `end` with a connection still waiting: `n` requests (or an echo
+    /// chunk) in flight on it since `since`, or (n = 0) its connect not complete. The requests are
+    /// unfinished, and the connection counts as unanswered if `answered` says it got no response
+    /// in the whole phase. Every engine ends a phase with this for each waiting connection.
     pub fn left_in_flight(&mut self, since: Instant, n: u64, answered: bool, end: Instant) {
-        if n == 0 {
-            return;
-        }
         self.unfinished(since, n, end);
         if !answered {
             self.unanswered_connections += 1;

@@ -454,8 +454,13 @@ impl Worker {
         };
         if clock.measuring() {
             let end = clock.measured_end(stopped_at);
-            for c in self.conns.iter().filter(|c| matches!(c.phase, Phase::Open)) {
-                self.p.ex.end_of_phase(&c.ex, end, &mut self.stats);
+            for c in &self.conns {
+                let connecting = matches!(c.phase, Phase::Connecting { .. });
+                if connecting || matches!(c.phase, Phase::Open) {
+                    self.p
+                        .ex
+                        .end_of_phase(&c.ex, connecting, end, &mut self.stats);
+                }
             }
         }
         // As the epoll engine does: the live interval histogram joins the finished ones.

@@ -127,7 +127,11 @@ fn a_server_that_never_answers_leaves_every_request_unfinished_and_is_flagged() 
         "Unfinished  3 requests",
         "NO ANSWER: 3 of 3 connections",
     ] {
-        assert!(human.stdout.contains(want), "{want:?}\n{}", human.describe());
+        assert!(
+            human.stdout.contains(want),
+            "{want:?}\n{}",
+            human.describe()
+        );
     }
 }
 
@@ -297,4 +301,28 @@ fn echo_chunks_never_echoed_are_unfinished() {
     assert_censored_accounting(&r, "/latency");
     assert_eq!(r.u64("/no_answer/connections"), 3, "{}", r.context);
     assert_eq!(r.get("/no_answer/flagged"), true, "{}", r.context);
+}
+
+#[test]
+fn connections_whose_connect_never_completes_count_as_unanswered() {
+    // A listener that never accepts, with a backlog of 1: a connection or two complete in the
+    // kernel and send their request; the SYNs of the others are dropped and retried by TCP, so
+    // their connects are still in progress at the end. All of them got no answer at all.
+    let listener = listener_with_backlog(1);
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let r = run_json(
+        &["http", &url, "-c", "8", "-d", "1s", "--timeout", "30s"],
+        RUN_LIMIT,
+    );
+    assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+    let unfinished = r.u64("/totals/unfinished");
+    assert!(
+        (1..8).contains(&unfinished),
+        "only the connections in the accept queue sent a request\n{}",
+        r.context
+    );
+    assert_censored_accounting(&r, "/latency");
+    assert_eq!(r.u64("/no_answer/connections"), 8, "{}", r.context);
+    assert_eq!(r.get("/no_answer/flagged"), true, "{}", r.context);
+    drop(listener);
 }
