@@ -10,8 +10,9 @@
 //! thread sends it, one at a time, and returns one `PhaseReport` per phase. A phase ends at its end
 //! time: no new arrivals, but due requests still in the backlog are sent as connections free up and
 //! requests on the wire are waited for, all within `--timeout` (then the unsent ones are counted as
-//! dropped and the unanswered ones are `timeout` errors), so every request belongs to exactly the
-//! phase of its intended time.
+//! dropped, replies owed longer than `--timeout` are `timeout` errors, and requests still on the
+//! wire are unfinished, their connections closed), so every request belongs to exactly the phase of
+//! its intended time.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};

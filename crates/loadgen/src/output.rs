@@ -61,8 +61,8 @@ pub struct Document {
     pub started_at_wall: std::time::SystemTime,
 }
 
-/// Connections the server left waiting: still waiting at the end of the measured phase, without
-/// a single answer during it.
+/// Connections the server left waiting: still waiting at the end of the measured phase (a request
+/// in flight, or the connect not complete), without a single answer during it.
 #[derive(Serialize)]
 pub struct NoAnswerDoc {
     pub connections: u64,

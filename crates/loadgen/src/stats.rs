@@ -235,8 +235,8 @@ pub struct ThreadStats {
     pub unfinished: u64,
     /// Entries of `hist` that are lower bounds: each unfinished request's time waited so far.
     pub censored: u64,
-    /// Connections that had a request outstanding at the end and got no answer at all during the
-    /// measured phase (see `output::NO_ANSWER_FLAG_FRACTION`).
+    /// Connections still waiting at the end (a request outstanding or the connect not complete)
+    /// that got no answer at all during the measured phase (see `output::NO_ANSWER_FLAG_FRACTION`).
     pub unanswered_connections: u64,
 }
 
