@@ -173,6 +173,18 @@ pub(crate) enum Phase {
     Done,
 }
 
+impl Phase {
+    /// At the end of the measured phase: Some(connecting) for a slot that may still be waiting for
+    /// the server (open, or its connect in progress), None for one that is not.
+    pub(crate) fn waiting_at_end(&self) -> Option<bool> {
+        match self {
+            Phase::Open => Some(false),
+            Phase::Connecting { .. } => Some(true),
+            Phase::New | Phase::Idle { .. } | Phase::Done => None,
+        }
+    }
+}
+
 struct Slot<C> {
     sock: Option<TcpStream>,
     phase: Phase,
@@ -364,8 +376,7 @@ impl<P: Protocol> Worker<P> {
         if clock.measuring() {
             let end = clock.measured_end(stopped_at);
             for slot in &self.slots {
-                let connecting = matches!(slot.phase, Phase::Connecting { .. });
-                if connecting || matches!(slot.phase, Phase::Open) {
+                if let Some(connecting) = slot.phase.waiting_at_end() {
                     self.proto
                         .end_of_phase(&slot.conn, connecting, end, &mut self.stats);
                 }

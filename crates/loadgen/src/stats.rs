@@ -494,6 +494,8 @@ mod tests {
             !a.response(end, Duration::from_micros(5), true),
             "the end is exclusive"
         );
+        // ... and that request, sent 5 µs before the end, was in flight at it: unfinished.
+        assert_eq!((a.unfinished, a.censored), (1, 1));
         let mut b = ThreadStats::new(start, end, None);
         b.response(
             start + Duration::from_millis(100),
@@ -504,7 +506,7 @@ mod tests {
         b.status_error(503);
         a.merge(&b);
         assert_eq!((a.requests, a.responses), (2, 3));
-        assert_eq!(a.hist.len(), 2);
+        assert_eq!(a.hist.len(), 3, "two successes and one censored entry");
         assert_eq!(a.hist.max(), a.hist.highest_equivalent(200));
         assert_eq!(a.errors[ErrorClass::Status as usize], 2);
         assert_eq!(a.status_codes, vec![(503, 2)]);
@@ -524,6 +526,30 @@ mod tests {
         );
         assert_eq!(a.timeline[1], Second::default());
         assert_eq!(a.timeline[2].errors, 1);
+    }
+
+    #[test]
+    fn unfinished_requests_are_censored_lower_bounds_not_errors() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let end = t0 + ms(2000);
+        let mut s = ThreadStats::new(t0, end, None);
+        // Three pipelined requests sent 1.5 s before the end on a connection never answered.
+        s.left_in_flight(t0 + ms(500), 3, false, end);
+        // A request sent at the end was not in flight at it; its connection had answers.
+        s.left_in_flight(end, 1, true, end);
+        assert_eq!((s.unfinished, s.censored, s.unanswered_connections), (3, 3, 1));
+        assert_eq!((s.requests, s.errors_total()), (0, 0), "not successes, not errors");
+        assert_eq!(s.hist.len(), 3);
+        assert_eq!(s.hist.min(), s.hist.lowest_equivalent(1_500_000));
+        // Answered in the loop turn that noticed the end: in flight at the end, waited until it.
+        assert!(!s.response(end + ms(1), ms(1701), true));
+        assert_eq!((s.unfinished, s.censored, s.responses), (4, 4, 0));
+        assert_eq!(s.hist.max(), s.hist.highest_equivalent(1_700_000));
+        // The interval histograms hold them too, in the interval of the phase's last instant.
+        s.intervals.flush();
+        assert_eq!(s.intervals.done.len(), 1);
+        assert_eq!(s.intervals.done[0].0, 1);
     }
 
     #[test]

@@ -455,8 +455,7 @@ impl Worker {
         if clock.measuring() {
             let end = clock.measured_end(stopped_at);
             for c in &self.conns {
-                let connecting = matches!(c.phase, Phase::Connecting { .. });
-                if connecting || matches!(c.phase, Phase::Open) {
+                if let Some(connecting) = c.phase.waiting_at_end() {
                     self.p
                         .ex
                         .end_of_phase(&c.ex, connecting, end, &mut self.stats);
