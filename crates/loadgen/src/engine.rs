@@ -90,7 +90,7 @@ pub trait Protocol {
     /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
     fn thread_done(&self, stats: &ThreadStats) -> bool;
     /// The measured phase ended at `end` with this connection open (or `connecting`: a connect not
-    /// complete, e.g. its SYN dropped by a full accept queue): count what it still has in flight as
+    /// complete or not started, see `Phase::waiting_at_end`): count what it still has in flight as
     /// unfinished (`ThreadStats::left_in_flight`) and, if it is waiting for the server, the
     /// connection as unanswered if it got no answer in the phase.
     fn end_of_phase(&self, c: &Self::Conn, connecting: bool, end: Instant, stats: &mut ThreadStats);
@@ -175,12 +175,15 @@ pub(crate) enum Phase {
 
 impl Phase {
     /// At the end of the measured phase: Some(connecting) for a slot that may still be waiting for
-    /// the server (open, or its connect in progress), None for one that is not.
-    pub(crate) fn waiting_at_end(&self) -> Option<bool> {
+    /// the server, None for one that is not. An open one may have requests in flight. When the run
+    /// ended by its time, one whose connect is in progress, or that the ramp never opened because
+    /// earlier connects were still pending (a full accept queue drops SYNs), waits to connect; when
+    /// it ended because its work was done (`--requests`), such a slot simply was not needed.
+    pub(crate) fn waiting_at_end(&self, ended_by_time: bool) -> Option<bool> {
         match self {
             Phase::Open => Some(false),
-            Phase::Connecting { .. } => Some(true),
-            Phase::New | Phase::Idle { .. } | Phase::Done => None,
+            Phase::Connecting { .. } | Phase::New if ended_by_time => Some(true),
+            _ => None,
         }
     }
 }
@@ -375,8 +378,9 @@ impl<P: Protocol> Worker<P> {
         };
         if clock.measuring() {
             let end = clock.measured_end(stopped_at);
+            let by_time = clock.past_end(stopped_at);
             for slot in &self.slots {
-                if let Some(connecting) = slot.phase.waiting_at_end() {
+                if let Some(connecting) = slot.phase.waiting_at_end(by_time) {
                     self.proto
                         .end_of_phase(&slot.conn, connecting, end, &mut self.stats);
                 }

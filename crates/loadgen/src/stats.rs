@@ -538,8 +538,15 @@ mod tests {
         s.left_in_flight(t0 + ms(500), 3, false, end);
         // A request sent at the end was not in flight at it; its connection had answers.
         s.left_in_flight(end, 1, true, end);
-        assert_eq!((s.unfinished, s.censored, s.unanswered_connections), (3, 3, 1));
-        assert_eq!((s.requests, s.errors_total()), (0, 0), "not successes, not errors");
+        assert_eq!(
+            (s.unfinished, s.censored, s.unanswered_connections),
+            (3, 3, 1)
+        );
+        assert_eq!(
+            (s.requests, s.errors_total()),
+            (0, 0),
+            "not successes, not errors"
+        );
         assert_eq!(s.hist.len(), 3);
         assert_eq!(s.hist.min(), s.hist.lowest_equivalent(1_500_000));
         // Answered in the loop turn that noticed the end: in flight at the end, waited until it.

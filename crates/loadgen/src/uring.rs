@@ -454,8 +454,9 @@ impl Worker {
         };
         if clock.measuring() {
             let end = clock.measured_end(stopped_at);
+            let by_time = clock.past_end(stopped_at);
             for c in &self.conns {
-                if let Some(connecting) = c.phase.waiting_at_end() {
+                if let Some(connecting) = c.phase.waiting_at_end(by_time) {
                     self.p
                         .ex
                         .end_of_phase(&c.ex, connecting, end, &mut self.stats);
