@@ -19,7 +19,7 @@ run: setup
 
 # The HTTP scenarios run once per engine: epoll (the default), io_uring, and io_uring with automatic
 # coalescing (NETARENA_LOAD_TEST_IO, see crates/loadgen/tests/common/mod.rs).
-URING_TESTS := --test contract --test misbehaving_http --test uring --test run_control
+URING_TESTS := --test contract --test misbehaving_http --test uring --test run_control --test unfinished
 test-rust:
 	cargo test --release --locked --workspace
 	NETARENA_LOAD_TEST_IO=uring cargo test --release --locked -p netarena-load $(URING_TESTS)

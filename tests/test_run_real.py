@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -739,3 +741,56 @@ def test_load_time_expectations_accept_the_right_body_and_count_a_wrong_one(scen
             assert doc["totals"]["requests"] == 0 and by_class["verification_mismatch"] == 40, doc["errors"]
         else:
             assert doc["totals"]["requests"] == 40 and doc["errors"]["total"] == 0, doc["errors"]
+
+
+POOL = """name = "pool"
+contestants = ["fx-pool"]
+repeat = 1
+warmup_s = 0.3
+duration_s = 1.0
+timeout_s = 5
+
+[[measure]]
+scenario = "hello"
+connections = [8]
+"""
+
+
+def test_connections_left_unanswered_are_counted_flagged_and_reported(tmp_path, cache_dir, generator_binary,
+                                                                      no_leftover_processes):
+    """fx-pool serves 2 connections at a time, each for its life (a threaded server under keep-alive): of 8
+    connections 6 never get an answer, and with timeout_s longer than the run nothing times out. The stored
+    measurement keeps the generator's unfinished requests, censored entries and no_answer flag; the summary,
+    the report and the export show them; the error rate stays 0 (unfinished requests are not errors)."""
+    path = write_suite(tmp_path / "suite.toml", POOL)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results)], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", dict(row)
+    generator = json.loads(row["generator_json"])
+    assert generator["errors"]["total"] == 0 and row["error_rate"] == 0
+    assert generator["totals"]["requests"] > 0  # the 2 served connections
+    assert generator["totals"]["unfinished"] == 8  # every connection had a request in flight at the end
+    assert generator["latency"]["censored"] == 8
+    assert generator["no_answer"]["connections"] == 6 and generator["no_answer"]["of_connections"] == 8
+    assert generator["no_answer"]["flagged"] is True
+    assert "no_answer" in json.loads(row["flags_json"])
+
+    assert "NOANS" in result.stdout, result.stdout
+    assert re.search(r"unfinished: fx-pool hello c=8\S*: 8 request\(s\) still in flight at the end", result.stdout), \
+        result.stdout
+    shown = run_cli(["show", "--results", results], cache_dir)
+    assert shown.returncode == 0 and "NOANS = connections unanswered" in shown.stdout, shown.stdout
+
+    html = (results / "report-run-1.html").read_text()
+    assert 'data-badge="NOANS"' in html
+    assert 'data-field="unfinished">8<' in html and 'data-field="no-answer">6<' in html
+
+    csv_out = run_cli(["export", "--results", results, "--csv"], cache_dir)
+    assert csv_out.returncode == 0, csv_out.stderr
+    [fields] = list(csv.DictReader(io.StringIO(csv_out.stdout)))
+    assert (fields["unfinished"], fields["no_answer_connections"]) == ("8", "6")
+    exported = json.loads(run_cli(["export", "--results", results, "--json"], cache_dir).stdout)
+    [group] = exported["summary"]
+    assert (group["unfinished"], group["latency_censored"], group["unanswered_connections"]) == (8, 8, 6)

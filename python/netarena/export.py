@@ -11,7 +11,7 @@ from .store import Store, row_to_dict
 
 CSV_COLUMNS = ["run_id", "measurement_id", "contestant", "scenario", "level_key", "connections", "workers",
                "repeat_index", "status", "failure_kind", "requests_per_s", "error_rate", "latency_p50_us",
-               "latency_p99_us", "errors_total", "generator_busy_fraction", "generator_busy_fraction_max", "generator_saturated",
+               "latency_p99_us", "errors_total", "unfinished", "no_answer_connections", "generator_busy_fraction", "generator_busy_fraction_max", "generator_saturated",
                "server_cpu_user_s", "server_cpu_sys_s", "server_rss_peak_bytes", "flags", "error", "started_at",
                "ended_at"]
 
@@ -66,6 +66,8 @@ def export_csv(store: Store, run_id: int) -> str:
             "requests_per_s": m["requests_per_s"], "error_rate": m["error_rate"],
             "latency_p50_us": m["latency_p50_us"], "latency_p99_us": m["latency_p99_us"],
             "errors_total": (gen.get("errors") or {}).get("total"),
+            "unfinished": (gen.get("totals") or {}).get("unfinished"),
+            "no_answer_connections": (gen.get("no_answer") or {}).get("connections"),
             "generator_busy_fraction": (gen.get("generator") or {}).get("busy_fraction"),
             "generator_busy_fraction_max": (gen.get("generator") or {}).get("busy_fraction_max"),
             "generator_saturated": gen.get("generator_saturated"),

@@ -23,9 +23,16 @@ FLAG_STOP_KILLED = "needed_sigkill_to_stop"
 FLAG_RATE_NOT_MET = "rate_not_met"  # open loop: the generator could not keep the asked schedule
 FLAG_WARMUP_RAISED = "warmup_raised"  # the contestant's start.warmup_min_s exceeded the suite's warm-up
 FLAG_THRESHOLD_FAILED = "threshold_failed"  # a --threshold / suite `thresholds` verdict of the generator failed
+# A sizeable share of the connections got no answer at all during the measured phase (netarena-load's
+# no_answer.flagged, judged at its NO_ANSWER_FLAG_FRACTION): the figures describe the connections served.
+FLAG_NO_ANSWER = "no_answer"
 
 
 def error_rate(generator: dict) -> float:
+    """errors / (successes + errors). Requests still in flight at the end (totals.unfinished) are in neither:
+    a healthy closed loop ends with one in flight per connection, so counting them would charge every short
+    run with errors; a server that leaves connections waiting is flagged by FLAG_NO_ANSWER instead, and their
+    waits are in the latency histogram as censored lower bounds."""
     ok = generator["totals"]["requests"]
     errors = generator["errors"]["total"]
     return errors / (ok + errors) if ok + errors else 1.0
@@ -47,6 +54,8 @@ def measurement_flags(generator: dict | None, stop: dict | None = None) -> list[
             flags.append(FLAG_RATE_NOT_MET)
         if failed_thresholds(generator):
             flags.append(FLAG_THRESHOLD_FAILED)
+        if (generator.get("no_answer") or {}).get("flagged"):
+            flags.append(FLAG_NO_ANSWER)
     if stop:
         if stop.get("leftover") or stop.get("escaped"):
             flags.append(FLAG_LEFTOVER)
@@ -107,6 +116,11 @@ class GroupSummary:
     latency_p99_9_us: float | None = None
     latency_max_us: float | None = None
     error_rate_median: float | None = None
+    # Summed over the ok repeats: requests still in flight at the end (their waits are censored lower
+    # bounds inside the percentiles above), and connections that got no answer during the measured phase.
+    unfinished: int = 0
+    latency_censored: int = 0
+    unanswered_connections: int = 0
     server_cpu_s_median: float | None = None
     server_rss_peak_bytes: int | None = None
     flags: list[str] = field(default_factory=list)
@@ -144,6 +158,12 @@ def summarize(rows: list[dict]) -> list[GroupSummary]:
                 if summary.cv > CV_FLAG_THRESHOLD:
                     flags.add(FLAG_HIGH_CV)
             summary.error_rate_median = statistics.median(error_rate(m["generator"]) for m in ok)
+            # Results from before these fields existed have none: 0, as they reported.
+            summary.unfinished = sum(int(m["generator"]["totals"].get("unfinished") or 0) for m in ok)
+            summary.latency_censored = sum(int((m["generator"].get("latency") or {}).get("censored") or 0)
+                                           for m in ok)
+            summary.unanswered_connections = sum(int((m["generator"].get("no_answer") or {}).get("connections") or 0)
+                                                 for m in ok)
             merged = merge_histograms([m["generator"] for m in ok])
             if merged is not None and merged.get_total_count():
                 summary.latency_p50_us = merged.get_value_at_percentile(50)

@@ -83,6 +83,8 @@ pub struct EchoConn {
     verified: u64,
     chunk_end: u64,
     chunk_started: Instant,
+    /// A chunk was echoed completely on this connection slot during the measured phase.
+    answered: bool,
 }
 
 pub struct EchoProtocol {
@@ -155,6 +157,7 @@ impl Protocol for EchoProtocol {
             verified: 0,
             chunk_end: 0,
             chunk_started: Instant::now(),
+            answered: false,
         }
     }
 
@@ -258,7 +261,7 @@ impl Protocol for EchoProtocol {
                 stats.verified_bytes += n as u64;
             }
             if c.verified == c.chunk_end {
-                stats.response(now, now - c.chunk_started, true);
+                c.answered |= stats.response(now, now - c.chunk_started, true);
                 if self.bytes_per_connection == Some(c.verified) {
                     return Outcome::Finished;
                 }
@@ -275,6 +278,14 @@ impl Protocol for EchoProtocol {
 
     fn thread_done(&self, _stats: &ThreadStats) -> bool {
         false
+    }
+
+    /// A chunk not completely echoed at the end is unfinished, as an HTTP request in flight is.
+    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        let in_flight = u64::from(self.busy_since(c).is_some());
+        if connecting || in_flight > 0 {
+            stats.left_in_flight(c.chunk_started, in_flight, c.answered, end);
+        }
     }
 }
 

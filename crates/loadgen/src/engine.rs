@@ -89,6 +89,11 @@ pub trait Protocol {
     ) -> Outcome;
     /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
     fn thread_done(&self, stats: &ThreadStats) -> bool;
+    /// The measured phase ended at `end` with this connection open (or `connecting`: a connect not
+    /// complete or not started, see `Phase::waiting_at_end`): count what it still has in flight as
+    /// unfinished (`ThreadStats::left_in_flight`) and, if it is waiting for the server, the
+    /// connection as unanswered if it got no answer in the phase.
+    fn end_of_phase(&self, c: &Self::Conn, connecting: bool, end: Instant, stats: &mut ThreadStats);
 }
 
 pub struct WorkerConfig {
@@ -168,6 +173,21 @@ pub(crate) enum Phase {
     Done,
 }
 
+impl Phase {
+    /// At the end of the measured phase: Some(connecting) for a slot that may still be waiting for
+    /// the server, None for one that is not. An open one may have requests in flight. When the run
+    /// ended by its time, one whose connect is in progress, or that the ramp never opened because
+    /// earlier connects were still pending (a full accept queue drops SYNs), waits to connect; when
+    /// it ended because its work was done (`--requests`), such a slot simply was not needed.
+    pub(crate) fn waiting_at_end(&self, ended_by_time: bool) -> Option<bool> {
+        match self {
+            Phase::Open => Some(false),
+            Phase::Connecting { .. } | Phase::New if ended_by_time => Some(true),
+            _ => None,
+        }
+    }
+}
+
 struct Slot<C> {
     sock: Option<TcpStream>,
     phase: Phase,
@@ -228,6 +248,13 @@ impl LoopClock {
 
     pub(crate) fn measuring(&self) -> bool {
         self.at_start.is_some()
+    }
+
+    /// Where the measured phase ended for a loop that stopped at `stopped_at`: its end time, or
+    /// earlier if the loop stopped first (`--requests` done, every connection finished).
+    pub(crate) fn measured_end(&self, stopped_at: Instant) -> Instant {
+        self.measure_end
+            .map_or(stopped_at, |end| end.min(stopped_at))
     }
 
     /// The measured phase is over: its end time came, or a SIGINT/SIGTERM ended it early.
@@ -350,6 +377,16 @@ impl<P: Protocol> Worker<P> {
                 self.on_event(ev.token().0, ev);
             }
         };
+        if clock.measuring() {
+            let end = clock.measured_end(stopped_at);
+            let by_time = clock.past_end(stopped_at);
+            for slot in &self.slots {
+                if let Some(connecting) = slot.phase.waiting_at_end(by_time) {
+                    self.proto
+                        .end_of_phase(&slot.conn, connecting, end, &mut self.stats);
+                }
+            }
+        }
         self.stats.intervals.flush();
         Ok(clock.result(self.stats, cpu, stopped_at, None))
     }

@@ -37,6 +37,9 @@ pub struct ExchangeConn {
     carry: Vec<u8>,
     inflight: usize,
     sent_at: Instant,
+    /// A response was counted on this connection slot during the measured phase (kept across
+    /// reconnects: the slot is one of the `-c` connections, whatever socket it has now).
+    answered: bool,
 }
 
 /// What the engine does after `on_bytes`.
@@ -105,6 +108,7 @@ impl Exchange {
             carry: Vec::new(),
             inflight: 0,
             sent_at: Instant::now(),
+            answered: false,
         }
     }
 
@@ -123,6 +127,21 @@ impl Exchange {
 
     pub fn inflight(&self, c: &ExchangeConn) -> usize {
         c.inflight
+    }
+
+    /// The measured phase ended at `end` with this connection open (or `connecting`): what it still
+    /// has in flight is unfinished (censored into the histogram), and if it got no answer in the
+    /// whole phase it is one of the connections the server left waiting.
+    pub fn end_of_phase(
+        &self,
+        c: &ExchangeConn,
+        connecting: bool,
+        end: Instant,
+        stats: &mut ThreadStats,
+    ) {
+        if connecting || c.inflight > 0 {
+            stats.left_in_flight(c.sent_at, c.inflight as u64, c.answered, end);
+        }
     }
 
     pub fn inflight_total(&self) -> u64 {
@@ -267,6 +286,7 @@ impl Exchange {
         self.fastest_recent = self.fastest_recent.min(latency);
         self.recent_count = self.recent_count.saturating_add(1);
         if stats.response(now, latency, ok) {
+            c.answered = true;
             match verdict {
                 Verdict::Ok => {}
                 Verdict::Status => {

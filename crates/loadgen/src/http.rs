@@ -692,6 +692,10 @@ impl Protocol for HttpProtocol {
     fn thread_done(&self, stats: &ThreadStats) -> bool {
         stats.quota_reached()
     }
+
+    fn end_of_phase(&self, c: &HttpConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        self.ex.end_of_phase(&c.ex, connecting, end, stats);
+    }
 }
 
 /// Feed `pieces` to a parser the way the engine does (an incomplete head is carried over to the

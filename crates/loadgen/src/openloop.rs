@@ -10,8 +10,9 @@
 //! thread sends it, one at a time, and returns one `PhaseReport` per phase. A phase ends at its end
 //! time: no new arrivals, but due requests still in the backlog are sent as connections free up and
 //! requests on the wire are waited for, all within `--timeout` (then the unsent ones are counted as
-//! dropped and the unanswered ones are `timeout` errors), so every request belongs to exactly the
-//! phase of its intended time.
+//! dropped, replies owed longer than `--timeout` are `timeout` errors, and requests still on the
+//! wire are unfinished, their connections closed), so every request belongs to exactly the phase of
+//! its intended time.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -166,6 +167,10 @@ pub struct OpenStats {
     /// The server closed before the connection's K requests were done (not an error by itself).
     pub conns_ended_early: u64,
     pub conns_failed: u64,
+    /// Closed at the drain deadline with a request still unanswered.
+    pub conns_unfinished: u64,
+    /// Entries of `uncorrected` that are lower bounds (requests unfinished at the drain deadline).
+    pub uncorrected_censored: u64,
     /// Wall time of loop turns that only busy-polled for the next send (`--spin-us`): nothing
     /// arrived, nothing was sent, no socket was ready. Left out of the thread's busy time, so a
     /// generator spinning on purpose is not taken for a saturated one.
@@ -187,6 +192,8 @@ impl OpenStats {
             conns_completed: 0,
             conns_ended_early: 0,
             conns_failed: 0,
+            conns_unfinished: 0,
+            uncorrected_censored: 0,
             spin_wait: Duration::ZERO,
         }
     }
@@ -204,6 +211,8 @@ impl OpenStats {
         self.conns_completed += o.conns_completed;
         self.conns_ended_early += o.conns_ended_early;
         self.conns_failed += o.conns_failed;
+        self.conns_unfinished += o.conns_unfinished;
+        self.uncorrected_censored += o.uncorrected_censored;
         self.spin_wait += o.spin_wait;
     }
 
@@ -267,6 +276,8 @@ struct Slot {
     requests_left: u32,
     backoff_ms: u64,
     source: Option<SocketAddr>,
+    /// A response was counted on this slot in the current phase.
+    answered: bool,
 }
 
 struct Worker {
@@ -424,6 +435,9 @@ impl Worker {
         self.open = OpenStats::new();
         self.phase_end = plan.end;
         self.phase_index += 1;
+        for slot in &mut self.slots {
+            slot.answered = false;
+        }
         let rng = Rng::for_thread(self.cfg.seed, self.cfg.thread_index, 10 + self.phase_index);
         let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng)
             .with_offset(plan.offset);
@@ -500,6 +514,11 @@ impl Worker {
             if now >= drain_deadline {
                 self.open.dropped_unsent += self.backlog.len() as u64;
                 self.backlog.clear();
+                // Replies owed longer than --timeout are timeouts; the rest (sent in the drain)
+                // are unfinished: the phase ends here, not when the last of them would time out.
+                self.sweep(now);
+                self.end_in_flight(now);
+                break;
             }
             self.dispatch();
             if now >= next_sweep {
@@ -509,15 +528,7 @@ impl Worker {
             if self.outstanding == 0 && self.backlog.is_empty() {
                 break;
             }
-            // Past the deadline only the sweep (timeouts) and responses matter: waking at `now`
-            // would spin for up to --timeout while a stalled server holds requests, stealing the
-            // CPU the server needs and making the generator look saturated.
-            let wake = if now < drain_deadline {
-                next_sweep.min(drain_deadline)
-            } else {
-                next_sweep
-            };
-            self.timer.arm_at(wake)?;
+            self.timer.arm_at(next_sweep.min(drain_deadline))?;
             self.poll_once(&mut events, None)?;
         }
         let stopped_at = Instant::now();
@@ -540,6 +551,35 @@ impl Worker {
             sys_time: sys1.saturating_sub(sys0),
             stopped_at,
         })
+    }
+
+    /// At the drain deadline `end`: every request still on the wire is unfinished, its time since
+    /// the intended send a censored entry of the corrected histogram (and since the actual send,
+    /// of the uncorrected one). Its connection is closed, so the next phase starts with nothing in
+    /// flight: the pool reopens it, a `--conn-rate` connection is retired.
+    fn end_in_flight(&mut self, end: Instant) {
+        for i in 0..self.slots.len() {
+            let slot = &self.slots[i];
+            if slot.st != St::Busy {
+                continue;
+            }
+            self.stats
+                .left_in_flight(slot.intended, 1, slot.answered, end);
+            if slot.sent_at < end {
+                self.open
+                    .uncorrected
+                    .saturating_record(stats::micros(end - slot.sent_at));
+                self.open.uncorrected_censored += 1;
+            }
+            let next = match self.cfg.kind {
+                LoadKind::Rate => Next::Reopen,
+                LoadKind::ConnRate { .. } => {
+                    self.open.conns_unfinished += 1;
+                    Next::Retire
+                }
+            };
+            self.apply(i, next, end);
+        }
     }
 
     /// One epoll wait and its events; whether any event came.
@@ -916,15 +956,12 @@ impl Worker {
         let uncorrected = now.saturating_duration_since(slot.sent_at);
         let what = &self.cfg.requests.what[slot.req];
         if self.stats.response(now, corrected, ok) {
+            slot.answered = true;
             match verdict {
                 Verdict::Ok => {
-                    let us = uncorrected
-                        .as_micros()
-                        .min(u128::from(stats::HIST_HIGHEST_US))
-                        as u64;
                     self.open
                         .uncorrected
-                        .saturating_record(us.max(stats::HIST_LOWEST_US));
+                        .saturating_record(stats::micros(uncorrected));
                 }
                 Verdict::Status => {
                     self.stats.status_error(r.status);
@@ -992,6 +1029,7 @@ fn new_slot(cfg: &OpenWorkerConfig, k: usize, want_digest: bool, now: Instant) -
         conn_intended: now,
         requests_left: 0,
         backoff_ms: 0,
+        answered: false,
         source: (!cfg.source_ips.is_empty())
             .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0)),
     }

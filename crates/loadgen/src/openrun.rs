@@ -210,7 +210,7 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
         let (verdicts, found, why) = find_max(fm, o.base_rate(), |rate| {
             let s = measure(rate, next_start)?;
             next_start = Instant::now() + PHASE_LEAD;
-            let v = verdict(&s, fm, o);
+            let v = verdict(cfg, &s, fm, o);
             steps.push(s);
             Ok(v)
         })?;
@@ -347,6 +347,7 @@ fn merge_reports(
 fn step_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, s: &StepOut) -> Document {
     let mut doc = output::document(cfg, &s.outcome);
     fix_cpus(cfg, &mut doc);
+    doc.no_answer = no_answer(cfg, o, &s.outcome.stats, &s.open);
     doc.open_loop = Some(open_doc(h, o, Some(s.rate), &s.open, s.schedule));
     doc.interrupted = s.interrupted;
     doc
@@ -426,6 +427,16 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
     let mut doc = output::document(cfg, &outcome);
     fix_cpus(cfg, &mut doc);
     doc.intervals = output::intervals_doc(&outcome.stats.intervals.done, cfg.interval, duration);
+    // Counts summed over the steps; flagged when any step was.
+    let per_step: Vec<_> = steps
+        .iter()
+        .map(|s| no_answer(cfg, o, &s.outcome.stats, &s.open))
+        .collect();
+    doc.no_answer = output::no_answer_doc(
+        per_step.iter().map(|n| n.connections).sum(),
+        per_step.iter().map(|n| n.of_connections).sum(),
+    );
+    doc.no_answer.flagged = per_step.iter().any(|n| n.flagged);
     let mut od = open_doc(h, o, None, &open, scheduled);
     // A sweep is marked when any of its steps was.
     let marked: Vec<String> = steps
@@ -440,6 +451,21 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
     od.rate_not_met_reasons = marked;
     doc.open_loop = Some(od);
     doc
+}
+
+/// Connections left waiting in one step: of the pool (`--rate`) or of the connections started
+/// (`--conn-rate`, where each arrival is a connection).
+fn no_answer(
+    cfg: &Config,
+    o: &OpenConfig,
+    st: &ThreadStats,
+    open: &OpenStats,
+) -> output::NoAnswerDoc {
+    let of = match o.kind {
+        LoadKind::Rate => cfg.connections as u64,
+        LoadKind::ConnRate { .. } => open.started,
+    };
+    output::no_answer_doc(st.unanswered_connections, of)
 }
 
 /// Arrivals started before the schedule's end, per second of schedule. Sends made in the drain
@@ -497,6 +523,7 @@ pub fn open_doc(
                 completed: s.conns_completed,
                 ended_early: s.conns_ended_early,
                 failed: s.conns_failed,
+                unfinished: s.conns_unfinished,
                 lifetime: output::latency_doc(&s.lifetime),
             }),
         ),
@@ -516,7 +543,10 @@ pub fn open_doc(
         dropped_unsent: s.dropped_unsent,
         rate_not_met: !reasons.is_empty(),
         rate_not_met_reasons: reasons,
-        latency_uncorrected: output::latency_doc(&s.uncorrected),
+        latency_uncorrected: output::Latency {
+            censored: Some(s.uncorrected_censored),
+            ..output::latency_doc(&s.uncorrected)
+        },
         schedule_lag: lag,
         spin_us: o.spin.as_micros() as u64,
         spin_wait_s: s.spin_wait.as_secs_f64(),
@@ -531,7 +561,7 @@ pub fn error_fraction(st: &ThreadStats) -> f64 {
 }
 
 /// Did this step meet the objective, the error budget and its own schedule?
-fn verdict(s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
+fn verdict(cfg: &Config, s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
     let st = &s.outcome.stats;
     let mut reasons = Vec::new();
     let error_fraction = error_fraction(st);
@@ -561,7 +591,13 @@ fn verdict(s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
             s.rate
         ));
     }
-    let _ = o;
+    let na = no_answer(cfg, o, st, &s.open);
+    if na.flagged {
+        reasons.push(format!(
+            "{} of {} connections got no answer",
+            na.connections, na.of_connections
+        ));
+    }
     StepVerdict {
         rate_per_s: s.rate,
         passed: reasons.is_empty(),

@@ -23,6 +23,12 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// the bottleneck: that thread's connections waited on it, not on the server, even if the other
 /// threads idled (so the test is on the busiest thread, not on the mean).
 pub const SATURATION_BUSY_FRACTION: f64 = 0.90;
+/// A measurement in which at least this fraction of the connections got no answer at all during
+/// the measured phase (they were still waiting at the end) is flagged `no_answer.flagged`: its
+/// throughput and percentiles describe the connections the server did serve. In a fair run every
+/// connection is answered many times; 5% is far from that and far below a server that serves N
+/// of M connections (a thread pool of 128 under 5,000 connections leaves ~97% waiting).
+pub const NO_ANSWER_FLAG_FRACTION: f64 = 0.05;
 
 #[derive(Serialize)]
 pub struct Document {
@@ -42,6 +48,7 @@ pub struct Document {
     pub errors: Errors,
     pub generator: Generator,
     pub generator_saturated: bool,
+    pub no_answer: NoAnswerDoc,
     pub echo: Option<EchoDoc>,
     /// True when `latency` counts from each request's intended send time (open-loop modes).
     pub latency_corrected: bool,
@@ -59,6 +66,34 @@ pub struct Document {
     /// Wall-clock start of the measured phase, for the `--hlog` header.
     #[serde(skip)]
     pub started_at_wall: std::time::SystemTime,
+}
+
+/// Connections the server left waiting: still waiting at the end of the measured phase (a request
+/// in flight, or the connect not complete), without a single answer during it.
+#[derive(Serialize)]
+pub struct NoAnswerDoc {
+    pub connections: u64,
+    /// Of how many: `-c` (closed loop, `--rate` pool); connections started (`--conn-rate`).
+    pub of_connections: u64,
+    pub fraction: f64,
+    pub flag_fraction: f64,
+    /// fraction >= flag_fraction (in a sweep: in any step).
+    pub flagged: bool,
+}
+
+pub fn no_answer_doc(connections: u64, of_connections: u64) -> NoAnswerDoc {
+    let fraction = if of_connections > 0 {
+        connections as f64 / of_connections as f64
+    } else {
+        0.0
+    };
+    NoAnswerDoc {
+        connections,
+        of_connections,
+        fraction,
+        flag_fraction: NO_ANSWER_FLAG_FRACTION,
+        flagged: connections > 0 && fraction >= NO_ANSWER_FLAG_FRACTION,
+    }
 }
 
 #[derive(Serialize)]
@@ -115,6 +150,8 @@ pub struct ConnRateDoc {
     pub completed: u64,
     pub ended_early: u64,
     pub failed: u64,
+    /// Closed at the drain deadline with a request still unanswered.
+    pub unfinished: u64,
     pub lifetime: Latency,
 }
 
@@ -202,6 +239,8 @@ pub struct Totals {
     pub bytes_received: u64,
     pub connections_opened: u64,
     pub errors: u64,
+    /// Requests (echo: chunks) still unanswered when the measured phase ended; not in `errors`.
+    pub unfinished: u64,
 }
 
 #[derive(Serialize)]
@@ -212,7 +251,12 @@ pub struct Throughput {
 
 #[derive(Serialize)]
 pub struct Latency {
+    /// Entries, censored ones included.
     pub count: u64,
+    /// Entries that are lower bounds: the wait so far of requests unfinished at the end (only on
+    /// `latency` and `open_loop.latency_uncorrected`). With any, every percentile is a lower bound.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub censored: Option<u64>,
     pub min_us: u64,
     pub p50_us: u64,
     pub p75_us: u64,
@@ -296,6 +340,7 @@ pub fn latency_doc(h: &Histogram<u64>) -> Latency {
     let q = |p: f64| if empty { 0 } else { h.value_at_quantile(p) };
     Latency {
         count: h.len(),
+        censored: None,
         min_us: if empty { 0 } else { h.min() },
         p50_us: q(0.50),
         p75_us: q(0.75),
@@ -449,12 +494,16 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
             bytes_received: s.bytes_received,
             connections_opened: s.connections_opened,
             errors: errors_total,
+            unfinished: s.unfinished,
         },
         throughput: Throughput {
             requests_per_s: per_s(s.requests),
             bytes_per_s: per_s(s.bytes_received),
         },
-        latency: latency_doc(&s.hist),
+        latency: Latency {
+            censored: Some(s.censored),
+            ..latency_doc(&s.hist)
+        },
         timeline,
         errors: Errors {
             total: errors_total,
@@ -482,6 +531,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
                 .map(|d| d.as_secs_f64() * 1e6),
         },
         generator_saturated: saturated,
+        no_answer: no_answer_doc(s.unanswered_connections, cfg.connections as u64),
         echo,
         latency_corrected: open.is_some(),
         intervals: intervals_doc(&s.intervals.done, cfg.interval, run.duration),
@@ -677,6 +727,11 @@ pub fn human(doc: &Document) -> String {
         fmt_us(l.mean_us as u64),
         fmt_us(l.stdev_us as u64)
     );
+    if let Some(n) = l.censored.filter(|&n| n > 0) {
+        o += &format!(
+            "              percentiles include {n} censored lower bound(s): requests unanswered at the end, entered with the time they had waited\n"
+        );
+    }
     if let Some(ol) = &doc.open_loop {
         let u = &ol.latency_uncorrected;
         o += &format!(
@@ -717,12 +772,13 @@ pub fn human(doc: &Document) -> String {
         }
         if let Some(c) = &ol.connections {
             o += &format!(
-                "  Connections {} started, {} completed {} request(s) each, {} ended early by the server, {} failed; lifetime p50 {} p99 {}\n",
+                "  Connections {} started, {} completed {} request(s) each, {} ended early by the server, {} failed, {} unfinished; lifetime p50 {} p99 {}\n",
                 c.started,
                 c.completed,
                 c.requests_per_conn,
                 c.ended_early,
                 c.failed,
+                c.unfinished,
                 fmt_us(c.lifetime.p50_us),
                 fmt_us(c.lifetime.p99_us)
             );
@@ -746,6 +802,22 @@ pub fn human(doc: &Document) -> String {
         doc.totals.responses,
         fmt_bytes(doc.throughput.bytes_per_s)
     );
+    if doc.totals.unfinished > 0 {
+        o += &format!(
+            "  Unfinished  {} {unit} still unanswered at the end (not counted as errors)\n",
+            doc.totals.unfinished
+        );
+    }
+    let na = &doc.no_answer;
+    if na.flagged {
+        o += &format!(
+            "  WARNING: NO ANSWER: {} of {} connections ({:.1}%, flagged at >= {:.0}%) got no answer during the measured phase.\n           The server left them waiting: the throughput and latencies above are those of the connections it served.\n",
+            na.connections,
+            na.of_connections,
+            na.fraction * 100.0,
+            na.flag_fraction * 100.0
+        );
+    }
     if let Some(e) = &doc.echo {
         o += &format!(
             "  Echo        {} verified",

@@ -21,6 +21,12 @@ pub const MAX_ERROR_EXAMPLES: usize = 5;
 /// `--interval` default.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 
+/// A latency as a histogram value: whole µs, within the histogram's range.
+#[inline]
+pub fn micros(d: Duration) -> u64 {
+    (d.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64).max(HIST_LOWEST_US)
+}
+
 pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_SIGFIG)
         .expect("valid histogram bounds")
@@ -78,6 +84,14 @@ impl Intervals {
             self.roll(now);
         }
         self.current.saturating_record(us);
+    }
+
+    /// `n` entries of the same value at once (censored lower bounds, see `ThreadStats::unfinished`).
+    pub fn record_n(&mut self, now: Instant, us: u64, n: u64) {
+        if now >= self.end {
+            self.roll(now);
+        }
+        self.current.saturating_record_n(us, n);
     }
 
     #[cold]
@@ -237,6 +251,14 @@ pub struct ThreadStats {
     pub intervals: Intervals,
     /// Progress lines on (`progress`): the running counts are mirrored there.
     live: Option<Arc<Live>>,
+    /// Requests (echo: chunks) still unanswered when the measured phase ended. Not errors: a
+    /// healthy closed loop always ends with a request in flight on every connection.
+    pub unfinished: u64,
+    /// Entries of `hist` that are lower bounds: each unfinished request's time waited so far.
+    pub censored: u64,
+    /// Connections still waiting at the end (a request outstanding or the connect not complete)
+    /// that got no answer at all during the measured phase (see `output::NO_ANSWER_FLAG_FRACTION`).
+    pub unanswered_connections: u64,
 }
 
 impl ThreadStats {
@@ -263,6 +285,9 @@ impl ThreadStats {
             timeline: Vec::new(),
             last_event: None,
             intervals,
+            unfinished: 0,
+            censored: 0,
+            unanswered_connections: 0,
         }
     }
 
@@ -300,6 +325,12 @@ impl ThreadStats {
     #[inline]
     pub fn response(&mut self, now: Instant, latency: Duration, ok: bool) -> bool {
         if !self.counting(now) || self.quota_reached() {
+            if now >= self.measure_end && !self.quota_reached() {
+                // Answered after the end, in the loop turn that noticed the end: at the end this
+                // request was still in flight.
+                let sent = now.checked_sub(latency).unwrap_or(now);
+                self.unfinished(sent, 1, self.measure_end);
+            }
             return false;
         }
         self.responses += 1;
@@ -309,13 +340,41 @@ impl ThreadStats {
             if let Some(live) = &self.live {
                 live.set_requests(self.requests);
             }
-            let us = latency.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64;
-            let us = us.max(HIST_LOWEST_US);
+            let us = micros(latency);
             self.hist.saturating_record(us);
             self.intervals.record(now, us);
             self.second(now).requests += 1;
         }
         true
+    }
+
+    /// The measured phase ended at `end` with a connection still waiting: `n` requests (or an echo
+    /// chunk) in flight on it since `since`, or (n = 0) its connect not complete. The requests are
+    /// unfinished, and the connection counts as unanswered if `answered` says it got no response
+    /// in the whole phase. Every engine ends a phase with this for each waiting connection.
+    pub fn left_in_flight(&mut self, since: Instant, n: u64, answered: bool, end: Instant) {
+        self.unfinished(since, n, end);
+        if !answered {
+            self.unanswered_connections += 1;
+        }
+    }
+
+    /// `n` requests sent at `since` were still unanswered when the measured phase ended at `end`:
+    /// count them as unfinished (not as errors), and enter the time they had waited by then into
+    /// the latency histogram as censored entries, lower bounds of their latency. A survivors-only
+    /// histogram would hide a server that never answers most connections. Requests sent at or
+    /// after `end` were not in flight at the end and are left out.
+    pub fn unfinished(&mut self, since: Instant, n: u64, end: Instant) {
+        if n == 0 || since >= end || end <= self.measure_start {
+            return;
+        }
+        self.unfinished += n;
+        self.censored += n;
+        let us = micros(end - since);
+        self.hist.saturating_record_n(us, n);
+        // Into the interval holding the phase's last instant, not one starting at `end`.
+        let last = (end - Duration::from_nanos(1)).max(self.measure_start);
+        self.intervals.record_n(last, us, n);
     }
 
     #[inline]
@@ -404,6 +463,9 @@ impl ThreadStats {
         self.intervals
             .done
             .extend(other.intervals.done.iter().cloned());
+        self.unfinished += other.unfinished;
+        self.censored += other.censored;
+        self.unanswered_connections += other.unanswered_connections;
         self.last_event = match (self.last_event, other.last_event) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -464,6 +526,8 @@ mod tests {
             !a.response(end, Duration::from_micros(5), true),
             "the end is exclusive"
         );
+        // ... and that request, sent 5 µs before the end, was in flight at it: unfinished.
+        assert_eq!((a.unfinished, a.censored), (1, 1));
         let mut b = ThreadStats::new(start, end, None);
         b.response(
             start + Duration::from_millis(100),
@@ -474,7 +538,7 @@ mod tests {
         b.status_error(503);
         a.merge(&b);
         assert_eq!((a.requests, a.responses), (2, 3));
-        assert_eq!(a.hist.len(), 2);
+        assert_eq!(a.hist.len(), 3, "two successes and one censored entry");
         assert_eq!(a.hist.max(), a.hist.highest_equivalent(200));
         assert_eq!(a.errors[ErrorClass::Status as usize], 2);
         assert_eq!(a.status_codes, vec![(503, 2)]);
@@ -494,6 +558,37 @@ mod tests {
         );
         assert_eq!(a.timeline[1], Second::default());
         assert_eq!(a.timeline[2].errors, 1);
+    }
+
+    #[test]
+    fn unfinished_requests_are_censored_lower_bounds_not_errors() {
+        let ms = Duration::from_millis;
+        let t0 = Instant::now();
+        let end = t0 + ms(2000);
+        let mut s = ThreadStats::new(t0, end, None);
+        // Three pipelined requests sent 1.5 s before the end on a connection never answered.
+        s.left_in_flight(t0 + ms(500), 3, false, end);
+        // A request sent at the end was not in flight at it; its connection had answers.
+        s.left_in_flight(end, 1, true, end);
+        assert_eq!(
+            (s.unfinished, s.censored, s.unanswered_connections),
+            (3, 3, 1)
+        );
+        assert_eq!(
+            (s.requests, s.errors_total()),
+            (0, 0),
+            "not successes, not errors"
+        );
+        assert_eq!(s.hist.len(), 3);
+        assert_eq!(s.hist.min(), s.hist.lowest_equivalent(1_500_000));
+        // Answered in the loop turn that noticed the end: in flight at the end, waited until it.
+        assert!(!s.response(end + ms(1), ms(1701), true));
+        assert_eq!((s.unfinished, s.censored, s.responses), (4, 4, 0));
+        assert_eq!(s.hist.max(), s.hist.highest_equivalent(1_700_000));
+        // The interval histograms hold them too, in the interval of the phase's last instant.
+        s.intervals.flush();
+        assert_eq!(s.intervals.done.len(), 1);
+        assert_eq!(s.intervals.done[0].0, 1);
     }
 
     #[test]

@@ -452,6 +452,19 @@ impl Worker {
             }
             self.reap()?;
         };
+        if clock.measuring() {
+            let end = clock.measured_end(stopped_at);
+            let by_time = clock.past_end(stopped_at);
+            for c in &self.conns {
+                if let Some(connecting) = c.phase.waiting_at_end(by_time) {
+                    self.p
+                        .ex
+                        .end_of_phase(&c.ex, connecting, end, &mut self.stats);
+                }
+            }
+        }
+        // As the epoll engine does: the live interval histogram joins the finished ones.
+        self.stats.intervals.flush();
         // The worker lives on to cancel its kernel work (see shutdown); its counters leave now.
         let empty_window = Instant::now();
         let stats = std::mem::replace(

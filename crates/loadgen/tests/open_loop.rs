@@ -224,12 +224,20 @@ fn a_10k_schedule_is_exact_and_classified_by_its_own_figures() {
     // 2 s at 10k/s is 20,000 intended sends, whatever the machine.
     assert!((19_999..=20_001).contains(&u(&ol["intended"])), "{ol:#}");
     // Every intended send either started or was dropped, and every started one has a lag.
-    assert_eq!(u(&ol["started"]) + u(&ol["dropped"]), u(&ol["intended"]), "{ol:#}");
+    assert_eq!(
+        u(&ol["started"]) + u(&ol["dropped"]),
+        u(&ol["intended"]),
+        "{ol:#}"
+    );
     assert_eq!(u(&ol["schedule_lag"]["count"]), u(&ol["started"]), "{ol:#}");
     // A fast server answers every started request, without errors, and the server saw them all.
     assert_eq!(u(&doc["totals"]["errors"]), 0, "{:#}", doc["totals"]);
     assert_eq!(u(&doc["totals"]["requests"]), u(&ol["started"]), "{ol:#}");
-    assert_eq!(s.requests.load(Ordering::SeqCst), u(&ol["started"]), "{ol:#}");
+    assert_eq!(
+        s.requests.load(Ordering::SeqCst),
+        u(&ol["started"]),
+        "{ol:#}"
+    );
     // The verdict is the document's own figures read against the documented limits: each reason
     // is present exactly when its figure crosses its limit.
     let achieved = f(&ol["achieved_rate_per_s"]);
@@ -800,9 +808,10 @@ fn run_with_cpu(args: &[&str]) -> (i32, String, Duration, Duration, u64) {
 fn draining_against_a_stalled_server_does_not_spin() {
     let _cpu = cpu_shared();
     // Accepted by the kernel, never read: every request waits for the full --timeout. The
-    // requests sent at the start time out at 1.5 s, the connections reopen and take the next
-    // backlogged requests, and those stay on the wire until ~3 s, past the drain deadline
-    // (0.2 s + 1.5 s), so the generator waits ~1.3 s with requests in flight and nothing to do.
+    // requests sent at the start time out at 1.5 s, inside the drain; the connections reopen and
+    // take the next backlogged requests, which are still on the wire at the drain deadline
+    // (0.2 s + 1.5 s): the drain waits for them with nothing else to do, then ends, counting them
+    // unfinished (tests/unfinished.rs checks those counts exactly).
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", silent.local_addr().unwrap());
     let (code, stdout, cpu, wall, _) = run_with_cpu(&[
@@ -825,20 +834,22 @@ fn draining_against_a_stalled_server_does_not_spin() {
         "stalled drain: cpu {:?} over {:?} wall; errors {}",
         cpu, wall, doc["errors"]["by_class"]
     );
-    assert!(wall >= Duration::from_millis(2800), "wall {wall:?}");
+    assert!(wall >= Duration::from_millis(1700), "wall {wall:?}");
     assert!(
-        u(&doc["errors"]["by_class"]["timeout"]) >= 8,
+        u(&doc["errors"]["by_class"]["timeout"]) >= 4,
         "{:#}",
         doc["errors"]
     );
+    assert!(u(&doc["totals"]["unfinished"]) <= 4, "{:#}", doc["totals"]);
     assert!(
         u(&doc["open_loop"]["dropped_unsent"]) > 0,
         "{:#}",
         doc["open_loop"]
     );
-    // Waiting is sleeping. Measured on the shared 2-core machine: the loop that re-armed its
-    // timer at `now` past the deadline used 301 ms of CPU in 3.07 s (all it could get while
-    // other processes ran), the fixed one 16 ms. 3% of the wall (~90 ms) separates the two.
+    // Waiting is sleeping. Measured on the shared 2-core machine (when the drain still waited
+    // past its deadline for the last timeouts): the loop that re-armed its timer at `now` used
+    // 301 ms of CPU in 3.07 s (all it could get while other processes ran), the fixed one 16 ms.
+    // 3% of the wall separates the two.
     assert!(
         cpu.as_secs_f64() < 0.03 * wall.as_secs_f64(),
         "generator used {cpu:?} of CPU in {wall:?} while waiting for a stalled server"

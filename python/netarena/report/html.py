@@ -56,7 +56,7 @@ details { margin: 0.4rem 0; } summary { cursor: pointer; }
 .partial { background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 0.5rem 1rem; }
 """
 
-_BAD_BADGES = {"VERIFY", "CRASH", "HUNG", "FAIL", "ERR", "THR"}
+_BAD_BADGES = {"VERIFY", "CRASH", "HUNG", "FAIL", "ERR", "THR", "NOANS"}
 
 
 def e(value) -> str:
@@ -469,7 +469,8 @@ def _latency_charts(page: _Page, report: Report) -> None:
     page.add('<h2 id="latency">Latency distribution</h2>')
     page.add('<p class="note">Percentiles of each contestant\'s repeats merged into one HdrHistogram; x is '
              "1/(1−percentile), so each step right is one more nine; both axes logarithmic. Successful requests "
-             f"only (echo: per-chunk round trips; open-loop levels: {OPEN_LOOP_NOTE}). With more than "
+             f"only (echo: per-chunk round trips; open-loop levels: {OPEN_LOOP_NOTE}), plus one censored lower bound "
+             "per request still unanswered at the end: the time it had waited (see Errors, Unfinished). With more than "
              f"{LATENCY_CHART_FIRST_SHOWN} contestants a chart first shows the {LATENCY_CHART_FIRST_SHOWN} ranked "
              "best; the menu adds any other (or all), and a click on a legend entry shows or hides that line.</p>")
     rank = ranks(report.groups)
@@ -549,6 +550,28 @@ def _errors(page: _Page, report: Report) -> None:
                 + f"<td>{ids_html(g.measurement_ids)}</td></tr>" for g in groups]
         page.add(_table(["contestant", "level", "successful", *map(e, classes), "status codes", "from"], rows,
                         cls="error-counts"))
+    _unfinished(page, report)
+
+
+def _unfinished(page: _Page, report: Report) -> None:
+    """Requests in flight at the end: not errors (a healthy closed loop ends with one per connection), but their
+    waits are censored lower bounds inside the percentiles, and connections left without any answer flag NOANS."""
+    groups = [g for g in report.groups if g.unfinished]
+    if not groups:
+        return
+    page.add('<h3 id="unfinished">Unfinished at the end</h3>')
+    page.add('<p class="note">Requests still in flight when the measured phase ended, summed over the ok repeats. '
+             "Not counted as errors; each one's wait so far is in the latency percentiles as a censored lower bound. "
+             "<b>no answer</b>: connections that got no answer at all during the measured phase.</p>")
+    rows = [f'<tr data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}"><td>{e(g.contestant)}</td>'
+            f"<td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>"
+            f'<td class="num" data-field="unfinished">{g.unfinished:,}</td>'
+            f'<td class="num" data-field="censored">{g.latency_censored:,}</td>'
+            f'<td class="num" data-field="no-answer">{g.unanswered_connections:,}</td>'
+            f"<td>{badges_html([b for b in g.badges if b == 'NOANS'])}</td><td>{ids_html(g.ok_ids)}</td></tr>"
+            for g in groups]
+    page.add(_table(["contestant", "scenario", "level", "unfinished", "censored in percentiles", "no answer",
+                     "badge", "from"], rows, cls="unfinished"))
 
 
 def _rate_series(samples: list[dict], key, min_dt_s: float = 0.0) -> tuple[list[float], list[float]]:

@@ -47,6 +47,10 @@ BADGES: dict[str, tuple[str, str]] = {
                              "the send lag p99 exceeded 1 ms; the load was not what the level says"),
     "THR": ("threshold failed", "at least one repeat failed a threshold (netarena run --threshold or the suite entry's "
                                 "`thresholds`): the measured value is beside each verdict (see Thresholds)"),
+    "NOANS": ("connections unanswered", "in at least one repeat a sizeable share of the connections (netarena-load's "
+                                        "NO_ANSWER_FLAG_FRACTION, 5%) got no answer at all during the measured phase: "
+                                        "throughput and error rate describe the connections the server served; their "
+                                        "waits are in the percentiles as censored lower bounds"),
     "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
@@ -124,6 +128,9 @@ class Group:
     latency_max_us: float | None
     p99_us_by_repeat: list[float]       # each ok repeat's own p99, for compare's spreads
     error_rate_median: float | None
+    unfinished: int                     # requests in flight at the end, summed over the ok repeats (not errors)
+    latency_censored: int               # of the merged histogram's entries, lower bounds (the unfinished' waits)
+    unanswered_connections: int         # connections without any answer in the measured phase, summed likewise
     errors_by_class: dict[str, int]     # summed over every repeat that has a generator result
     server_cpu_pct_median: float | None  # percent of one core, like top
     server_cpu_user_s_median: float | None
@@ -448,7 +455,9 @@ def build_groups(rows: list[dict]) -> list[Group]:
             latency_p50_us=summary.latency_p50_us, latency_p99_us=summary.latency_p99_us,
             latency_p99_9_us=summary.latency_p99_9_us, latency_max_us=summary.latency_max_us,
             p99_us_by_repeat=[p for p in (_repeat_p99(m["generator"]) for m in ok) if p is not None],
-            error_rate_median=summary.error_rate_median, errors_by_class=errors_by_class,
+            error_rate_median=summary.error_rate_median, unfinished=summary.unfinished,
+            latency_censored=summary.latency_censored, unanswered_connections=summary.unanswered_connections,
+            errors_by_class=errors_by_class,
             server_cpu_pct_median=_median([s.get("cpu_pct_mean") for s in servers]),
             server_cpu_user_s_median=_median([s.get("cpu_user_s") for s in servers]),
             server_cpu_sys_s_median=_median([s.get("cpu_sys_s") for s in servers]),
@@ -553,6 +562,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("RATE")
     if stats.FLAG_THRESHOLD_FAILED in flags:
         out.append("THR")
+    if stats.FLAG_NO_ANSWER in flags:
+        out.append("NOANS")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
     return out

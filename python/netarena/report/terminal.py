@@ -77,6 +77,9 @@ def summary_renderables(report: Report) -> list:
                         f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
                         "look at latency and errors)", style="dim"))
     for g in report.groups:
+        if g.unfinished:
+            out.append(Text(f"unfinished: {g.contestant} {g.scenario} {g.level_key}: {_unfinished(g)}"))
+    for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
             out.append(Text(f"failed: {g.contestant} {g.scenario} {g.level_key}: {g.failures[0]}{more}"))
@@ -84,6 +87,13 @@ def summary_renderables(report: Report) -> list:
         what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
         out.append(Text(f"skipped: {what}: {s.reason}"))
     return out
+
+
+def _unfinished(g) -> str:
+    """One line on what was still in flight at the end, shared with the HTML report."""
+    return (f"{g.unfinished:,} request(s) still in flight at the end (not errors); the percentiles include "
+            f"{g.latency_censored:,} censored lower bound(s); {g.unanswered_connections:,} connection(s) got no "
+            f"answer during the measured phase (summed over {g.repeats_ok} repeat(s))")
 
 
 def _range(low: float | None, high: float | None) -> str:
