@@ -77,10 +77,6 @@ def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = 
             os.setuid(uid)
         if cpus:
             os.sched_setaffinity(0, cpus)
-        if entry is not None:  # e.g. PostgreSQL, which refuses to run as root
-            os.setgroups([])
-            os.setgid(entry.pw_gid)
-            os.setuid(entry.pw_uid)
         # If the orchestrator dies without cleaning up (kill -9), the kernel kills the direct child.
         # Set after the user switch: changing credentials clears the parent-death signal.
         # Its own children are found later through the process group recorded in the store.
