@@ -224,20 +224,12 @@ fn a_10k_schedule_is_exact_and_classified_by_its_own_figures() {
     // 2 s at 10k/s is 20,000 intended sends, whatever the machine.
     assert!((19_999..=20_001).contains(&u(&ol["intended"])), "{ol:#}");
     // Every intended send either started or was dropped, and every started one has a lag.
-    assert_eq!(
-        u(&ol["started"]) + u(&ol["dropped"]),
-        u(&ol["intended"]),
-        "{ol:#}"
-    );
+    assert_eq!(u(&ol["started"]) + u(&ol["dropped"]), u(&ol["intended"]), "{ol:#}");
     assert_eq!(u(&ol["schedule_lag"]["count"]), u(&ol["started"]), "{ol:#}");
     // A fast server answers every started request, without errors, and the server saw them all.
     assert_eq!(u(&doc["totals"]["errors"]), 0, "{:#}", doc["totals"]);
     assert_eq!(u(&doc["totals"]["requests"]), u(&ol["started"]), "{ol:#}");
-    assert_eq!(
-        s.requests.load(Ordering::SeqCst),
-        u(&ol["started"]),
-        "{ol:#}"
-    );
+    assert_eq!(s.requests.load(Ordering::SeqCst), u(&ol["started"]), "{ol:#}");
     // The verdict is the document's own figures read against the documented limits: each reason
     // is present exactly when its figure crosses its limit.
     let achieved = f(&ol["achieved_rate_per_s"]);
@@ -896,7 +888,11 @@ fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
     );
     // Most of its measured second is those turns (wall time of turns that only polled) ...
     let full_wait = f(&spinning["open_loop"]["spin_wait_s"]);
-    assert!(full_wait >= 0.5, "{:#}", spinning["open_loop"]);
+    assert!(
+        full_wait >= 0.5,
+        "{:#}",
+        spinning["open_loop"]
+    );
     // ... which are not work: 1000 requests/s keep a thread far from busy, spinning or not.
     let busy = f(&spinning["generator"]["busy_fraction_max"]);
     assert!(

@@ -237,9 +237,7 @@ fn coalescing_is_recorded_and_only_for_uring() {
         RUN_LIMIT,
     );
     if run.code == 2 && run.stderr.contains("Linux 6.12+") {
-        feature_missing(
-            "this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked",
-        );
+        feature_missing("this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked");
         return;
     }
     let r = run.result();
@@ -300,9 +298,7 @@ fn auto_run(server: &TestServer, connections: &str) -> Option<common::Result> {
         RUN_LIMIT,
     );
     if run.code == 2 && run.stderr.contains("Linux 6.12+") {
-        feature_missing(
-            "this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked",
-        );
+        feature_missing("this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked");
         return None;
     }
     let r = run.result();
