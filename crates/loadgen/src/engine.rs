@@ -152,6 +152,9 @@ pub struct WorkerResult {
     pub wall_time: Duration,
     pub user_time: Duration,
     pub sys_time: Duration,
+    /// Time the thread waited for a CPU over the measured phase; None when the kernel keeps no
+    /// schedstat (`sys::thread_run_delay`).
+    pub run_delay: Option<Duration>,
     pub stopped_at: Instant,
     /// The longest this thread's engine may have held a completed response before timing it, over
     /// the measured phase: None for epoll (it reacts to every event at once), else the io_uring
@@ -225,8 +228,8 @@ pub(crate) struct LoopClock {
     measure_start: Instant,
     measure_end: Option<Instant>,
     next_sweep: Instant,
-    /// (thread cpu, (user, sys), wall) at the start of the measured phase.
-    at_start: Option<(Duration, (Duration, Duration), Instant)>,
+    /// The thread's clocks at the start of the measured phase.
+    at_start: Option<sys::ThreadClocks>,
 }
 
 impl LoopClock {
@@ -242,7 +245,7 @@ impl LoopClock {
     /// Call at the top of every loop turn: takes the CPU snapshot once the measured phase begins.
     pub(crate) fn tick(&mut self, now: Instant) {
         if self.at_start.is_none() && now >= self.measure_start {
-            self.at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
+            self.at_start = Some(sys::ThreadClocks::read(now));
         }
     }
 
@@ -287,7 +290,8 @@ impl LoopClock {
         wait
     }
 
-    /// The thread's result: its counters and its CPU and wall time over the measured phase.
+    /// The thread's result: its counters and its CPU, run-delay and wall time over the measured
+    /// phase.
     pub(crate) fn result(
         &self,
         stats: ThreadStats,
@@ -295,15 +299,16 @@ impl LoopClock {
         stopped_at: Instant,
         batch_wait_max: Option<Duration>,
     ) -> WorkerResult {
-        let (cpu0, (user0, sys0), wall0) =
-            self.at_start
-                .unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), stopped_at));
-        let (user1, sys1) = sys::thread_rusage();
+        let usage = self
+            .at_start
+            .unwrap_or_else(|| sys::ThreadClocks::read(stopped_at))
+            .usage(stopped_at);
         WorkerResult {
-            cpu_time: sys::thread_cpu_time().saturating_sub(cpu0),
-            wall_time: stopped_at.saturating_duration_since(wall0),
-            user_time: user1.saturating_sub(user0),
-            sys_time: sys1.saturating_sub(sys0),
+            cpu_time: usage.cpu_time,
+            wall_time: usage.wall_time,
+            user_time: usage.user_time,
+            sys_time: usage.sys_time,
+            run_delay: usage.run_delay,
             stats,
             cpu,
             stopped_at,

@@ -234,6 +234,8 @@ pub struct PhaseReport {
     pub wall_time: Duration,
     pub user_time: Duration,
     pub sys_time: Duration,
+    /// See `WorkerResult::run_delay`.
+    pub run_delay: Option<Duration>,
     /// After the drain: the last response of the phase arrived before this.
     pub stopped_at: Instant,
 }
@@ -443,7 +445,7 @@ impl Worker {
             .with_offset(plan.offset);
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
-        let mut at_start: Option<(Duration, (Duration, Duration), Instant)> = None;
+        let mut at_start: Option<sys::ThreadClocks> = None;
         let conn_rate = matches!(self.cfg.kind, LoadKind::ConnRate { .. });
 
         // The schedule phase: arrivals until plan.end.
@@ -452,7 +454,7 @@ impl Worker {
             let turn_start = now;
             let progress_before = (self.open.intended, self.open.started);
             if at_start.is_none() && now >= plan.start {
-                at_start = Some((sys::thread_cpu_time(), sys::thread_rusage(), now));
+                at_start = Some(sys::ThreadClocks::read(now));
             }
             // Arrivals due before the end are taken before leaving: the loop may wake late
             // (waiting on a full backlog it sleeps until a response or the sweep), and leaving
@@ -533,22 +535,23 @@ impl Worker {
         }
         let stopped_at = Instant::now();
         self.stats.intervals.flush();
-        let (cpu0, (user0, sys0), wall0) =
-            at_start.unwrap_or((sys::thread_cpu_time(), sys::thread_rusage(), end));
-        let (user1, sys1) = sys::thread_rusage();
+        let usage = at_start
+            .unwrap_or_else(|| sys::ThreadClocks::read(end))
+            .usage(stopped_at);
         let far = plan.end;
         // Busy time is work: the turns spent only polling for the next send are taken out
         // (`OpenStats::spin_wait`; on a pinned, otherwise idle CPU their wall time is CPU time).
-        let cpu_time = sys::thread_cpu_time()
-            .saturating_sub(cpu0)
-            .saturating_sub(self.open.spin_wait);
+        // That wall time also holds any wait for a CPU during those turns, which `run_delay`
+        // adds back, so busy (CPU + run_delay) leaves out exactly the polling turns.
+        let cpu_time = usage.cpu_time.saturating_sub(self.open.spin_wait);
         Ok(PhaseReport {
             stats: std::mem::replace(&mut self.stats, ThreadStats::new(far, far, None)),
             open: std::mem::take(&mut self.open),
             cpu_time,
-            wall_time: stopped_at.saturating_duration_since(wall0),
-            user_time: user1.saturating_sub(user0),
-            sys_time: sys1.saturating_sub(sys0),
+            wall_time: usage.wall_time,
+            user_time: usage.user_time,
+            sys_time: usage.sys_time,
+            run_delay: usage.run_delay,
             stopped_at,
         })
     }

@@ -318,6 +318,7 @@ fn merge_reports(
             wall_time: r.wall_time,
             user_time: r.user_time,
             sys_time: r.sys_time,
+            run_delay: r.run_delay,
             batch_wait_max: None,
         });
         open.merge(&r.open);
@@ -403,6 +404,7 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
                     wall_time: Duration::ZERO,
                     user_time: Duration::ZERO,
                     sys_time: Duration::ZERO,
+                    run_delay: Some(Duration::ZERO),
                     batch_wait_max: None,
                 });
             }
@@ -410,6 +412,8 @@ fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) ->
             threads[k].wall_time += t.wall_time;
             threads[k].user_time += t.user_time;
             threads[k].sys_time += t.sys_time;
+            // Unknown in any step (no schedstat) is unknown for the run.
+            threads[k].run_delay = threads[k].run_delay.zip(t.run_delay).map(|(a, b)| a + b);
         }
     }
     stats.timeline = timeline;

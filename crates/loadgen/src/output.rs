@@ -13,7 +13,7 @@ use crate::config::{Config, Mode};
 use crate::echo::ProbeResult;
 use crate::http::hex;
 use crate::openloop::LoadKind;
-use crate::run::RunOutcome;
+use crate::run::{RunOutcome, ThreadSummary};
 use crate::stats::{self, ErrorClass};
 use crate::sys::rfc3339_utc;
 use crate::thresholds::{self, ThresholdDoc};
@@ -29,6 +29,10 @@ pub const SATURATION_BUSY_FRACTION: f64 = 0.90;
 /// connection is answered many times; 5% is far from that and far below a server that serves N
 /// of M connections (a thread pool of 128 under 5,000 connections leaves ~97% waiting).
 pub const NO_ANSWER_FLAG_FRACTION: f64 = 0.05;
+
+/// A thread that waited for a CPU this fraction of its time or more had its CPUs shared with other
+/// work: the human summary says so, since more threads will not help, CPUs of its own will.
+pub const NOTABLE_RUN_DELAY_FRACTION: f64 = 0.10;
 
 #[derive(Serialize)]
 pub struct Document {
@@ -302,10 +306,18 @@ pub struct Generator {
     pub cpus: Vec<usize>,
     pub cpu_user_s: f64,
     pub cpu_sys_s: f64,
-    /// Mean over the load threads of thread CPU time / thread wall time.
+    /// Mean over the load threads of busy time / wall time, busy meaning not available for more
+    /// work: on a CPU, or runnable and waiting for one (run_delay).
     pub busy_fraction: f64,
-    /// The busiest load thread's CPU time / wall time; `saturated` is judged on this.
+    /// The busiest load thread's busy time / wall time; `saturated` is judged on this.
     pub busy_fraction_max: f64,
+    /// Seconds (summed over threads) the load threads were runnable but waited for a CPU; None
+    /// when the kernel keeps no schedstat.
+    pub run_delay_s: Option<f64>,
+    /// The largest share of one load thread's wall time spent waiting for a CPU.
+    pub run_delay_fraction_max: Option<f64>,
+    /// Whether the busy fractions count run_delay; false (CPU time only) without schedstat.
+    pub busy_counts_run_delay: bool,
     pub saturated: bool,
     /// Bound on what batching added to any measured latency (µs): null for epoll.
     pub batch_wait_max_us: Option<f64>,
@@ -398,8 +410,8 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         })
         .collect();
 
-    let (user, sys, busy, busy_max) = generator_cpu(run);
-    let saturated = is_saturated(busy_max);
+    let gen = generator_cpu(&run.threads);
+    let saturated = is_saturated(gen.busy_max);
     let by_class = ErrorClass::ALL
         .iter()
         .map(|&c| (c.name(), s.errors[c as usize]))
@@ -518,10 +530,13 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         generator: Generator {
             threads: cfg.threads,
             cpus: run.threads.iter().filter_map(|t| t.cpu).collect(),
-            cpu_user_s: user,
-            cpu_sys_s: sys,
-            busy_fraction: busy,
-            busy_fraction_max: busy_max,
+            cpu_user_s: gen.user_s,
+            cpu_sys_s: gen.sys_s,
+            busy_fraction: gen.busy,
+            busy_fraction_max: gen.busy_max,
+            run_delay_s: gen.run_delay_s,
+            run_delay_fraction_max: gen.run_delay_max,
+            busy_counts_run_delay: gen.run_delay_s.is_some(),
             saturated,
             batch_wait_max_us: run
                 .threads
@@ -618,13 +633,35 @@ pub fn intervals_doc(
     }
 }
 
-/// (user s, system s, mean busy fraction, busiest thread's busy fraction) of the load threads over
-/// the measured phase.
-fn generator_cpu(run: &RunOutcome) -> (f64, f64, f64, f64) {
-    let user = run.threads.iter().map(|t| secs(t.user_time)).sum();
-    let sys = run.threads.iter().map(|t| secs(t.sys_time)).sum();
-    let (busy, busy_max) = busy_fractions(run.threads.iter().map(|t| (t.cpu_time, t.wall_time)));
-    (user, sys, busy, busy_max)
+/// What the load threads' clocks say over the measured phase.
+struct GeneratorCpu {
+    user_s: f64,
+    sys_s: f64,
+    /// Mean and busiest thread's busy fraction.
+    busy: f64,
+    busy_max: f64,
+    /// Summed, and the largest thread's share of its wall time; None without schedstat.
+    run_delay_s: Option<f64>,
+    run_delay_max: Option<f64>,
+}
+
+fn generator_cpu(threads: &[ThreadSummary]) -> GeneratorCpu {
+    // Busy is CPU time plus the time spent runnable but waiting for a CPU: a thread whose pinned
+    // CPU another process holds shows little CPU time, yet could not send more either, so its
+    // result is as much a lower bound on the server as that of a thread using the CPU.
+    let busy_time = |t: &ThreadSummary| t.cpu_time + t.run_delay.unwrap_or_default();
+    let (busy, busy_max) = busy_fractions(threads.iter().map(|t| (busy_time(t), t.wall_time)));
+    // Unknown for one thread (no schedstat) is unknown for the generator.
+    let run_delay: Option<Vec<Duration>> = threads.iter().map(|t| t.run_delay).collect();
+    GeneratorCpu {
+        user_s: threads.iter().map(|t| secs(t.user_time)).sum(),
+        sys_s: threads.iter().map(|t| secs(t.sys_time)).sum(),
+        busy,
+        busy_max,
+        run_delay_s: run_delay.as_ref().map(|d| secs(d.iter().sum())),
+        run_delay_max: run_delay
+            .map(|d| busy_fractions(d.into_iter().zip(threads).map(|(d, t)| (d, t.wall_time))).1),
+    }
 }
 
 /// A run is generator-bound when its busiest load thread was busy `SATURATION_BUSY_FRACTION` of
@@ -633,8 +670,8 @@ fn is_saturated(busy_max: f64) -> bool {
     busy_max >= SATURATION_BUSY_FRACTION
 }
 
-/// (mean, max) of cpu / wall over threads given as (cpu time, wall time); threads that never
-/// measured (zero wall time) are left out; (0, 0) when none did.
+/// (mean, max) of part / wall over threads given as (a part of their time, wall time), capped at 1;
+/// threads that never measured (zero wall time) are left out; (0, 0) when none did.
 fn busy_fractions(threads: impl Iterator<Item = (Duration, Duration)>) -> (f64, f64) {
     let fractions: Vec<f64> = threads
         .filter(|(_, wall)| !wall.is_zero())
@@ -921,11 +958,27 @@ pub fn human(doc: &Document) -> String {
         g.busy_fraction * 100.0,
         g.busy_fraction_max * 100.0
     );
+    let cpu_wait = g
+        .run_delay_fraction_max
+        .filter(|&f| f >= NOTABLE_RUN_DELAY_FRACTION);
+    match (g.busy_counts_run_delay, cpu_wait) {
+        (false, _) => o += "  CPU wait    not seen: this kernel keeps no /proc/thread-self/schedstat, so busy is CPU time only\n",
+        (true, Some(f)) => o += &format!(
+            "  CPU wait    the busiest thread waited for a CPU {:.0}% of the time (counted as busy): other work shares the generator's CPUs\n",
+            f * 100.0
+        ),
+        (true, None) => {}
+    }
     if g.saturated {
         o += &format!(
-            "  WARNING: the generator was saturated (a thread busy {:.0}% >= {:.0}%): these numbers measure netarena-load, not the server.\n           Give it more threads/CPUs.\n",
+            "  WARNING: the generator was saturated (a thread busy {:.0}% >= {:.0}%): these numbers measure netarena-load, not the server.\n           {}\n",
             g.busy_fraction_max * 100.0,
-            SATURATION_BUSY_FRACTION * 100.0
+            SATURATION_BUSY_FRACTION * 100.0,
+            if cpu_wait.is_some() {
+                "It waited for a CPU: give it CPUs of its own (--cpus) that nothing else runs on."
+            } else {
+                "Give it more threads/CPUs."
+            }
         );
     }
     o
@@ -996,5 +1049,56 @@ mod tests {
         assert_eq!(busy_fractions(std::iter::empty()), (0.0, 0.0));
         let (mean, max) = busy_fractions([(ms(890), ms(1000)), (ms(850), ms(1000))].into_iter());
         assert!(max < SATURATION_BUSY_FRACTION, "{mean} {max}");
+    }
+
+    fn thread(cpu: u64, run_delay: Option<u64>, wall: u64) -> ThreadSummary {
+        ThreadSummary {
+            cpu: Some(1),
+            cpu_time: ms(cpu),
+            wall_time: ms(wall),
+            user_time: ms(cpu / 4),
+            sys_time: ms(cpu - cpu / 4),
+            run_delay: run_delay.map(ms),
+            batch_wait_max: None,
+        }
+    }
+
+    #[test]
+    fn waiting_for_a_cpu_counts_as_busy() {
+        // A thread sharing its pinned CPU with a hog: 450 ms on the CPU, 500 ms waiting for it.
+        // CPU time alone (45%) is far under the bar; busy (95%) is over it.
+        let g = generator_cpu(&[thread(450, Some(500), 1000)]);
+        assert!((g.busy_max - 0.95).abs() < 1e-9, "{}", g.busy_max);
+        assert!(is_saturated(g.busy_max));
+        assert_eq!(g.run_delay_s, Some(0.5));
+        assert_eq!(g.run_delay_max, Some(0.5));
+        assert!((g.user_s + g.sys_s - 0.45).abs() < 1e-9);
+        // The bar itself, with the wait making the difference: 89% and 91% busy.
+        assert!(!is_saturated(
+            generator_cpu(&[thread(390, Some(500), 1000)]).busy_max
+        ));
+        assert!(is_saturated(
+            generator_cpu(&[thread(410, Some(500), 1000)]).busy_max
+        ));
+        // Capped at 1: CPU and wait are read at slightly different instants than the wall clock.
+        assert_eq!(generator_cpu(&[thread(600, Some(450), 1000)]).busy_max, 1.0);
+    }
+
+    #[test]
+    fn run_delay_is_per_thread_and_unknown_when_any_thread_lacks_it() {
+        // -t 2: the busiest by busy time is the one that waited, not the one with more CPU time.
+        let g = generator_cpu(&[thread(700, Some(50), 1000), thread(300, Some(650), 1000)]);
+        assert!((g.busy_max - 0.95).abs() < 1e-9 && (g.busy - 0.85).abs() < 1e-9);
+        assert_eq!(g.run_delay_s, Some(0.7));
+        assert_eq!(g.run_delay_max, Some(0.65));
+        // Without schedstat: CPU time only, and the document says so (null, not 0).
+        let g = generator_cpu(&[thread(450, None, 1000), thread(300, Some(650), 1000)]);
+        assert_eq!((g.run_delay_s, g.run_delay_max), (None, None));
+        assert!(
+            (g.busy_max - 0.95).abs() < 1e-9,
+            "the thread with schedstat still counts it"
+        );
+        let g = generator_cpu(&[thread(450, None, 1000)]);
+        assert!((g.busy_max - 0.45).abs() < 1e-9 && !is_saturated(g.busy_max));
     }
 }

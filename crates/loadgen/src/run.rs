@@ -20,6 +20,8 @@ pub struct ThreadSummary {
     pub wall_time: Duration,
     pub user_time: Duration,
     pub sys_time: Duration,
+    /// See `WorkerResult::run_delay`.
+    pub run_delay: Option<Duration>,
     /// See `WorkerResult::batch_wait_max`.
     pub batch_wait_max: Option<Duration>,
 }
@@ -150,6 +152,7 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
             wall_time: r.wall_time,
             user_time: r.user_time,
             sys_time: r.sys_time,
+            run_delay: r.run_delay,
             batch_wait_max: r.batch_wait_max,
         });
         match merged.as_mut() {

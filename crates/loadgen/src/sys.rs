@@ -1,7 +1,8 @@
-//! Thin wrappers over the few OS facilities std does not expose: per-thread CPU time, CPU pinning,
-//! and a UTC timestamp formatter (to avoid a date-time dependency for one line of output).
+//! Thin wrappers over the few OS facilities std does not expose: per-thread CPU time and time spent
+//! waiting for a CPU, CPU pinning, and a UTC timestamp formatter (to avoid a date-time dependency for
+//! one line of output).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// CPU time consumed by the calling thread (user + system), from CLOCK_THREAD_CPUTIME_ID.
 pub fn thread_cpu_time() -> Duration {
@@ -28,6 +29,68 @@ pub fn thread_rusage() -> (Duration, Duration) {
     }
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
     (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+/// Time the calling thread spent runnable but waiting on a runqueue for a CPU (`run_delay`, the
+/// second field of /proc/thread-self/schedstat), or None when the kernel keeps no such account
+/// (built without CONFIG_SCHED_INFO: no file, or a file of zeros, which no thread that is running
+/// to read it can have).
+pub fn thread_run_delay() -> Option<Duration> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
+    let (on_cpu_ns, run_delay_ns) = (fields.next()??, fields.next()??);
+    (on_cpu_ns > 0).then(|| Duration::from_nanos(run_delay_ns))
+}
+
+/// A load thread's clocks at the start of its measured phase; `usage` at the end turns them into
+/// what the phase cost. The one place both closed-loop engines and the open loop take them, read
+/// by the thread itself twice per phase (never on the per-request path).
+#[derive(Clone, Copy)]
+pub struct ThreadClocks {
+    cpu: Duration,
+    user: Duration,
+    sys: Duration,
+    run_delay: Option<Duration>,
+    wall: Instant,
+}
+
+/// What one thread's measured phase cost: CPU time (total and its user/system split), time spent
+/// waiting for a CPU (None: not available on this kernel), and wall time.
+pub struct ThreadUsage {
+    pub cpu_time: Duration,
+    pub user_time: Duration,
+    pub sys_time: Duration,
+    pub run_delay: Option<Duration>,
+    pub wall_time: Duration,
+}
+
+impl ThreadClocks {
+    /// The calling thread's clocks now; `wall` is the instant the phase is taken to start.
+    pub fn read(wall: Instant) -> Self {
+        let (user, sys) = thread_rusage();
+        ThreadClocks {
+            cpu: thread_cpu_time(),
+            user,
+            sys,
+            run_delay: thread_run_delay(),
+            wall,
+        }
+    }
+
+    /// The calling thread's usage from these clocks (taken by the same thread) to `stopped_at`.
+    pub fn usage(&self, stopped_at: Instant) -> ThreadUsage {
+        let now = ThreadClocks::read(stopped_at);
+        ThreadUsage {
+            cpu_time: now.cpu.saturating_sub(self.cpu),
+            user_time: now.user.saturating_sub(self.user),
+            sys_time: now.sys.saturating_sub(self.sys),
+            run_delay: now
+                .run_delay
+                .zip(self.run_delay)
+                .map(|(end, start)| end.saturating_sub(start)),
+            wall_time: stopped_at.saturating_duration_since(self.wall),
+        }
+    }
 }
 
 /// Pin the calling thread to one CPU.
@@ -113,6 +176,42 @@ mod tests {
         }
         std::hint::black_box(x);
         assert!(thread_cpu_time() > before);
+    }
+
+    /// A thread made to wait for its CPU: two threads pinned to one CPU, both spinning, each gets
+    /// about half of it and waits on the runqueue for the rest, and `usage` reports that wait.
+    #[test]
+    fn run_delay_counts_the_wait_for_a_shared_cpu() {
+        if thread_run_delay().is_none() {
+            // make test needs schedstat (README, Requirements): under CI its absence fails.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "no /proc/thread-self/schedstat"
+            );
+            eprintln!("SKIPPED: no /proc/thread-self/schedstat (CONFIG_SCHED_INFO)");
+            return;
+        }
+        let cpu = *allowed_cpus().first().expect("some CPU is allowed");
+        let spin = move || {
+            pin_current_thread(cpu).unwrap();
+            let start = ThreadClocks::read(Instant::now());
+            while start.wall.elapsed() < Duration::from_millis(400) {
+                std::hint::black_box(thread_cpu_time());
+            }
+            start.usage(Instant::now())
+        };
+        let other = std::thread::spawn(spin);
+        let mine = std::thread::spawn(spin).join().unwrap();
+        other.join().unwrap();
+        let delay = mine.run_delay.expect("schedstat was readable at the start");
+        // Two spinners on one CPU: each waits for the other's slices. A fifth of the wall holds on a
+        // machine busier than this; the exact half depends on the scheduler and other work.
+        assert!(
+            delay >= mine.wall_time / 5,
+            "run_delay {delay:?} of {:?}",
+            mine.wall_time
+        );
+        assert!(mine.cpu_time + delay <= mine.wall_time + Duration::from_millis(50));
     }
 }
 
