@@ -688,7 +688,7 @@ def test_sigterm_stops_a_run_that_resumes_where_it_stopped(tmp_path, cache_dir, 
     assert 1 <= len(kept) < 6
     assert db_rows(results, "SELECT * FROM live_processes") == []
 
-    resumed = run_cli(["run", "--resume", "--results", results, "--json"], cache_dir)
+    resumed = run_cli(["run", "--resume", "--results", results, "--json", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
     assert resumed.returncode == 0, resumed.stderr
     rows = resumed_rows(results, kept)
     ok = [(r["contestant"], r["repeat_index"]) for r in rows if r["status"] == "ok"]

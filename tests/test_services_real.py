@@ -175,7 +175,8 @@ def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_pat
     psutil.wait_procs(ferret, timeout=10)
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in ferret)
     assert any((results / "services").glob("run-*")), "the data directory of the killed run should be there"
-    resumed = run_cli(["run", "--resume", "--results", results], service_cache, timeout_s=600, PATH=VENV_PATH)
+    resumed = run_cli(["run", "--resume", "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], service_cache,
+                      timeout_s=600, PATH=VENV_PATH)
     assert "removed the database data left by an interrupted run" in resumed.stderr + resumed.stdout
     assert resumed.returncode == 0, resumed.stderr
     assert {r["status"] for r in measurements(results)} == {"ok"}

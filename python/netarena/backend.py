@@ -256,7 +256,7 @@ class RealBackend:
                 return failure
             try:
                 server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
-                                           req.server_cpus, log_path, service_urls)
+                                           req.server_cpus, log_path, service_urls=service_urls)
             except OSError as exc:
                 return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)
