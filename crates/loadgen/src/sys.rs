@@ -33,13 +33,14 @@ pub fn thread_rusage() -> (Duration, Duration) {
 
 /// Time the calling thread spent runnable but waiting on a runqueue for a CPU (`run_delay`, the
 /// second field of /proc/thread-self/schedstat), or None when the kernel keeps no such account
-/// (built without CONFIG_SCHED_INFO: no file, or a file of zeros, which no thread that is running
-/// to read it can have).
+/// (built without CONFIG_SCHED_INFO: no such file). The kernel adds to these fields when a thread
+/// leaves its CPU, so a thread that has run without a break since it started reads 0 for both:
+/// zeros are a real reading, not a missing account.
 pub fn thread_run_delay() -> Option<Duration> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     let mut fields = text.split_ascii_whitespace().map(|f| f.parse::<u64>().ok());
-    let (on_cpu_ns, run_delay_ns) = (fields.next()??, fields.next()??);
-    (on_cpu_ns > 0).then(|| Duration::from_nanos(run_delay_ns))
+    let (_on_cpu_ns, run_delay_ns) = (fields.next()??, fields.next()??);
+    Some(Duration::from_nanos(run_delay_ns))
 }
 
 /// A load thread's clocks at the start of its measured phase; `usage` at the end turns them into
