@@ -21,6 +21,7 @@ from rich.table import Table
 from . import __version__
 from .config import SCENARIOS, SERVICE_SCENARIOS, Suite, check_suite, load_suite, value_line
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
+                          scenario_note,
                           repo_root, select, tail)
 from .errors import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD_FAILED, ConfigError,
                      did_you_mean)
@@ -658,8 +659,8 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
                      # The scenarios needing a service that cannot be built or installed here are skipped.
                      "services": {n: {"runnable": service_status[n][0], "reasons": service_status[n][1]}
                                   for n in c.manifest.needs},
-                     "scenarios": {s: (None if s in c.manifest.scenarios else c.manifest.unsupported.get(s))
-                                   for s in SCENARIOS}})
+                     # None: implemented; else why not (a service scenario left out: "not implemented").
+                     "scenarios": {s: scenario_note(c, s) for s in SCENARIOS}})
     if json_mode:
         click.echo(json.dumps({"contestants_dir": str(contestants_dir), "scenarios": list(SCENARIOS),
                                "contestants": rows}, indent=2))
@@ -756,7 +757,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
         for scenario in scenarios:
             if scenario in SERVICE_SCENARIOS:
                 # verify starts no database; a run does (services.md), and verifies the scenario before its load.
-                table.add_row(contestant.name, scenario, "[yellow]skipped[/yellow]",
+                table.add_row(contestant.name, scenario, styled(("skipped", "yellow")),
                               f"needs the {SERVICE_SCENARIOS[scenario]} service: checked by `netarena run` "
                               "before each measurement")
                 continue
