@@ -108,6 +108,15 @@ def test_missing_or_hanging_tools_give_none(tmp_path, monkeypatch):
     # Given up after its timeout, not after the 30 s its child sleeps: that child was killed with it.
     assert time.monotonic() - started_s < 15
     child = int((tmp_path / "hangtool.child").read_text())
+    # Killed, not left sleeping: a SIGKILLed process may take a moment to go, so wait a little (not 30 s).
+    deadline = time.monotonic() + 5
+    while psutil.pid_exists(child) and time.monotonic() < deadline:
+        try:
+            if psutil.Process(child).status() == psutil.STATUS_ZOMBIE:
+                break
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
     assert not psutil.pid_exists(child) or psutil.Process(child).status() == psutil.STATUS_ZOMBIE
 
 

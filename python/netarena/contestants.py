@@ -243,7 +243,9 @@ def _tree_hash(folder: Path) -> str:
 
 def _venv_stamp(contestant: Contestant) -> str:
     install = contestant.manifest.install
-    return json.dumps({"runtime": install.python_runtime,
+    # "wheels": how packages were built; a venv from before --no-cache-dir may hold a wheel built for another
+    # interpreter, so a stamp without it is not current.
+    return json.dumps({"runtime": install.python_runtime, "wheels": "built-for-this-interpreter",
                        "requirements_sha256": _hash_file(contestant.dir / install.python_requirements)})
 
 
@@ -391,7 +393,11 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
             runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
             runtime = reachable_executable(runtime, user) or runtime  # the first on PATH the servers' user can run
             _run_logged([runtime, "-m", "venv", str(contestant.venv_dir)], contestant.dir, log, "venv creation")
-            _run_logged([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "install",
+            # --no-cache-dir: pip's wheel cache is keyed by the wheel's tags (cp311-linux_x86_64), not by the
+            # interpreter that built it, so a package that embeds Python (uWSGI) built once for another CPython
+            # 3.11 (a pyenv build beside Debian's) would be reused here and fail at start (its libpython finds
+            # this interpreter's standard library without the modules it expects built in, e.g. math).
+            _run_logged([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "install", "--no-cache-dir",
                          "--disable-pip-version-check", "--no-input", "-r",
                          str(contestant.dir / manifest.install.python_requirements)],
                         contestant.dir, log, "pip install")
