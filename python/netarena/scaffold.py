@@ -15,16 +15,20 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from .config import NAME_PATTERN, SCENARIOS, load_manifest
+from .config import NAME_PATTERN, SCENARIOS, SERVICE_SCENARIOS, load_manifest
 from .contestants import MANIFEST_NAME
 from .errors import ConfigError, did_you_mean
 
-# The scenarios each template's server implements (every one but static where serving files by hand would
-# make the template long); --scenarios may claim any of them.
+# The scenarios a template can serve on its own: those that need a backing service (a database) need a driver
+# the standard-library templates do not have (docs/services.md says how to add one).
+SELF_CONTAINED = tuple(s for s in SCENARIOS if s not in SERVICE_SCENARIOS)
+
+# The scenarios each template's server implements (every self-contained one but static where serving files by
+# hand would make the template long); --scenarios may claim any of them.
 TEMPLATES: dict[str, tuple[str, ...]] = {
-    "python": SCENARIOS,
-    "node": SCENARIOS,
-    "go": SCENARIOS,
+    "python": SELF_CONTAINED,
+    "node": SELF_CONTAINED,
+    "go": SELF_CONTAINED,
     "rust": ("echo", "hello", "bytes", "json", "sleep"),
     "java": ("echo", "hello", "bytes", "json", "sleep"),
     "ruby": ("echo", "hello", "bytes", "json", "sleep"),
@@ -69,7 +73,8 @@ def create(name: str, language: str, scenarios: list[str], contestants_dir: Path
     values = {
         "__NAME__": name,
         "__SCENARIOS__": "[" + ", ".join(f'"{s}"' for s in scenarios) + "]",
-        "__UNSUPPORTED__": "\n".join(f'{s} = "{_unsupported(s, language)}"' for s in SCENARIOS
+        # A scenario needing a service may be left out without a reason (it needs a driver, not a refusal).
+        "__UNSUPPORTED__": "\n".join(f'{s} = "{_unsupported(s, language)}"' for s in SELF_CONTAINED
                                      if s not in scenarios),
         "__ECHO__": "" if "echo" in scenarios else "# claim \"echo\" in scenarios to use: ",
     }
