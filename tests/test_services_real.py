@@ -164,6 +164,12 @@ def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_pat
                                                                          no_leftover_processes):
     proc, results = start_mongo_run(tmp_path, service_cache, repeat=2, duration=2.0)
     try:
+        # On a cold cache `go build -o .../ferretdb-netarena` also names it: wait for the running service,
+        # whose data directory exists, then take its processes.
+        deadline = time.monotonic() + 600
+        while proc.poll() is None and time.monotonic() < deadline \
+                and not any((results / "services").glob("run-*/*/data")):
+            time.sleep(0.2)
         ferret = wait_for(proc, service_cache, "ferretdb-netarena")
         assert ferret, "FerretDB never started"
         proc.send_signal(signal.SIGKILL)
