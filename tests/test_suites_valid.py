@@ -33,7 +33,7 @@ def test_every_shipped_suite_repeats_at_least_three_times(path):
 
 
 def test_quick_suite_fits_its_time_budget_with_every_contestant():
-    """The default suite runs every contestant (issue 4: at most 10 minutes on 2 cores). The planner's estimate
+    """The default suite runs every contestant (in at most 10 minutes on 2 cores). The planner's estimate
     (measured: 475 s estimated, 420 s measuring and 448 s wall for 111 measurements on this 2-core VM) must stay
     inside the suite's time_budget_s when contestants or measurements are added."""
     from netarena.contestants import load
