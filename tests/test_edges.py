@@ -220,10 +220,8 @@ def test_a_store_naming_a_strangers_process_group_does_not_kill_it(tmp_path, cac
 def test_resume_runs_the_contestants_folder_named_now_not_the_stores(tmp_path, cache_dir):
     results = tmp_path / "results"
     elsewhere = tmp_path / "contestants"
-    shutil.copytree(FIXTURE_CONTESTANTS / "fx-good", elsewhere / "fx-good")
-    (elsewhere / "fx-good" / "contestant.toml").write_text(
-        (FIXTURE_CONTESTANTS / "fx-good" / "contestant.toml").read_text().replace("{dir}/../../", str(
-            FIXTURE_CONTESTANTS.parent) + "/"))
+    for folder in ("fx-good", "_fixture-shared"):
+        shutil.copytree(FIXTURE_CONTESTANTS / folder, elsewhere / folder)
     suite = write_suite(tmp_path / "mock.toml", MOCK_SUITE)
     assert run_cli(["run", suite, "--results", results, "--contestants-dir", elsewhere], cache_dir,
                    NETARENA_BACKEND="mock").returncode == 0
@@ -261,9 +259,24 @@ def test_a_manifest_reaching_outside_its_folder_or_into_apt_options_is_refused(t
                                         "outside the contestant's folder"),
         "install.debian[1]": ('debian = ["nginx", "-oAPT::Update::Pre-Invoke::=touch /tmp/pwned"]',
                               "is not a Debian package name"),
+        "install.steps[0]": ('steps = [["cp", "{dir}/../../requirements.txt", "{build_dir}"]]',
+                             "outside the contestants directory"),
+        "start.command": ("command = [\"python3\", \"../../evil.py\"]", "outside the contestants directory"),
+        "start.echo_command": ('echo_command = ["/usr/bin/python3", "{dir}/echo.py"]', "the absolute path"),
+        "start.env.PYTHONPATH": ('PYTHONPATH = "{dir}/lib:{dir}/../../lib"', "outside the contestants directory"),
     }
     for field, (line, why) in cases.items():
-        manifest.write_text(source.replace("[install]\n", f"[install]\n{line}\n"))
+        section = "[" + field.split(".")[0] + ("." + field.split(".")[1] if field.startswith("start.env") else "")
+        section += "]\n"
+        if field.startswith("start.") and not field.startswith("start.env"):
+            key = line.split(" = ")[0]
+            edited = re.sub(rf"(?m)^{key} = .*$", lambda _: line, source) if re.search(rf"(?m)^{key} = ", source) \
+                else source.replace("[start]\n", f"[start]\n{line}\n")
+        elif section in source:
+            edited = source.replace(section, f"{section}{line}\n")
+        else:
+            edited = source + f"\n{section}{line}\n"
+        manifest.write_text(edited)
         for command in (["list"], ["verify", "fx-good"]):
             result = run_cli([*command, "--contestants-dir", folder], cache_dir)
             assert result.returncode == 2, (command, result.stdout, result.stderr)

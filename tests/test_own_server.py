@@ -1,7 +1,7 @@
 """`netarena run --url`: a server the test starts itself, measured, monitored, stored and reported; bad input
 refused before anything is stored; `compare --fail-on-regression` on two stored runs of it.
 
-The server is tests/fixtures/fixture_server.py run directly (not as a contestant): netarena must neither start
+The server is tests/fixtures/contestants/_fixture-shared/fixture_server.py run directly (not as a contestant): netarena must neither start
 nor stop it, and it must still be running afterwards.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from conftest import TESTS, db_rows, run_cli
 from netarena.process import free_port
 
-FIXTURE_SERVER = TESTS / "fixtures" / "fixture_server.py"
+FIXTURE_SERVER = TESTS / "fixtures" / "contestants" / "_fixture-shared" / "fixture_server.py"
 SHORT = ["--repeat", "1", "--duration", "1s", "--warmup", "0.2s"]
 
 

@@ -724,7 +724,8 @@ def test_load_time_expectations_accept_the_right_body_and_count_a_wrong_one(scen
     [level] = levels_for(Measure(scenario=scenario, connections=[2], **extra))
     for wrong in (False, True):
         port = free_port()
-        server = ManagedProcess([sys.executable, str(TESTS / "fixtures" / "fixture_server.py"), "--port", str(port),
+        fixture_server = TESTS / "fixtures" / "contestants" / "_fixture-shared" / "fixture_server.py"
+        server = ManagedProcess([sys.executable, str(fixture_server), "--port", str(port),
                                  "--static", str(static_dir), *(["--wrong"] if wrong else [])], cpus=None,
                                 log_path=tmp_path / f"server-{port}.log", env=dict(os.environ, NETARENA_CACHE=str(cache_dir)))
         try:

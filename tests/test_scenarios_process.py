@@ -19,7 +19,7 @@ from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, NAGLE_
                                 STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files, levels_for,
                                 listen_backlogs, load_spec, static_file_bytes, static_file_sizes, verify)
 
-SERVER = FIXTURE_CONTESTANTS.parent / "fixture_server.py"
+SERVER = FIXTURE_CONTESTANTS / "_fixture-shared" / "fixture_server.py"
 
 
 @pytest.fixture
@@ -133,7 +133,7 @@ def test_placeholders_expand_in_commands():
     values = contestant.placeholders(port=1234, workers=2)
     argv = [expand(w, values) for w in contestant.command("echo")]
     assert argv[-3:] == ["--port", "1234", "--echo"]
-    assert argv[1] == f"{FIXTURE_CONTESTANTS / 'fx-good'}/../../fixture_server.py"
+    assert argv[1] == f"{FIXTURE_CONTESTANTS / 'fx-good'}/../_fixture-shared/fixture_server.py"
     assert expand('{"a": {port}}', values) == '{"a": 1234}'
 
 

@@ -401,6 +401,47 @@ def _placeholders(words, allowed, path, lines, loc) -> None:
                 )
 
 
+# Where a path in a command, an environment value or an install step ends: argument separators such as
+# `--opt=PATH`, `A:B` lists (PYTHONPATH) and `a,b` lists.
+_PATH_SEPARATORS = re.compile(r"[=:,;\s]")
+
+
+def _manifest_paths(word: str) -> list[str]:
+    """The paths a manifest word names in the contestant's tree: each part built on {dir}, or written relative
+    with `./` or `../` (commands run in the contestant's folder). Paths under netarena's own placeholders
+    ({env_dir}, {build_dir}, {static_dir}, ...) and bare command names found on PATH are not the manifest's."""
+    found = []
+    for part in _PATH_SEPARATORS.split(word):
+        if "{dir}" in part:
+            found.append(part[part.index("{dir}"):])
+        elif part.startswith(("./", "../")) or part in (".", ".."):
+            found.append(part)
+        elif part.startswith("/") and not part.startswith("//"):  # "//host" is a URL's remainder after "scheme:"
+            found.append(part)
+    return found
+
+
+def _check_manifest_paths(words, folder: Path, fail, loc: tuple) -> None:
+    """A path in a manifest stays inside the contestants directory that holds it: the contestant's own folder,
+    or a folder it shares code with there (a `_`-prefixed shared folder, or a sibling contestant whose server
+    it runs under another runtime). `..` past that directory, an absolute path and a symlink leading out are
+    refused: a manifest is run as root, and what it reaches should be what its directory holds."""
+    root = folder.parent
+    for word in words:
+        for raw in _manifest_paths(word):
+            if raw.startswith("/"):
+                fail(loc, f"{word!r} names the absolute path {raw!r}, outside the contestant's folder",
+                     "name files relative to the contestant's folder ({dir}/... or ./...), or a program by its "
+                     "name on PATH")
+            relative = raw.replace("{dir}", ".", 1) if raw.startswith("{dir}") else raw
+            if "{" in relative:
+                continue  # another placeholder inside the path: netarena's own folder, checked by _placeholders
+            resolved = (folder / relative).resolve()
+            if not resolved.is_relative_to(root.resolve()):
+                fail(loc, f"{word!r} resolves to {resolved}, outside the contestants directory {root}",
+                     "keep what the contestant runs in its own folder (or a shared _folder beside it)")
+
+
 def load_manifest(path: Path) -> Manifest:
     data, text = read_toml(path)
     manifest: Manifest = _validate(Manifest, data, path, text)
@@ -465,6 +506,13 @@ def load_manifest(path: Path) -> Manifest:
                  f"{{{service}_url}}, the address the orchestrator gives it")
     if manifest.workers.supported and not manifest.workers.how.strip():
         fail(("workers", "how"), "say how several workers run (required when workers.supported = true)")
+    contestant_folder = path.parent.resolve()
+    _check_manifest_paths(manifest.start.command or [], contestant_folder, fail, ("start", "command"))
+    _check_manifest_paths(manifest.start.echo_command or [], contestant_folder, fail, ("start", "echo_command"))
+    for key, value in manifest.start.env.items():
+        _check_manifest_paths([value], contestant_folder, fail, ("start", "env", key))
+    for index, step in enumerate(manifest.install.steps):
+        _check_manifest_paths(step, contestant_folder, fail, ("install", "steps", index))
     _placeholders(manifest.start.command or [], PLACEHOLDERS, path, lines, ("start", "command"))
     _placeholders(manifest.start.echo_command or [], PLACEHOLDERS, path, lines, ("start", "echo_command"))
     for key, value in manifest.start.env.items():
