@@ -795,3 +795,68 @@ def test_connections_left_unanswered_are_counted_flagged_and_reported(tmp_path, 
     exported = json.loads(run_cli(["export", "--results", results, "--json"], cache_dir).stdout)
     [group] = exported["summary"]
     assert (group["unfinished"], group["latency_censored"], group["unanswered_connections"]) == (8, 8, 6)
+
+
+STARVED = """name = "starved"
+contestants = ["fx-good"]
+repeat = 1
+warmup_s = 0.3
+duration_s = 2
+timeout_s = 2
+
+[cpus]
+server = [0]
+generator = [1]
+
+[[measure]]
+scenario = "hello"
+connections = [8]
+generator_threads = 1
+"""
+
+
+def test_a_generator_that_cannot_keep_up_is_flagged_gen_through_a_run(tmp_path, cache_dir, generator_binary,
+                                                                      no_leftover_processes):
+    """A generator that cannot keep up with its server: generator_saturated in its document, the flag in the
+    store, GEN in the summary and the report. Made so on any machine: a CPU-bound competitor at nice -19 shares
+    the generator's one CPU and leaves its one thread a sliver of it. The generator then always has answers
+    waiting (the server on the other CPU is faster than that sliver, whatever the machine), so it is on the
+    CPU or runnable (schedstat's run delay, which counts as busy) nearly all of the wall time. A generator that
+    waits on a slow server is not flagged; test_generator_spin_us_reaches_the_generator covers that side."""
+    if os.geteuid() != 0:
+        pytest.skip("raising a competitor to nice -19 needs root")
+    if not os.path.exists("/proc/self/schedstat"):
+        pytest.skip("the kernel keeps no schedstat: a starved generator cannot be told from an idle one")
+    if len(os.sched_getaffinity(0)) < 2 or 1 not in os.sched_getaffinity(0):
+        pytest.skip("needs CPUs 0 and 1")
+
+    def pin_and_raise():
+        os.sched_setaffinity(0, {1})
+        os.nice(-19)
+        # With autogroups (the kernel's default for desktops, sched_autogroup_enabled) CPU time is first split
+        # between sessions, and nice only counts inside one: the competitor's own session gets the weight too.
+        if os.path.exists("/proc/self/autogroup"):
+            with open("/proc/self/autogroup", "w") as group:
+                group.write("-19")
+
+    competitor = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=pin_and_raise,
+                                  start_new_session=True)
+    try:
+        path = write_suite(tmp_path / "suite.toml", STARVED)
+        results = tmp_path / "results"
+        result = run_cli(["run", path, *common(results)], cache_dir)
+    finally:
+        os.killpg(competitor.pid, signal.SIGKILL)
+        competitor.wait()
+    assert result.returncode == 0, result.stdout + result.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", dict(row)
+    generator = json.loads(row["generator_json"])
+    assert generator["generator"]["busy_counts_run_delay"] is True, generator["generator"]
+    assert generator["generator"]["run_delay_fraction_max"] > 0.5, generator["generator"]
+    assert generator["generator_saturated"] is True and generator["generator"]["saturated"] is True, \
+        generator["generator"]
+    assert "generator_saturated" in json.loads(row["flags_json"])
+    assert "GEN" in result.stdout, result.stdout
+    html = (results / "report-run-1.html").read_text()
+    assert 'data-badge="GEN"' in html
