@@ -17,13 +17,14 @@ setup:
 run: setup
 	$(BIN)/netarena run
 
-# The HTTP scenarios run once per engine: epoll (the default), io_uring, and io_uring with automatic
-# coalescing (NETARENA_LOAD_TEST_IO, see crates/loadgen/tests/common/mod.rs).
+# The HTTP scenarios run once per engine: the default (--io auto: io_uring with automatic coalescing,
+# which make test needs), epoll, and io_uring without coalescing (NETARENA_LOAD_TEST_IO, see
+# crates/loadgen/tests/common/mod.rs).
 URING_TESTS := --test contract --test misbehaving_http --test uring --test run_control --test unfinished
 test-rust:
 	cargo test --release --locked --workspace
+	NETARENA_LOAD_TEST_IO=epoll cargo test --release --locked -p netarena-load $(URING_TESTS)
 	NETARENA_LOAD_TEST_IO=uring cargo test --release --locked -p netarena-load $(URING_TESTS)
-	NETARENA_LOAD_TEST_IO="uring --coalesce-us auto" cargo test --release --locked -p netarena-load $(URING_TESTS)
 
 test-python: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q

@@ -7,8 +7,8 @@ Method
   (one worker, ``daemon off``, ``access_log off``, ``keepalive_requests 1000000``) serving
   ``location = /hello { return 200 "Hello, World!"; }`` on 127.0.0.1 at a free port. nginx (master
   and worker) is pinned to the server CPU (default 0). Its response is checked before any run.
-* wrk and each netarena-load configuration (``--engines``, default ``epoll``, ``uring`` and
-  ``uring-auto``, see ENGINES) take turns, each pinned to the client CPU (default 1), one thread, the
+* wrk and each netarena-load configuration (``--engines``, default ``default`` (no option: --io auto),
+  ``epoll``, ``uring`` and ``uring-auto``, see ENGINES) take turns, each pinned to the client CPU (default 1), one thread, the
   same number of keep-alive connections (default 100) for the same duration. Who goes first rotates
   from run to run so that drift in the machine's state does not favour any of them.
 * requests/s: netarena-load's ``throughput.requests_per_s`` from its ``--json`` result; for wrk, a Lua
@@ -23,7 +23,7 @@ Method
   CPU model), never a best run. See bench/README.md.
 
 Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick]
-                               [--engines epoll,uring,uring-auto] [--load-args "..."] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
+                               [--engines default,epoll,uring,uring-auto] [--load-args "..."] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
 """
 
 from __future__ import annotations
@@ -52,12 +52,14 @@ GOAL_RPS_RATIO = 1.0
 
 # The netarena-load configurations measured against wrk (--engines picks among them), each by name.
 ENGINES = {
-    "epoll": [],
+    # netarena-load's default (--io auto): what a user gets without options; the result names the engine.
+    "default": [],
+    "epoll": ["--io", "epoll"],
     "uring": ["--io", "uring"],
     # io_uring, waiting for more completions up to 5% of the fastest recent latency (<= 50 µs).
     "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
 }
-DEFAULT_ENGINES = "epoll,uring,uring-auto"
+DEFAULT_ENGINES = "default,epoll,uring,uring-auto"
 
 NGINX_CONF = """\
 worker_processes 1;

@@ -142,9 +142,10 @@ class Measure(Strict):
     # mongo: which fixture document each request reads (docs/scenarios.md); one level per value.
     doc: list[Literal["small", "big"]] | None = None
     generator_threads: Annotated[int, Field(ge=1, le=256)] = 1
-    # How netarena-load drives its sockets in the HTTP closed loop (docs/load-generator.md): epoll, io_uring,
-    # or io_uring waiting for more completions up to 5% of the fastest recent latency (cheapest per request).
-    generator_io: Literal["epoll", "uring", "uring-auto"] = "epoll"
+    # How netarena-load drives its sockets in the HTTP closed loop (docs/load-generator.md): auto (its default:
+    # io_uring-auto where the kernel allows it, epoll otherwise, the result saying which and why), epoll,
+    # io_uring, or io_uring waiting for more completions up to 5% of the fastest recent latency.
+    generator_io: Literal["auto", "epoll", "uring", "uring-auto"] = "auto"
     pipeline: Annotated[int, Field(ge=1, le=1024)] = 1
     close: bool = False
     echo_chunk_bytes: Annotated[int, Field(ge=1, le=16 * 1024 * 1024)] = 32768
@@ -557,7 +558,7 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if open_loop and (entry.close or entry.pipeline != 1):
             fail(("measure", index, "close" if entry.close else "pipeline"),
                  "close and pipeline describe the closed loop; with conn_rate use requests_per_conn instead")
-        if entry.generator_io != "epoll" and (entry.scenario == "echo" or open_loop):
+        if entry.generator_io not in ("auto", "epoll") and (entry.scenario == "echo" or open_loop):
             fail(("measure", index, "generator_io"), "io_uring drives the HTTP closed loop only; echo floods "
                  "and open-loop rates use epoll: remove generator_io from this entry")
         if entry.requests_per_conn != 1 and entry.conn_rate is None:

@@ -150,7 +150,7 @@ class Level:
     workers: int = 1
     params: tuple = ()  # sorted (name, value) pairs: size / sleep_ms / static_path
     generator_threads: int = 1
-    generator_io: str = "epoll"
+    generator_io: str = "auto"
     pipeline: int = 1
     close: bool = False
     echo_chunk_bytes: int = 32768
@@ -176,7 +176,7 @@ class Level:
         parts += [(k, f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}") for k, v in self.params]
         if self.generator_threads != 1:
             parts.append(("t", f"t={self.generator_threads}"))
-        if self.generator_io != "epoll":
+        if self.generator_io != "auto":
             parts.append(("io", f"io={self.generator_io}"))
         if self.pipeline != 1:
             parts.append(("pipeline", f"pipeline={self.pipeline}"))
@@ -274,7 +274,8 @@ FIND_MAX_DEFAULT_START_RATE = 100
 
 # netarena-load options for each `generator_io` of a suite entry.
 GENERATOR_IO_ARGS = {
-    "epoll": [],
+    "auto": [],  # netarena-load's default; the engine it chose and why are in the result's config
+    "epoll": ["--io", "epoll"],
     "uring": ["--io", "uring"],
     "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
 }

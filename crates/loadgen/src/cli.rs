@@ -72,13 +72,16 @@ pub struct CommonArgs {
     /// Also write the per-interval histograms as an HdrHistogram interval log to FILE
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<std::path::PathBuf>,
-    /// How sockets are driven: epoll (any Linux) or uring (io_uring, Linux 6.0+; http only)
-    #[arg(long, value_enum, default_value_t = IoBackend::Epoll, value_name = "BACKEND")]
-    pub io: IoBackend,
-    /// uring only: after a completion, wait up to US microseconds for more before reacting (0: react
-    /// at once), or `auto`: at most 5% of the fastest recent response's latency, at most 50 µs
-    #[arg(long = "coalesce-us", default_value = "0", value_parser = parse_coalesce, value_name = "US|auto")]
-    pub coalesce: Coalesce,
+    /// How sockets are driven: auto (io_uring with automatic coalescing for the HTTP closed loop where
+    /// the kernel allows it, epoll otherwise; the result says which ran and why), epoll (any Linux) or
+    /// uring (io_uring, Linux 6.0+; HTTP closed loop only)
+    #[arg(long, value_enum, default_value_t = IoChoice::Auto, value_name = "BACKEND")]
+    pub io: IoChoice,
+    /// --io uring only: after a completion, wait up to US microseconds for more before reacting (0:
+    /// react at once, the default), or `auto`: at most 5% of the fastest recent response's latency, at
+    /// most 50 µs. --io auto chooses `auto` itself where the kernel has io_uring's min-wait
+    #[arg(long = "coalesce-us", value_parser = parse_coalesce, value_name = "US|auto")]
+    pub coalesce: Option<Coalesce>,
     /// Pass/fail gate on the result, e.g. 'p99<=5ms', 'errors<=0.1%', 'rps>=50000' (repeatable);
     /// exit 99 when one fails
     #[arg(long = "threshold", value_name = "EXPR")]
@@ -128,7 +131,26 @@ fn parse_coalesce(text: &str) -> Result<Coalesce, String> {
     }
 }
 
+/// `--io` as asked; resolved into the `IoBackend` that runs (`config::resolve_io`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IoChoice {
+    Auto,
+    Epoll,
+    Uring,
+}
+
+impl IoChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoChoice::Auto => "auto",
+            IoChoice::Epoll => "epoll",
+            IoChoice::Uring => "uring",
+        }
+    }
+}
+
+/// The engine that drives the sockets of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IoBackend {
     Epoll,
     Uring,

@@ -5,7 +5,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
-pub use crate::cli::{Coalesce, IoBackend};
+pub use crate::cli::{Coalesce, IoBackend, IoChoice};
 use crate::http::{self, Expectation};
 use crate::openloop::{LoadKind, Requests, UrlOrder};
 use crate::parse::{parse_cpu_list, parse_ip_list};
@@ -121,10 +121,13 @@ pub struct Config {
     pub warmup: Duration,
     pub timeout: Duration,
     pub source_ips: Vec<IpAddr>,
-    /// `--io`: the epoll engine or the io_uring one (http only).
+    /// The engine that runs: `--io` resolved (`resolve_io`).
     pub io: IoBackend,
-    /// `--coalesce-us`: whether and how long the uring engine may wait for more completions.
+    /// Whether and how long the uring engine may wait for more completions.
     pub coalesce: Coalesce,
+    /// `--io` as asked (auto, epoll, uring) and why `io`/`coalesce` are what they are.
+    pub io_requested: IoChoice,
+    pub io_reason: String,
     pub json: bool,
     /// `--prepare`: wait for a start time on stdin (the barrier of several generators started together).
     pub prepare: bool,
@@ -166,9 +169,6 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             }
             if a.close && a.pipeline > 1 {
                 return Err("--close sends one request per connection, so it cannot be combined with --pipeline > 1".into());
-            }
-            if a.common.io == IoBackend::Uring {
-                crate::uring::probe(a.common.coalesce)?;
             }
             if a.requests == Some(0) {
                 return Err("--requests 0 would send nothing: give at least 1".into());
@@ -213,9 +213,13 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                     .map_or(0, |d| d.as_nanos() as u64)
             });
             let open = open_config(&a, &mut c)?;
-            if open.is_some() && c.io == IoBackend::Uring {
+            if open.is_some() && a.common.io == IoChoice::Uring {
                 return Err("--io uring drives the closed loop only; --rate and --conn-rate keep their schedule with the epoll engine's timerfd: drop --io uring".into());
             }
+            let epoll_only = open
+                .is_some()
+                .then_some("the open loop (--rate, --conn-rate) runs on epoll");
+            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only)?;
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -287,9 +291,9 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 a.target.clone(),
                 command_line,
             )?;
-            if a.common.io == IoBackend::Uring {
+            if a.common.io == IoChoice::Uring {
                 return Err(
-                    "--io uring is not implemented for echo yet; use --io epoll (the default)"
+                    "--io uring is not implemented for echo yet; use --io epoll or auto (the default)"
                         .into(),
                 );
             }
@@ -320,6 +324,46 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 ..c
             })
         }
+    }
+}
+
+/// `--io` resolved into the engine that runs, its coalescing and why, in words the result keeps.
+/// `epoll_only` names the load model when it has no io_uring engine (then auto means epoll).
+/// An explicit `--io uring` the kernel cannot serve is an error; auto falls back to epoll and says why.
+fn resolve_io(
+    a: &CommonArgs,
+    epoll_only: Option<&str>,
+) -> Result<(IoBackend, Coalesce, String), String> {
+    use crate::uring::Support;
+    let asked = a.coalesce.unwrap_or(Coalesce::Off);
+    match (a.io, epoll_only) {
+        (IoChoice::Epoll, _) => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
+        (IoChoice::Uring, _) => {
+            crate::uring::require(asked)?;
+            Ok((IoBackend::Uring, asked, "--io uring".into()))
+        }
+        (IoChoice::Auto, Some(model)) => Ok((
+            IoBackend::Epoll,
+            Coalesce::Off,
+            format!("--io auto: {model}"),
+        )),
+        (IoChoice::Auto, None) => Ok(match crate::uring::support() {
+            Support::Full => (
+                IoBackend::Uring,
+                Coalesce::Auto,
+                "--io auto: io_uring usable, with min-wait coalescing".into(),
+            ),
+            Support::NoMinWait => (
+                IoBackend::Uring,
+                Coalesce::Off,
+                "--io auto: io_uring usable; no coalescing (the kernel lacks min-wait, Linux 6.12+)".into(),
+            ),
+            Support::Unavailable(why) => (
+                IoBackend::Epoll,
+                Coalesce::Off,
+                format!("--io auto: io_uring cannot be used here ({why}), so epoll"),
+            ),
+        }),
     }
 }
 
@@ -362,11 +406,12 @@ fn common(
     if a.interval < Duration::from_millis(1) {
         return Err("--interval must be at least 1ms".into());
     }
-    if a.coalesce != Coalesce::Off && a.io != IoBackend::Uring {
-        return Err("--coalesce-us only applies to --io uring (epoll reacts to every readiness event at once)".into());
+    if a.coalesce.is_some() && a.io != IoChoice::Uring {
+        return Err(format!("--coalesce-us only applies to --io uring (epoll reacts to every readiness event at once; --io auto, the default, coalesces automatically where it runs io_uring): add --io uring or drop --coalesce-us (--io {})", a.io.name()));
     }
-    if a.coalesce.fixed_us() > MAX_COALESCE_US {
-        return Err(format!("--coalesce-us {} is too long: use 0 to {MAX_COALESCE_US}, or auto; it adds up to that much to measured latencies", a.coalesce.fixed_us()));
+    let coalesce = a.coalesce.unwrap_or(Coalesce::Off);
+    if coalesce.fixed_us() > MAX_COALESCE_US {
+        return Err(format!("--coalesce-us {} is too long: use 0 to {MAX_COALESCE_US}, or auto; it adds up to that much to measured latencies", coalesce.fixed_us()));
     }
     if a.timeout.is_zero() {
         return Err("--timeout must be longer than 0".into());
@@ -407,8 +452,11 @@ fn common(
         warmup: a.warmup.unwrap_or(Duration::ZERO),
         timeout: a.timeout,
         source_ips,
-        io: a.io,
-        coalesce: a.coalesce,
+        // Resolved per mode once the load model is known (resolve_io); echo keeps epoll.
+        io: IoBackend::Epoll,
+        coalesce: Coalesce::Off,
+        io_requested: a.io,
+        io_reason: "the echo flood runs on epoll".into(),
         json: a.json,
         prepare: a.prepare,
         command_line,

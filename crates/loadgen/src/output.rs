@@ -233,6 +233,9 @@ pub struct ConfigDoc {
     pub io_backend: &'static str,
     pub coalesce_us: u32,
     pub coalesce: &'static str,
+    /// `--io` as asked (auto, epoll, uring) and why io_backend/coalesce are what they are.
+    pub io_requested: &'static str,
+    pub io_reason: String,
 }
 
 #[derive(Serialize)]
@@ -467,6 +470,8 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         io_backend: cfg.io.name(),
         coalesce_us: cfg.coalesce.fixed_us(),
         coalesce: cfg.coalesce.name(),
+        io_requested: cfg.io_requested.name(),
+        io_reason: cfg.io_reason.clone(),
     };
 
     let echo = echo_cfg.map(|e| EchoDoc {
@@ -735,15 +740,14 @@ pub fn human(doc: &Document) -> String {
     if doc.warmup_s > 0.0 {
         o += &format!(" after {:.2}s warm-up", doc.warmup_s);
     }
-    if c.io_backend != "epoll" {
-        o += &format!(", io {}", c.io_backend);
-        if c.coalesce == "auto" {
-            o += " (coalesce auto)";
-        } else if c.coalesce_us > 0 {
-            o += &format!(" (coalesce {}us)", c.coalesce_us);
-        }
+    o += &format!(", io {}", c.io_backend);
+    if c.coalesce == "auto" {
+        o += " (coalesce auto)";
+    } else if c.coalesce_us > 0 {
+        o += &format!(" (coalesce {}us)", c.coalesce_us);
     }
     o += "\n";
+    o += &format!("  Engine: {}\n", c.io_reason);
     if doc.interrupted {
         o += &format!(
             "  INTERRUPTED: stopped by a signal after {:.2}s; the figures below cover only that part of the run\n",

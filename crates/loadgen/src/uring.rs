@@ -113,17 +113,24 @@ fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
     Err(last.expect("at least one attempt"))
 }
 
-/// Check, before anything is sent, that this process can use io_uring as the engine needs it.
-/// The error names the cause and the way out (`--io epoll`).
-pub fn probe(coalesce: Coalesce) -> Result<(), String> {
-    let fail = |why: String| {
-        Err(format!(
-            "--io uring: io_uring cannot be used here: {why}. Use --io epoll (the default), which needs none of it"
-        ))
-    };
+/// What this process can use of io_uring, probed once before anything is sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Support {
+    /// Everything the engine needs, and min-wait (Linux 6.12+) for coalescing.
+    Full,
+    /// Everything the engine needs, but no min-wait: no coalescing window.
+    NoMinWait,
+    /// Not usable here: why (kernel, sysctl, seccomp, memory lock), in words for the user.
+    Unavailable(String),
+}
+
+/// Probe io_uring as the engine uses it: a ring of the engine's kind, the operations it submits and a
+/// provided-buffer ring.
+pub fn support() -> Support {
+    let unavailable = Support::Unavailable;
     if let Some((major, minor)) = kernel_version() {
         if (major, minor) < MIN_KERNEL {
-            return fail(format!(
+            return unavailable(format!(
                 "the kernel is {major}.{minor}; the uring engine needs Linux {}.{}+ (multishot recv, provided-buffer rings)",
                 MIN_KERNEL.0, MIN_KERNEL.1
             ));
@@ -131,14 +138,11 @@ pub fn probe(coalesce: Coalesce) -> Result<(), String> {
     }
     let ring = match build_ring(8) {
         Ok(r) => r,
-        Err(e) => return fail(setup_error_cause(&e)),
+        Err(e) => return unavailable(setup_error_cause(&e)),
     };
-    if coalesce != Coalesce::Off && !ring.params().is_feature_min_timeout() {
-        return Err("--coalesce-us needs io_uring's min-wait (Linux 6.12+), which this kernel lacks: drop --coalesce-us".into());
-    }
     let mut p = io_uring::Probe::new();
     if let Err(e) = ring.submitter().register_probe(&mut p) {
-        return fail(format!("cannot query the supported operations ({e})"));
+        return unavailable(format!("cannot query the supported operations ({e})"));
     }
     for (code, name) in [
         (opcode::Connect::CODE, "CONNECT"),
@@ -146,7 +150,7 @@ pub fn probe(coalesce: Coalesce) -> Result<(), String> {
         (opcode::RecvMulti::CODE, "RECV"),
     ] {
         if !p.is_supported(code) {
-            return fail(format!("the kernel does not support IORING_OP_{name}"));
+            return unavailable(format!("the kernel does not support IORING_OP_{name}"));
         }
     }
     match BufRing::new(&ring, MIN_RECV_BUFS) {
@@ -155,9 +159,27 @@ pub fn probe(coalesce: Coalesce) -> Result<(), String> {
                 b.registered = false;
             }
         }
-        Err(e) => return fail(format!("cannot register a provided-buffer ring ({e})")),
+        Err(e) => return unavailable(format!("cannot register a provided-buffer ring ({e})")),
     }
-    Ok(())
+    if ring.params().is_feature_min_timeout() {
+        Support::Full
+    } else {
+        Support::NoMinWait
+    }
+}
+
+/// `--io uring` asked for explicitly: an error naming the cause and the way out when this process
+/// cannot run the engine as asked (with `coalesce`).
+pub fn require(coalesce: Coalesce) -> Result<(), String> {
+    match support() {
+        Support::Unavailable(why) => Err(format!(
+            "--io uring: io_uring cannot be used here: {why}. Use --io epoll, which needs none of it"
+        )),
+        Support::NoMinWait if coalesce != Coalesce::Off => Err(
+            "--coalesce-us needs io_uring's min-wait (Linux 6.12+), which this kernel lacks: drop --coalesce-us".into(),
+        ),
+        _ => Ok(()),
+    }
 }
 
 fn setup_error_cause(e: &io::Error) -> String {

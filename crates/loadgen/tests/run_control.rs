@@ -208,13 +208,13 @@ fn interrupt_after(args: &[&str], after: Duration) -> LoadRun {
 /// The document of an interrupted run: exit 105, valid, marked, measured for `range` seconds.
 fn interrupted_doc(run: &LoadRun, range: std::ops::RangeInclusive<f64>) -> Value {
     let doc = judged(run, EXIT_INTERRUPTED);
-    // Under NETARENA_LOAD_TEST_IO=uring the closed-loop http runs are the io_uring engine's.
-    let asked = if run.args.iter().any(|a| a == "uring") {
-        "uring"
-    } else {
-        "epoll"
-    };
-    assert_eq!(doc["config"]["io_backend"], asked, "{}", run.describe());
+    // Under NETARENA_LOAD_TEST_IO the closed-loop http runs are that engine's; without --io, auto.
+    let asked = run
+        .args
+        .iter()
+        .position(|a| a == "--io")
+        .map_or("auto", |k| run.args[k + 1].as_str());
+    assert_eq!(doc["config"]["io_requested"], asked, "{}", run.describe());
     assert_eq!(doc["interrupted"], true, "{}", run.describe());
     let d = doc["duration_s"].as_f64().unwrap();
     assert!(

@@ -88,17 +88,92 @@ fn result_names_the_engine_and_matches_the_schema() {
         );
         r.assert_latency_ordered("/latency");
     }
-    // Without --io the epoll engine runs (unless NETARENA_LOAD_TEST_IO adds one).
+    // Without --io (unless NETARENA_LOAD_TEST_IO adds one), auto: the closed loop on io_uring with
+    // automatic coalescing (make test needs min-wait), the open loop on epoll; each says why.
     if std::env::var_os("NETARENA_LOAD_TEST_IO").is_none() {
         let r = run_json(&["http", &url, "-n", "5"], RUN_LIMIT);
-        assert_eq!(
+        loadgen_support::validate_against_schema(&r.doc);
+        let engine = (
+            r.get("/config/io_requested").as_str(),
             r.get("/config/io_backend").as_str(),
-            Some("epoll"),
+            r.get("/config/coalesce").as_str(),
+        );
+        assert_eq!(engine, (Some("auto"), Some("uring"), Some("auto")), "{}", r.context);
+        let why = r.get("/config/io_reason").as_str().unwrap_or_default().to_string();
+        assert!(why.contains("io_uring usable"), "{}", r.context);
+        let r = run_json(&["http", &url, "-d", "300ms", "--rate", "50"], RUN_LIMIT);
+        assert_eq!(r.get("/config/io_backend").as_str(), Some("epoll"), "{}", r.context);
+        assert!(
+            r.get("/config/io_reason").as_str().unwrap_or_default().contains("open loop"),
             "{}",
             r.context
         );
-        assert_eq!(r.u64("/config/coalesce_us"), 0, "{}", r.context);
     }
+}
+
+/// Sets a sysctl for the life of the guard and puts back what was there, even when the test fails.
+struct SysctlGuard {
+    path: &'static str,
+    before: String,
+}
+
+impl SysctlGuard {
+    fn set(path: &'static str, value: &str) -> std::io::Result<SysctlGuard> {
+        let before = std::fs::read_to_string(path)?.trim().to_string();
+        std::fs::write(path, value)?;
+        Ok(SysctlGuard { path, before })
+    }
+}
+
+impl Drop for SysctlGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::write(self.path, &self.before);
+    }
+}
+
+/// Where io_uring is refused (kernel.io_uring_disabled = 1 lets only root or kernel.io_uring_group
+/// create rings), `--io auto` runs epoll and the result says why, while `--io uring` is an error.
+/// Processes running as root keep io_uring meanwhile, so tests running beside this one are unaffected;
+/// the generator runs here as the unprivileged user `nobody`.
+#[test]
+fn auto_falls_back_to_epoll_where_io_uring_is_refused() {
+    let server = hello_server();
+    if !uring_usable(&server) {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        feature_missing("refusing io_uring to one process needs root (sysctl kernel.io_uring_disabled)");
+        return;
+    }
+    let guard = match SysctlGuard::set("/proc/sys/kernel/io_uring_disabled", "1") {
+        Ok(g) => g,
+        Err(e) => {
+            feature_missing(&format!("kernel.io_uring_disabled cannot be set ({e}; Linux 6.6+)"));
+            return;
+        }
+    };
+    let url = server.url("/hello");
+    let as_nobody = |extra: &[&str]| {
+        let mut command = std::process::Command::new("setpriv");
+        command.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_netarena-load")]);
+        command.args(["http", &url, "-n", "20", "-c", "2", "--json"]).args(extra);
+        command.output().expect("setpriv runs")
+    };
+    let auto = as_nobody(&[]);
+    let refused = as_nobody(&["--io", "uring"]);
+    drop(guard);
+    assert_eq!(auto.status.code(), Some(0), "{}", String::from_utf8_lossy(&auto.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&auto.stdout).expect("a JSON result");
+    loadgen_support::validate_against_schema(&doc);
+    let config = &doc["config"];
+    assert_eq!((config["io_requested"].as_str(), config["io_backend"].as_str()), (Some("auto"), Some("epoll")), "{doc}");
+    let why = config["io_reason"].as_str().unwrap_or_default();
+    assert!(why.contains("io_uring cannot be used here") && why.contains("io_uring_disabled"), "{why}");
+    assert_eq!(doc["totals"]["requests"].as_u64(), Some(20), "{doc}");
+    assert_eq!(refused.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("io_uring cannot be used here") && stderr.contains("--io epoll"), "{stderr}");
 }
 
 #[test]

@@ -102,17 +102,34 @@ impl LoadRun {
             context: self.describe(),
         };
         r.check_invariants();
-        // The engine asked for (by the test or by NETARENA_LOAD_TEST_IO) is the engine that ran.
+        // The engine asked for (by the test or by NETARENA_LOAD_TEST_IO) is the engine that ran;
+        // without --io, auto, which names the engine it chose and why.
         if r.get("/mode").as_str() == Some("http") {
             let asked = self
                 .args
                 .iter()
                 .position(|a| a == "--io")
-                .map_or("epoll", |k| self.args[k + 1].as_str());
+                .map_or("auto", |k| self.args[k + 1].as_str());
             assert_eq!(
-                r.get("/config/io_backend").as_str(),
+                r.get("/config/io_requested").as_str(),
                 Some(asked),
-                "the run used another engine than asked\n{}",
+                "{}",
+                r.context
+            );
+            if asked != "auto" {
+                assert_eq!(
+                    r.get("/config/io_backend").as_str(),
+                    Some(asked),
+                    "the run used another engine than asked\n{}",
+                    r.context
+                );
+            }
+            assert!(
+                !r.get("/config/io_reason")
+                    .as_str()
+                    .unwrap_or_default()
+                    .is_empty(),
+                "{}",
                 r.context
             );
         }
