@@ -1,0 +1,67 @@
+"""The seeds' server set-ups, each checked against the real contestant: Tornado on Twisted (seed 004) answers
+through Tornado's handlers behind Twisted's HTTP parser.
+
+`netarena verify` of every contestant (the catalog's scenarios) is test_contestants_verify.py's; these check
+what makes each set-up what its seed ran.
+"""
+
+from __future__ import annotations
+
+import http.client
+import socket
+from pathlib import Path
+
+import pytest
+
+from netarena import contestants as ct
+from netarena.backend import RealBackend
+from netarena.process import available_cpus, free_port
+
+REPO = Path(__file__).resolve().parents[1]
+READY_TIMEOUT_S = 30.0
+
+
+def _started(name: str, tmp_path: Path, workers: int = 1):
+    """Install `name` as its manifest says, start it on a free port and wait until it answers hello."""
+    contestant = ct.load(REPO / "contestants", [name])[0]
+    ct.install(contestant)
+    backend = RealBackend(generator=None)
+    port = free_port()
+    proc = backend.start_server(contestant, "hello", port, workers, tmp_path, available_cpus()[:1],
+                                tmp_path / "server.log")
+    kind, error, _ = backend.wait_ready(proc, contestant, "hello", port, tmp_path, READY_TIMEOUT_S, workers=workers)
+    if kind is not None:
+        backend.stop_server(contestant, proc)
+        pytest.fail(f"{name} did not start: {kind}: {error}\n{ct.tail(tmp_path / 'server.log')}")
+    return backend, contestant, proc, port
+
+
+def test_tornado_on_twisted_answers_through_tornados_handler_behind_twisteds_parser(tmp_path):
+    backend, contestant, proc, port = _started("python-tornado-on-twisted", tmp_path)
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/hello")
+        response = conn.getresponse()
+        assert response.read() == b"Hello, World!"
+        # RequestHandler.clear() sets this Server header; Twisted's own would be TwistedWeb/...
+        assert (response.getheader("Server") or "").startswith("TornadoServer/"), response.getheaders()
+        # RequestHandler.compute_etag: a SHA-1 of the body, and check_etag_header answers a match with 304.
+        etag = response.getheader("Etag")
+        assert etag, response.getheaders()
+        conn.request("GET", "/hello", headers={"If-None-Match": etag})
+        revalidated = conn.getresponse()
+        assert revalidated.status == 304 and revalidated.read() == b"", revalidated.getheaders()
+        conn.close()
+        # The request was parsed by twisted.web, not by Tornado's HTTP1Connection: 18 KB of headers exceed
+        # HTTPChannel.totalHeadersSize (16 KiB), which Twisted answers with its bare 400 and a close, while
+        # Tornado's own server accepts up to 64 KiB (max_header_size) and would run the handler.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            big = b"".join(b"X-Big-%d: %s\r\n" % (i, b"a" * 6000) for i in range(3))
+            sock.sendall(b"GET /hello HTTP/1.1\r\nHost: 127.0.0.1\r\n" + big + b"\r\n")
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+        assert answer == b"HTTP/1.1 400 Bad Request\r\n\r\n", answer
+    finally:
+        stop = backend.stop_server(contestant, proc)
+    assert not stop["leftover"] and not stop["escaped"] and not stop["killed"], stop
