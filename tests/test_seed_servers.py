@@ -65,3 +65,43 @@ def test_tornado_on_twisted_answers_through_tornados_handler_behind_twisteds_par
     finally:
         stop = backend.stop_server(contestant, proc)
     assert not stop["leftover"] and not stop["escaped"] and not stop["killed"], stop
+
+
+SLEEP_THREADS_SUITE = """name = "sleep-threads"
+contestants = ["python-threads"]
+repeat = 1
+warmup_s = 0.5
+duration_s = 2
+timeout_s = 5
+
+[[measure]]
+scenario = "sleep"
+connections = [2]
+threads = [1, 2]
+sleep_ms = [200]
+"""
+
+
+def test_threads_axis_sizes_the_pool_two_sleeps_serialize_on_one_thread_and_overlap_on_two(tmp_path, cache_dir,
+                                                                                        generator_binary,
+                                                                                        no_leftover_processes):
+    """Seed 002's /sleep introduction: one thread and two keep-alive connections, then two threads. A pool
+    thread stays with its connection, so with one thread the second connection is never answered; with two
+    both are. Counts of connections answered, not speeds."""
+    import json
+
+    from conftest import db_rows, run_cli, write_suite
+
+    path = write_suite(tmp_path / "suite.toml", SLEEP_THREADS_SUITE)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = {r["level_key"]: r for r in db_rows(results, "SELECT * FROM measurements ORDER BY id")}
+    assert sorted(rows) == ["c=2,w=1,threads=1,sleep_ms=200", "c=2,w=1,threads=2,sleep_ms=200"], sorted(rows)
+    answered = {}
+    for key, row in rows.items():
+        assert row["status"] == "ok", (key, row["error"])
+        generator = json.loads(row["generator_json"])
+        assert generator["totals"]["requests"] >= 1 and generator["totals"]["errors"] == 0, (key, generator["totals"])
+        answered[key] = 2 - generator["no_answer"]["connections"]
+    assert answered == {"c=2,w=1,threads=1,sleep_ms=200": 1, "c=2,w=1,threads=2,sleep_ms=200": 2}, answered
