@@ -105,3 +105,20 @@ def test_threads_axis_sizes_the_pool_two_sleeps_serialize_on_one_thread_and_over
         assert generator["totals"]["requests"] >= 1 and generator["totals"]["errors"] == 0, (key, generator["totals"])
         answered[key] = 2 - generator["no_answer"]["connections"]
     assert answered == {"c=2,w=1,threads=1,sleep_ms=200": 1, "c=2,w=1,threads=2,sleep_ms=200": 2}, answered
+
+
+def test_quick_suite_warms_pypy_twisted_up_past_its_jit_and_says_so():
+    """pypy-twisted declares start.warmup_min_s: the quick suite's 1 s warm-up is raised for it (badge WARM),
+    not for CPython's Twisted."""
+    from netarena.config import load_suite
+    from netarena.runner import build_plan
+
+    suite, _ = load_suite(REPO / "suites" / "quick.toml")
+    pypy, cpython = ct.load(REPO / "contestants", ["pypy-twisted", "python-twisted"])
+    plan = build_plan(suite, [pypy, cpython])
+    hello = {i.contestant: i for i in plan.items if i.scenario == "hello"}
+    declared = pypy.manifest.start.warmup_min_s
+    assert declared > suite.warmup_s
+    assert plan.timing(hello["pypy-twisted"])[0] == declared and plan.warmup_raised(hello["pypy-twisted"])
+    assert plan.timing(hello["python-twisted"])[0] == suite.warmup_s
+    assert not plan.warmup_raised(hello["python-twisted"])
