@@ -122,3 +122,39 @@ def test_quick_suite_warms_pypy_twisted_up_past_its_jit_and_says_so():
     assert plan.timing(hello["pypy-twisted"])[0] == declared and plan.warmup_raised(hello["pypy-twisted"])
     assert plan.timing(hello["python-twisted"])[0] == suite.warmup_s
     assert not plan.warmup_raised(hello["python-twisted"])
+
+
+DRAINING_SUITE = """name = "draining"
+contestants = ["python-threads"]
+repeat = 1
+warmup_s = 0.3
+duration_s = 3
+timeout_s = 2
+
+[[measure]]
+scenario = "sleep"
+connections = [4]
+threads = [1]
+sleep_ms = [1000]
+"""
+
+
+def test_a_pool_still_draining_its_accept_queue_after_the_load_is_not_hung(tmp_path, cache_dir, generator_binary,
+                                                                          no_leftover_processes):
+    """One thread, four keep-alive connections, 1 s sleeps, 2 s timeout: three connections time out under load and
+    are replaced, and the closed ones stay in the kernel's accept queue, each still costing the thread a sleep.
+    The fresh request after the load waits behind them past its timeout while the queue shrinks: the server is
+    accepting, so it is draining (recorded as such), not hung."""
+    import json
+
+    from conftest import db_rows, run_cli, write_suite
+
+    path = write_suite(tmp_path / "suite.toml", DRAINING_SUITE)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--json"], cache_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    # after_load is there only when requests timed out under load.
+    after = json.loads(row["verification_json"])["after_load"]
+    assert row["status"] == "ok", (row["failure_kind"], row["error"], after)
+    assert after["ok"] and after["draining"]["queued"] > 0, after

@@ -1,8 +1,8 @@
 """What server.py (ThreadingHTTPServer) and echo.py (ThreadingTCPServer) both need from socketserver."""
-import queue
 import signal
 import sys
 import threading
+import time
 
 # The catalog asks for >= 1024; socketserver's default request_queue_size is 5.
 LISTEN_BACKLOG = 4096
@@ -25,27 +25,29 @@ class ThreadPerConnection:
 
 class PooledThreads:
     """Mixed in before ThreadPerConnection and a socketserver.Threading*Server class: with pool_size > 0 a fixed
-    pool of that many threads takes the accepted connections in turn (a connection keeps its thread until it
-    closes, as in uWSGI's --threads), instead of a new thread per connection."""
+    pool of that many threads, each accepting a connection and serving it until it closes, as uWSGI's
+    --threads do; the connections no thread has taken wait in the kernel's accept queue (`ss -ltn` Recv-Q),
+    instead of a new thread per connection."""
 
     pool_size = 0
-    _pending = None
 
-    def process_request(self, request, client_address):
+    def serve_forever(self, poll_interval=0.5):
         if not self.pool_size:
-            super().process_request(request, client_address)
+            super().serve_forever(poll_interval)
             return
-        if self._pending is None:
-            self._pending = queue.SimpleQueue()
-            for index in range(self.pool_size):
-                # Daemon threads, as daemon_threads = True: a thread blocked on an idle keep-alive connection must
-                # not hold up the exit on SIGTERM.
-                threading.Thread(target=self._serve_pending, name=f"pool-{index}", daemon=True).start()
-        self._pending.put((request, client_address))
-
-    def _serve_pending(self):
+        for index in range(self.pool_size):
+            # Daemon threads, as daemon_threads = True: a thread blocked on an idle keep-alive connection must
+            # not hold up the exit on SIGTERM.
+            threading.Thread(target=self._accept_and_serve, name=f"pool-{index}", daemon=True).start()
         while True:
-            request, client_address = self._pending.get()
+            time.sleep(3600)  # the stop signal's handler ends the process from here
+
+    def _accept_and_serve(self):
+        while True:
+            try:
+                request, client_address = self.get_request()
+            except OSError:
+                return  # the listening socket was closed: the server is stopping
             # ThreadingMixIn's body of a connection's thread: handle it, report errors, close it.
             self.process_request_thread(request, client_address)
 

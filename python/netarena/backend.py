@@ -24,7 +24,7 @@ from . import stats
 from .config import SERVICE_SCENARIOS
 from .contestants import Contestant, expand, install, repo_root, tail
 from .process import ManagedProcess, free_port, group_members, wait_until_idle
-from .scenarios import Level, load_spec, verify
+from .scenarios import Level, accept_queue, load_spec, verify
 from .server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from .store import STATUS_FAILED, STATUS_OK, now_iso
 
@@ -345,9 +345,23 @@ class RealBackend:
 
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
-        an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
+        an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not.
+
+        A pool server (threads, sync processes) may still be working through the connections the load left in
+        its accept queue, at the pool's pace (seed 002: 5,000 queued /sleep/1000 for 9 processes), and the fresh
+        request waits behind them. When it got no answer but that queue shrank while it waited, the server was
+        accepting: it is draining, not hung, and `draining` records the queue before and after."""
+        queued, capacity = accept_queue(port)
         result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True)
-        return {"ok": result.ok, "reason": None if result.ok else result.reason}
+        if result.ok:
+            return {"ok": True, "reason": None}
+        left, _ = accept_queue(port)
+        # The accept queue is first in, first out, and the fresh connection joined it behind the others unless
+        # it was full (its SYN dropped): then the same length means one accepted, else only a shorter queue does.
+        if queued and (left < queued or (left == queued and queued < capacity)):
+            return {"ok": True, "reason": None,
+                    "draining": {"queued": queued, "queued_after": left, "fresh_request": result.reason}}
+        return {"ok": False, "reason": result.reason}
 
     def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest):
         from .monitor import Monitor, MonitorError, restrict_to_window

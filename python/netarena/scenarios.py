@@ -676,6 +676,18 @@ def listen_backlogs(port: int) -> list[int]:
     socket: sk_max_ack_backlog, the server's listen() argument capped at net.core.somaxconn), so no tool
     needs to be installed. One entry per socket: SO_REUSEPORT workers each have their own.
     """
+    return [backlog for _, backlog in _listening_queues(port)]
+
+
+def accept_queue(port: int) -> tuple[int, int]:
+    """(connections waiting to be accepted, how many may wait) on `port`, summed over its listening sockets
+    (`ss -ltn`'s Recv-Q and Send-Q)."""
+    queues = _listening_queues(port)
+    return sum(waiting for waiting, _ in queues), sum(backlog for _, backlog in queues)
+
+
+def _listening_queues(port: int) -> list[tuple[int, int]]:
+    """(connections waiting to be accepted, backlog) of every listening TCP socket on `port`, from sock_diag."""
     found = []
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
         nl.settimeout(5)
@@ -697,10 +709,10 @@ def listen_backlogs(port: int) -> list[int]:
                         errno_ = -struct.unpack_from("=i", data, offset + 16)[0]
                         raise OSError(errno_, f"sock_diag: {os.strerror(errno_)}")
                     # struct inet_diag_msg: 4 bytes, sockid (source port first, big-endian; 48 bytes),
-                    # expires, rqueue, wqueue (= the backlog for a listening socket), uid, inode.
+                    # expires, rqueue (= the accept queue), wqueue (= the backlog for a listening socket), uid, inode.
                     sport = struct.unpack_from("!H", data, offset + 20)[0]
                     if sport == port:
-                        found.append(struct.unpack_from("=I", data, offset + 16 + 4 + 48 + 8)[0])
+                        found.append(struct.unpack_from("=II", data, offset + 16 + 4 + 48 + 4))
                     offset += (length + 3) & ~3
     return found
 
