@@ -1,5 +1,7 @@
 """The seeds' server set-ups, each checked against the real contestant: Tornado on Twisted (seed 004) answers
-through Tornado's handlers behind Twisted's HTTP parser.
+through Tornado's handlers behind Twisted's HTTP parser; a suite's `threads` axis sizes a thread pool (seed
+002's /sleep); PyPy's declared JIT warm-up raises a short one; a pool still draining its accept queue after the
+load is not hung.
 
 `netarena verify` of every contestant (the catalog's scenarios) is test_contestants_verify.py's; these check
 what makes each set-up what its seed ran.
@@ -67,19 +69,24 @@ def test_tornado_on_twisted_answers_through_tornados_handler_behind_twisteds_par
     assert not stop["leftover"] and not stop["escaped"] and not stop["killed"], stop
 
 
-SLEEP_THREADS_SUITE = """name = "sleep-threads"
+def python_threads_sleep_suite(tmp_path: Path, connections: list[int], threads: list[int], sleep_ms: int,
+                               duration_s: float, timeout_s: float) -> Path:
+    """A one-entry suite of python-threads' /sleep with a `threads` axis."""
+    from conftest import write_suite
+
+    return write_suite(tmp_path / "suite.toml", f"""name = "sleep-threads"
 contestants = ["python-threads"]
 repeat = 1
-warmup_s = 0.5
-duration_s = 2
-timeout_s = 5
+warmup_s = 0.3
+duration_s = {duration_s}
+timeout_s = {timeout_s}
 
 [[measure]]
 scenario = "sleep"
-connections = [2]
-threads = [1, 2]
-sleep_ms = [200]
-"""
+connections = {connections}
+threads = {threads}
+sleep_ms = [{sleep_ms}]
+""")
 
 
 def test_threads_axis_sizes_the_pool_two_sleeps_serialize_on_one_thread_and_overlap_on_two(tmp_path, cache_dir,
@@ -90,9 +97,9 @@ def test_threads_axis_sizes_the_pool_two_sleeps_serialize_on_one_thread_and_over
     both are. Counts of connections answered, not speeds."""
     import json
 
-    from conftest import db_rows, run_cli, write_suite
+    from conftest import db_rows, run_cli
 
-    path = write_suite(tmp_path / "suite.toml", SLEEP_THREADS_SUITE)
+    path = python_threads_sleep_suite(tmp_path, [2], [1, 2], 200, duration_s=2, timeout_s=5)
     results = tmp_path / "results"
     result = run_cli(["run", path, "--results", results, "--json"], cache_dir)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -124,19 +131,6 @@ def test_quick_suite_warms_pypy_twisted_up_past_its_jit_and_says_so():
     assert not plan.warmup_raised(hello["python-twisted"])
 
 
-DRAINING_SUITE = """name = "draining"
-contestants = ["python-threads"]
-repeat = 1
-warmup_s = 0.3
-duration_s = 3
-timeout_s = 2
-
-[[measure]]
-scenario = "sleep"
-connections = [4]
-threads = [1]
-sleep_ms = [1000]
-"""
 
 
 def test_a_pool_still_draining_its_accept_queue_after_the_load_is_not_hung(tmp_path, cache_dir, generator_binary,
@@ -147,9 +141,9 @@ def test_a_pool_still_draining_its_accept_queue_after_the_load_is_not_hung(tmp_p
     accepting, so it is draining (recorded as such), not hung."""
     import json
 
-    from conftest import db_rows, run_cli, write_suite
+    from conftest import db_rows, run_cli
 
-    path = write_suite(tmp_path / "suite.toml", DRAINING_SUITE)
+    path = python_threads_sleep_suite(tmp_path, [4], [1], 1000, duration_s=3, timeout_s=2)
     results = tmp_path / "results"
     result = run_cli(["run", path, "--results", results, "--json"], cache_dir)
     assert result.returncode == 0, result.stderr[-3000:]
