@@ -271,3 +271,49 @@ def test_suite_thresholds_must_be_a_list_of_expressions(tmp_path):
     assert "measure[0].thresholds[1]" in err.value.render()
     path.write_text(text.replace('"p99<=5ms"', '["p99<=5ms", "errors<=0.1%"]'))
     assert load_suite(path)[0].measure[0].thresholds == ["p99<=5ms", "errors<=0.1%"]
+
+
+def test_threads_placeholder_and_table_go_together(tmp_path):
+    """{threads} is the pool size of a contestant that declares [threads]; either without the other is an error."""
+    used = GOOD.replace('"--port", "{port}"]', '"--port", "{port}", "--threads", "{threads}"]', 1)
+    with pytest.raises(ConfigError, match=r"\{threads\} is used but \[threads\] supported is not true"):
+        load_manifest(manifest_dir(tmp_path / "a", used))
+    declared = GOOD + '\n[threads]\nsupported = true\ndefault = 4\nhow = "a pool of {threads}"\n'
+    with pytest.raises(ConfigError, match="neither start.command nor start.env uses"):
+        load_manifest(manifest_dir(tmp_path / "b", declared))
+    both = used + '\n[threads]\nsupported = true\ndefault = 4\nhow = "a pool of {threads}"\n'
+    assert load_manifest(manifest_dir(tmp_path / "c", both)).threads.default == 4
+
+
+def test_suite_threads_axis_multiplies_the_levels(tmp_path):
+    from netarena.scenarios import levels_for
+
+    path = write_suite(tmp_path / "s.toml", 'name = "s"\n[[measure]]\nscenario = "sleep"\nconnections = [1, 2]\n'
+                                          'threads = [1, 2]\nsleep_ms = [1000]\n')
+    suite, _ = load_suite(path)
+    assert [lv.key for lv in levels_for(suite.measure[0])] == [
+        "c=1,w=1,threads=1,sleep_ms=1000", "c=2,w=1,threads=1,sleep_ms=1000",
+        "c=1,w=1,threads=2,sleep_ms=1000", "c=2,w=1,threads=2,sleep_ms=1000"]
+    bad = write_suite(tmp_path / "bad.toml", 'name = "s"\n[[measure]]\nscenario = "sleep"\nconnections = [1]\n'
+                                            'threads = [0]\n')
+    with pytest.raises(ConfigError, match="threads"):
+        load_suite(bad)
+
+
+def test_entry_contestants_narrow_the_suite_and_a_typo_exits_2(tmp_path, cache_dir):
+    """A [[measure]] entry's own contestants/exclude (seed 002: gunicorn sync at 9 workers, the others at 1)."""
+    from netarena import contestants as ct
+    from netarena.runner import build_plan
+
+    text = SUITE + ('exclude = ["fx-other"]\n\n[[measure]]\nscenario = "hello"\ncontestants = ["fx-other"]\n'
+                    'connections = [8]\n')
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", text))
+    plan = build_plan(suite, ct.load(FIXTURE_CONTESTANTS, ["fx-good", "fx-other"]))
+    assert sorted((i.contestant, i.level.key) for i in plan.items) == [("fx-good", "c=4,w=1"),
+                                                                       ("fx-other", "c=8,w=1")]
+    typo = write_suite(tmp_path / "typo.toml", text.replace('contestants = ["fx-other"]', 'contestants = ["fx-othre"]'))
+    results = tmp_path / "r"
+    result = run_cli(["run", typo, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 2, result.stderr
+    assert "measure[1].contestants: unknown contestant 'fx-othre'" in result.stderr, result.stderr
+    assert not results.exists()

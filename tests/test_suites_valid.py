@@ -23,6 +23,10 @@ def test_suite_validates_and_names_real_contestants(path):
     suite, _ = load_suite(path)
     names = select(REPO / "contestants", list(suite.contestants), list(suite.exclude), str(path))
     assert names, f"{path} selects no contestant"
+    for index, entry in enumerate(suite.measure):
+        if entry.contestants is not None:  # an entry of its own for some contestants must measure one of the suite's
+            own = select(REPO / "contestants", list(entry.contestants), list(entry.exclude), str(path))
+            assert set(own) & set(names), f"{path}: measure[{index}] measures none of the suite's contestants"
 
 
 @pytest.mark.parametrize("path", SUITES, ids=lambda p: str(p.relative_to(REPO / "suites")))

@@ -1,4 +1,5 @@
-"""netarena HTTP contestant: the standard library's http.server.ThreadingHTTPServer, a thread per connection.
+"""netarena HTTP contestant: the standard library's http.server.ThreadingHTTPServer, a thread per connection,
+or with --threads N a fixed pool of N threads that take the connections in turn.
 
 /sleep/{ms} blocks the connection's thread with time.sleep: that is what a threaded server does,
 and the contrast with the event loops is seed 002's point.
@@ -11,7 +12,7 @@ import sys
 import time
 
 from netarena_shared.cli import parse_args
-from threaded_serving import ThreadPerConnection, serve_until_stopped
+from threaded_serving import PooledThreads, ThreadPerConnection, serve_until_stopped
 
 MAX_BYTES_N = 64 * 1024 * 1024
 MAX_SLEEP_MS = 60_000
@@ -76,19 +77,21 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-class Server(ThreadPerConnection, http.server.ThreadingHTTPServer):
+class Server(PooledThreads, ThreadPerConnection, http.server.ThreadingHTTPServer):
     pass
 
 
 def main() -> int:
-    args = parse_args(__doc__, workers=False)
+    args = parse_args(__doc__, workers=False, threads=True)
     static_dir = os.path.abspath(args.static_dir)
 
     class StaticHandler(Handler):
         def __init__(self, *a, **kw):
             super().__init__(*a, directory=static_dir, **kw)
 
-    return serve_until_stopped(Server(("127.0.0.1", args.port), StaticHandler))
+    server = Server(("127.0.0.1", args.port), StaticHandler)
+    server.pool_size = args.threads
+    return serve_until_stopped(server)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """What server.py (ThreadingHTTPServer) and echo.py (ThreadingTCPServer) both need from socketserver."""
 import signal
 import sys
+import threading
+import time
 
 # The catalog asks for >= 1024; socketserver's default request_queue_size is 5.
 LISTEN_BACKLOG = 4096
@@ -19,6 +21,35 @@ class ThreadPerConnection:
         if isinstance(sys.exc_info()[1], ConnectionError):
             return
         super().handle_error(request, client_address)
+
+
+class PooledThreads:
+    """Mixed in before ThreadPerConnection and a socketserver.Threading*Server class: with pool_size > 0 a fixed
+    pool of that many threads, each accepting a connection and serving it until it closes, as uWSGI's
+    --threads do; the connections no thread has taken wait in the kernel's accept queue (`ss -ltn` Recv-Q),
+    instead of a new thread per connection."""
+
+    pool_size = 0
+
+    def serve_forever(self, poll_interval=0.5):
+        if not self.pool_size:
+            super().serve_forever(poll_interval)
+            return
+        for index in range(self.pool_size):
+            # Daemon threads, as daemon_threads = True: a thread blocked on an idle keep-alive connection must
+            # not hold up the exit on SIGTERM.
+            threading.Thread(target=self._accept_and_serve, name=f"pool-{index}", daemon=True).start()
+        while True:
+            time.sleep(3600)  # the stop signal's handler ends the process from here
+
+    def _accept_and_serve(self):
+        while True:
+            try:
+                request, client_address = self.get_request()
+            except OSError:
+                return  # the listening socket was closed: the server is stopping
+            # ThreadingMixIn's body of a connection's thread: handle it, report errors, close it.
+            self.process_request_thread(request, client_address)
 
 
 def serve_until_stopped(server) -> int:

@@ -24,7 +24,7 @@ from . import stats
 from .config import SERVICE_SCENARIOS
 from .contestants import Contestant, expand, install, repo_root, tail
 from .process import ManagedProcess, free_port, group_members, wait_until_idle
-from .scenarios import Level, load_spec, verify
+from .scenarios import Level, accept_queue, load_spec, verify
 from .server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from .store import STATUS_FAILED, STATUS_OK, now_iso
 
@@ -177,8 +177,9 @@ class RealBackend:
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path, host: str = "127.0.0.1",
-                     service_urls: dict[str, str] | None = None) -> ManagedProcess:
-        values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir, host=host)
+                     service_urls: dict[str, str] | None = None, threads: int | None = None) -> ManagedProcess:
+        values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir, host=host,
+                                         threads=threads)
         # Scenarios that use no service get an empty URL for each the contestant could use.
         values.update({f"{name}_url": "" for name in contestant.manifest.needs})
         values.update(service_urls or {})
@@ -209,7 +210,8 @@ class RealBackend:
         return True
 
     def wait_ready(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
-                   static_dir: Path, timeout_s: float, workers: int = 1) -> tuple[str | None, str | None, dict | None]:
+                   static_dir: Path, timeout_s: float, workers: int = 1,
+                   threads: int | None = None) -> tuple[str | None, str | None, dict | None]:
         """(failure_kind, error, verification): port open, then the scenario verified, within ready_timeout_s.
 
         With several workers, one answering is not all of them listening: a second SO_REUSEPORT worker or a
@@ -224,7 +226,9 @@ class RealBackend:
         while True:
             result = verify(scenario, port, static_dir, timeout_s=min(timeout_s, max(0.5, deadline - time.monotonic())),
                             concurrency_model=contestant.manifest.concurrency_model,
-                            nagle_stall=contestant.manifest.nagle_stall.get(scenario))
+                            nagle_stall=contestant.manifest.nagle_stall.get(scenario),
+                            pool=contestant.pool(workers, threads),
+                            closes_connections=contestant.manifest.closes_connections is not None)
             if result.ok:
                 verification = result.to_dict()
                 if workers > 1:
@@ -256,13 +260,15 @@ class RealBackend:
                 return failure
             try:
                 server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
-                                           req.server_cpus, log_path, service_urls=service_urls)
+                                           req.server_cpus, log_path, service_urls=service_urls,
+                                           threads=req.level.threads)
             except OSError as exc:
                 return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)
             progress("starting")
             kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
-                                                        req.timeout_s, workers=req.level.workers)
+                                                        req.timeout_s, workers=req.level.workers,
+                                                        threads=req.level.threads)
             record["verification"] = verification
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
@@ -339,9 +345,23 @@ class RealBackend:
 
     def check_answers(self, req: MeasureRequest, port: int) -> dict:
         """Does the server still answer once the load is gone? Asked only after requests timed out under load:
-        an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not."""
+        an overloaded server answers again (its timeouts stay an error-rate flag), a hung one does not.
+
+        A pool server (threads, sync processes) may still be working through the connections the load left in
+        its accept queue, at the pool's pace (seed 002: 5,000 queued /sleep/1000 for 9 processes), and the fresh
+        request waits behind them. When it got no answer but that queue shrank while it waited, the server was
+        accepting: it is draining, not hung, and `draining` records the queue before and after."""
+        queued, capacity = accept_queue(port)
         result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True)
-        return {"ok": result.ok, "reason": None if result.ok else result.reason}
+        if result.ok:
+            return {"ok": True, "reason": None}
+        left, _ = accept_queue(port)
+        # The accept queue is first in, first out, and the fresh connection joined it behind the others unless
+        # it was full (its SYN dropped): then the same length means one accepted, else only a shorter queue does.
+        if queued and (left < queued or (left == queued and queued < capacity)):
+            return {"ok": True, "reason": None,
+                    "draining": {"queued": queued, "queued_after": left, "fresh_request": result.reason}}
+        return {"ok": False, "reason": result.reason}
 
     def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest):
         from .monitor import Monitor, MonitorError, restrict_to_window

@@ -365,6 +365,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             if not names:
                 raise ConfigError(f"no contestant matches {list(effective.contestants)} in {contestants_dir}",
                                   path=source)
+            for index, entry in enumerate(effective.measure):
+                if entry.contestants is not None:  # an exact name that does not exist is a typo: say so
+                    select(contestants_dir, list(entry.contestants), [], str(suite_path),
+                           field=f"measure[{index}].contestants")
         if external is None:
             contestants = load(contestants_dir, names)
             plan = build_plan(effective, contestants, scenario_filter)
@@ -705,7 +709,10 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 @click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
               help="Start each contestant with this many workers ({workers}); contestants without worker "
                    "support are skipped with their reason when it is above 1.")
-def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, run_as_root, workers):
+@click.option("--threads", type=click.IntRange(1, 65_536), default=None,
+              help="Start each contestant with this thread-pool size per worker ({threads}; default: the "
+                   "manifest's threads.default); contestants without a thread pool are skipped with their reason.")
+def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, run_as_root, workers, threads):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     from .backend import RealBackend
     from .process import available_cpus, free_port
@@ -739,8 +746,10 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
     for contestant in contestants:
         scenarios = [s for s in contestant.manifest.scenarios if not scenario_filter or s in scenario_filter]
         av = availability(contestant, allow_apt=not no_apt)
-        if not av.runnable or (workers > 1 and not contestant.manifest.workers.supported):
-            why = av.summary if not av.runnable else f"no worker support: {contestant.manifest.workers.how}"
+        no_pool = threads is not None and not contestant.manifest.threads.supported
+        if not av.runnable or (workers > 1 and not contestant.manifest.workers.supported) or no_pool:
+            why = av.summary if not av.runnable else "no thread pool to size (threads.supported = false)" \
+                if no_pool else f"no worker support: {contestant.manifest.workers.how}"
             for s in scenarios:
                 table.add_row(contestant.name, s, styled(("skipped", "yellow")), why)
             continue
@@ -764,14 +773,15 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
             port = free_port()
             log_path = log_dir / f"{contestant.name}.{scenario}.log"
             try:
-                proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path)
+                proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path,
+                                            threads=threads)
             except OSError as exc:
                 failures += 1
                 table.add_row(contestant.name, scenario, FAIL, f"cannot start: {exc}")
                 continue
             try:
                 kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0,
-                                                               workers=workers)
+                                                               workers=workers, threads=threads)
             finally:
                 stop = backend.stop_server(contestant, proc)
             if kind is None and (stop["leftover"] or stop["escaped"]):

@@ -27,7 +27,7 @@ SERVICE_SCENARIOS = {"mongo": "mongo"}
 BYTES_SIZES = (40, 10000, 524288)
 MONGO_DOCS = ("small", "big")
 SERVICE_NAMES = tuple(dict.fromkeys(SERVICE_SCENARIOS.values()))
-PLACEHOLDERS = ("host", "port", "workers", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
+PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
                 *(f"{name}_url" for name in SERVICE_NAMES))
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
@@ -75,6 +75,17 @@ class Workers(Strict):
     how: str = ""
 
 
+class Threads(Strict):
+    """A thread-pool contestant's pool size, {threads} in start.command: a suite's `threads = [...]` axis sets
+    it per level (seed 002's /sleep with 1 and 2 threads); a level without one gets `default`."""
+
+    supported: bool = False
+    # What {threads} is when a suite entry sets none; its meaning is the contestant's (python-threads: 0 = a
+    # thread per connection, no pool), written in `how`.
+    default: Annotated[int, Field(ge=0, le=65_536)] = 0
+    how: str = ""
+
+
 class Manifest(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     display_name: Annotated[str, Field(min_length=1)]
@@ -89,9 +100,13 @@ class Manifest(Strict):
     # Scenarios whose responses wait for the client's delayed ACK because the framework offers no way to set
     # TCP_NODELAY there, with the reason: verification measures the stall and passes instead of failing.
     nagle_stall: dict[str, str] = {}
+    # Why the server closes every connection after one response (gunicorn's sync worker), when it does: the
+    # catalog's keep-alive requirement is then waived for it, and the reason shown, instead of failing it.
+    closes_connections: Annotated[str, Field(min_length=1)] | None = None
     install: Install = Install()
     start: Start
     workers: Workers = Workers()
+    threads: Threads = Threads()
     # Backing services the contestant talks to (e.g. "mongo"): started by the orchestrator before it, their
     # address given as {mongo_url} in start.command / start.env.
     needs: list[Literal["mongo"]] = []
@@ -133,8 +148,15 @@ def error_budget_fraction(text: str) -> float | None:
 
 class Measure(Strict):
     scenario: ScenarioName
+    # Which of the suite's contestants this entry measures (names or globs), minus `exclude`; unset: all of them.
+    # Seed 002 ran gunicorn's sync workers at 9 processes beside servers of one: two entries.
+    contestants: Annotated[list[str], Field(min_length=1)] | None = None
+    exclude: list[str] = []
     connections: Annotated[list[Annotated[int, Field(ge=1, le=1_000_000)]], Field(min_length=1)]
     workers: Annotated[list[Annotated[int, Field(ge=1, le=1024)]], Field(min_length=1)] = [1]
+    # Thread-pool size per worker ({threads}) of contestants with [threads] supported = true; one level per value.
+    # Unset: each contestant's own default. A contestant without a thread pool is skipped for these levels.
+    threads: Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(min_length=1)] | None = None
     # Scenario parameters; each is only allowed with its scenario (checked after validation).
     sizes: list[Literal[40, 10000, 524288]] | None = None
     sleep_ms: list[Annotated[int, Field(ge=0, le=60_000)]] | None = None
@@ -514,6 +536,17 @@ def load_manifest(path: Path) -> Manifest:
         _check_manifest_paths([value], contestant_folder, fail, ("start", "env", key))
     for index, step in enumerate(manifest.install.steps):
         _check_manifest_paths(step, contestant_folder, fail, ("install", "steps", index))
+    uses_threads = any("{threads}" in w for w in [*(manifest.start.command or []), *(manifest.start.echo_command or []),
+                                                  *manifest.start.env.values()])
+    if manifest.threads.supported and not manifest.threads.how.strip():
+        fail(("threads", "how"), "say what the thread pool is and what the default means (required when "
+             "threads.supported = true)")
+    if manifest.threads.supported and not uses_threads:
+        fail(("threads", "supported"), "threads.supported = true but neither start.command nor start.env uses "
+             "{threads}, the pool size the orchestrator gives it")
+    if uses_threads and not manifest.threads.supported:
+        fail(("start", "command"), "{threads} is used but [threads] supported is not true",
+             'add [threads] with supported = true, default = N and how = "..."')
     _placeholders(manifest.start.command or [], PLACEHOLDERS, path, lines, ("start", "command"))
     _placeholders(manifest.start.echo_command or [], PLACEHOLDERS, path, lines, ("start", "echo_command"))
     for key, value in manifest.start.env.items():
@@ -618,6 +651,6 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 __all__ = [
     "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "MONGO_DOCS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite",
-    "Measure", "FindMax", "Cpus", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
+    "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",
 ]

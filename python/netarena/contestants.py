@@ -75,7 +75,8 @@ class Contestant:
         return "python3"
 
     def placeholders(self, *, port: int | None = None, workers: int | None = None,
-                     static_dir: Path | None = None, host: str = "127.0.0.1") -> dict[str, str]:
+                     static_dir: Path | None = None, host: str = "127.0.0.1",
+                     threads: int | None = None) -> dict[str, str]:
         # {host}: the address to listen on; loopback on one machine, every address (0.0.0.0) on the server
         # host of a cluster, where the generators come from other hosts (docs/many-machines.md).
         values = {
@@ -91,7 +92,20 @@ class Contestant:
             values["port"] = str(port)
         if workers is not None:
             values["workers"] = str(workers)
+        if self.manifest.threads.supported:
+            values["threads"] = str(threads if threads is not None else self.manifest.threads.default)
         return values
+
+    def pool(self, workers: int, threads: int | None) -> int | None:
+        """How many requests this set-up serves at once where a pool bounds it: workers x threads for a
+        thread pool, workers for processes; None where nothing the manifest states bounds it."""
+        model = self.manifest.concurrency_model
+        if model == "processes":
+            return workers
+        if model == "threads" and self.manifest.threads.supported:
+            size = threads if threads is not None else self.manifest.threads.default
+            return size * workers if size > 0 else None
+        return None
 
     def command(self, scenario: str) -> list[str]:
         start = self.manifest.start
@@ -130,7 +144,17 @@ def select(contestants_dir: Path, patterns: list[str], exclude: list[str] = (), 
                 f"known: {', '.join(names) if names else 'none'})",
                 path=source, field=field, line=line_of(pattern) if line_of else None,
                 hint=did_you_mean(pattern, names))
-    return [n for n in chosen if not any(fnmatch.fnmatchcase(n, ex) for ex in exclude)]
+    return [n for n in chosen if not excluded(n, exclude)]
+
+
+def excluded(name: str, exclude) -> bool:
+    return any(fnmatch.fnmatchcase(name, ex) for ex in exclude)
+
+
+def entry_measures(entry, name: str) -> bool:
+    """Whether a suite [[measure]] entry applies to contestant `name` (its own contestants/exclude)."""
+    patterns = entry.contestants or ["*"]
+    return any(fnmatch.fnmatchcase(name, p) for p in patterns) and not excluded(name, entry.exclude)
 
 
 def load(contestants_dir: Path, names: list[str]) -> list[Contestant]:

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import psutil
 
 from .backend import RealBackend, conclude, failed, timeouts
-from .config import SCENARIOS, Request, Start, Strict, Workers
+from .config import SCENARIOS, Request, Start, Strict, Threads, Workers
 from .errors import ConfigError, did_you_mean
 from .process import available_cpus
 from .scenarios import Verification, load_spec, request_load_spec, verify, verify_request
@@ -36,7 +36,7 @@ FIRST_CHECK_TIMEOUT_S = 5.0
 
 class ExternalManifest(Strict):
     """What is stored as the external server's manifest (contestants.manifest_json): enough for the reports,
-    and the `start`/`workers`/`unsupported` a contestant's plan reads, at their neutral defaults."""
+    and the `start`/`workers`/`threads`/`unsupported` a contestant's plan reads, at their neutral defaults."""
 
     name: str
     display_name: str
@@ -54,6 +54,7 @@ class ExternalManifest(Strict):
     needs: list[str] = []  # the databases behind it are its owner's: netarena starts none
     start: Start = Start()
     workers: Workers = Workers(supported=False, how="an external server runs as it was started")
+    threads: Threads = Threads()
 
 
 @dataclass

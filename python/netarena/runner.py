@@ -12,7 +12,8 @@ import psutil
 
 from . import __version__, stats
 from .config import SERVICE_SCENARIOS, Suite
-from .contestants import Contestant, InstallError, availability, cache_root, repo_root, scenario_note
+from .contestants import (Contestant, InstallError, availability, cache_root, entry_measures, repo_root,
+                          scenario_note)
 from .errors import ConfigError
 from .process import available_cpus, group_members, kill_group, process_start_time
 from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready
@@ -102,6 +103,8 @@ def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: lis
         for entry in suite.measure:
             if scenario_filter and entry.scenario not in scenario_filter:
                 continue
+            if not entry_measures(entry, contestant.name):
+                continue
             reason = scenario_note(contestant, entry.scenario)
             if reason is not None:
                 skip = (contestant.name, entry.scenario, None, f"does not implement {entry.scenario}: {reason}")
@@ -112,6 +115,10 @@ def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: lis
                 if level.workers > 1 and not contestant.manifest.workers.supported:
                     plan.skips.append((contestant.name, entry.scenario, level.key,
                                        "runs a single worker only (workers.supported = false)"))
+                    continue
+                if level.threads is not None and not contestant.manifest.threads.supported:
+                    plan.skips.append((contestant.name, entry.scenario, level.key,
+                                       "has no thread pool to size (threads.supported = false)"))
                     continue
                 item = Item(contestant.name, entry.scenario, level)
                 if item not in plan.items:

@@ -1,16 +1,21 @@
-"""The command line the manifests pass: --port, and where the contestant takes them, --workers and --static-dir."""
+"""The command line the manifests pass: --port, and where the contestant takes them, --workers, --threads and
+--static-dir."""
 import argparse
 import os
 
 
-def parse_args(description, *, workers=True, static_dir=True):
+def parse_args(description, *, workers=True, static_dir=True, threads=False):
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, required=True)
     if workers:
         parser.add_argument("--workers", type=int, default=1)
     if static_dir:
         parser.add_argument("--static-dir", required=True)
+    if threads:
+        parser.add_argument("--threads", type=int, default=0, help="thread-pool size; 0: a thread per connection")
     args = parser.parse_args()
+    if threads and args.threads < 0:
+        parser.error(f"--threads must be >= 0 (0: a thread per connection), got {args.threads}")
     if workers and args.workers < 1:
         parser.error(f"--workers must be >= 1, got {args.workers}")
     if static_dir and not os.path.isdir(args.static_dir):
