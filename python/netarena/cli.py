@@ -366,8 +366,12 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(f"no contestant matches {list(effective.contestants)} in {contestants_dir}",
                                   path=source)
         if external is None:
+            from .spread import open_files_hard_limit
+
             contestants = load(contestants_dir, names)
-            plan = build_plan(effective, contestants, scenario_filter)
+            # Servers on this machine start with the open-files hard limit (a cluster's server host has its own).
+            plan = build_plan(effective, contestants, scenario_filter,
+                              open_files_hard_limit() if backend_kind == "real" and cluster_file is None else None)
         generator_path = None
         cluster = None
         if cluster_file is not None:
@@ -383,7 +387,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 generator_path = find_generator()
             except GeneratorMissing as exc:
                 raise ConfigError(str(exc)) from None
-            from .doctor import max_connections
+            from .spread import is_loopback_host, plan_for
 
             gates = list(dict.fromkeys(t for item in plan.items for t in item.level.thresholds))
             refused = check_thresholds(generator_path, gates)
@@ -391,14 +395,18 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(refused, path="--threshold" if thresholds else str(suite_path),
                                   field=None if thresholds else "measure.thresholds",
                                   hint="docs/load-generator.md lists the metrics, operators and units")
-            limit = max_connections()
+            # A level beyond one generator process is spread over several (spread.plan_spread); refused here
+            # only when no spread can hold it, before anything starts.
             for item in plan.items:
-                if item.level.connections > limit:
-                    raise ConfigError(f"{item.level.connections} connections ({item.scenario}) is more than this "
-                                      f"machine allows one generator: at most {limit:,}",
+                try:
+                    plan_for(item.level.connections, probe=item.level.probe_interval_s is not None,
+                             open_files_cap=effective.generator_open_files,
+                             loopback=external is None or is_loopback_host(external.host))
+                except ConfigError as exc:
+                    raise ConfigError(f"{item.scenario} at {item.level.connections:,} connections: {exc}",
                                       path=str(suite_path or "--connections"),
                                       field="measure.connections" if suite_path else None,
-                                      hint="`netarena doctor` shows the limits and how to raise them")
+                                      hint="`netarena doctor` shows the limits and how to raise them") from None
         user = for_servers(run_as_root, contestants) if backend_kind == "real" else None
         if plan.total == 0:
             raise ConfigError("nothing to measure: no selected contestant implements the selected scenarios "

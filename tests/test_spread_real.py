@@ -1,0 +1,85 @@
+"""Levels beyond one generator process: spread over several netarena-load processes started together, merged
+into one result. A low generator_open_files stands in for the machine's limit, so a few dozen connections
+need two processes (20,000 real ones would need minutes here); the plan's address spreading is checked on
+the numbers of a machine whose port range is smaller than a level."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
+from netarena.doctor import FD_SPARE
+from netarena.errors import ConfigError
+from netarena.spread import plan_spread
+
+FLOOD_BYTES = 3000  # not ECHO_VERIFY_BYTES: the server's count tells the flood's connections from verification's
+CONNECTIONS = 60
+
+SPREAD = f"""name = "spread"
+contestants = ["fx-good"]
+repeat = 1
+warmup_s = 0
+duration_s = 60
+timeout_s = 10
+generator_open_files = {FD_SPARE + 40}
+
+[[measure]]
+scenario = "echo"
+connections = [{CONNECTIONS}]
+echo_chunk_bytes = 1000
+echo_bytes = [{FLOOD_BYTES}]
+"""
+
+
+def test_level_above_one_process_is_spread_over_two_and_merged(tmp_path, cache_dir, generator_binary,
+                                                                 no_leftover_processes):
+    suite = write_suite(tmp_path / "spread.toml", SPREAD)
+    counts = tmp_path / "echo-counts.json"
+    results = tmp_path / "results"
+    out = run_cli(["run", suite, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--json"],
+                  cache_dir, FIXTURE_ECHO_COUNT_FILE=str(counts))
+    assert out.returncode == 0, out.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", row["error"]
+    generator = json.loads(row["generator_json"])
+    argv = json.loads(row["generator_argv_json"])
+    # Two processes (40 connections fit in one), each with --prepare and its share.
+    assert argv.count("--prepare") == 2 and argv.count("[process 1]") == 1 and argv.count("[process 2]") == 1
+    parts = [h["document"] for h in generator["hosts"]]
+    assert [p["config"]["connections"] for p in parts] == [30, 30]
+    assert all(p["config"]["prepare"] for p in parts)
+    # One merged result: counts are the sums of the processes', the histogram holds every request.
+    assert generator["config"]["connections"] == CONNECTIONS
+    assert generator["echo"]["connections_completed"] == CONNECTIONS == \
+        sum(p["echo"]["connections_completed"] for p in parts)
+    assert generator["echo"]["verified_bytes"] == CONNECTIONS * FLOOD_BYTES
+    assert generator["totals"]["requests"] == sum(p["totals"]["requests"] for p in parts)
+    assert generator["latency"]["count"] == sum(p["latency"]["count"] for p in parts)
+    assert generator["errors"]["total"] == 0
+    # One start time, given to both: the merged measured phase begins at the earliest process's.
+    assert generator["started_at"] == min(p["started_at"] for p in parts)
+    # The echo server's own count: every flood connection echoed exactly FLOOD_BYTES.
+    server = json.loads(counts.read_text())
+    assert server["connections"].get(str(FLOOD_BYTES)) == CONNECTIONS, server
+    assert generator["spread"]["processes"] == 2 and generator["spread"]["start_ns"] > 0
+
+
+def test_plan_spreads_over_processes_and_source_addresses():
+    # Seed 000's top level on this machine's limits: 20,000 files per process, 28,232 ports per address.
+    plan = plan_spread(32768, probe=False, open_files=20000, ports=28232, loopback=True)
+    assert plan.shares == (16384, 16384)
+    # Processes sharing an address would share its ports: each gets addresses of its own.
+    assert plan.source_ips == ("127.0.1.1", "127.0.1.2")
+    # The seed's wider port range holds them from one address each.
+    assert plan_spread(32768, probe=False, open_files=20000, ports=40001, loopback=True).source_ips == (None, None)
+    # One process with room for all, but more than one address's ports.
+    big = plan_spread(60000, probe=True, open_files=1 << 20, ports=28232, loopback=True)
+    assert big.shares == (60000,) and big.source_ips == ("127.0.1.1-127.0.1.3",)
+    # The probe's socket counts against the first process.
+    probed = plan_spread(2 * (20000 - FD_SPARE), probe=True, open_files=20000, ports=None, loopback=True)
+    assert probed.processes == 3 and sum(probed.shares) == 2 * (20000 - FD_SPARE)
+    assert plan_spread(100, probe=False, open_files=20000, ports=28232, loopback=True).reason is None
+    with pytest.raises(ConfigError, match="not on loopback"):
+        plan_spread(30000, probe=False, open_files=1 << 20, ports=28232, loopback=False)
