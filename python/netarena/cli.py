@@ -409,6 +409,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                                       hint="`netarena doctor` shows the limits and how to raise them") from None
         user = for_servers(run_as_root, contestants) if backend_kind == "real" else None
         if plan.total == 0:
+            skipped = [f"{c} {sc or ''} {lk or ''}: {why}".replace("  ", " ") for c, sc, lk, why in plan.skips
+                       if lk is not None]
+            if skipped:  # every level was skipped for a reason of its own (e.g. more connections than fit)
+                raise ConfigError("nothing to measure: every planned level is skipped: " + "; ".join(skipped[:5]))
             raise ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
                               "(see `netarena list`)")
     except ConfigError as exc:  # StoreError too: a damaged store or one of another schema version
