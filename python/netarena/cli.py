@@ -25,6 +25,7 @@ from .contestants import (InstallError, availability, markdown_catalog, cache_ro
                           repo_root, select, tail)
 from .errors import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD_FAILED, ConfigError,
                      did_you_mean)
+from .doctor import PROFILES as DOCTOR_PROFILES
 from .export import export_csv, export_json, run_summary
 from .external import DEFAULT_NAME as EXTERNAL_NAME
 from .server_user import RUN_AS_ROOT_ENV, SERVER_USER, for_servers
@@ -831,11 +832,23 @@ def new(name, language, scenario_opt, contestants_dir):
 
 @main.command()
 @click.option("--apply", is_flag=True, help="Raise the limits that can be raised (needs root).")
-def doctor(apply):
+@click.option("--profile", type=click.Choice(sorted(DOCTOR_PROFILES)),
+              help="Set a seed's own kernel settings, saving the values replaced (needs root).")
+@click.option("--restore", is_flag=True, help="Put back the values --profile saved (needs root).")
+def doctor(apply, profile, restore):
     """Limits and settings that bound a run, what each means, and the command that raises it."""
-    from .doctor import run_doctor
+    from .doctor import apply_profile, restore_saved, run_doctor
 
-    sys.exit(run_doctor(apply=apply, console=make_console()))
+    given = [flag for flag, on in (("--apply", apply), ("--profile", profile), ("--restore", restore)) if on]
+    if len(given) > 1:
+        fail_bad_input(ConfigError(f"{' and '.join(given)} cannot be combined: give one", path=given[1]))
+        return
+    console = make_console()
+    if profile:
+        sys.exit(apply_profile(profile, console))
+    if restore:
+        sys.exit(restore_saved(console))
+    sys.exit(run_doctor(apply=apply, console=console))
 
 
 @main.command()
