@@ -83,3 +83,51 @@ def test_plan_spreads_over_processes_and_source_addresses():
     assert plan_spread(100, probe=False, open_files=20000, ports=28232, loopback=True).reason is None
     with pytest.raises(ConfigError, match="not on loopback"):
         plan_spread(30000, probe=False, open_files=1 << 20, ports=28232, loopback=False)
+
+
+def _limits_of_child(**kwargs) -> tuple[int, int]:
+    import sys
+
+    from netarena.process import ManagedProcess
+
+    child = ManagedProcess([sys.executable, "-c", "import resource; print(*resource.getrlimit(resource.RLIMIT_NOFILE))"],
+                           capture=True, **kwargs)
+    out, _ = child.proc.communicate(timeout=30)
+    soft, hard = map(int, out.split())
+    return soft, hard
+
+
+def test_children_start_with_the_open_files_hard_limit_or_the_one_given():
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(256, hard), hard))  # a shell's low soft limit
+    try:
+        assert _limits_of_child() == (hard, hard)
+        assert _limits_of_child(open_files=200) == (200, 200)  # a suite's generator_open_files
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_a_level_a_server_cannot_hold_is_skipped_for_it_alone():
+    from netarena.config import Suite
+    from netarena.contestants import default_contestants_dir, load
+    from netarena.runner import build_plan
+
+    suite = Suite.model_validate({"name": "big", "measure": [
+        {"scenario": "echo", "connections": [100, 32768], "workers": [1, 2]}]})
+    contestants = load(default_contestants_dir(), ["python-asyncio", "go-net", "python-threads"])
+    plan = build_plan(suite, contestants, None, server_open_files=20000)
+    planned = {(i.contestant, i.level.key) for i in plan.items}
+    # Two worker processes share 32,768 connections; one process (go-net's workers are threads) cannot.
+    assert ("python-asyncio", "c=32768,w=2") in planned and ("go-net", "c=100,w=2") in planned
+    skips = {(c, k): why for c, _, k, why in plan.skips}
+    assert "they all land in one server process" in skips[("python-asyncio", "c=32768,w=1")]
+    assert "or measure it with more workers" in skips[("python-asyncio", "c=32768,w=1")]
+    assert "threads or schedulers of one process" in skips[("go-net", "c=32768,w=2")]
+    assert "may open 20,000 files" in skips[("go-net", "c=32768,w=1")]
+    assert "single worker only" in skips[("python-threads", "c=32768,w=2")]
+    # A machine whose hard limit holds them runs every level; None (servers elsewhere) checks nothing.
+    assert not [s for s in build_plan(suite, contestants, None, server_open_files=1 << 20).skips
+                if "cannot hold" in s[3]]
+    assert not [s for s in build_plan(suite, contestants, None).skips if "cannot hold" in s[3]]
