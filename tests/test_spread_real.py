@@ -6,10 +6,12 @@ the numbers of a machine whose port range is smaller than a level."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
+from conftest import CLI_TIMEOUT_S, FIXTURE_CONTESTANTS, REPO, cli_env, db_rows, run_cli, write_suite
 from netarena.doctor import FD_SPARE
 from netarena.errors import ConfigError
 from netarena.spread import plan_spread
@@ -64,6 +66,32 @@ def test_level_above_one_process_is_spread_over_two_and_merged(tmp_path, cache_d
     server = json.loads(counts.read_text())
     assert server["connections"].get(str(FLOOD_BYTES)) == CONNECTIONS, server
     assert generator["spread"]["processes"] == 2 and generator["spread"]["start_ns"] > 0
+
+
+def test_level_above_one_address_ports_uses_an_address_per_process(tmp_path, cache_dir, generator_binary,
+                                                                     no_leftover_processes):
+    """In a network namespace of its own (the port range is per namespace) with 50 ephemeral ports, 60
+    connections cannot come from one address: each of the two processes binds to a 127.0.1.x of its own."""
+    suite = write_suite(tmp_path / "spread.toml", SPREAD)
+    counts = tmp_path / "echo-counts.json"
+    results = tmp_path / "results"
+    script = ("ip link set lo up && echo '40000 40049' > /proc/sys/net/ipv4/ip_local_port_range && "
+              'exec "$0" -m netarena "$@"')
+    out = subprocess.run(["unshare", "--net", "sh", "-c", script, sys.executable, "run", str(suite), "--results",
+                          str(results), "--contestants-dir", str(FIXTURE_CONTESTANTS), "--json"],
+                         capture_output=True, text=True, timeout=CLI_TIMEOUT_S, cwd=REPO,
+                         env=cli_env(cache_dir, FIXTURE_ECHO_COUNT_FILE=str(counts)))
+    assert out.returncode == 0, out.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", row["error"]
+    generator = json.loads(row["generator_json"])
+    assert generator["spread"]["ports_per_address"] == 50
+    assert generator["spread"]["source_ips"] == ["127.0.1.1", "127.0.1.2"]
+    assert generator["echo"]["connections_completed"] == CONNECTIONS and generator["errors"]["total"] == 0
+    # The server saw each process's connections come from its own address.
+    server = json.loads(counts.read_text())
+    assert server["sources"].get("127.0.1.1") == server["sources"].get("127.0.1.2") == CONNECTIONS // 2, server
+    assert server["connections"].get(str(FLOOD_BYTES)) == CONNECTIONS, server
 
 
 def test_plan_spreads_over_processes_and_source_addresses():

@@ -391,22 +391,23 @@ class RealBackend:
         monitor_result = None
         try:
             monitor, monitor_result = self._start_monitor(server_pid, gen.pid, req)
-            try:
-                stdout, stderr = gen.proc.communicate(timeout=generator_time_limit_s(argv, req.warmup_s,
-                                                                                     req.duration_s, req.timeout_s))
-            except subprocess.TimeoutExpired:
-                gen.kill()
-                stdout, stderr = gen.proc.communicate()
+            stdout, stderr, timed_out = _communicate(
+                gen, generator_time_limit_s(argv, req.warmup_s, req.duration_s, req.timeout_s))
+            if timed_out:
                 return None, self._stop_monitor(monitor, monitor_result), too_slow(argv)
         finally:
-            try:
-                if gen.alive:
-                    gen.kill()
-            finally:
-                self.release(gen)
+            self._end(gen)
         monitor_result = self._stop_monitor(monitor, monitor_result)
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error
+
+    def _end(self, gen: ManagedProcess) -> None:
+        """Kill whatever is left of a generator process group, and forget it once it is gone."""
+        try:
+            if gen.alive:
+                gen.kill()
+        finally:
+            self.release(gen)
 
     def _run_spread(self, argvs: list[list[str]], server_pid: int | None, req: MeasureRequest, about: dict):
         """Several `netarena-load --prepare` processes: each announces READY, all get one start time, their
@@ -445,11 +446,7 @@ class RealBackend:
                 outputs = list(pool.map(lambda g: _communicate(g, limit), gens))
         finally:
             for gen in gens:
-                try:
-                    if gen.alive:
-                        gen.kill()
-                finally:
-                    self.release(gen)
+                self._end(gen)
         monitor_result = self._stop_monitor(monitor, monitor_result)
         parts, errors = [], []
         for i, ((stdout, stderr, timed_out), argv, before) in enumerate(zip(outputs, argvs, stderrs)):
