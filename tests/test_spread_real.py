@@ -159,3 +159,23 @@ def test_a_level_a_server_cannot_hold_is_skipped_for_it_alone():
     assert not [s for s in build_plan(suite, contestants, None, server_open_files=1 << 20).skips
                 if "cannot hold" in s[3]]
     assert not [s for s in build_plan(suite, contestants, None).skips if "cannot hold" in s[3]]
+
+
+def test_a_search_that_would_need_two_processes_is_refused_before_anything_starts(tmp_path, cache_dir,
+                                                                                  generator_binary):
+    suite = write_suite(tmp_path / "search.toml", f"""name = "search"
+contestants = ["fx-good"]
+repeat = 1
+duration_s = 1
+generator_open_files = {FD_SPARE + 40}
+
+[[measure]]
+scenario = "hello"
+connections = [60]
+rate = [100]
+find_max = {{ slo = "p99<=100ms", max_errors = "1%" }}
+""")
+    out = run_cli(["run", suite, "--results", tmp_path / "r", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert out.returncode == 2, out.stderr
+    assert "find_max needs one generator process" in out.stderr and "60 connections are more than" in out.stderr
+    assert not (tmp_path / "r").exists()

@@ -400,9 +400,12 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             # only when no spread can hold it, before anything starts.
             for item in plan.items:
                 try:
-                    plan_for(item.level.connections, probe=item.level.probe_interval_s is not None,
-                             open_files_cap=effective.generator_open_files,
-                             loopback=external is None or is_loopback_host(external.host))
+                    spread = plan_for(item.level.connections, probe=item.level.probe_interval_s is not None,
+                                      open_files_cap=effective.generator_open_files,
+                                      loopback=external is None or is_loopback_host(external.host))
+                    if spread.processes > 1 and item.level.find_max_slo is not None:
+                        # Each process would search a rate of its own: no one highest rate comes of that.
+                        raise ConfigError(f"find_max needs one generator process, and {spread.reason}")
                 except ConfigError as exc:
                     raise ConfigError(f"{item.scenario} at {item.level.connections:,} connections: {exc}",
                                       path=str(suite_path or "--connections"),
