@@ -73,11 +73,11 @@ def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = 
         uid, gid = user.uid, user.gid
 
     def setup() -> None:
-        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if open_files is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+        if open_files is None:
+            open_files_now = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         else:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            open_files_now = open_files
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files_now, open_files_now))
         if max_file_bytes is not None:
             # Past the limit a write fails with EFBIG; ignored, SIGXFSZ would kill the server instead.
             _libc.signal(signal.SIGXFSZ, _SIG_IGN)
