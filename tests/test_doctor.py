@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import resource
@@ -152,3 +153,68 @@ def test_hard_limit_probe_tells_allowed_from_forbidden():
     nr_open = int(Path("/proc/sys/fs/nr_open").read_text())
     assert not doctor.can_raise_open_files_hard_limit(nr_open + 1)  # the kernel's ceiling
     assert resource.getrlimit(resource.RLIMIT_NOFILE)[1] == hard  # probed in a child only
+
+
+def _profile_values(name: str) -> dict[str, str]:
+    return {sysctl: " ".join(value.split()) for sysctl, value in doctor.PROFILES[name]}
+
+
+def test_every_sysctl_a_profile_sets_is_recorded_with_a_run():
+    for name in doctor.PROFILES:
+        assert set(_profile_values(name)) <= set(envinfo.SYSCTLS), name
+    recorded = envinfo.collect()["sysctls"]
+    assert recorded["net.core.rmem_default"] == envinfo.read_sysctl("net.core.rmem_default")
+
+
+def test_restore_with_nothing_saved_is_refused(tmp_path, cache_dir):
+    from conftest import run_cli
+
+    before = _snapshot()
+    result = run_cli(["doctor", "--restore"], cache_dir)
+    assert result.returncode == 2
+    assert "nothing to restore" in result.stdout + result.stderr and str(cache_dir) in result.stdout + result.stderr
+    assert _snapshot() == before
+
+
+def test_profile_and_restore_refused_without_root():
+    before = _snapshot()
+
+    def run() -> tuple[int, int, str]:
+        os.setgid(65534)
+        os.setuid(65534)
+        console = _console()
+        return doctor.apply_profile("seed-000", console), doctor.restore_saved(console), console.export_text()
+
+    if os.geteuid() != 0:
+        code_apply, code_restore = doctor.apply_profile("seed-000", _console()), doctor.restore_saved(_console())
+    else:
+        code_apply, code_restore, _ = _in_child(run)
+    assert (code_apply, code_restore) == (2, 2)
+    assert _snapshot() == before
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="writing /proc/sys needs root")
+def test_profile_applies_the_seed_settings_and_restore_puts_back_the_originals(cache_dir):
+    from conftest import run_cli
+
+    wanted = _profile_values("seed-000")
+    before = _snapshot()
+    try:
+        applied = run_cli(["doctor", "--profile", "seed-000"], cache_dir)
+        assert applied.returncode == 0, applied.stdout + applied.stderr
+        assert {name: envinfo.read_sysctl(name) for name in wanted} == wanted
+        saved = json.loads((cache_dir / doctor.SAVED_FILE).read_text())
+        assert saved["values"] == {name: before[name] for name in wanted}
+        # A second application keeps the first one's originals (not the profile's own values).
+        again = run_cli(["doctor", "--profile", "seed-000"], cache_dir)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert json.loads((cache_dir / doctor.SAVED_FILE).read_text())["values"] == saved["values"]
+        restored = run_cli(["doctor", "--restore"], cache_dir)
+        assert restored.returncode == 0, restored.stdout + restored.stderr
+        assert _snapshot() == before
+        assert not (cache_dir / doctor.SAVED_FILE).exists()
+    finally:
+        for name, value in before.items():
+            if value is not None and envinfo.read_sysctl(name) != value:
+                envinfo.sysctl_path(name).write_text(value + "\n")
+    assert _snapshot() == before

@@ -7,6 +7,7 @@ returns deterministic generator-shaped results without starting anything, for fa
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from hdrh.histogram import HdrHistogram
 
@@ -26,6 +28,8 @@ from .contestants import Contestant, expand, install, repo_root, tail
 from .process import ManagedProcess, free_port, group_members, wait_until_idle
 from .scenarios import Level, accept_queue, load_spec, verify
 from .server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
+from .spread import (READY_MARGIN_S, START_LEAD_S, is_loopback_host, merge_documents, plan_for, read_ready,
+                     share_level)
 from .store import STATUS_FAILED, STATUS_OK, now_iso
 
 # Extra time the generator gets beyond warm-up + duration + its own request timeout before we kill it.
@@ -102,6 +106,8 @@ class MeasureRequest:
     static_dir: Path
     log_dir: Path
     services: object | None = None  # services.ServiceManager of the run, for contestants that `need` one
+    # The suite's generator_open_files: each netarena-load process's open-files limit (None: the hard limit).
+    generator_open_files: int | None = None
 
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,
@@ -273,8 +279,8 @@ class RealBackend:
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
                 return failed(record, kind, error, log_path)
-            generator, gen_error = self.load(record, load_spec(req.scenario, req.level, port, req.static_dir),
-                                             server.pid, req, progress)
+            generator, gen_error = self.load(
+                record, lambda level: load_spec(req.scenario, level, port, req.static_dir), server.pid, req, progress)
             died = next((d for d in (req.services.dead(n) for n in needs) if d is not None), None) \
                 if needs and req.services is not None else None
             if died is not None:
@@ -302,17 +308,38 @@ class RealBackend:
                 finally:
                     self.release(server)
 
-    def load(self, record: dict, spec, server_pid: int | None, req: MeasureRequest, progress) -> tuple:
-        """Run netarena-load as `spec` says while monitoring the server's process tree; the command line, the
-        generator's result and the monitor's go into `record`. Returns (generator result, error or None)."""
-        argv = generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
-                              duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
-        record["generator_argv"] = argv
+    def load(self, record: dict, spec_for, server_pid: int | None, req: MeasureRequest, progress) -> tuple:
+        """Run netarena-load as `spec_for(level)` (a scenarios.LoadSpec) says while monitoring the server's
+        process tree; the command line, the generator's result and the monitor's go into `record`. A level
+        beyond one process's open files or one source address's ports is spread over several processes
+        (spread.plan_spread) started together and merged into one result. Returns (result, error or None)."""
+        spec = spec_for(req.level)
+        spread = plan_for(req.level.connections, probe=req.level.probe_interval_s is not None,
+                          open_files_cap=req.generator_open_files, loopback=loopback_target(spec))
         progress("load")
-        generator, monitor, gen_error = self._run_generator(argv, server_pid, req)
+        if spread.processes == 1 and spread.source_ips[0] is None:
+            argv = self._argv(spec, req)
+            record["generator_argv"] = argv
+            generator, monitor, gen_error = self._run_generator(argv, server_pid, req)
+        else:
+            argvs = []
+            for i, share in enumerate(spread.shares):
+                # The rates are shared like the connections; the echo probe runs in the first process only.
+                level = dataclasses.replace(share_level(req.level, spread.processes, i), connections=share,
+                                            probe_interval_s=req.level.probe_interval_s if i == 0 else None)
+                argv = self._argv(spec_for(level), req) + ["--prepare"]
+                if spread.source_ips[i]:
+                    argv += ["--source-ips", spread.source_ips[i]]
+                argvs.append(argv)
+            record["generator_argv"] = [w for i, a in enumerate(argvs) for w in (f"[process {i + 1}]", *a)]
+            generator, monitor, gen_error = self._run_spread(argvs, server_pid, req, spread.to_dict())
         record["generator"] = generator
         record["monitor"] = monitor
         return generator, gen_error
+
+    def _argv(self, spec, req: MeasureRequest) -> list[str]:
+        return generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
+                              duration_s=req.duration_s, timeout_s=req.timeout_s, cpus=req.generator_cpus)
 
     def _services_for(self, req: MeasureRequest, record: dict, progress) -> tuple[dict[str, str], dict | None]:
         """({name}_url placeholders, None) with every service the contestant needs running and holding its
@@ -363,52 +390,100 @@ class RealBackend:
                     "draining": {"queued": queued, "queued_after": left, "fresh_request": result.reason}}
         return {"ok": False, "reason": result.reason}
 
-    def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest):
-        from .monitor import Monitor, MonitorError, restrict_to_window
+    def _start_monitor(self, server_pid: int | None, generator_pid: int, req: MeasureRequest):
+        """(the Monitor watching the server's and the generator's process trees, None) or (None, why not)."""
+        from .monitor import Monitor, MonitorError
 
-        gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True)
+        try:
+            if server_pid is None:
+                raise MonitorError("no server process to watch (an external server whose process was not "
+                                   "found: give --pid or --process-name)")
+            services = req.services.pids() if req.services is not None and used_services(req) else {}
+            return Monitor(server_pid, generator_pid, interval_s=self.monitor_interval_s,
+                           services=services).start(), None
+        except MonitorError as exc:
+            return None, {"error": str(exc)}
+
+    def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest):
+        gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True, open_files=req.generator_open_files)
         self.on_spawn(gen, "generator")
         monitor = None
         monitor_result = None
         try:
-            try:
-                if server_pid is None:
-                    raise MonitorError("no server process to watch (an external server whose process was not "
-                                       "found: give --pid or --process-name)")
-                services = req.services.pids() if req.services is not None and used_services(req) else {}
-                monitor = Monitor(server_pid, gen.pid, interval_s=self.monitor_interval_s,
-                                  services=services).start()
-            except MonitorError as exc:
-                monitor_result = {"error": str(exc)}
-            try:
-                stdout, stderr = gen.proc.communicate(timeout=generator_time_limit_s(argv, req.warmup_s,
-                                                                                     req.duration_s, req.timeout_s))
-            except subprocess.TimeoutExpired:
-                gen.kill()
-                stdout, stderr = gen.proc.communicate()
-                limit = "a fixed-size echo flood must end within duration_s" if "--bytes" in argv else \
-                    "warm-up + duration + timeout"
-                return None, self._stop_monitor(monitor, monitor_result), \
-                    f"netarena-load did not finish in time ({limit}) and was killed"
+            monitor, monitor_result = self._start_monitor(server_pid, gen.pid, req)
+            stdout, stderr, timed_out = _communicate(
+                gen, generator_time_limit_s(argv, req.warmup_s, req.duration_s, req.timeout_s))
+            if timed_out:
+                return None, self._stop_monitor(monitor, monitor_result), too_slow(argv)
         finally:
-            try:
-                if gen.alive:
-                    gen.kill()
-            finally:
-                self.release(gen)
+            self._end(gen)
         monitor_result = self._stop_monitor(monitor, monitor_result)
-        # 99: the run finished and a --threshold failed; the result is as complete as with 0.
-        if gen.proc.returncode not in (0, GENERATOR_EXIT_THRESHOLD_FAILED):
-            message = stderr.decode("utf-8", "replace").strip()[-2000:]
-            return None, monitor_result, f"netarena-load exited with code {gen.proc.returncode}: {message}"
+        generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
+        return generator_result, window(monitor_result, generator_result), error
+
+    def _end(self, gen: ManagedProcess) -> None:
+        """Kill whatever is left of a generator process group, and forget it once it is gone."""
         try:
-            generator_result = json.loads(stdout)
-        except ValueError as exc:
-            return None, monitor_result, f"netarena-load printed no valid JSON ({exc}): {stdout[:200]!r}"
-        if monitor_result and "error" not in monitor_result:
-            measured = [datetime.fromisoformat(generator_result[k]).timestamp() for k in ("started_at", "ended_at")]
-            monitor_result = restrict_to_window(monitor_result, *measured)
-        return generator_result, monitor_result, None
+            if gen.alive:
+                gen.kill()
+        finally:
+            self.release(gen)
+
+    def _run_spread(self, argvs: list[list[str]], server_pid: int | None, req: MeasureRequest, about: dict):
+        """Several `netarena-load --prepare` processes: each announces READY, all get one start time, their
+        documents are merged (merge_documents). `about` (the Spread, with the start time and the process the
+        monitor watches added) goes into the merged document as "spread"."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        gens: list[ManagedProcess] = []
+        monitor, monitor_result = None, None
+        try:
+            for argv in argvs:
+                gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True, stdin_pipe=True,
+                                     open_files=req.generator_open_files)
+                self.on_spawn(gen, "generator")
+                gens.append(gen)
+            # An open loop opens its connections and runs its warm-up before READY.
+            ready_by = time.monotonic() + READY_MARGIN_S + req.warmup_s + req.timeout_s
+            stderrs = []
+            for i, gen in enumerate(gens):
+                _, stderr, refused = read_ready(gen, ready_by)
+                if refused is not None:
+                    return None, None, f"generator process {i + 1} of {len(gens)}: {refused}"
+                stderrs.append(stderr)
+            # The monitor watches the first process's tree only (it follows one generator); the merged
+            # document has every process's own CPU times.
+            monitor, monitor_result = self._start_monitor(server_pid, gens[0].pid, req)
+            about["monitor_generator"] = "process 1"
+            start_ns = time.time_ns() + int(START_LEAD_S * 1e9)
+            about["start_ns"] = start_ns
+            for gen in gens:
+                gen.proc.stdin.write(f"{start_ns}\n".encode())
+                gen.proc.stdin.flush()  # communicate() closes stdin
+            limit = START_LEAD_S + generator_time_limit_s(argvs[0], req.warmup_s, req.duration_s, req.timeout_s)
+            # Read every process at once: one blocked on a full stderr pipe would hold the others' end.
+            with ThreadPoolExecutor(len(gens)) as pool:
+                outputs = list(pool.map(lambda g: _communicate(g, limit), gens))
+        finally:
+            for gen in gens:
+                self._end(gen)
+        monitor_result = self._stop_monitor(monitor, monitor_result)
+        parts, errors = [], []
+        for i, ((stdout, stderr, timed_out), argv, before) in enumerate(zip(outputs, argvs, stderrs)):
+            if timed_out:
+                errors.append(f"process {i + 1}: {too_slow(argv)}")
+                continue
+            document, error = parse_document(gens[i].proc.returncode, stdout, before + stderr)
+            if error is not None:
+                errors.append(f"process {i + 1}: {error}")
+            else:
+                parts.append({"host": f"process {i + 1}", "document": document})
+        if errors:
+            return None, monitor_result, f"{len(errors)} of {len(gens)} generator processes failed: " + \
+                "; ".join(errors)
+        generator_result = merge_documents(parts)
+        generator_result["spread"] = about
+        return generator_result, window(monitor_result, generator_result), None
 
     @staticmethod
     def _stop_monitor(monitor, fallback):
@@ -419,6 +494,48 @@ class RealBackend:
         except Exception as exc:  # a monitor failure must not lose the measurement
             return {"error": f"{type(exc).__name__}: {exc}"}
 
+
+def _communicate(gen: ManagedProcess, timeout_s: float) -> tuple[bytes, bytes, bool]:
+    """(stdout, stderr, killed for taking longer than timeout_s) of a generator process."""
+    try:
+        return (*gen.proc.communicate(timeout=timeout_s), False)
+    except subprocess.TimeoutExpired:
+        gen.kill()
+        return (*gen.proc.communicate(), True)
+
+
+def too_slow(argv: list[str]) -> str:
+    limit = "a fixed-size echo flood must end within duration_s" if "--bytes" in argv else \
+        "warm-up + duration + timeout"
+    return f"netarena-load did not finish in time ({limit}) and was killed"
+
+
+def parse_document(returncode: int, stdout: bytes, stderr: bytes) -> tuple[dict | None, str | None]:
+    """A finished netarena-load's document, or why there is none."""
+    # 99: the run finished and a --threshold failed; the result is as complete as with 0.
+    if returncode not in (0, GENERATOR_EXIT_THRESHOLD_FAILED):
+        message = stderr.decode("utf-8", "replace").strip()[-2000:]
+        return None, f"netarena-load exited with code {returncode}: {message}"
+    try:
+        return json.loads(stdout), None
+    except ValueError as exc:
+        return None, f"netarena-load printed no valid JSON ({exc}): {stdout[:200]!r}"
+
+
+def window(monitor_result: dict | None, generator: dict | None) -> dict | None:
+    """The monitor's samples cut to the generator's measured phase."""
+    from .monitor import restrict_to_window
+
+    if generator is None or not monitor_result or "error" in monitor_result:
+        return monitor_result
+    measured = [datetime.fromisoformat(generator[k]).timestamp() for k in ("started_at", "ended_at")]
+    return restrict_to_window(monitor_result, *measured)
+
+
+def loopback_target(spec) -> bool:
+    """Whether a LoadSpec's target (host:port, or a URL) is a loopback address."""
+    netloc = spec.target if spec.mode == "echo" else urlsplit(spec.target).netloc
+    return is_loopback_host(netloc.rsplit(":", 1)[0].strip("[]"))
 
 
 def failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:

@@ -25,6 +25,7 @@ from .contestants import (InstallError, availability, markdown_catalog, cache_ro
                           repo_root, select, tail)
 from .errors import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_THRESHOLD_FAILED, ConfigError,
                      did_you_mean)
+from .doctor import PROFILES as DOCTOR_PROFILES
 from .export import export_csv, export_json, run_summary
 from .external import DEFAULT_NAME as EXTERNAL_NAME
 from .server_user import RUN_AS_ROOT_ENV, SERVER_USER, for_servers
@@ -370,8 +371,12 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                     select(contestants_dir, list(entry.contestants), [], str(suite_path),
                            field=f"measure[{index}].contestants")
         if external is None:
+            from .spread import open_files_hard_limit
+
             contestants = load(contestants_dir, names)
-            plan = build_plan(effective, contestants, scenario_filter)
+            # Servers on this machine start with the open-files hard limit (a cluster's server host has its own).
+            plan = build_plan(effective, contestants, scenario_filter,
+                              open_files_hard_limit() if backend_kind == "real" and cluster_file is None else None)
         generator_path = None
         cluster = None
         if cluster_file is not None:
@@ -387,7 +392,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 generator_path = find_generator()
             except GeneratorMissing as exc:
                 raise ConfigError(str(exc)) from None
-            from .doctor import max_connections
+            from .spread import is_loopback_host, plan_for
 
             gates = list(dict.fromkeys(t for item in plan.items for t in item.level.thresholds))
             refused = check_thresholds(generator_path, gates)
@@ -395,16 +400,27 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(refused, path="--threshold" if thresholds else str(suite_path),
                                   field=None if thresholds else "measure.thresholds",
                                   hint="docs/load-generator.md lists the metrics, operators and units")
-            limit = max_connections()
+            # A level beyond one generator process is spread over several (spread.plan_spread); refused here
+            # only when no spread can hold it, before anything starts.
             for item in plan.items:
-                if item.level.connections > limit:
-                    raise ConfigError(f"{item.level.connections} connections ({item.scenario}) is more than this "
-                                      f"machine allows one generator: at most {limit:,}",
+                try:
+                    spread = plan_for(item.level.connections, probe=item.level.probe_interval_s is not None,
+                                      open_files_cap=effective.generator_open_files,
+                                      loopback=external is None or is_loopback_host(external.host))
+                    if spread.processes > 1 and item.level.find_max_slo is not None:
+                        # Each process would search a rate of its own: no one highest rate comes of that.
+                        raise ConfigError(f"find_max needs one generator process, and {spread.reason}")
+                except ConfigError as exc:
+                    raise ConfigError(f"{item.scenario} at {item.level.connections:,} connections: {exc}",
                                       path=str(suite_path or "--connections"),
                                       field="measure.connections" if suite_path else None,
-                                      hint="`netarena doctor` shows the limits and how to raise them")
+                                      hint="`netarena doctor` shows the limits and how to raise them") from None
         user = for_servers(run_as_root, contestants) if backend_kind == "real" else None
         if plan.total == 0:
+            skipped = [f"{c} {sc or ''} {lk or ''}: {why}".replace("  ", " ") for c, sc, lk, why in plan.skips
+                       if lk is not None]
+            if skipped:  # every level was skipped for a reason of its own (e.g. more connections than fit)
+                raise ConfigError("nothing to measure: every planned level is skipped: " + "; ".join(skipped[:5]))
             raise ConfigError("nothing to measure: no selected contestant implements the selected scenarios "
                               "(see `netarena list`)")
     except ConfigError as exc:  # StoreError too: a damaged store or one of another schema version
@@ -829,11 +845,23 @@ def new(name, language, scenario_opt, contestants_dir):
 
 @main.command()
 @click.option("--apply", is_flag=True, help="Raise the limits that can be raised (needs root).")
-def doctor(apply):
+@click.option("--profile", type=click.Choice(sorted(DOCTOR_PROFILES)),
+              help="Set a seed's own kernel settings, saving the values replaced (needs root).")
+@click.option("--restore", is_flag=True, help="Put back the values --profile saved (needs root).")
+def doctor(apply, profile, restore):
     """Limits and settings that bound a run, what each means, and the command that raises it."""
-    from .doctor import run_doctor
+    from .doctor import apply_profile, restore_saved, run_doctor
 
-    sys.exit(run_doctor(apply=apply, console=make_console()))
+    given = [flag for flag, on in (("--apply", apply), ("--profile", profile), ("--restore", restore)) if on]
+    if len(given) > 1:
+        fail_bad_input(ConfigError(f"{' and '.join(given)} cannot be combined: give one", path=given[1]))
+        return
+    console = make_console()
+    if profile:
+        sys.exit(apply_profile(profile, console))
+    if restore:
+        sys.exit(restore_saved(console))
+    sys.exit(run_doctor(apply=apply, console=console))
 
 
 @main.command()

@@ -72,6 +72,9 @@ class Start(Strict):
 
 class Workers(Strict):
     supported: bool = False
+    # {workers} > 1 starts that many processes, each holding its own connections (pre-fork, SO_REUSEPORT);
+    # false: threads or schedulers of one process, whose open-files limit bounds every connection.
+    processes: bool = False
     how: str = ""
 
 
@@ -215,6 +218,9 @@ class Suite(Strict):
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
     cpus: Cpus | None = None
     services: dict[Literal["mongo"], ServiceOptions] = {}
+    # Each netarena-load process's open-files limit, when lower than the hard limit it would have: a level
+    # beyond it is spread over several processes (docs/load-generator.md, "Levels beyond one process").
+    generator_open_files: Annotated[int, Field(ge=128, le=1 << 30)] | None = None
     measure: Annotated[list[Measure], Field(min_length=1)]
 
 

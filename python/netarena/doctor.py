@@ -4,12 +4,19 @@ Every check reports the current value, its consequence in plain numbers, a statu
 command that fixes it. Nothing is changed unless ``apply=True`` (root only): then each recommended
 sysctl is written to /proc/sys and reported old -> new, and whatever cannot be changed from here
 (per-process limits, CPU governors) is listed with the reason.
+
+``apply_profile`` (``--profile NAME``, root only) sets a seed's own kernel settings (PROFILES), after
+saving the values it replaces in SAVED_FILE under the cache; ``restore_saved`` (``--restore``) writes
+those back and forgets them. A second profile keeps the first one's saved originals, so --restore always
+returns to what was there before any profile.
 """
 
 from __future__ import annotations
 
 import ctypes
+import datetime
 import errno
+import json
 import os
 import resource
 from dataclasses import dataclass
@@ -34,6 +41,21 @@ RECOMMENDED_SYN_BACKLOG = 4096
 RECOMMENDED_PORT_RANGE = (10000, 65535)
 SEED_MAX_CONNECTIONS = 32768
 RECOMMENDED_BUFFER_MAX_BYTES = 4 * 1024 * 1024
+
+# The kernel settings the seeds' write-ups set, by the suite that replays each (docs/seeds.md).
+PROFILES: dict[str, tuple[tuple[str, str], ...]] = {
+    # Seed 000: listen backlogs matching its servers' backlog of 32,768, enough ephemeral ports for 32k client
+    # connections, and small default socket buffers so 32k connections do not exhaust memory.
+    "seed-000": (("net.core.somaxconn", "32768"), ("net.core.netdev_max_backlog", "32768"),
+                 ("net.ipv4.ip_local_port_range", "21000 61000"), ("net.core.rmem_default", "8192"),
+                 ("net.core.wmem_default", "8192")),
+    # Seed 001: its sysctl.conf lines (the commented-out ones left out, as there).
+    "seed-001": (("net.core.somaxconn", "8192"), ("net.ipv4.tcp_max_orphans", "8192"),
+                 ("net.ipv4.tcp_max_syn_backlog", "8192"), ("net.core.netdev_max_backlog", "262144"),
+                 ("net.ipv4.ip_local_port_range", "1024 65535"), ("fs.file-max", "16777216"),
+                 ("fs.pipe-max-size", "134217728")),
+}
+SAVED_FILE = Path("doctor") / "saved-sysctls.json"  # under contestants.cache_root()
 
 _IO_URING_SETUP_SYSCALL = 425  # same number on every architecture (the unified syscall table)
 
@@ -351,7 +373,8 @@ def _render(checks: list[Check], console: Console) -> None:
         table.add_row(check.name, check.value, styled((check.status, _STYLE[check.status])), text)
     console.print(table)
     console.print(f"One generator process can hold at most {_fmt(max_connections())} concurrent connections "
-                  f"to one target here (open files and ephemeral ports of one source address).")
+                  f"to one target here (open files and ephemeral ports of one source address); a run spreads a "
+                  f"larger level over several processes and source addresses.")
 
 
 def _write_sysctl(name: str, value: str) -> str | None:
@@ -429,3 +452,85 @@ def run_doctor(apply: bool, console: Console) -> int:
         remaining = ", ".join(f"{c.name} {c.status}" for c in checks if c.status != "ok")
         console.print(styled(("After applying:", "bold"), " " + (remaining or "all checks ok")))
     return 1 if apply_failures or any(c.status == "fail" for c in checks) else 0
+
+
+# ----------------------------------------------------------------------------- seed profiles
+
+
+def saved_path() -> Path:
+    from netarena.contestants import cache_root
+
+    return cache_root() / SAVED_FILE
+
+
+def _needs_root(what: str, console: Console) -> int | None:
+    if os.geteuid() == 0:
+        return None
+    console.print(styled((f"netarena doctor {what} needs root", "red"), " (it writes /proc/sys). Run it with sudo."))
+    return 2
+
+
+def apply_profile(name: str, console: Console) -> int:
+    """Set a seed's sysctls (PROFILES[name]), saving the values replaced first. All or nothing: when one
+    cannot be written, those already written are put back. Returns 0, 1 (a write failed) or 2 (not root)."""
+    refused = _needs_root(f"--profile {name}", console)
+    if refused is not None:
+        return refused
+    settings = PROFILES[name]
+    path = saved_path()
+    saved = json.loads(path.read_text()) if path.is_file() else \
+        {"saved_at": datetime.datetime.now(datetime.timezone.utc).isoformat(), "profiles": [], "values": {}}
+    missing = [n for n, _ in settings if read_sysctl(n) is None]
+    if missing:
+        console.print(styled(("cannot apply", "red"), f" {name}: {', '.join(missing)} not readable here "
+                             "(a network namespace has no host-wide settings); nothing changed"))
+        return 1
+    for sysctl, _ in settings:
+        saved["values"].setdefault(sysctl, read_sysctl(sysctl))  # the first profile's originals stay
+    saved["profiles"] = [*saved["profiles"], name]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(saved, indent=1) + "\n")
+    done: list[tuple[str, str]] = []
+    for sysctl, value in settings:
+        old = read_sysctl(sysctl)
+        error = _write_sysctl(sysctl, value)
+        if error is not None:
+            for back, previous in reversed(done):
+                _write_sysctl(back, previous)
+            console.print(styled(("could not change", "red"), f" {sysctl} ({old} → {value}): {error}; the "
+                                 f"{len(done)} changed before it were put back"))
+            return 1
+        done.append((sysctl, old))
+        console.print(f"  set {sysctl}: {old} → {read_sysctl(sysctl)}")
+    console.print(f"profile {name} applied; the values it replaced are saved in {path}: `netarena doctor "
+                  "--restore` puts them back (sysctl changes also end at reboot)")
+    return 0
+
+
+def restore_saved(console: Console) -> int:
+    """Write back the values apply_profile saved and forget them. Returns 0, 1 (a write failed: those are
+    kept in the file), or 2 (not root, or nothing saved)."""
+    refused = _needs_root("--restore", console)
+    if refused is not None:
+        return refused
+    path = saved_path()
+    if not path.is_file():
+        console.print(styled(("nothing to restore", "red"), f": no saved values in {path}; only `netarena "
+                             "doctor --profile NAME` saves them (with the same NETARENA_CACHE)"))
+        return 2
+    saved = json.loads(path.read_text())
+    failed: dict[str, str] = {}
+    for sysctl, value in saved["values"].items():
+        now = read_sysctl(sysctl)
+        error = _write_sysctl(sysctl, value)
+        if error is None:
+            console.print(f"  restored {sysctl}: {now} → {read_sysctl(sysctl)}")
+        else:
+            failed[sysctl] = value
+            console.print(styled("  ", ("could not restore", "red"), f" {sysctl} ({now} → {value}): {error}"))
+    if failed:
+        path.write_text(json.dumps(dict(saved, values=failed), indent=1) + "\n")
+        return 1
+    path.unlink()
+    console.print(f"restored the values saved before {', '.join(saved['profiles'])}")
+    return 0

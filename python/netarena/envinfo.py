@@ -46,6 +46,16 @@ SYSCTLS = (
     "fs.file-max",
     "fs.nr_open",
     "kernel.io_uring_disabled",
+    # The rest of those the seeds set or list as "of interest" (None where this kernel has no such file); not
+    # fs.file-nr, also listed, which counts the open files of the moment rather than setting anything.
+    "net.ipv4.tcp_max_orphans",
+    "net.ipv4.tcp_mem",
+    "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_fastopen",
+    "net.ipv4.tcp_low_latency",
+    "net.ipv4.tcp_window_scaling",
+    "net.core.optmem_max",
+    "fs.pipe-max-size",
 )
 
 _ERLANG_VERSION = (

@@ -268,7 +268,7 @@ class ExternalBackend(RealBackend):
         if not verification.ok:
             kind = "not_ready" if verification.retryable else "verify_failed"
             return failed(record, kind, f"{server.url}: {verification.reason}", None)
-        generator, gen_error = self.load(record, server.load_spec(req.scenario, req.level, req.static_dir),
+        generator, gen_error = self.load(record, lambda level: server.load_spec(req.scenario, level, req.static_dir),
                                          server.pid, req, progress)
         crashed = None
         if server.pid is not None and not psutil.pid_exists(server.pid):

@@ -56,10 +56,16 @@ def available_cpus() -> list[int]:
     return sorted(os.sched_getaffinity(0))
 
 
-def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = None):
-    """In the child before exec: the file-size limit, the user (a server_user.ServerUser, or a user name such
-    as "postgres", which refuses to run as root), the CPUs, and the parent-death signal, last because a change
-    of user clears it."""
+def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = None,
+                open_files: int | None = None):
+    """In the child before exec: the open-files limit, the file-size limit, the user (a server_user.ServerUser,
+    or a user name such as "postgres", which refuses to run as root), the CPUs, and the parent-death signal,
+    last because a change of user clears it.
+
+    The open-files limit: by default the soft limit is raised to the hard one (a server holding thousands of
+    connections must not stop at a shell's soft 1,024; any process may raise its own up to the hard limit,
+    but not every server does); `open_files` sets both to that number instead (a generator given a lower
+    limit by the suite, spread.generator_open_files)."""
     if isinstance(user, str):
         entry = pwd.getpwnam(user)
         uid, gid = entry.pw_uid, entry.pw_gid
@@ -67,6 +73,11 @@ def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = 
         uid, gid = user.uid, user.gid
 
     def setup() -> None:
+        if open_files is None:
+            open_files_now = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        else:
+            open_files_now = open_files
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files_now, open_files_now))
         if max_file_bytes is not None:
             # Past the limit a write fails with EFBIG; ignored, SIGXFSZ would kill the server instead.
             _libc.signal(signal.SIGXFSZ, _SIG_IGN)
@@ -205,7 +216,7 @@ class ManagedProcess:
     def __init__(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None,
                  cpus: list[int] | None = None, log_path: Path | None = None, capture: bool = False,
                  stdin_pipe: bool = False, append: bool = False, user=None,
-                 max_file_bytes: int | None = None):
+                 max_file_bytes: int | None = None, open_files: int | None = None):
         self.argv = argv
         self.log_path = log_path
         self._log = None
@@ -219,7 +230,7 @@ class ManagedProcess:
         self.proc = subprocess.Popen(
             # stdin_pipe: netarena-load --prepare reads its start time there.
             argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, stdout=out, stderr=err,
-            start_new_session=True, preexec_fn=child_setup(cpus, user, max_file_bytes), close_fds=True,
+            start_new_session=True, preexec_fn=child_setup(cpus, user, max_file_bytes, open_files), close_fds=True,
             pass_fds=(_token_descriptor(),))
         self.pid = self.proc.pid
         self.pgid = self.proc.pid

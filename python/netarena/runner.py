@@ -14,6 +14,7 @@ from . import __version__, stats
 from .config import SERVICE_SCENARIOS, Suite
 from .contestants import (Contestant, InstallError, availability, cache_root, entry_measures, repo_root,
                           scenario_note)
+from .doctor import FD_SPARE
 from .errors import ConfigError
 from .process import available_cpus, group_members, kill_group, process_start_time
 from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready
@@ -97,7 +98,32 @@ class Plan:
         return any(i.scenario == "static" for i in self.items)
 
 
-def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: list[str] | None = None) -> Plan:
+def server_cannot_hold(contestant: Contestant, level: Level, open_files: int) -> str | None:
+    """Why a contestant's server cannot hold a level's connections with `open_files` descriptors per process
+    (servers start with their soft limit raised to the hard one: process.child_setup), or None when it can.
+
+    One process holds them all unless the contestant's {workers} are processes (workers.processes), which
+    share them; the shares are taken as even (the kernel's or the server's balance may be worse, and a worker
+    running out of descriptors then shows as errors of that measurement)."""
+    processes = level.workers if contestant.manifest.workers.processes else 1
+    per_process = open_files - FD_SPARE
+    held = -(-(level.connections + (1 if level.probe_interval_s else 0)) // processes)
+    if held <= per_process:
+        return None
+    shape = (f"{processes} worker processes share them ({held:,} each)" if processes > 1 else
+             "they all land in one server process" + (
+                 f" (its {level.workers} workers are threads or schedulers of one process)" if level.workers > 1
+                 else ""))
+    return (f"cannot hold {level.connections:,} connections here: {shape}, and one process may open "
+            f"{open_files:,} files (the open-files hard limit; {FD_SPARE} kept for the server itself); "
+            "raise the hard limit (`netarena doctor`)"
+            + (" or measure it with more workers" if contestant.manifest.workers.processes else ""))
+
+
+def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: list[str] | None = None,
+               server_open_files: int | None = None) -> Plan:
+    """One round of (contestant, scenario, level) items and what is skipped, with why. `server_open_files`:
+    the open-files limit servers get here (None: not checked, e.g. servers on other hosts)."""
     plan = Plan(suite, contestants, [])
     for contestant in contestants:
         for entry in suite.measure:
@@ -119,6 +145,11 @@ def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: lis
                 if level.threads is not None and not contestant.manifest.threads.supported:
                     plan.skips.append((contestant.name, entry.scenario, level.key,
                                        "has no thread pool to size (threads.supported = false)"))
+                    continue
+                cannot = None if server_open_files is None else \
+                    server_cannot_hold(contestant, level, server_open_files)
+                if cannot is not None:
+                    plan.skips.append((contestant.name, entry.scenario, level.key, cannot))
                     continue
                 item = Item(contestant.name, entry.scenario, level)
                 if item not in plan.items:
@@ -367,7 +398,8 @@ class Runner:
                 continue
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
-                                     generator_cpus, static_dir, log_dir, self.services)
+                                     generator_cpus, static_dir, log_dir, self.services,
+                                     plan.suite.generator_open_files)
             self.ui.measuring(item, repeat_index)
             started = now_iso()
             try:

@@ -11,15 +11,15 @@ cluster fails the measurement at once (HostLost), never a hang.
 
 from __future__ import annotations
 
-import copy
 import ctypes
 import os
 import time
 import uuid
 
-from .. import __version__, stats
+from .. import __version__
 from ..backend import GENERATOR_GRACE_S, conclude, failed, timeouts
 from ..runner import StopRun
+from ..spread import merge_documents, share_level, split_evenly
 from ..store import now_iso
 from . import ClusterError, tasks
 from .spec import ClusterSpec, security
@@ -58,138 +58,6 @@ def enter_netns(name: str) -> None:
                                "(entering one needs root)")
     finally:
         os.close(fd)
-
-
-def split_evenly(total: int, parts: int, index: int) -> int:
-    """The same split as netarena-load's over its threads: the first total % parts get one more."""
-    return total // parts + (1 if index < total % parts else 0)
-
-
-def share_level(level, hosts: int, index: int):
-    """Host `index`'s part of a level: its share of the connections and of an open-loop rate (both totals)."""
-    import dataclasses
-
-    params = dict(level.params)
-    for key in ("rate", "conn_rate"):
-        if params.get(key):
-            params[key] = params[key] / hosts
-    return dataclasses.replace(level, connections=split_evenly(level.connections, hosts, index),
-                               params=tuple(sorted(params.items())))
-
-
-# ----------------------------------------------------------------------------- merging
-
-
-_LATENCY_FIELDS = (("min_us", None), ("p50_us", 50), ("p75_us", 75), ("p90_us", 90), ("p99_us", 99),
-                   ("p99_9_us", 99.9), ("p99_99_us", 99.99))
-
-
-def _merged_latency(docs: list[dict], path: tuple[str, ...]) -> dict | None:
-    """The latency block at `path` of every document, from their histograms merged (stats.merge_histograms)."""
-    parts = []
-    for doc in docs:
-        block = doc
-        for key in path:
-            block = (block or {}).get(key)
-        if block:
-            parts.append({"latency": block})
-    if not parts:
-        return None
-    merged = stats.merge_histograms(parts)
-    out = copy.deepcopy(parts[0]["latency"])
-    if merged is None:
-        return out
-    out["count"] = merged.get_total_count()
-    for name, pct in _LATENCY_FIELDS:
-        out[name] = merged.get_min_value() if pct is None else merged.get_value_at_percentile(pct)
-    out["max_us"] = merged.get_max_value()
-    out["mean_us"] = merged.get_mean_value()
-    out["stdev_us"] = merged.get_stddev()
-    out["histogram"]["data"] = merged.encode().decode()
-    return out
-
-
-# The counters of the echo and open-loop blocks (summed over hosts); their other fields are settings, the
-# same on every host, and are taken from the first.
-_ECHO_COUNTERS = ("connections_completed", "verified_bytes")
-_OPEN_LOOP_COUNTERS = ("asked_rate_per_s", "achieved_rate_per_s", "intended", "started", "late", "dropped",
-                       "dropped_overflow", "dropped_unsent", "spin_wait_s")
-_CONN_RATE_COUNTERS = ("started", "completed", "ended_early", "failed")
-
-
-def _sum_numbers(blocks: list[dict], keys=None) -> dict:
-    """The first block with `keys` (default: every number in it) summed over all blocks."""
-    out = copy.deepcopy(blocks[0])
-    for key, value in blocks[0].items():
-        if keys is not None and key not in keys:
-            continue
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = sum((b.get(key) or 0) for b in blocks)
-    return out
-
-
-def merge_documents(parts: list[dict]) -> dict:
-    """One netarena-load document from the generator hosts' ones: counts and byte totals summed, rates summed
-    (every host measured the same phase, started together), latencies from the merged HdrHistograms, errors
-    summed by class, the generator flagged saturated when any host was. Each host's own document, CPU and
-    flags are kept under "hosts"."""
-    docs = [p["document"] for p in parts]
-    merged = copy.deepcopy(docs[0])
-    merged["totals"] = _sum_numbers([d["totals"] for d in docs])
-    merged["throughput"] = _sum_numbers([d["throughput"] for d in docs])
-    merged["latency"] = _merged_latency(docs, ("latency",))
-    errors = {"total": sum(d["errors"]["total"] for d in docs), "by_class": {}, "status_codes": {}, "examples": []}
-    for d in docs:
-        for group in ("by_class", "status_codes"):
-            for key, count in (d["errors"].get(group) or {}).items():
-                errors[group][key] = errors[group].get(key, 0) + count
-        errors["examples"] += d["errors"].get("examples") or []
-    errors["examples"] = errors["examples"][:10]
-    merged["errors"] = errors
-    gens = [d.get("generator") or {} for d in docs]
-    merged["generator"] = {
-        "threads": sum(g.get("threads") or 0 for g in gens), "cpus": None,
-        "cpu_user_s": sum(g.get("cpu_user_s") or 0 for g in gens), "cpu_sys_s": sum(g.get("cpu_sys_s") or 0 for g in gens),
-        "busy_fraction": max((g.get("busy_fraction") or 0) for g in gens),
-        "busy_fraction_max": max((g.get("busy_fraction_max") or 0) for g in gens),
-        "saturated": any(g.get("saturated") for g in gens),
-        "batch_wait_max_us": gens[0].get("batch_wait_max_us"),
-    }
-    merged["generator_saturated"] = any(d.get("generator_saturated") or (d.get("generator") or {}).get("saturated")
-                                        for d in docs)
-    merged["started_at"] = min(d["started_at"] for d in docs)
-    merged["ended_at"] = max(d["ended_at"] for d in docs)
-    merged["duration_s"] = max(d["duration_s"] for d in docs)
-    merged["config"] = dict(merged["config"], connections=sum(d["config"]["connections"] for d in docs))
-    if merged.get("echo"):
-        merged["echo"] = _sum_numbers([d["echo"] for d in docs], _ECHO_COUNTERS)
-        times = [d["echo"].get("completion_time_s") for d in docs]
-        merged["echo"]["completion_time_s"] = None if None in times else max(times)
-        probes = [d["echo"]["probe"] for d in docs if d["echo"].get("probe")]
-        if probes:  # every host probes on its own: attempts and errors summed, latencies merged
-            merged["echo"]["probe"] = _sum_numbers(probes, ("attempts", "completed", "errors"))
-            merged["echo"]["probe"]["latency"] = _merged_latency(docs, ("echo", "probe", "latency"))
-    if merged.get("open_loop"):
-        loops = [d["open_loop"] for d in docs]
-        ol = _sum_numbers(loops, _OPEN_LOOP_COUNTERS)
-        if ol.get("connections"):
-            ol["connections"] = _sum_numbers([o["connections"] for o in loops], _CONN_RATE_COUNTERS)
-            ol["connections"]["lifetime"] = _merged_latency(docs, ("open_loop", "connections", "lifetime"))
-        ol["rate_not_met"] = any(o.get("rate_not_met") for o in loops)
-        ol["rate_not_met_reasons"] = [f"{p['host']}: {r}" for p, o in zip(parts, loops)
-                                      for r in o.get("rate_not_met_reasons") or []]
-        for key in ("latency_uncorrected", "schedule_lag"):
-            ol[key] = _merged_latency(docs, ("open_loop", key))
-        merged["open_loop"] = ol
-    # Time series stay per host (their intervals are each host's own clock's); the merged document has none.
-    merged["timeline"] = []
-    merged["intervals"] = None
-    merged["hosts"] = [{"host": p["host"], "hostname": p.get("hostname"), "cpus": p.get("cpus"),
-                        "cpu_user_s": (d.get("generator") or {}).get("cpu_user_s"),
-                        "cpu_sys_s": (d.get("generator") or {}).get("cpu_sys_s"),
-                        "saturated": bool((d.get("generator") or {}).get("saturated") or d.get("generator_saturated")),
-                        "requests": d["totals"]["requests"], "document": d} for p, d in zip(parts, docs)]
-    return merged
 
 
 # ----------------------------------------------------------------------------- the backend

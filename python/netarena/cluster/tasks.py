@@ -10,8 +10,6 @@ per host), "<mid>/loaded" (the load is over: stop the server).
 from __future__ import annotations
 
 import json
-import os
-import select
 import socket
 import time
 from pathlib import Path
@@ -154,6 +152,7 @@ def generator_task(mid: str, host: str, scenario: str, level, address: str, port
     from ..backend import GENERATOR_GRACE_S, find_generator, generator_argv
     from ..process import ManagedProcess, available_cpus
     from ..scenarios import load_spec
+    from ..spread import read_ready
 
     cpus = available_cpus()
     spec = load_spec(scenario, level, port, _static_dir(), host=address)
@@ -165,28 +164,12 @@ def generator_task(mid: str, host: str, scenario: str, level, address: str, port
         argv += ["--source-ips", source_ips]
     out: dict = {"host": host, "hostname": socket.gethostname(), "argv": argv, "cpus": cpus}
     gen = ManagedProcess(argv, cpus=cpus, capture=True, stdin_pipe=True)
-    stderr = b""
     try:
-        deadline = time.monotonic() + wait_s
-        ready_ns = None
-        while ready_ns is None:
-            if gen.poll() is not None:
-                stderr += gen.proc.stderr.read()
-                out["error"] = (f"netarena-load exited with code {gen.poll()} before READY: "
-                                + stderr.decode("utf-8", "replace").strip()[-2000:])
-                Variable(f"{mid}/ready/{host}").set({"failed": out["error"]})
-                return out
-            if time.monotonic() > deadline:
-                out["error"] = "netarena-load announced no READY in time"
-                Variable(f"{mid}/ready/{host}").set({"failed": out["error"]})
-                return out
-            readable, _, _ = select.select([gen.proc.stderr], [], [], 0.2)
-            if readable:
-                chunk = os.read(gen.proc.stderr.fileno(), 65536)
-                stderr += chunk
-                for line in stderr.split(b"\n")[:-1]:  # whole lines only: a chunk may end mid-line
-                    if line.startswith(b"READY "):
-                        ready_ns = int(line.split()[1])
+        ready_ns, stderr, refused = read_ready(gen, time.monotonic() + wait_s)
+        if refused is not None:
+            out["error"] = refused
+            Variable(f"{mid}/ready/{host}").set({"failed": out["error"]})
+            return out
         Variable(f"{mid}/ready/{host}").set({"ready_ns": ready_ns, "time": time.time()})
         start = Variable(f"{mid}/start").get(timeout=wait_s)
         if host not in start:  # the orchestrator gave up on this measurement
