@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -119,6 +120,15 @@ def test_mongo_run_two_contestants_into_sqlite(tmp_path, service_cache, generato
     assert first_wrong["failure_kind"] == "verify_failed"
     assert "differs from the fixture's 'small'" in first_wrong["error"]
     assert_no_data_left(results)
+    # The run's environment names the database and its backend once, before any measurement describes it.
+    with sqlite3.connect(results / "netarena.sqlite") as db:
+        environment = json.loads(db.execute("SELECT environment_json FROM runs").fetchone()[0])
+    ferretdb = environment["services"]["ferretdb"]
+    assert (ferretdb["display_name"], ferretdb["version"], ferretdb["backend"]) == ("FerretDB", "1.24.2", "SQLite")
+    assert ferretdb["go_modules"] and ferretdb["provides"] == "mongo"
+    assert "postgresql" not in environment["services"]  # the SQLite backend installs no PostgreSQL
+    report = run_cli(["report", "--results", results, "-o", tmp_path / "report.html"], service_cache)
+    assert "FerretDB 1.24.2 (SQLite), CPUs" in (tmp_path / "report.html").read_text(), report.stderr
     shown = run_cli(["show", "--results", results], service_cache)
     assert "db cpu" in shown.stdout and "bound" in shown.stdout, shown.stdout
 

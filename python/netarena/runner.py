@@ -339,6 +339,8 @@ class Runner:
             except (InstallError, ConfigError) as exc:
                 self.unusable_services[name] = f"install failed: {exc}"
                 continue
+        if self.services.installed:  # which database, on which backend, built from what: recorded once per run
+            self.store.add_to_run_environment(self.run_id, "services", self.services.environment())
 
     def execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int]):
         self.run_id = run_id

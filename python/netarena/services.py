@@ -274,11 +274,28 @@ class ServiceManager:
         return {name: r.proc.pid for name, r in self.running.items() if r.proc.alive}
 
     def records(self) -> dict[str, dict]:
+        """Per measurement: each running instance (backend, port, pid, data directory) and what it was built from."""
+        return {name: dict(r.record(), cpus=self.cpus, install=self._install_versions(name))
+                for name, r in self.running.items()}
+
+    def environment(self) -> dict[str, dict]:
+        """For the run's environment: every installed service with the backend the run uses and its versions
+        (the manifest's, the Debian packages', the Go modules'), so a run is described before any starts."""
+        described = {}
+        for service in self.services.values():
+            if service.name in self.installed:
+                backend = self.backends.get(service.manifest.provides) or service.manifest.default_backend
+                described[service.name] = {"display_name": service.manifest.display_name,
+                                           "provides": service.manifest.provides,
+                                           "backend": service.manifest.backends[backend].label
+                                           if backend in service.manifest.backends else backend,
+                                           "cpus": self.cpus, **self._install_versions(service.name)}
+        return described
+
+    def _install_versions(self, name: str) -> dict:
         # What was built and from which versions (the install record, without its file paths).
         keep = ("version", "debian", "tool_versions", "lock_files", "go_modules")
-        return {name: dict(r.record(), cpus=self.cpus,
-                           install={k: v for k, v in self.installed.get(name, {}).items() if k in keep})
-                for name, r in self.running.items()}
+        return {k: v for k, v in self.installed.get(name, {}).items() if k in keep}
 
     def stop_all(self) -> None:
         # Clients first (FerretDB), then what they use (PostgreSQL): the reverse of the start order.

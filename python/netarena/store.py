@@ -206,6 +206,14 @@ class Store:
              orchestrator_start_time))
         return cur.lastrowid
 
+    def add_to_run_environment(self, run_id: int, key: str, value) -> None:
+        """Adds what is only known once the run has started (the backing services it installed) to its
+        environment_json, beside what envinfo.collect() recorded at its creation."""
+        row = self.db.execute("SELECT environment_json FROM runs WHERE id=?", (run_id,)).fetchone()
+        environment = json.loads(row[0]) if row and row[0] else {}
+        environment[key] = value
+        self.db.execute("UPDATE runs SET environment_json=? WHERE id=?", (_json(environment), run_id))
+
     def set_run_status(self, run_id: int, status: str) -> None:
         ended = None if status == "running" else now_iso()
         self.db.execute("UPDATE runs SET status=?, ended_at=? WHERE id=?", (status, ended, run_id))

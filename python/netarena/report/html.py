@@ -866,6 +866,9 @@ def _environment(page: _Page, report: Report) -> None:
         ("command line", " ".join(map(str, (run.args or {}).get("argv") or [])) or None),
         ("limits", env.get("limits")), ("sysctls", env.get("sysctls")), ("runtimes", env.get("runtimes")),
         ("python", env.get("python")),
+        ("backing services", "; ".join(
+            f"{d.get('display_name')} {d.get('version')} ({d.get('backend')}), CPUs {d.get('cpus')}"
+            for d in (env.get("services") or {}).values()) or None),
     ]
     if env.get("error"):
         pairs.append(("environment error", env["error"]))
