@@ -7,8 +7,10 @@ A contestant whose runtime cannot be had here is skipped with the reason `netare
 """
 
 import json
+import socket
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -166,3 +168,49 @@ def test_two_workers_both_serve(name, availability, tmp_path):
     assert len(busy) >= 2, (f"{name} with workers=2: only {busy} did work for {sum(served)} requests ({shown}); "
                             f"readiness: {verification.get('settled')}")
     assert not stop["leftover"] and not stop["escaped"] and not stop["killed"], stop
+
+
+# An address of the loopback network that no contestant would pick by itself: a server that ignores {host}
+# (binding 127.0.0.1 or every address) is told apart from one that listens where it is told.
+LISTEN_TEST_HOST = "127.0.0.3"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_contestant_listens_on_the_host_it_is_given(name, availability, tmp_path):
+    """{host} reaches the server: started with host 127.0.0.3, it accepts there and nowhere else on loopback, so
+    on a cluster's server host (host 0.0.0.0) the generators of other hosts can reach it (docs/many-machines.md)."""
+    from netarena.backend import RealBackend
+    from netarena.contestants import cache_root, default_contestants_dir, install, load
+    from netarena.process import available_cpus, free_port
+    from netarena.scenarios import STATIC_SET_VERSION
+    from netarena.server_user import for_servers
+
+    row = availability[name]
+    if not row["runnable"]:
+        pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
+    contestant = load(default_contestants_dir(), [name])[0]
+    user = for_servers(False, [contestant])
+    install(contestant, allow_apt=False, say=lambda *_: None, user=user)  # done by verify above: a cache hit
+    claimed = [s for s, reason in row["scenarios"].items() if reason is None and s not in SERVICE_SCENARIOS]
+    scenario = "hello" if "hello" in claimed else claimed[0]
+    backend = RealBackend(generator=None, user=user)
+    port = free_port()
+    static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"  # built by verify; a server only checks it exists
+    static_dir.mkdir(parents=True, exist_ok=True)
+    server = backend.start_server(contestant, scenario, port, 1, static_dir,
+                                  [available_cpus()[0]], tmp_path / "server.log", host=LISTEN_TEST_HOST)
+    try:
+        deadline = time.monotonic() + contestant.manifest.start.ready_timeout_s
+        while True:
+            assert server.poll() is None, (tmp_path / "server.log").read_text()[-3000:]
+            try:
+                socket.create_connection((LISTEN_TEST_HOST, port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"nothing accepted on {LISTEN_TEST_HOST}:{port}"
+                time.sleep(0.1)
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    finally:
+        outcome = backend.stop_server(contestant, server)
+    assert not outcome.get("killed"), outcome

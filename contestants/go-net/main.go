@@ -139,7 +139,8 @@ func serveEcho(ln net.Listener, stop <-chan os.Signal) error {
 
 func main() {
 	mode := flag.String("mode", "http", "http or echo")
-	port := flag.Int("port", 0, "TCP port to listen on (127.0.0.1)")
+	host := flag.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every address)")
+	port := flag.Int("port", 0, "TCP port to listen on")
 	staticDir := flag.String("static-dir", "", "folder served under /static/")
 	flag.Parse()
 	log.SetFlags(0)
@@ -158,9 +159,9 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", *port))
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
-		log.Fatalf("cannot listen on 127.0.0.1:%d: %v", *port, err)
+		log.Fatalf("cannot listen on %s port %d: %v", *host, *port, err)
 	}
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)

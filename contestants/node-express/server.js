@@ -8,7 +8,7 @@ const express = require('express');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 
-const opts = parseArgs(process.argv.slice(2), { port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
+const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
@@ -58,7 +58,7 @@ function start() {
   prebuildBytesBodies();
   // http.createServer rather than app.listen() only to pass noDelay explicitly.
   const server = http.createServer({ noDelay: true }, buildApp());
-  server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });
+  server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }
 
 runWorkers(workers, start);

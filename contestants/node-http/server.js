@@ -18,7 +18,7 @@ const CONTENT_TYPES = {
   '.json': 'application/json',
 };
 
-const opts = parseArgs(process.argv.slice(2), { mode: undefined, port: undefined, workers: '1', static_dir: '' });
+const opts = parseArgs(process.argv.slice(2), { mode: undefined, host: '127.0.0.1', port: undefined, workers: '1', static_dir: '' });
 if (opts.mode !== 'http' && opts.mode !== 'echo') fail(`--mode must be http or echo, got ${JSON.stringify(opts.mode)}`);
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
@@ -81,7 +81,7 @@ function handle(req, res) {
 function startHttp() {
   prebuildBytesBodies();
   const server = http.createServer({ noDelay: true }, handle);
-  server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });
+  server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }
 
 function startEcho() {
@@ -90,7 +90,7 @@ function startEcho() {
     socket.on('error', () => socket.destroy());
     socket.pipe(socket);
   });
-  server.listen({ host: '127.0.0.1', port, backlog: LISTEN_BACKLOG });
+  server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }
 
 runWorkers(workers, opts.mode === 'http' ? startHttp : startEcho);

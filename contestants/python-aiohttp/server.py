@@ -57,7 +57,7 @@ def main():
     def serve():
         # run_app handles SIGTERM itself; a short shutdown_timeout keeps a stop with /sleep requests in
         # flight within the manifest's stop_timeout_s. aiohttp sets TCP_NODELAY on every connection.
-        web.run_app(make_app(args.static_dir), host="127.0.0.1", port=args.port, backlog=2048,
+        web.run_app(make_app(args.static_dir), host=args.host, port=args.port, backlog=2048,
                     reuse_port=args.workers > 1, access_log=None, print=None, shutdown_timeout=1.0)
 
     prefork.run(args.workers, serve)

@@ -22,7 +22,7 @@ def handle(conn):
 
 def main():
     args = parse_args(__doc__, static_dir=False)
-    server = eventlet.listen(("127.0.0.1", args.port), backlog=2048)
+    server = eventlet.listen((args.host, args.port), backlog=2048)
     # Inherited by accepted sockets: small echoes go out at once instead of waiting for an ACK.
     server.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 

@@ -19,7 +19,7 @@ STOP_GRACE_S = 1.0
 
 def main():
     args = parse_args(__doc__)
-    listener = eventlet.listen(("127.0.0.1", args.port), backlog=2048)
+    listener = eventlet.listen((args.host, args.port), backlog=2048)
     # Linux copies TCP_NODELAY from the listening socket to every accepted one.
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     app = make_app(args.static_dir, sleep=eventlet.sleep)

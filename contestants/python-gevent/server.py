@@ -19,7 +19,7 @@ def main():
     # pywsgi writes headers and body separately: without TCP_NODELAY every response waits ~40 ms
     # (Nagle + delayed ACK). Linux copies the option from the listening socket to accepted ones.
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    listener.bind(("127.0.0.1", args.port))
+    listener.bind((args.host, args.port))
     listener.listen(2048)
     app = make_app(args.static_dir, sleep=gevent.sleep)
 

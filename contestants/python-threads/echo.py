@@ -26,7 +26,7 @@ class Server(ThreadPerConnection, socketserver.ThreadingTCPServer):
 
 def main() -> int:
     args = parse_args(__doc__, workers=False, static_dir=False)
-    return serve_until_stopped(Server(("127.0.0.1", args.port), EchoHandler))
+    return serve_until_stopped(Server((args.host, args.port), EchoHandler))
 
 
 if __name__ == "__main__":

@@ -89,7 +89,7 @@ def main() -> int:
         def __init__(self, *a, **kw):
             super().__init__(*a, directory=static_dir, **kw)
 
-    server = Server(("127.0.0.1", args.port), StaticHandler)
+    server = Server((args.host, args.port), StaticHandler)
     server.pool_size = args.threads
     return serve_until_stopped(server)
 

@@ -23,7 +23,7 @@ class EchoServer(tornado.tcpserver.TCPServer):
 
 def main():
     args = parse_args(__doc__, static_dir=False)
-    sockets = bind_and_fork(args.port, args.workers)
+    sockets = bind_and_fork(args.host, args.port, args.workers)
     server = EchoServer()
     serve_until_stopped(server, sockets)
 

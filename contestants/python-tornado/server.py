@@ -61,7 +61,7 @@ def make_app(static_dir):
 
 def main():
     args = parse_args(__doc__)
-    sockets = bind_and_fork(args.port, args.workers)
+    sockets = bind_and_fork(args.host, args.port, args.workers)
     server = tornado.httpserver.HTTPServer(make_app(args.static_dir))
     serve_until_stopped(server, sockets)
 

@@ -20,6 +20,7 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 def argument_parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every address)")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--reactor", choices=["default", "asyncio"], default="default",
@@ -51,7 +52,7 @@ def log_warnings_to_stderr() -> None:
 
 
 def serve(args, build_factory, worker_argv: list[str]) -> int:
-    """Serve build_factory() on 127.0.0.1:args.port with args.workers processes; returns the exit code.
+    """Serve build_factory() on args.host:args.port with args.workers processes; returns the exit code.
 
     The factory is built only after the reactor is chosen: twisted.web's Site imports the global
     reactor, which would otherwise install the default one first."""
@@ -63,7 +64,7 @@ def serve(args, build_factory, worker_argv: list[str]) -> int:
         install_stop_handlers(reactor)
         reactor.run()
         return 0
-    port = reactor.listenTCP(args.port, factory, backlog=LISTEN_BACKLOG, interface="127.0.0.1")
+    port = reactor.listenTCP(args.port, factory, backlog=LISTEN_BACKLOG, interface=args.host)
     if args.workers == 1:
         install_stop_handlers(reactor)
         reactor.run()

@@ -12,8 +12,8 @@ class EchoConnection < EM::Connection
   end
 end
 
-port = NetarenaListen.port_arg(ARGV, "ruby echo.rb PORT")
-listener = NetarenaListen.open(port)
+host, port = NetarenaListen.host_port_args(ARGV, "ruby echo.rb HOST PORT")
+listener = NetarenaListen.open(host, port)
 EM.epoll
 EM.run do
   EM.attach_server(listener, EchoConnection)

@@ -5,21 +5,24 @@ module NetarenaListen
   # we opened ourselves, so we can ask for the backlog the catalog requires.
   BACKLOG = 1024
 
-  def self.open(port)
-    server = Socket.new(:INET, :STREAM)
+  def self.open(host, port)
+    address = Addrinfo.tcp(host, port)
+    server = Socket.new(address.afamily, :STREAM)
     server.setsockopt(:SOCKET, :REUSEADDR, true)
-    server.bind(Addrinfo.tcp("127.0.0.1", port))
+    server.bind(address)
     server.listen(BACKLOG)
     server
   rescue SystemCallError => e
-    abort "error: cannot listen on 127.0.0.1:#{port}: #{e.message}"
+    abort "error: cannot listen on #{host} port #{port}: #{e.message}"
   end
 
-  def self.port_arg(argv, usage)
-    port = Integer(argv.fetch(0), exception: false)
-    abort "error: expected a TCP port as first argument\nusage: #{usage}" unless port&.between?(1, 65_535)
-    port
+  # The command line starts with HOST PORT: the address to listen on (0.0.0.0: every address) and the port.
+  def self.host_port_args(argv, usage)
+    host = argv.fetch(0)
+    port = Integer(argv.fetch(1), exception: false)
+    abort "error: expected a TCP port as second argument\nusage: #{usage}" unless port&.between?(1, 65_535)
+    [host, port]
   rescue IndexError
-    abort "error: missing port\nusage: #{usage}"
+    abort "error: missing host or port\nusage: #{usage}"
   end
 end

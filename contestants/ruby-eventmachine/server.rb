@@ -4,7 +4,7 @@ require "rack"
 require "thin"
 require_relative "listen_socket"
 
-USAGE = "ruby server.rb PORT STATIC_DIR"
+USAGE = "ruby server.rb HOST PORT STATIC_DIR"
 MAX_BYTES = 16 * 1024 * 1024
 MAX_SLEEP_MS = 60_000
 
@@ -69,8 +69,8 @@ class NetarenaBackend < Thin::Backends::TcpServer
   end
 end
 
-port = NetarenaListen.port_arg(ARGV, USAGE)
-static_dir = ARGV[1] or abort "error: missing static dir\nusage: #{USAGE}"
+host, port = NetarenaListen.host_port_args(ARGV, USAGE)
+static_dir = ARGV[2] or abort "error: missing static dir\nusage: #{USAGE}"
 abort "error: static dir #{static_dir} is not a directory; pass the folder holding the static file set" unless File.directory?(static_dir)
 
 routes = Routes.new
@@ -80,7 +80,7 @@ app = Rack::Builder.new do
 end
 
 Thin::Logging.silent = true
-server = Thin::Server.new("127.0.0.1", port, app, backend: NetarenaBackend, listener: NetarenaListen.open(port))
+server = Thin::Server.new(host, port, app, backend: NetarenaBackend, listener: NetarenaListen.open(host, port))
 # Thin's defaults keep only 100 connections persistent (the rest get "Connection: close") and
 # accept at most 1024; the benchmark opens thousands of keep-alive connections.
 server.maximum_persistent_connections = 20_000

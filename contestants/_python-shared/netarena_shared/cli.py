@@ -1,11 +1,12 @@
-"""The command line the manifests pass: --port, and where the contestant takes them, --workers, --threads and
---static-dir."""
+"""The command line the manifests pass: --host, --port, and where the contestant takes them, --workers, --threads
+and --static-dir."""
 import argparse
 import os
 
 
 def parse_args(description, *, workers=True, static_dir=True, threads=False):
     parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (0.0.0.0: every address)")
     parser.add_argument("--port", type=int, required=True)
     if workers:
         parser.add_argument("--workers", type=int, default=1)

@@ -2,9 +2,11 @@
 -module(netarena_echo).
 -export([main/1]).
 
-main([PortArg]) ->
+main([HostArg, PortArg]) ->
     Port = try list_to_integer(PortArg) catch error:badarg -> usage() end,
-    Opts = [binary, {ip, {127, 0, 0, 1}}, {backlog, 1024}, {nodelay, true}, {reuseaddr, true},
+    Host = case inet:parse_address(HostArg) of {ok, Address} -> Address; {error, _} -> usage() end,
+    Family = case tuple_size(Host) of 4 -> inet; 8 -> inet6 end,
+    Opts = [binary, Family, {ip, Host}, {backlog, 1024}, {nodelay, true}, {reuseaddr, true},
             {active, false},
             %% The user-level buffer bounds what one {active, once} message carries. Left at its
             %% default (1460 bytes here) a 32 KiB chunk took 23 messages, setopts and sends:
@@ -21,14 +23,14 @@ main([PortArg]) ->
             %% This process owns the listening socket: it must outlive the acceptors.
             receive after infinity -> ok end;
         {error, Reason} ->
-            io:format(standard_error, "error: cannot listen on 127.0.0.1:~b: ~p~n", [Port, Reason]),
+            io:format(standard_error, "error: cannot listen on ~s port ~b: ~p~n", [HostArg, Port, Reason]),
             erlang:halt(1)
     end;
 main(_) ->
     usage().
 
 usage() ->
-    io:format(standard_error, "usage: erl -noshell -run netarena_echo main PORT~n", []),
+    io:format(standard_error, "usage: erl -noshell -run netarena_echo main HOST PORT~n", []),
     erlang:halt(2).
 
 accept(Listen) ->

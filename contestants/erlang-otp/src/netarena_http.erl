@@ -13,7 +13,8 @@
 -define(MAX_SLEEP_MS, 60000).
 -define(BODIES, netarena_bytes_bodies).
 
-main([PortArg, StaticDir]) ->
+main([HostArg, PortArg, StaticDir]) ->
+    Host = address(HostArg),
     Port = positive_int(PortArg, "port"),
     case filelib:is_dir(StaticDir) of
         true -> ok;
@@ -32,8 +33,8 @@ main([PortArg, StaticDir]) ->
         %% backlog of 128 and no TCP_NODELAY, and since it writes headers and body separately
         %% every response waits ~40 ms for the delayed ACK (measured: 225 req/s on 10 connections).
         {port, 0},
-        {bind_address, {127, 0, 0, 1}},
-        {ipfamily, inet},
+        {bind_address, Host},
+        {ipfamily, case tuple_size(Host) of 4 -> inet; 8 -> inet6 end},
         {server_name, "netarena"},
         {server_root, Cwd},
         {document_root, StaticDir},
@@ -51,11 +52,18 @@ main([PortArg, StaticDir]) ->
         {ok, Pid} ->
             %% Guards the port trick above against a future httpd that reads it differently.
             [{port, Port}] = httpd:info(Pid, [port]);
-        {error, Reason} -> fail("cannot listen on 127.0.0.1:~b: ~p", [Port, Reason])
+        {error, Reason} -> fail("cannot listen on ~s port ~b: ~p", [HostArg, Port, Reason])
     end,
     receive after infinity -> ok end;
 main(_) ->
-    fail("usage: erl -noshell -run netarena_http main PORT STATIC_DIR", []).
+    fail("usage: erl -noshell -run netarena_http main HOST PORT STATIC_DIR", []).
+
+%% HOST: the address to listen on (0.0.0.0: every address).
+address(Text) ->
+    case inet:parse_address(Text) of
+        {ok, Address} -> Address;
+        {error, _} -> fail("host must be an IP address (0.0.0.0: every address), got ~s", [Text])
+    end.
 
 do(#mod{method = "GET", request_uri = Uri}) ->
     [Path | _] = string:split(Uri, "?"),

@@ -1,7 +1,7 @@
 //! netarena contestant: tokio + hyper 1.x, every catalog scenario.
 //!
-//! `server --mode http --port P --workers W --static-dir D` serves the HTTP scenarios;
-//! `server --mode echo --port P --workers W` is the raw TCP echo server.
+//! `server --mode http [--host A] --port P --workers W --static-dir D` serves the HTTP scenarios;
+//! `server --mode echo [--host A] --port P --workers W` is the raw TCP echo server.
 //! `--workers` is the number of tokio worker threads (one multi-threaded runtime).
 
 use std::collections::HashMap;
@@ -39,17 +39,19 @@ type Body = UnsyncBoxBody<Bytes, std::io::Error>;
 
 struct Options {
     mode: String,
+    host: std::net::IpAddr,
     port: u16,
     workers: usize,
     static_dir: Option<PathBuf>,
 }
 
 fn usage() -> &'static str {
-    "usage: server --mode http|echo --port PORT [--workers N] [--static-dir DIR]"
+    "usage: server --mode http|echo [--host ADDR] --port PORT [--workers N] [--static-dir DIR]"
 }
 
 fn parse_args() -> Result<Options, String> {
     let mut mode = None;
+    let mut host = std::net::IpAddr::from([127, 0, 0, 1]);
     let mut port = None;
     let mut workers = 1usize;
     let mut static_dir = None;
@@ -60,6 +62,11 @@ fn parse_args() -> Result<Options, String> {
             .ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
         match flag.as_str() {
             "--mode" => mode = Some(value),
+            "--host" => {
+                host = value
+                    .parse()
+                    .map_err(|_| format!("--host must be an IP address (0.0.0.0: every address), got {value:?}"))?
+            }
             "--port" => {
                 port = Some(value.parse::<u16>().map_err(|_| {
                     format!("--port must be an integer 1..65535, got {value:?}")
@@ -81,12 +88,12 @@ fn parse_args() -> Result<Options, String> {
         return Err(format!("--mode must be http or echo, got {mode:?}"));
     }
     let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
-    Ok(Options { mode, port, workers, static_dir })
+    Ok(Options { mode, host, port, workers, static_dir })
 }
 
-fn listen(port: u16) -> std::io::Result<TcpListener> {
-    let addr = SocketAddr::from(([127, 0, 0, 1], port));
-    let socket = TcpSocket::new_v4()?;
+fn listen(host: std::net::IpAddr, port: u16) -> std::io::Result<TcpListener> {
+    let addr = SocketAddr::new(host, port);
+    let socket = if host.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     // A restarted contestant must be able to rebind while old connections sit in TIME_WAIT.
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
@@ -252,10 +259,10 @@ fn main() -> ExitCode {
         .build()
         .expect("tokio runtime");
     runtime.block_on(async move {
-        let listener = match listen(opts.port) {
+        let listener = match listen(opts.host, opts.port) {
             Ok(l) => l,
             Err(err) => {
-                eprintln!("rust-hyper: cannot listen on 127.0.0.1:{}: {err}", opts.port);
+                eprintln!("rust-hyper: cannot listen on {} port {}: {err}", opts.host, opts.port);
                 return ExitCode::from(1);
             }
         };

@@ -57,7 +57,8 @@ public final class EchoServer {
     }
 
     public static void main(String[] argv) throws InterruptedException {
-        Args args = new Args(argv, "java -cp netarena-netty.jar netarena.netty.EchoServer --port PORT [--workers N]");
+        Args args = new Args(argv, "java -cp netarena-netty.jar netarena.netty.EchoServer [--host ADDR] --port PORT [--workers N]");
+        String host = args.string("host", "127.0.0.1");
         int port = args.positiveInt("port", null);
         int workers = args.positiveInt("workers", 1);
 
@@ -77,8 +78,8 @@ public final class EchoServer {
                         ch.pipeline().addLast(handler);
                     }
                 })
-                .bind("127.0.0.1", port).awaitUninterruptibly().channel();
-        HttpServer.exitUnlessBound(server, port, boss, group);
+                .bind(host, port).awaitUninterruptibly().channel();
+        HttpServer.exitUnlessBound(server, host, port, boss, group);
         server.closeFuture().sync();
     }
 }

@@ -21,7 +21,8 @@ public final class HttpServer {
 
     public static void main(String[] argv) throws InterruptedException {
         Args args = new Args(argv,
-                "java -jar netarena-netty.jar --port PORT [--workers N] --static-dir DIR");
+                "java -jar netarena-netty.jar [--host ADDR] --port PORT [--workers N] --static-dir DIR");
+        String host = args.string("host", "127.0.0.1");
         int port = args.positiveInt("port", null);
         int workers = args.positiveInt("workers", 1);
         Path staticDir = Path.of(args.string("static-dir", null)).toAbsolutePath().normalize();
@@ -50,15 +51,15 @@ public final class HttpServer {
                                 .addLast(new HttpHandler(routes));
                     }
                 })
-                .bind("127.0.0.1", port).awaitUninterruptibly().channel();
-        HttpServer.exitUnlessBound(server, port, boss, group);
+                .bind(host, port).awaitUninterruptibly().channel();
+        HttpServer.exitUnlessBound(server, host, port, boss, group);
         server.closeFuture().sync();
     }
 
     // Without this a failed bind leaves the event-loop threads running and the JVM alive.
-    static void exitUnlessBound(Channel server, int port, EventLoopGroup... groups) {
+    static void exitUnlessBound(Channel server, String host, int port, EventLoopGroup... groups) {
         if (!server.isActive()) {
-            System.err.println("error: cannot listen on 127.0.0.1:" + port + " (is the port already in use?)");
+            System.err.println("error: cannot listen on " + host + " port " + port + " (is the port already in use?)");
             shutdown(groups);
             System.exit(1);
         }
