@@ -9,13 +9,16 @@ import json
 import subprocess
 import sys
 
+import jsonschema
 import pytest
+from hdrh.histogram import HdrHistogram
 
 from conftest import CLI_TIMEOUT_S, FIXTURE_CONTESTANTS, REPO, cli_env, db_rows, run_cli, write_suite
 from netarena.doctor import FD_SPARE
 from netarena.errors import ConfigError
 from netarena.spread import plan_spread
 
+SCHEMA = REPO / "docs" / "schema" / "netarena-load.schema.json"
 FLOOD_BYTES = 3000  # not ECHO_VERIFY_BYTES: the server's count tells the flood's connections from verification's
 CONNECTIONS = 60
 
@@ -66,6 +69,25 @@ def test_level_above_one_process_is_spread_over_two_and_merged(tmp_path, cache_d
     server = json.loads(counts.read_text())
     assert server["connections"].get(str(FLOOD_BYTES)) == CONNECTIONS, server
     assert generator["spread"]["processes"] == 2 and generator["spread"]["start_ns"] > 0
+    # The merged document is a netarena-load document (the schema's optional hosts/spread aside) whose time
+    # series are the parts' summed second by second and interval by interval.
+    jsonschema.validate(generator, json.loads(SCHEMA.read_text()))
+    waits = [p["generator"]["run_delay_fraction_max"] for p in parts]
+    assert generator["generator"]["run_delay_fraction_max"] == (None if None in waits else max(waits))
+    for key in ("requests", "bytes_received", "errors"):
+        assert sum(second[key] for second in generator["timeline"]) == \
+            sum(second[key] for p in parts for second in p["timeline"])
+    entries = generator["intervals"]["entries"]
+    assert len(entries) == max(len(p["intervals"]["entries"]) for p in parts)
+    assert sum(e["count"] for e in entries) == sum(e["count"] for p in parts for e in p["intervals"]["entries"])
+    for index, entry in enumerate(entries):
+        hist = HdrHistogram(1, 3_600_000_000, 3)
+        for p in parts:
+            if index < len(p["intervals"]["entries"]) and p["intervals"]["entries"][index]["count"]:
+                hist.decode_and_add(p["intervals"]["entries"][index]["data"])
+        assert entry["count"] == hist.get_total_count()
+        if entry["count"]:
+            assert entry["p99_us"] == hist.get_value_at_percentile(99) and entry["max_us"] == hist.get_max_value()
 
 
 def test_level_above_one_address_ports_uses_an_address_per_process(tmp_path, cache_dir, generator_binary,

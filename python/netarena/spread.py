@@ -212,6 +212,65 @@ def _sum_numbers(blocks: list[dict], keys=None) -> dict:
     return out
 
 
+def _merged_intervals(docs: list[dict]) -> dict | None:
+    """Every document's per-interval histograms merged interval by interval. The parts started together
+    (--prepare and one start time), so interval i covers the same span of every part."""
+    blocks = [d.get("intervals") for d in docs]
+    if not blocks or not all(b and b.get("entries") is not None for b in blocks):
+        return None
+    settings = (docs[0].get("latency") or {}).get("histogram") or {}
+    out = copy.deepcopy(blocks[0])
+    out["entries"] = []
+    for index in range(max(len(b["entries"]) for b in blocks)):
+        entries = [b["entries"][index] for b in blocks if index < len(b["entries"])]
+        merged = stats.merge_histograms([{"latency": {"histogram": dict(settings, data=e["data"])}}
+                                         for e in entries if e.get("data")])
+        entry = {"t_s": entries[0]["t_s"], "count": sum(e["count"] for e in entries)}
+        if merged is None or not merged.get_total_count():
+            entry.update(p50_us=0, p99_us=0, p99_9_us=0, max_us=0, data=entries[0].get("data", ""))
+        else:
+            entry.update(p50_us=merged.get_value_at_percentile(50), p99_us=merged.get_value_at_percentile(99),
+                         p99_9_us=merged.get_value_at_percentile(99.9), max_us=merged.get_max_value(),
+                         data=merged.encode().decode())
+        out["entries"].append(entry)
+    return out
+
+
+def _merged_timeline(docs: list[dict]) -> list[dict]:
+    """The per-second timelines summed second by second (the parts started together, as above)."""
+    timelines = [d.get("timeline") or [] for d in docs]
+    merged = []
+    for index in range(max((len(t) for t in timelines), default=0)):
+        seconds = [t[index] for t in timelines if index < len(t)]
+        merged.append({"t_s": seconds[0]["t_s"],
+                       **{key: sum(s[key] for s in seconds) for key in ("requests", "bytes_received", "errors")}})
+    return merged
+
+
+def _merged_generator(docs: list[dict]) -> dict:
+    """The generator block over every part: CPU times and CPU waits summed, the busy fraction a mean weighted by
+    threads (its definition), the busiest thread's figures the maximum, saturated when any part was. Each part's
+    CPUs stay in its own document (under "hosts"): CPU numbers of different hosts do not add up to a set."""
+    gens = [d.get("generator") or {} for d in docs]
+    threads = sum(g.get("threads") or 0 for g in gens)
+    run_delays = [g.get("run_delay_s") for g in gens]
+    fractions = [g.get("run_delay_fraction_max") for g in gens]
+    return {
+        "threads": threads, "cpus": [],
+        "cpu_user_s": sum(g.get("cpu_user_s") or 0 for g in gens),
+        "cpu_sys_s": sum(g.get("cpu_sys_s") or 0 for g in gens),
+        "busy_fraction": sum((g.get("busy_fraction") or 0) * (g.get("threads") or 0) for g in gens) / threads
+        if threads else 0.0,
+        "busy_fraction_max": max((g.get("busy_fraction_max") or 0) for g in gens),
+        "run_delay_s": None if None in run_delays else sum(run_delays),
+        "run_delay_fraction_max": None if None in fractions else max(fractions),
+        "busy_counts_run_delay": all(g.get("busy_counts_run_delay") for g in gens),
+        "saturated": any(g.get("saturated") for g in gens),
+        "batch_wait_max_us": max((g["batch_wait_max_us"] for g in gens if g.get("batch_wait_max_us") is not None),
+                                 default=None),
+    }
+
+
 def merge_documents(parts: list[dict]) -> dict:
     """One netarena-load document from the generator hosts' ones: counts and byte totals summed, rates summed
     (every host measured the same phase, started together), latencies from the merged HdrHistograms, errors
@@ -230,15 +289,13 @@ def merge_documents(parts: list[dict]) -> dict:
         errors["examples"] += d["errors"].get("examples") or []
     errors["examples"] = errors["examples"][:10]
     merged["errors"] = errors
-    gens = [d.get("generator") or {} for d in docs]
-    merged["generator"] = {
-        "threads": sum(g.get("threads") or 0 for g in gens), "cpus": None,
-        "cpu_user_s": sum(g.get("cpu_user_s") or 0 for g in gens), "cpu_sys_s": sum(g.get("cpu_sys_s") or 0 for g in gens),
-        "busy_fraction": max((g.get("busy_fraction") or 0) for g in gens),
-        "busy_fraction_max": max((g.get("busy_fraction_max") or 0) for g in gens),
-        "saturated": any(g.get("saturated") for g in gens),
-        "batch_wait_max_us": gens[0].get("batch_wait_max_us"),
-    }
+    merged["generator"] = _merged_generator(docs)
+    answers = [d["no_answer"] for d in docs if d.get("no_answer")]
+    if answers:  # connections that never got an answer, over every part; flagged on the merged fraction
+        waiting, of = sum(a["connections"] for a in answers), sum(a["of_connections"] for a in answers)
+        merged["no_answer"] = dict(answers[0], connections=waiting, of_connections=of,
+                                   fraction=waiting / of if of else 0.0)
+        merged["no_answer"]["flagged"] = waiting > 0 and merged["no_answer"]["fraction"] >= answers[0]["flag_fraction"]
     merged["generator_saturated"] = any(d.get("generator_saturated") or (d.get("generator") or {}).get("saturated")
                                         for d in docs)
     merged["started_at"] = min(d["started_at"] for d in docs)
@@ -265,9 +322,8 @@ def merge_documents(parts: list[dict]) -> dict:
         for key in ("latency_uncorrected", "schedule_lag"):
             ol[key] = _merged_latency(docs, ("open_loop", key))
         merged["open_loop"] = ol
-    # Time series stay per host (their intervals are each host's own clock's); the merged document has none.
-    merged["timeline"] = []
-    merged["intervals"] = None
+    merged["timeline"] = _merged_timeline(docs)
+    merged["intervals"] = _merged_intervals(docs)
     merged["hosts"] = [{"host": p["host"], "hostname": p.get("hostname"), "cpus": p.get("cpus"),
                         "cpu_user_s": (d.get("generator") or {}).get("cpu_user_s"),
                         "cpu_sys_s": (d.get("generator") or {}).get("cpu_sys_s"),
