@@ -181,6 +181,63 @@ def test_small_suite_across_the_lab_counts_exactly(lab3, tmp_path, generator_bin
         assert isinstance(h["clock_offset_s"], float) and h["environment"]
 
 
+MONGO_SUITE = """
+name = "lab-mongo"
+contestants = ["python-aiohttp"]
+repeat = 1
+warmup_s = 0
+duration_s = 2
+timeout_s = 5
+
+[services.mongo]
+backend = "sqlite"
+
+[[measure]]
+scenario = "mongo"
+doc = ["small"]
+connections = [10]
+"""
+
+
+def test_the_database_runs_on_the_server_host_beside_the_contestant(lab3, tmp_path, generator_binary, monkeypatch):
+    from netarena.contestants import default_contestants_dir, install, load
+    from netarena.services import load_all
+
+    cluster_file, name, cache = lab3
+    # Built here, outside the namespaces, into the cache the lab's workers use: the lab's hosts have no route
+    # to PyPI or the Go module proxy (on real hosts each installs its own).
+    monkeypatch.setenv("NETARENA_CACHE", str(cache))
+    install(load(default_contestants_dir(), ["python-aiohttp"])[0], allow_apt=False, say=lambda *_: None)
+    install(load_all()["ferretdb"], allow_apt=False, say=lambda *_: None)
+    suite = write_suite(tmp_path / "suite.toml", MONGO_SUITE)
+    results = tmp_path / "results"
+    proc = run_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--json"], cache, timeout_s=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", (row["error"], row["stderr_tail"])
+    services = json.loads(row["services_json"])
+    assert services["ferretdb"]["label"] == "FerretDB 1.24.2 (SQLite)"
+    assert services["ferretdb"]["fixture"]["documents"]["small"] > 0
+    # Monitored on the server host like the server: its own CPU, beside the contestant's.
+    assert json.loads(row["monitor_json"])["summary"]["services"]["ferretdb"]["cpu_user_s"] is not None
+    generator = json.loads(row["generator_json"])
+    assert generator["totals"]["responses"] > 0 and generator["errors"]["total"] == 0
+    assert all(h["document"]["config"]["target"].startswith("http://198.18.0.11:") for h in generator["hosts"])
+    env = json.loads(db_rows(results, "SELECT environment_json FROM runs")[0]["environment_json"])
+    assert env["services"]["ferretdb"]["backend"] == "SQLite"
+    # The run's end stopped the database on the server host.
+    assert not [p for p in _ns_pids(f"{name}-h1") if "ferretdb" in _cmdline(p)]
+
+
+def test_thresholds_and_find_max_are_refused_across_hosts(lab3, tmp_path):
+    cluster_file, _, cache = lab3
+    suite = write_suite(tmp_path / "suite.toml", SUITE)
+    proc = run_cli(["run", suite, "--cluster", cluster_file, "--results", tmp_path / "r", "--threshold", "p99<1s"],
+                   cache, timeout_s=120)
+    assert proc.returncode == 2 and "thresholds are not supported across hosts" in proc.stderr, proc.stderr
+    assert not (tmp_path / "r" / "netarena.sqlite").exists()
+
+
 def test_unauthenticated_worker_and_client_are_refused(lab3, tmp_path):
     cluster_file, name, cache = lab3
     other = tmp_path / "other-ca"
@@ -273,6 +330,30 @@ def test_generator_killed_mid_measurement_fails_it_and_the_run_goes_on(tmp_path,
         while _ns_pids(f"{name}-h3") and time.monotonic() < deadline:
             time.sleep(0.2)
         assert not _ns_pids(f"{name}-h3"), [_cmdline(p) for p in _ns_pids(f"{name}-h3")]
+
+        # Fewer live generator hosts than generators.min_hosts: the run stops before anything starts.
+        strict = folder / "cluster-min2.toml"
+        strict.write_text(cluster_file.read_text().replace("[generators]\n", "[generators]\nmin_hosts = 2\n", 1))
+        suite = write_suite(tmp_path / "min2.toml", SUITE.replace('"lab-small"', '"lab-min2"'))
+        refused = run_cli(["run", suite, "--cluster", strict, "--results", tmp_path / "min2", "--quiet"], cache,
+                          timeout_s=300)
+        assert refused.returncode == 1, refused.stderr[-3000:]
+        assert "fewer than generators.min_hosts = 2" in refused.stderr and "--resume" in refused.stderr
+        assert not db_rows(tmp_path / "min2", "SELECT * FROM measurements WHERE status = 'ok'")
+
+        # Ctrl-C of a run across hosts: stored as interrupted, its server and generator gone from the hosts.
+        (tmp_path / "ctrl-c").mkdir()
+        run, results = _suite_under_load(tmp_path / "ctrl-c", cluster_file, cache, "lab-ctrl-c", 1, f"{name}-h2")
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=120)
+        assert run.returncode == 130, stderr[-3000:]
+        assert [r["status"] for r in db_rows(results, "SELECT status FROM runs")] == ["interrupted"]
+        deadline = time.monotonic() + 30
+        busy = lambda: [_cmdline(p) for ns in ("h1", "h2") for p in _ns_pids(f"{name}-{ns}")  # noqa: E731
+                        if "netarena-load" in _cmdline(p) or "server.py" in _cmdline(p)]
+        while busy() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not busy()
     finally:
         lab.down(folder)
     _assert_gone(folder, name)

@@ -385,6 +385,15 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             if server_cpus or generator_cpus:
                 raise ConfigError("CPUs are each host's own across hosts (its worker's CPU affinity)",
                                   path="--server-cpus/--generator-cpus")
+            # Each generator host judges only its own share: a threshold or a find-max search would be decided on
+            # part of the load. Refused until the merged result is judged instead (docs/many-machines.md).
+            if any(item.level.thresholds for item in plan.items):
+                raise ConfigError("thresholds are not supported across hosts (each host would judge its share of "
+                                  "the load only)", path="--threshold" if thresholds else str(suite_path),
+                                  hint="run the suite without --cluster, or drop the thresholds")
+            if any(item.level.find_max_slo is not None for item in plan.items):
+                raise ConfigError("find_max is not supported across hosts (each host would search its share of "
+                                  "the rate only)", path=str(suite_path), hint="run the search without --cluster")
             cluster = load_cluster(cluster_file)
             backend_kind = "cluster"
         elif backend_kind in ("real", "external"):

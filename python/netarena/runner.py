@@ -322,9 +322,15 @@ class Runner:
 
         self.unusable_services: dict[str, str] = {}
         needed = plan.needed_services()
+        backends = {name: options.backend for name, options in plan.suite.services.items() if options.backend}
+        if needed and hasattr(self.backend, "prepare_services"):  # across hosts: on the server host, by its worker
+            self.services = self.backend.prepare_services(needed, backends, self.allow_apt)
+            self.unusable_services = dict(self.services.unusable)
+            if self.services.environment():
+                self.store.add_to_run_environment(self.run_id, "services", self.services.environment())
+            return
         if not needed or self.backend.name != "real":
             return
-        backends = {name: options.backend for name, options in plan.suite.services.items() if options.backend}
         self.services = ServiceManager(load_all(), results_dir / "services" / f"run-{self.run_id}", cpus,
                                        backends=backends, on_spawn=self.track, on_reaped=self.untrack,
                                        say=self.ui.info)

@@ -63,6 +63,29 @@ def enter_netns(name: str) -> None:
 # ----------------------------------------------------------------------------- the backend
 
 
+class ServerHostServices:
+    """The run's backing services as the orchestrator sees them when they run on the server host: a key naming
+    them there (tasks._SERVICES), what could not be installed, what was, and stop_all() for the run's end."""
+
+    def __init__(self, backend: "ClusterBackend", key: str):
+        self.backend = backend
+        self.key = key
+        self.unusable: dict[str, str] = {}
+        self.described: dict = {}
+
+    def environment(self) -> dict:
+        return self.described
+
+    def stop_all(self) -> None:
+        if self.backend.client is None:
+            return
+        try:
+            future = self.backend._submit(tasks.services_stop_task, self.backend.spec.server.worker, self.key)
+            future.result(timeout=120)
+        except Exception as exc:  # the host is gone: its worker's end takes the services with it
+            self.backend.say(f"could not stop the services on the server host: {exc}")
+
+
 class ClusterBackend:
     name = "cluster"
 
@@ -219,6 +242,21 @@ class ClusterBackend:
             raise InstallError(f"on the server host {self.spec.server.worker}: {type(exc).__name__}: {exc}")
         return {"host": self.spec.server.worker, **future.result()}
 
+    def prepare_services(self, needed: list[str], backends: dict[str, str], allow_apt: bool) -> "ServerHostServices":
+        """Install the run's backing services on the server host, where they run beside the contestant (the
+        generators are elsewhere); they start with the first measurement that needs them."""
+        services = ServerHostServices(self, f"run-{uuid.uuid4().hex[:12]}")
+        future = self._submit(tasks.services_install_task, self.spec.server.worker, services.key, needed, backends,
+                              allow_apt)
+        try:
+            self._wait_futures([future], time.monotonic() + 3600, {self.spec.server.worker: "server"})
+        except HostLost as exc:
+            raise ClusterStop(str(exc)) from None
+        out = future.result()
+        services.unusable = {name: why for name, why in out["unusable"].items() if why}
+        services.described = out["environment"]
+        return services
+
     def measure(self, req, progress=lambda text: None) -> dict:
         from distributed import Event, Variable
 
@@ -234,7 +272,8 @@ class ClusterBackend:
         start_var = Variable(f"{mid}/start", client=self.client)
         needed = {server_name: "server"}
         server_f = self._submit(tasks.server_task, server_name, mid, req.contestant.name, req.scenario, req.level,
-                                req.repeat_index, req.warmup_s, req.duration_s, req.timeout_s, str(req.log_dir), wait_s)
+                                req.repeat_index, req.warmup_s, req.duration_s, req.timeout_s, str(req.log_dir), wait_s,
+                                getattr(req.services, "key", None))
         gen_fs: dict = {}
         try:
             progress("starting")
@@ -312,6 +351,11 @@ class ClusterBackend:
             record["monitor"] = restrict_to_window(record["monitor"], window[0] + offset, window[1] + offset)
             if status is not None:
                 record["monitor"]["server_status"] = status
+        if out.get("service_died"):
+            error, service_tail = out["service_died"]
+            record = failed(record, "service_died", f"on the server host {server_name}: {error}", None)
+            record["stderr_tail"] = service_tail
+            return record
         hang = out.get("after_load") if generator is not None and timeouts(generator) else None
         if hang is not None:
             record["verification"] = dict(record.get("verification") or {}, after_load=hang)
@@ -325,7 +369,7 @@ class ClusterBackend:
 
     @staticmethod
     def _server_fields(record: dict, out: dict) -> None:
-        for key in ("port", "log_path", "verification", "stop"):
+        for key in ("port", "log_path", "verification", "stop", "services"):
             if key in out:
                 record[key] = out[key]
         monitor = out.get("monitor")

@@ -48,6 +48,53 @@ def install_task(contestant_name: str, allow_apt: bool) -> dict:
     return install(contestant, allow_apt=allow_apt)
 
 
+# The backing services (databases) of the current run on this host, the server host: kept by this worker
+# process across the run's measurements, by run key. Started by the first measurement that needs one (as on
+# one machine), stopped with their data by services_stop_task at the run's end (also on Ctrl-C). An
+# orchestrator killed with -9 cannot say so: the next run's services_install_task stops what is left, and the
+# services die with the worker (parent-death signal) at the latest.
+_SERVICES: dict = {}
+
+
+def services_install_task(run_key: str, needed: list[str], backends: dict[str, str], allow_apt: bool) -> dict:
+    """Install what each needed service takes on this host; {provides: None, or why it cannot be had}."""
+    import tempfile
+
+    from ..contestants import InstallError
+    from ..errors import ConfigError
+    from ..process import available_cpus
+    from ..services import ServiceManager, load_all, service_availability
+
+    for key in [k for k in _SERVICES if k != run_key]:  # a run whose orchestrator vanished
+        _SERVICES.pop(key).stop_all()
+    manager = _SERVICES.get(run_key)
+    if manager is None:
+        work_dir = Path(tempfile.gettempdir()) / "netarena-services" / run_key
+        # On the server host the services share the server's CPUs: the generators are on other hosts.
+        manager = _SERVICES[run_key] = ServiceManager(load_all(), work_dir, available_cpus(), backends=backends)
+    unusable: dict[str, str | None] = {}
+    for name in needed:
+        runnable, reasons = service_availability(manager.services, name, backends.get(name), allow_apt)
+        if not runnable:
+            unusable[name] = "; ".join(reasons)
+            continue
+        try:
+            manager.install(name, allow_apt)
+            unusable[name] = None
+        except (InstallError, ConfigError) as exc:
+            unusable[name] = f"install failed: {exc}"
+    return {"unusable": unusable, "environment": manager.environment()}
+
+
+def services_stop_task(run_key: str) -> bool:
+    """Stop the run's services on this host and remove their data; False when there were none."""
+    manager = _SERVICES.pop(run_key, None)
+    if manager is None:
+        return False
+    manager.stop_all()
+    return True
+
+
 def _static_dir() -> Path:
     from ..contestants import cache_root
     from ..scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
@@ -75,12 +122,12 @@ def _read_status(port: int, path: str | None, timeout_s: float) -> str | None:
 
 
 def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_index: int, warmup_s: float,
-                duration_s: float, timeout_s: float, log_dir: str, wait_s: float) -> dict:
+                duration_s: float, timeout_s: float, log_dir: str, wait_s: float, run_key: str | None = None) -> dict:
     """Start, verify and monitor the contestant here, listening on every address; stop it once the
     orchestrator sets "<mid>/loaded" (or wait_s passed). Returns the server side of the record."""
     from distributed import Event, Variable
 
-    from ..backend import MeasureRequest, RealBackend, STDERR_TAIL_BYTES, _safe
+    from ..backend import MeasureRequest, RealBackend, STDERR_TAIL_BYTES, _safe, used_services
     from ..contestants import default_contestants_dir, load, tail
     from ..monitor import Monitor, MonitorError
     from ..process import available_cpus, free_port
@@ -88,17 +135,27 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
     contestant = load(default_contestants_dir(), [contestant_name])[0]
     cpus = available_cpus()
     req = MeasureRequest(contestant, scenario, level, repeat_index, warmup_s, duration_s, timeout_s, cpus, [],
-                         _static_dir(), Path(log_dir))
+                         _static_dir(), Path(log_dir), services=_SERVICES.get(run_key))
     backend = RealBackend(generator=None)
     port = free_port()
     log_path = req.log_dir / _safe(f"{contestant.name}.{scenario}.{level.key}.r{repeat_index}.log")
     out: dict = {"host": socket.gethostname(), "port": port, "log_path": str(log_path), "server_cpus": cpus}
     announce = Variable(f"{mid}/server")
     server = None
+    needs = used_services(req)
     try:
+        # The same steps as on one machine: each needed service running and holding its fixture.
+        service_record: dict = {}
+        service_urls, failure = backend._services_for(req, service_record, progress=lambda text: None)
+        out["services"] = service_record.get("services")
+        if failure is not None:
+            out["failure"] = (failure["failure_kind"], failure["error"])
+            out["stderr_tail"] = failure.get("stderr_tail")
+            announce.set({"failed": True})
+            return out
         try:
             server = backend.start_server(contestant, scenario, port, level.workers, req.static_dir, cpus,
-                                          log_path, host="0.0.0.0", threads=level.threads)
+                                          log_path, host="0.0.0.0", threads=level.threads, service_urls=service_urls)
         except OSError as exc:
             out["failure"] = ("start_failed", f"cannot start {contestant.command(scenario)}: {exc}")
             announce.set({"failed": True})
@@ -116,12 +173,15 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
         before = _read_status(port, status_path, timeout_s)
         monitor, monitor_result = None, None
         try:
-            monitor = Monitor(server.pid).start()
+            monitor = Monitor(server.pid, services=req.services.pids() if needs else None).start()
         except MonitorError as exc:
             monitor_result = {"error": str(exc)}
         announce.set({"port": port})
         Event(f"{mid}/loaded").wait(timeout=wait_s)
         out["crashed_code"] = server.poll()
+        died = next((d for d in (req.services.dead(n) for n in needs) if d is not None), None) if needs else None
+        if died is not None:
+            out["service_died"] = (str(died), died.stderr_tail)
         after = _read_status(port, status_path, timeout_s)
         if monitor is not None:
             monitor_result = RealBackend._stop_monitor(monitor, monitor_result)
