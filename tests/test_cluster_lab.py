@@ -307,6 +307,7 @@ def test_generator_killed_mid_measurement_fails_it_and_the_run_goes_on(tmp_path,
     cache = Path(os.environ.get("NETARENA_CACHE") or tmp_path / "cache")
     folder = tmp_path / "killlab"
     cluster_file, name = _make_lab(folder, 3, cache, "k")
+    revived = None
     try:
         worker_h3 = _worker_pid(folder, "h3")
         run, results = _suite_under_load(tmp_path, cluster_file, cache, "lab-kill", 2, f"{name}-h3")
@@ -331,19 +332,38 @@ def test_generator_killed_mid_measurement_fails_it_and_the_run_goes_on(tmp_path,
             time.sleep(0.2)
         assert not _ns_pids(f"{name}-h3"), [_cmdline(p) for p in _ns_pids(f"{name}-h3")]
 
-        # Fewer live generator hosts than generators.min_hosts: the run stops before anything starts.
+        # With generators.min_hosts = 2, losing one of two generator hosts stops the run (after failing the
+        # measurement it was in) instead of going on with one. h3 comes back first (a new worker, same name).
         strict = folder / "cluster-min2.toml"
         strict.write_text(cluster_file.read_text().replace("[generators]\n", "[generators]\nmin_hosts = 2\n", 1))
-        suite = write_suite(tmp_path / "min2.toml", SUITE.replace('"lab-small"', '"lab-min2"'))
-        refused = run_cli(["run", suite, "--cluster", strict, "--results", tmp_path / "min2", "--quiet"], cache,
-                          timeout_s=300)
-        assert refused.returncode == 1, refused.stderr[-3000:]
-        assert "fewer than generators.min_hosts = 2" in refused.stderr and "--resume" in refused.stderr
-        assert not db_rows(tmp_path / "min2", "SELECT * FROM measurements WHERE status = 'ok'")
+        argv = lab.worker_argv(f"tls://{lab.CTL_ADDRESS}:{lab.SCHEDULER_PORT}", "h3", lab.host_address(3),
+                               folder / "certs", folder / "work" / "h3-again")
+        revived = subprocess.Popen(["ip", "netns", "exec", f"{name}-h3", *argv], env=cli_env(cache),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 90
+        while run_cli(["cluster", "check", strict], cache, timeout_s=120).returncode != 0:
+            assert time.monotonic() < deadline, "the revived h3 worker did not join"
+            time.sleep(1)
+        (tmp_path / "min2").mkdir()
+        run, results = _suite_under_load(tmp_path / "min2", strict, cache, "lab-min2", 2, f"{name}-h3")
+        os.killpg(revived.pid, signal.SIGKILL)
+        revived.wait(timeout=30)
+        stdout, stderr = run.communicate(timeout=300)
+        assert run.returncode == 1, stderr[-3000:]
+        assert "fewer than generators.min_hosts = 2" in stderr and "--resume" in stderr, stderr[-3000:]
+        statuses = [r["failure_kind"] or r["status"] for r in db_rows(results, "SELECT * FROM measurements ORDER BY id")]
+        assert statuses[0] == "host_lost" and "ok" not in statuses, statuses
 
         # Ctrl-C of a run across hosts: stored as interrupted, its server and generator gone from the hosts.
+        # On h2 alone (h3 is gone for good now), once the stopped run's generator has left h2.
+        only_h2 = folder / "cluster-h2.toml"
+        only_h2.write_text(cluster_file.read_text().replace('workers = ["h2", "h3"]', 'workers = ["h2"]', 1))
+        deadline = time.monotonic() + 30
+        while any("netarena-load" in _cmdline(p) for p in _ns_pids(f"{name}-h2")):
+            assert time.monotonic() < deadline, "the stopped run's generator is still on h2"
+            time.sleep(0.2)
         (tmp_path / "ctrl-c").mkdir()
-        run, results = _suite_under_load(tmp_path / "ctrl-c", cluster_file, cache, "lab-ctrl-c", 1, f"{name}-h2")
+        run, results = _suite_under_load(tmp_path / "ctrl-c", only_h2, cache, "lab-ctrl-c", 1, f"{name}-h2")
         run.send_signal(signal.SIGINT)
         stdout, stderr = run.communicate(timeout=120)
         assert run.returncode == 130, stderr[-3000:]
@@ -355,6 +375,9 @@ def test_generator_killed_mid_measurement_fails_it_and_the_run_goes_on(tmp_path,
             time.sleep(0.2)
         assert not busy()
     finally:
+        if revived is not None and revived.poll() is None:
+            os.killpg(revived.pid, signal.SIGKILL)
+            revived.wait(timeout=30)
         lab.down(folder)
     _assert_gone(folder, name)
 
