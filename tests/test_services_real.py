@@ -7,8 +7,10 @@ import json
 import os
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import psutil
@@ -196,4 +198,33 @@ def test_kill_9_of_the_run_leaves_no_database_and_resume_cleans_its_data(tmp_pat
     assert "removed the database data left by an interrupted run" in resumed.stderr + resumed.stdout
     assert resumed.returncode == 0, resumed.stderr
     assert {r["status"] for r in measurements(results)} == {"ok"}
+    assert_no_data_left(results)
+
+
+REPO_CONTESTANTS = Path(__file__).resolve().parents[1] / "contestants"
+# Every bundled contestant that claims the mongo scenario, read from the manifests: one added later is covered.
+MONGO_CONTESTANTS = sorted(p.parent.name for p in REPO_CONTESTANTS.glob("*/contestant.toml")
+                           if "mongo" in tomllib.loads(p.read_text()).get("scenarios", []))
+
+
+def test_every_bundled_contestant_claiming_mongo_serves_the_fixture(tmp_path, generator_binary):
+    """Each real driver (pymongo, PyMongo's async client, the mongodb npm driver, …) against one real FerretDB:
+    both documents verified against the fixture before the load and held to it during the load. The default
+    cache and server user, as `netarena verify` installed them (test_contestants_verify)."""
+    assert len(MONGO_CONTESTANTS) >= 6, MONGO_CONTESTANTS
+    path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(MONGO_CONTESTANTS), repeat=1,
+                                                            duration=1.0, docs=json.dumps(["small", "big"])))
+    results = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT", "NETARENA_BACKEND")}
+    proc = subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--results", str(results), "--json"],
+                          capture_output=True, text=True, timeout=1800, env=dict(env, COLUMNS="200"))
+    rows = {(r["contestant"], json.loads(r["level_json"])["params"]["doc"]): r for r in measurements(results)}
+    assert sorted({name for name, _ in rows}) == MONGO_CONTESTANTS, (proc.stderr[-3000:], db_rows(
+        results, "SELECT contestant, reason FROM skipped"))
+    for (name, doc), row in sorted(rows.items()):
+        assert row["status"] == "ok", (name, doc, row["failure_kind"], row["error"], row["stderr_tail"])
+        verification = json.loads(row["verification_json"])
+        assert verification["ok"] is True, (name, doc, verification)
+        generator = json.loads(row["generator_json"])
+        assert generator["totals"]["responses"] > 0 and "--verify-learn" in json.loads(row["generator_argv_json"])
     assert_no_data_left(results)

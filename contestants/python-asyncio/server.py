@@ -1,6 +1,7 @@
 """netarena HTTP contestant: raw asyncio.Protocol with hand-written HTTP/1.1 parsing.
 
 Shared by python-asyncio and python-uvloop (`--loop uvloop`), so the two differ only in the event loop.
+/mongo/{name} is served when NETARENA_MONGO_URL is set (python-uvloop's manifest, which installs pymongo).
 """
 
 import argparse
@@ -33,6 +34,8 @@ REASONS = {200: b"OK", 400: b"Bad Request", 404: b"Not Found", 405: b"Method Not
 HELLO_BODY = b"Hello, World!"
 # Built once per n on first use (catalog: not per request).
 bytes_bodies: dict[int, bytes] = {}
+# The mongo scenario, where the manifest asks for it (it sets the URL and installs pymongo).
+MONGO_ENABLED = bool(os.environ.get("NETARENA_MONGO_URL"))
 
 
 class DateHeader:
@@ -165,6 +168,8 @@ class HttpProtocol(asyncio.Protocol):
                 self.send_error(404, keep_alive)
                 return
             self.run_async(self.sleep(ms, keep_alive))
+        elif path.startswith(b"/mongo/") and MONGO_ENABLED:
+            self.run_async(self.mongo(path[7:].decode("ascii", "replace"), keep_alive))
         elif path.startswith(b"/static/") and self.static_dir is not None:
             self.serve_static(path[8:], keep_alive)
         else:
@@ -187,6 +192,20 @@ class HttpProtocol(asyncio.Protocol):
         await asyncio.sleep(ms / 1000)
         if not self.closing:
             self.send(200, b"text/plain", b"slept %d" % ms, keep_alive)
+
+    async def mongo(self, name: str, keep_alive: bool) -> None:
+        # One query by _id with PyMongo's asyncio client on this loop (netarena_shared.mongo: one client per
+        # worker process); the document as json.dumps gives it. Requests behind it on this connection wait
+        # (self.busy), so pipelined answers stay in order, as with /sleep.
+        from netarena_shared.mongo import docs_collection
+
+        doc = await docs_collection().find_one({"_id": name})
+        if self.closing:
+            return
+        if doc is None:
+            self.send_error(404, keep_alive)
+        else:
+            self.send(200, b"application/json", json.dumps(doc).encode(), keep_alive)
 
     def serve_static(self, relative: bytes, keep_alive: bool) -> None:
         # asyncio has no static-file handler: resolving the path is ours, moving the bytes is
