@@ -85,6 +85,52 @@ class SleepFor(resource.Resource):
         return server.NOT_DONE_YET
 
 
+class Mongo(resource.Resource):
+    def getChild(self, name, request):
+        return MongoDoc(name.decode("ascii", "replace"))
+
+
+class MongoDoc(resource.Resource):
+    """/mongo/{name}: one find_one by _id with pymongo's synchronous client, run on Twisted's thread pool
+    (deferToThread: the reactor's pool, at most 10 threads by default) so the reactor never blocks on it."""
+
+    isLeaf = True
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+    def render_GET(self, request):
+        from twisted.internet.threads import deferToThread
+
+        from netarena_shared.mongo import sync_docs_collection
+
+        gone = []
+        request.notifyFinish().addErrback(lambda _failure: gone.append(True))
+
+        def answer(doc):
+            if gone:  # the client went away while the query ran
+                return
+            if doc is None:
+                request.setResponseCode(404)
+                body = b"no such document"
+            else:
+                request.setHeader(b"content-type", b"application/json")
+                body = json.dumps(doc).encode()
+            request.setHeader(b"content-length", b"%d" % len(body))
+            request.write(body)
+            request.finish()
+
+        def failed(failure):
+            if not gone:
+                request.setResponseCode(500)
+                request.finish()
+            sys.stderr.write(f"mongo query failed: {failure.getErrorMessage()}\n")
+
+        deferToThread(lambda: sync_docs_collection().find_one({"_id": self.name})).addCallbacks(answer, failed)
+        return server.NOT_DONE_YET
+
+
 class NoDelayChannel(http.HTTPChannel):
     def connectionMade(self):
         # Twisted leaves Nagle on; small responses would then wait for the client's delayed ACK.
@@ -107,6 +153,8 @@ def build_site(static_dir: str | None) -> server.Site:
     root.putChild(b"json", Json())
     root.putChild(b"bytes", Bytes())
     root.putChild(b"sleep", Sleep())
+    if os.environ.get("NETARENA_MONGO_URL"):  # where the manifest asks for the mongo scenario (and installs pymongo)
+        root.putChild(b"mongo", Mongo())
     if static_dir is not None:
         # Twisted's default type for unknown extensions is text/html; the bytes/{n} files have none.
         root.putChild(b"static", static.File(static_dir, defaultType="application/octet-stream"))
