@@ -7,6 +7,7 @@ const http = require('node:http');
 const express = require('express');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
+const { docsCollection, findDoc } = require('../_node-shared/mongo.js');
 
 const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
 const port = parsePort(opts.port);
@@ -39,13 +40,10 @@ function buildApp() {
     setTimeout(() => res.type('text/plain').send(`slept ${ms}`), ms);
   });
   if (opts.mongo_url) {
-    // One MongoClient (and its connection pool, the driver's default maxPoolSize of 100) per process; the
-    // driver connects on the first query.
-    const { MongoClient } = require('mongodb');
-    const docs = new MongoClient(opts.mongo_url).db().collection('docs');
+    const docs = docsCollection(require('mongodb'), opts.mongo_url);
     app.get('/mongo/:name', async (req, res) => {
-      // One query by _id per request; Express 5 turns a rejected promise into a 500.
-      const doc = await docs.findOne({ _id: req.params.name });
+      // Express 5 turns a rejected promise into a 500.
+      const doc = await findDoc(docs, req.params.name);
       if (doc === null) return res.sendStatus(404);
       res.json(doc);
     });

@@ -1,6 +1,6 @@
 'use strict';
 // netarena contestant: Node.js core `http` for the HTTP scenarios, core `net` for echo.
-// Usage: node server.js --mode http|echo --port P --workers W [--static-dir D]
+// Usage: node server.js --mode http|echo --port P --workers W [--static-dir D] [--mongo-url URL (empty: no /mongo routes)]
 
 const fs = require('node:fs');
 const http = require('node:http');
@@ -8,6 +8,7 @@ const net = require('node:net');
 const path = require('node:path');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
+const { docsCollection, findDoc } = require('../_node-shared/mongo.js');
 
 const CONTENT_TYPES = {
   '.jpg': 'image/jpeg',
@@ -18,7 +19,7 @@ const CONTENT_TYPES = {
   '.json': 'application/json',
 };
 
-const opts = parseArgs(process.argv.slice(2), { mode: undefined, host: '127.0.0.1', port: undefined, workers: '1', static_dir: '' });
+const opts = parseArgs(process.argv.slice(2), { mode: undefined, host: '127.0.0.1', port: undefined, workers: '1', static_dir: '', mongo_url: '' });
 if (opts.mode !== 'http' && opts.mode !== 'echo') fail(`--mode must be http or echo, got ${JSON.stringify(opts.mode)}`);
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
@@ -59,6 +60,21 @@ function serveStatic(req, res, rel) {
   });
 }
 
+let mongoDocs = null;
+
+function serveMongo(res, rel) {
+  let name;
+  try {
+    name = decodeURIComponent(rel);
+  } catch {
+    return notFound(res);
+  }
+  findDoc(mongoDocs, name).then(
+    (doc) => (doc === null ? notFound(res) : send(res, 200, 'application/json', JSON.stringify(doc))),
+    () => send(res, 500, 'text/plain', 'database error'),
+  );
+}
+
 function handle(req, res) {
   const url = req.url;
   if (url === '/hello') return send(res, 200, 'text/plain', 'Hello, World!');
@@ -75,11 +91,14 @@ function handle(req, res) {
     return;
   }
   if (url.startsWith('/static/')) return serveStatic(req, res, url.slice(8).split('?')[0]);
+  if (mongoDocs !== null && url.startsWith('/mongo/')) return serveMongo(res, url.slice(7).split('?')[0]);
   notFound(res);
 }
 
 function startHttp() {
   prebuildBytesBodies();
+  // Required only when asked for, so the other scenarios run without `npm ci`.
+  if (opts.mongo_url) mongoDocs = docsCollection(require('mongodb'), opts.mongo_url);
   const server = http.createServer({ noDelay: true }, handle);
   server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }
