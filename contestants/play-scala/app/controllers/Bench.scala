@@ -7,16 +7,25 @@ import javax.inject.{Inject, Singleton}
 import scala.concurrent.{ExecutionContext, Future}
 import scala.concurrent.duration._
 
+import com.mongodb.client.model.Filters
+import com.mongodb.reactivestreams.client.{MongoClients, MongoCollection}
+import org.apache.pekko.stream.Materializer
+import org.apache.pekko.stream.scaladsl.{Sink, Source}
 import org.apache.pekko.util.ByteString
+import org.bson.Document
 import play.api.Configuration
+import play.api.inject.ApplicationLifecycle
 import play.api.libs.concurrent.Futures
 import play.api.libs.json.Json
 import play.api.mvc._
 
 @Singleton
-class Bench @Inject() (cc: ControllerComponents, futures: Futures, config: Configuration)(implicit
-    ec: ExecutionContext
-)
+class Bench @Inject() (
+    cc: ControllerComponents,
+    futures: Futures,
+    config: Configuration,
+    lifecycle: ApplicationLifecycle
+)(implicit ec: ExecutionContext, mat: Materializer)
     extends AbstractController(cc) {
 
   private val MaxBytes = 16 * 1024 * 1024
@@ -33,6 +42,29 @@ class Bench @Inject() (cc: ControllerComponents, futures: Futures, config: Confi
   private val bodies = new ConcurrentHashMap[Int, ByteString]()
   private def body(n: Int): ByteString = bodies.computeIfAbsent(n, k => ByteString(Array.fill[Byte](k)('*'.toByte)))
   Seq(40, 10000, 524288).foreach(body)
+
+  // One MongoClient (its connection pool at the driver's default of 100) for the JVM, closed on shutdown.
+  private val docs: Option[MongoCollection[Document]] =
+    config.getOptional[String]("netarena.mongo-url").filter(_.nonEmpty).map { url =>
+      val client = MongoClients.create(url)
+      lifecycle.addStopHook(() => Future.successful(client.close()))
+      // The URL names the database, as for the other contestants.
+      val database = Option(new com.mongodb.ConnectionString(url).getDatabase).getOrElse("test")
+      client.getDatabase(database).getCollection("docs")
+    }
+
+  // One find by _id per request; the driver's Publisher is read through Pekko Streams and the document
+  // rendered with the driver's own JSON writer (relaxed extended JSON: plain numbers, strings, booleans).
+  def mongo(name: String): Action[AnyContent] = Action.async {
+    docs match {
+      case None => Future.successful(NotFound("mongo is not configured: set NETARENA_MONGO_URL\n"))
+      case Some(collection) =>
+        Source.fromPublisher(collection.find(Filters.eq("_id", name)).first()).runWith(Sink.headOption).map {
+          case Some(doc) => Ok(doc.toJson).as(JSON)
+          case None      => NotFound("not found\n")
+        }
+    }
+  }
 
   def hello(): Action[AnyContent] = Action(Ok("Hello, World!"))
 
