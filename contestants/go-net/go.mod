@@ -1,4 +1,16 @@
 module netarena/contestants/go-net
 
-// 1.22 or later: main.go relies on ServeMux method and {wildcard} patterns.
-go 1.22
+// 1.25 or later: the mongo driver v2.10 requires it (main.go also relies on ServeMux patterns, 1.22+).
+go 1.25.0
+
+require go.mongodb.org/mongo-driver/v2 v2.10.0
+
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/xdg-go/scram v1.4.0 // indirect
+	github.com/xdg-go/stringprep v1.0.4 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)

@@ -91,11 +91,17 @@ func newMux(staticDir string) *http.ServeMux {
 	return mux
 }
 
-func serveHTTP(ln net.Listener, staticDir string, stop <-chan os.Signal) error {
+func serveHTTP(ln net.Listener, staticDir, mongoURL string, stop <-chan os.Signal) error {
 	for _, n := range []int{40, 10000, 524288} {
 		bytesBody(n)
 	}
-	srv := &http.Server{Handler: newMux(staticDir), ReadHeaderTimeout: 30 * time.Second}
+	mux := newMux(staticDir)
+	if mongoURL != "" {
+		if err := addMongo(mux, mongoURL); err != nil {
+			return fmt.Errorf("-mongo-url %q: %w", mongoURL, err)
+		}
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
 	done := make(chan error, 1)
 	go func() {
 		<-stop
@@ -142,6 +148,7 @@ func main() {
 	host := flag.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every address)")
 	port := flag.Int("port", 0, "TCP port to listen on")
 	staticDir := flag.String("static-dir", "", "folder served under /static/")
+	mongoURL := flag.String("mongo-url", "", "mongodb:// URL of the fixture database (empty: no /mongo)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-net: ")
@@ -166,7 +173,7 @@ func main() {
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)
 	} else {
-		err = serveHTTP(ln, *staticDir, stop)
+		err = serveHTTP(ln, *staticDir, *mongoURL, stop)
 	}
 	if err != nil {
 		log.Fatal(err)
