@@ -190,7 +190,13 @@ pub fn learn_expectation(
     let mut buf = vec![0u8; 256 * 1024];
     let mut have = 0;
     let response = loop {
-        let n = s.read(&mut buf[have..]).map_err(|e| fail(e.to_string()))?;
+        // A read with a timeout (SO_RCVTIMEO) is not restarted by the kernel after a signal, even one
+        // that is handled or stops and continues the process: retry it, as the engines do.
+        let n = match s.read(&mut buf[have..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(fail(e.to_string())),
+        };
         if n == 0 {
             match parser.on_eof() {
                 Some(r) if have == 0 => break r,
