@@ -1243,3 +1243,24 @@ fn bad_usage_exits_2_with_a_message_naming_the_problem_and_sends_nothing() {
     thread::sleep(Duration::from_millis(100));
     assert_eq!(server.stats.connections(), 1);
 }
+
+#[test]
+fn verify_learn_survives_a_stop_and_continue_during_a_slow_first_answer() {
+    // A server whose first answer (the learning request) is slow, like a JIT-cold JVM's first query. A
+    // read with a timeout is not restarted after SIGSTOP + SIGCONT: it fails with EINTR, which the
+    // learning request must retry rather than report as a failure.
+    let server = http_server(loopback_listener(), None, |index, _, s, stats| {
+        if index == 0 {
+            thread::sleep(Duration::from_millis(1500));
+        }
+        write_hello(s, stats)
+    });
+    let url = server.url("/hello");
+    let load = spawn_load(&["http", &url, "-c", "1", "--requests", "10", "--verify-learn"]);
+    thread::sleep(Duration::from_millis(500));
+    load.signal(libc::SIGSTOP);
+    thread::sleep(Duration::from_millis(100));
+    load.signal(libc::SIGCONT);
+    let run = load.finish(RUN_LIMIT);
+    assert_eq!(run.code, 0, "{}", run.describe());
+}
