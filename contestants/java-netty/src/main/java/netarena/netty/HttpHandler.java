@@ -74,6 +74,8 @@ final class HttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
             }
         } else if (path.startsWith("/static/")) {
             staticFile(ctx, path.substring("/static/".length()));
+        } else if (path.startsWith("/mongo/")) {
+            mongo(ctx, path.substring("/mongo/".length()));
         } else {
             sendText(ctx, NOT_FOUND, "not found\n");
         }
@@ -88,6 +90,38 @@ final class HttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
             return;
         }
         send(ctx, OK, "application/json", Unpooled.wrappedBuffer(body));
+    }
+
+    /**
+     * One find by _id. The event loop does not wait: the driver completes the query on its own threads and
+     * the reply (the document rendered by the driver's relaxed-JSON writer) is written from this
+     * connection's event loop, like /sleep's timer.
+     */
+    private void mongo(ChannelHandlerContext ctx, String name) {
+        if (routes.mongo == null) {
+            sendText(ctx, NOT_FOUND, "mongo is not configured: start with --mongo-url\n");
+            return;
+        }
+        if (name.isEmpty() || name.indexOf('/') >= 0) {
+            sendText(ctx, NOT_FOUND, "not found\n");
+            return;
+        }
+        routes.mongo.find(name, ctx.executor(), new Mongo.Reply() {
+            @Override
+            public void found(String json) {
+                send(ctx, OK, "application/json", Unpooled.copiedBuffer(json, StandardCharsets.UTF_8));
+            }
+
+            @Override
+            public void missing() {
+                sendText(ctx, NOT_FOUND, "not found\n");
+            }
+
+            @Override
+            public void failed(Throwable error) {
+                sendText(ctx, INTERNAL_SERVER_ERROR, "mongo: " + error.getMessage() + "\n");
+            }
+        });
     }
 
     /**

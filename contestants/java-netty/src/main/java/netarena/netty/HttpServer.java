@@ -21,7 +21,8 @@ public final class HttpServer {
 
     public static void main(String[] argv) throws InterruptedException {
         Args args = new Args(argv,
-                "java -jar netarena-netty.jar [--host ADDR] --port PORT [--workers N] --static-dir DIR");
+                "java -jar netarena-netty.jar [--host ADDR] --port PORT [--workers N] --static-dir DIR"
+                        + " [--mongo-url mongodb://HOST:PORT/DATABASE]");
         String host = args.string("host", "127.0.0.1");
         int port = args.positiveInt("port", null);
         int workers = args.positiveInt("workers", 1);
@@ -29,11 +30,27 @@ public final class HttpServer {
         if (!Files.isDirectory(staticDir)) {
             args.fail("--static-dir " + staticDir + " is not a directory; pass the folder holding the static file set");
         }
+        // Empty (netarena's {mongo_url} outside mongo measurements): no database, /mongo answers 404.
+        String mongoUrl = args.string("mongo-url", "");
+        Mongo mongo = null;
+        if (!mongoUrl.isEmpty()) {
+            try {
+                mongo = Mongo.open(mongoUrl);
+            } catch (RuntimeException e) {
+                args.fail("--mongo-url '" + mongoUrl + "': " + e.getMessage());
+            }
+        }
+        Mongo database = mongo;
 
         EventLoopGroup boss = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(workers, NioIoHandler.newFactory());
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> shutdown(boss, group)));
-        Routes routes = new Routes(staticDir);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            shutdown(boss, group);
+            if (database != null) {
+                database.close();
+            }
+        }));
+        Routes routes = new Routes(staticDir, database);
         Channel server = new ServerBootstrap()
                 .group(boss, group)
                 .channel(NioServerSocketChannel.class)
