@@ -239,7 +239,8 @@ pub struct HttpArgs {
     /// --find-max never asks more than this rate [default: 1000000]
     #[arg(long, value_name = "R")]
     pub find_max_limit: Option<f64>,
-    /// Request paths or URLs (same host:port as URL), one per line; # starts a comment
+    /// Request paths or URLs (same host:port as URL), one per line; # starts a comment. After the URL a line
+    /// may give the body's size in bytes and/or sha256=HEX: each response is held to its URL's
     #[arg(long, value_name = "FILE")]
     pub urls: Option<std::path::PathBuf>,
     /// Order of --urls

@@ -197,7 +197,8 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                     .expect_body_sha256
                     .as_deref()
                     .map(http::parse_sha256_hex)
-                    .transpose()?,
+                    .transpose()
+                    .map_err(|e| format!("--expect-body-sha256: {e}"))?,
             };
             let request = http::build_request(&http::RequestSpec {
                 method: &a.method,
@@ -228,6 +229,7 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 None => Requests {
                     wire: vec![request.clone()],
                     what: vec![format!("{} {}", a.method, url.path)],
+                    expect: vec![expect.clone()],
                     order,
                 },
                 Some(path) => {
@@ -240,20 +242,41 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                     if a.verify_learn {
                         return Err(format!("--verify-learn learns one response (of {}) and would expect its body from every URL of --urls {}: drop --verify-learn, or check the status alone with --expect-status", url.path, path.display()));
                     }
-                    let paths = read_urls(path, &url)?;
-                    let mut wire = Vec::with_capacity(paths.len());
-                    for p in &paths {
+                    let lines = read_urls(path, &url)?;
+                    let per_url_body = lines
+                        .iter()
+                        .any(|l| l.body_size.is_some() || l.body_sha256.is_some());
+                    if per_url_body && (expect.body_size.is_some() || expect.body_sha256.is_some())
+                    {
+                        return Err(format!("--urls {} gives sizes or digests per URL, and --expect-body-size/--expect-body-sha256 one for every URL: keep one of the two", path.display()));
+                    }
+                    let mut wire = Vec::with_capacity(lines.len());
+                    let mut expects = Vec::with_capacity(lines.len());
+                    for line in &lines {
                         wire.push(http::build_request(&http::RequestSpec {
                             method: &a.method,
                             host_header: &url.host_header,
-                            path: p,
+                            path: &line.path,
                             headers: &a.headers,
                             body: &body,
                             close: a.close,
                         })?);
+                        expects.push(Expectation {
+                            body_size: line.body_size.or(expect.body_size),
+                            body_sha256: line.body_sha256.or(expect.body_sha256),
+                            ..expect.clone()
+                        });
                     }
-                    let what = paths.iter().map(|p| format!("{} {p}", a.method)).collect();
-                    Requests { wire, what, order }
+                    let what = lines
+                        .iter()
+                        .map(|l| format!("{} {}", a.method, l.path))
+                        .collect();
+                    Requests {
+                        wire,
+                        what,
+                        expect: expects,
+                        order,
+                    }
                 }
             };
             if open.is_some() && c.hlog.is_some() && c.hlog == a.urls {
@@ -635,9 +658,18 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
     }))
 }
 
+/// One line of a `--urls` file: the path, and what its response's body must be when the line says.
+struct UrlLine {
+    path: String,
+    body_size: Option<u64>,
+    body_sha256: Option<[u8; 32]>,
+}
+
 /// `--urls FILE`: one path (`/x`) or absolute URL per line, blank lines and `#` comments skipped.
+/// After the URL, separated by spaces, a line may give the body's size in bytes (`12345`) and/or its digest
+/// (`sha256=<64 hex digits>`): a file list with a manifest of sizes, so a wrong file is an error.
 /// Every absolute URL must name the same host and port as the main URL: one run, one target.
-fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<String>, String> {
+fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<UrlLine>, String> {
     let text =
         std::fs::read_to_string(path).map_err(|e| format!("--urls {}: {e}", path.display()))?;
     let mut out = Vec::new();
@@ -647,6 +679,30 @@ fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<String>, Stri
             continue;
         }
         let where_ = || format!("--urls {} line {}", path.display(), n + 1);
+        let mut fields = line.split_ascii_whitespace();
+        let line = fields
+            .next()
+            .expect("a trimmed, non-empty line has a first field");
+        let (mut body_size, mut body_sha256) = (None, None);
+        for field in fields {
+            if let Some(hex) = field.strip_prefix("sha256=") {
+                if body_sha256.is_some() {
+                    return Err(format!("{}: two sha256= digests", where_()));
+                }
+                body_sha256 =
+                    Some(http::parse_sha256_hex(hex).map_err(|e| format!("{}: {e}", where_()))?);
+            } else if let Ok(size) = field.parse::<u64>() {
+                if body_size.is_some() {
+                    return Err(format!("{}: two body sizes", where_()));
+                }
+                body_size = Some(size);
+            } else {
+                return Err(format!(
+                    "{}: '{field}' after the URL is neither a body size in bytes nor sha256=<64 hex digits> (percent-encode spaces inside a path)",
+                    where_()
+                ));
+            }
+        }
         let p = if line.starts_with('/') {
             if line.bytes().any(|b| b <= b' ' || b == 0x7f) {
                 return Err(format!(
@@ -665,7 +721,11 @@ fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<String>, Stri
             }
             u.path
         };
-        out.push(p);
+        out.push(UrlLine {
+            path: p,
+            body_size,
+            body_sha256,
+        });
         if out.len() > MAX_URLS {
             return Err(format!(
                 "--urls {}: more than {MAX_URLS} URLs",

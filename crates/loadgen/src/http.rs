@@ -515,7 +515,7 @@ pub fn parse_sha256_hex(text: &str) -> Result<[u8; 32], String> {
     let t = text.trim();
     if t.len() != 64 || !t.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(format!(
-            "invalid --expect-body-sha256 '{text}': give 64 hexadecimal digits"
+            "invalid sha256 '{text}': give 64 hexadecimal digits"
         ));
     }
     let mut out = [0u8; 32];

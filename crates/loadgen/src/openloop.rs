@@ -59,11 +59,21 @@ impl UrlOrder {
     }
 }
 
-/// Per-URL request bytes, built once; `paths[i]` is for messages.
+/// Per-URL request bytes, built once; `what[i]` is for messages.
 pub struct Requests {
     pub wire: Vec<Vec<u8>>,
     pub what: Vec<String>,
+    /// What URL i's response must match: the run's expectation, with the size or digest its `--urls` line
+    /// gave (a list of files of different sizes is still verified response by response).
+    pub expect: Vec<Expectation>,
     pub order: UrlOrder,
+}
+
+impl Requests {
+    /// Does any URL's check need the body's sha256 (computed only then)?
+    pub fn wants_digest(&self) -> bool {
+        self.expect.iter().any(Expectation::wants_digest)
+    }
 }
 
 /// Picks the next request index: round-robin from a per-thread offset, or seeded random.
@@ -363,7 +373,7 @@ impl Worker {
             LoadKind::Rate => cfg.connections,
             LoadKind::ConnRate { .. } => 0,
         };
-        let want_digest = cfg.expect.wants_digest();
+        let want_digest = cfg.requests.wants_digest();
         let slots = (0..n)
             .map(|k| new_slot(&cfg, k, want_digest, now))
             .collect();
@@ -677,7 +687,7 @@ impl Worker {
         let i = match self.free.pop() {
             Some(i) => i,
             None if self.slots.len() < self.cfg.connections => {
-                let want_digest = self.cfg.expect.wants_digest();
+                let want_digest = self.cfg.requests.wants_digest();
                 let k = self.slots.len();
                 self.slots.push(new_slot(&self.cfg, k, want_digest, now));
                 k
@@ -953,7 +963,7 @@ impl Worker {
 
     fn on_response(&mut self, i: usize, r: crate::http::Response, now: Instant) -> Next {
         let slot = &mut self.slots[i];
-        let verdict = self.cfg.expect.judge(&r);
+        let verdict = self.cfg.requests.expect[slot.req].judge(&r);
         let ok = matches!(verdict, Verdict::Ok);
         let corrected = now.saturating_duration_since(slot.intended);
         let uncorrected = now.saturating_duration_since(slot.sent_at);

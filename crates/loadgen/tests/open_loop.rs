@@ -534,6 +534,99 @@ fn url_lists_are_repeatable_with_a_seed() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// A `--urls` line may carry its file's size and sha256: each response is held to its own URL's (the
+/// test server answers "ok" to everything, so the lines that expect something else are the errors).
+#[test]
+fn url_lines_carry_the_size_and_digest_each_response_must_have() {
+    let _cpu = cpu_shared();
+    let dir = std::env::temp_dir().join(format!("netarena-url-sizes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let list = dir.join("urls.txt");
+    let ok_sha = "2689367b205c16ce32ed4200942b8b8b1e262dfc70d9bc9fbc77c49699a4f1df";
+    let other_sha = "0".repeat(64);
+    std::fs::write(
+        &list,
+        format!("/right-size 2\n/right-digest sha256={ok_sha}\n/both 2 sha256={ok_sha}\n/wrong-size 3\n/wrong-digest sha256={other_sha}\n/none\n"),
+    )
+    .unwrap();
+    let s = server(Behaviour::default());
+    let doc = run_load(
+        &[
+            "http",
+            &url(&s),
+            "--rate",
+            "300",
+            "-c",
+            "1",
+            "-d",
+            "400ms",
+            "--urls",
+            list.to_str().unwrap(),
+            "--url-order",
+            "round-robin",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let responses = u(&doc["totals"]["responses"]);
+    let mismatches = u(&doc["errors"]["by_class"]["verification_mismatch"]);
+    assert!(responses >= 60, "{responses} responses");
+    // Round-robin over six lines, two of them wrong: a third of the answers, give or take the last lap.
+    assert!(
+        mismatches * 3 >= responses - 6 && mismatches * 3 <= responses + 6,
+        "{mismatches} mismatches of {responses}: {:#}",
+        doc["errors"]
+    );
+    let samples = doc["errors"].to_string();
+    assert!(
+        samples.contains("/wrong-size") || samples.contains("/wrong-digest"),
+        "{samples}"
+    );
+    assert!(
+        !samples.contains("/right-") && !samples.contains("/both"),
+        "{samples}"
+    );
+
+    // A field that is neither a size nor a digest, a size for every URL beside sizes per URL, and a
+    // malformed digest are refused before anything is sent.
+    let refused = |text: &str, extra: &[&str], want: &str| {
+        let bad = dir.join("bad.txt");
+        std::fs::write(&bad, text).unwrap();
+        let before = s.requests.load(Ordering::Relaxed);
+        let target = url(&s);
+        let mut args = vec![
+            "http",
+            &target,
+            "--rate",
+            "10",
+            "-d",
+            "200ms",
+            "--urls",
+            bad.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let r = run_load(&args, LIMIT);
+        assert_eq!(r.code, 2, "{}", r.describe());
+        assert!(r.stderr.contains(want), "wanted {want:?} in {}", r.stderr);
+        assert_eq!(
+            s.requests.load(Ordering::Relaxed),
+            before,
+            "nothing is sent"
+        );
+    };
+    refused("/a 2\n/b big\n", &[], "line 2");
+    refused(
+        "/a 2\n",
+        &["--expect-body-size", "2"],
+        "keep one of the two",
+    );
+    refused("/a sha256=abc\n", &[], "64 hexadecimal digits");
+    refused("/a 2 3\n", &[], "two body sizes");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn hlog_reads_back_with_the_intervals_of_the_result() {
     let _cpu = cpu_shared();
@@ -899,11 +992,7 @@ fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
     );
     // Most of its measured second is those turns (wall time of turns that only polled) ...
     let full_wait = f(&spinning["open_loop"]["spin_wait_s"]);
-    assert!(
-        full_wait >= 0.5,
-        "{:#}",
-        spinning["open_loop"]
-    );
+    assert!(full_wait >= 0.5, "{:#}", spinning["open_loop"]);
     // ... which are not work: 1000 requests/s keep a thread far from busy, spinning or not.
     let busy = f(&spinning["generator"]["busy_fraction_max"]);
     assert!(
