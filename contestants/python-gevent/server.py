@@ -1,14 +1,39 @@
-"""netarena contestant: a plain WSGI app on gevent.pywsgi.WSGIServer, one greenlet per connection."""
-import signal
-import socket
+"""netarena contestant: a plain WSGI app on gevent.pywsgi.WSGIServer, one greenlet per connection.
 
-import gevent
-import gevent.socket
-from gevent.pywsgi import WSGIServer
+The standard library is monkey-patched first, as gevent applications that use a blocking client library do:
+pymongo's sockets and locks then yield to the hub (PyMongo supports gevent this way), so /mongo blocks only
+its own greenlet.
+"""
+from gevent import monkey
 
-from netarena_shared import prefork
-from netarena_shared.cli import parse_args
-from netarena_shared.wsgi_app import make_app
+monkey.patch_all()
+
+import os  # noqa: E402  (after patch_all, as gevent requires)
+import signal  # noqa: E402
+import socket  # noqa: E402
+
+import gevent  # noqa: E402
+import gevent.socket  # noqa: E402
+from gevent.pywsgi import WSGIServer  # noqa: E402
+import gridfs.errors  # noqa: E402  (pymongo's GridFS)
+
+from netarena_shared import prefork  # noqa: E402
+from netarena_shared.cli import parse_args  # noqa: E402
+from netarena_shared.mongo import MONGO_URL_VAR, sync_docs_collection, sync_gridfs_bucket  # noqa: E402
+from netarena_shared.wsgi_app import make_app  # noqa: E402
+
+
+def find_document(name):
+    # The synchronous client on patched sockets: the query waits in this greenlet, the hub serves the rest.
+    return sync_docs_collection().find_one({"_id": name})
+
+
+def open_gridfs_file(name):
+    """The newest file stored under `name` in the bucket (pymongo's GridFS), or None."""
+    try:
+        return sync_gridfs_bucket().open_download_stream_by_name(name)
+    except gridfs.errors.NoFile:
+        return None
 
 
 def main():
@@ -21,7 +46,9 @@ def main():
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     listener.bind((args.host, args.port))
     listener.listen(2048)
-    app = make_app(args.static_dir, sleep=gevent.sleep)
+    mongo = bool(os.environ.get(MONGO_URL_VAR))
+    app = make_app(args.static_dir, sleep=gevent.sleep, find_document=find_document if mongo else None,
+                   open_gridfs_file=open_gridfs_file if mongo else None)
 
     def serve():
         server = WSGIServer(listener, app, log=None)
