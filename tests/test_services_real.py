@@ -228,3 +228,111 @@ def test_every_bundled_contestant_claiming_mongo_serves_the_fixture(tmp_path, ge
         generator = json.loads(row["generator_json"])
         assert generator["totals"]["responses"] > 0 and "--verify-learn" in json.loads(row["generator_argv_json"])
     assert_no_data_left(results)
+
+
+GRIDFS_SUITE = """name = "gridfs"
+contestants = {contestants}
+repeat = 1
+warmup_s = 0.3
+duration_s = {duration}
+timeout_s = 5
+
+[services.mongo]
+backend = "sqlite"
+
+# One file, in a closed loop: each response held to its size and sha256.
+[[measure]]
+scenario = "gridfs"
+connections = [4]
+gridfs_files = {files}
+
+# A random file of the bucket per request, at a constant rate: each response held to its own file's size.
+[[measure]]
+scenario = "gridfs"
+connections = [4]
+gridfs_files = {files}
+gridfs_path = "img/"
+rate = [20]
+"""
+
+
+def gridfs_suite(tmp_path, contestants, files=6, duration=1.5):
+    return write_suite(tmp_path / "suite.toml", GRIDFS_SUITE.format(contestants=json.dumps(contestants),
+                                                                    files=files, duration=duration))
+
+
+def test_gridfs_bucket_loaded_once_and_every_file_checked(tmp_path, service_cache, generator_binary,
+                                                          no_leftover_processes):
+    """The bucket is loaded once for the run (its load time stored), a right server passes both loads, a server
+    whose files differ fails verification, and one that is right for the verified files but a byte short for
+    the others passes verification and is caught file by file during the load."""
+    results = tmp_path / "results"
+    path = gridfs_suite(tmp_path, ["fx-mongo", "fx-mongo-wrong", "fx-gridfs-short"])
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--json"],
+                     service_cache, timeout_s=900, PATH=VENV_PATH)
+    rows = {(r["contestant"], json.loads(r["level_json"])["params"]["gridfs_path"]): r for r in measurements(results)}
+    assert len(rows) == 6, result.stderr[-3000:]
+    # Loaded once for the run: every gridfs measurement (all contestants, both levels) names the same load.
+    loads = {json.dumps(json.loads(r["services_json"])["ferretdb"]["fixture"]["gridfs"]) for r in rows.values()
+             if r["services_json"]}
+    assert len(loads) == 1, loads
+
+    for level in ("img/00000.jpg", "img/"):
+        good = rows[("fx-mongo", level)]
+        assert good["status"] == "ok", (level, good["error"], result.stderr[-2000:])
+        generator = json.loads(good["generator_json"])
+        assert generator["totals"]["responses"] > 0 and not any(generator["errors"]["by_class"].values()), \
+            generator["errors"]
+        fixture = json.loads(good["services_json"])["ferretdb"]["fixture"]["gridfs"]
+        assert (fixture["files"], fixture["bucket"]) == (6, "fs") and fixture["load_s"] > 0, fixture
+    argv = json.loads(rows[("fx-mongo", "img/")]["generator_argv_json"])
+    urls = Path(argv[argv.index("--urls") + 1]).read_text().splitlines()
+    assert len(urls) == 6 and urls[0].startswith("/gridfs/img/00000.jpg ") and urls[0].split()[1].isdigit(), urls
+    single = json.loads(rows[("fx-mongo", "img/00000.jpg")]["generator_argv_json"])
+    assert "--expect-body-sha256" in single and single[2].endswith("/gridfs/img/00000.jpg"), single
+
+    wrong = rows[("fx-mongo-wrong", "img/00000.jpg")]
+    assert wrong["failure_kind"] == "verify_failed", wrong["error"]
+    assert "/gridfs/img/00000.jpg" in wrong["error"] and "differs from the file" in wrong["error"], wrong["error"]
+
+    # Files 0-2 are verified and served right; 3-5 come a byte short: the random-file load catches them.
+    assert rows[("fx-gridfs-short", "img/00000.jpg")]["status"] == "ok"
+    short = json.loads(rows[("fx-gridfs-short", "img/")]["generator_json"])
+    assert short["errors"]["by_class"].get("verification_mismatch", 0) > 0, short["errors"]
+    assert any("/gridfs/img/0000" in e and "expected" in e for e in short["errors"]["examples"]), short["errors"]
+    assert_no_data_left(results)
+
+
+def test_gridfs_path_outside_the_bucket_is_refused(tmp_path, service_cache):
+    body = GRIDFS_SUITE.format(contestants='["fx-mongo"]', files=6, duration=1).replace(
+        'gridfs_path = "img/"\nrate = [20]', 'gridfs_path = "img/00006.jpg"')
+    result = run_cli(["run", write_suite(tmp_path / "suite.toml", body), "--results", tmp_path / "results",
+                      "--contestants-dir", FIXTURE_CONTESTANTS], service_cache)
+    assert result.returncode == 2, result.stderr
+    assert "img/00006.jpg" in result.stderr and "gridfs_files = 6" in result.stderr, result.stderr
+    assert not (tmp_path / "results" / "netarena.sqlite").exists()
+
+
+GRIDFS_CONTESTANTS = sorted(p.parent.name for p in REPO_CONTESTANTS.glob("*/contestant.toml")
+                            if "gridfs" in tomllib.loads(p.read_text()).get("scenarios", []))
+
+
+def test_every_bundled_contestant_claiming_gridfs_serves_the_bucket(tmp_path, generator_binary):
+    """Each real GridFS implementation (pymongo's GridFSBucket under gevent, the mongodb npm driver's) against a
+    real FerretDB: three files byte for byte before the load, every response's size during it."""
+    assert {"python-gevent", "node-express"} <= set(GRIDFS_CONTESTANTS), GRIDFS_CONTESTANTS
+    path = gridfs_suite(tmp_path, GRIDFS_CONTESTANTS, files=5, duration=1.0)
+    results = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT", "NETARENA_BACKEND")}
+    proc = subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--results", str(results), "--json"],
+                          capture_output=True, text=True, timeout=1800, env=dict(env, COLUMNS="200"))
+    rows = {(r["contestant"], json.loads(r["level_json"])["params"]["gridfs_path"]): r for r in measurements(results)}
+    assert sorted({name for name, _ in rows}) == GRIDFS_CONTESTANTS, (proc.stderr[-3000:], db_rows(
+        results, "SELECT contestant, reason FROM skipped"))
+    for (name, level), row in sorted(rows.items()):
+        assert row["status"] == "ok", (name, level, row["failure_kind"], row["error"], row["stderr_tail"])
+        assert json.loads(row["verification_json"])["ok"] is True, (name, level)
+        generator = json.loads(row["generator_json"])
+        assert generator["totals"]["responses"] > 0 and not any(generator["errors"]["by_class"].values()), \
+            (name, level, generator["errors"])
+    assert_no_data_left(results)

@@ -1,13 +1,14 @@
 'use strict';
 // netarena contestant: Express on Node.js, HTTP scenarios only.
-// Usage: node server.js --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo routes)
+// Usage: node server.js --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo or /gridfs routes)
 
 const fs = require('node:fs');
+const path = require('node:path');
 const http = require('node:http');
 const express = require('express');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
-const { docsCollection, findDoc } = require('../_node-shared/mongo.js');
+const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
 
 const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
 const port = parsePort(opts.port);
@@ -40,12 +41,18 @@ function buildApp() {
     setTimeout(() => res.type('text/plain').send(`slept ${ms}`), ms);
   });
   if (opts.mongo_url) {
-    const docs = docsCollection(require('mongodb'), opts.mongo_url);
+    const { docs, bucket } = connectFixture(require('mongodb'), opts.mongo_url);
     app.get('/mongo/:name', async (req, res) => {
       // Express 5 turns a rejected promise into a 500.
       const doc = await findDoc(docs, req.params.name);
       if (doc === null) return res.sendStatus(404);
       res.json(doc);
+    });
+    // Express 5's named wildcard: req.params.path holds the path's segments.
+    app.get('/gridfs/*path', (req, res) => {
+      const name = req.params.path.join('/');
+      res.type(path.extname(name) || 'application/octet-stream'); // Express's own extension lookup
+      streamGridfsFile(bucket, name, res, res.get('Content-Type'));
     });
   }
   app.use('/static', express.static(opts.static_dir));

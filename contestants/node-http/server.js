@@ -1,6 +1,6 @@
 'use strict';
 // netarena contestant: Node.js core `http` for the HTTP scenarios, core `net` for echo.
-// Usage: node server.js --mode http|echo --port P --workers W [--static-dir D] [--mongo-url URL (empty: no /mongo routes)]
+// Usage: node server.js --mode http|echo --port P --workers W [--static-dir D] [--mongo-url URL (empty: no /mongo or /gridfs routes)]
 
 const fs = require('node:fs');
 const http = require('node:http');
@@ -8,7 +8,7 @@ const net = require('node:net');
 const path = require('node:path');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
-const { docsCollection, findDoc } = require('../_node-shared/mongo.js');
+const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
 
 const CONTENT_TYPES = {
   '.jpg': 'image/jpeg',
@@ -60,7 +60,7 @@ function serveStatic(req, res, rel) {
   });
 }
 
-let mongoDocs = null;
+let mongo = null; // { docs, bucket } with --mongo-url
 
 function serveMongo(res, rel) {
   let name;
@@ -69,7 +69,7 @@ function serveMongo(res, rel) {
   } catch {
     return notFound(res);
   }
-  findDoc(mongoDocs, name).then(
+  findDoc(mongo.docs, name).then(
     (doc) => (doc === null ? notFound(res) : send(res, 200, 'application/json', JSON.stringify(doc))),
     () => send(res, 500, 'text/plain', 'database error'),
   );
@@ -91,14 +91,18 @@ function handle(req, res) {
     return;
   }
   if (url.startsWith('/static/')) return serveStatic(req, res, url.slice(8).split('?')[0]);
-  if (mongoDocs !== null && url.startsWith('/mongo/')) return serveMongo(res, url.slice(7).split('?')[0]);
+  if (mongo !== null && url.startsWith('/mongo/')) return serveMongo(res, url.slice(7).split('?')[0]);
+  if (mongo !== null && url.startsWith('/gridfs/')) {
+    const name = url.slice(8).split('?')[0];
+    return streamGridfsFile(mongo.bucket, name, res, CONTENT_TYPES[path.extname(name)] || 'application/octet-stream');
+  }
   notFound(res);
 }
 
 function startHttp() {
   prebuildBytesBodies();
   // Required only when asked for, so the other scenarios run without `npm ci`.
-  if (opts.mongo_url) mongoDocs = docsCollection(require('mongodb'), opts.mongo_url);
+  if (opts.mongo_url) mongo = connectFixture(require('mongodb'), opts.mongo_url);
   const server = http.createServer({ noDelay: true }, handle);
   server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }

@@ -344,7 +344,7 @@ class RealBackend:
     def _services_for(self, req: MeasureRequest, record: dict, progress) -> tuple[dict[str, str], dict | None]:
         """({name}_url placeholders, None) with every service the contestant needs running and holding its
         fixture (a dead one is started afresh); or (_, the failed record) when one cannot be had."""
-        from .fixtures import load_mongo_fixture, mongo_fixture_intact
+        from .fixtures import gridfs_fixture_intact, load_gridfs_fixture, load_mongo_fixture, mongo_fixture_intact
         from .services import ServiceError
 
         needs = used_services(req)
@@ -360,7 +360,19 @@ class RealBackend:
                 urls[f"{name}_url"] = running.url
                 # Each contestant measures against the same data: a previous one may have written into it.
                 if name == "mongo" and mongo_fixture_intact(running.url) is not None:
-                    running.fixture = dict(load_mongo_fixture(running.url), reloaded=True)
+                    running.fixture.update(load_mongo_fixture(running.url), reloaded=True)  # GridFS's stays
+                files = req.level.param("gridfs_files")
+                if req.scenario == "gridfs" and (running.fixture.get("gridfs", {}).get("files") != files or
+                                                 gridfs_fixture_intact(running.url, req.static_dir, files)):
+                    # Loaded when a gridfs level first needs it (and again when its file count differs, the
+                    # service was restarted, or a contestant changed the bucket): thousands of inserts.
+                    say = getattr(req.services, "say", lambda message: None)
+                    step = max(1, files // 10)
+                    say(f"loading {files} files into GridFS ...")
+                    running.fixture["gridfs"] = load_gridfs_fixture(
+                        running.url, req.static_dir, files,
+                        lambda done, total: done % step == 0 and say(f"GridFS fixture: {done}/{total} files"))
+                    say(f"GridFS fixture: {files} files loaded in {running.fixture['gridfs']['load_s']:.1f} s")
             record["services"] = req.services.records()
         except ServiceError as exc:
             record = failed(record, "service_failed", str(exc), None)

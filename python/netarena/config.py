@@ -18,12 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import ConfigError, did_you_mean
 
-SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep", "mongo")
+SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep", "mongo", "gridfs")
 HTTP_SCENARIOS = tuple(s for s in SCENARIOS if s != "echo")
 # Scenarios that need a backing service (services/*/service.toml), by the name contestants give in `needs`.
 # A contestant may leave them out without a reason under [unsupported]: not every framework has a driver,
 # and leaving one out says only "not implemented".
-SERVICE_SCENARIOS = {"mongo": "mongo"}
+SERVICE_SCENARIOS = {"mongo": "mongo", "gridfs": "mongo"}
 BYTES_SIZES = (40, 10000, 524288)
 MONGO_DOCS = ("small", "big")
 SERVICE_NAMES = tuple(dict.fromkeys(SERVICE_SCENARIOS.values()))
@@ -35,7 +35,7 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # `-oAPT::Get::...` (which can run commands) out of a command netarena runs as root.
 DEBIAN_PACKAGE_PATTERN = r"^[a-z0-9][a-z0-9+.-]+$"
 
-ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep", "mongo"]
+ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep", "mongo", "gridfs"]
 
 
 class Strict(BaseModel):
@@ -166,6 +166,11 @@ class Measure(Strict):
     static_path: str | None = None
     # mongo: which fixture document each request reads (docs/scenarios.md); one level per value.
     doc: list[Literal["small", "big"]] | None = None
+    # gridfs: the static set's img/ files the bucket holds (the first N; the database's cost grows with N, see
+    # docs/scenarios.md) and what each request asks for: one file ("img/00042.jpg") or "img/" (a random one of
+    # the N per request, open loop only, as static_path).
+    gridfs_files: Annotated[int, Field(ge=3, le=10_000)] | None = None  # >= the files verified
+    gridfs_path: str | None = None
     generator_threads: Annotated[int, Field(ge=1, le=256)] = 1
     # How netarena-load drives its sockets in the HTTP closed loop (docs/load-generator.md): auto (its default:
     # io_uring-auto where the kernel allows it, epoll otherwise, the result saying which and why), epoll,
@@ -570,6 +575,19 @@ def load_suite(path: Path) -> tuple[Suite, dict]:
     return suite, data
 
 
+def _check_gridfs_path(entry: Measure, open_loop: bool, fail) -> None:
+    from .fixtures import GRIDFS_DEFAULT_FILES, GRIDFS_FOLDER, gridfs_file_names
+
+    files = entry.gridfs_files or GRIDFS_DEFAULT_FILES
+    if entry.gridfs_path == GRIDFS_FOLDER:
+        if not open_loop:
+            fail(f"\"{GRIDFS_FOLDER}\" (a random file per request) needs rate or conn_rate: the generator picks "
+                 "URLs from a list only in its open-loop modes; or name one file, e.g. \"img/00000.jpg\"")
+    elif entry.gridfs_path not in gridfs_file_names(files):
+        fail(f"\"{entry.gridfs_path}\" is not in the bucket: give \"{GRIDFS_FOLDER}\" or one of img/00000.jpg to "
+             f"img/{files - 1:05d}.jpg (the first gridfs_files = {files} files of the static set)")
+
+
 def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
     lines = key_lines(text)
 
@@ -577,7 +595,7 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         raise ConfigError(message, path=path, line=_line_for(lines, loc), field=format_loc(loc), hint=hint)
 
     only = {"sizes": "bytes", "sleep_ms": "sleep", "static_path": "static", "probe_interval_s": "echo",
-            "echo_bytes": "echo", "doc": "mongo"}
+            "echo_bytes": "echo", "doc": "mongo", "gridfs_files": "gridfs", "gridfs_path": "gridfs"}
     for index, entry in enumerate(suite.measure):
         for param, scenario in only.items():
             if getattr(entry, param) is not None and entry.scenario != scenario:
@@ -610,6 +628,8 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if entry.static_path is not None and entry.static_path.endswith("/") and not open_loop:
             fail(("measure", index, "static_path"), "a folder (random files from it, seed 003) needs rate or "
                  "conn_rate: the generator picks URLs from a list only in its open-loop modes")
+        if entry.gridfs_path is not None:
+            _check_gridfs_path(entry, open_loop, lambda message: fail(("measure", index, "gridfs_path"), message))
         if entry.static_path is not None and (entry.static_path.startswith("/") or ".." in entry.static_path):
             fail(("measure", index, "static_path"), "must be a relative path inside the static file set, "
                  "e.g. \"bytes/10000\" or \"img/00042.jpg\"")

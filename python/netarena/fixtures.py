@@ -1,4 +1,4 @@
-"""The data a backing service holds while it is measured (docs/scenarios.md, "mongo").
+"""The data a backing service holds while it is measured (docs/scenarios.md, "mongo" and "gridfs").
 
 Database MONGO_DB, collection MONGO_COLLECTION: two documents with string `_id`s, so every framework
 serializes them as plain JSON (no ObjectId to convert):
@@ -13,12 +13,22 @@ from __future__ import annotations
 
 import json
 import random
+import time
+from pathlib import Path
 
 MONGO_DB = "netarena"
 MONGO_COLLECTION = "docs"
 FIXTURE_SEED = 2
 BIG_DOC_PEOPLE = 6
 BIG_DOC_TARGET_BYTES = 10_000
+GRIDFS_BUCKET = "fs"
+GRIDFS_CHUNK_BYTES = 255 * 1024
+GRIDFS_FOLDER = "img/"
+# The bucket's files unless a suite says (gridfs_files): chosen from the curve in docs/scenarios.md.
+GRIDFS_DEFAULT_FILES = 100
+# Verified byte for byte before each gridfs load (always in the bucket: a suite's gridfs_files is at least 3).
+GRIDFS_VERIFY_FILES = ("img/00000.jpg", "img/00001.jpg", "img/00002.jpg")
+GRIDFS_MISSING_FILE = "img/missing.jpg"  # never stored: must be a 404
 
 _FIRST = ["Ada", "Brian", "Chen", "Dana", "Emil", "Fatima", "Goran", "Hana", "Ivo", "Jun", "Kai", "Lea"]
 _LAST = ["Lovelace", "Kernighan", "Wei", "Scully", "Nilsson", "Haddad", "Petrov", "Sato", "Novak", "Park"]
@@ -98,4 +108,58 @@ def mongo_fixture_intact(url: str) -> str | None:
     if found != expected:
         return f"collection {MONGO_DB}.{MONGO_COLLECTION} holds {sorted(found)} (or changed contents), " \
                f"expected exactly {sorted(expected)}"
+    return None
+
+
+def gridfs_file_names(count: int) -> list[str]:
+    """The names the gridfs fixture stores: the static set's img/ files, the first `count` of them."""
+    return [f"{GRIDFS_FOLDER}{index:05d}.jpg" for index in range(count)]
+
+
+def load_gridfs_fixture(url: str, static_dir: Path, count: int, progress=lambda done, total: None) -> dict:
+    """Replace the GridFS bucket's contents with the first `count` files of the static set's img/ folder;
+    returns what was loaded and how long it took (for the store). progress(done, total) after each file."""
+    import gridfs
+    from pymongo import MongoClient
+
+    names = gridfs_file_names(count)
+    missing = [name for name in names if not (static_dir / name).is_file()]
+    if missing:
+        raise ValueError(f"the static set at {static_dir} lacks {missing[0]} (gridfs_files = {count} needs "
+                         f"img/00000.jpg to img/{count - 1:05d}.jpg)")
+    client = MongoClient(url, serverSelectionTimeoutMS=10_000)
+    started = time.monotonic()
+    try:
+        database = client[MONGO_DB]
+        database.drop_collection(f"{GRIDFS_BUCKET}.files")
+        database.drop_collection(f"{GRIDFS_BUCKET}.chunks")
+        bucket = gridfs.GridFSBucket(database, bucket_name=GRIDFS_BUCKET, chunk_size_bytes=GRIDFS_CHUNK_BYTES)
+        total_bytes = 0
+        for done, name in enumerate(names, 1):
+            data = (static_dir / name).read_bytes()
+            bucket.upload_from_stream(name, data)
+            total_bytes += len(data)
+            progress(done, count)
+        # GridFS's drivers create this index on their first write; made sure of here, as the issue's fixture says.
+        database[f"{GRIDFS_BUCKET}.chunks"].create_index([("files_id", 1), ("n", 1)], unique=True)
+        return {"bucket": GRIDFS_BUCKET, "files": count, "bytes": total_bytes,
+                "chunk_bytes": GRIDFS_CHUNK_BYTES, "load_s": round(time.monotonic() - started, 3)}
+    finally:
+        client.close()
+
+
+def gridfs_fixture_intact(url: str, static_dir: Path, count: int) -> str | None:
+    """None when the bucket holds exactly the fixture's files with the static set's sizes; else what differs."""
+    from pymongo import MongoClient
+
+    client = MongoClient(url, serverSelectionTimeoutMS=5_000)
+    try:
+        found = {doc["filename"]: doc["length"]
+                 for doc in client[MONGO_DB][f"{GRIDFS_BUCKET}.files"].find({}, {"filename": 1, "length": 1})}
+    finally:
+        client.close()
+    expected = {name: (static_dir / name).stat().st_size for name in gridfs_file_names(count)}
+    if found != expected:
+        return f"bucket {MONGO_DB}.{GRIDFS_BUCKET} holds {len(found)} files, expected the {count} of img/ " \
+               f"with their sizes"
     return None

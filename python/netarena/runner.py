@@ -95,7 +95,7 @@ class Plan:
         return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
 
     def needs_static(self) -> bool:
-        return any(i.scenario == "static" for i in self.items)
+        return any(i.scenario in ("static", "gridfs") for i in self.items)
 
 
 def server_cannot_hold(contestant: Contestant, level: Level, open_files: int) -> str | None:

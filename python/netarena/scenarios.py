@@ -24,6 +24,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .config import BYTES_SIZES, SCENARIOS, Request
+from .fixtures import GRIDFS_DEFAULT_FILES, GRIDFS_MISSING_FILE, GRIDFS_VERIFY_FILES
 
 HELLO_BODY = b"Hello, World!"
 HELLO_CONTENT_TYPE = "text/plain"
@@ -48,6 +49,7 @@ DEFAULT_BYTES_SIZE = 40
 DEFAULT_SLEEP_MS = 100
 DEFAULT_STATIC_PATH = "bytes/10000"
 DEFAULT_MONGO_DOC = "small"
+DEFAULT_GRIDFS_PATH = "img/00000.jpg"
 VERIFY_SLEEP_MS = 50
 ECHO_VERIFY_BYTES = 64 * 1024
 
@@ -63,7 +65,7 @@ NAGLE_CHECK_REQUESTS = 20
 NAGLE_MAX_MEDIAN_MS = 30
 # The request each HTTP scenario's Nagle check repeats (sleep has none: it waits on purpose).
 NAGLE_CHECK_PATHS = {"hello": "/hello", "bytes": "/bytes/10000", "json": "/json", "static": "/static/bytes/10000",
-                     "mongo": "/mongo/small"}
+                     "mongo": "/mongo/small", "gridfs": "/gridfs/img/00000.jpg"}
 # Seed 002's lesson, checked: SLEEP_OVERLAP_CONNECTIONS concurrent /sleep/SLEEP_OVERLAP_MS on separate
 # connections. Event loops, greenlets, goroutines and actors must overlap them (the whole batch in under
 # SLEEP_OVERLAP_MAX_BATCHES x the sleep, not one sleep after another: 8 x 200 ms); threaded servers overlap
@@ -117,13 +119,16 @@ def build_static_files(dest: Path, count: int = STATIC_FILE_COUNT, seed: int = S
     return dest
 
 
-def static_url_list(static_dir: Path, folder: str) -> Path:
-    """A --urls file naming every file of one folder of the static set (beside the set, never inside it)."""
-    files = sorted(p for p in (static_dir / folder).iterdir() if p.is_file())
+def url_list(static_dir: Path, folder: str, route: str = "static", count: int | None = None) -> Path:
+    """A --urls file naming the files of one folder of the static set under /{route}/ (static: from the file
+    system; gridfs: the same files out of the database), the first `count` of them (None: all), each line with
+    its file's size for the generator to check (beside the set, never inside it)."""
+    files = sorted(p for p in (static_dir / folder).iterdir() if p.is_file())[:count]
     if not files:
         raise ValueError(f"no files in {static_dir / folder}")
-    out = static_dir.parent / f"urls-{static_dir.name}-{folder.strip('/').replace('/', '_')}.txt"
-    text = "".join(f"/static/{folder}{p.name}\n" for p in files)
+    tail = "" if count is None else f"-{count}"
+    out = static_dir.parent / f"urls-{static_dir.name}-{route}-{folder.strip('/').replace('/', '_')}{tail}.txt"
+    text = "".join(f"/{route}/{folder}{p.name} {p.stat().st_size}\n" for p in files)
     if not out.is_file() or out.read_text() != text:
         tmp = out.with_name(out.name + f".tmp-{os.getpid()}")
         tmp.write_text(text)
@@ -247,6 +252,9 @@ def levels_for(measure) -> list[Level]:
         params = [(("static_path", measure.static_path or DEFAULT_STATIC_PATH),)]
     elif measure.scenario == "mongo":
         params = [(("doc", d),) for d in (measure.doc or [DEFAULT_MONGO_DOC])]
+    elif measure.scenario == "gridfs":
+        params = [(("gridfs_files", measure.gridfs_files or GRIDFS_DEFAULT_FILES),
+                   ("gridfs_path", measure.gridfs_path or DEFAULT_GRIDFS_PATH))]
     elif measure.scenario == "echo" and measure.echo_bytes:
         params = [(("bytes", b),) for b in measure.echo_bytes]
     else:
@@ -357,16 +365,21 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
     elif scenario == "sleep":
         ms = level.param("sleep_ms", DEFAULT_SLEEP_MS)
         path, body = f"/sleep/{ms}", SLEEP_BODY.format(ms=ms).encode()
-    elif scenario == "static":
-        rel = level.param("static_path", DEFAULT_STATIC_PATH)
+    elif scenario in ("static", "gridfs"):
+        # static serves the set from the file system, gridfs the same files from the database's bucket.
+        if scenario == "static":
+            rel, files = level.param("static_path", DEFAULT_STATIC_PATH), None
+        else:
+            rel, files = level.param("gridfs_path", DEFAULT_GRIDFS_PATH), level.param("gridfs_files")
         if rel.endswith("/"):
-            # Seed 003: files picked at random (seeded, repeatable) from a folder of the set. Bodies differ,
-            # so the load checks the status; the contents were verified before the load (scenarios.verify).
-            urls = static_url_list(static_dir, rel)
-            return LoadSpec("http", base + "/static/" + rel, http_args + [
+            # Seed 003: files picked at random (seeded, repeatable) from a folder of the set. Each URL's line
+            # carries its file's size, so every response is held to its own file's length; the contents
+            # were verified byte for byte before the load (scenarios.verify).
+            urls = url_list(static_dir, rel, scenario, files)
+            return LoadSpec("http", f"{base}/{scenario}/{rel}", http_args + [
                 "--urls", str(urls), "--url-order", "random", "--seed", str(STATIC_SEED), "--expect-status", "200"],
-                {"status": 200, "urls": str(urls)})
-        path, body = f"/static/{rel}", (static_dir / rel).read_bytes()
+                {"status": 200, "urls": str(urls), "body_size": "per URL"})
+        path, body = f"/{scenario}/{rel}", (static_dir / rel).read_bytes()
     else:
         raise ValueError(f"unknown scenario {scenario!r}")
     expectation = {"status": 200, "body_size": len(body), "body_sha256": sha256_hex(body)}
@@ -597,15 +610,19 @@ def _check_http(scenario: str, conn, static_dir: Path, checks: list[Check], pref
                     raise _Wrong(f"the document differs from the fixture's '{expected['_id']}' in "
                                  f"{', '.join(map(str, wrong[:5]))}: {_show(body)}")
             run(f"/mongo/{name}", same_doc, FETCH_MAX_BODY_BYTES - 1)
-    elif scenario == "static":
-        for rel in STATIC_VERIFY_PATHS:
+    elif scenario in ("static", "gridfs"):
+        for rel in STATIC_VERIFY_PATHS if scenario == "static" else GRIDFS_VERIFY_FILES:
             expected = (static_dir / rel).read_bytes()
 
             def same(status, headers, body, _, expected=expected):
                 ok_status(status)
                 _expect(body == expected, f"body of {len(body)} bytes (sha256 {sha256_hex(body)[:12]}) differs "
                         f"from the file ({len(expected)} bytes, sha256 {sha256_hex(expected)[:12]})")
-            run(f"/static/{rel}", same, len(expected))
+            run(f"/{scenario}/{rel}", same, len(expected))
+        if scenario == "gridfs":
+            def absent(status, headers, body, _):
+                _expect(status == 404, f"status {status} for a file the bucket does not hold, expected 404")
+            run(f"/gridfs/{GRIDFS_MISSING_FILE}", absent, FETCH_MAX_BODY_BYTES - 1)
     elif scenario == "sleep":
         want = SLEEP_BODY.format(ms=VERIFY_SLEEP_MS).encode()
 
