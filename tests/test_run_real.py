@@ -362,7 +362,8 @@ def test_random_static_files_load_spec(tmp_path):
     (level,) = levels_for(Measure(scenario="static", connections=[8], static_path="img/", rate=[300]))
     spec = load_spec("static", level, 8080, static_dir)
     url_file = spec.args[spec.args.index("--urls") + 1]
-    assert open(url_file).read() == "/static/img/00000.jpg\n/static/img/00001.jpg\n"
+    # Each line carries its file's size: the generator holds every response to its own file's length.
+    assert open(url_file).read() == "/static/img/00000.jpg 1\n/static/img/00001.jpg 1\n"
     assert not url_file.startswith(str(static_dir) + "/")  # never served as part of the set
     assert spec.args[spec.args.index("--rate") + 1] == "300"
     assert "--url-order" in spec.args and "--seed" in spec.args and "--expect-status" in spec.args

@@ -12,13 +12,10 @@ import sys
 import time
 
 from netarena_shared.cli import parse_args
-from netarena_shared.mongo import MONGO_URL_VAR, sync_docs_collection
 from threaded_serving import PooledThreads, ThreadPerConnection, serve_until_stopped
 
 MAX_BYTES_N = 64 * 1024 * 1024
 MAX_SLEEP_MS = 60_000
-# The mongo scenario, where the manifest sets the URL (pymongo comes from requirements.txt).
-MONGO_ENABLED = bool(os.environ.get(MONGO_URL_VAR))
 
 # Built once per n on first use (catalog: not per request). A racing first use builds it twice; harmless.
 bytes_bodies: dict[int, bytes] = {}
@@ -60,13 +57,6 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 return
             time.sleep(ms / 1000)
             self.reply(b"text/plain", b"slept %d" % ms)
-        elif path.startswith("/mongo/") and MONGO_ENABLED:
-            # One query by _id in this connection's thread: it blocks the thread, as in any threaded server.
-            doc = sync_docs_collection().find_one({"_id": path[7:]})
-            if doc is None:
-                self.send_error(404)
-                return
-            self.reply(b"application/json", json.dumps(doc).encode())
         elif path.startswith("/static/"):
             # SimpleHTTPRequestHandler serves self.path relative to `directory` (path traversal
             # is handled by its translate_path).
