@@ -1,6 +1,7 @@
 //! netarena contestant: tokio + hyper 1.x, every catalog scenario.
 //!
-//! `server --mode http [--host A] --port P --workers W --static-dir D` serves the HTTP scenarios;
+//! `server --mode http [--host A] --port P --workers W --static-dir D [--mongo-url U]` serves the HTTP
+//! scenarios (/mongo/{name} only with a non-empty `--mongo-url`);
 //! `server --mode echo [--host A] --port P --workers W` is the raw TCP echo server.
 //! `--workers` is the number of tokio worker threads (one multi-threaded runtime).
 
@@ -21,6 +22,8 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+use mongodb::bson::{doc, RawDocumentBuf};
+use mongodb::Collection;
 use serde::Serialize;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tower::ServiceExt;
@@ -43,10 +46,12 @@ struct Options {
     port: u16,
     workers: usize,
     static_dir: Option<PathBuf>,
+    /// Empty (netarena's `{mongo_url}` outside mongo measurements) or absent: no /mongo route.
+    mongo_url: String,
 }
 
 fn usage() -> &'static str {
-    "usage: server --mode http|echo [--host ADDR] --port PORT [--workers N] [--static-dir DIR]"
+    "usage: server --mode http|echo [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL]"
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -55,6 +60,7 @@ fn parse_args() -> Result<Options, String> {
     let mut port = None;
     let mut workers = 1usize;
     let mut static_dir = None;
+    let mut mongo_url = String::new();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args
@@ -80,6 +86,7 @@ fn parse_args() -> Result<Options, String> {
                     .ok_or_else(|| format!("--workers must be an integer >= 1, got {value:?}"))?
             }
             "--static-dir" => static_dir = Some(PathBuf::from(value)),
+            "--mongo-url" => mongo_url = value,
             other => return Err(format!("unknown option {other:?}; {}", usage())),
         }
     }
@@ -88,7 +95,7 @@ fn parse_args() -> Result<Options, String> {
         return Err(format!("--mode must be http or echo, got {mode:?}"));
     }
     let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
-    Ok(Options { mode, host, port, workers, static_dir })
+    Ok(Options { mode, host, port, workers, static_dir, mongo_url })
 }
 
 fn listen(host: std::net::IpAddr, port: u16) -> std::io::Result<TcpListener> {
@@ -110,6 +117,9 @@ struct App {
     /// Bodies for the catalog's /bytes/{n}, built once at start and never changed, so requests share them
     /// without a lock (Bytes clones are refcounts). Any other n is built for its request.
     bytes_bodies: HashMap<usize, Bytes>,
+    /// The fixture collection (`docs` in the URL's database) on the process's one mongodb Client, whose
+    /// connection pool every request shares; None without --mongo-url.
+    mongo_docs: Option<Collection<RawDocumentBuf>>,
 }
 
 impl App {
@@ -166,6 +176,12 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
             _ => not_found(),
         });
     }
+    if let Some(name) = path.strip_prefix("/mongo/") {
+        return Ok(match app.mongo_docs.as_ref() {
+            Some(docs) => find_doc(docs, name).await,
+            None => not_found(),
+        });
+    }
     if let (Some(rel), Some(files)) = (path.strip_prefix("/static/"), app.static_files.as_ref()) {
         // ServeDir maps the request path below its root (refusing `..`); hand it the part after /static.
         let Ok(uri) = format!("/{rel}").parse::<hyper::Uri>() else {
@@ -177,6 +193,42 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
         return Ok(resp.map(|body| body.boxed_unsync()));
     }
     Ok(not_found())
+}
+
+/// GET /mongo/{name}: one find_one by _id. The document stays the raw BSON the server sent
+/// (RawDocumentBuf, no intermediate tree) and is written by serde_json through the bson crate's serde
+/// implementation: field order kept, int32/int64 as JSON integers, doubles as JSON floats (`1.0` stays a
+/// float), strings, booleans, nested documents and arrays as themselves.
+async fn find_doc(docs: &Collection<RawDocumentBuf>, name: &str) -> Response<Body> {
+    let text_error = |msg: String| response(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", Bytes::from(msg));
+    match docs.find_one(doc! { "_id": name }).await {
+        Ok(Some(found)) => match serde_json::to_vec(&found) {
+            Ok(body) => response(StatusCode::OK, "application/json", Bytes::from(body)),
+            Err(err) => text_error(format!("cannot write the document as JSON: {err}")),
+        },
+        Ok(None) => not_found(),
+        Err(err) => text_error(err.to_string()),
+    }
+}
+
+/// Most connections in the process's mongodb pool (see mongo_collection).
+const MONGO_POOL_SIZE: u32 = 100;
+
+/// The process's one mongodb Client and the `docs` collection of the database the URL names. Its pool
+/// may hold 100 connections, the default of the other official drivers measured beside it (PyMongo, Node,
+/// Go, Java); the Rust driver's own default of 10 would make rust-hyper the only contestant queueing for a
+/// connection at 200 clients. A maxPoolSize in the URL still wins. The driver connects in the background;
+/// a database that is down shows as 500s on /mongo, not as a failed start.
+async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, String> {
+    let mut options = mongodb::options::ClientOptions::parse(url)
+        .await
+        .map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
+    options.max_pool_size.get_or_insert(MONGO_POOL_SIZE);
+    let client = mongodb::Client::with_options(options).map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
+    let db = client.default_database().ok_or_else(|| {
+        format!("--mongo-url {url:?} names no database (mongodb://host:port/DATABASE)")
+    })?;
+    Ok(db.collection::<RawDocumentBuf>("docs"))
 }
 
 async fn serve_http(listener: TcpListener, app: Arc<App>) {
@@ -266,6 +318,18 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        // The one mongodb Client of the process, made before the first request can arrive.
+        let mongo_docs = if opts.mode == "http" && !opts.mongo_url.is_empty() {
+            match mongo_collection(&opts.mongo_url).await {
+                Ok(docs) => Some(docs),
+                Err(msg) => {
+                    eprintln!("rust-hyper: {msg}");
+                    return ExitCode::from(2);
+                }
+            }
+        } else {
+            None
+        };
         let server = async {
             if opts.mode == "echo" {
                 serve_echo(listener).await
@@ -273,6 +337,7 @@ fn main() -> ExitCode {
                 let app = Arc::new(App {
                     static_files: opts.static_dir.as_ref().map(ServeDir::new),
                     bytes_bodies: BYTES_SIZES.iter().map(|&n| (n, Bytes::from(vec![b'*'; n]))).collect(),
+                    mongo_docs,
                 });
                 serve_http(listener, app).await
             }
