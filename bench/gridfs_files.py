@@ -109,6 +109,7 @@ def main() -> int:
 
     static_dir = build_static_files(cache_root() / "static" / f"v{STATIC_SET_VERSION}")
     work_dir = Path(tempfile.mkdtemp(prefix="netarena-gridfs-bench-"))
+    work_dir.chmod(0o711)  # mkdtemp's 0700 would keep out PostgreSQL, which runs as the 'postgres' user
     manager = ServiceManager(load_all(), work_dir, cpus, backends={"mongo": args.backend}, say=print)
     rows, plans = [], {}
     try:
