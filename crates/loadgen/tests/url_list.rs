@@ -248,3 +248,58 @@ fn closed_loop_url_list_refusals_exit_2_and_send_nothing() {
         "nothing is sent"
     );
 }
+
+/// Without `--urls` the run's request list has one entry, the positional URL, and both loops judge by
+/// it: `--verify-learn` must put the learned body there, or the open loop would judge by the status
+/// alone. The server answers the learning request right, then every other request with the right
+/// size and a wrong byte.
+#[test]
+fn the_learned_expectation_judges_every_response_in_both_loops() {
+    let s = http_server(loopback_listener(), None, |n, _, stream, _| {
+        let body: &[u8] = if n % 2 == 1 {
+            b"Hello, World?"
+        } else {
+            b"Hello, World!"
+        };
+        write_response(stream, 200, "OK", body)?;
+        Ok(After::KeepAlive)
+    });
+    let target = s.url("/hello");
+    let closed = run_json(
+        &["http", &target, "-c", "1", "-n", "20", "--verify-learn"],
+        LIMIT,
+    );
+    // Requests 1 to 20 after the learning request 0: the odd ten are wrong.
+    assert_eq!(
+        closed.class("verification_mismatch"),
+        10,
+        "{}",
+        closed.context
+    );
+    closed.assert_only_errors(&["verification_mismatch"]);
+    let open = run_json(
+        &[
+            "http",
+            &target,
+            "--rate",
+            "200",
+            "-c",
+            "1",
+            "-d",
+            "300ms",
+            "--verify-learn",
+        ],
+        LIMIT,
+    );
+    let (responses, wrong) = (
+        open.u64("/totals/responses"),
+        open.class("verification_mismatch"),
+    );
+    // One connection answers in order, so the wrong ones alternate with the right ones.
+    assert!(
+        responses >= 2 && wrong * 2 + 1 >= responses && wrong * 2 <= responses + 1,
+        "{wrong} mismatches of {responses}\n{}",
+        open.context
+    );
+    open.assert_only_errors(&["verification_mismatch"]);
+}
