@@ -219,11 +219,25 @@ def test_suite_open_loop_combinations(tmp_path, extra, message):
     assert err.value.line is not None
 
 
-def test_suite_random_static_folder_needs_a_rate(tmp_path):
-    text = SUITE.replace('"hello"', '"static"') + 'static_path = "img/"\n'
-    with pytest.raises(ConfigError, match="needs rate or conn_rate"):
-        load_suite(write_suite(tmp_path / "s.toml", text))
-    load_suite(write_suite(tmp_path / "t.toml", text + "rate = [100]\n"))
+@pytest.mark.parametrize("scenario, folder_key", [("static", "static_path"), ("gridfs", "gridfs_path")])
+def test_a_random_folder_runs_in_the_closed_loop_or_at_a_rate(tmp_path, scenario, folder_key):
+    """Seed 003's file test is siege's closed loop over random files; a rate is the open-loop variant. Either
+    way the generator gets the folder's --urls list (sizes per line), picked at random with a fixed seed."""
+    from netarena.scenarios import STATIC_SEED, levels_for, load_spec
+
+    static_dir = tmp_path / "static" / "v1"
+    (static_dir / "img").mkdir(parents=True)
+    for name in ("00000.jpg", "00001.jpg", "00002.jpg"):
+        (static_dir / "img" / name).write_bytes(b"xyz")
+    text = SUITE.replace('"hello"', f'"{scenario}"') + f'{folder_key} = "img/"\n'
+    for extra, rate in (("", None), ("rate = [100]\n", "100")):
+        suite, _ = load_suite(write_suite(tmp_path / "s.toml", text + extra))
+        (level,) = levels_for(suite.measure[0])
+        args = load_spec(scenario, level, 8080, static_dir).args
+        urls = Path(args[args.index("--urls") + 1]).read_text().splitlines()
+        assert urls[0] == f"/{scenario}/img/00000.jpg 3" and len(urls) == 3, urls
+        assert args[args.index("--seed") + 1] == str(STATIC_SEED) and "--url-order" in args
+        assert (args[args.index("--rate") + 1] if "--rate" in args else None) == rate, args
 
 
 @pytest.mark.parametrize("entry, field, message", [

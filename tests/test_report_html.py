@@ -319,9 +319,9 @@ def test_report_in_headless_chromium_offline(written):
         assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
         assert driver.execute_script("return typeof Plotly") == "object"
         charts = _check_charts(driver)
-        # throughput x2 (hello, echo) and server CPU/RSS/MB/s vs connections x2, latency x6 (hello x2 levels,
-        # echo x2 sizes x2 levels), errors, over time x2, echo flood
-        assert len(charts) == 14
+        # throughput x2 (hello, echo), completed/mean latency/errors vs connections (hello), server CPU/RSS/MB/s vs
+        # connections x2, latency x6 (hello x2 levels, echo x2 sizes x2 levels), errors, over time x2, echo flood
+        assert len(charts) == 15
         by_title = {c["title"]: c for c in charts}
         flood = by_title["echo flood: completion time vs connections"]
         assert (flood["visible"], flood["points"], flood["lines"]) == (4, 8, 4)  # contestant x size, 2 points each
@@ -420,6 +420,30 @@ def test_hostile_names_errors_logs_and_environment_are_shown_never_run(tmp_path)
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_closed_loop_levels_chart_completed_requests_mean_latency_and_errors_against_connections(written):
+    """Siege's figures per concurrency (seed 003's file test): beside throughput, and CPU, RSS and MB/s, one
+    chart holds completed requests, mean latency and errors of each contestant against connections."""
+    results, run_id, path = written
+    report = load_report(results, run_id)
+    traces = chart_traces(path.read_text(), "hello: completed requests, mean latency and errors vs connections")
+    by_axis: dict[str, dict[str, dict]] = {}
+    for t in traces:
+        by_axis.setdefault(t.get("yaxis", "y"), {})[t["name"]] = t
+    completed, mean_latency, errors = (by_axis[axis] for axis in ("y", "y2", "y3"))
+    assert set(completed) == set(mean_latency) == set(errors) == {"alpha", "beta", "gamma"}  # delta: no result
+    for name in ("alpha", "beta", "gamma"):
+        groups = sorted((g for g in report.groups_for("hello") if g.contestant == name), key=lambda g: g.connections)
+        assert completed[name]["x"] == [10, 100] == errors[name]["x"]
+        assert completed[name]["y"] == [g.requests_completed_median for g in groups]
+        assert mean_latency[name]["y"] == pytest.approx([g.latency_mean_us / 1000 for g in groups])
+        assert errors[name]["y"] == [g.errors_total for g in groups]
+    # beta's 503s and resets are there, by class on hover; alpha has none.
+    assert all(n > 0 for n in errors["beta"]["y"]) and "status" in errors["beta"]["text"][0]
+    assert errors["alpha"]["y"] == [0, 0] and errors["alpha"]["text"] == ["none", "none"]
+    # Only for request/response scenarios: echo floods have their own section.
+    assert 'data-chart="echo: completed requests' not in path.read_text()
 
 
 def test_one_colour_per_contestant_across_charts(written):

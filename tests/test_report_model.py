@@ -39,6 +39,8 @@ def test_groups_rank_by_median_throughput_within_each_level(stored):
     alpha = group(report, "alpha")
     assert alpha.requests_per_s_median == pytest.approx(20000)
     assert (alpha.requests_per_s_min, alpha.requests_per_s_max) == (pytest.approx(19800), pytest.approx(20200))
+    # Completed requests of one repeat (2 s each): the median repeat's, not the sum of the three.
+    assert alpha.requests_completed_median == 40000 and alpha.requests_total == 39600 + 40000 + 40400
 
 
 def test_every_figure_names_the_measurements_it_came_from(stored):

@@ -594,6 +594,11 @@ connections = [4]
 scenario = "static"
 connections = [4]
 static_path = "img/"
+
+[[measure]]
+scenario = "static"
+connections = [4]
+static_path = "img/"
 rate = [200]
 
 [[measure]]
@@ -612,14 +617,14 @@ sleep_ms = [10]
 def test_every_scenario_is_measured_against_a_real_server(tmp_path, cache_dir, generator_binary,
                                                            no_leftover_processes):
     """Each scenario's generator arguments (scenarios.load_spec) against a real contestant (stdlib asyncio):
-    the json scenario's --expect-status + --verify-learn, a static folder's --urls at a rate, a connection
-    rate, echo's byte check."""
+    the json scenario's --expect-status + --verify-learn, a static folder's --urls in the closed loop (siege's)
+    and at a rate, a connection rate, echo's byte check."""
     path = write_suite(tmp_path / "every.toml", EVERY_SCENARIO)
     results = tmp_path / "results"
     result = run_cli(["run", path, "--results", results, "--json"], cache_dir)
     assert result.returncode == 0, result.stderr
     rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
-    assert len(rows) == 8
+    assert len(rows) == 9
     for row in rows:
         assert row["status"] == "ok", (row["scenario"], row["level_key"], row["failure_kind"], row["error"])
         generator = json.loads(row["generator_json"])
@@ -627,6 +632,14 @@ def test_every_scenario_is_measured_against_a_real_server(tmp_path, cache_dir, g
         assert generator["errors"]["total"] == 0, (row["scenario"], generator["errors"])
     json_row = next(r for r in rows if r["scenario"] == "json")
     assert json.loads(json_row["generator_json"])["config"]["expect_status"] == 200
+    # The static folder in the closed loop: every response was held to its own file's size (errors 0 above),
+    # over the whole list, on keep-alive connections, with the seed of the picks recorded.
+    folder = [json.loads(r["generator_json"]) for r in rows
+              if r["scenario"] == "static" and json.loads(r["level_json"])["params"].get("static_path") == "img/"]
+    closed = next(g for g in folder if g["open_loop"] is None)
+    assert closed["config"]["rate"] is None and closed["config"]["url_count"] > 1, closed["config"]
+    assert closed["config"]["urls_file"] and closed["config"]["seed"] is not None, closed["config"]
+    assert any(g["open_loop"] is not None for g in folder)
 
 
 def report_badges(report_path, contestant: str) -> set[str]:

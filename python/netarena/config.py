@@ -168,7 +168,7 @@ class Measure(Strict):
     doc: list[Literal["small", "big"]] | None = None
     # gridfs: the static set's img/ files the bucket holds (the first N; the database's cost grows with N, see
     # docs/scenarios.md) and what each request asks for: one file ("img/00042.jpg") or "img/" (a random one of
-    # the N per request, open loop only, as static_path).
+    # the N per request, in the closed or the open loop, as static_path).
     gridfs_files: Annotated[int, Field(ge=3, le=10_000)] | None = None  # >= the files verified
     gridfs_path: str | None = None
     generator_threads: Annotated[int, Field(ge=1, le=256)] = 1
@@ -575,15 +575,13 @@ def load_suite(path: Path) -> tuple[Suite, dict]:
     return suite, data
 
 
-def _check_gridfs_path(entry: Measure, open_loop: bool, fail) -> None:
+def _check_gridfs_path(entry: Measure, fail) -> None:
     from .fixtures import GRIDFS_DEFAULT_FILES, GRIDFS_FOLDER, gridfs_file_names
 
     files = entry.gridfs_files or GRIDFS_DEFAULT_FILES
-    if entry.gridfs_path == GRIDFS_FOLDER:
-        if not open_loop:
-            fail(f"\"{GRIDFS_FOLDER}\" (a random file per request) needs rate or conn_rate: the generator picks "
-                 "URLs from a list only in its open-loop modes; or name one file, e.g. \"img/00000.jpg\"")
-    elif entry.gridfs_path not in gridfs_file_names(files):
+    # The folder (a random file per request, from a --urls list) goes with the closed loop (siege's) and the
+    # open loop alike.
+    if entry.gridfs_path != GRIDFS_FOLDER and entry.gridfs_path not in gridfs_file_names(files):
         fail(f"\"{entry.gridfs_path}\" is not in the bucket: give \"{GRIDFS_FOLDER}\" or one of img/00000.jpg to "
              f"img/{files - 1:05d}.jpg (the first gridfs_files = {files} files of the static set)")
 
@@ -625,11 +623,8 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
                  "loop sends as soon as a response arrives, there is no schedule to wait for")
         if entry.arrival != "uniform" and not open_loop:
             fail(("measure", index, "arrival"), "only meaningful with rate or conn_rate")
-        if entry.static_path is not None and entry.static_path.endswith("/") and not open_loop:
-            fail(("measure", index, "static_path"), "a folder (random files from it, seed 003) needs rate or "
-                 "conn_rate: the generator picks URLs from a list only in its open-loop modes")
         if entry.gridfs_path is not None:
-            _check_gridfs_path(entry, open_loop, lambda message: fail(("measure", index, "gridfs_path"), message))
+            _check_gridfs_path(entry, lambda message: fail(("measure", index, "gridfs_path"), message))
         if entry.static_path is not None and (entry.static_path.startswith("/") or ".." in entry.static_path):
             fail(("measure", index, "static_path"), "must be a relative path inside the static file set, "
                  "e.g. \"bytes/10000\" or \"img/00042.jpg\"")

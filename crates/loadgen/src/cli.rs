@@ -239,11 +239,13 @@ pub struct HttpArgs {
     /// --find-max never asks more than this rate [default: 1000000]
     #[arg(long, value_name = "R")]
     pub find_max_limit: Option<f64>,
-    /// Request paths or URLs (same host:port as URL), one per line; # starts a comment. After the URL a line
-    /// may give the body's size in bytes and/or sha256=HEX: each response is held to its URL's
+    /// Request paths or URLs (same host:port as URL), one per line; # starts a comment. Every request, in the
+    /// closed loop and the open loop alike, takes the next one (--url-order; random picks follow --seed).
+    /// After the URL a line may give the body's size in bytes and/or sha256=HEX: each response is held to
+    /// its own URL's
     #[arg(long, value_name = "FILE")]
     pub urls: Option<std::path::PathBuf>,
-    /// Order of --urls
+    /// Order of --urls: random (seeded) or round-robin (each thread from its own offset)
     #[arg(long, value_enum, default_value = "random")]
     pub url_order: UrlOrderArg,
     /// Open loop: stop sleeping US µs before each intended send and busy-poll until it [default: 20;

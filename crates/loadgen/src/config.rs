@@ -7,11 +7,12 @@ use std::time::Duration;
 use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
 pub use crate::cli::{Coalesce, IoBackend, IoChoice};
 use crate::http::{self, Expectation};
-use crate::openloop::{LoadKind, Requests, UrlOrder};
+use crate::openloop::LoadKind;
 use crate::parse::{parse_cpu_list, parse_ip_list};
 use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
 use crate::thresholds::{self, Threshold};
+use crate::urls::{Requests, UrlOrder};
 
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
 pub const DEFAULT_ECHO_CONNECTIONS: usize = 1;
@@ -44,6 +45,17 @@ pub struct HttpConfig {
     /// Poisson gaps and random URL picks; from the clock unless `--seed`.
     pub seed: u64,
     pub open: Option<OpenConfig>,
+}
+
+impl HttpConfig {
+    /// `--verify-learn`: the learned response becomes what every response must be. Both loops judge
+    /// by `requests_wire` (learning excludes `--urls`, so it has the one entry of the positional URL).
+    pub fn set_learned(&mut self, expect: Expectation) {
+        let requests = std::sync::Arc::get_mut(&mut self.requests_wire)
+            .expect("the request list is shared only once the load threads start");
+        requests.expect = vec![expect.clone()];
+        self.expect = expect;
+    }
 }
 
 /// `--rate` / `--conn-rate` and what goes with them.
@@ -92,8 +104,6 @@ pub const DEFAULT_SPIN_US: u64 = 20;
 pub const MAX_SPIN_US: u64 = 10_000;
 /// A rate above this is refused: far beyond what one generator process can schedule.
 pub const MAX_RATE: f64 = 10_000_000.0;
-/// `--urls` files longer than this are refused (each URL's request is prebuilt in memory).
-pub const MAX_URLS: usize = 1_000_000;
 
 pub struct EchoConfig {
     /// None in `--duration` mode.
@@ -200,14 +210,15 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                     .transpose()
                     .map_err(|e| format!("--expect-body-sha256: {e}"))?,
             };
-            let request = http::build_request(&http::RequestSpec {
+            let spec = http::RequestSpec {
                 method: &a.method,
                 host_header: &url.host_header,
                 path: &url.path,
                 headers: &a.headers,
                 body: &body,
                 close: a.close,
-            })?;
+            };
+            let request = http::build_request(&spec)?;
             let seed = a.seed.unwrap_or_else(|| {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
@@ -226,62 +237,25 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
             };
             let requests_wire = match &a.urls {
-                None => Requests {
-                    wire: vec![request.clone()],
-                    what: vec![format!("{} {}", a.method, url.path)],
-                    expect: vec![expect.clone()],
+                None => Requests::one(
+                    request.clone(),
+                    format!("{} {}", a.method, url.path),
+                    expect.clone(),
                     order,
-                },
+                ),
                 Some(path) => {
-                    if open.is_none() {
-                        return Err("--urls needs --rate or --conn-rate: the closed loop sends one URL (give the rate you want measured, e.g. --rate 1000)".into());
-                    }
                     // The learning request fetches the positional URL only: its body would become
                     // the expectation for every file of the list, and every other file a
                     // verification_mismatch.
                     if a.verify_learn {
                         return Err(format!("--verify-learn learns one response (of {}) and would expect its body from every URL of --urls {}: drop --verify-learn, or check the status alone with --expect-status", url.path, path.display()));
                     }
-                    let lines = read_urls(path, &url)?;
-                    let per_url_body = lines
-                        .iter()
-                        .any(|l| l.body_size.is_some() || l.body_sha256.is_some());
-                    if per_url_body && (expect.body_size.is_some() || expect.body_sha256.is_some())
-                    {
-                        return Err(format!("--urls {} gives sizes or digests per URL, and --expect-body-size/--expect-body-sha256 one for every URL: keep one of the two", path.display()));
+                    if c.hlog.is_some() && c.hlog.as_ref() == Some(path) {
+                        return Err("--hlog and --urls name the same file".into());
                     }
-                    let mut wire = Vec::with_capacity(lines.len());
-                    let mut expects = Vec::with_capacity(lines.len());
-                    for line in &lines {
-                        wire.push(http::build_request(&http::RequestSpec {
-                            method: &a.method,
-                            host_header: &url.host_header,
-                            path: &line.path,
-                            headers: &a.headers,
-                            body: &body,
-                            close: a.close,
-                        })?);
-                        expects.push(Expectation {
-                            body_size: line.body_size.or(expect.body_size),
-                            body_sha256: line.body_sha256.or(expect.body_sha256),
-                            ..expect.clone()
-                        });
-                    }
-                    let what = lines
-                        .iter()
-                        .map(|l| format!("{} {}", a.method, l.path))
-                        .collect();
-                    Requests {
-                        wire,
-                        what,
-                        expect: expects,
-                        order,
-                    }
+                    Requests::from_file(path, &url, &spec, &expect, order)?
                 }
             };
-            if open.is_some() && c.hlog.is_some() && c.hlog == a.urls {
-                return Err("--hlog and --urls name the same file".into());
-            }
             c.mode = Mode::Http(HttpConfig {
                 requests_wire: std::sync::Arc::new(requests_wire),
                 urls_file: a.urls.clone(),
@@ -508,9 +482,13 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         if a.find_max {
             return Err("--find-max needs the kind of rate to search: give --rate START or --conn-rate START".into());
         }
+        // The closed loop picks --urls at random too (the seed is recorded in the result), so a
+        // seed goes with a URL list there; without one nothing in a closed loop is random.
+        if a.seed.is_some() && a.urls.is_none() {
+            return Err("--seed seeds the open loop's poisson gaps and the random picks of --urls: add --rate R, --conn-rate C or --urls FILE".into());
+        }
         for (given, name) in [
             (a.steps.is_some(), "--steps"),
-            (a.seed.is_some(), "--seed"),
             (a.step_duration.is_some(), "--step-duration"),
             (a.slo.is_some(), "--slo"),
             (a.max_errors.is_some(), "--max-errors"),
@@ -656,88 +634,4 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         find_max,
         spin: Duration::from_micros(spin_us),
     }))
-}
-
-/// One line of a `--urls` file: the path, and what its response's body must be when the line says.
-struct UrlLine {
-    path: String,
-    body_size: Option<u64>,
-    body_sha256: Option<[u8; 32]>,
-}
-
-/// `--urls FILE`: one path (`/x`) or absolute URL per line, blank lines and `#` comments skipped.
-/// After the URL, separated by spaces, a line may give the body's size in bytes (`12345`) and/or its digest
-/// (`sha256=<64 hex digits>`): a file list with a manifest of sizes, so a wrong file is an error.
-/// Every absolute URL must name the same host and port as the main URL: one run, one target.
-fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<UrlLine>, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("--urls {}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let where_ = || format!("--urls {} line {}", path.display(), n + 1);
-        let mut fields = line.split_ascii_whitespace();
-        let line = fields
-            .next()
-            .expect("a trimmed, non-empty line has a first field");
-        let (mut body_size, mut body_sha256) = (None, None);
-        for field in fields {
-            if let Some(hex) = field.strip_prefix("sha256=") {
-                if body_sha256.is_some() {
-                    return Err(format!("{}: two sha256= digests", where_()));
-                }
-                body_sha256 =
-                    Some(http::parse_sha256_hex(hex).map_err(|e| format!("{}: {e}", where_()))?);
-            } else if let Ok(size) = field.parse::<u64>() {
-                if body_size.is_some() {
-                    return Err(format!("{}: two body sizes", where_()));
-                }
-                body_size = Some(size);
-            } else {
-                return Err(format!(
-                    "{}: '{field}' after the URL is neither a body size in bytes nor sha256=<64 hex digits> (percent-encode spaces inside a path)",
-                    where_()
-                ));
-            }
-        }
-        let p = if line.starts_with('/') {
-            if line.bytes().any(|b| b <= b' ' || b == 0x7f) {
-                return Err(format!(
-                    "{}: '{line}' contains spaces or control characters; percent-encode them",
-                    where_()
-                ));
-            }
-            line.to_string()
-        } else {
-            let u = target::parse_http_url(line).map_err(|e| format!("{}: {e}", where_()))?;
-            if u.host != base.host || u.port != base.port {
-                return Err(format!(
-                    "{}: '{line}' is on {}:{}, but the run's target is {}:{}; every URL must be on the same host and port (split the list into one run per target)",
-                    where_(), u.host, u.port, base.host, base.port
-                ));
-            }
-            u.path
-        };
-        out.push(UrlLine {
-            path: p,
-            body_size,
-            body_sha256,
-        });
-        if out.len() > MAX_URLS {
-            return Err(format!(
-                "--urls {}: more than {MAX_URLS} URLs",
-                path.display()
-            ));
-        }
-    }
-    if out.is_empty() {
-        return Err(format!(
-            "--urls {}: no URLs in the file (one path or http:// URL per line)",
-            path.display()
-        ));
-    }
-    Ok(out)
 }

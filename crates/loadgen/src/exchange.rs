@@ -3,25 +3,36 @@
 //! goes out. Both engines drive it, the epoll one (`http`) and the io_uring one (`uring`), so
 //! parsing, verification, accounting and error classes cannot drift apart between them; the engines
 //! only move bytes.
+//!
+//! With `--urls` each request of a batch is the next pick of the URL list (`urls::UrlPicker`, the
+//! open loop's order and seed), and each response is judged by the expectation of the URL it
+//! answers: HTTP/1.1 answers in order, so a connection keeps the URLs it has in flight, oldest first.
 
+use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::HttpConfig;
 use crate::engine::Outcome;
-use crate::http::{Expectation, Response, ResponseParser, Step, Verdict};
+use crate::http::{Response, ResponseParser, Step, Verdict};
 use crate::stats::{ErrorClass, ThreadStats};
+use crate::urls::{Requests, UrlPicker};
 
-/// What the request and its answers must be; one per thread, built once from the config.
+/// What the requests and their answers must be; one per thread, built once from the config.
 pub struct Exchange {
-    /// `pipeline` copies of the request, concatenated; a batch of k is the first k copies.
-    requests: Vec<u8>,
+    /// Every URL's request bytes and expectation (one entry without `--urls`).
+    urls: Arc<Requests>,
+    /// One URL: `pipeline` copies of its request, concatenated; a batch of k is the first k copies,
+    /// sent straight from here with no copying. Several URLs: unused (batches are built per
+    /// connection, see `ExchangeConn::batch`).
+    repeated: Vec<u8>,
     one_request_len: usize,
+    /// Several URLs: the largest batch, in bytes (`pipeline` times the longest request).
+    batch_capacity: usize,
+    picker: UrlPicker,
     pipeline: usize,
     close: bool,
     head_request: bool,
-    expect: Expectation,
-    /// "GET /path", for error messages.
-    what: String,
     /// Requests sent and not yet answered, over all of the thread's connections (for `--requests`).
     inflight_total: u64,
     /// The fastest response since `take_fastest_recent` last ran, and how many there were (warm-up
@@ -40,6 +51,14 @@ pub struct ExchangeConn {
     /// A response was counted on this connection slot during the measured phase (kept across
     /// reconnects: the slot is one of the `-c` connections, whatever socket it has now).
     answered: bool,
+    /// Several URLs: the URL of every request in flight, oldest first.
+    pending: VecDeque<usize>,
+    /// Several URLs: the current batch's bytes. Allocated once at the largest batch's size and never
+    /// grown, so its address stays put for the connection's whole life: the io_uring engine's send
+    /// points at it until the kernel is done, which may be after a reconnect started the next batch.
+    batch: Vec<u8>,
+    /// The URL of the last request sent, for messages about an answer to nothing.
+    last_url: usize,
 }
 
 /// What the engine does after `on_bytes`.
@@ -51,22 +70,29 @@ pub enum Received {
 }
 
 impl Exchange {
+    /// `seed` and `thread_index` place this thread in the URL order, as in the open loop.
     pub fn new(
-        request: &[u8],
+        urls: Arc<Requests>,
         pipeline: usize,
         close: bool,
-        method: &str,
-        path: &str,
-        expect: Expectation,
+        head_request: bool,
+        seed: u64,
+        thread_index: usize,
     ) -> Self {
+        let one = urls.wire.len() == 1;
         Exchange {
-            requests: request.repeat(pipeline),
-            one_request_len: request.len(),
+            repeated: if one {
+                urls.wire[0].repeat(pipeline)
+            } else {
+                Vec::new()
+            },
+            one_request_len: urls.wire[0].len(),
+            batch_capacity: if one { 0 } else { urls.longest() * pipeline },
+            picker: UrlPicker::new(urls.wire.len(), urls.order, seed, thread_index),
+            urls,
             pipeline,
             close,
-            head_request: method.eq_ignore_ascii_case("HEAD"),
-            expect,
-            what: format!("{method} {path}"),
+            head_request,
             inflight_total: 0,
             fastest_recent: Duration::MAX,
             recent_count: 0,
@@ -85,16 +111,25 @@ impl Exchange {
         Some(fastest)
     }
 
-    /// The exchange a `netarena-load http` closed loop asks for.
-    pub fn for_config(h: &HttpConfig) -> Self {
+    /// The exchange a `netarena-load http` closed loop asks for, on load thread `thread_index`.
+    pub fn for_config(h: &HttpConfig, thread_index: usize) -> Self {
         Exchange::new(
-            &h.request,
+            h.requests_wire.clone(),
             h.pipeline,
             h.close,
-            &h.method,
-            &h.url.path,
-            h.expect.clone(),
+            h.method.eq_ignore_ascii_case("HEAD"),
+            h.seed,
+            thread_index,
         )
+    }
+
+    fn several_urls(&self) -> bool {
+        self.urls.wire.len() > 1
+    }
+
+    /// The URL the next response on `c` answers (or the last one sent, with nothing in flight).
+    fn answering(&self, c: &ExchangeConn) -> usize {
+        c.pending.front().copied().unwrap_or(c.last_url)
     }
 
     /// `--close`: one request per connection.
@@ -104,11 +139,18 @@ impl Exchange {
 
     pub fn new_conn(&self) -> ExchangeConn {
         ExchangeConn {
-            parser: ResponseParser::new(self.expect.wants_digest(), self.head_request),
+            parser: ResponseParser::new(self.urls.wants_digest(), self.head_request),
             carry: Vec::new(),
             inflight: 0,
             sent_at: Instant::now(),
             answered: false,
+            pending: VecDeque::with_capacity(if self.several_urls() {
+                self.pipeline
+            } else {
+                0
+            }),
+            batch: Vec::with_capacity(self.batch_capacity),
+            last_url: 0,
         }
     }
 
@@ -116,6 +158,7 @@ impl Exchange {
     pub fn reset(&mut self, c: &mut ExchangeConn) {
         self.inflight_total = self.inflight_total.saturating_sub(c.inflight as u64);
         c.inflight = 0;
+        c.pending.clear();
         c.carry.clear();
         c.parser.reset();
     }
@@ -148,9 +191,14 @@ impl Exchange {
         self.inflight_total
     }
 
-    /// The requests of every batch: a batch of length `len` (from `start_batch`) is `wire()[..len]`.
-    pub fn wire(&self) -> &[u8] {
-        &self.requests
+    /// The requests of `c`'s current batch: a batch of length `len` (from `start_batch`) is
+    /// `wire(c)[..len]`. The bytes stay at the same address for the whole run (see `batch`).
+    pub fn wire<'a>(&'a self, c: &'a ExchangeConn) -> &'a [u8] {
+        if self.several_urls() {
+            &c.batch
+        } else {
+            &self.repeated
+        }
     }
 
     /// Begin the next batch on this connection: how many bytes of `wire()` to send, or None when
@@ -174,7 +222,21 @@ impl Exchange {
         c.inflight = k;
         c.sent_at = now;
         self.inflight_total += k as u64;
-        Some(k * self.one_request_len)
+        if !self.several_urls() {
+            return Some(k * self.one_request_len);
+        }
+        c.batch.clear();
+        for _ in 0..k {
+            let u = self.picker.pick();
+            c.batch.extend_from_slice(&self.urls.wire[u]);
+            c.pending.push_back(u);
+            c.last_url = u;
+        }
+        debug_assert!(
+            c.batch.capacity() == self.batch_capacity,
+            "the batch buffer must never move"
+        );
+        Some(c.batch.len())
     }
 
     /// Bytes arrived on the connection at `now`: parse, judge and count every complete response in
@@ -206,7 +268,10 @@ impl Exchange {
                     if c.inflight == 0 {
                         stop = Some(Outcome::Fail(
                             ErrorClass::ParseError,
-                            format!("response to {} without a request outstanding", self.what),
+                            format!(
+                                "response to {} without a request outstanding",
+                                self.urls.what[c.last_url]
+                            ),
                         ));
                         break;
                     }
@@ -218,7 +283,7 @@ impl Exchange {
                 Step::Error(e) => {
                     stop = Some(Outcome::Fail(
                         ErrorClass::ParseError,
-                        format!("{}: {e}", self.what),
+                        format!("{}: {e}", self.urls.what[self.answering(c)]),
                     ));
                     break;
                 }
@@ -264,7 +329,10 @@ impl Exchange {
             };
             return Outcome::Fail(
                 ErrorClass::ClosedEarly,
-                format!("{}: server closed the connection {partial}", self.what),
+                format!(
+                    "{}: server closed the connection {partial}",
+                    self.urls.what[self.answering(c)]
+                ),
             );
         }
         Outcome::Reconnect
@@ -280,7 +348,10 @@ impl Exchange {
     ) -> Option<Outcome> {
         c.inflight = c.inflight.saturating_sub(1);
         self.inflight_total = self.inflight_total.saturating_sub(1);
-        let verdict = self.expect.judge(&r);
+        let u = c.pending.pop_front().unwrap_or(0);
+        let expect = &self.urls.expect[u];
+        let what = &self.urls.what[u];
+        let verdict = expect.judge(&r);
         let ok = matches!(verdict, Verdict::Ok);
         let latency = now - c.sent_at;
         self.fastest_recent = self.fastest_recent.min(latency);
@@ -293,15 +364,14 @@ impl Exchange {
                     stats.status_error(r.status);
                     stats.error(now, ErrorClass::Status, || {
                         format!(
-                            "status {} from {} (expected {})",
+                            "status {} from {what} (expected {})",
                             r.status,
-                            self.what,
-                            self.expect.describe_status()
+                            expect.describe_status()
                         )
                     });
                 }
                 Verdict::Mismatch(m) => stats.error(now, ErrorClass::VerificationMismatch, || {
-                    format!("{}: {m}", self.what)
+                    format!("{what}: {m}")
                 }),
             }
         }
@@ -316,17 +386,23 @@ impl Exchange {
 mod tests {
     use super::*;
 
+    use crate::http::Expectation;
+    use crate::urls::UrlOrder;
+
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
 
-    fn setup() -> (Exchange, ExchangeConn, ThreadStats) {
-        let ex = Exchange::new(
-            b"GET / HTTP/1.1\r\n\r\n",
-            1,
-            false,
-            "GET",
-            "/",
+    fn one_url(pipeline: usize) -> Exchange {
+        let urls = Requests::one(
+            b"GET / HTTP/1.1\r\n\r\n".to_vec(),
+            "GET /".into(),
             Expectation::default(),
+            UrlOrder::Random,
         );
+        Exchange::new(Arc::new(urls), pipeline, false, false, 1, 0)
+    }
+
+    fn setup() -> (Exchange, ExchangeConn, ThreadStats) {
+        let ex = one_url(1);
         let c = ex.new_conn();
         let now = Instant::now();
         (
@@ -373,14 +449,7 @@ mod tests {
     #[test]
     fn requests_quota_counts_what_is_in_flight() {
         let now = Instant::now();
-        let mut ex = Exchange::new(
-            b"GET / HTTP/1.1\r\n\r\n",
-            4,
-            false,
-            "GET",
-            "/",
-            Expectation::default(),
-        );
+        let mut ex = one_url(4);
         let stats = ThreadStats::new(now, now + Duration::from_secs(60), Some(6));
         let (mut a, mut b) = (ex.new_conn(), ex.new_conn());
         assert_eq!(ex.start_batch(&mut a, now, &stats), Some(4 * 18));
@@ -400,5 +469,42 @@ mod tests {
         assert_eq!(ex.take_fastest_recent(2), None);
         assert_eq!(ex.take_fastest_recent(1), Some(Duration::from_micros(300)));
         assert_eq!(ex.take_fastest_recent(1), None);
+    }
+
+    #[test]
+    fn each_response_of_a_pipelined_batch_is_judged_by_its_own_url() {
+        // Round-robin over /a (2-byte body) and /b (3-byte body): the batch is a then b, and the
+        // same 2-byte answer to both is right for /a and a mismatch for /b.
+        let urls = Requests {
+            wire: vec![b"GET /a\r\n\r\n".to_vec(), b"GET /bb\r\n\r\n".to_vec()],
+            what: vec!["GET /a".into(), "GET /bb".into()],
+            expect: vec![
+                Expectation {
+                    body_size: Some(2),
+                    ..Default::default()
+                },
+                Expectation {
+                    body_size: Some(3),
+                    ..Default::default()
+                },
+            ],
+            order: UrlOrder::RoundRobin,
+        };
+        let mut ex = Exchange::new(Arc::new(urls), 2, false, false, 1, 0);
+        let mut c = ex.new_conn();
+        let now = Instant::now();
+        let mut stats = ThreadStats::new(now, now + Duration::from_secs(60), None);
+        let len = ex.start_batch(&mut c, now, &stats).unwrap();
+        assert_eq!(&ex.wire(&c)[..len], b"GET /a\r\n\r\nGET /bb\r\n\r\n");
+        let at = ex.wire(&c).as_ptr();
+        let two = [OK, OK].concat();
+        assert!(matches!(
+            ex.on_bytes(&mut c, &two, now, &mut stats),
+            Received::Ok { send_next: true }
+        ));
+        assert_eq!((stats.responses, stats.errors_total()), (2, 1));
+        // The next batch starts over at /a in the same buffer (the io_uring send points at it).
+        ex.start_batch(&mut c, now, &stats);
+        assert_eq!(ex.wire(&c).as_ptr(), at);
     }
 }

@@ -401,6 +401,7 @@ impl ResponseParser {
 }
 
 /// The request line and headers as given on the command line, turned into wire bytes.
+#[derive(Clone, Copy)]
 pub struct RequestSpec<'a> {
     pub method: &'a str,
     pub host_header: &'a str,
@@ -570,7 +571,7 @@ impl HttpProtocol {
         stats: &mut ThreadStats,
     ) -> Outcome {
         while c.write_off < c.write_len {
-            match sock.write(&self.ex.wire()[c.write_off..c.write_len]) {
+            match sock.write(&self.ex.wire(&c.ex)[c.write_off..c.write_len]) {
                 Ok(n) => {
                     c.write_off += n;
                     stats.sent(now, n);

@@ -25,3 +25,4 @@ pub mod sys;
 pub mod target;
 pub mod thresholds;
 pub mod uring;
+pub mod urls;

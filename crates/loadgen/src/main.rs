@@ -61,7 +61,7 @@ fn main() -> ExitCode {
     if let Mode::Http(h) = &mut cfg.mode {
         if h.verify_learn {
             match run::learn_expectation(h, cfg.target_addr, cfg.timeout) {
-                Ok(expect) => h.expect = expect,
+                Ok(expect) => h.set_learned(expect),
                 Err(e) => return failure(&e),
             }
         }

@@ -31,6 +31,7 @@ use crate::http::{Expectation, ResponseParser, Step, Verdict};
 use crate::schedule::{Arrival, Rng, Schedule};
 use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::sys;
+use crate::urls::{Requests, UrlPicker};
 
 /// A send whose schedule lag (actual − intended send time) exceeds this is counted as late.
 pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
@@ -43,72 +44,6 @@ const EVENTS_CAPACITY: usize = 1024;
 const SCRATCH_BYTES: usize = 2 * crate::http::MAX_HEAD_BYTES;
 const BACKOFF_MIN_MS: u64 = 10;
 const BACKOFF_MAX_MS: u64 = 500;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UrlOrder {
-    Random,
-    RoundRobin,
-}
-
-impl UrlOrder {
-    pub fn name(self) -> &'static str {
-        match self {
-            UrlOrder::Random => "random",
-            UrlOrder::RoundRobin => "round-robin",
-        }
-    }
-}
-
-/// Per-URL request bytes, built once; `what[i]` is for messages.
-pub struct Requests {
-    pub wire: Vec<Vec<u8>>,
-    pub what: Vec<String>,
-    /// What URL i's response must match: the run's expectation, with the size or digest its `--urls` line
-    /// gave (a list of files of different sizes is still verified response by response).
-    pub expect: Vec<Expectation>,
-    pub order: UrlOrder,
-}
-
-impl Requests {
-    /// Does any URL's check need the body's sha256 (computed only then)?
-    pub fn wants_digest(&self) -> bool {
-        self.expect.iter().any(Expectation::wants_digest)
-    }
-}
-
-/// Picks the next request index: round-robin from a per-thread offset, or seeded random.
-pub struct UrlPicker {
-    n: usize,
-    order: UrlOrder,
-    next: usize,
-    rng: Rng,
-}
-
-impl UrlPicker {
-    pub fn new(n: usize, order: UrlOrder, seed: u64, thread_index: usize) -> Self {
-        UrlPicker {
-            n,
-            order,
-            next: thread_index % n.max(1),
-            rng: Rng::for_thread(seed, thread_index, 2),
-        }
-    }
-
-    #[inline]
-    pub fn pick(&mut self) -> usize {
-        if self.n == 1 {
-            return 0;
-        }
-        match self.order {
-            UrlOrder::RoundRobin => {
-                let i = self.next;
-                self.next = (i + 1) % self.n;
-                i
-            }
-            UrlOrder::Random => self.rng.below(self.n),
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 pub enum LoadKind {
@@ -1045,26 +980,5 @@ fn new_slot(cfg: &OpenWorkerConfig, k: usize, want_digest: bool, now: Instant) -
         answered: false,
         source: (!cfg.source_ips.is_empty())
             .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn url_picks_repeat_with_the_seed_and_cover_every_url() {
-        let picks = |seed, order| {
-            let mut p = UrlPicker::new(10, order, seed, 0);
-            (0..1000).map(|_| p.pick()).collect::<Vec<_>>()
-        };
-        let a = picks(5, UrlOrder::Random);
-        assert_eq!(a, picks(5, UrlOrder::Random));
-        assert_ne!(a, picks(6, UrlOrder::Random));
-        assert!((0..10).all(|u| a.contains(&u)));
-        let rr = picks(5, UrlOrder::RoundRobin);
-        assert_eq!(&rr[..12], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]);
-        let mut other_thread = UrlPicker::new(10, UrlOrder::RoundRobin, 5, 3);
-        assert_eq!(other_thread.pick(), 3);
     }
 }

@@ -95,13 +95,13 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
         first_conn += connections;
         let spawned = match &cfg.mode {
             Mode::Http(h) if cfg.io == IoBackend::Uring => {
-                let params = uring::HttpParams::new(h, cfg.coalesce);
+                let params = uring::HttpParams::new(h, cfg.coalesce, t);
                 std::thread::Builder::new()
                     .name(format!("load-{t}"))
                     .spawn(move || uring::run_worker(wc, params))
             }
             Mode::Http(h) => {
-                let proto = HttpProtocol::new(Exchange::for_config(h));
+                let proto = HttpProtocol::new(Exchange::for_config(h, t));
                 std::thread::Builder::new()
                     .name(format!("load-{t}"))
                     .spawn(move || engine::run_worker(wc, proto))

@@ -310,9 +310,9 @@ pub struct HttpParams {
 }
 
 impl HttpParams {
-    pub fn new(h: &HttpConfig, coalesce: Coalesce) -> HttpParams {
+    pub fn new(h: &HttpConfig, coalesce: Coalesce, thread_index: usize) -> HttpParams {
         HttpParams {
-            ex: Exchange::for_config(h),
+            ex: Exchange::for_config(h, thread_index),
             coalesce,
         }
     }
@@ -621,8 +621,9 @@ impl Worker {
             return Ok(());
         };
         let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
-        // The wire bytes live in the exchange for the whole run, so the SQE may point at them.
-        let sqe = opcode::Send::new(types::Fd(fd), self.p.ex.wire().as_ptr(), len as u32)
+        // The wire bytes stay where they are for the whole run (in the exchange, or in the
+        // connection's batch buffer, never reallocated), so the SQE may point at them.
+        let sqe = opcode::Send::new(types::Fd(fd), self.p.ex.wire(&c.ex).as_ptr(), len as u32)
             .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
             .build()
             .flags(squeue::Flags::SKIP_SUCCESS)

@@ -241,8 +241,10 @@ def _closed_loop(report: Report, scenario: str) -> list[Group]:
 def _throughput_charts(page: _Page, report: Report) -> None:
     page.add('<h2 id="throughput">Throughput against concurrency</h2>')
     page.add('<p class="note">Closed-loop levels. Median across repeats, error bars to the min and max; log x axis; '
-             "one colour per contestant on the whole page, one dash style per worker count or parameter set. With "
-             "a single level, bars: throughput and p99 side by side. Hover for the measurement ids.</p>")
+             "one colour per contestant on the whole page, one dash style per worker count or parameter set. Below "
+             "each: completed requests, mean latency and errors, then server CPU, RSS and MB/s, against the same "
+             "connections. With a single level, bars: throughput and p99 side by side. Hover for the measurement "
+             "ids.</p>")
     for scenario in report.scenarios():
         groups = _closed_loop(report, scenario)
         if not groups:
@@ -272,7 +274,44 @@ def _throughput_charts(page: _Page, report: Report) -> None:
         fig.update_xaxes(type="log", title="connections")
         fig.update_yaxes(title=fmt.throughput_unit(scenario), rangemode="tozero")
         page.chart(fig, f"{scenario}: throughput vs connections")
+        if scenario != "echo":  # echo floods have their own section (completion time, probe), no requests
+            _completed_latency_errors(page, scenario, groups)
         _load_resources(page, scenario, groups, lambda g: g.connections, "connections", log_x=True)
+
+
+def _completed_latency_errors(page: _Page, scenario: str, groups: list[Group]) -> None:
+    """Completed requests, mean latency and errors against connections, one line per contestant and series:
+    what siege reports per concurrency (seed 003's file test), beside the throughput above and the server's
+    CPU, RSS and MB/s below."""
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
+                        subplot_titles=("completed requests (successful, per repeat: median)",
+                                        "mean latency (ms)", "errors (count, summed over repeats)"))
+    lines: dict[tuple, list[Group]] = {}
+    for g in groups:
+        lines.setdefault((g.contestant, g.series), []).append(g)
+    all_series = sorted({series for _, series in lines})
+    for (contestant, series), members in sorted(lines.items()):
+        members.sort(key=lambda g: g.connections)
+        name = _line_name(members[0], all_series)
+        style = {"color": colour_for(contestant), "dash": _dash(series, all_series)}
+        by_class = [", ".join(f"{c} {n:,}" for c, n in g.errors_by_class.items() if n) or "none" for g in members]
+        for row, values, text, fmt_y in (
+                (1, [g.requests_completed_median for g in members], None, "%{y:,.0f} completed"),
+                (2, [g.latency_mean_us / 1000 if g.latency_mean_us is not None else None for g in members], None,
+                 "mean %{y:.3f} ms"),
+                (3, [g.errors_total for g in members], by_class, "%{y:,} errors (%{text})")):
+            fig.add_trace(go.Scatter(x=[g.connections for g in members], y=values, text=text, mode="lines+markers",
+                                     name=name, legendgroup=name, showlegend=row == 1, line=style,
+                                     marker={"symbol": symbol_for(contestant), "size": 7},
+                                     customdata=[fmt.ids(g.ok_ids) for g in members],
+                                     hovertemplate=f"%{{x}} connections: {fmt_y}<br>from %{{customdata}}"
+                                                   "<extra>%{fullData.name}</extra>"),
+                          row=row, col=1)
+    fig.update_xaxes(type="log")
+    fig.update_xaxes(title="connections", row=3, col=1)
+    fig.update_yaxes(rangemode="nonnegative")
+    fig.update_layout(height=760)
+    page.chart(fig, f"{scenario}: completed requests, mean latency and errors vs connections")
 
 
 def _level_bars(page: _Page, scenario: str, groups: list[Group]) -> None:

@@ -149,6 +149,7 @@ class Group:
     latency_stdev_us: float | None = None
     bytes_per_s_median: float | None = None          # bytes received per second, median of the ok repeats
     requests_total: int = 0                          # successful requests summed over the ok repeats
+    requests_completed_median: float | None = None   # successful requests of one repeat, median of the ok repeats
     errors_total: int = 0                            # errors summed over every repeat with a generator result
     status_codes: dict[str, int] = field(default_factory=dict)  # the "status" errors by code, summed likewise
     server_cpus: list[int] = field(default_factory=list)        # CPUs the server's processes were allowed on
@@ -472,6 +473,7 @@ def build_groups(rows: list[dict]) -> list[Group]:
             level=members[0].get("level") or {},
             bytes_per_s_median=_median([(m["generator"].get("throughput") or {}).get("bytes_per_s") for m in ok]),
             requests_total=sum(int((m["generator"].get("totals") or {}).get("requests") or 0) for m in ok),
+            requests_completed_median=_median([(m["generator"].get("totals") or {}).get("requests") for m in ok]),
             errors_total=sum(errors_by_class.values()), status_codes=status_codes, server_cpus=server_cpus,
             server_cpu_capacity_pct_median=_median([capacity_pct(s.get("cpu_pct_mean"), server_cpus)
                                                     for s in servers]),

@@ -16,7 +16,7 @@ use mio::{Events, Interest, Poll, Token};
 
 // One runner for every test binary: the adversarial tests' (a hard time limit, both pipes drained).
 #[path = "../common/mod.rs"]
-mod common;
+pub mod common;
 #[allow(unused_imports)]
 // not every test binary that includes this module runs the generator itself
 pub use common::{free_port, io_args, run_load, spawn_load, LoadRun};
