@@ -29,6 +29,7 @@ import argparse
 import json
 import multiprocessing
 import random
+import shutil
 import sys
 import tempfile
 import time
@@ -127,6 +128,7 @@ def main() -> int:
         print(json.dumps(plans, indent=1, default=str)[:4000])
     finally:
         manager.stop_all()
+        shutil.rmtree(work_dir, ignore_errors=True)  # the databases' data: nothing of the bench stays behind
     if args.json_out:
         args.json_out.write_text(json.dumps({"backend": args.backend, "clients": args.clients,
                                              "duration_s": args.duration, "rows": rows, "plans": plans},
