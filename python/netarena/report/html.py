@@ -255,10 +255,7 @@ def _throughput_charts(page: _Page, report: Report) -> None:
             _level_bars(page, scenario, groups)
             continue
         fig = go.Figure()
-        lines: dict[tuple, list[Group]] = {}
-        for g in groups:
-            lines.setdefault((g.contestant, g.series), []).append(g)
-        all_series = sorted({series for _, series in lines})
+        lines, all_series = _lines(groups)
         for (contestant, series), members in sorted(lines.items()):
             members.sort(key=lambda g: g.connections)
             fig.add_trace(go.Scatter(
@@ -279,6 +276,14 @@ def _throughput_charts(page: _Page, report: Report) -> None:
         _load_resources(page, scenario, groups, lambda g: g.connections, "connections", log_x=True)
 
 
+def _lines(groups: list[Group]) -> tuple[dict[tuple, list[Group]], list]:
+    """One chart line per (contestant, series): the groups of each, and every series present (sorted)."""
+    lines: dict[tuple, list[Group]] = {}
+    for g in groups:
+        lines.setdefault((g.contestant, g.series), []).append(g)
+    return lines, sorted({series for _, series in lines})
+
+
 def _completed_latency_errors(page: _Page, scenario: str, groups: list[Group]) -> None:
     """Completed requests, mean latency and errors against connections, one line per contestant and series:
     what siege reports per concurrency (seed 003's file test), beside the throughput above and the server's
@@ -286,10 +291,7 @@ def _completed_latency_errors(page: _Page, scenario: str, groups: list[Group]) -
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
                         subplot_titles=("completed requests (successful, per repeat: median)",
                                         "mean latency (ms)", "errors (count, summed over repeats)"))
-    lines: dict[tuple, list[Group]] = {}
-    for g in groups:
-        lines.setdefault((g.contestant, g.series), []).append(g)
-    all_series = sorted({series for _, series in lines})
+    lines, all_series = _lines(groups)
     for (contestant, series), members in sorted(lines.items()):
         members.sort(key=lambda g: g.connections)
         name = _line_name(members[0], all_series)
@@ -341,10 +343,7 @@ def _load_resources(page: _Page, scenario: str, groups: list[Group], x_of, x_tit
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.07,
                         subplot_titles=("server CPU (% of its pinned CPUs)", "server peak RSS (MiB)",
                                         "received (MB/s)"))
-    lines: dict[tuple, list[Group]] = {}
-    for g in groups:
-        lines.setdefault((g.contestant, g.series), []).append(g)
-    all_series = sorted({series for _, series in lines})
+    lines, all_series = _lines(groups)
     for (contestant, series), members in sorted(lines.items()):
         members.sort(key=x_of)
         style = {"color": colour_for(contestant), "dash": _dash(series, all_series)}
@@ -389,10 +388,7 @@ def _rate_charts(page: _Page, report: Report) -> None:
                             subplot_titles=(f"achieved {fmt.throughput_unit(scenario)} (successful replies)",
                                             f"latency p50 and p99 (ms, {OPEN_LOOP_NOTE}; dashed: from the send)",
                                             "errors (% of requests)", "errors by class (count, summed over repeats)"))
-        lines: dict[tuple, list[Group]] = {}
-        for g in groups:
-            lines.setdefault((g.contestant, g.series), []).append(g)
-        all_series = sorted({series for _, series in lines})
+        lines, all_series = _lines(groups)
         top = max(g.offered_rate_per_s for g in groups)
         fig.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="offered", hoverinfo="skip",
                                  line={"color": "#8c959f", "dash": "dot", "width": 1}), row=1, col=1)
