@@ -253,7 +253,23 @@ connections = [4]
 gridfs_files = {files}
 gridfs_path = "img/"
 rate = [20]
+
+# The same in the closed loop (siege's): each connection asks for the next random file when one arrived.
+[[measure]]
+scenario = "gridfs"
+connections = [4]
+gridfs_files = {files}
+gridfs_path = "img/"
 """
+
+
+def gridfs_rows(results) -> dict:
+    """The run's measurements by (contestant, gridfs_path, rate): rate None for the closed loop."""
+    rows = {}
+    for r in measurements(results):
+        params = json.loads(r["level_json"])["params"]
+        rows[(r["contestant"], params["gridfs_path"], params.get("rate"))] = r
+    return rows
 
 
 def gridfs_suite(tmp_path, contestants, files=6, duration=1.5):
@@ -270,36 +286,40 @@ def test_gridfs_bucket_loaded_once_and_every_file_checked(tmp_path, service_cach
     path = gridfs_suite(tmp_path, ["fx-mongo", "fx-mongo-wrong", "fx-gridfs-short"])
     result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--json"],
                      service_cache, timeout_s=900, PATH=VENV_PATH)
-    rows = {(r["contestant"], json.loads(r["level_json"])["params"]["gridfs_path"]): r for r in measurements(results)}
-    assert len(rows) == 6, result.stderr[-3000:]
+    rows = gridfs_rows(results)
+    assert len(rows) == 9, result.stderr[-3000:]
     # Loaded once for the run: every gridfs measurement (all contestants, both levels) names the same load.
     loads = {json.dumps(json.loads(r["services_json"])["ferretdb"]["fixture"]["gridfs"]) for r in rows.values()
              if r["services_json"]}
     assert len(loads) == 1, loads
 
-    for level in ("img/00000.jpg", "img/"):
-        good = rows[("fx-mongo", level)]
+    levels = [("img/00000.jpg", None), ("img/", 20), ("img/", None)]
+    for level in levels:
+        good = rows[("fx-mongo", *level)]
         assert good["status"] == "ok", (level, good["error"], result.stderr[-2000:])
         generator = json.loads(good["generator_json"])
         assert generator["totals"]["responses"] > 0 and not any(generator["errors"]["by_class"].values()), \
             generator["errors"]
         fixture = json.loads(good["services_json"])["ferretdb"]["fixture"]["gridfs"]
         assert (fixture["files"], fixture["bucket"]) == (6, "fs") and fixture["load_s"] > 0, fixture
-    argv = json.loads(rows[("fx-mongo", "img/")]["generator_argv_json"])
-    urls = Path(argv[argv.index("--urls") + 1]).read_text().splitlines()
-    assert len(urls) == 6 and urls[0].startswith("/gridfs/img/00000.jpg ") and urls[0].split()[1].isdigit(), urls
-    single = json.loads(rows[("fx-mongo", "img/00000.jpg")]["generator_argv_json"])
+    for rate in (20, None):  # both loops get the list of the bucket's files with their sizes
+        argv = json.loads(rows[("fx-mongo", "img/", rate)]["generator_argv_json"])
+        urls = Path(argv[argv.index("--urls") + 1]).read_text().splitlines()
+        assert len(urls) == 6 and urls[0].startswith("/gridfs/img/00000.jpg ") and urls[0].split()[1].isdigit(), urls
+        assert ("--rate" in argv) == (rate is not None), argv
+    single = json.loads(rows[("fx-mongo", "img/00000.jpg", None)]["generator_argv_json"])
     assert "--expect-body-sha256" in single and single[2].endswith("/gridfs/img/00000.jpg"), single
 
-    wrong = rows[("fx-mongo-wrong", "img/00000.jpg")]
+    wrong = rows[("fx-mongo-wrong", "img/00000.jpg", None)]
     assert wrong["failure_kind"] == "verify_failed", wrong["error"]
     assert "/gridfs/img/00000.jpg" in wrong["error"] and "differs from the file" in wrong["error"], wrong["error"]
 
     # Files 0-2 are verified and served right; 3-5 come a byte short: the random-file load catches them.
-    assert rows[("fx-gridfs-short", "img/00000.jpg")]["status"] == "ok"
-    short = json.loads(rows[("fx-gridfs-short", "img/")]["generator_json"])
-    assert short["errors"]["by_class"].get("verification_mismatch", 0) > 0, short["errors"]
-    assert any("/gridfs/img/0000" in e and "expected" in e for e in short["errors"]["examples"]), short["errors"]
+    assert rows[("fx-gridfs-short", "img/00000.jpg", None)]["status"] == "ok"
+    for rate in (20, None):  # open and closed loop alike
+        short = json.loads(rows[("fx-gridfs-short", "img/", rate)]["generator_json"])
+        assert short["errors"]["by_class"].get("verification_mismatch", 0) > 0, (rate, short["errors"])
+        assert any("/gridfs/img/0000" in e and "expected" in e for e in short["errors"]["examples"]), short["errors"]
     assert_no_data_left(results)
 
 
@@ -326,10 +346,10 @@ def test_every_bundled_contestant_claiming_gridfs_serves_the_bucket(tmp_path, ge
     env = {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT", "NETARENA_BACKEND")}
     proc = subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--results", str(results), "--json"],
                           capture_output=True, text=True, timeout=1800, env=dict(env, COLUMNS="200"))
-    rows = {(r["contestant"], json.loads(r["level_json"])["params"]["gridfs_path"]): r for r in measurements(results)}
-    assert sorted({name for name, _ in rows}) == GRIDFS_CONTESTANTS, (proc.stderr[-3000:], db_rows(
+    rows = gridfs_rows(results)
+    assert sorted({name for name, _, _ in rows}) == GRIDFS_CONTESTANTS, (proc.stderr[-3000:], db_rows(
         results, "SELECT contestant, reason FROM skipped"))
-    for (name, level), row in sorted(rows.items()):
+    for (name, *level), row in sorted(rows.items(), key=str):
         assert row["status"] == "ok", (name, level, row["failure_kind"], row["error"], row["stderr_tail"])
         assert json.loads(row["verification_json"])["ok"] is True, (name, level)
         generator = json.loads(row["generator_json"])
