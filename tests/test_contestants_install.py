@@ -135,3 +135,30 @@ def test_what_servers_run_from_is_open_to_every_user(cache, tmp_path):
     ct.install(contestant, allow_apt=False)
     assert stat.S_IMODE((contestant.env_dir / "build" / "server").stat().st_mode) == 0o755
     assert stat.S_IMODE((contestant.env_dir / "build" / "data").stat().st_mode) == 0o644
+
+
+def test_two_processes_installing_at_once_build_once(cache, tmp_path):
+    """Two real netarena processes install the same contestant at the same time (a `verify` beside a `run`):
+    the second waits on the install lock, then finds the build current; the steps ran once and both succeed.
+    Without the lock both ran the (slow) steps, each under the other's feet."""
+    import subprocess
+    import sys
+    import time
+
+    folder = tmp_path / "a" / "contestants" / "fx-steps"
+    folder.mkdir(parents=True)
+    # The step takes a second, so the two installs overlap whatever the machine's speed.
+    (folder / "contestant.toml").write_text(MANIFEST.replace("echo run >> {env_dir}/runs", "echo run >> {env_dir}/runs && sleep 1"))
+    script = ("import sys; from pathlib import Path; from netarena import contestants as ct; "
+              "c = ct.load(Path(sys.argv[1]), ['fx-steps'])[0]; ct.install(c, allow_apt=False, say=print)")
+    env = dict(os.environ, NETARENA_CACHE=str(cache))
+    procs = []
+    for _ in range(2):
+        procs.append(subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "a" / "contestants")], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        time.sleep(0.2)  # the first is inside its step when the second arrives
+    outputs = [p.communicate(timeout=60)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    contestant = ct.load(tmp_path / "a" / "contestants", ["fx-steps"])[0]
+    assert _runs(contestant) == 1, outputs
+    assert "waiting for another netarena process installing it" in outputs[1], outputs

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import fnmatch
 import hashlib
 import json
@@ -10,6 +11,7 @@ import re
 import shutil
 import stat
 import subprocess
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -382,15 +384,39 @@ def _apt_update_once(contestant: Contestant, log: Path, env: dict, say) -> None:
     _apt_updated = True
 
 
-def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None, user=None) -> dict:
-    from .server_user import reachable_executable
+@contextmanager
+def _exclusive(lock_path: Path, waiting: str, say):
+    """Hold an exclusive lock on `lock_path` (flock: released by the kernel when the holder exits, also on
+    kill -9, so a crashed install never blocks the next one). Says `waiting` when another process holds it."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say(waiting)
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
+
+def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None, user=None) -> dict:
     """Make the contestant runnable; returns what was installed (versions) for the store.
 
     Raises InstallError with the reason and the tail of the install log.
+
+    Two netarena processes may install the same contestant at once (a `verify` beside a `run`, two runs sharing
+    the cache): the first holds the contestant's install lock, the other waits, then finds the venv or build
+    current and reuses it instead of rebuilding it under the first one's feet.
     """
-    manifest = contestant.manifest
     contestant.env_dir.mkdir(parents=True, exist_ok=True)
+    with _exclusive(contestant.env_dir / "install.lock",
+                    f"{contestant.name}: waiting for another netarena process installing it", say):
+        return _install_locked(contestant, allow_apt, say, user)
+
+
+def _install_locked(contestant: Contestant, allow_apt: bool, say, user) -> dict:
+    from .server_user import reachable_executable
+
+    manifest = contestant.manifest
     log = contestant.env_dir / "install.log"
     record: dict = {"env_dir": str(contestant.env_dir), "install_log": str(log)}
     missing_debs = [p for p in manifest.install.debian if not dpkg_installed(p)]
@@ -399,10 +425,15 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
         if not (allow_apt and is_root() and shutil.which("apt-get")):
             raise InstallError("; ".join(av.reasons))
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        _apt_update_once(contestant, log, env, say)
-        say(f"{contestant.name}: apt-get install -y {' '.join(missing_debs)}")
-        _run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing_debs], contestant.dir, log,
-                    "apt-get install", env)
+        # One apt-get at a time across netarena processes: a second one would fail on dpkg's own lock.
+        with _exclusive(cache_root() / "apt.lock", f"{contestant.name}: waiting for another netarena process's "
+                        "apt-get", say):
+            missing_debs = [p for p in missing_debs if not dpkg_installed(p)]  # the other may have installed them
+            if missing_debs:
+                _apt_update_once(contestant, log, env, say)
+                say(f"{contestant.name}: apt-get install -y {' '.join(missing_debs)}")
+                _run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing_debs], contestant.dir,
+                            log, "apt-get install", env)
     record["debian"] = {p: _dpkg_version(p) for p in manifest.install.debian}
     for exe in _required_executables(manifest):
         if not shutil.which(exe):
