@@ -240,6 +240,29 @@ def test_a_random_folder_runs_in_the_closed_loop_or_at_a_rate(tmp_path, scenario
         assert (args[args.index("--rate") + 1] if "--rate" in args else None) == rate, args
 
 
+def test_open_loop_database_levels_keep_the_generator_sleeping(tmp_path):
+    """netarena-load's --spin-us auto may busy-poll a core at high rates; on a 2-core machine the database shares
+    the generator's CPU, so open-loop mongo/gridfs levels get the sleeping window (20 µs) unless the suite sets
+    generator_spin_us, and every other scenario keeps the generator's own default (no --spin-us)."""
+    from netarena.scenarios import SERVICE_LEVEL_SPIN_US, levels_for, load_spec
+
+    static_dir = tmp_path / "static" / "v1"
+    (static_dir / "img").mkdir(parents=True)
+    (static_dir / "img" / "00000.jpg").write_bytes(b"xyz")
+
+    def spin_args(scenario: str, extra: str) -> list[str]:
+        suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE.replace('"hello"', f'"{scenario}"') + extra))
+        (level,) = levels_for(suite.measure[0])
+        args = load_spec(scenario, level, 8080, static_dir).args
+        return [args[i + 1] for i, a in enumerate(args) if a == "--spin-us"]
+
+    assert spin_args("mongo", "rate = [100]\n") == [str(SERVICE_LEVEL_SPIN_US)]
+    assert spin_args("gridfs", 'gridfs_path = "img/00000.jpg"\nconn_rate = [10]\n') == [str(SERVICE_LEVEL_SPIN_US)]
+    assert spin_args("mongo", "rate = [100]\ngenerator_spin_us = 500\n") == ["500"]
+    assert spin_args("mongo", "") == []  # the closed loop has no schedule
+    assert spin_args("hello", "rate = [100]\n") == []
+
+
 @pytest.mark.parametrize("entry, field, message", [
     ('find_max = { slo = "p99<100ms" }', "measure[0].find_max.slo", "is not a latency objective"),
     ('find_max = { slo = "p100<=100ms" }', "measure[0].find_max.slo", "between 0 and 100"),

@@ -191,8 +191,10 @@ class Measure(Strict):
     requests_per_conn: Annotated[int, Field(ge=1, le=1_000_000)] = 1
     arrival: Literal["uniform", "poisson"] = "uniform"
     # Open loop: netarena-load --spin-us, how long before each send the load thread stops sleeping and
-    # busy-polls (unset: the generator's 20 µs). Above the machine's timer wake-up lag (a few hundred µs on a
-    # VM) the schedule lag p99 drops to a few µs, at up to a core per generator thread (docs/load-generator.md).
+    # busy-polls (unset: the generator's `auto`, which measures the timer and widens the window where the
+    # timer is coarse for the rate; 20 µs for levels reading a database, which shares the generator's CPU).
+    # Above the machine's timer wake-up lag the schedule lag p99 drops to a few µs, at up to a core per
+    # generator thread (docs/load-generator.md).
     generator_spin_us: Annotated[int, Field(ge=0, le=10_000)] | None = None
     # The highest rate that holds (seed 003's "requests per second handled without errors"): search it per
     # contestant, starting at this entry's one rate / conn_rate (default 100 req/s); each step lasts duration_s.

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .config import BYTES_SIZES, SCENARIOS, Request
+from .config import BYTES_SIZES, SCENARIOS, SERVICE_SCENARIOS, Request
 from .fixtures import GRIDFS_DEFAULT_FILES, GRIDFS_MISSING_FILE, GRIDFS_VERIFY_FILES
 
 HELLO_BODY = b"Hello, World!"
@@ -304,6 +304,10 @@ class LoadSpec:
     expectation: dict
 
 
+# netarena-load --spin-us for open-loop levels of scenarios that read a database (see load_spec).
+SERVICE_LEVEL_SPIN_US = 20
+
+
 def _level_args(level: Level) -> list[str]:
     out = ["-c", str(level.connections), "-t", str(level.generator_threads)]
     for expression in level.thresholds:
@@ -345,6 +349,12 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
         target = urlsplit(base_url).netloc if base_url else f"{host}:{port}"
         return LoadSpec("echo", target, args, {"echo": "byte-for-byte"})
     http_args = _http_level_args(level)
+    if scenario in SERVICE_SCENARIOS and level.generator_spin_us is None and (
+            level.param("rate") or level.param("conn_rate")):
+        # The database shares the generator's CPU on small machines ([cpus] services): netarena-load's
+        # default (--spin-us auto) may busy-poll a whole core at high rates, which would be taken from the
+        # database and show as its slowness. The sleeping window here; a suite's generator_spin_us wins.
+        http_args += ["--spin-us", str(SERVICE_LEVEL_SPIN_US)]
     if scenario == "json":
         # Serializations differ between frameworks (spacing, key order); scenarios.py checked the
         # parsed value once, the generator then holds every response to that first one.

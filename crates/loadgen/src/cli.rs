@@ -248,11 +248,13 @@ pub struct HttpArgs {
     /// Order of --urls: random (seeded) or round-robin (each thread from its own offset)
     #[arg(long, value_enum, default_value = "random")]
     pub url_order: UrlOrderArg,
-    /// Open loop: stop sleeping US µs before each intended send and busy-poll until it [default: 20;
-    /// 0 always sleeps]. Above the machine's timer wake-up lag (e.g. 500) the schedule lag drops to a
-    /// few µs, at up to a core per thread; the busy-poll time is left out of the busy fraction
-    #[arg(long = "spin-us", value_name = "US")]
-    pub spin_us: Option<u64>,
+    /// Open loop: stop sleeping US µs before each intended send and busy-poll until it (0 always
+    /// sleeps), or `auto` (the default): each load thread measures how late this machine's timer wakes
+    /// it (p99) before connecting, and where that lag is more than a quarter of the time between its
+    /// sends, busy-polls through twice the lag (recorded in the result, said in the summary); else 20.
+    /// Spinning costs up to a core per thread; the busy-poll time is left out of the busy fraction
+    #[arg(long = "spin-us", value_name = "US|auto")]
+    pub spin_us: Option<String>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]

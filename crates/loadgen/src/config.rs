@@ -68,7 +68,47 @@ pub struct OpenConfig {
     pub step_duration: Option<Duration>,
     pub find_max: Option<FindMax>,
     /// `--spin-us`: how long before an intended send the thread stops sleeping and busy-polls.
-    pub spin: Duration,
+    pub spin: SpinWindow,
+}
+
+/// `--spin-us`: a window given by the user, or `auto`: each load thread measures its timer's wake-up
+/// lag and widens the window where that lag is a large part of the time between its sends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SpinWindow {
+    Fixed(Duration),
+    Auto,
+}
+
+/// `--spin-us auto`: the timer is too coarse for a rate when its wake-up lag p99 exceeds this share
+/// of the time between a thread's sends (sends would land a large part of a gap late, and late sends
+/// bunch up with the next ones). Below it the default window is kept: the lag is the timer's, small
+/// beside the gaps, and nothing is worth a spinning core.
+pub const AUTO_SPIN_LAG_SHARE: f64 = 0.25;
+/// `--spin-us auto` widens the window to this many times the measured lag p99: the p99 itself
+/// leaves one wake-up in a hundred late, and twice it covers the tail seen in practice.
+pub const AUTO_SPIN_LAG_FACTOR: u32 = 2;
+
+impl SpinWindow {
+    /// The window for one thread sending `rate_per_s`, given its timer's measured wake-up lag p99
+    /// (`auto` only; None for a fixed window). Returns the window and whether `auto` widened it.
+    pub fn window(self, timer_lag_p99: Option<Duration>, rate_per_s: f64) -> (Duration, bool) {
+        let default = Duration::from_micros(DEFAULT_SPIN_US);
+        match (self, timer_lag_p99) {
+            (SpinWindow::Fixed(d), _) => (d, false),
+            (SpinWindow::Auto, None) => (default, false),
+            (SpinWindow::Auto, Some(lag)) => {
+                let gap_s = if rate_per_s > 0.0 { 1.0 / rate_per_s } else { f64::INFINITY };
+                if lag.as_secs_f64() > AUTO_SPIN_LAG_SHARE * gap_s {
+                    let wide = (lag * AUTO_SPIN_LAG_FACTOR)
+                        .max(default)
+                        .min(Duration::from_micros(MAX_SPIN_US));
+                    (wide, wide > default)
+                } else {
+                    (default, false)
+                }
+            }
+        }
+    }
 }
 
 impl OpenConfig {
@@ -523,10 +563,18 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             }
         }
     }
-    let spin_us = a.spin_us.unwrap_or(DEFAULT_SPIN_US);
-    if spin_us > MAX_SPIN_US {
-        return Err(format!("--spin-us {spin_us} is longer than any timer wake-up lag worth covering: give 0 to {MAX_SPIN_US} (a few hundred µs reaches a schedule lag of a few µs on a VM)"));
-    }
+    let spin = match a.spin_us.as_deref() {
+        None | Some("auto") => SpinWindow::Auto,
+        Some(text) => {
+            let spin_us: u64 = text.parse().map_err(|_| {
+                format!("--spin-us {text:?}: give a whole number of µs (0 to {MAX_SPIN_US}) or auto")
+            })?;
+            if spin_us > MAX_SPIN_US {
+                return Err(format!("--spin-us {spin_us} is longer than any timer wake-up lag worth covering: give 0 to {MAX_SPIN_US} (a few hundred µs reaches a schedule lag of a few µs on a VM), or auto"));
+            }
+            SpinWindow::Fixed(Duration::from_micros(spin_us))
+        }
+    };
     if a.requests.is_some() {
         return Err("--requests counts a closed loop; with a rate the length is --duration (or --steps/--step-duration)".into());
     }
@@ -632,6 +680,38 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         steps,
         step_duration: sweep.then(|| a.step_duration.unwrap_or(DEFAULT_STEP_DURATION)),
         find_max,
-        spin: Duration::from_micros(spin_us),
+        spin,
     }))
+}
+
+#[cfg(test)]
+mod spin_window_tests {
+    use super::{SpinWindow, DEFAULT_SPIN_US, MAX_SPIN_US};
+    use std::time::Duration;
+
+    const US: fn(u64) -> Duration = Duration::from_micros;
+
+    #[test]
+    fn a_given_window_is_kept_whatever_the_timer() {
+        let w = SpinWindow::Fixed(US(300));
+        assert_eq!(w.window(None, 10_000.0), (US(300), false));
+        assert_eq!(w.window(Some(US(5_000)), 10_000.0), (US(300), false));
+    }
+
+    #[test]
+    fn auto_widens_only_where_the_timer_is_coarse_for_the_rate() {
+        let auto = SpinWindow::Auto;
+        // 10k/s: 100 µs between sends; a 60 µs lag is more than a quarter of it.
+        assert_eq!(auto.window(Some(US(60)), 10_000.0), (US(120), true));
+        // 100/s: 10 ms between sends; the same lag is small beside it.
+        assert_eq!(auto.window(Some(US(60)), 100.0), (US(DEFAULT_SPIN_US), false));
+        // Exactly a quarter is not "more than".
+        assert_eq!(auto.window(Some(US(250)), 1_000.0), (US(DEFAULT_SPIN_US), false));
+        // Twice a tiny lag is still below the default: the default stays, not "widened".
+        assert_eq!(auto.window(Some(US(5)), 100_000.0), (US(DEFAULT_SPIN_US), false));
+        // Never beyond the largest window --spin-us accepts.
+        assert_eq!(auto.window(Some(US(8_000)), 1_000.0), (US(MAX_SPIN_US), true));
+        // Nothing measured (no timer): the default.
+        assert_eq!(auto.window(None, 10_000.0), (US(DEFAULT_SPIN_US), false));
+    }
 }

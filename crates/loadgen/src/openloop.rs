@@ -26,6 +26,7 @@ use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
+use crate::config::SpinWindow;
 use crate::engine::{open_registered, SWEEP_INTERVAL};
 use crate::http::{Expectation, ResponseParser, Step, Verdict};
 use crate::schedule::{Arrival, Rng, Schedule};
@@ -40,6 +41,9 @@ pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 /// rather than growing memory without bound.
 pub const MAX_BACKLOG: usize = 1_000_000;
 const TIMER_TOKEN: Token = Token(usize::MAX);
+/// `--spin-us auto`'s measurement of the timer: this many waits of this length.
+const TIMER_SAMPLES: usize = 500;
+const TIMER_SAMPLE_PERIOD: Duration = Duration::from_micros(200);
 const EVENTS_CAPACITY: usize = 1024;
 const SCRATCH_BYTES: usize = 2 * crate::http::MAX_HEAD_BYTES;
 const BACKOFF_MIN_MS: u64 = 10;
@@ -72,8 +76,9 @@ pub struct OpenWorkerConfig {
     pub requests: Arc<Requests>,
     /// `--spin-us`: when the next wake-up is this close, poll without sleeping instead of arming
     /// the timer. A sleeping thread wakes as late as the machine's timer lets it (tens to hundreds
-    /// of µs at p99 on a VM); a polling one sees its send time within a loop turn.
-    pub spin: Duration,
+    /// of µs at p99 on a VM); a polling one sees its send time within a loop turn. `auto`: the
+    /// window follows this thread's measured timer lag and each phase's rate (`SpinWindow::window`).
+    pub spin: SpinWindow,
 }
 
 /// One phase for one thread.
@@ -120,6 +125,20 @@ pub struct OpenStats {
     /// arrived, nothing was sent, no socket was ready. Left out of the thread's busy time, so a
     /// generator spinning on purpose is not taken for a saturated one.
     pub spin_wait: Duration,
+    /// The spin window the phase ran with (merged: the widest of the threads').
+    pub spin: Duration,
+    /// `--spin-us auto`: the thread's timer wake-up lag p99, measured before it connected (merged:
+    /// the largest), the time between the thread's sends at this phase's rate, and whether the
+    /// window was widened for it (merged: any thread's). None with a fixed window.
+    pub spin_auto: Option<SpinAuto>,
+}
+
+/// What `--spin-us auto` measured and chose for a phase.
+#[derive(Clone, Copy, Debug)]
+pub struct SpinAuto {
+    pub timer_lag_p99: Duration,
+    pub send_gap: Duration,
+    pub widened: bool,
 }
 
 impl OpenStats {
@@ -140,6 +159,8 @@ impl OpenStats {
             conns_unfinished: 0,
             uncorrected_censored: 0,
             spin_wait: Duration::ZERO,
+            spin: Duration::ZERO,
+            spin_auto: None,
         }
     }
 
@@ -159,6 +180,15 @@ impl OpenStats {
         self.conns_unfinished += o.conns_unfinished;
         self.uncorrected_censored += o.uncorrected_censored;
         self.spin_wait += o.spin_wait;
+        self.spin = self.spin.max(o.spin);
+        self.spin_auto = match (self.spin_auto, o.spin_auto) {
+            (Some(a), Some(b)) => Some(SpinAuto {
+                timer_lag_p99: a.timer_lag_p99.max(b.timer_lag_p99),
+                send_gap: a.send_gap.min(b.send_gap),
+                widened: a.widened || b.widened,
+            }),
+            (a, b) => a.or(b),
+        };
     }
 
     pub fn dropped(&self) -> u64 {
@@ -243,6 +273,8 @@ struct Worker {
     open: OpenStats,
     /// Phases use distinct seeds for their poisson gaps, derived from the run's seed.
     phase_index: u64,
+    /// `--spin-us auto`: this thread's timer wake-up lag p99 (`measure_timer_lag`).
+    timer_lag_p99: Option<Duration>,
     /// The current phase's end: starts after it are drain catch-up, not schedule.
     phase_end: Instant,
 }
@@ -274,6 +306,9 @@ pub fn run_open_worker(
             })?;
         }
         let mut w = Worker::new(cfg)?;
+        if w.cfg.spin == SpinWindow::Auto {
+            w.timer_lag_p99 = Some(w.measure_timer_lag()?);
+        }
         let failed = w.connect_pool();
         reports
             .send((index, Ok(WorkerMsg::Connected { failed })))
@@ -330,6 +365,7 @@ impl Worker {
             scratch: vec![0; SCRATCH_BYTES],
             stats,
             open: OpenStats::new(),
+            timer_lag_p99: None,
             phase_index: 0,
             phase_end: now,
             cfg,
@@ -380,7 +416,15 @@ impl Worker {
         self.stats = ThreadStats::new(plan.start, far, None);
         self.stats.set_interval(self.cfg.interval);
         self.open = OpenStats::new();
+        let (spin, widened) = self.cfg.spin.window(self.timer_lag_p99, plan.rate_per_s);
+        self.open.spin = spin;
+        self.open.spin_auto = self.timer_lag_p99.map(|timer_lag_p99| SpinAuto {
+            timer_lag_p99,
+            send_gap: Duration::from_secs_f64(1.0 / plan.rate_per_s.max(1e-9)).min(Duration::from_secs(3600)),
+            widened,
+        });
         self.phase_end = plan.end;
+        let spin = self.open.spin;
         self.phase_index += 1;
         for slot in &mut self.slots {
             slot.answered = false;
@@ -432,14 +476,14 @@ impl Worker {
                 wake = wake.min(sched.next());
             }
             let now = Instant::now();
-            let spinning = wake <= now + self.cfg.spin;
+            let spinning = wake <= now + spin;
             let timeout = if spinning {
                 Some(Duration::ZERO)
             } else {
                 // Wake a spin window early: the timer's own lag is then absorbed by the
                 // busy-polling that follows instead of landing on the send.
                 self.timer
-                    .arm_at(wake.checked_sub(self.cfg.spin).unwrap_or(wake))?;
+                    .arm_at(wake.checked_sub(spin).unwrap_or(wake))?;
                 None
             };
             let ready = self.poll_once(&mut events, timeout)?;
@@ -545,6 +589,29 @@ impl Worker {
             }
         }
         Ok(!events.is_empty())
+    }
+
+    /// `--spin-us auto`: how late this thread's timer wakes it, as the load waits (the timerfd in
+    /// this thread's epoll set), on its own CPU, before any connection exists: the p99 of
+    /// `TIMER_SAMPLES` waits of `TIMER_SAMPLE_PERIOD` each (about 0.1 s in all).
+    fn measure_timer_lag(&mut self) -> io::Result<Duration> {
+        let mut events = Events::with_capacity(8);
+        let mut lags = Vec::with_capacity(TIMER_SAMPLES);
+        for _ in 0..TIMER_SAMPLES {
+            let target = Instant::now() + TIMER_SAMPLE_PERIOD;
+            self.timer.arm_at(target)?;
+            while Instant::now() < target {
+                match self.poll.poll(&mut events, None) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            lags.push(Instant::now() - target);
+            self.timer.expired();
+        }
+        lags.sort();
+        Ok(lags[lags.len() * 99 / 100])
     }
 
     /// Pool mode: send due requests on free connections, oldest first.

@@ -552,7 +552,12 @@ pub fn open_doc(
             ..output::latency_doc(&s.uncorrected)
         },
         schedule_lag: lag,
-        spin_us: o.spin.as_micros() as u64,
+        spin_us: s.spin.as_micros() as u64,
+        spin_auto: s.spin_auto.map(|a| output::SpinAutoDoc {
+            timer_lag_p99_us: a.timer_lag_p99.as_micros() as u64,
+            send_gap_us: a.send_gap.as_micros() as u64,
+            widened: a.widened,
+        }),
         spin_wait_s: s.spin_wait.as_secs_f64(),
         connections,
     }

@@ -139,12 +139,27 @@ pub struct OpenLoopDoc {
     pub rate_not_met_reasons: Vec<String>,
     pub latency_uncorrected: Latency,
     pub schedule_lag: Latency,
-    /// `--spin-us`: the thread busy-polls instead of sleeping when its next send is this close.
+    /// The spin window the phase ran with (the widest of the threads'): the thread busy-polls
+    /// instead of sleeping when its next send is this close.
     pub spin_us: u64,
+    /// `--spin-us auto` (the default): what was measured and chosen; None with a window given.
+    pub spin_auto: Option<SpinAutoDoc>,
     /// Seconds (summed over threads) of loop turns that only busy-polled for the next send; left
     /// out of `generator.busy_fraction`.
     pub spin_wait_s: f64,
     pub connections: Option<ConnRateDoc>,
+}
+
+/// `open_loop.spin_auto`: the timer measured by each load thread before it connected, and the
+/// window chosen from it for this phase's rate (`config::SpinWindow::window`).
+#[derive(Serialize)]
+pub struct SpinAutoDoc {
+    /// The largest of the threads' timer wake-up lag p99 (µs).
+    pub timer_lag_p99_us: u64,
+    /// The shortest time between one thread's sends at this phase's rate (µs).
+    pub send_gap_us: u64,
+    /// The lag was more than `AUTO_SPIN_LAG_SHARE` of the gap, so the window was widened.
+    pub widened: bool,
 }
 
 #[derive(Serialize)]
@@ -690,6 +705,26 @@ fn busy_fractions(threads: impl Iterator<Item = (Duration, Duration)>) -> (f64, 
     (mean, max)
 }
 
+/// What `--spin-us auto` found and did, in words.
+fn spin_auto_says(a: &SpinAutoDoc, spin_us: u64) -> String {
+    if a.widened {
+        format!(
+            "this machine's timer wakes the load thread {} late at p99, more than {:.0}% of the {} between its sends: too coarse for this rate, so the window was widened to {} (up to a core per thread)",
+            fmt_us(a.timer_lag_p99_us),
+            crate::config::AUTO_SPIN_LAG_SHARE * 100.0,
+            fmt_us(a.send_gap_us),
+            fmt_us(spin_us)
+        )
+    } else {
+        format!(
+            "timer wake-up lag p99 {}, under {:.0}% of the {} between sends: the default window kept",
+            fmt_us(a.timer_lag_p99_us),
+            crate::config::AUTO_SPIN_LAG_SHARE * 100.0,
+            fmt_us(a.send_gap_us)
+        )
+    }
+}
+
 /// Below this schedule-lag p99 there is nothing worth a spinning core (the goal, 50 µs).
 const SPIN_HINT_ABOVE_US: u64 = 50;
 
@@ -808,6 +843,9 @@ pub fn human(doc: &Document) -> String {
             fmt_us(ol.spin_us),
             ol.spin_wait_s
         );
+        if let Some(a) = &ol.spin_auto {
+            o += &format!("  Spin auto   {}\n", spin_auto_says(a, ol.spin_us));
+        }
         if let Some(hint) = spin_hint(ol.schedule_lag.p99_us, ol.spin_us) {
             o += &format!("  Hint        {hint}\n");
         }

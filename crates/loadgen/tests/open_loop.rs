@@ -262,6 +262,51 @@ fn a_10k_schedule_is_exact_and_classified_by_its_own_figures() {
     // Two whole seconds, plus a sliver for the responses of the last sends (the drain).
     let intervals = doc["intervals"]["entries"].as_array().unwrap().len();
     assert!((2..=3).contains(&intervals), "{intervals} intervals");
+    assert_spin_auto_follows_its_figures(ol);
+}
+
+/// `--spin-us auto` (the default): the thread measured its timer and the window follows the
+/// document's own figures: widened to twice the lag p99 (at least the default 20 µs, at most
+/// 10 ms) exactly when that lag exceeds a quarter of the gap between the thread's sends.
+fn assert_spin_auto_follows_its_figures(ol: &serde_json::Value) {
+    let auto = &ol["spin_auto"];
+    let lag = u(&auto["timer_lag_p99_us"]);
+    let gap = u(&auto["send_gap_us"]);
+    assert!(lag > 0, "a timer never wakes exactly on time: {auto:#}");
+    let widened = lag * 4 > gap;
+    assert_eq!(auto["widened"], widened, "{auto:#}");
+    let want = if widened { (2 * lag).clamp(20, 10_000) } else { 20 };
+    // The rule works on whole nanoseconds and reports whole µs: allow the rounding.
+    assert!(u(&ol["spin_us"]).abs_diff(want) <= 2, "{ol:#}");
+}
+
+#[test]
+fn spin_auto_measures_the_timer_and_a_given_window_does_not() {
+    let _cpu = cpu_shared();
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    // 50/s on one thread: 20 ms between sends, far beyond any timer lag a working machine has,
+    // so auto measures the timer and keeps the default window.
+    let doc = run_load(
+        &["http", &url, "--rate", "50", "-c", "2", "-d", "500ms", "--json"],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let ol = &doc["open_loop"];
+    assert_eq!(u(&ol["spin_auto"]["send_gap_us"]), 20_000, "{ol:#}");
+    assert_spin_auto_follows_its_figures(ol);
+    // A window given on the command line is used as it is; nothing is measured.
+    let given = run_load(
+        &[
+            "http", &url, "--rate", "50", "-c", "2", "-d", "500ms", "--spin-us", "300", "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&given);
+    assert_eq!(u(&given["open_loop"]["spin_us"]), 300);
+    assert!(given["open_loop"]["spin_auto"].is_null(), "{:#}", given["open_loop"]);
 }
 
 #[test]
@@ -1036,7 +1081,7 @@ fn spin_us_is_refused_outside_open_loop_and_beyond_its_limit() {
             "--spin-us belongs to the open-loop modes",
         ),
         (&open[..], "20000", "give 0 to 10000"),
-        (&open[..], "soon", "invalid value 'soon'"),
+        (&open[..], "soon", "give a whole number of µs (0 to 10000) or auto"),
     ] {
         let args = [base, &["--spin-us", spin][..]].concat();
         let run = run_load(&args, LIMIT);
