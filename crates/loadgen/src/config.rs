@@ -600,7 +600,10 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             return Err("--conns-per-step goes with --steps or a single --conn-rate; a --find-max step lasts --step-duration".into());
         }
         if a.step_duration.is_some() || a.common.duration.is_some() {
-            return Err("with --conns-per-step a step lasts N / rate: drop --duration/--step-duration".into());
+            return Err(
+                "with --conns-per-step a step lasts N / rate: drop --duration/--step-duration"
+                    .into(),
+            );
         }
         if !matches!(a.arrival, ArrivalArg::Uniform) {
             return Err("--conns-per-step needs --arrival uniform: with poisson gaps N connections take a random time, not N / rate".into());

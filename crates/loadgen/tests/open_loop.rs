@@ -1332,7 +1332,11 @@ fn conns_per_step_opens_exactly_that_many_connections_per_step() {
     .json();
     validate_against_schema(&doc);
     assert_eq!(u(&doc["config"]["conns_per_step"]), N);
-    assert!(doc["config"]["step_duration_s"].is_null(), "{:#}", doc["config"]);
+    assert!(
+        doc["config"]["step_duration_s"].is_null(),
+        "{:#}",
+        doc["config"]
+    );
     let steps = doc["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3);
     for (k, st) in steps.iter().enumerate() {
@@ -1369,16 +1373,38 @@ fn conns_per_step_opens_exactly_that_many_connections_per_step() {
     .json();
     assert_eq!(u(&one["open_loop"]["connections"]["started"]), 25);
     for (bad, why) in [
-        (&["--rate", "100", "--conns-per-step", "5"][..], "--conn-rate"),
         (
-            &["--conn-rate", "100", "--conns-per-step", "5", "--arrival", "poisson"][..],
+            &["--rate", "100", "--conns-per-step", "5"][..],
+            "--conn-rate",
+        ),
+        (
+            &[
+                "--conn-rate",
+                "100",
+                "--conns-per-step",
+                "5",
+                "--arrival",
+                "poisson",
+            ][..],
             "uniform",
         ),
         (
-            &["--conn-rate", "100", "--steps", "100:200:100", "--conns-per-step", "5", "--step-duration", "1s"][..],
+            &[
+                "--conn-rate",
+                "100",
+                "--steps",
+                "100:200:100",
+                "--conns-per-step",
+                "5",
+                "--step-duration",
+                "1s",
+            ][..],
             "N / rate",
         ),
-        (&["--conn-rate", "100", "--conns-per-step", "0"][..], "at least 1"),
+        (
+            &["--conn-rate", "100", "--conns-per-step", "0"][..],
+            "at least 1",
+        ),
     ] {
         let mut args = vec!["http", url.as_str()];
         args.extend_from_slice(bad);
