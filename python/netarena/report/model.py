@@ -672,7 +672,7 @@ def requests_line(g: Group) -> str:
     """weighttp's figure for a requests = N level: the time N responses took (median of the ok repeats)."""
     times = g.completion_s
     if not times:
-        return f"{g.contestant}: {g.requests_asked:,} requests: no repeat got them all within the time limit"
+        return f"{g.contestant}: {g.requests_asked:,} requests: no successful repeat (see the failures)"
     return (f"{g.contestant}: {g.requests_asked:,} requests in {statistics.median(times):.3f} s (median; per repeat "
             + ", ".join(f"{t:.3f}" for t in times) + " s)")
 
