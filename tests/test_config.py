@@ -356,3 +356,91 @@ def test_entry_contestants_narrow_the_suite_and_a_typo_exits_2(tmp_path, cache_d
     assert result.returncode == 2, result.stderr
     assert "measure[1].contestants: unknown contestant 'fx-othre'" in result.stderr, result.stderr
     assert not results.exists()
+
+
+@pytest.mark.parametrize("entry, field, message", [
+    ("requests = 0", "measure[0].requests", "greater than or equal to 1"),
+    ("requests = 1000\nrate = [100]", "measure[0].requests", "counts responses of the closed loop"),
+    ("requests = 1000\nconn_rate = [10]", "measure[0].requests", "counts responses of the closed loop"),
+    ('requests = 1000\nfind_max = { slo = "p99<=10ms" }', "measure[0].requests", "counts responses of the closed"),
+    ("connections_per_step = 100", "measure[0].connections_per_step", "only meaningful with conn_rate"),
+    ("connections_per_step = 100\nrate = [100]", "measure[0].connections_per_step", "only meaningful with conn_rate"),
+    ("connections_per_step = 0\nconn_rate = [10]", "measure[0].connections_per_step", "greater than or equal to 1"),
+    ("connections_per_step = 100\nconn_rate = [10, 30, 40]", "measure[0].conn_rate", "evenly spaced and rising"),
+    ("connections_per_step = 100\nconn_rate = [30, 20, 10]", "measure[0].conn_rate", "evenly spaced and rising"),
+    ('connections_per_step = 100\nconn_rate = [10, 20]\narrival = "poisson"', "measure[0].arrival",
+     "needs uniform arrivals"),
+    ('connections_per_step = 100\nconn_rate = [10]\nfind_max = { slo = "p99<=10ms" }',
+     "measure[0].connections_per_step", "find_max search's steps"),
+])
+def test_requests_and_connections_per_step_are_checked(tmp_path, entry, field, message):
+    text = SUITE + entry + "\n"
+    path = write_suite(tmp_path / "s.toml", text)
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert err.value.field == field and message in err.value.render(), err.value.render()
+    assert err.value.line is not None
+
+
+def test_requests_on_echo_is_refused(tmp_path):
+    path = write_suite(tmp_path / "s.toml", SUITE.replace('"hello"', '"echo"') + "requests = 10\n")
+    with pytest.raises(ConfigError, match="echo_bytes") as err:
+        load_suite(path)
+    assert err.value.field == "measure[0].requests"
+
+
+def test_requests_level_passes_n_and_keeps_the_duration_as_limit(tmp_path):
+    from netarena.backend import generator_argv
+    from netarena.scenarios import levels_for, load_spec
+
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE + "requests = 5000\n"))
+    [level] = levels_for(suite.measure[0])
+    assert level.requests == 5000 and level.key == "c=4,w=1,n=5000"
+    args = load_spec("hello", level, 8080, tmp_path).args
+    assert args[args.index("-n") + 1] == "5000"
+    argv = generator_argv(Path("netarena-load"), "http", "http://127.0.0.1:8080/hello", args, warmup_s=1,
+                          duration_s=30, timeout_s=5, cpus=[1])
+    assert argv[argv.index("--duration") + 1] == "30"
+
+
+def test_connections_per_step_makes_one_sweep_level(tmp_path):
+    from netarena.backend import generator_argv, generator_time_limit_s
+    from netarena.scenarios import levels_for, load_spec
+
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE + "conn_rate = [50, 100, 150]\n"
+                                      "requests_per_conn = 10\nconnections_per_step = 300\n"))
+    [level] = levels_for(suite.measure[0])
+    assert level.param("conn_rate_steps") == "50:150:50" and level.param("conns_per_step") == 300
+    assert level.offered_rate_per_s is None  # a sweep offers many rates: none is the level's
+    args = load_spec("hello", level, 8080, tmp_path).args
+    assert args[args.index("--steps") + 1] == "50:150:50" and args[args.index("--conns-per-step") + 1] == "300"
+    assert args[args.index("--requests-per-conn") + 1] == "10"
+    argv = generator_argv(Path("netarena-load"), "http", "http://127.0.0.1:8080/hello", args, warmup_s=0,
+                          duration_s=3, timeout_s=5, cpus=[1])
+    assert "--duration" not in argv and "--step-duration" not in argv
+    # Each step's connections at its rate (6 + 3 + 2 s), each with a drain of up to timeout_s, and the grace.
+    assert generator_time_limit_s(argv, 0, 3, 5) == pytest.approx(11 + 3 * 5 + 30)
+
+
+def test_generator_threads_above_the_generator_cpus_are_capped_and_said(tmp_path):
+    from netarena.contestants import load
+    from netarena.runner import build_plan
+
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE.replace("[4]", "[8]") + "generator_threads = 4\n"))
+    contestants = load(FIXTURE_CONTESTANTS, ["fx-good"])
+    plan = build_plan(suite, contestants, None, None, [1, 2])
+    [item] = plan.items
+    assert item.level.generator_threads == 2 and item.level.generator_threads_asked == 4
+    assert item.level.to_dict()["generator_threads_asked"] == 4  # stored with every measurement
+    assert "t=2" in item.level.key and "capped to 2" in plan.notices[0]
+    uncapped = build_plan(suite, contestants, None, None, [1, 2, 3, 4])
+    assert uncapped.items[0].level.generator_threads == 4 and not uncapped.notices
+
+
+def test_cli_bad_requests_entry_exits_2(tmp_path, cache_dir):
+    path = write_suite(tmp_path / "bad.toml", SUITE + "requests = 100\nrate = [10]\n")
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
+    assert result.returncode == 2, result.stderr
+    assert "measure[0].requests" in result.stderr and "closed loop" in result.stderr
+    assert not results.exists()

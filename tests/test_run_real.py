@@ -877,3 +877,75 @@ def test_a_generator_that_cannot_keep_up_is_flagged_gen_through_a_run(tmp_path, 
     assert "GEN" in result.stdout, result.stdout
     html = (results / "report-run-1.html").read_text()
     assert 'data-badge="GEN"' in html
+
+
+SHAPES = """name = "shapes"
+contestants = ["fx-good"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 20
+timeout_s = 2
+
+# weighttp's shape: N responses, duration_s only the limit; more generator threads than generator CPUs.
+[[measure]]
+scenario = "hello"
+connections = [4]
+requests = 3000
+generator_threads = 64
+
+# A count no server reaches in the limit: failed, never a shorter run passed off as the asked one.
+[[measure]]
+scenario = "hello"
+connections = [2]
+requests = 100000000
+duration_s = 0.5
+
+# autobench's shape: each connection rate opens a fixed number of connections, one server start per sweep.
+[[measure]]
+scenario = "hello"
+connections = [20]
+conn_rate = [40, 80]
+requests_per_conn = 2
+connections_per_step = 24
+"""
+
+
+def test_request_counts_sweeps_and_capped_generator_threads(tmp_path, cache_dir, generator_binary,
+                                                             no_leftover_processes):
+    path = write_suite(tmp_path / "suite.toml", SHAPES)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results)], cache_dir)
+    assert result.returncode == 0, result.stderr
+    rows = {r["level_key"]: r for r in db_rows(results, "SELECT * FROM measurements")}
+    # Without [cpus] the generator gets one CPU (runner.resolve_cpus): 64 threads are capped to 1, and said.
+    threads = 1
+    counted = rows["c=4,w=1,n=3000"]
+    assert counted["status"] == "ok", counted["error"]
+    generator = json.loads(counted["generator_json"])
+    assert generator["config"]["requests"] == 3000 and generator["totals"]["responses"] == 3000
+    assert generator["config"]["threads"] == threads
+    level = json.loads(counted["level_json"])
+    assert (level["requests"], level["generator_threads"], level["generator_threads_asked"]) == (3000, threads, 64)
+    assert "generator_threads = 64 capped to 1" in result.stdout + result.stderr
+    assert re.search(r"fx-good: 3,000 requests in \d+\.\d{3} s", result.stdout), result.stdout
+    assert "capped: fx-good c=4,w=1,n=3000: generator_threads = 64 asked, 1 ran" in result.stdout, result.stdout
+
+    short = rows["c=2,w=1,n=100000000,d=0.5s"]
+    assert short["status"] == "failed" and short["failure_kind"] == "requests_not_reached", short["error"]
+    assert "of the 100,000,000 requests asked were answered within the time limit" in short["error"]
+
+    sweep = rows["c=20,w=1,conn_rate_steps=40:80:40,per_conn=2,conns_per_step=24"]
+    assert sweep["status"] == "ok", sweep["error"]
+    generator = json.loads(sweep["generator_json"])
+    argv = json.loads(sweep["generator_argv_json"])
+    assert argv[argv.index("--conns-per-step") + 1] == "24" and "--duration" not in argv
+    assert [s["open_loop"]["asked_rate_per_s"] for s in generator["steps"]] == [40, 80]
+    for step in generator["steps"]:  # the count asked, per step, as the generator started and completed them
+        assert step["open_loop"]["connections"]["started"] == 24, step["open_loop"]
+        assert step["open_loop"]["connections"]["completed"] == 24, step["open_loop"]
+        assert step["totals"]["requests"] == 48
+    assert re.search(r"fx-good: 2 steps of 24 connections x 2 requests", result.stdout), result.stdout
+
+    html = (results / "report-run-1.html").read_text()
+    assert 'id="requests"' in html and 'data-requests="fx-good"' in html and "3,000 requests in" in html
+    assert 'id="sweeps"' in html and 'class="sweep-steps' in html and 'data-capped="64"' in html

@@ -125,6 +125,8 @@ def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, war
     # A find-max search measures steps of duration_s each, as many as it needs (FIND_MAX_MAX_STEPS at most).
     if "--bytes" in args:
         timing = []
+    elif "--conns-per-step" in args:  # each step lasts its connections / its rate: no length to give
+        timing = ["--warmup", _seconds(warmup_s)]
     elif "--find-max" in args:
         timing = ["--step-duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
     else:
@@ -144,7 +146,18 @@ def generator_time_limit_s(argv: list[str], warmup_s: float, duration_s: float, 
     every step it may measure, each followed by a drain of up to timeout_s) and a grace period."""
     if "--find-max" in argv:
         return warmup_s + FIND_MAX_MAX_STEPS * (duration_s + timeout_s) + GENERATOR_GRACE_S
+    if "--conns-per-step" in argv:
+        return warmup_s + sweep_seconds(argv, timeout_s) + GENERATOR_GRACE_S
     return warmup_s + duration_s + timeout_s + GENERATOR_GRACE_S
+
+
+def sweep_seconds(argv: list[str], timeout_s: float) -> float:
+    """The longest a --steps --conns-per-step sweep takes: each step's N connections at its rate, then a drain
+    of up to timeout_s."""
+    from .scenarios import sweep_rates
+
+    n = int(argv[argv.index("--conns-per-step") + 1])
+    return sum(n / rate + timeout_s for rate in sweep_rates(argv[argv.index("--steps") + 1]))
 
 
 def _safe(text: str) -> str:
@@ -582,6 +595,14 @@ def conclude(record: dict, generator: dict | None, *, crashed: str | None, gen_e
             f"the server stopped answering: {timeouts(generator)} request(s) timed out under load "
             f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
             f"valid answer within timeout_s={timeout_s:g} s ({hang['reason']}){killed}"), log_path)
+    asked = (generator.get("config") or {}).get("requests")
+    if asked and generator["totals"]["responses"] < asked and not generator.get("interrupted"):
+        # -n N with duration_s as the time limit: a run that ended by time measured fewer responses than
+        # asked, and its time is the limit, not the time N took. Its figures stay with it, marked failed.
+        limit = (generator.get("config") or {}).get("duration_s")
+        return failed(record, "requests_not_reached", (
+            f"{generator['totals']['responses']:,} of the {asked:,} requests asked were answered within the time "
+            f"limit (duration_s = {limit:g} s); raise duration_s or lower requests"), log_path)
     record.update(_result_fields(generator))
     record["flags"] = stats.measurement_flags(generator, record.get("stop"))
     if generator["totals"]["requests"] == 0:

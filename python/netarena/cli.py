@@ -375,8 +375,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
 
             contestants = load(contestants_dir, names)
             # Servers on this machine start with the open-files hard limit (a cluster's server host has its own).
+            on_this_machine = backend_kind == "real" and cluster_file is None
             plan = build_plan(effective, contestants, scenario_filter,
-                              open_files_hard_limit() if backend_kind == "real" and cluster_file is None else None)
+                              open_files_hard_limit() if on_this_machine else None,
+                              generator_set if on_this_machine else None)
         generator_path = None
         cluster = None
         if cluster_file is not None:
@@ -394,6 +396,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             if any(item.level.find_max_slo is not None for item in plan.items):
                 raise ConfigError("find_max is not supported across hosts (each host would search its share of "
                                   "the rate only)", path=str(suite_path), hint="run the search without --cluster")
+            if any(item.level.param("conn_rate_steps") for item in plan.items):
+                raise ConfigError("connections_per_step is not supported across hosts (each host would open the "
+                                  "whole count at its share of the rate)", path=str(suite_path),
+                                  hint="run the sweep without --cluster")
             cluster = load_cluster(cluster_file)
             backend_kind = "cluster"
         elif backend_kind in ("real", "external"):
@@ -419,6 +425,9 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                     if spread.processes > 1 and item.level.find_max_slo is not None:
                         # Each process would search a rate of its own: no one highest rate comes of that.
                         raise ConfigError(f"find_max needs one generator process, and {spread.reason}")
+                    if spread.processes > 1 and item.level.param("conn_rate_steps"):
+                        # Each process would open the whole count per step at its share of the rate.
+                        raise ConfigError(f"connections_per_step needs one generator process, and {spread.reason}")
                 except ConfigError as exc:
                     raise ConfigError(f"{item.scenario} at {item.level.connections:,} connections: {exc}",
                                       path=str(suite_path or "--connections"),
@@ -437,6 +446,8 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         return
     if cpu_warning:
         ui.warn(cpu_warning)
+    for notice in plan.notices:
+        ui.warn(notice)
     if external is not None and external.pid is None:
         ui.warn(f"the server's process: {found_by}; its CPU, RSS and context switches are not monitored "
                 "(give --pid or --process-name)")

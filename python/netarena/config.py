@@ -171,7 +171,13 @@ class Measure(Strict):
     # the N per request, in the closed or the open loop, as static_path).
     gridfs_files: Annotated[int, Field(ge=3, le=10_000)] | None = None  # >= the files verified
     gridfs_path: str | None = None
+    # netarena-load threads (-t). More than the generator has CPUs is capped to their number when the run is
+    # planned (runner.cap_generator_threads), the asked number kept in the level and said in the run's output.
     generator_threads: Annotated[int, Field(ge=1, le=256)] = 1
+    # Closed loop (weighttp -n, seed 001): stop after this many completed responses instead of after duration_s,
+    # which becomes the time limit: a measurement that has not got them all by then fails (requests_not_reached)
+    # instead of reporting a shorter run as if it were the asked one. Reported as "N requests in X s" beside req/s.
+    requests: Annotated[int, Field(ge=1, le=1_000_000_000)] | None = None
     # How netarena-load drives its sockets in the HTTP closed loop (docs/load-generator.md): auto (its default:
     # io_uring-auto where the kernel allows it, epoll otherwise, the result saying which and why), epoll,
     # io_uring, or io_uring waiting for more completions up to 5% of the fastest recent latency.
@@ -189,6 +195,11 @@ class Measure(Strict):
     rate: list[Annotated[float, Field(gt=0, le=10_000_000)]] | None = None
     conn_rate: list[Annotated[float, Field(gt=0, le=1_000_000)]] | None = None
     requests_per_conn: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    # conn_rate only (autobench's num_conn, seed 003): each rate is a step that opens exactly this many connections,
+    # so it lasts connections_per_step / conn_rate (plus the drain of what is in flight, up to timeout_s). The
+    # conn_rate values, evenly spaced and rising, become one sweep on one server start (netarena-load --steps
+    # --conns-per-step): one level, whose steps the report lists.
+    connections_per_step: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
     arrival: Literal["uniform", "poisson"] = "uniform"
     # Open loop: netarena-load --spin-us, how long before each send the load thread stops sleeping and
     # busy-polls (unset: the generator's `auto`, which measures the timer and widens the window where the
@@ -618,6 +629,10 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if entry.generator_io not in ("auto", "epoll") and (entry.scenario == "echo" or open_loop):
             fail(("measure", index, "generator_io"), "io_uring drives the HTTP closed loop only; echo floods "
                  "and open-loop rates use epoll: remove generator_io from this entry")
+        if entry.requests is not None:
+            _check_requests(entry, open_loop, lambda message: fail(("measure", index, "requests"), message))
+        if entry.connections_per_step is not None:
+            _check_connections_per_step(entry, lambda field, message: fail(("measure", index, field), message))
         if entry.requests_per_conn != 1 and entry.conn_rate is None:
             fail(("measure", index, "requests_per_conn"), "only meaningful with conn_rate")
         if entry.generator_spin_us is not None and not open_loop:
@@ -639,6 +654,46 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
             fail(("cpus", "services"), f"services and server CPU sets overlap on "
                  f"{sorted(set(suite.cpus.services) & set(suite.cpus.server))}; the database would take the "
                  "server's CPU time and its figures with it")
+
+
+def _check_requests(entry: Measure, open_loop: bool, fail) -> None:
+    """`requests = N` counts the responses of the closed loop (netarena-load -n)."""
+    if entry.scenario == "echo":
+        fail("counts HTTP responses; an echo flood's fixed size is echo_bytes")
+    if open_loop:
+        fail("counts responses of the closed loop; an open-loop level's length is its schedule (duration_s, or "
+             "connections_per_step with conn_rate): remove requests or rate/conn_rate/find_max")
+
+
+def conn_rate_steps(rates: list[float]) -> tuple[float, float, float] | None:
+    """(low, high, step) of evenly spaced, rising rates (netarena-load --steps LOW:HIGH:STEP); None otherwise.
+    One rate is a sweep of one step."""
+    if len(rates) == 1:
+        return rates[0], rates[0], rates[0]
+    step = rates[1] - rates[0]
+    if step <= 0 or any(abs((b - a) - step) > 1e-9 * max(1.0, step) for a, b in zip(rates, rates[1:])):
+        return None
+    return rates[0], rates[-1], step
+
+
+# netarena-load's schedule::MAX_STEPS: a sweep measures at most this many rates.
+MAX_SWEEP_STEPS = 1000
+
+
+def _check_connections_per_step(entry: Measure, fail) -> None:
+    if entry.conn_rate is None:
+        fail("connections_per_step", "only meaningful with conn_rate: each connection rate is a step that opens "
+             "this many connections")
+    if entry.find_max is not None:
+        fail("connections_per_step", "a find_max search's steps last duration_s each; remove one of them")
+    if entry.arrival != "uniform":
+        fail("arrival", "connections_per_step needs uniform arrivals: with poisson gaps N connections take a random "
+             "time, not connections_per_step / conn_rate")
+    if conn_rate_steps(entry.conn_rate) is None:
+        fail("conn_rate", "with connections_per_step the rates are one sweep (netarena-load --steps LOW:HIGH:STEP): "
+             "give them evenly spaced and rising, e.g. [50, 100, 150, 200]")
+    if len(entry.conn_rate) > MAX_SWEEP_STEPS:
+        fail("conn_rate", f"{len(entry.conn_rate)} rates are more than a sweep measures ({MAX_SWEEP_STEPS})")
 
 
 def _check_find_max(entry: Measure, loc: tuple, fail) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import traceback
@@ -17,7 +18,7 @@ from .contestants import (Contestant, InstallError, availability, cache_root, en
 from .doctor import FD_SPARE
 from .errors import ConfigError
 from .process import available_cpus, group_members, kill_group, process_start_time
-from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready
+from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready, sweep_rates
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
@@ -50,6 +51,8 @@ class Plan:
     contestants: list[Contestant]
     items: list[Item]  # one round; every repeat runs the whole round (A B C A B C, never A A A)
     skips: list[tuple[str, str | None, str | None, str]] = field(default_factory=list)
+    # What the plan changed from the suite and the run's output must say (a capped generator_threads).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -80,6 +83,9 @@ class Plan:
                 return min(duration, item.level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
             if item.level.find_max_slo is not None:  # a search measures steps of `duration` until it brackets
                 return warmup + ESTIMATED_FIND_MAX_STEPS * duration
+            if item.level.param("conn_rate_steps"):  # each step: its connections at its rate (drains not counted)
+                n = item.level.param("conns_per_step")
+                return warmup + sum(n / rate for rate in sweep_rates(item.level.param("conn_rate_steps")))
             return warmup + duration
 
         one_round = sum(expected_s(i) + ESTIMATED_OVERHEAD_S for i in self.items)
@@ -120,10 +126,21 @@ def server_cannot_hold(contestant: Contestant, level: Level, open_files: int) ->
             + (" or measure it with more workers" if contestant.manifest.workers.processes else ""))
 
 
+def cap_generator_threads(level: Level, generator_cpus: list[int] | None) -> Level:
+    """A level asking more generator threads than the generator has CPUs runs with one thread per CPU: the
+    others would only take turns on the same CPUs, and the figures would measure that. The number asked stays
+    in the level (generator_threads_asked, stored with every measurement) and Plan.notices says it."""
+    if not generator_cpus or level.generator_threads <= len(generator_cpus):
+        return level
+    return dataclasses.replace(level, generator_threads=len(generator_cpus),
+                               generator_threads_asked=level.generator_threads)
+
+
 def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: list[str] | None = None,
-               server_open_files: int | None = None) -> Plan:
+               server_open_files: int | None = None, generator_cpus: list[int] | None = None) -> Plan:
     """One round of (contestant, scenario, level) items and what is skipped, with why. `server_open_files`:
-    the open-files limit servers get here (None: not checked, e.g. servers on other hosts)."""
+    the open-files limit servers get here (None: not checked, e.g. servers on other hosts). `generator_cpus`:
+    the generator's CPUs here, which cap generator_threads (None: not capped, e.g. generators on other hosts)."""
     plan = Plan(suite, contestants, [])
     for contestant in contestants:
         for entry in suite.measure:
@@ -138,6 +155,13 @@ def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: lis
                     plan.skips.append(skip)
                 continue
             for level in levels_for(entry):
+                level = cap_generator_threads(level, generator_cpus)
+                if level.generator_threads_asked is not None:
+                    notice = (f"{entry.scenario} {level.key}: generator_threads = {level.generator_threads_asked} "
+                              f"capped to {level.generator_threads}, the generator's CPUs here ({generator_cpus}); "
+                              "the number asked is stored with the level")
+                    if notice not in plan.notices:
+                        plan.notices.append(notice)
                 if level.workers > 1 and not contestant.manifest.workers.supported:
                     plan.skips.append((contestant.name, entry.scenario, level.key,
                                        "runs a single worker only (workers.supported = false)"))

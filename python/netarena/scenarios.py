@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from .config import BYTES_SIZES, SCENARIOS, SERVICE_SCENARIOS, Request
+from .config import BYTES_SIZES, SCENARIOS, SERVICE_SCENARIOS, Request, conn_rate_steps
 from .fixtures import GRIDFS_DEFAULT_FILES, GRIDFS_MISSING_FILE, GRIDFS_VERIFY_FILES
 
 HELLO_BODY = b"Hello, World!"
@@ -157,7 +157,12 @@ class Level:
     threads: int | None = None
     params: tuple = ()  # sorted (name, value) pairs: size / sleep_ms / static_path
     generator_threads: int = 1
+    # The suite's generator_threads when it was more than the generator's CPUs and capped to them
+    # (runner.cap_generator_threads); None: run as asked. Not part of the key: the key says what ran.
+    generator_threads_asked: int | None = None
     generator_io: str = "auto"
+    # Closed loop: stop after this many responses (netarena-load -n), duration_s being the time limit.
+    requests: int | None = None
     pipeline: int = 1
     close: bool = False
     echo_chunk_bytes: int = 32768
@@ -187,6 +192,8 @@ class Level:
             parts.append(("t", f"t={self.generator_threads}"))
         if self.generator_io != "auto":
             parts.append(("io", f"io={self.generator_io}"))
+        if self.requests is not None:
+            parts.append(("n", f"n={self.requests}"))
         if self.pipeline != 1:
             parts.append(("pipeline", f"pipeline={self.pipeline}"))
         if self.close:
@@ -266,6 +273,12 @@ def levels_for(measure) -> list[Level]:
         params = [p + (("rate", FIND_MAX_DEFAULT_START_RATE),) for p in params]
     elif measure.rate:
         params = [p + (("rate", r),) for p in params for r in measure.rate]
+    elif measure.conn_rate and getattr(measure, "connections_per_step", None):
+        # One sweep of the rates on one server start (netarena-load --steps LOW:HIGH:STEP --conns-per-step N),
+        # evenly spaced as config.check_suite made sure.
+        low, high, step = conn_rate_steps(measure.conn_rate)
+        params = [p + (("conn_rate_steps", f"{low:g}:{high:g}:{step:g}"), ("per_conn", measure.requests_per_conn),
+                       ("conns_per_step", measure.connections_per_step)) for p in params]
     elif measure.conn_rate:
         params = [p + (("conn_rate", r), ("per_conn", measure.requests_per_conn)) for p in params
                   for r in measure.conn_rate]
@@ -276,10 +289,16 @@ def levels_for(measure) -> list[Level]:
               probe_interval_s=measure.probe_interval_s, warmup_s=measure.warmup_s, duration_s=measure.duration_s,
               arrival=measure.arrival, generator_spin_us=measure.generator_spin_us,
               find_max_slo=find_max.slo if find_max else None, find_max_errors=find_max.max_errors if find_max else None,
-              thresholds=tuple(measure.thresholds))
+              thresholds=tuple(measure.thresholds), requests=getattr(measure, "requests", None))
         for p in params for w in measure.workers for th in (getattr(measure, "threads", None) or [None])
         for c in measure.connections
     ]
+
+
+def sweep_rates(steps: str) -> list[float]:
+    """The rates of netarena-load --steps LOW:HIGH:STEP, as it computes them (schedule::parse_steps)."""
+    low, high, step = (float(x) for x in steps.split(":"))
+    return [low + i * step for i in range(int((high - low) / step + 1e-9) + 1)]
 
 
 # Where a find-max search starts without a rate in its suite entry (netarena-load's DEFAULT_FIND_MAX_START).
@@ -327,6 +346,14 @@ def _http_level_args(level: Level) -> list[str]:
     elif level.param("conn_rate"):
         http_args += ["--conn-rate", f"{level.param('conn_rate'):g}", "--requests-per-conn",
                       str(level.param("per_conn")), "--arrival", level.arrival]
+    elif level.param("conn_rate_steps"):
+        # The first rate is also the warm-up's (netarena-load warms up at --conn-rate before the sweep).
+        steps = level.param("conn_rate_steps")
+        http_args += ["--conn-rate", steps.split(":")[0], "--steps", steps, "--conns-per-step",
+                      str(level.param("conns_per_step")), "--requests-per-conn", str(level.param("per_conn")),
+                      "--arrival", level.arrival]
+    if level.requests is not None:
+        http_args += ["-n", str(level.requests)]
     if level.generator_spin_us is not None:
         http_args += ["--spin-us", str(level.generator_spin_us)]
     if level.find_max_slo is not None:

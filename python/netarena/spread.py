@@ -157,8 +157,10 @@ def share_level(level, hosts: int, index: int):
     for key in ("rate", "conn_rate"):
         if params.get(key):
             params[key] = params[key] / hosts
+    # requests = N (-n) is a total too: the shares add up to N, the merged result answers for all of them.
+    requests = None if level.requests is None else split_evenly(level.requests, hosts, index)
     return dataclasses.replace(level, connections=split_evenly(level.connections, hosts, index),
-                               params=tuple(sorted(params.items())))
+                               params=tuple(sorted(params.items())), requests=requests)
 
 
 # ----------------------------------------------------------------------------- merging
@@ -302,6 +304,8 @@ def merge_documents(parts: list[dict]) -> dict:
     merged["ended_at"] = max(d["ended_at"] for d in docs)
     merged["duration_s"] = max(d["duration_s"] for d in docs)
     merged["config"] = dict(merged["config"], connections=sum(d["config"]["connections"] for d in docs))
+    if merged["config"].get("requests") is not None:  # -n N was shared like the connections
+        merged["config"]["requests"] = sum(d["config"].get("requests") or 0 for d in docs)
     if merged.get("echo"):
         merged["echo"] = _sum_numbers([d["echo"] for d in docs], _ECHO_COUNTERS)
         times = [d["echo"].get("completion_time_s") for d in docs]

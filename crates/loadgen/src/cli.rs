@@ -221,6 +221,10 @@ pub struct HttpArgs {
     /// Rate sweep: LOW, LOW+STEP, ... HIGH (per second), one result per step
     #[arg(long, value_name = "LOW:HIGH:STEP")]
     pub steps: Option<String>,
+    /// With --conn-rate (one rate or --steps): each step opens exactly N connections, so it lasts
+    /// N / rate, plus the drain (httperf/autobench --num-conn); uniform arrivals only
+    #[arg(long, value_name = "N")]
+    pub conns_per_step: Option<u64>,
     /// Length of each step of --steps / --find-max [default: 5s]
     #[arg(long, value_parser = parse_duration, value_name = "D")]
     pub step_duration: Option<Duration>,

@@ -66,6 +66,9 @@ pub struct OpenConfig {
     pub arrival: Arrival,
     pub steps: Option<Vec<f64>>,
     pub step_duration: Option<Duration>,
+    /// `--conns-per-step N`: each step (or the single rate) opens exactly N connections and lasts
+    /// N / rate; None: steps of `step_duration`, a single rate for `--duration`.
+    pub conns_per_step: Option<u64>,
     pub find_max: Option<FindMax>,
     /// `--spin-us`: how long before an intended send the thread stops sleeping and busy-polls.
     pub spin: SpinWindow,
@@ -536,6 +539,7 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             (a.find_max_limit.is_some(), "--find-max-limit"),
             (!matches!(a.arrival, ArrivalArg::Uniform), "--arrival"),
             (a.spin_us.is_some(), "--spin-us"),
+            (a.conns_per_step.is_some(), "--conns-per-step"),
         ] {
             if given {
                 return Err(format!(
@@ -598,7 +602,7 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             "--steps measures given rates and --find-max searches them: give one of them".into(),
         );
     }
-    if sweep && a.common.duration.is_some() {
+    if sweep && a.conns_per_step.is_none() && a.common.duration.is_some() {
         return Err(
             "with --steps or --find-max each step lasts --step-duration; drop --duration".into(),
         );
@@ -608,6 +612,28 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
     }
     if a.step_duration.is_some_and(|d| d.is_zero()) {
         return Err("--step-duration must be longer than 0".into());
+    }
+    if let Some(n) = a.conns_per_step {
+        // The step's length follows from the count, and the count is what the step is: both must
+        // be exact, which only a connection schedule with fixed gaps gives.
+        if a.conn_rate.is_none() {
+            return Err("--conns-per-step counts connections: it goes with --conn-rate".into());
+        }
+        if n == 0 {
+            return Err("--conns-per-step 0 would open nothing: give at least 1".into());
+        }
+        if a.find_max {
+            return Err("--conns-per-step goes with --steps or a single --conn-rate; a --find-max step lasts --step-duration".into());
+        }
+        if a.step_duration.is_some() || a.common.duration.is_some() {
+            return Err(
+                "with --conns-per-step a step lasts N / rate: drop --duration/--step-duration"
+                    .into(),
+            );
+        }
+        if !matches!(a.arrival, ArrivalArg::Uniform) {
+            return Err("--conns-per-step needs --arrival uniform: with poisson gaps N connections take a random time, not N / rate".into());
+        }
     }
     if !a.find_max
         && (a.slo.is_some()
@@ -658,7 +684,7 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             c.threads, c.connections
         ));
     }
-    if sweep {
+    if sweep || a.conns_per_step.is_some() {
         c.duration = None;
     }
     if a.conn_rate.is_some() && a.common.connections.is_none() {
@@ -678,7 +704,9 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             ArrivalArg::Poisson => Arrival::Poisson,
         },
         steps,
-        step_duration: sweep.then(|| a.step_duration.unwrap_or(DEFAULT_STEP_DURATION)),
+        step_duration: (sweep && a.conns_per_step.is_none())
+            .then(|| a.step_duration.unwrap_or(DEFAULT_STEP_DURATION)),
+        conns_per_step: a.conns_per_step,
         find_max,
         spin,
     }))

@@ -91,6 +91,9 @@ pub struct PhasePlan {
     /// Uniform arrivals: this thread's first arrival is this long after `start` (thread t of T at
     /// t/(T x rate_per_s)), so the threads' arrivals interleave evenly.
     pub offset: Duration,
+    /// `--conns-per-step`: this thread's share of the step's arrivals; the schedule stops after it
+    /// even if float rounding put one more arrival before `end`. None: every arrival before `end`.
+    pub max_arrivals: Option<u64>,
 }
 
 /// Open-loop counters of one phase (one thread, or merged).
@@ -448,7 +451,10 @@ impl Worker {
             // Arrivals due before the end are taken before leaving: the loop may wake late
             // (waiting on a full backlog it sleeps until a response or the sweep), and leaving
             // first would lose the arrivals intended between the last wake-up and the end.
-            while sched.next() <= now && sched.next() < plan.end {
+            while sched.next() <= now
+                && sched.next() < plan.end
+                && plan.max_arrivals.is_none_or(|m| self.open.intended < m)
+            {
                 let t = sched.advance();
                 self.open.intended += 1;
                 if conn_rate {

@@ -68,6 +68,7 @@ impl Workers {
         start: Instant,
         end: Instant,
         rate: f64,
+        arrivals: Option<u64>,
     ) -> Result<Vec<PhaseReport>, OpenError> {
         let threads = self.plans.len();
         for (t, p) in self.plans.iter().enumerate() {
@@ -76,6 +77,9 @@ impl Workers {
                 end,
                 rate_per_s: rate / threads as f64,
                 offset: Duration::from_secs_f64(t as f64 / rate),
+                // Thread t's uniform arrivals are every threads-th one from the t-th: of N, the
+                // first N % threads threads get one more (split_evenly's share).
+                max_arrivals: arrivals.map(|n| split_evenly(n, threads, t)),
             };
             p.send(plan)
                 .map_err(|_| OpenError::Failure("a load thread stopped".into()))?;
@@ -181,7 +185,7 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
     let mut warmup = Duration::ZERO;
     if !cfg.warmup.is_zero() {
         let start = Instant::now() + PHASE_LEAD;
-        let reports = w.phase(start, start + cfg.warmup, o.base_rate())?;
+        let reports = w.phase(start, start + cfg.warmup, o.base_rate(), None)?;
         let stopped = reports.iter().map(|r| r.stopped_at).max().unwrap_or(start);
         warmup = stopped.saturating_duration_since(start);
     }
@@ -192,11 +196,18 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
     };
 
     let _progress = progress::start(first_start, cfg.interval, run::progress_unit(cfg));
-    let step_duration = o.step_duration.or(cfg.duration).expect("a length");
+    // With --conns-per-step a step lasts as long as its N connections take to start at its rate
+    // (the last one starts (N-1)/rate after the first; the step ends one gap later).
+    let fixed_length = o.step_duration.or(cfg.duration);
+    let length_of = |rate: f64| match o.conns_per_step {
+        Some(n) => Duration::from_secs_f64(n as f64 / rate),
+        None => fixed_length.expect("a length"),
+    };
     let mut steps: Vec<StepOut> = Vec::new();
     let mut next_start = first_start;
     let measure = |rate: f64, start: Instant| -> Result<StepOut, OpenError> {
-        let reports = w.phase(start, start + step_duration, rate)?;
+        let step_duration = length_of(rate);
+        let reports = w.phase(start, start + step_duration, rate, o.conns_per_step)?;
         // A SIGINT/SIGTERM during the phase ended its schedule when it arrived: the rate achieved
         // and the throughput are over the part that ran.
         let cut = signals::stopped_at().filter(|&t| t < start + step_duration);

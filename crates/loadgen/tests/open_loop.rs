@@ -1344,3 +1344,117 @@ fn assert_find_max_bookkeeping(fm: &Value, resolution: f64, ceiling: f64) {
         );
     }
 }
+
+#[test]
+fn conns_per_step_opens_exactly_that_many_connections_per_step() {
+    let _cpu = cpu_shared();
+    // Autobench's num_conn: each step of a --conn-rate sweep opens a fixed number of connections,
+    // so it lasts N / rate. Counted by the generator and by the server (real sockets); two threads
+    // share the schedule, so each thread's share must add up to N.
+    const N: u64 = 60;
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let doc = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "100",
+            "--requests-per-conn",
+            "3",
+            "--steps",
+            "100:300:100",
+            "--conns-per-step",
+            &N.to_string(),
+            "-t",
+            "2",
+            "--timeout",
+            "5s",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    assert_eq!(u(&doc["config"]["conns_per_step"]), N);
+    assert!(
+        doc["config"]["step_duration_s"].is_null(),
+        "{:#}",
+        doc["config"]
+    );
+    let steps = doc["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    for (k, st) in steps.iter().enumerate() {
+        let ol = &st["open_loop"];
+        let rate = 100.0 * (k + 1) as f64;
+        assert_eq!(f(&ol["asked_rate_per_s"]), rate);
+        assert_eq!(u(&ol["intended"]), N, "{ol:#}");
+        assert_eq!(u(&ol["connections"]["started"]), N, "{ol:#}");
+        assert_eq!(u(&ol["connections"]["completed"]), N, "{ol:#}");
+        assert_eq!(u(&st["totals"]["requests"]), 3 * N);
+        // The step's schedule cannot end before its last connection was due ((N-1)/rate).
+        assert!(
+            f(&st["duration_s"]) >= (N - 1) as f64 / rate,
+            "step {rate}/s lasted {}",
+            st["duration_s"]
+        );
+    }
+    assert_eq!(s.connections.load(Ordering::Relaxed), 3 * N);
+    assert_eq!(s.requests.load(Ordering::Relaxed), 3 * 3 * N);
+
+    // A single rate takes it too; the count goes with --conn-rate and fixed gaps only.
+    let one = run_load(
+        &[
+            "http",
+            &url,
+            "--conn-rate",
+            "200",
+            "--conns-per-step",
+            "25",
+            "--json",
+        ],
+        LIMIT,
+    )
+    .json();
+    assert_eq!(u(&one["open_loop"]["connections"]["started"]), 25);
+    for (bad, why) in [
+        (
+            &["--rate", "100", "--conns-per-step", "5"][..],
+            "--conn-rate",
+        ),
+        (
+            &[
+                "--conn-rate",
+                "100",
+                "--conns-per-step",
+                "5",
+                "--arrival",
+                "poisson",
+            ][..],
+            "uniform",
+        ),
+        (
+            &[
+                "--conn-rate",
+                "100",
+                "--steps",
+                "100:200:100",
+                "--conns-per-step",
+                "5",
+                "--step-duration",
+                "1s",
+            ][..],
+            "N / rate",
+        ),
+        (
+            &["--conn-rate", "100", "--conns-per-step", "0"][..],
+            "at least 1",
+        ),
+    ] {
+        let mut args = vec!["http", url.as_str()];
+        args.extend_from_slice(bad);
+        let r = run_load(&args, LIMIT);
+        assert_eq!(r.code, 2, "{}", r.describe());
+        assert!(r.stderr.contains(why), "{bad:?}: {}", r.stderr);
+    }
+}

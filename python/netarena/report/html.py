@@ -22,7 +22,7 @@ from plotly.subplots import make_subplots
 
 from . import fmt
 from .model import (BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, external_line, found_rate_text,
-                    interval_series, rank_basis, ranks)
+                    interval_series, rank_basis, ranks, requests_line)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -181,6 +181,14 @@ def _line_name(g: Group, all_series: list[str] | None = None) -> str:
 
 def _level_cell(g: Group) -> str:
     text = e(g.level_key)
+    if g.generator_threads_asked is not None:  # runner.cap_generator_threads: said wherever the level is shown
+        text += (f'<br><span class="note" data-capped="{g.generator_threads_asked}">generator_threads = '
+                 f"{g.generator_threads_asked} asked, {g.level.get('generator_threads')} ran (one per generator "
+                 "CPU)</span>")
+    if g.requests_asked is not None:
+        text += f'<br><span class="note">{e(requests_line(g).split(": ", 1)[1])}</span>'
+    if g.sweep is not None:
+        return f'{text}<br><span class="note">connection-rate sweep (steps below): {OPEN_LOOP_NOTE}</span>'
     if g.find_max is not None:
         return f'{text}<br><span class="note">find-max: {OPEN_LOOP_NOTE}</span>'
     if g.offered_rate_per_s is not None:
@@ -439,6 +447,47 @@ def _rate_charts(page: _Page, report: Report) -> None:
         fig.update_layout(height=1100)
         page.chart(fig, f"{scenario}: against the offered rate")
         _load_resources(page, scenario, groups, lambda g: g.offered_rate_per_s, "offered rate (req/s)", log_x=False)
+
+
+def _requests_section(page: _Page, report: Report) -> None:
+    """requests = N levels (weighttp -n): the time N responses took, weighttp's figure, beside req/s."""
+    groups = [g for g in report.groups if g.requests_asked is not None]
+    if not groups:
+        return
+    page.add('<h2 id="requests">Fixed request counts</h2>')
+    page.add('<p class="note">Levels with <code>requests = N</code> stop after N responses (netarena-load -n); '
+             "duration_s is only their time limit, and a repeat that did not get N responses within it is failed "
+             "(requests_not_reached). The time is the measured phase's, median over the ok repeats.</p>")
+    rows = [f'<tr data-requests="{e(g.contestant)}"><td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>'
+            f"<td>{e(g.contestant)}</td><td>{e(requests_line(g).split(': ', 1)[1])}</td>"
+            f'<td class="num">{fmt.rps(g.requests_per_s_median)}</td><td>{ids_html(g.measurement_ids)}</td></tr>'
+            for g in groups]
+    page.add(_table(["scenario", "level", "contestant", "requests in", "req/s (median)", "from"], rows,
+                    cls="requests-n"))
+
+
+def _sweep_section(page: _Page, report: Report) -> None:
+    """connections_per_step levels (autobench's shape): one row per step of the median repeat."""
+    groups = [g for g in report.groups if g.sweep is not None]
+    if not groups:
+        return
+    page.add('<h2 id="sweeps">Connection-rate sweeps</h2>')
+    page.add(f'<p class="note">Each step opens a fixed number of connections at its rate (autobench\'s num_conn), '
+             f"so it lasts that number / the rate, on one server start for the whole sweep; latency {OPEN_LOOP_NOTE}. "
+             "The steps shown are those of the repeat whose whole-sweep throughput is the median.</p>")
+    for g in groups:
+        sw = g.sweep
+        rows = [f'<tr><td class="num">{fmt.rps(st["rate_per_s"])}</td><td class="num">{fmt.rps(st["achieved_per_s"])}'
+                f'</td><td class="num">{st["started"]:,} / {st["completed"]:,}</td>'
+                f'<td class="num">{fmt.rps(st["requests_per_s"])}</td><td class="num">{fmt.us(st["p50_us"])}</td>'
+                f'<td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.pct(st["error_rate"])}</td>'
+                f'<td class="num">{(st["duration_s"] or 0):.2f} s</td><td>{"RATE" if st["rate_not_met"] else ""}</td>'
+                "</tr>" for st in sw["steps"]]
+        page.add(f'<h3>{e(g.scenario)} {e(g.level_key)}: {e(g.contestant)}</h3>'
+                 f'<p class="note">{len(sw["steps"])} steps of {sw["conns_per_step"]:,} connections x '
+                 f'{sw["requests_per_conn"]} requests (measurement {ids_html([sw["steps_measurement_id"]])})</p>'
+                 + _table(["conn/s asked", "conn/s achieved", "connections started / completed", "req/s", "p50",
+                           "p99", "errors", "step length", "flag"], rows, cls="sweep-steps"))
 
 
 def _find_max_section(page: _Page, report: Report) -> None:
@@ -973,6 +1022,8 @@ def render(report: Report) -> bytes:
     _throughput_charts(page, report)
     _rate_charts(page, report)
     _find_max_section(page, report)
+    _requests_section(page, report)
+    _sweep_section(page, report)
     _latency_charts(page, report)
     _errors(page, report)
     _over_time(page, report)
@@ -982,7 +1033,8 @@ def render(report: Report) -> bytes:
     _measurements(page, report)
     body = "\n".join(page.parts)
     sections = [("summary", "Summary"), ("thresholds", "Thresholds"), ("throughput", "Throughput"),
-                ("rates", "Against rate"), ("find-max", "Highest rate"), ("latency", "Latency"), ("errors", "Errors"),
+                ("rates", "Against rate"), ("find-max", "Highest rate"), ("requests", "Request counts"),
+                ("sweeps", "Sweeps"), ("latency", "Latency"), ("errors", "Errors"),
                 ("resources", "Over time"), ("echo", "Echo flood"), ("environment", "Environment"),
                 ("skipped", "Skipped and failed"), ("measurements", "Measurements")]
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections if f'id="{anchor}"' in body)

@@ -7,7 +7,7 @@ and level, ranked as the page ranks them, each row naming the measurement ids it
 from __future__ import annotations
 
 from . import fmt
-from .model import BADGES, Report, find_max_line, level_title, ranks
+from .model import BADGES, Report, find_max_line, level_title, ranks, requests_line, sweep_line
 
 HEADERS = ["rank", "contestant", "{unit} (median)", "min–max", "p50", "p99", "p99.9", "mean", "stdev", "max",
            "ok", "errors", "error rate", "MB/s", "server CPU", "peak RSS", "badges", "from"]
@@ -45,6 +45,8 @@ def render_markdown(report: Report) -> str:
                 out.append("| " + " | ".join(_cell(c) for c in cells) + " |")
             out.append("")
             found = [f"- {find_max_line(g)}" for g in groups if g.find_max is not None]
+            found += [f"- {requests_line(g)}" for g in groups if g.requests_asked is not None]
+            found += [f"- {sweep_line(g)}" for g in groups if g.sweep is not None]
             out += found + ([""] if found else [])
     if used:
         out += ["Badges: " + "; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used), ""]

@@ -160,6 +160,11 @@ class Group:
     latency_uncorrected_p99_us: float | None = None
     rate_not_met_reasons: list[str] = field(default_factory=list)  # "#repeat: reason", every ok repeat's
     find_max: dict | None = None                     # find-max levels: see _find_max
+    sweep: dict | None = None                        # connections_per_step sweeps: see _sweep
+    # requests = N levels (weighttp -n): N, and the time each ok repeat took to get its N responses.
+    requests_asked: int | None = None
+    completion_s: list[float] = field(default_factory=list)
+    generator_threads_asked: int | None = None       # the suite's generator_threads when it was capped
 
     # The generator's verdicts of each ok repeat: {measurement_id, repeat_index, expr, measured, pass, ...}.
     thresholds: list[dict] = field(default_factory=list)
@@ -171,7 +176,7 @@ class Group:
 
     @property
     def open_loop(self) -> bool:
-        return self.offered_rate_per_s is not None or self.find_max is not None
+        return self.offered_rate_per_s is not None or self.find_max is not None or self.sweep is not None
 
     @property
     def series(self) -> str:
@@ -252,6 +257,8 @@ def level_title(scenario: str, g: Group) -> str:
         title += f" · offered {fmt.rps(g.offered_rate_per_s)} req/s"
     elif g.find_max is not None:
         title += " · find-max"
+    elif g.sweep is not None:
+        title += " · connection-rate sweep"
     if g.open_loop:
         title += f" · {OPEN_LOOP_NOTE} · ranked by {rank_basis(g)}"
     return title
@@ -482,6 +489,10 @@ def build_groups(rows: list[dict]) -> list[Group]:
                                   for reason in (m["generator"].get("open_loop") or {}).get("rate_not_met_reasons")
                                   or []],
             find_max=_find_max(ok),
+            sweep=_sweep(ok),
+            requests_asked=level.requests,
+            completion_s=[float(m["generator"]["duration_s"]) for m in ok if level.requests is not None],
+            generator_threads_asked=level.generator_threads_asked,
             thresholds=[dict(t, measurement_id=m["id"], repeat_index=m["repeat_index"]) for m in ok
                         for t in (m["generator"].get("thresholds") or [])],
             database_cpu_pct_median=_median([_database_cpu_pct(m) for m in ok]),
@@ -619,6 +630,58 @@ def _find_max(ok: list[dict]) -> dict | None:
             "slo": median_search.get("slo"), "max_errors_fraction": median_search.get("max_errors_fraction"),
             "stopped_because": median_search.get("stopped_because"), "steps": steps,
             "steps_measurement_id": median_m["id"]}
+
+
+def _sweep(ok: list[dict]) -> dict | None:
+    """A connections_per_step level (netarena-load --steps --conns-per-step): each step's figures (the asked and
+    achieved connection rate, connections started and completed, req/s, p50/p99 from the intended send time,
+    error rate, the step's length) from the repeat whose whole-sweep throughput is the median."""
+    sweeps = [m for m in ok if (m["generator"].get("config") or {}).get("conns_per_step")]
+    if not sweeps:
+        return None
+    median_m = sorted(sweeps, key=lambda m: m["generator"]["throughput"]["requests_per_s"])[(len(sweeps) - 1) // 2]
+    config = median_m["generator"]["config"]
+    steps = []
+    for doc in median_m["generator"].get("steps") or []:
+        open_loop = doc.get("open_loop") or {}
+        conns = open_loop.get("connections") or {}
+        latency = doc.get("latency") or {}
+        steps.append({"rate_per_s": open_loop.get("asked_rate_per_s"),
+                      "achieved_per_s": open_loop.get("achieved_rate_per_s"),
+                      "started": conns.get("started"), "completed": conns.get("completed"),
+                      "requests_per_s": (doc.get("throughput") or {}).get("requests_per_s"),
+                      "p50_us": latency.get("p50_us") if latency.get("count") else None,
+                      "p99_us": latency.get("p99_us") if latency.get("count") else None,
+                      "error_rate": stats.error_rate(doc) if doc.get("totals") else None,
+                      "errors": (doc.get("totals") or {}).get("errors"), "duration_s": doc.get("duration_s"),
+                      "rate_not_met": bool(open_loop.get("rate_not_met"))})
+    return {"conns_per_step": config.get("conns_per_step"), "requests_per_conn": config.get("requests_per_conn"),
+            "steps": steps, "steps_measurement_id": median_m["id"]}
+
+
+def sweep_line(g: Group) -> str:
+    """One line per sweep group: each step's connection rate, the req/s it got and its error rate."""
+    sw = g.sweep or {}
+    steps = " ".join(f"{fmt.rps_short(st['rate_per_s'])}→{fmt.rps_short(st['requests_per_s'])}"
+                     + (f"({fmt.pct(st['error_rate'], 1)} err)" if st.get("error_rate") else "")
+                     for st in sw.get("steps", []))
+    return (f"{g.contestant}: {len(sw.get('steps', []))} steps of {sw.get('conns_per_step') or 0:,} connections x "
+            f"{sw.get('requests_per_conn')} requests (conn/s→req/s, measurement #{sw.get('steps_measurement_id')}): "
+            + steps)
+
+
+def requests_line(g: Group) -> str:
+    """weighttp's figure for a requests = N level: the time N responses took (median of the ok repeats)."""
+    times = g.completion_s
+    if not times:
+        return f"{g.contestant}: {g.requests_asked:,} requests: no successful repeat (see the failures)"
+    return (f"{g.contestant}: {g.requests_asked:,} requests in {statistics.median(times):.3f} s (median; per repeat "
+            + ", ".join(f"{t:.3f}" for t in times) + " s)")
+
+
+def capped_line(g: Group) -> str:
+    return (f"{g.contestant} {g.level_key}: generator_threads = {g.generator_threads_asked} asked, "
+            f"{g.level.get('generator_threads')} ran (one per generator CPU)")
 
 
 def interval_series(generator: dict) -> list[dict]:

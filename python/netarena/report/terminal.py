@@ -11,7 +11,8 @@ from rich.text import Text
 
 from . import fmt
 from ..term import console as make_console
-from .model import BADGES, SATURATED_BUSY_PCT, Report, external_line, find_max_line, level_title, ranks
+from .model import (BADGES, SATURATED_BUSY_PCT, Report, capped_line, external_line, find_max_line, level_title, ranks,
+                    requests_line, sweep_line)
 
 
 TERMINAL_WIDTH = 100
@@ -60,6 +61,8 @@ def summary_renderables(report: Report) -> list:
             out.append(Text(""))
             out.append(table)
             out += [Text(f"  {find_max_line(g)}") for g in groups if g.find_max is not None]
+            out += [Text(f"  {requests_line(g)}") for g in groups if g.requests_asked is not None]
+            out += [Text(f"  {sweep_line(g)}") for g in groups if g.sweep is not None]
     if used:
         legend = Text("badges: ", style="dim")
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
@@ -76,6 +79,9 @@ def summary_renderables(report: Report) -> list:
         out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
                         f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
                         "look at latency and errors)", style="dim"))
+    for g in report.groups:
+        if g.generator_threads_asked is not None:
+            out.append(Text(f"capped: {capped_line(g)}"))
     for g in report.groups:
         if g.unfinished:
             out.append(Text(f"unfinished: {g.contestant} {g.scenario} {g.level_key}: {_unfinished(g)}"))
