@@ -535,6 +535,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     try:
         runner.execute(plan, run_id, results_dir, server, generator_set)
     except (Interrupted, KeyboardInterrupt):
+        # Already stopping: a further Ctrl-C/SIGTERM must not cut the clean-up short (it would kill this process
+        # by the signal between the clean-up and exit 130, seen when the second Ctrl-C landed after the message).
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
         ui.end_progress()
         store.set_run_status(run_id, "interrupted")
         cleanup_orphans(store, ui.warn)
