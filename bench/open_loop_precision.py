@@ -16,7 +16,7 @@ Method
   includes the busy-polling), ``open_loop.spin_wait_s`` (turns that only polled) and
   ``generator.busy_fraction_max`` (CPU minus those turns, over wall time).
 * Reported: every run, then per spin window the median, min and max over the runs of lag p50 and
-  p99, achieved/asked and CPU seconds, against the issue's goal: lag p99 <= GOAL_LAG_P99_US (50 µs)
+  p99, achieved/asked and CPU seconds, against the precision goal: lag p99 <= GOAL_LAG_P99_US (50 µs)
   at 10,000 req/s.
 * The reference, measured after each run on the same CPU: bench/timer_floor.c arms a timerfd at the
   generator's send period and waits for it in epoll_wait, as the generator's open-loop thread does,
@@ -43,7 +43,7 @@ from pathlib import Path
 import benchlib
 from loadgen_vs_wrk import PATH, check_hello, start_nginx
 
-GOAL_LAG_P99_US = 50  # issue 3: p99 of (actual − intended send time) <= 50 µs at 10k req/s
+GOAL_LAG_P99_US = 50  # the precision goal: p99 of (actual − intended send time) <= 50 µs at 10k req/s
 # The default (--spin-us auto) keeps its schedule within this many times the machine's own timer wake-up p99,
 # measured in the same runs: the rest would be the generator's own lag, reported as the server's latency.
 GOAL_DEFAULT_OVER_TIMER = 1.5

@@ -727,7 +727,7 @@ fn spin_auto_says(a: &SpinAutoDoc, spin_us: u64) -> String {
     }
 }
 
-/// Below this schedule-lag p99 there is nothing worth a spinning core (the goal, 50 µs).
+/// Below this schedule-lag p99 there is nothing worth a spinning core (the open loop's precision goal, 50 µs; bench/open_loop_precision.py).
 const SPIN_HINT_ABOVE_US: u64 = 50;
 
 /// A sleeping thread's schedule lag p99 between `SPIN_HINT_ABOVE_US` and `LATE_THRESHOLD` is the

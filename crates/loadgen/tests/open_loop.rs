@@ -272,11 +272,13 @@ fn assert_spin_auto_follows_its_figures(ol: &serde_json::Value) {
     let auto = &ol["spin_auto"];
     let lag = u(&auto["timer_lag_p99_us"]);
     let gap = u(&auto["send_gap_us"]);
-    assert!(lag > 0, "a timer never wakes exactly on time: {auto:#}");
-    let widened = lag * 4 > gap;
-    assert_eq!(auto["widened"], widened, "{auto:#}");
+    // The rule works on nanoseconds and the document reports whole µs: within a µs of the boundary
+    // (lag = a quarter of the gap) either choice is right.
+    let widened = auto["widened"].as_bool().expect("widened is a bool");
+    if (lag * 4).abs_diff(gap) > 4 {
+        assert_eq!(widened, lag * 4 > gap, "{auto:#}");
+    }
     let want = if widened { (2 * lag).clamp(20, 10_000) } else { 20 };
-    // The rule works on whole nanoseconds and reports whole µs: allow the rounding.
     assert!(u(&ol["spin_us"]).abs_diff(want) <= 2, "{ol:#}");
 }
 
