@@ -138,10 +138,14 @@ impl WorkerConfig {
     /// The local address this thread's k-th connection binds to (`--source-ips`, round-robin over
     /// the connection's global number), if any.
     pub(crate) fn source_for(&self, k: usize) -> Option<SocketAddr> {
-        let index = self.first_conn + k;
-        (!self.source_ips.is_empty())
-            .then(|| SocketAddr::new(self.source_ips[index % self.source_ips.len()], 0))
+        source_address(&self.source_ips, self.first_conn + k)
     }
+}
+
+/// The local address connection number `index` (unique within the run) binds to: `--source-ips`,
+/// round-robin; None without them.
+pub(crate) fn source_address(source_ips: &[IpAddr], index: usize) -> Option<SocketAddr> {
+    (!source_ips.is_empty()).then(|| SocketAddr::new(source_ips[index % source_ips.len()], 0))
 }
 
 pub struct WorkerResult {
@@ -162,7 +166,8 @@ pub struct WorkerResult {
     pub batch_wait_max: Option<Duration>,
 }
 
-/// Where one connection slot is in its life; both closed-loop engines use it.
+/// Where one connection slot is in its life; every engine and load model uses it.
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum Phase {
     /// Not opened yet (the initial ramp opens slots in order).
     New,
@@ -405,23 +410,10 @@ impl<P: Protocol> Worker<P> {
             return;
         };
         let out = match slot.phase {
-            Phase::Connecting { .. } => {
-                let closed = ev.is_error() || ev.is_write_closed() || ev.is_read_closed();
-                // A failed connect leaves its errno in SO_ERROR. Without one, a writable socket did
-                // connect: a server that accepts and closes at once delivers its FIN in the same
-                // event as the connect completing, and that is a connection closed early (the read
-                // below sees the EOF), not a refused connect.
-                let err = if closed {
-                    sock.take_error().ok().flatten()
-                } else {
-                    None
-                };
-                if let Some(e) = err {
-                    Outcome::Fail(
-                        ErrorClass::of_connect_error(&e),
-                        format!("connect to {}: {e}", self.target),
-                    )
-                } else if ev.is_writable() {
+            Phase::Connecting { .. } => match connect_event(ev, sock, self.target) {
+                ConnectEvent::Failed(class, msg) => Outcome::Fail(class, msg),
+                ConnectEvent::Pending => Outcome::Ok,
+                ConnectEvent::Connected => {
                     slot.phase = Phase::Open;
                     self.connecting -= 1;
                     self.stats.connection_opened(now);
@@ -438,19 +430,8 @@ impl<P: Protocol> Worker<P> {
                         );
                     }
                     out
-                } else if closed {
-                    // Closed before the connect completed, and the kernel kept no errno to say why.
-                    Outcome::Fail(
-                        ErrorClass::ConnectError,
-                        format!(
-                            "connect to {}: closed before it completed (no error reported)",
-                            self.target
-                        ),
-                    )
-                } else {
-                    Outcome::Ok
                 }
-            }
+            },
             Phase::Open => {
                 let mut out = Outcome::Ok;
                 if ev.is_writable() {
@@ -503,10 +484,7 @@ impl<P: Protocol> Worker<P> {
         self.close(i);
         let slot = &mut self.slots[i];
         if self.proto.replace_failed() {
-            slot.backoff_ms = (slot.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-            slot.phase = Phase::Idle {
-                retry_at: now + Duration::from_millis(u64::from(slot.backoff_ms)),
-            };
+            slot.phase = back_off(&mut slot.backoff_ms, now);
         } else {
             slot.phase = Phase::Done;
             self.live -= 1;
@@ -551,7 +529,55 @@ impl<P: Protocol> Worker<P> {
     }
 }
 
-/// What the periodic sweep does with one connection slot (both closed-loop engines).
+/// What an epoll event says about a connect in progress (both load models read it this way).
+pub(crate) enum ConnectEvent {
+    Pending,
+    Connected,
+    Failed(ErrorClass, String),
+}
+
+pub(crate) fn connect_event(
+    ev: &mio::event::Event,
+    sock: &TcpStream,
+    target: SocketAddr,
+) -> ConnectEvent {
+    let closed = ev.is_error() || ev.is_write_closed() || ev.is_read_closed();
+    // A failed connect leaves its errno in SO_ERROR. Without one, a writable socket did connect: a
+    // server that accepts and closes at once delivers its FIN in the same event as the connect
+    // completing, and that is a connection closed early (a read sees the EOF), not a failed connect.
+    let err = if closed {
+        sock.take_error().ok().flatten()
+    } else {
+        None
+    };
+    if let Some(e) = err {
+        ConnectEvent::Failed(
+            ErrorClass::of_connect_error(&e),
+            format!("connect to {target}: {e}"),
+        )
+    } else if ev.is_writable() {
+        ConnectEvent::Connected
+    } else if closed {
+        // Closed before the connect completed, and the kernel kept no errno to say why.
+        ConnectEvent::Failed(
+            ErrorClass::ConnectError,
+            format!("connect to {target}: closed before it completed (no error reported)"),
+        )
+    } else {
+        ConnectEvent::Pending
+    }
+}
+
+/// After a failure: the slot waits before it reconnects, twice as long as last time, from
+/// BACKOFF_MIN_MS up to BACKOFF_MAX_MS (both load models).
+pub(crate) fn back_off(backoff_ms: &mut u32, now: Instant) -> Phase {
+    *backoff_ms = (*backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+    Phase::Idle {
+        retry_at: now + Duration::from_millis(u64::from(*backoff_ms)),
+    }
+}
+
+/// What the periodic sweep does with one connection slot (every engine and load model).
 pub(crate) enum SweepAction {
     Fail(ErrorClass, String),
     /// Its back-off after a failure is over: open it again.

@@ -1,8 +1,13 @@
-//! The HTTP/1.1 closed loop of one connection, without any I/O: what the bytes that arrived mean
-//! (responses parsed, judged and counted, errors classified), and when the next batch of requests
-//! goes out. Both engines drive it, the epoll one (`http`) and the io_uring one (`uring`), so
-//! parsing, verification, accounting and error classes cannot drift apart between them; the engines
-//! only move bytes.
+//! HTTP/1.1 on one connection, without any I/O: which request bytes go out, what the bytes that
+//! arrived mean (responses parsed, judged and counted, errors classified), and when a batch is fully
+//! answered. Every load model drives it: the closed loop on both engines (epoll in `http`, io_uring
+//! in `uring`) and the open loop (`openloop`), so parsing, verification, accounting and error
+//! classes cannot drift apart between them; the engines only move bytes, the load models only
+//! decide when a request goes out.
+//!
+//! Latency runs from a request's intended send time: in the closed loop that is when it was sent;
+//! in the open loop it is the schedule's time (corrected for coordinated omission), and the time
+//! from the actual send is kept beside it (`Exchange::with_uncorrected`).
 //!
 //! With `--urls` each request of a batch is the next pick of the URL list (`urls::UrlPicker`, the
 //! open loop's order and seed), and each response is judged by the expectation of the URL it
@@ -15,7 +20,9 @@ use std::time::{Duration, Instant};
 use crate::config::HttpConfig;
 use crate::engine::Outcome;
 use crate::http::{Response, ResponseParser, Step, Verdict};
-use crate::stats::{ErrorClass, ThreadStats};
+use hdrhistogram::Histogram;
+
+use crate::stats::{micros, new_histogram, ErrorClass, ThreadStats};
 use crate::urls::{Requests, UrlPicker};
 
 /// What the requests and their answers must be; one per thread, built once from the config.
@@ -39,6 +46,16 @@ pub struct Exchange {
     /// included): what the io_uring engine's automatic coalescing window follows.
     fastest_recent: Duration,
     recent_count: u32,
+    /// Open loop: latency from the actual send (what a closed-loop tool would report), beside the
+    /// corrected one in `ThreadStats`, and how many of its entries are lower bounds.
+    uncorrected: Option<Uncorrected>,
+}
+
+/// The open loop's latencies from the actual send, for one phase.
+pub struct Uncorrected {
+    pub hist: Histogram<u64>,
+    /// Entries that are lower bounds: requests still unanswered when the phase ended.
+    pub censored: u64,
 }
 
 /// One connection's side of the exchange.
@@ -47,7 +64,12 @@ pub struct ExchangeConn {
     /// An incomplete response left over from the previous receive (empty almost always).
     carry: Vec<u8>,
     inflight: usize,
+    /// When the current batch went out, and when it was meant to (the same in the closed loop).
     sent_at: Instant,
+    intended: Instant,
+    /// Responses completed since this connection's socket was opened (`--conn-rate`'s requests per
+    /// connection).
+    completed: u32,
     /// A response was counted on this connection slot during the measured phase (kept across
     /// reconnects: the slot is one of the `-c` connections, whatever socket it has now).
     answered: bool,
@@ -96,7 +118,30 @@ impl Exchange {
             inflight_total: 0,
             fastest_recent: Duration::MAX,
             recent_count: 0,
+            uncorrected: None,
         }
+    }
+
+    /// Keep the latency from the actual send too (the open loop), see `take_uncorrected`.
+    pub fn with_uncorrected(mut self) -> Self {
+        self.uncorrected = Some(Uncorrected {
+            hist: new_histogram(),
+            censored: 0,
+        });
+        self
+    }
+
+    /// The latencies from the actual send recorded since the last call (None without
+    /// `with_uncorrected`); recording starts over.
+    pub fn take_uncorrected(&mut self) -> Option<Uncorrected> {
+        let u = self.uncorrected.as_mut()?;
+        Some(std::mem::replace(
+            u,
+            Uncorrected {
+                hist: new_histogram(),
+                censored: 0,
+            },
+        ))
     }
 
     /// The fastest response latency seen since the last call, once at least `at_least` responses
@@ -143,6 +188,8 @@ impl Exchange {
             carry: Vec::new(),
             inflight: 0,
             sent_at: Instant::now(),
+            intended: Instant::now(),
+            completed: 0,
             answered: false,
             pending: VecDeque::with_capacity(if self.several_urls() {
                 self.pipeline
@@ -158,6 +205,7 @@ impl Exchange {
     pub fn reset(&mut self, c: &mut ExchangeConn) {
         self.inflight_total = self.inflight_total.saturating_sub(c.inflight as u64);
         c.inflight = 0;
+        c.completed = 0;
         c.pending.clear();
         c.carry.clear();
         c.parser.reset();
@@ -172,6 +220,17 @@ impl Exchange {
         c.inflight
     }
 
+    /// Responses completed on this connection since its socket opened.
+    pub fn completed(&self, c: &ExchangeConn) -> u32 {
+        c.completed
+    }
+
+    /// A new measured phase on the same connection (the open loop's rate steps): it has not been
+    /// answered in it yet.
+    pub fn new_phase(&self, c: &mut ExchangeConn) {
+        c.answered = false;
+    }
+
     /// The measured phase ended at `end` with this connection open (or `connecting`): what it still
     /// has in flight is unfinished (censored into the histogram), and if it got no answer in the
     /// whole phase it is one of the connections the server left waiting.
@@ -183,7 +242,19 @@ impl Exchange {
         stats: &mut ThreadStats,
     ) {
         if connecting || c.inflight > 0 {
-            stats.left_in_flight(c.sent_at, c.inflight as u64, c.answered, end);
+            stats.left_in_flight(c.intended, c.inflight as u64, c.answered, end);
+        }
+    }
+
+    /// The open loop's phase ended at `end` with this connection's request unanswered: besides
+    /// `end_of_phase`, its wait since the actual send is a lower bound of its uncorrected latency.
+    pub fn censor_uncorrected(&mut self, c: &ExchangeConn, end: Instant) {
+        if let Some(u) = self.uncorrected.as_mut() {
+            if c.inflight > 0 && c.sent_at < end {
+                u.hist
+                    .saturating_record_n(micros(end - c.sent_at), c.inflight as u64);
+                u.censored += c.inflight as u64;
+            }
         }
     }
 
@@ -209,18 +280,42 @@ impl Exchange {
         now: Instant,
         stats: &ThreadStats,
     ) -> Option<usize> {
+        self.start(c, self.pipeline, now, now, stats)
+    }
+
+    /// The open loop: begin one request meant to go out at `intended`, sent at `now`; its length in
+    /// bytes of `wire()`.
+    pub fn start_one(
+        &mut self,
+        c: &mut ExchangeConn,
+        intended: Instant,
+        now: Instant,
+        stats: &ThreadStats,
+    ) -> Option<usize> {
+        self.start(c, 1, intended, now, stats)
+    }
+
+    fn start(
+        &mut self,
+        c: &mut ExchangeConn,
+        most: usize,
+        intended: Instant,
+        now: Instant,
+        stats: &ThreadStats,
+    ) -> Option<usize> {
         let k = match stats.response_quota {
-            None => self.pipeline,
+            None => most,
             Some(q) => {
                 let left = q.saturating_sub(stats.responses + self.inflight_total);
                 if left == 0 {
                     return None;
                 }
-                self.pipeline.min(left as usize)
+                most.min(left as usize)
             }
         };
         c.inflight = k;
         c.sent_at = now;
+        c.intended = intended;
         self.inflight_total += k as u64;
         if !self.several_urls() {
             return Some(k * self.one_request_len);
@@ -347,19 +442,24 @@ impl Exchange {
         stats: &mut ThreadStats,
     ) -> Option<Outcome> {
         c.inflight = c.inflight.saturating_sub(1);
+        c.completed = c.completed.saturating_add(1);
         self.inflight_total = self.inflight_total.saturating_sub(1);
         let u = c.pending.pop_front().unwrap_or(0);
         let expect = &self.urls.expect[u];
         let what = &self.urls.what[u];
         let verdict = expect.judge(&r);
         let ok = matches!(verdict, Verdict::Ok);
-        let latency = now - c.sent_at;
-        self.fastest_recent = self.fastest_recent.min(latency);
+        let from_send = now.saturating_duration_since(c.sent_at);
+        self.fastest_recent = self.fastest_recent.min(from_send);
         self.recent_count = self.recent_count.saturating_add(1);
-        if stats.response(now, latency, ok) {
+        if stats.response(now, now.saturating_duration_since(c.intended), ok) {
             c.answered = true;
             match verdict {
-                Verdict::Ok => {}
+                Verdict::Ok => {
+                    if let Some(u) = self.uncorrected.as_mut() {
+                        u.hist.saturating_record(micros(from_send));
+                    }
+                }
                 Verdict::Status => {
                     stats.status_error(r.status);
                     stats.error(now, ErrorClass::Status, || {

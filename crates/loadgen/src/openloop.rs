@@ -15,10 +15,9 @@
 //! its intended time.
 
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::mpsc::{Receiver, Sender};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -27,12 +26,15 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::config::SpinWindow;
-use crate::engine::{open_registered, SWEEP_INTERVAL};
-use crate::http::{Expectation, ResponseParser, Step, Verdict};
+use crate::engine::{
+    back_off, connect_event, open_registered, source_address, sweep_action, ConnectEvent,
+    Outcome, Phase, SweepAction, SWEEP_INTERVAL,
+};
+use crate::exchange::Exchange;
+use crate::http::{self, HttpConn};
 use crate::schedule::{Arrival, Rng, Schedule};
 use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::sys;
-use crate::urls::{Requests, UrlPicker};
 
 /// A send whose schedule lag (actual − intended send time) exceeds this is counted as late.
 pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
@@ -45,9 +47,6 @@ const TIMER_TOKEN: Token = Token(usize::MAX);
 const TIMER_SAMPLES: usize = 500;
 const TIMER_SAMPLE_PERIOD: Duration = Duration::from_micros(200);
 const EVENTS_CAPACITY: usize = 1024;
-const SCRATCH_BYTES: usize = 2 * crate::http::MAX_HEAD_BYTES;
-const BACKOFF_MIN_MS: u64 = 10;
-const BACKOFF_MAX_MS: u64 = 500;
 
 #[derive(Clone, Copy, Debug)]
 pub enum LoadKind {
@@ -68,12 +67,9 @@ pub struct OpenWorkerConfig {
     pub timeout: Duration,
     pub kind: LoadKind,
     pub arrival: Arrival,
+    /// The run's seed: this thread's poisson gaps follow from it (the URL order is the exchange's).
     pub seed: u64,
     pub interval: Duration,
-    pub close: bool,
-    pub head_request: bool,
-    pub expect: Expectation,
-    pub requests: Arc<Requests>,
     /// `--spin-us`: when the next wake-up is this close, poll without sleeping instead of arming
     /// the timer. A sleeping thread wakes as late as the machine's timer lets it (tens to hundreds
     /// of µs at p99 on a VM); a polling one sees its send time within a loop turn. `auto`: the
@@ -226,51 +222,31 @@ pub enum WorkerMsg {
     Phase(Box<PhaseReport>),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum St {
-    /// No socket (conn-rate: slot unused).
-    Empty,
-    /// Pool: waiting to reconnect after a failure.
-    Backoff {
-        retry_at: Instant,
-    },
-    Connecting {
-        since: Instant,
-    },
-    /// Pool: open, no request outstanding.
-    Free,
-    /// A request is outstanding (or being written).
-    Busy,
-}
-
+/// One connection slot. Its life (`Phase`) is the closed loop's: `Open` with a request in flight
+/// is busy, `Open` without one is free; a `--conn-rate` slot not in use is `Done`.
 struct Slot {
     sock: Option<TcpStream>,
-    st: St,
-    parser: ResponseParser,
-    carry: Vec<u8>,
-    req: usize,
-    write_off: usize,
-    intended: Instant,
-    sent_at: Instant,
+    phase: Phase,
+    http: HttpConn,
+    /// `--conn-rate`: when the connection was meant to start, and the requests it has still to make.
     conn_intended: Instant,
     requests_left: u32,
-    backoff_ms: u64,
+    backoff_ms: u32,
     source: Option<SocketAddr>,
-    /// A response was counted on this slot in the current phase.
-    answered: bool,
 }
 
 struct Worker {
     cfg: OpenWorkerConfig,
+    /// What the requests and their answers mean: the same `Exchange` the closed loop drives.
+    ex: Exchange,
     poll: Poll,
     timer: sys::TimerFd,
     slots: Vec<Slot>,
-    /// Pool: slots in `St::Free`. Conn-rate: slots in `St::Empty`.
+    /// Pool: free slots (stale entries are skipped). Conn-rate: slots not in use.
     free: Vec<usize>,
     backlog: VecDeque<Instant>,
-    /// Slots with a request outstanding, or (conn-rate) a connection in progress.
+    /// Slots with a request outstanding, or (conn-rate) a connection in use.
     outstanding: usize,
-    picker: UrlPicker,
     scratch: Vec<u8>,
     stats: ThreadStats,
     open: OpenStats,
@@ -282,19 +258,11 @@ struct Worker {
     phase_end: Instant,
 }
 
-enum Next {
-    Keep,
-    /// Close the socket; the pool reopens it at once (not an error).
-    Reopen,
-    /// Conn-rate: the connection is done (completed or ended early).
-    Retire,
-    Fail(ErrorClass, String),
-}
-
 /// Runs on its own thread: connect, report, then one phase per received plan until the channel
-/// closes.
+/// closes. `exchange` is this thread's (`Exchange::for_config(..).with_uncorrected()`).
 pub fn run_open_worker(
     cfg: OpenWorkerConfig,
+    exchange: Exchange,
     plans: Receiver<PhasePlan>,
     reports: Sender<(usize, io::Result<WorkerMsg>)>,
 ) {
@@ -308,7 +276,7 @@ pub fn run_open_worker(
                 )
             })?;
         }
-        let mut w = Worker::new(cfg)?;
+        let mut w = Worker::new(cfg, exchange)?;
         if w.cfg.spin == SpinWindow::Auto {
             w.timer_lag_p99 = Some(w.measure_timer_lag()?);
         }
@@ -333,7 +301,7 @@ pub fn run_open_worker(
 }
 
 impl Worker {
-    fn new(cfg: OpenWorkerConfig) -> io::Result<Self> {
+    fn new(cfg: OpenWorkerConfig, ex: Exchange) -> io::Result<Self> {
         let poll = Poll::new()?;
         let timer = sys::TimerFd::new()?;
         poll.registry().register(
@@ -346,16 +314,7 @@ impl Worker {
             LoadKind::Rate => cfg.connections,
             LoadKind::ConnRate { .. } => 0,
         };
-        let want_digest = cfg.requests.wants_digest();
-        let slots = (0..n)
-            .map(|k| new_slot(&cfg, k, want_digest, now))
-            .collect();
-        let picker = UrlPicker::new(
-            cfg.requests.wire.len(),
-            cfg.requests.order,
-            cfg.seed,
-            cfg.thread_index,
-        );
+        let slots = (0..n).map(|k| new_slot(&cfg, &ex, k, now)).collect();
         let stats = ThreadStats::new(now, now, None);
         Ok(Worker {
             poll,
@@ -364,8 +323,8 @@ impl Worker {
             free: Vec::new(),
             backlog: VecDeque::new(),
             outstanding: 0,
-            picker,
-            scratch: vec![0; SCRATCH_BYTES],
+            ex,
+            scratch: http::scratch_buffer(),
             stats,
             open: OpenStats::new(),
             timer_lag_p99: None,
@@ -390,7 +349,7 @@ impl Worker {
         while self
             .slots
             .iter()
-            .any(|s| matches!(s.st, St::Connecting { .. }))
+            .any(|s| matches!(s.phase, Phase::Connecting { .. }))
         {
             let now = Instant::now();
             if now >= deadline {
@@ -410,7 +369,7 @@ impl Worker {
         }
         self.slots
             .iter()
-            .filter(|s| !matches!(s.st, St::Free))
+            .filter(|s| !matches!(s.phase, Phase::Open))
             .count()
     }
 
@@ -430,8 +389,10 @@ impl Worker {
         let spin = self.open.spin;
         self.phase_index += 1;
         for slot in &mut self.slots {
-            slot.answered = false;
+            self.ex.new_phase(&mut slot.http.ex);
         }
+        // Nothing is in flight between phases; start the phase's latencies from the send afresh.
+        self.ex.take_uncorrected();
         let rng = Rng::for_thread(self.cfg.seed, self.cfg.thread_index, 10 + self.phase_index);
         let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng)
             .with_offset(plan.offset);
@@ -530,6 +491,10 @@ impl Worker {
         }
         let stopped_at = Instant::now();
         self.stats.intervals.flush();
+        if let Some(u) = self.ex.take_uncorrected() {
+            self.open.uncorrected = u.hist;
+            self.open.uncorrected_censored = u.censored;
+        }
         let usage = at_start
             .unwrap_or_else(|| sys::ThreadClocks::read(end))
             .usage(stopped_at);
@@ -557,23 +522,17 @@ impl Worker {
     /// flight: the pool reopens it, a `--conn-rate` connection is retired.
     fn end_in_flight(&mut self, end: Instant) {
         for i in 0..self.slots.len() {
-            let slot = &self.slots[i];
-            if slot.st != St::Busy {
+            if !self.busy(i) {
                 continue;
             }
-            self.stats
-                .left_in_flight(slot.intended, 1, slot.answered, end);
-            if slot.sent_at < end {
-                self.open
-                    .uncorrected
-                    .saturating_record(stats::micros(end - slot.sent_at));
-                self.open.uncorrected_censored += 1;
-            }
+            let c = &self.slots[i].http.ex;
+            self.ex.end_of_phase(c, false, end, &mut self.stats);
+            self.ex.censor_uncorrected(c, end);
             let next = match self.cfg.kind {
-                LoadKind::Rate => Next::Reopen,
+                LoadKind::Rate => Outcome::Reconnect,
                 LoadKind::ConnRate { .. } => {
                     self.open.conns_unfinished += 1;
-                    Next::Retire
+                    Outcome::Finished
                 }
             };
             self.apply(i, next, end);
@@ -625,15 +584,21 @@ impl Worker {
     fn dispatch(&mut self) {
         while !self.backlog.is_empty() {
             let Some(i) = self.free.pop() else { return };
-            if !matches!(self.slots[i].st, St::Free) {
+            if !matches!(self.slots[i].phase, Phase::Open) || self.busy(i) {
                 continue; // stale entry: the slot failed or closed since it was freed
             }
             let intended = self.backlog.pop_front().expect("checked non-empty");
             // A fresh reading: the previous send's write() took time, and the lag must say so.
             let now = Instant::now();
-            let r = self.send_request(i, intended, now);
-            self.apply(i, r, now);
+            let out = self.send_request(i, intended, now);
+            self.apply(i, out, now);
         }
+    }
+
+    /// A request is in flight on slot `i`.
+    fn busy(&self, i: usize) -> bool {
+        let slot = &self.slots[i];
+        matches!(slot.phase, Phase::Open) && self.ex.inflight(&slot.http.ex) > 0
     }
 
     fn record_start(&mut self, intended: Instant, now: Instant) {
@@ -650,41 +615,24 @@ impl Worker {
             .saturating_record(lag.as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64);
     }
 
-    fn send_request(&mut self, i: usize, intended: Instant, now: Instant) -> Next {
+    /// Send the next request on open slot `i`, meant to go out at `intended`.
+    fn send_request(&mut self, i: usize, intended: Instant, now: Instant) -> Outcome {
         if matches!(self.cfg.kind, LoadKind::Rate) {
             self.record_start(intended, now);
-        }
-        let req = self.picker.pick();
-        let slot = &mut self.slots[i];
-        slot.st = St::Busy;
-        slot.req = req;
-        slot.write_off = 0;
-        slot.intended = intended;
-        slot.sent_at = now;
-        if matches!(self.cfg.kind, LoadKind::Rate) {
             self.outstanding += 1;
         }
-        self.flush(i, now)
-    }
-
-    fn flush(&mut self, i: usize, now: Instant) -> Next {
         let slot = &mut self.slots[i];
-        let wire = &self.cfg.requests.wire[slot.req];
-        let Some(sock) = slot.sock.as_mut() else {
-            return Next::Keep;
+        let Some(len) = self
+            .ex
+            .start_one(&mut slot.http.ex, intended, now, &self.stats)
+        else {
+            unreachable!("the open loop has no request quota");
         };
-        while slot.write_off < wire.len() {
-            match sock.write(&wire[slot.write_off..]) {
-                Ok(n) => {
-                    slot.write_off += n;
-                    self.stats.sent(now, n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Next::Keep,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Next::Fail(ErrorClass::of_write_error(&e), format!("write: {e}")),
-            }
+        slot.http.begin_write(len);
+        match slot.sock.as_mut() {
+            Some(sock) => http::flush(&self.ex, &mut slot.http, sock, now, &mut self.stats),
+            None => Outcome::Ok,
         }
-        Next::Keep
     }
 
     /// Conn-rate: one arrival = one new connection, unless the cap is reached.
@@ -695,9 +643,8 @@ impl Worker {
         let i = match self.free.pop() {
             Some(i) => i,
             None if self.slots.len() < self.cfg.connections => {
-                let want_digest = self.cfg.requests.wants_digest();
                 let k = self.slots.len();
-                self.slots.push(new_slot(&self.cfg, k, want_digest, now));
+                self.slots.push(new_slot(&self.cfg, &self.ex, k, now));
                 k
             }
             None => {
@@ -714,9 +661,10 @@ impl Worker {
     }
 
     fn open(&mut self, i: usize, now: Instant) {
-        let nodelay = !self.cfg.close;
+        let nodelay = !self.ex.close_each();
         let slot = &mut self.slots[i];
-        slot.st = St::Connecting { since: now };
+        // Connecting before the attempt, so a failure at once is a failed connection in use.
+        slot.phase = Phase::Connecting { since: now };
         match open_registered(&self.poll, Token(i), self.cfg.target, slot.source, nodelay) {
             Ok(sock) => slot.sock = Some(sock),
             Err((class, message)) => self.fail(i, now, class, message),
@@ -729,110 +677,155 @@ impl Worker {
         let Some(slot) = self.slots.get_mut(i) else {
             return;
         };
-        if slot.sock.is_none() {
+        let Some(sock) = slot.sock.as_mut() else {
             return;
-        }
-        let next = match slot.st {
-            St::Connecting { .. } => {
-                if ev.is_error() || ev.is_write_closed() || ev.is_read_closed() {
-                    let e = slot
-                        .sock
-                        .as_ref()
-                        .and_then(|s| s.take_error().ok().flatten());
-                    let class = e
-                        .as_ref()
-                        .map_or(ErrorClass::ConnectRefused, ErrorClass::of_connect_error);
-                    let msg = match e {
-                        Some(e) => format!("connect to {}: {e}", self.cfg.target),
-                        None => format!("connect to {}: closed by the peer", self.cfg.target),
-                    };
-                    Next::Fail(class, msg)
-                } else if ev.is_writable() {
+        };
+        let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
+        let out = match slot.phase {
+            Phase::Connecting { .. } => match connect_event(ev, sock, self.cfg.target) {
+                ConnectEvent::Failed(class, msg) => Outcome::Fail(class, msg),
+                ConnectEvent::Pending => Outcome::Ok,
+                ConnectEvent::Connected => {
                     self.stats.connection_opened(now);
                     slot.backoff_ms = 0;
-                    match self.cfg.kind {
+                    slot.phase = Phase::Open;
+                    let out = match self.cfg.kind {
                         LoadKind::Rate => {
-                            slot.st = St::Free;
                             self.free.push(i);
-                            Next::Keep
+                            Outcome::Ok
                         }
+                        // The first request is late by the connect: its corrected latency counts
+                        // from the connection's intended start.
                         LoadKind::ConnRate { .. } => {
-                            // The first request is late by the connect: its corrected latency
-                            // counts from the connection's intended start.
                             let intended = slot.conn_intended;
                             self.send_request(i, intended, now)
                         }
+                    };
+                    if matches!(out, Outcome::Ok) && readable {
+                        self.read(i, ev.is_read_closed())
+                    } else {
+                        out
                     }
-                } else {
-                    Next::Keep
                 }
-            }
-            St::Busy => {
-                let mut next = Next::Keep;
+            },
+            Phase::Open => {
+                let mut out = Outcome::Ok;
                 if ev.is_writable() {
-                    next = self.flush(i, now);
+                    out = http::flush(&self.ex, &mut slot.http, sock, now, &mut self.stats);
                 }
-                if matches!(next, Next::Keep)
-                    && (ev.is_readable() || ev.is_read_closed() || ev.is_error())
-                {
-                    next = self.read(i, ev.is_read_closed());
+                if matches!(out, Outcome::Ok) && readable {
+                    out = self.read(i, ev.is_read_closed());
                 }
-                next
+                out
             }
-            St::Free => {
-                if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                    self.read(i, ev.is_read_closed())
-                } else {
-                    Next::Keep
-                }
-            }
-            St::Empty | St::Backoff { .. } => Next::Keep,
+            Phase::New | Phase::Idle { .. } | Phase::Done => Outcome::Ok,
         };
-        self.apply(i, next, now);
+        self.apply(i, out, now);
     }
 
-    fn apply(&mut self, i: usize, next: Next, now: Instant) {
-        match next {
-            Next::Keep => {}
-            Next::Reopen => {
+    /// Read and judge what slot `i`'s socket holds; then what the load model does with a
+    /// request answered (the pool frees the connection; `--conn-rate` sends its next request or
+    /// retires it).
+    fn read(&mut self, i: usize, peer_closed: bool) -> Outcome {
+        let was_busy = self.busy(i);
+        let slot = &mut self.slots[i];
+        let Some(sock) = slot.sock.as_mut() else {
+            return Outcome::Ok;
+        };
+        // Sending waits for the schedule: an answered request only frees the connection.
+        let out = http::read_responses(
+            &mut self.ex,
+            &mut slot.http,
+            sock,
+            &mut self.scratch,
+            &mut self.stats,
+            peer_closed,
+            |_, _, _, _, _| Outcome::Ok,
+        );
+        let answered = was_busy && self.ex.inflight(&self.slots[i].http.ex) == 0;
+        match self.cfg.kind {
+            LoadKind::Rate => {
+                if answered {
+                    self.outstanding -= 1;
+                    if matches!(out, Outcome::Ok) {
+                        self.free.push(i);
+                    }
+                }
+                out
+            }
+            LoadKind::ConnRate { .. } => {
+                let failed = matches!(out, Outcome::Fail(..));
+                if answered && !failed {
+                    let slot = &mut self.slots[i];
+                    slot.requests_left = slot.requests_left.saturating_sub(1);
+                    if slot.requests_left == 0 {
+                        let now = Instant::now();
+                        let life = now.saturating_duration_since(slot.conn_intended);
+                        self.open.lifetime.saturating_record(stats::micros(life));
+                        self.open.conns_completed += 1;
+                        return Outcome::Finished;
+                    }
+                    if matches!(out, Outcome::Ok) {
+                        // The next request of this connection follows its previous response at
+                        // once (httperf's sequential requests per connection).
+                        let now = Instant::now();
+                        return self.send_request(i, now, now);
+                    }
+                }
+                match out {
+                    // The server closed (or asked to) before the connection's requests were done:
+                    // not an error by itself.
+                    Outcome::Reconnect => {
+                        self.open.conns_ended_early += 1;
+                        Outcome::Finished
+                    }
+                    other => other,
+                }
+            }
+        }
+    }
+
+    fn apply(&mut self, i: usize, out: Outcome, now: Instant) {
+        match out {
+            Outcome::Ok => {}
+            // Pool: the connection cannot carry more (the server closed it, `--close`): a new one
+            // at once, not an error.
+            Outcome::Reconnect => {
                 self.close(i);
                 self.open(i, now);
             }
-            Next::Retire => {
+            // Conn-rate: the connection is done (completed or ended early).
+            Outcome::Finished => {
                 self.close(i);
-                self.slots[i].st = St::Empty;
                 self.free.push(i);
                 self.outstanding -= 1;
             }
-            Next::Fail(class, msg) => self.fail(i, now, class, msg),
+            Outcome::Fail(class, msg) => self.fail(i, now, class, msg),
         }
     }
 
     fn close(&mut self, i: usize) {
-        let slot = &mut self.slots[i];
-        if matches!(self.cfg.kind, LoadKind::Rate) && slot.st == St::Busy {
+        if matches!(self.cfg.kind, LoadKind::Rate) && self.busy(i) {
             self.outstanding -= 1;
         }
+        let slot = &mut self.slots[i];
+        slot.http.reset(&mut self.ex);
+        // Closing the fd also removes it from the epoll set.
         slot.sock = None;
-        slot.carry.clear();
-        slot.parser.reset();
-        slot.st = St::Empty;
+        slot.phase = Phase::Done;
     }
 
     fn fail(&mut self, i: usize, now: Instant, class: ErrorClass, msg: String) {
         self.stats.error(now, class, || msg);
-        let was = self.slots[i].st;
+        let in_use = !matches!(self.slots[i].phase, Phase::Done | Phase::New);
         self.close(i);
         match self.cfg.kind {
             LoadKind::Rate => {
                 let slot = &mut self.slots[i];
-                slot.backoff_ms = (slot.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-                slot.st = St::Backoff {
-                    retry_at: now + Duration::from_millis(slot.backoff_ms),
-                };
+                slot.phase = back_off(&mut slot.backoff_ms, now);
             }
             LoadKind::ConnRate { .. } => {
-                if was != St::Empty {
+                if in_use {
                     self.open.conns_failed += 1;
                     self.outstanding -= 1;
                     self.free.push(i);
@@ -841,217 +834,37 @@ impl Worker {
         }
     }
 
+    /// Timeouts of connects and replies, and reconnects after a back-off: the closed loop's rule.
     fn sweep(&mut self, now: Instant) {
         for i in 0..self.slots.len() {
-            match self.slots[i].st {
-                St::Connecting { since }
-                    if now.saturating_duration_since(since) >= self.cfg.timeout =>
-                {
-                    let msg = format!(
-                        "connect to {} not complete after {:?}",
-                        self.cfg.target, self.cfg.timeout
-                    );
-                    self.fail(i, now, ErrorClass::ConnectTimeout, msg);
-                }
-                St::Busy
-                    if now.saturating_duration_since(self.slots[i].sent_at) >= self.cfg.timeout =>
-                {
-                    let msg = format!("no complete response within {:?}", self.cfg.timeout);
-                    self.fail(i, now, ErrorClass::Timeout, msg);
-                }
-                St::Backoff { retry_at } if now >= retry_at => self.open(i, now),
-                _ => {}
-            }
-        }
-    }
-
-    fn read(&mut self, i: usize, peer_closed: bool) -> Next {
-        let mut scratch = std::mem::take(&mut self.scratch);
-        let out = self.read_inner(i, &mut scratch, peer_closed);
-        self.scratch = scratch;
-        out
-    }
-
-    fn read_inner(&mut self, i: usize, scratch: &mut [u8], peer_closed: bool) -> Next {
-        loop {
-            let slot = &mut self.slots[i];
-            let Some(sock) = slot.sock.as_mut() else {
-                return Next::Keep;
-            };
-            let carried = slot.carry.len();
-            if carried > 0 {
-                scratch[..carried].copy_from_slice(&slot.carry);
-                slot.carry.clear();
-            }
-            let space = scratch.len() - carried;
-            let n = match sock.read(&mut scratch[carried..]) {
-                Ok(0) => return self.on_eof(i, carried),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    slot.carry.extend_from_slice(&scratch[..carried]);
-                    return Next::Keep;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                    slot.carry.extend_from_slice(&scratch[..carried]);
-                    continue;
-                }
-                Err(e) => return Next::Fail(ErrorClass::of_read_error(&e), format!("read: {e}")),
-            };
-            let now = Instant::now();
-            self.stats.received(now, n);
-            let total = carried + n;
-            let mut pos = 0;
-            while pos < total {
-                let slot = &mut self.slots[i];
-                match slot.parser.advance(&scratch[pos..total]) {
-                    Step::NeedMore(k) => {
-                        pos += k;
-                        break;
-                    }
-                    Step::Done(k, r) => {
-                        pos += k;
-                        if slot.st != St::Busy {
-                            return Next::Fail(
-                                ErrorClass::ParseError,
-                                "a response without a request outstanding".into(),
-                            );
-                        }
-                        let next = self.on_response(i, r, now);
-                        if !matches!(next, Next::Keep) {
-                            return next;
-                        }
-                    }
-                    Step::Error(e) => {
-                        let what = &self.cfg.requests.what[slot.req];
-                        return Next::Fail(ErrorClass::ParseError, format!("{what}: {e}"));
-                    }
-                }
-            }
-            if pos < total {
-                self.slots[i].carry.extend_from_slice(&scratch[pos..total]);
-            }
-            if n < space && !peer_closed {
-                return Next::Keep;
-            }
-        }
-    }
-
-    fn on_eof(&mut self, i: usize, carried: usize) -> Next {
-        let slot = &mut self.slots[i];
-        if slot.st == St::Busy {
-            if carried == 0 {
-                if let Some(r) = slot.parser.on_eof() {
-                    let now = Instant::now();
-                    return match self.on_response(i, r, now) {
-                        Next::Keep => Next::Reopen,
-                        other => other,
-                    };
-                }
-            }
-            let partial = if slot.parser.in_body() || carried > 0 {
-                "in the middle of a response"
-            } else {
-                "before the response"
-            };
-            let what = &self.cfg.requests.what[slot.req];
-            return Next::Fail(
-                ErrorClass::ClosedEarly,
-                format!("{what}: server closed the connection {partial}"),
-            );
-        }
-        // An idle keep-alive connection closed by the server: replace it, not an error.
-        match self.cfg.kind {
-            LoadKind::Rate => Next::Reopen,
-            LoadKind::ConnRate { .. } => {
-                self.open.conns_ended_early += 1;
-                Next::Retire
-            }
-        }
-    }
-
-    fn on_response(&mut self, i: usize, r: crate::http::Response, now: Instant) -> Next {
-        let slot = &mut self.slots[i];
-        let verdict = self.cfg.requests.expect[slot.req].judge(&r);
-        let ok = matches!(verdict, Verdict::Ok);
-        let corrected = now.saturating_duration_since(slot.intended);
-        let uncorrected = now.saturating_duration_since(slot.sent_at);
-        let what = &self.cfg.requests.what[slot.req];
-        if self.stats.response(now, corrected, ok) {
-            slot.answered = true;
-            match verdict {
-                Verdict::Ok => {
-                    self.open
-                        .uncorrected
-                        .saturating_record(stats::micros(uncorrected));
-                }
-                Verdict::Status => {
-                    self.stats.status_error(r.status);
-                    let expected = self.cfg.expect.describe_status();
-                    self.stats.error(now, ErrorClass::Status, || {
-                        format!("status {} from {what} (expected {expected})", r.status)
-                    });
-                }
-                Verdict::Mismatch(m) => {
-                    self.stats.error(now, ErrorClass::VerificationMismatch, || {
-                        format!("{what}: {m}")
-                    })
-                }
-            }
-        }
-        let reusable = r.keep_alive && !self.cfg.close;
-        match self.cfg.kind {
-            LoadKind::Rate => {
-                self.outstanding -= 1;
-                if !reusable {
-                    let slot = &mut self.slots[i];
-                    slot.st = St::Free; // nothing outstanding: close() must not count it again
-                    return Next::Reopen;
-                }
-                let slot = &mut self.slots[i];
-                slot.st = St::Free;
-                self.free.push(i);
-                Next::Keep
-            }
-            LoadKind::ConnRate { .. } => {
-                let slot = &mut self.slots[i];
-                slot.requests_left = slot.requests_left.saturating_sub(1);
-                if slot.requests_left == 0 {
-                    let life = now.saturating_duration_since(slot.conn_intended);
-                    self.open.lifetime.saturating_record(
-                        (life.as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64)
-                            .max(stats::HIST_LOWEST_US),
-                    );
-                    self.open.conns_completed += 1;
-                    return Next::Retire;
-                }
-                if !reusable {
-                    self.open.conns_ended_early += 1;
-                    return Next::Retire;
-                }
-                // The next request of this connection follows its previous response at once
-                // (httperf's sequential requests per connection).
-                self.send_request(i, now, now)
+            let slot = &self.slots[i];
+            let busy_since = self.ex.busy_since(&slot.http.ex);
+            match sweep_action(
+                &slot.phase,
+                busy_since,
+                now,
+                self.cfg.timeout,
+                self.cfg.target,
+            ) {
+                SweepAction::Fail(class, msg) => self.fail(i, now, class, msg),
+                SweepAction::Reopen => self.open(i, now),
+                SweepAction::Nothing => {}
             }
         }
     }
 }
 
-fn new_slot(cfg: &OpenWorkerConfig, k: usize, want_digest: bool, now: Instant) -> Slot {
-    let index = cfg.first_conn + k;
+fn new_slot(cfg: &OpenWorkerConfig, ex: &Exchange, k: usize, now: Instant) -> Slot {
     Slot {
         sock: None,
-        st: St::Empty,
-        parser: ResponseParser::new(want_digest, cfg.head_request),
-        carry: Vec::new(),
-        req: 0,
-        write_off: 0,
-        intended: now,
-        sent_at: now,
+        phase: match cfg.kind {
+            LoadKind::Rate => Phase::New,
+            LoadKind::ConnRate { .. } => Phase::Done,
+        },
+        http: HttpConn::new(ex),
         conn_intended: now,
         requests_left: 0,
         backoff_ms: 0,
-        answered: false,
-        source: (!cfg.source_ips.is_empty())
-            .then(|| SocketAddr::new(cfg.source_ips[index % cfg.source_ips.len()], 0)),
+        source: source_address(&cfg.source_ips, cfg.first_conn + k),
     }
 }

@@ -7,6 +7,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, FindMax, HttpConfig, Mode, OpenConfig};
+use crate::exchange::Exchange;
 use crate::openloop::{
     self, LoadKind, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg, LATE_THRESHOLD,
 };
@@ -144,18 +145,15 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, OpenEr
             arrival: o.arrival,
             seed: h.seed,
             interval: cfg.interval,
-            close: h.close,
-            head_request: h.method.eq_ignore_ascii_case("HEAD"),
-            expect: h.expect.clone(),
-            requests: h.requests_wire.clone(),
             spin: o.spin,
         };
+        let exchange = Exchange::for_config(h, t).with_uncorrected();
         first_conn += connections;
         let (tx, rx) = mpsc::channel();
         let rtx = report_tx.clone();
         let handle = std::thread::Builder::new()
             .name(format!("load-{t}"))
-            .spawn(move || openloop::run_open_worker(wc, rx, rtx))
+            .spawn(move || openloop::run_open_worker(wc, exchange, rx, rtx))
             .map_err(|e| OpenError::Failure(format!("cannot start load thread {t}: {e}")))?;
         plans.push(tx);
         handles.push(handle);
