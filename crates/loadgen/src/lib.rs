@@ -9,6 +9,7 @@ pub mod cli;
 pub mod config;
 pub mod echo;
 pub mod engine;
+pub mod error;
 pub mod exchange;
 pub mod http;
 pub mod limits;

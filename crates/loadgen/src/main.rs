@@ -5,15 +5,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use netarena_load::config::{self, Mode};
-use netarena_load::openrun::{self, OpenError};
-use netarena_load::{cli, limits, output, progress, run, signals, thresholds};
+use netarena_load::error::RunError;
+use netarena_load::output::Document;
+use netarena_load::{cli, limits, openrun, output, progress, run, signals, thresholds};
 
-/// Bad usage, a refused target, or a limit that makes the run impossible; nothing was sent.
-const EXIT_USAGE: u8 = 2;
-/// `--prepare` got no start time (stdin closed): nothing was measured.
-const EXIT_ABORTED: u8 = 3;
-/// The tool itself failed.
-const EXIT_FAILURE: u8 = 1;
 /// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
 const EXIT_THRESHOLD_FAILED: u8 = 99;
 /// The first SIGINT/SIGTERM ended the measured phase; the result of what was measured was printed
@@ -31,69 +26,58 @@ fn main() -> ExitCode {
     }
     // Before any other thread starts: they inherit the blocked signals (see `signals`).
     if let Err(e) = signals::install() {
-        return failure(&e);
+        return stop(RunError::Failure(e));
     }
-    let mut cfg = match config::from_cli(cli, argv) {
-        Ok(c) => c,
-        Err(e) => return usage_error(&e),
-    };
+    match prepare_and_run(cli, argv) {
+        Ok((cfg, doc)) => report(&cfg, doc),
+        Err(e) => stop(e),
+    }
+}
 
+/// Everything before the result: validate, check limits, learn the expectation, run.
+fn prepare_and_run(cli: cli::Cli, argv: Vec<String>) -> Result<(config::Config, Document), RunError> {
+    let mut cfg = config::from_cli(cli, argv).map_err(RunError::Usage)?;
     if progress::wanted(cfg.quiet) {
         progress::enable();
     }
-
     let fd_limit = limits::raise_fd_limit();
     let probe_sockets = match &cfg.mode {
         Mode::Echo(e) if e.probe_interval.is_some() => 1,
         _ => 0,
     };
-    if let Err(e) = limits::check(
+    limits::check(
         cfg.connections as u64,
         cfg.threads as u64,
         probe_sockets,
         fd_limit,
         limits::ephemeral_port_range(),
         cfg.source_ips.len() as u64,
-    ) {
-        return usage_error(&e);
-    }
-
+    )
+    .map_err(RunError::Usage)?;
     if let Mode::Http(h) = &mut cfg.mode {
         if h.verify_learn {
-            match run::learn_expectation(h, cfg.target_addr, cfg.timeout) {
-                Ok(expect) => h.set_learned(expect),
-                Err(e) => return failure(&e),
-            }
+            let expect = run::learn_expectation(h, cfg.target_addr, cfg.timeout)
+                .map_err(RunError::Failure)?;
+            h.set_learned(expect);
         }
     }
-
     let open_loop = matches!(&cfg.mode, Mode::Http(h) if h.open.is_some());
-    let mut doc = if open_loop {
-        match openrun::run(&cfg) {
-            Ok(d) => d,
-            Err(e) => return open_error(e),
-        }
+    let doc = if open_loop {
+        openrun::run(&cfg)?
     } else {
         // The start barrier comes before any connection: every generator of a measurement spread over
         // several hosts opens its connections, warms up and measures from the same instant.
-        let start_at = if cfg.prepare {
-            match openrun::wait_for_start() {
-                Ok(t) => Some(t),
-                Err(e) => return open_error(e),
-            }
-        } else {
-            None
-        };
-        match run::run(&cfg, start_at) {
-            Ok(o) => output::document(&cfg, &o),
-            Err(e) => return failure(&e),
-        }
+        let start_at = cfg.prepare.then(run::wait_for_start).transpose()?;
+        output::document(&cfg, &run::run(&cfg, start_at)?)
     };
     if let Some(path) = &cfg.hlog {
-        if let Err(e) = output::write_hlog(path, &doc) {
-            return failure(&e);
-        }
+        output::write_hlog(path, &doc).map_err(RunError::Failure)?;
     }
+    Ok((cfg, doc))
+}
+
+/// Print the result and choose the exit code (thresholds, interruption).
+fn report(cfg: &config::Config, mut doc: Document) -> ExitCode {
     doc.interrupted = signals::stop_requested();
     if let Mode::Http(h) = &cfg.mode {
         if let Some(asked) = h
@@ -125,24 +109,8 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The exit of a run stopped by the open loop or the `--prepare` barrier.
-fn open_error(e: OpenError) -> ExitCode {
-    match e {
-        OpenError::Usage(e) => usage_error(&e),
-        OpenError::Failure(e) => failure(&e),
-        OpenError::Aborted(e) => {
-            eprintln!("netarena-load: {e}");
-            ExitCode::from(EXIT_ABORTED)
-        }
-    }
-}
-
-fn usage_error(msg: &str) -> ExitCode {
-    eprintln!("netarena-load: {msg}");
-    ExitCode::from(EXIT_USAGE)
-}
-
-fn failure(msg: &str) -> ExitCode {
-    eprintln!("netarena-load: {msg}");
-    ExitCode::from(EXIT_FAILURE)
+/// Nothing (or no result) to print: say why, exit with the error's code.
+fn stop(e: RunError) -> ExitCode {
+    eprintln!("netarena-load: {e}");
+    ExitCode::from(e.exit_code())
 }

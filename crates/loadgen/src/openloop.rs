@@ -28,7 +28,7 @@ use mio::{Events, Interest, Poll, Token};
 use crate::config::SpinWindow;
 use crate::engine::{
     back_off, connect_event, open_registered, source_address, sweep_action, ConnectEvent,
-    Outcome, Phase, SweepAction, SWEEP_INTERVAL,
+    Outcome, Phase, SweepAction, WorkerResult, SWEEP_INTERVAL,
 };
 use crate::exchange::Exchange;
 use crate::http::{self, HttpConn};
@@ -201,17 +201,11 @@ impl Default for OpenStats {
     }
 }
 
+/// One thread's phase: what every load thread reports (`WorkerResult`, the same as the closed
+/// loop's), and the schedule's own figures.
 pub struct PhaseReport {
-    pub stats: ThreadStats,
+    pub result: WorkerResult,
     pub open: OpenStats,
-    pub cpu_time: Duration,
-    pub wall_time: Duration,
-    pub user_time: Duration,
-    pub sys_time: Duration,
-    /// See `WorkerResult::run_delay`.
-    pub run_delay: Option<Duration>,
-    /// After the drain: the last response of the phase arrived before this.
-    pub stopped_at: Instant,
 }
 
 pub enum WorkerMsg {
@@ -504,15 +498,20 @@ impl Worker {
         // That wall time also holds any wait for a CPU during those turns, which `run_delay`
         // adds back, so busy (CPU + run_delay) leaves out exactly the polling turns.
         let cpu_time = usage.cpu_time.saturating_sub(self.open.spin_wait);
-        Ok(PhaseReport {
+        let result = WorkerResult {
             stats: std::mem::replace(&mut self.stats, ThreadStats::new(far, far, None)),
-            open: std::mem::take(&mut self.open),
+            cpu: self.cfg.cpu,
             cpu_time,
             wall_time: usage.wall_time,
             user_time: usage.user_time,
             sys_time: usage.sys_time,
             run_delay: usage.run_delay,
             stopped_at,
+            batch_wait_max: None,
+        };
+        Ok(PhaseReport {
+            result,
+            open: std::mem::take(&mut self.open),
         })
     }
 

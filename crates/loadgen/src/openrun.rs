@@ -1,20 +1,20 @@
 //! Runs the open-loop modes: starts the workers, runs the warm-up, the `--prepare` barrier, then
 //! one phase per measured rate (a single `--rate`, the `--steps` sweep, or the `--find-max`
-//! search), and turns what the workers measured into result documents.
+//! search); each measured rate is one `RunOutcome`, and `output` turns them into the document.
 
-use std::io::BufRead;
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, FindMax, HttpConfig, Mode, OpenConfig};
+use crate::error::RunError;
 use crate::exchange::Exchange;
 use crate::openloop::{
-    self, LoadKind, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg, LATE_THRESHOLD,
+    self, LoadKind, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg,
 };
-use crate::output::{self, Document, FindMaxDoc, OpenLoopDoc, StepVerdict};
-use crate::run::{split_evenly, RunOutcome, ThreadSummary};
+use crate::output::{self, Document, StepVerdict};
+use crate::run::{self, split_evenly, OpenOutcome, RunOutcome};
 use crate::stats::ThreadStats;
-use crate::{progress, run, signals, sys};
+use crate::{progress, signals};
 
 /// A measured step whose achieved rate is below this fraction of the asked one is marked
 /// `rate_not_met`.
@@ -27,18 +27,6 @@ const PHASE_LEAD: Duration = Duration::from_millis(5);
 pub const FIND_MAX_GROWTH: f64 = 2.0;
 /// `--find-max` measures at most this many steps.
 pub const FIND_MAX_MAX_STEPS: usize = 40;
-/// `--prepare` refuses a start time further away than this (a typo in the orchestrator, most
-/// likely seconds given instead of nanoseconds or the reverse).
-pub const PREPARE_MAX_WAIT: Duration = Duration::from_secs(3600);
-
-pub enum OpenError {
-    /// Exit 2: bad input (a start time in the past).
-    Usage(String),
-    /// Exit 1: the tool failed.
-    Failure(String),
-    /// Exit 3: `--prepare` got no start time (stdin closed); nothing was measured.
-    Aborted(String),
-}
 
 struct Workers {
     plans: Vec<mpsc::Sender<PhasePlan>>,
@@ -47,15 +35,15 @@ struct Workers {
 }
 
 impl Workers {
-    fn recv_all(&self) -> Result<Vec<WorkerMsg>, OpenError> {
+    fn recv_all(&self) -> Result<Vec<WorkerMsg>, RunError> {
         let mut out: Vec<Option<WorkerMsg>> = (0..self.plans.len()).map(|_| None).collect();
         for _ in 0..self.plans.len() {
             match self.reports.recv() {
                 Ok((i, Ok(m))) => out[i] = Some(m),
                 Ok((i, Err(e))) => {
-                    return Err(OpenError::Failure(format!("load thread {i} failed: {e}")))
+                    return Err(RunError::Failure(format!("load thread {i} failed: {e}")))
                 }
-                Err(_) => return Err(OpenError::Failure("a load thread panicked".into())),
+                Err(_) => return Err(RunError::Failure("a load thread panicked".into())),
             }
         }
         Ok(out
@@ -70,7 +58,7 @@ impl Workers {
         end: Instant,
         rate: f64,
         arrivals: Option<u64>,
-    ) -> Result<Vec<PhaseReport>, OpenError> {
+    ) -> Result<Vec<PhaseReport>, RunError> {
         let threads = self.plans.len();
         for (t, p) in self.plans.iter().enumerate() {
             let plan = PhasePlan {
@@ -83,13 +71,13 @@ impl Workers {
                 max_arrivals: arrivals.map(|n| split_evenly(n, threads, t)),
             };
             p.send(plan)
-                .map_err(|_| OpenError::Failure("a load thread stopped".into()))?;
+                .map_err(|_| RunError::Failure("a load thread stopped".into()))?;
         }
         self.recv_all()?
             .into_iter()
             .map(|m| match m {
                 WorkerMsg::Phase(r) => Ok(*r),
-                WorkerMsg::Connected { .. } => Err(OpenError::Failure(
+                WorkerMsg::Connected { .. } => Err(RunError::Failure(
                     "unexpected message from a load thread".into(),
                 )),
             })
@@ -104,42 +92,39 @@ impl Workers {
     }
 }
 
-/// One measured rate, merged over threads.
-pub struct StepOut {
-    pub rate: f64,
-    /// The schedule's length (arrivals happen in it); `outcome.duration` also covers the drain.
-    pub schedule: Duration,
-    pub outcome: RunOutcome,
-    pub open: OpenStats,
-    /// A signal ended this phase before its schedule's end.
-    pub interrupted: bool,
-}
-
-pub fn run(cfg: &Config) -> Result<Document, OpenError> {
+pub fn run(cfg: &Config) -> Result<Document, RunError> {
     let Mode::Http(h) = &cfg.mode else {
         unreachable!("open loop is http only")
     };
     let o = h.open.as_ref().expect("open-loop config");
     let workers = spawn(cfg, h, o)?;
-    let result = drive(cfg, h, o, &workers);
+    let result = drive(cfg, o, &workers);
     workers.stop();
-    result
+    let (steps, search) = result?;
+    Ok(output::open_loop_document(cfg, &steps, search.as_ref()))
 }
 
-fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, OpenError> {
+/// What `--find-max` found: the verdict on every measured rate in order, the highest passing rate,
+/// and why the search stopped.
+pub struct FindMaxSearch {
+    pub verdicts: Vec<StepVerdict>,
+    pub found: Option<f64>,
+    pub stopped_because: String,
+}
+
+fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, RunError> {
     let (report_tx, reports) = mpsc::channel();
     let mut plans = Vec::new();
     let mut handles = Vec::new();
-    let mut first_conn = 0;
-    for t in 0..cfg.threads {
-        let connections = split_evenly(cfg.connections as u64, cfg.threads, t) as usize;
+    for share in run::thread_shares(cfg) {
+        let t = share.index;
         let wc = OpenWorkerConfig {
             thread_index: t,
-            cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]),
+            cpu: share.cpu,
             target: cfg.target_addr,
             source_ips: cfg.source_ips.clone(),
-            first_conn,
-            connections,
+            first_conn: share.first_conn,
+            connections: share.connections,
             timeout: cfg.timeout,
             kind: o.kind,
             arrival: o.arrival,
@@ -148,13 +133,11 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, OpenEr
             spin: o.spin,
         };
         let exchange = Exchange::for_config(h, t).with_uncorrected();
-        first_conn += connections;
         let (tx, rx) = mpsc::channel();
         let rtx = report_tx.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("load-{t}"))
-            .spawn(move || openloop::run_open_worker(wc, exchange, rx, rtx))
-            .map_err(|e| OpenError::Failure(format!("cannot start load thread {t}: {e}")))?;
+        let handle = run::spawn_load_thread(t, move || {
+            openloop::run_open_worker(wc, exchange, rx, rtx)
+        })?;
         plans.push(tx);
         handles.push(handle);
     }
@@ -165,7 +148,13 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, OpenEr
     })
 }
 
-fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Document, OpenError> {
+/// Connect, warm up, wait for `--prepare`'s start, then measure every rate asked: one outcome per
+/// measured rate, in order, and the `--find-max` search if there was one.
+fn drive(
+    cfg: &Config,
+    o: &OpenConfig,
+    w: &Workers,
+) -> Result<(Vec<RunOutcome>, Option<FindMaxSearch>), RunError> {
     let connected = w.recv_all()?;
     let failed: usize = connected
         .iter()
@@ -184,11 +173,15 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
     if !cfg.warmup.is_zero() {
         let start = Instant::now() + PHASE_LEAD;
         let reports = w.phase(start, start + cfg.warmup, o.base_rate(), None)?;
-        let stopped = reports.iter().map(|r| r.stopped_at).max().unwrap_or(start);
+        let stopped = reports
+            .iter()
+            .map(|r| r.result.stopped_at)
+            .max()
+            .unwrap_or(start);
         warmup = stopped.saturating_duration_since(start);
     }
     let first_start = if cfg.prepare {
-        wait_for_start()?
+        run::wait_for_start()?
     } else {
         Instant::now() + PHASE_LEAD
     };
@@ -201,9 +194,9 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
         Some(n) => Duration::from_secs_f64(n as f64 / rate),
         None => fixed_length.expect("a length"),
     };
-    let mut steps: Vec<StepOut> = Vec::new();
+    let mut steps: Vec<RunOutcome> = Vec::new();
     let mut next_start = first_start;
-    let measure = |rate: f64, start: Instant| -> Result<StepOut, OpenError> {
+    let measure = |rate: f64, start: Instant| -> Result<RunOutcome, RunError> {
         let step_duration = length_of(rate);
         let reports = w.phase(start, start + step_duration, rate, o.conns_per_step)?;
         // A SIGINT/SIGTERM during the phase ended its schedule when it arrived: the rate achieved
@@ -219,28 +212,16 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
         let (verdicts, found, why) = find_max(fm, o.base_rate(), |rate| {
             let s = measure(rate, next_start)?;
             next_start = Instant::now() + PHASE_LEAD;
-            let v = verdict(cfg, &s, fm, o);
+            let v = verdict(cfg, &s, fm);
             steps.push(s);
             Ok(v)
         })?;
-        let docs: Vec<Document> = steps.iter().map(|s| step_doc(cfg, h, o, s)).collect();
-        let mut top = sweep_doc(cfg, h, o, &steps);
-        top.steps = Some(docs);
-        top.find_max = Some(FindMaxDoc {
-            method: "geometric growth (x2) from the start rate until a step fails, then bisection between the highest passing and the lowest failing rate",
-            slo: fm.slo.describe(),
-            slo_percentile: fm.slo.percentile,
-            slo_max_latency_us: fm.slo.max_latency.as_micros() as u64,
-            max_errors_fraction: fm.max_errors,
-            start_rate_per_s: o.base_rate(),
-            growth_factor: FIND_MAX_GROWTH,
-            resolution_fraction: fm.resolution,
-            limit_rate_per_s: fm.limit,
-            found_rate_per_s: found,
+        let search = FindMaxSearch {
             verdicts,
+            found,
             stopped_because: why,
-        });
-        return Ok(top);
+        };
+        return Ok((steps, Some(search)));
     }
     if let Some(rates) = &o.steps {
         for &rate in rates {
@@ -252,51 +233,10 @@ fn drive(cfg: &Config, h: &HttpConfig, o: &OpenConfig, w: &Workers) -> Result<Do
             steps.push(measure(rate, next_start)?);
             next_start = Instant::now() + PHASE_LEAD;
         }
-        let docs: Vec<Document> = steps.iter().map(|s| step_doc(cfg, h, o, s)).collect();
-        let mut top = sweep_doc(cfg, h, o, &steps);
-        top.steps = Some(docs);
-        return Ok(top);
+        return Ok((steps, None));
     }
-    let s = measure(o.base_rate(), next_start)?;
-    Ok(step_doc(cfg, h, o, &s))
-}
-
-/// `--prepare`: announce readiness, then read the start time (Unix ns) from stdin. The closed loop
-/// and echo (main.rs) call it too, before their connections open.
-pub fn wait_for_start() -> Result<Instant, OpenError> {
-    eprintln!("READY {}", sys::unix_now_ns());
-    let mut line = String::new();
-    let n = std::io::stdin().lock().read_line(&mut line).map_err(|e| {
-        OpenError::Failure(format!("--prepare: reading the start time from stdin: {e}"))
-    })?;
-    if n == 0 {
-        return Err(OpenError::Aborted(
-            "--prepare: stdin closed before a start time arrived; nothing was measured".into(),
-        ));
-    }
-    let text = line.trim();
-    let start_ns: u128 = text.parse().map_err(|_| {
-        OpenError::Usage(format!(
-            "--prepare: '{text}' is not a start time; write the Unix time in nanoseconds, e.g. {}",
-            sys::unix_now_ns() + 1_000_000_000
-        ))
-    })?;
-    let (now_i, now_ns) = (Instant::now(), sys::unix_now_ns());
-    if start_ns <= now_ns {
-        return Err(OpenError::Usage(format!(
-            "--prepare: the start time {start_ns} is {:.3} ms in the past (now {now_ns}); send a time in the future",
-            (now_ns - start_ns) as f64 / 1e6
-        )));
-    }
-    let wait = Duration::from_nanos((start_ns - now_ns).min(u128::from(u64::MAX)) as u64);
-    if wait > PREPARE_MAX_WAIT {
-        return Err(OpenError::Usage(format!(
-            "--prepare: the start time {start_ns} is {:.0} s away, more than {:?}; is it in nanoseconds?",
-            wait.as_secs_f64(),
-            PREPARE_MAX_WAIT
-        )));
-    }
-    Ok(now_i + wait)
+    steps.push(measure(o.base_rate(), next_start)?);
+    Ok((steps, None))
 }
 
 fn wall_of(t: Instant) -> SystemTime {
@@ -312,263 +252,37 @@ fn wall_of(t: Instant) -> SystemTime {
 fn merge_reports(
     rate: f64,
     start: Instant,
-    duration: Duration,
+    schedule: Duration,
     warmup: Duration,
     reports: Vec<PhaseReport>,
-) -> StepOut {
-    let mut threads = Vec::new();
-    let mut merged: Option<ThreadStats> = None;
+) -> RunOutcome {
+    let stopped = reports
+        .iter()
+        .map(|r| r.result.stopped_at)
+        .max()
+        .unwrap_or(start);
     let mut open = OpenStats::new();
-    let stopped = reports.iter().map(|r| r.stopped_at).max().unwrap_or(start);
+    let mut results = Vec::with_capacity(reports.len());
     for r in reports {
-        threads.push(ThreadSummary {
-            cpu: None,
-            cpu_time: r.cpu_time,
-            wall_time: r.wall_time,
-            user_time: r.user_time,
-            sys_time: r.sys_time,
-            run_delay: r.run_delay,
-            batch_wait_max: None,
-        });
         open.merge(&r.open);
-        match merged.as_mut() {
-            None => merged = Some(r.stats),
-            Some(m) => m.merge(&r.stats),
-        }
+        results.push(r.result);
     }
-    StepOut {
-        rate,
-        schedule: duration,
-        outcome: RunOutcome {
-            stats: merged.expect("at least one thread"),
-            threads,
-            started_at: wall_of(start),
-            // Responses to requests due in the phase count, also when they arrive in the drain:
-            // the throughput is over the time it took to answer them.
-            duration: stopped.saturating_duration_since(start).max(duration),
-            warmup,
-            probe: None,
-        },
-        open,
-        interrupted: false,
-    }
-}
-
-fn step_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, s: &StepOut) -> Document {
-    let mut doc = output::document(cfg, &s.outcome);
-    fix_cpus(cfg, &mut doc);
-    doc.no_answer = no_answer(cfg, o, &s.outcome.stats, &s.open);
-    doc.open_loop = Some(open_doc(h, o, Some(s.rate), &s.open, s.schedule));
-    doc.interrupted = s.interrupted;
-    doc
-}
-
-fn fix_cpus(cfg: &Config, doc: &mut Document) {
-    doc.generator.cpus = if cfg.cpus.is_empty() {
-        Vec::new()
-    } else {
-        (0..cfg.threads)
-            .map(|t| cfg.cpus[t % cfg.cpus.len()])
-            .collect()
-    };
-}
-
-/// The whole sweep as one result: counts and histograms merged over the steps, the timeline and
-/// the intervals concatenated in the order measured.
-fn sweep_doc(cfg: &Config, h: &HttpConfig, o: &OpenConfig, steps: &[StepOut]) -> Document {
-    let first = &steps[0].outcome;
-    let mut stats = ThreadStats::new(Instant::now(), Instant::now(), None);
-    let mut timeline = Vec::new();
-    let mut intervals = Vec::new();
-    let mut open = OpenStats::new();
-    let mut duration = Duration::ZERO;
-    let mut threads: Vec<ThreadSummary> = Vec::new();
-    for s in steps {
-        let st = &s.outcome.stats;
-        stats.merge(st);
-        let seconds = s.outcome.duration.as_secs_f64().ceil() as usize;
-        let mut tl = st.timeline.clone();
-        tl.resize(seconds.max(tl.len()), Default::default());
-        timeline.extend(tl);
-        let offset = (duration.as_nanos() / cfg.interval.as_nanos()) as u64;
-        intervals.extend(
-            st.intervals
-                .done
-                .iter()
-                .map(|(i, b)| (i + offset, b.clone())),
-        );
-        // Each step is padded to whole intervals, so the next one starts on a boundary.
-        let n = s
-            .outcome
-            .duration
-            .as_nanos()
-            .div_ceil(cfg.interval.as_nanos());
-        duration += Duration::from_nanos((n * cfg.interval.as_nanos()) as u64);
-        open.merge(&s.open);
-        for (k, t) in s.outcome.threads.iter().enumerate() {
-            if threads.len() <= k {
-                threads.push(ThreadSummary {
-                    cpu: None,
-                    cpu_time: Duration::ZERO,
-                    wall_time: Duration::ZERO,
-                    user_time: Duration::ZERO,
-                    sys_time: Duration::ZERO,
-                    run_delay: Some(Duration::ZERO),
-                    batch_wait_max: None,
-                });
-            }
-            threads[k].cpu_time += t.cpu_time;
-            threads[k].wall_time += t.wall_time;
-            threads[k].user_time += t.user_time;
-            threads[k].sys_time += t.sys_time;
-            // Unknown in any step (no schedstat) is unknown for the run.
-            threads[k].run_delay = threads[k].run_delay.zip(t.run_delay).map(|(a, b)| a + b);
-        }
-    }
-    stats.timeline = timeline;
-    stats.intervals.done = intervals;
-    let measured: Duration = steps.iter().map(|s| s.outcome.duration).sum();
-    let scheduled: Duration = steps.iter().map(|s| s.schedule).sum();
-    let outcome = RunOutcome {
+    let (stats, threads) = run::merge_threads(results);
+    RunOutcome {
         stats,
         threads,
-        started_at: first.started_at,
-        duration: measured,
-        warmup: first.warmup,
+        started_at: wall_of(start),
+        // Responses to requests due in the phase count, also when they arrive in the drain:
+        // the throughput is over the time it took to answer them.
+        duration: stopped.saturating_duration_since(start).max(schedule),
+        warmup,
         probe: None,
-    };
-    let mut doc = output::document(cfg, &outcome);
-    fix_cpus(cfg, &mut doc);
-    doc.intervals = output::intervals_doc(&outcome.stats.intervals.done, cfg.interval, duration);
-    // Counts summed over the steps; flagged when any step was.
-    let per_step: Vec<_> = steps
-        .iter()
-        .map(|s| no_answer(cfg, o, &s.outcome.stats, &s.open))
-        .collect();
-    doc.no_answer = output::no_answer_doc(
-        per_step.iter().map(|n| n.connections).sum(),
-        per_step.iter().map(|n| n.of_connections).sum(),
-    );
-    doc.no_answer.flagged = per_step.iter().any(|n| n.flagged);
-    let mut od = open_doc(h, o, None, &open, scheduled);
-    // A sweep is marked when any of its steps was.
-    let marked: Vec<String> = steps
-        .iter()
-        .filter_map(|s| {
-            let d = open_doc(h, o, Some(s.rate), &s.open, s.schedule);
-            d.rate_not_met
-                .then(|| format!("step {}/s: {}", s.rate, d.rate_not_met_reasons.join("; ")))
-        })
-        .collect();
-    od.rate_not_met = !marked.is_empty();
-    od.rate_not_met_reasons = marked;
-    doc.open_loop = Some(od);
-    doc
-}
-
-/// Connections left waiting in one step: of the pool (`--rate`) or of the connections started
-/// (`--conn-rate`, where each arrival is a connection).
-fn no_answer(
-    cfg: &Config,
-    o: &OpenConfig,
-    st: &ThreadStats,
-    open: &OpenStats,
-) -> output::NoAnswerDoc {
-    let of = match o.kind {
-        LoadKind::Rate => cfg.connections as u64,
-        LoadKind::ConnRate { .. } => open.started,
-    };
-    output::no_answer_doc(st.unanswered_connections, of)
-}
-
-/// Arrivals started before the schedule's end, per second of schedule. Sends made in the drain
-/// (due in the phase, sent after it ended because the generator or the pool was behind) do not
-/// count: counting them would show a generator that fell behind and caught up as on schedule.
-pub fn achieved_rate(s: &OpenStats, schedule: Duration) -> f64 {
-    let d = schedule.as_secs_f64();
-    if d > 0.0 {
-        s.started_in_schedule as f64 / d
-    } else {
-        0.0
-    }
-}
-
-pub fn open_doc(
-    h: &HttpConfig,
-    o: &OpenConfig,
-    asked: Option<f64>,
-    s: &OpenStats,
-    duration: Duration,
-) -> OpenLoopDoc {
-    let achieved = achieved_rate(s, duration);
-    let lag = output::latency_doc(&s.lag);
-    let mut reasons = Vec::new();
-    if let Some(asked) = asked {
-        if achieved < RATE_MET_FRACTION * asked {
-            reasons.push(format!(
-                "achieved {achieved:.1}/s of the asked {asked}/s (below {:.0}%)",
-                RATE_MET_FRACTION * 100.0
-            ));
-        }
-    }
-    if s.dropped() > 0 {
-        reasons.push(format!(
-            "{} arrivals dropped ({} over the backlog/connection cap, {} unsent at the end)",
-            s.dropped(),
-            s.dropped_overflow,
-            s.dropped_unsent
-        ));
-    }
-    if lag.p99_us > LAG_P99_LIMIT.as_micros() as u64 {
-        reasons.push(format!(
-            "schedule lag p99 {} us above {} us",
-            lag.p99_us,
-            LAG_P99_LIMIT.as_micros()
-        ));
-    }
-    let (kind, connections) = match o.kind {
-        LoadKind::Rate => ("rate", None),
-        LoadKind::ConnRate { requests_per_conn } => (
-            "conn_rate",
-            Some(output::ConnRateDoc {
-                requests_per_conn,
-                started: s.started,
-                completed: s.conns_completed,
-                ended_early: s.conns_ended_early,
-                failed: s.conns_failed,
-                unfinished: s.conns_unfinished,
-                lifetime: output::latency_doc(&s.lifetime),
-            }),
-        ),
-    };
-    OpenLoopDoc {
-        kind,
-        arrival: o.arrival.name(),
-        seed: h.seed,
-        asked_rate_per_s: asked,
-        achieved_rate_per_s: achieved,
-        intended: s.intended,
-        started: s.started,
-        late: s.late,
-        late_threshold_us: LATE_THRESHOLD.as_micros() as u64,
-        dropped: s.dropped(),
-        dropped_overflow: s.dropped_overflow,
-        dropped_unsent: s.dropped_unsent,
-        rate_not_met: !reasons.is_empty(),
-        rate_not_met_reasons: reasons,
-        latency_uncorrected: output::Latency {
-            censored: Some(s.uncorrected_censored),
-            ..output::latency_doc(&s.uncorrected)
-        },
-        schedule_lag: lag,
-        spin_us: s.spin.as_micros() as u64,
-        spin_auto: s.spin_auto.map(|a| output::SpinAutoDoc {
-            timer_lag_p99_us: a.timer_lag_p99.as_micros() as u64,
-            send_gap_us: a.send_gap.as_micros() as u64,
-            widened: a.widened,
+        open: Some(OpenOutcome {
+            rate,
+            schedule,
+            stats: open,
         }),
-        spin_wait_s: s.spin_wait.as_secs_f64(),
-        connections,
+        interrupted: false,
     }
 }
 
@@ -579,8 +293,9 @@ pub fn error_fraction(st: &ThreadStats) -> f64 {
 }
 
 /// Did this step meet the objective, the error budget and its own schedule?
-fn verdict(cfg: &Config, s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdict {
-    let st = &s.outcome.stats;
+fn verdict(cfg: &Config, s: &RunOutcome, fm: &FindMax) -> StepVerdict {
+    let st = &s.stats;
+    let step = s.open.as_ref().expect("an open-loop step");
     let mut reasons = Vec::new();
     let error_fraction = error_fraction(st);
     if error_fraction > fm.max_errors {
@@ -602,14 +317,14 @@ fn verdict(cfg: &Config, s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdi
             ));
         }
     }
-    let achieved = achieved_rate(&s.open, s.schedule);
-    if achieved < RATE_MET_FRACTION * s.rate || s.open.dropped() > 0 {
+    let achieved = output::achieved_rate(&step.stats, step.schedule);
+    if achieved < RATE_MET_FRACTION * step.rate || step.stats.dropped() > 0 {
         reasons.push(format!(
             "rate not met: achieved {achieved:.1}/s of {}/s",
-            s.rate
+            step.rate
         ));
     }
-    let na = no_answer(cfg, o, st, &s.open);
+    let na = output::no_answer(cfg, s);
     if na.flagged {
         reasons.push(format!(
             "{} of {} connections got no answer",
@@ -617,7 +332,7 @@ fn verdict(cfg: &Config, s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdi
         ));
     }
     StepVerdict {
-        rate_per_s: s.rate,
+        rate_per_s: step.rate,
         passed: reasons.is_empty(),
         reasons,
     }
@@ -628,8 +343,8 @@ fn verdict(cfg: &Config, s: &StepOut, fm: &FindMax, o: &OpenConfig) -> StepVerdi
 pub fn find_max(
     fm: &FindMax,
     start: f64,
-    mut measure: impl FnMut(f64) -> Result<StepVerdict, OpenError>,
-) -> Result<(Vec<StepVerdict>, Option<f64>, String), OpenError> {
+    mut measure: impl FnMut(f64) -> Result<StepVerdict, RunError>,
+) -> Result<(Vec<StepVerdict>, Option<f64>, String), RunError> {
     let mut verdicts = Vec::new();
     let (mut pass, mut fail): (Option<f64>, Option<f64>) = (None, None);
     let mut rate = start;
@@ -714,17 +429,6 @@ mod tests {
         assert_eq!(error_fraction(&st), 0.02);
         let empty = ThreadStats::new(t0, t0 + Duration::from_secs(1), None);
         assert_eq!(error_fraction(&empty), 1.0);
-    }
-
-    #[test]
-    fn achieved_rate_counts_only_sends_started_in_the_schedule() {
-        let mut s = OpenStats::new();
-        s.intended = 20_000;
-        // Half went out on time; the other half were caught up in the drain.
-        s.started = 20_000;
-        s.started_in_schedule = 10_000;
-        assert_eq!(achieved_rate(&s, Duration::from_secs(2)), 5_000.0);
-        assert_eq!(achieved_rate(&s, Duration::ZERO), 0.0);
     }
 
     #[test]

@@ -2,19 +2,20 @@
 //! human summary; both are pure functions of the configuration and the measurements.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::config::{Config, Mode};
+use crate::config::{Config, HttpConfig, Mode, OpenConfig};
 use crate::echo::ProbeResult;
 use crate::http::hex;
-use crate::openloop::LoadKind;
+use crate::openloop::{LoadKind, OpenStats, LATE_THRESHOLD};
+use crate::openrun::{FindMaxSearch, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION};
 use crate::run::{RunOutcome, ThreadSummary};
-use crate::stats::{self, ErrorClass};
+use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::sys::rfc3339_utc;
 use crate::thresholds::{self, ThresholdDoc};
 
@@ -568,18 +569,273 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
                 .map(|d| d.as_secs_f64() * 1e6),
         },
         generator_saturated: saturated,
-        no_answer: no_answer_doc(s.unanswered_connections, cfg.connections as u64),
+        no_answer: no_answer_doc(s.unanswered_connections, of_connections(cfg, run)),
         echo,
         latency_corrected: open.is_some(),
         intervals: intervals_doc(&s.intervals.done, cfg.interval, run.duration),
-        open_loop: None,
+        open_loop: run.open.as_ref().map(|step| {
+            let (h, o) = open_config(cfg);
+            open_loop_doc(h, o, Some(step.rate), &step.stats, step.schedule)
+        }),
         steps: None,
         find_max: None,
-        interrupted: false,
+        interrupted: run.interrupted,
         thresholds: Vec::new(),
         started_at_wall: run.started_at,
     }
 }
+
+/// Connections left waiting in one measured phase.
+pub fn no_answer(cfg: &Config, run: &RunOutcome) -> NoAnswerDoc {
+    no_answer_doc(run.stats.unanswered_connections, of_connections(cfg, run))
+}
+
+/// The open loop's result: one rate's document, or a sweep's (`--steps`, `--find-max`) with every
+/// step's document and the search.
+pub fn open_loop_document(
+    cfg: &Config,
+    steps: &[RunOutcome],
+    search: Option<&FindMaxSearch>,
+) -> Document {
+    let (_, o) = open_config(cfg);
+    if o.steps.is_none() && o.find_max.is_none() {
+        return document(cfg, &steps[0]);
+    }
+    let mut top = sweep_document(cfg, steps);
+    top.steps = Some(steps.iter().map(|s| document(cfg, s)).collect());
+    if let (Some(fm), Some(search)) = (&o.find_max, search) {
+        top.find_max = Some(FindMaxDoc {
+            method: "geometric growth (x2) from the start rate until a step fails, then bisection between the highest passing and the lowest failing rate",
+            slo: fm.slo.describe(),
+            slo_percentile: fm.slo.percentile,
+            slo_max_latency_us: fm.slo.max_latency.as_micros() as u64,
+            max_errors_fraction: fm.max_errors,
+            start_rate_per_s: o.base_rate(),
+            growth_factor: FIND_MAX_GROWTH,
+            resolution_fraction: fm.resolution,
+            limit_rate_per_s: fm.limit,
+            found_rate_per_s: search.found,
+            verdicts: search.verdicts.clone(),
+            stopped_because: search.stopped_because.clone(),
+        });
+    }
+    top
+}
+
+/// Connections left waiting are counted of the pool (the closed loop, `--rate`) or of the
+/// connections started (`--conn-rate`, where each arrival is a connection).
+fn of_connections(cfg: &Config, run: &RunOutcome) -> u64 {
+    match (open_config_of(cfg), &run.open) {
+        (Some((_, o)), Some(step)) if matches!(o.kind, LoadKind::ConnRate { .. }) => {
+            step.stats.started
+        }
+        _ => cfg.connections as u64,
+    }
+}
+
+fn open_config_of(cfg: &Config) -> Option<(&HttpConfig, &OpenConfig)> {
+    match &cfg.mode {
+        Mode::Http(h) => h.open.as_ref().map(|o| (h, o)),
+        Mode::Echo(_) => None,
+    }
+}
+
+/// The open loop's configuration; only called for an open-loop run.
+fn open_config(cfg: &Config) -> (&HttpConfig, &OpenConfig) {
+    open_config_of(cfg).expect("an open-loop configuration")
+}
+
+/// The whole sweep as one result: counts and histograms merged over the steps, the timeline and
+/// the intervals concatenated in the order measured.
+pub fn sweep_document(cfg: &Config, steps: &[RunOutcome]) -> Document {
+    let (h, o) = open_config(cfg);
+    let first = &steps[0];
+    let mut stats = ThreadStats::new(Instant::now(), Instant::now(), None);
+    let mut timeline = Vec::new();
+    let mut intervals = Vec::new();
+    let mut open = OpenStats::new();
+    let mut duration = Duration::ZERO;
+    let mut threads: Vec<ThreadSummary> = Vec::new();
+    for s in steps {
+        let st = &s.stats;
+        let step = s.open.as_ref().expect("an open-loop step");
+        stats.merge(st);
+        let seconds = s.duration.as_secs_f64().ceil() as usize;
+        let mut tl = st.timeline.clone();
+        tl.resize(seconds.max(tl.len()), Default::default());
+        timeline.extend(tl);
+        let offset = (duration.as_nanos() / cfg.interval.as_nanos()) as u64;
+        intervals.extend(
+            st.intervals
+                .done
+                .iter()
+                .map(|(i, b)| (i + offset, b.clone())),
+        );
+        // Each step is padded to whole intervals, so the next one starts on a boundary.
+        let n = s
+            .duration
+            .as_nanos()
+            .div_ceil(cfg.interval.as_nanos());
+        duration += Duration::from_nanos((n * cfg.interval.as_nanos()) as u64);
+        open.merge(&step.stats);
+        for (k, t) in s.threads.iter().enumerate() {
+            if threads.len() <= k {
+                threads.push(ThreadSummary {
+                    cpu: t.cpu,
+                    cpu_time: Duration::ZERO,
+                    wall_time: Duration::ZERO,
+                    user_time: Duration::ZERO,
+                    sys_time: Duration::ZERO,
+                    run_delay: Some(Duration::ZERO),
+                    batch_wait_max: None,
+                });
+            }
+            threads[k].cpu_time += t.cpu_time;
+            threads[k].wall_time += t.wall_time;
+            threads[k].user_time += t.user_time;
+            threads[k].sys_time += t.sys_time;
+            // Unknown in any step (no schedstat) is unknown for the run.
+            threads[k].run_delay = threads[k].run_delay.zip(t.run_delay).map(|(a, b)| a + b);
+        }
+    }
+    stats.timeline = timeline;
+    stats.intervals.done = intervals;
+    let measured: Duration = steps.iter().map(|s| s.duration).sum();
+    let scheduled: Duration = steps
+        .iter()
+        .filter_map(|s| s.open.as_ref().map(|step| step.schedule))
+        .sum();
+    let outcome = RunOutcome {
+        stats,
+        threads,
+        started_at: first.started_at,
+        duration: measured,
+        warmup: first.warmup,
+        probe: None,
+        open: None,
+        interrupted: steps.iter().any(|s| s.interrupted),
+    };
+    let mut doc = document(cfg, &outcome);
+    doc.intervals = intervals_doc(&outcome.stats.intervals.done, cfg.interval, duration);
+    // Counts summed over the steps; flagged when any step was.
+    let per_step: Vec<_> = steps
+        .iter()
+        .map(|s| no_answer(cfg, s))
+        .collect();
+    doc.no_answer = no_answer_doc(
+        per_step.iter().map(|n| n.connections).sum(),
+        per_step.iter().map(|n| n.of_connections).sum(),
+    );
+    doc.no_answer.flagged = per_step.iter().any(|n| n.flagged);
+    let mut od = open_loop_doc(h, o, None, &open, scheduled);
+    // A sweep is marked when any of its steps was.
+    let marked: Vec<String> = steps
+        .iter()
+        .filter_map(|s| {
+            let step = s.open.as_ref()?;
+            let d = open_loop_doc(h, o, Some(step.rate), &step.stats, step.schedule);
+            d.rate_not_met.then(|| {
+                format!("step {}/s: {}", step.rate, d.rate_not_met_reasons.join("; "))
+            })
+        })
+        .collect();
+    od.rate_not_met = !marked.is_empty();
+    od.rate_not_met_reasons = marked;
+    doc.open_loop = Some(od);
+    doc
+}
+
+/// Arrivals started before the schedule's end, per second of schedule. Sends made in the drain
+/// (due in the phase, sent after it ended because the generator or the pool was behind) do not
+/// count: counting them would show a generator that fell behind and caught up as on schedule.
+pub fn achieved_rate(s: &OpenStats, schedule: Duration) -> f64 {
+    let d = schedule.as_secs_f64();
+    if d > 0.0 {
+        s.started_in_schedule as f64 / d
+    } else {
+        0.0
+    }
+}
+
+pub fn open_loop_doc(
+    h: &HttpConfig,
+    o: &OpenConfig,
+    asked: Option<f64>,
+    s: &OpenStats,
+    duration: Duration,
+) -> OpenLoopDoc {
+    let achieved = achieved_rate(s, duration);
+    let lag = latency_doc(&s.lag);
+    let mut reasons = Vec::new();
+    if let Some(asked) = asked {
+        if achieved < RATE_MET_FRACTION * asked {
+            reasons.push(format!(
+                "achieved {achieved:.1}/s of the asked {asked}/s (below {:.0}%)",
+                RATE_MET_FRACTION * 100.0
+            ));
+        }
+    }
+    if s.dropped() > 0 {
+        reasons.push(format!(
+            "{} arrivals dropped ({} over the backlog/connection cap, {} unsent at the end)",
+            s.dropped(),
+            s.dropped_overflow,
+            s.dropped_unsent
+        ));
+    }
+    if lag.p99_us > LAG_P99_LIMIT.as_micros() as u64 {
+        reasons.push(format!(
+            "schedule lag p99 {} us above {} us",
+            lag.p99_us,
+            LAG_P99_LIMIT.as_micros()
+        ));
+    }
+    let (kind, connections) = match o.kind {
+        LoadKind::Rate => ("rate", None),
+        LoadKind::ConnRate { requests_per_conn } => (
+            "conn_rate",
+            Some(ConnRateDoc {
+                requests_per_conn,
+                started: s.started,
+                completed: s.conns_completed,
+                ended_early: s.conns_ended_early,
+                failed: s.conns_failed,
+                unfinished: s.conns_unfinished,
+                lifetime: latency_doc(&s.lifetime),
+            }),
+        ),
+    };
+    OpenLoopDoc {
+        kind,
+        arrival: o.arrival.name(),
+        seed: h.seed,
+        asked_rate_per_s: asked,
+        achieved_rate_per_s: achieved,
+        intended: s.intended,
+        started: s.started,
+        late: s.late,
+        late_threshold_us: LATE_THRESHOLD.as_micros() as u64,
+        dropped: s.dropped(),
+        dropped_overflow: s.dropped_overflow,
+        dropped_unsent: s.dropped_unsent,
+        rate_not_met: !reasons.is_empty(),
+        rate_not_met_reasons: reasons,
+        latency_uncorrected: Latency {
+            censored: Some(s.uncorrected_censored),
+            ..latency_doc(&s.uncorrected)
+        },
+        schedule_lag: lag,
+        spin_us: s.spin.as_micros() as u64,
+        spin_auto: s.spin_auto.map(|a| SpinAutoDoc {
+            timer_lag_p99_us: a.timer_lag_p99.as_micros() as u64,
+            send_gap_us: a.send_gap.as_micros() as u64,
+            widened: a.widened,
+        }),
+        spin_wait_s: s.spin_wait.as_secs_f64(),
+        connections,
+    }
+}
+
 
 /// `--hlog FILE`: the document's interval histograms as an HdrHistogram interval log (the format
 /// of Java's HistogramLogWriter: StartTime/BaseTime headers, one line per interval with a V2
@@ -734,7 +990,7 @@ const SPIN_HINT_ABOVE_US: u64 = 50;
 /// machine's timer wake-up lag, which a `--spin-us` window of about twice that busy-polls through.
 /// Above `LATE_THRESHOLD` the thread was waiting for a CPU (other work), which spinning makes worse.
 fn spin_hint(lag_p99_us: u64, spin_us: u64) -> Option<String> {
-    let late_us = crate::openloop::LATE_THRESHOLD.as_micros() as u64;
+    let late_us = LATE_THRESHOLD.as_micros() as u64;
     if lag_p99_us <= SPIN_HINT_ABOVE_US || lag_p99_us > late_us || spin_us >= lag_p99_us {
         return None;
     }
@@ -1030,6 +1286,17 @@ pub fn human(doc: &Document) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn achieved_rate_counts_only_sends_started_in_the_schedule() {
+        let mut s = crate::openloop::OpenStats::new();
+        s.intended = 20_000;
+        // Half went out on time; the other half were caught up in the drain.
+        s.started = 20_000;
+        s.started_in_schedule = 10_000;
+        assert_eq!(achieved_rate(&s, Duration::from_secs(2)), 5_000.0);
+        assert_eq!(achieved_rate(&s, Duration::ZERO), 0.0);
+    }
+
     #[test]
     fn spin_hint_only_for_a_timer_sized_lag_not_covered_by_the_window() {
         let hint = super::spin_hint(130, 20).expect("timer-sized lag, default window");

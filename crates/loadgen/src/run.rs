@@ -1,18 +1,24 @@
-//! Runs a validated configuration: splits connections (and `--requests`) over threads, starts them
-//! with a common clock, optionally the echo probe, then merges what the threads measured.
+//! The coordinator of every load model: splits connections (and `--requests`) over threads
+//! (`thread_shares`), starts them (`spawn_load_thread`), and merges what they measured
+//! (`merge_threads`) into one `RunOutcome`. `run` drives the closed loop and echo with it (one
+//! measured phase, optionally the echo probe beside it); `openrun` drives the open loop's phases
+//! with the same pieces.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, HttpConfig, IoBackend, Mode};
 use crate::echo::{self, EchoProtocol, ProbeResult};
 use crate::engine::{self, WorkerConfig, WorkerResult};
+use crate::error::RunError;
 use crate::exchange::Exchange;
 use crate::http::{Expectation, HttpProtocol, ResponseParser, Step};
+use crate::openloop::OpenStats;
 use crate::stats::ThreadStats;
-use crate::{progress, uring};
+use crate::{progress, signals, sys, uring};
 
 pub struct ThreadSummary {
     pub cpu: Option<usize>,
@@ -26,6 +32,8 @@ pub struct ThreadSummary {
     pub batch_wait_max: Option<Duration>,
 }
 
+/// What one measured phase gave, merged over the threads: the closed loop's or echo's run, or one
+/// rate of the open loop (then `open` holds the schedule's figures).
 pub struct RunOutcome {
     pub stats: ThreadStats,
     pub threads: Vec<ThreadSummary>,
@@ -34,11 +42,93 @@ pub struct RunOutcome {
     pub duration: Duration,
     pub warmup: Duration,
     pub probe: Option<ProbeResult>,
+    pub open: Option<OpenOutcome>,
+    /// A SIGINT/SIGTERM ended the phase early.
+    pub interrupted: bool,
 }
+
+/// One open-loop rate: the asked rate, the schedule's length (arrivals happen in it; the outcome's
+/// `duration` also covers the drain), and its figures merged over the threads.
+pub struct OpenOutcome {
+    pub rate: f64,
+    pub schedule: Duration,
+    pub stats: OpenStats,
+}
+
+/// `--prepare` refuses a start time further away than this (a typo in the orchestrator, most
+/// likely seconds given instead of nanoseconds or the reverse).
+pub const PREPARE_MAX_WAIT: Duration = Duration::from_secs(3600);
 
 /// Share `total` as evenly as possible: the first `total % parts` get one more.
 pub fn split_evenly(total: u64, parts: usize, index: usize) -> u64 {
     total / parts as u64 + u64::from((index as u64) < total % parts as u64)
+}
+
+/// One load thread's share of the run, the same for every load model.
+pub struct ThreadShare {
+    pub index: usize,
+    /// `--cpus`, round-robin over the threads.
+    pub cpu: Option<usize>,
+    /// This thread's connections are numbers first_conn .. first_conn + connections.
+    pub first_conn: usize,
+    pub connections: usize,
+    /// Its part of `--requests`.
+    pub response_quota: Option<u64>,
+}
+
+pub fn thread_shares(cfg: &Config) -> Vec<ThreadShare> {
+    let mut first_conn = 0;
+    (0..cfg.threads)
+        .map(|t| {
+            let connections = split_evenly(cfg.connections as u64, cfg.threads, t) as usize;
+            let share = ThreadShare {
+                index: t,
+                cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]),
+                first_conn,
+                connections,
+                response_quota: match &cfg.mode {
+                    Mode::Http(h) => h.requests.map(|n| split_evenly(n, cfg.threads, t)),
+                    Mode::Echo(_) => None,
+                },
+            };
+            first_conn += connections;
+            share
+        })
+        .collect()
+}
+
+/// Start load thread `index` running `work`.
+pub fn spawn_load_thread<T, F>(index: usize, work: F) -> Result<JoinHandle<T>, RunError>
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+{
+    std::thread::Builder::new()
+        .name(format!("load-{index}"))
+        .spawn(work)
+        .map_err(|e| RunError::Failure(format!("cannot start load thread {index}: {e}")))
+}
+
+/// What the threads measured, merged once: one set of counters, one summary per thread.
+pub fn merge_threads(results: Vec<WorkerResult>) -> (ThreadStats, Vec<ThreadSummary>) {
+    let mut threads = Vec::with_capacity(results.len());
+    let mut merged: Option<ThreadStats> = None;
+    for r in results {
+        threads.push(ThreadSummary {
+            cpu: r.cpu,
+            cpu_time: r.cpu_time,
+            wall_time: r.wall_time,
+            user_time: r.user_time,
+            sys_time: r.sys_time,
+            run_delay: r.run_delay,
+            batch_wait_max: r.batch_wait_max,
+        });
+        match merged.as_mut() {
+            None => merged = Some(r.stats),
+            Some(m) => m.merge(&r.stats),
+        }
+    }
+    (merged.expect("at least one thread"), threads)
 }
 
 /// What a progress line counts per second.
@@ -49,8 +139,9 @@ pub fn progress_unit(cfg: &Config) -> &'static str {
     }
 }
 
-/// `start_at`: the `--prepare` start time; the threads (and their connections) start then.
-pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String> {
+/// The closed loop or echo: one measured phase. `start_at`: the `--prepare` start time; the
+/// threads (and their connections) start then.
+pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, RunError> {
     if let Some(t) = start_at {
         std::thread::sleep(t.saturating_duration_since(Instant::now()));
     }
@@ -70,50 +161,39 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
         Mode::Http(_) => None,
     }
     .transpose()
-    .map_err(|e| format!("cannot start the probe thread: {e}"))?;
+    .map_err(|e| RunError::Failure(format!("cannot start the probe thread: {e}")))?;
 
     let progress = progress::start(measure_start, cfg.interval, progress_unit(cfg));
     let mut handles = Vec::with_capacity(cfg.threads);
-    let mut first_conn = 0;
-    for t in 0..cfg.threads {
-        let connections = split_evenly(cfg.connections as u64, cfg.threads, t) as usize;
+    for share in thread_shares(cfg) {
+        let t = share.index;
         let wc = WorkerConfig {
             thread_index: t,
-            cpu: (!cfg.cpus.is_empty()).then(|| cfg.cpus[t % cfg.cpus.len()]),
+            cpu: share.cpu,
             target: cfg.target_addr,
             source_ips: cfg.source_ips.clone(),
-            first_conn,
-            connections,
+            first_conn: share.first_conn,
+            connections: share.connections,
             timeout: cfg.timeout,
             measure_start,
             measure_end,
-            response_quota: match &cfg.mode {
-                Mode::Http(h) => h.requests.map(|n| split_evenly(n, cfg.threads, t)),
-                Mode::Echo(_) => None,
-            },
+            response_quota: share.response_quota,
         };
-        first_conn += connections;
-        let spawned = match &cfg.mode {
+        let handle = match &cfg.mode {
             Mode::Http(h) if cfg.io == IoBackend::Uring => {
                 let params = uring::HttpParams::new(h, cfg.coalesce, t);
-                std::thread::Builder::new()
-                    .name(format!("load-{t}"))
-                    .spawn(move || uring::run_worker(wc, params))
+                spawn_load_thread(t, move || uring::run_worker(wc, params))
             }
             Mode::Http(h) => {
                 let proto = HttpProtocol::new(Exchange::for_config(h, t));
-                std::thread::Builder::new()
-                    .name(format!("load-{t}"))
-                    .spawn(move || engine::run_worker(wc, proto))
+                spawn_load_thread(t, move || engine::run_worker(wc, proto))
             }
             Mode::Echo(e) => {
                 let proto = EchoProtocol::new(e.bytes_per_connection, e.chunk_bytes);
-                std::thread::Builder::new()
-                    .name(format!("load-{t}"))
-                    .spawn(move || engine::run_worker(wc, proto))
+                spawn_load_thread(t, move || engine::run_worker(wc, proto))
             }
         };
-        handles.push(spawned.map_err(|e| format!("cannot start load thread {t}: {e}"))?);
+        handles.push(handle?);
     }
 
     let mut results: Vec<WorkerResult> = Vec::with_capacity(handles.len());
@@ -130,11 +210,11 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
     let probe = probe
         .map(|h| {
             h.join()
-                .map_err(|_| "the probe thread panicked".to_string())
+                .map_err(|_| RunError::Failure("the probe thread panicked".into()))
         })
         .transpose()?;
     if let Some(f) = failure {
-        return Err(f);
+        return Err(RunError::Failure(f));
     }
 
     let stopped_at = results
@@ -143,25 +223,9 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
         .max()
         .unwrap_or(measure_start);
     let measured_end = measure_end.map_or(stopped_at, |end| stopped_at.min(end));
-    let mut threads = Vec::with_capacity(results.len());
-    let mut merged: Option<ThreadStats> = None;
-    for r in results {
-        threads.push(ThreadSummary {
-            cpu: r.cpu,
-            cpu_time: r.cpu_time,
-            wall_time: r.wall_time,
-            user_time: r.user_time,
-            sys_time: r.sys_time,
-            run_delay: r.run_delay,
-            batch_wait_max: r.batch_wait_max,
-        });
-        match merged.as_mut() {
-            None => merged = Some(r.stats),
-            Some(m) => m.merge(&r.stats),
-        }
-    }
+    let (stats, threads) = merge_threads(results);
     Ok(RunOutcome {
-        stats: merged.expect("at least one thread"),
+        stats,
         threads,
         started_at: wall_start + cfg.warmup,
         duration: measured_end.saturating_duration_since(measure_start),
@@ -169,7 +233,47 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, String
             .warmup
             .min(stopped_at.saturating_duration_since(run_start)),
         probe,
+        open: None,
+        interrupted: signals::stop_requested(),
     })
+}
+
+/// `--prepare`: announce readiness, then read the start time (Unix ns) from stdin. Every load model
+/// waits here before its connections open.
+pub fn wait_for_start() -> Result<Instant, RunError> {
+    eprintln!("READY {}", sys::unix_now_ns());
+    let mut line = String::new();
+    let n = std::io::stdin().lock().read_line(&mut line).map_err(|e| {
+        RunError::Failure(format!("--prepare: reading the start time from stdin: {e}"))
+    })?;
+    if n == 0 {
+        return Err(RunError::Aborted(
+            "--prepare: stdin closed before a start time arrived; nothing was measured".into(),
+        ));
+    }
+    let text = line.trim();
+    let start_ns: u128 = text.parse().map_err(|_| {
+        RunError::Usage(format!(
+            "--prepare: '{text}' is not a start time; write the Unix time in nanoseconds, e.g. {}",
+            sys::unix_now_ns() + 1_000_000_000
+        ))
+    })?;
+    let (now_i, now_ns) = (Instant::now(), sys::unix_now_ns());
+    if start_ns <= now_ns {
+        return Err(RunError::Usage(format!(
+            "--prepare: the start time {start_ns} is {:.3} ms in the past (now {now_ns}); send a time in the future",
+            (now_ns - start_ns) as f64 / 1e6
+        )));
+    }
+    let wait = Duration::from_nanos((start_ns - now_ns).min(u128::from(u64::MAX)) as u64);
+    if wait > PREPARE_MAX_WAIT {
+        return Err(RunError::Usage(format!(
+            "--prepare: the start time {start_ns} is {:.0} s away, more than {:?}; is it in nanoseconds?",
+            wait.as_secs_f64(),
+            PREPARE_MAX_WAIT
+        )));
+    }
+    Ok(now_i + wait)
 }
 
 /// `--verify-learn`: one request on its own connection before the load; its status, body size and

@@ -854,7 +854,6 @@ fn steps_and_find_max_land_near_a_known_capacity() {
     .json();
     validate_against_schema(&doc);
     let fm = &doc["find_max"];
-    let found = f(&fm["found_rate_per_s"]);
     let rates: Vec<f64> = fm["verdicts"]
         .as_array()
         .unwrap()
@@ -862,8 +861,8 @@ fn steps_and_find_max_land_near_a_known_capacity() {
         .map(|v| f(&v["rate_per_s"]))
         .collect();
     eprintln!(
-        "find-max: found {found}/s for capacity {CAPACITY}/s; measured {rates:?}; {}",
-        fm["verdicts"]
+        "find-max: found {}/s for capacity {CAPACITY}/s; measured {rates:?}; {}",
+        fm["found_rate_per_s"], fm["verdicts"]
     );
     assert_eq!(doc["steps"].as_array().unwrap().len(), rates.len());
     // The token bucket lets a little more than CAPACITY through in bursts: nothing above 1.1 x
@@ -1297,10 +1296,9 @@ fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
     .json();
     validate_against_schema(&doc);
     let fm = &doc["find_max"];
-    let found = f(&fm["found_rate_per_s"]);
     eprintln!(
-        "conn-rate find-max: found {found}/s for capacity {CAPACITY_CONN}/s; {}",
-        fm["verdicts"]
+        "conn-rate find-max: found {}/s for capacity {CAPACITY_CONN}/s; {}",
+        fm["found_rate_per_s"], fm["verdicts"]
     );
     assert_eq!(doc["open_loop"]["kind"], "conn_rate");
     // The token bucket lets ~5% more than its capacity through (2,111 req/s at 3,000 asked).
@@ -1319,6 +1317,20 @@ fn assert_find_max_bookkeeping(fm: &Value, resolution: f64, ceiling: f64) {
         .iter()
         .map(|v| (f(&v["rate_per_s"]), v["passed"].as_bool().unwrap()))
         .collect();
+    if fm["found_rate_per_s"].is_null() {
+        // A machine too busy to meet the objective even at the start rate (CI's neighbours): the
+        // search must say so after that one step, not go on or invent a rate.
+        assert_eq!(verdicts.len(), 1, "{fm:#}");
+        assert!(!verdicts[0].1, "{fm:#}");
+        assert!(
+            fm["stopped_because"]
+                .as_str()
+                .unwrap()
+                .contains("the start rate already fails"),
+            "{fm:#}"
+        );
+        return;
+    }
     let found = f(&fm["found_rate_per_s"]);
     let highest_pass = verdicts
         .iter()
