@@ -7,7 +7,6 @@ use std::time::Duration;
 use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
 pub use crate::cli::{Coalesce, IoBackend, IoChoice};
 use crate::http::{self, Expectation};
-use crate::openloop::LoadKind;
 use crate::parse::{parse_cpu_list, parse_ip_list};
 use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
@@ -202,7 +201,33 @@ impl Config {
     }
 }
 
-pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
+/// The open loop's load model.
+#[derive(Clone, Copy, Debug)]
+pub enum LoadKind {
+    /// `--rate`: requests on a fixed pool of keep-alive connections.
+    Rate,
+    /// `--conn-rate`: each arrival is a new connection doing this many requests, then closing.
+    ConnRate { requests_per_conn: u32 },
+}
+
+/// What this process can use of io_uring (`uring::support`, probed once before anything is sent).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IoSupport {
+    /// Everything the engine needs, and min-wait (Linux 6.12+) for coalescing.
+    Full,
+    /// Everything the engine needs, but no min-wait: no coalescing window.
+    NoMinWait,
+    /// Not usable here: why (kernel, sysctl, seccomp, memory lock), in words for the user.
+    Unavailable(String),
+}
+
+/// The validated configuration. `io_uring` probes what io_uring offers here; it is called only
+/// when `--io` needs the answer (the probe is I/O, which this module does none of itself).
+pub fn from_cli(
+    cli: Cli,
+    command_line: Vec<String>,
+    io_uring: impl FnOnce() -> IoSupport,
+) -> Result<Config, String> {
     match cli.command {
         Command::Http(a) => {
             let url = target::parse_http_url(&a.url)?;
@@ -274,7 +299,7 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
             let epoll_only = open
                 .is_some()
                 .then_some("the open loop (--rate, --conn-rate) runs on epoll");
-            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only)?;
+            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only, io_uring)?;
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -373,32 +398,37 @@ pub fn from_cli(cli: Cli, command_line: Vec<String>) -> Result<Config, String> {
 fn resolve_io(
     a: &CommonArgs,
     epoll_only: Option<&str>,
+    io_uring: impl FnOnce() -> IoSupport,
 ) -> Result<(IoBackend, Coalesce, String), String> {
-    use crate::uring::Support;
     let asked = a.coalesce.unwrap_or(Coalesce::Off);
     match (a.io, epoll_only) {
         (IoChoice::Epoll, _) => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
-        (IoChoice::Uring, _) => {
-            crate::uring::require(asked)?;
-            Ok((IoBackend::Uring, asked, "--io uring".into()))
-        }
+        (IoChoice::Uring, _) => match io_uring() {
+            IoSupport::Unavailable(why) => Err(format!(
+                "--io uring: io_uring cannot be used here: {why}. Use --io epoll, which needs none of it"
+            )),
+            IoSupport::NoMinWait if asked != Coalesce::Off => Err(
+                "--coalesce-us needs io_uring's min-wait (Linux 6.12+), which this kernel lacks: drop --coalesce-us".into(),
+            ),
+            _ => Ok((IoBackend::Uring, asked, "--io uring".into())),
+        },
         (IoChoice::Auto, Some(model)) => Ok((
             IoBackend::Epoll,
             Coalesce::Off,
             format!("--io auto: {model}"),
         )),
-        (IoChoice::Auto, None) => Ok(match crate::uring::support() {
-            Support::Full => (
+        (IoChoice::Auto, None) => Ok(match io_uring() {
+            IoSupport::Full => (
                 IoBackend::Uring,
                 Coalesce::Auto,
                 "--io auto: io_uring usable, with min-wait coalescing".into(),
             ),
-            Support::NoMinWait => (
+            IoSupport::NoMinWait => (
                 IoBackend::Uring,
                 Coalesce::Off,
                 "--io auto: io_uring usable; no coalescing (the kernel lacks min-wait, Linux 6.12+)".into(),
             ),
-            Support::Unavailable(why) => (
+            IoSupport::Unavailable(why) => (
                 IoBackend::Epoll,
                 Coalesce::Off,
                 format!("--io auto: io_uring cannot be used here ({why}), so epoll"),

@@ -7,7 +7,7 @@ use clap::{CommandFactory, Parser};
 use netarena_load::config::{self, Mode};
 use netarena_load::error::RunError;
 use netarena_load::output::Document;
-use netarena_load::{cli, limits, openrun, output, progress, run, signals, thresholds};
+use netarena_load::{cli, limits, openrun, output, progress, run, signals, thresholds, uring};
 
 /// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
 const EXIT_THRESHOLD_FAILED: u8 = 99;
@@ -36,7 +36,7 @@ fn main() -> ExitCode {
 
 /// Everything before the result: validate, check limits, learn the expectation, run.
 fn prepare_and_run(cli: cli::Cli, argv: Vec<String>) -> Result<(config::Config, Document), RunError> {
-    let mut cfg = config::from_cli(cli, argv).map_err(RunError::Usage)?;
+    let mut cfg = config::from_cli(cli, argv, uring::support).map_err(RunError::Usage)?;
     if progress::wanted(cfg.quiet) {
         progress::enable();
     }

@@ -25,7 +25,7 @@ use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
-use crate::config::SpinWindow;
+use crate::config::{LoadKind, SpinWindow};
 use crate::engine::{
     back_off, connect_event, open_registered, source_address, sweep_action, ConnectEvent,
     Outcome, Phase, SweepAction, WorkerResult, SWEEP_INTERVAL,
@@ -47,14 +47,6 @@ const TIMER_TOKEN: Token = Token(usize::MAX);
 const TIMER_SAMPLES: usize = 500;
 const TIMER_SAMPLE_PERIOD: Duration = Duration::from_micros(200);
 const EVENTS_CAPACITY: usize = 1024;
-
-#[derive(Clone, Copy, Debug)]
-pub enum LoadKind {
-    /// `--rate`: requests on a fixed pool of keep-alive connections.
-    Rate,
-    /// `--conn-rate`: each arrival is a new connection doing this many requests, then closing.
-    ConnRate { requests_per_conn: u32 },
-}
 
 pub struct OpenWorkerConfig {
     pub thread_index: usize,

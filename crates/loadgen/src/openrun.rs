@@ -5,12 +5,10 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Config, FindMax, HttpConfig, Mode, OpenConfig};
+use crate::config::{Config, FindMax, HttpConfig, LoadKind, Mode, OpenConfig};
 use crate::error::RunError;
 use crate::exchange::Exchange;
-use crate::openloop::{
-    self, LoadKind, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg,
-};
+use crate::openloop::{self, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg};
 use crate::output::{self, Document, StepVerdict};
 use crate::run::{self, split_evenly, OpenOutcome, RunOutcome};
 use crate::stats::ThreadStats;

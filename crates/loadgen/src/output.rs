@@ -9,10 +9,10 @@ use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::config::{Config, HttpConfig, Mode, OpenConfig};
+use crate::config::{Config, HttpConfig, LoadKind, Mode, OpenConfig};
 use crate::echo::ProbeResult;
 use crate::http::hex;
-use crate::openloop::{LoadKind, OpenStats, LATE_THRESHOLD};
+use crate::openloop::{OpenStats, LATE_THRESHOLD};
 use crate::openrun::{FindMaxSearch, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION};
 use crate::run::{RunOutcome, ThreadSummary};
 use crate::stats::{self, ErrorClass, ThreadStats};

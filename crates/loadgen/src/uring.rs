@@ -40,7 +40,7 @@ use io_uring::types::{BufRingEntry, CancelBuilder, SubmitArgs, Timespec};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::{SockAddr, Socket};
 
-use crate::config::{Coalesce, HttpConfig};
+use crate::config::{Coalesce, HttpConfig, IoSupport};
 // The same ramp, backoff and time-keeping as the epoll engine (see engine.rs for the reasons).
 use crate::engine::{
     new_tcp_socket, ramp_room, sweep_action, LoopClock, Outcome, Phase, SweepAction, WorkerConfig,
@@ -113,21 +113,10 @@ fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
     Err(last.expect("at least one attempt"))
 }
 
-/// What this process can use of io_uring, probed once before anything is sent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Support {
-    /// Everything the engine needs, and min-wait (Linux 6.12+) for coalescing.
-    Full,
-    /// Everything the engine needs, but no min-wait: no coalescing window.
-    NoMinWait,
-    /// Not usable here: why (kernel, sysctl, seccomp, memory lock), in words for the user.
-    Unavailable(String),
-}
-
 /// Probe io_uring as the engine uses it: a ring of the engine's kind, the operations it submits and a
 /// provided-buffer ring.
-pub fn support() -> Support {
-    let unavailable = Support::Unavailable;
+pub fn support() -> IoSupport {
+    let unavailable = IoSupport::Unavailable;
     if let Some((major, minor)) = kernel_version() {
         if (major, minor) < MIN_KERNEL {
             return unavailable(format!(
@@ -162,23 +151,9 @@ pub fn support() -> Support {
         Err(e) => return unavailable(format!("cannot register a provided-buffer ring ({e})")),
     }
     if ring.params().is_feature_min_timeout() {
-        Support::Full
+        IoSupport::Full
     } else {
-        Support::NoMinWait
-    }
-}
-
-/// `--io uring` asked for explicitly: an error naming the cause and the way out when this process
-/// cannot run the engine as asked (with `coalesce`).
-pub fn require(coalesce: Coalesce) -> Result<(), String> {
-    match support() {
-        Support::Unavailable(why) => Err(format!(
-            "--io uring: io_uring cannot be used here: {why}. Use --io epoll, which needs none of it"
-        )),
-        Support::NoMinWait if coalesce != Coalesce::Off => Err(
-            "--coalesce-us needs io_uring's min-wait (Linux 6.12+), which this kernel lacks: drop --coalesce-us".into(),
-        ),
-        _ => Ok(()),
+        IoSupport::NoMinWait
     }
 }
 
