@@ -137,7 +137,7 @@ def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, war
     return argv
 
 
-# netarena-load's FIND_MAX_MAX_STEPS (crates/loadgen/src/openrun.rs): a search measures at most this many steps.
+# netarena-load's FIND_MAX_MAX_STEPS (crates/loadgen/src/load/open_run.rs): a search measures at most this many steps.
 FIND_MAX_MAX_STEPS = 40
 
 

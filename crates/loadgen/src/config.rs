@@ -10,8 +10,8 @@ use crate::http::{self, Expectation};
 use crate::parse::{parse_cpu_list, parse_ip_list};
 use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
-use crate::thresholds::{self, Threshold};
-use crate::urls::{Requests, UrlOrder};
+use crate::threshold::{self, Threshold};
+use crate::http::urls::{Requests, UrlOrder};
 
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
 pub const DEFAULT_ECHO_CONNECTIONS: usize = 1;
@@ -489,7 +489,7 @@ fn common(
     let thresholds = a
         .thresholds
         .iter()
-        .map(|t| thresholds::parse(t))
+        .map(|t| threshold::parse(t))
         .collect::<Result<Vec<_>, _>>()?;
     let source_ips = match &a.source_ips {
         None => Vec::new(),

@@ -18,12 +18,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::config::HttpConfig;
-use crate::engine::Outcome;
 use crate::http::{Response, ResponseParser, Step, Verdict};
 use hdrhistogram::Histogram;
 
 use crate::stats::{micros, new_histogram, ErrorClass, ThreadStats};
-use crate::urls::{Requests, UrlPicker};
+use crate::http::urls::{Requests, UrlPicker};
 
 /// What the requests and their answers must be; one per thread, built once from the config.
 pub struct Exchange {
@@ -81,6 +80,21 @@ pub struct ExchangeConn {
     batch: Vec<u8>,
     /// The URL of the last request sent, for messages about an answer to nothing.
     last_url: usize,
+}
+
+/// What a protocol handler tells the engine about a connection.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Keep going.
+    Ok,
+    /// The exchange ended normally but the connection cannot carry more (`--close`, or the server
+    /// announced a close): open a new one at once.
+    Reconnect,
+    /// The connection did all it had to do (echo with `--bytes`): close it and do not replace it.
+    Finished,
+    /// Count an error of this class, close the connection, replace it after a backoff (or not,
+    /// if the protocol says failed connections are not replaced).
+    Fail(ErrorClass, String),
 }
 
 /// What the engine does after `on_bytes`.
@@ -487,7 +501,7 @@ mod tests {
     use super::*;
 
     use crate::http::Expectation;
-    use crate::urls::UrlOrder;
+    use crate::http::urls::UrlOrder;
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
 

@@ -6,8 +6,11 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use netarena_load::config::{self, Mode};
 use netarena_load::error::RunError;
-use netarena_load::output::Document;
-use netarena_load::{cli, limits, openrun, output, progress, run, signals, thresholds, uring};
+use netarena_load::io::uring;
+use netarena_load::load::{open_run, run};
+use netarena_load::result::document::{self, Document};
+use netarena_load::result::thresholds;
+use netarena_load::{cli, limits, progress, signals};
 
 /// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
 const EXIT_THRESHOLD_FAILED: u8 = 99;
@@ -63,15 +66,16 @@ fn prepare_and_run(cli: cli::Cli, argv: Vec<String>) -> Result<(config::Config, 
     }
     let open_loop = matches!(&cfg.mode, Mode::Http(h) if h.open.is_some());
     let doc = if open_loop {
-        openrun::run(&cfg)?
+        let (steps, search) = open_run::run(&cfg)?;
+        document::open_loop_document(&cfg, &steps, search.as_ref())
     } else {
         // The start barrier comes before any connection: every generator of a measurement spread over
         // several hosts opens its connections, warms up and measures from the same instant.
         let start_at = cfg.prepare.then(run::wait_for_start).transpose()?;
-        output::document(&cfg, &run::run(&cfg, start_at)?)
+        document::document(&cfg, &run::run(&cfg, start_at)?)
     };
     if let Some(path) = &cfg.hlog {
-        output::write_hlog(path, &doc).map_err(RunError::Failure)?;
+        document::write_hlog(path, &doc).map_err(RunError::Failure)?;
     }
     Ok((cfg, doc))
 }
@@ -98,7 +102,7 @@ fn report(cfg: &config::Config, mut doc: Document) -> ExitCode {
             serde_json::to_string(&doc).expect("the result document serializes")
         );
     } else {
-        print!("{}", output::human(&doc));
+        print!("{}", document::human(&doc));
     }
     if doc.interrupted {
         return ExitCode::from(EXIT_INTERRUPTED);

@@ -120,6 +120,27 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("invalid byte count '{text}': too large"))
 }
 
+/// A latency in µs as people read it: 850us, 1.25ms, 2.00s.
+pub fn fmt_us(us: u64) -> String {
+    match us {
+        0..=999 => format!("{us}us"),
+        1000..=999_999 => format!("{:.2}ms", us as f64 / 1e3),
+        _ => format!("{:.2}s", us as f64 / 1e6),
+    }
+}
+
+/// Bytes in binary units: 1.50 MiB.
+pub fn fmt_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = b;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.2} {}", UNITS[u])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::serialization::Deserializer;
 
-use crate::output::fmt_us;
+use crate::parse::fmt_us;
 use crate::stats::new_histogram;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);

@@ -16,6 +16,19 @@ use crate::progress::{self, Live};
 pub const HIST_LOWEST_US: u64 = 1;
 pub const HIST_HIGHEST_US: u64 = 3_600_000_000;
 pub const HIST_SIGFIG: u8 = 3;
+/// A measurement in which at least this fraction of the connections got no answer at all during
+/// the measured phase (they were still waiting at the end) is flagged `no_answer.flagged`: its
+/// throughput and percentiles describe the connections the server did serve. In a fair run every
+/// connection is answered many times; 5% is far from that and far below a server that serves N
+/// of M connections (a thread pool of 128 under 5,000 connections leaves ~97% waiting).
+pub const NO_ANSWER_FLAG_FRACTION: f64 = 0.05;
+
+/// Whether `connections` left waiting, of `of_connections` that could have been, is too many to
+/// pass unremarked (`NO_ANSWER_FLAG_FRACTION`).
+pub fn no_answer_flagged(connections: u64, of_connections: u64) -> bool {
+    connections > 0 && connections as f64 >= NO_ANSWER_FLAG_FRACTION * of_connections as f64
+}
+
 /// How many distinct error messages a run keeps as examples.
 pub const MAX_ERROR_EXAMPLES: usize = 5;
 /// `--interval` default.

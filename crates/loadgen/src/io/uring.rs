@@ -42,11 +42,11 @@ use socket2::{SockAddr, Socket};
 
 use crate::config::{Coalesce, HttpConfig, IoSupport};
 // The same ramp, backoff and time-keeping as the epoll engine (see engine.rs for the reasons).
-use crate::engine::{
-    new_tcp_socket, ramp_room, sweep_action, LoopClock, Outcome, Phase, SweepAction, WorkerConfig,
+use crate::io::worker::{
+    new_tcp_socket, ramp_room, sweep_action, LoopClock, Phase, SweepAction, WorkerConfig,
     WorkerResult, BACKOFF_MAX_MS, BACKOFF_MIN_MS, MAX_RAMP_CONNECTING,
 };
-use crate::exchange::{Exchange, ExchangeConn, Received};
+use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::stats::{ErrorClass, ThreadStats};
 
 /// Bytes per provided receive buffer. A response larger than this simply arrives in several

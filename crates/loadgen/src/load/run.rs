@@ -10,15 +10,18 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Config, HttpConfig, IoBackend, Mode};
-use crate::echo::{self, EchoProtocol, ProbeResult};
-use crate::engine::{self, WorkerConfig, WorkerResult};
+use crate::config::{Config, HttpConfig, IoBackend, LoadKind, Mode};
+use crate::io::echo::{self, EchoProtocol, ProbeResult};
+use crate::io::epoll;
+use crate::io::http::HttpProtocol;
+use crate::io::uring;
+use crate::io::worker::{WorkerConfig, WorkerResult};
 use crate::error::RunError;
 use crate::exchange::Exchange;
-use crate::http::{Expectation, HttpProtocol, ResponseParser, Step};
-use crate::openloop::OpenStats;
+use crate::http::{Expectation, ResponseParser, Step};
+use crate::load::open::OpenStats;
 use crate::stats::ThreadStats;
-use crate::{progress, signals, sys, uring};
+use crate::{progress, signals, sys};
 
 pub struct ThreadSummary {
     pub cpu: Option<usize>,
@@ -45,6 +48,19 @@ pub struct RunOutcome {
     pub open: Option<OpenOutcome>,
     /// A SIGINT/SIGTERM ended the phase early.
     pub interrupted: bool,
+}
+
+impl RunOutcome {
+    /// The connections that could have been left waiting: the pool (the closed loop, `--rate`), or
+    /// the connections started (`--conn-rate`, where each arrival is a connection).
+    pub fn connections_used(&self, cfg: &Config) -> u64 {
+        let conn_rate = matches!(&cfg.mode, Mode::Http(h)
+            if h.open.as_ref().is_some_and(|o| matches!(o.kind, LoadKind::ConnRate { .. })));
+        match &self.open {
+            Some(step) if conn_rate => step.stats.started,
+            _ => cfg.connections as u64,
+        }
+    }
 }
 
 /// One open-loop rate: the asked rate, the schedule's length (arrivals happen in it; the outcome's
@@ -186,11 +202,11 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, RunErr
             }
             Mode::Http(h) => {
                 let proto = HttpProtocol::new(Exchange::for_config(h, t));
-                spawn_load_thread(t, move || engine::run_worker(wc, proto))
+                spawn_load_thread(t, move || epoll::run_worker(wc, proto))
             }
             Mode::Echo(e) => {
                 let proto = EchoProtocol::new(e.bytes_per_connection, e.chunk_bytes);
-                spawn_load_thread(t, move || engine::run_worker(wc, proto))
+                spawn_load_thread(t, move || epoll::run_worker(wc, proto))
             }
         };
         handles.push(handle?);

@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 
-use crate::engine::{Outcome, Protocol};
+use crate::exchange::Outcome;
+use crate::io::epoll::Protocol;
 use crate::stats::{self, ErrorClass, ThreadStats};
 
 pub const PATTERN_PERIOD: usize = 251;

@@ -1,4 +1,5 @@
-//! `--threshold EXPR`: pass/fail gates on the result, for CI jobs (k6's thresholds, as one flag).
+//! `--threshold EXPR`: pass/fail gates on the result, for CI jobs (k6's thresholds, as one flag):
+//! the expression and its parser (the verdicts are `result::thresholds`).
 //!
 //! An expression is `METRIC OP LIMIT`, e.g. `p99<=5ms`, `errors<=0.1%`, `rps>=50000`. It is parsed
 //! with the rest of the command line (a bad one exits 2 before any load) and judged against the
@@ -7,9 +8,6 @@
 //! metric has one unit, used for both `limit` and `measured` in the JSON (docs/load-generator.md,
 //! "Thresholds").
 
-use serde::Serialize;
-
-use crate::output::{self, Document};
 use crate::parse::{parse_bytes, parse_duration};
 use crate::schedule::parse_fraction;
 
@@ -20,7 +18,7 @@ rps (successful requests per second; echo: chunks per second), bytes_per_s (rece
 operators: <=, <, >=, >, ==";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Metric {
+pub(crate) enum Metric {
     /// A latency percentile in (0, 100).
     Percentile(f64),
     Min,
@@ -36,7 +34,7 @@ enum Metric {
 
 impl Metric {
     /// The unit of `limit` and `measured` in the result document.
-    fn unit(self) -> &'static str {
+    pub(crate) fn unit(self) -> &'static str {
         match self {
             Metric::Percentile(_) | Metric::Min | Metric::Max | Metric::Mean => "us",
             Metric::Errors => "fraction",
@@ -48,7 +46,7 @@ impl Metric {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Op {
+pub(crate) enum Op {
     Le,
     Lt,
     Ge,
@@ -66,11 +64,11 @@ impl Op {
         (">", Op::Gt),
     ];
 
-    fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         Op::ALL.iter().find(|(_, o)| *o == self).expect("listed").0
     }
 
-    fn holds(self, measured: f64, limit: f64) -> bool {
+    pub(crate) fn holds(self, measured: f64, limit: f64) -> bool {
         match self {
             Op::Le => measured <= limit,
             Op::Lt => measured < limit,
@@ -88,24 +86,10 @@ pub struct Threshold {
     pub expr: String,
     /// The metric's canonical name (`p99`, `errors`, ...).
     pub metric_name: String,
-    metric: Metric,
-    op: Op,
+    pub(crate) metric: Metric,
+    pub(crate) op: Op,
     /// In the metric's unit.
-    limit: f64,
-}
-
-/// A threshold's verdict, as it appears in the result's `thresholds` list.
-#[derive(Serialize, Clone, Debug)]
-pub struct ThresholdDoc {
-    pub expr: String,
-    pub metric: String,
-    pub op: &'static str,
-    pub limit: f64,
-    pub unit: &'static str,
-    /// None when the run has nothing to judge: no successful response for a latency metric, or no
-    /// attempt at all for `errors`. Such a threshold fails.
-    pub measured: Option<f64>,
-    pub pass: bool,
+    pub(crate) limit: f64,
 }
 
 /// `--threshold EXPR`: the metric, the operator and the limit in the metric's unit.
@@ -186,122 +170,4 @@ fn latency_us(value: &str) -> Result<f64, String> {
     }
     // From whole nanoseconds, so 5ms is exactly 5000 µs (not 4999.999... from seconds × 1e6).
     Ok(parse_duration(v)?.as_nanos() as f64 / 1000.0)
-}
-
-/// The verdict of every threshold on a finished result, in the order given.
-pub fn evaluate(thresholds: &[Threshold], doc: &Document) -> Vec<ThresholdDoc> {
-    thresholds
-        .iter()
-        .map(|t| {
-            let measured = measure(t.metric, doc);
-            ThresholdDoc {
-                expr: t.expr.clone(),
-                metric: t.metric_name.clone(),
-                op: t.op.text(),
-                limit: t.limit,
-                unit: t.metric.unit(),
-                measured,
-                pass: measured.is_some_and(|m| t.op.holds(m, t.limit)),
-            }
-        })
-        .collect()
-}
-
-fn measure(metric: Metric, doc: &Document) -> Option<f64> {
-    let l = &doc.latency;
-    let has_latency = l.count > 0;
-    match metric {
-        // From the histogram itself, as the document's own p50_us..p99_99_us are, so `p99` here is
-        // exactly `latency.p99_us` and any other percentile is computed the same way.
-        Metric::Percentile(p) => has_latency
-            .then(|| output::decode_histogram(&l.histogram.data).ok())
-            .flatten()
-            .map(|h| h.value_at_quantile(p / 100.0) as f64),
-        Metric::Min => has_latency.then_some(l.min_us as f64),
-        Metric::Max => has_latency.then_some(l.max_us as f64),
-        Metric::Mean => has_latency.then_some(l.mean_us),
-        Metric::Errors => crate::stats::error_fraction(doc.totals.errors, doc.totals.requests),
-        Metric::ErrorCount => Some(doc.totals.errors as f64),
-        Metric::Requests => Some(doc.totals.requests as f64),
-        Metric::Rps => Some(doc.throughput.requests_per_s),
-        Metric::BytesPerS => Some(doc.throughput.bytes_per_s),
-    }
-}
-
-/// A value in its metric's unit, for the human summary.
-pub fn describe(unit: &str, v: f64) -> String {
-    match unit {
-        "us" => output::fmt_us(v.round() as u64),
-        "fraction" => format!("{:.3}%", v * 100.0),
-        "count" => format!("{v:.0}"),
-        "per_s" => format!("{v:.1}/s"),
-        "bytes_per_s" => format!("{}/s", output::fmt_bytes(v)),
-        _ => format!("{v}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(expr: &str) -> Threshold {
-        parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"))
-    }
-
-    #[test]
-    fn expressions_parse_into_their_unit() {
-        let p99 = t("p99<=5ms");
-        assert_eq!(
-            (p99.metric_name.as_str(), p99.op, p99.limit),
-            ("p99", Op::Le, 5000.0)
-        );
-        assert_eq!(t("p99.9 < 250us").metric, Metric::Percentile(99.9));
-        assert_eq!(t("p99.9 < 250us").limit, 250.0);
-        assert_eq!(t("max<=1s").limit, 1_000_000.0);
-        assert_eq!(t("mean<=3ms").metric, Metric::Mean);
-        assert!((t("errors<=0.1%").limit - 0.001).abs() < 1e-12);
-        assert_eq!(t("errors==0").limit, 0.0);
-        assert_eq!(t("errors==0").op, Op::Eq);
-        assert_eq!(t("errors<=0").op, Op::Le);
-        assert_eq!(t("rps>=50000").limit, 50000.0);
-        assert_eq!(t("rps>5e4").op, Op::Gt);
-        assert_eq!(t("bytes_per_s>=100m").limit, (100u64 << 20) as f64);
-        assert_eq!(t("error_count<10").limit, 10.0);
-        assert_eq!(t("requests>=1").metric, Metric::Requests);
-    }
-
-    #[test]
-    fn bad_expressions_name_themselves_and_the_valid_forms() {
-        for bad in [
-            "",
-            "p99",
-            "p99<=",
-            "<=5ms",
-            "latency<=5ms",
-            "p100<=1s",
-            "p0<=1s",
-            "p99<=5",
-            "p99<=fast",
-            "errors<=5",
-            "errors<=200%",
-            "rps>=-1",
-            "rps>=lots",
-            "p99=>5ms",
-            "bytes_per_s>=1.5k",
-        ] {
-            let e = parse(bad).unwrap_err();
-            assert!(e.contains(&format!("'{bad}'")), "{bad}: {e}");
-            assert!(
-                e.contains("metrics: pN") && e.contains("operators: <="),
-                "{bad}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn operators_compare_as_written() {
-        assert!(Op::Le.holds(5.0, 5.0) && !Op::Lt.holds(5.0, 5.0));
-        assert!(Op::Ge.holds(5.0, 5.0) && !Op::Gt.holds(5.0, 5.0));
-        assert!(Op::Eq.holds(0.0, 0.0) && !Op::Eq.holds(1.0, 0.0));
-    }
 }

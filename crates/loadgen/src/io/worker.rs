@@ -1,20 +1,14 @@
-//! The per-thread event loop, shared by both modes.
-//!
-//! Each thread owns one edge-triggered mio `Poll` and a flat vector of connection slots. A socket is
-//! registered once, for READABLE | WRITABLE, and never re-registered: requests are written straight
-//! after the previous response is parsed (the socket is almost always writable), and the writable
-//! edge only matters after a partial write. What travels on the connection is the `Protocol`'s
-//! business (HTTP or echo); the engine owns connecting, timeouts, failures and replacement.
-//!
-//! Timeouts need no per-request timers: every `SWEEP_INTERVAL` the loop walks its slots and compares
-//! the start of the outstanding work with `--timeout`.
+//! What every engine's worker thread shares, whatever moves its bytes (epoll here in `epoll`,
+//! io_uring in `uring`) and whichever load model drives it: its configuration and result, a
+//! connection slot's life (`Phase`), the loop's clock, the timeout sweep, how a connect completes,
+//! the back-off after a failure, and how sockets are made.
 
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
 use mio::net::TcpStream;
-use mio::{Events, Interest, Poll, Token};
+use mio::{Interest, Poll, Token};
 use socket2::{Domain, Socket, Type};
 
 use crate::stats::{ErrorClass, ThreadStats};
@@ -26,7 +20,6 @@ pub const SWEEP_INTERVAL: Duration = Duration::from_millis(10);
 /// connect attempts per second per connection instead of a spinning core.
 pub(crate) const BACKOFF_MIN_MS: u32 = 10;
 pub(crate) const BACKOFF_MAX_MS: u32 = 500;
-const EVENTS_CAPACITY: usize = 1024;
 /// Initial connects per loop turn: with thousands of connections, opening them all before the
 /// first poll would leave the early ones unserved (and their handshakes unanswered) for seconds.
 pub(crate) const CONNECT_BATCH: usize = 256;
@@ -34,67 +27,6 @@ pub(crate) const CONNECT_BATCH: usize = 256;
 /// SYNs beyond the server's accept queue is dropped by the kernel and retried only after 1 s, 3 s,
 /// 7 s...: that would measure TCP's retransmission timer, not the server.
 pub(crate) const MAX_RAMP_CONNECTING: usize = 1024;
-
-/// What a protocol handler tells the engine about a connection.
-#[derive(Debug)]
-pub enum Outcome {
-    /// Keep going.
-    Ok,
-    /// The exchange ended normally but the connection cannot carry more (`--close`, or the server
-    /// announced a close): open a new one at once.
-    Reconnect,
-    /// The connection did all it had to do (echo with `--bytes`): close it and do not replace it.
-    Finished,
-    /// Count an error of this class, close the connection, replace it after a backoff (or not,
-    /// if the protocol says failed connections are not replaced).
-    Fail(ErrorClass, String),
-}
-
-/// One way of using a connection (HTTP or echo); wrk's `struct sock`, as a trait the loop is
-/// compiled for, so the hot path has no dynamic dispatch.
-pub trait Protocol {
-    type Conn;
-    /// Per-connection state for connection number `index` (unique within the run).
-    fn new_conn(&self, index: usize) -> Self::Conn;
-    fn nodelay(&self) -> bool;
-    /// Whether a failed connection is replaced by a fresh one.
-    fn replace_failed(&self) -> bool;
-    /// The connection's socket is gone; forget in-flight work.
-    fn reset(&mut self, c: &mut Self::Conn);
-    /// Start of the oldest outstanding work, if any, for the `--timeout` sweep.
-    fn busy_since(&self, c: &Self::Conn) -> Option<Instant>;
-    fn on_connected(
-        &mut self,
-        c: &mut Self::Conn,
-        sock: &mut TcpStream,
-        now: Instant,
-        stats: &mut ThreadStats,
-    ) -> Outcome;
-    fn on_writable(
-        &mut self,
-        c: &mut Self::Conn,
-        sock: &mut TcpStream,
-        now: Instant,
-        stats: &mut ThreadStats,
-    ) -> Outcome;
-    /// `peer_closed`: the event also reported the peer's FIN (EPOLLRDHUP/HUP). A short read only
-    /// proves the data is drained, not that the EOF was seen, so then read on until 0 or EAGAIN.
-    fn on_readable(
-        &mut self,
-        c: &mut Self::Conn,
-        sock: &mut TcpStream,
-        now: Instant,
-        stats: &mut ThreadStats,
-        peer_closed: bool,
-    ) -> Outcome;
-    /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
-    fn thread_done(&self, stats: &ThreadStats) -> bool;
-    /// The measured phase ended at `end` with this connection open (or `connecting`: a connect not
-    /// complete or not started, see `Phase::waiting_at_end`): count what it still has in flight as
-    /// unfinished (`ThreadStats::left_in_flight`) and, if it is waiting for the server, the
-    /// connection as unanswered if it got no answer in the phase.
-    fn end_of_phase(&self, c: &Self::Conn, connecting: bool, end: Instant, stats: &mut ThreadStats);
-}
 
 pub struct WorkerConfig {
     pub thread_index: usize,
@@ -194,28 +126,6 @@ impl Phase {
             _ => None,
         }
     }
-}
-
-struct Slot<C> {
-    sock: Option<TcpStream>,
-    phase: Phase,
-    backoff_ms: u32,
-    source: Option<SocketAddr>,
-    conn: C,
-}
-
-struct Worker<P: Protocol> {
-    proto: P,
-    poll: Poll,
-    slots: Vec<Slot<P::Conn>>,
-    stats: ThreadStats,
-    target: SocketAddr,
-    timeout: Duration,
-    nodelay: bool,
-    /// Slots not Done.
-    live: usize,
-    /// Slots in Phase::Connecting.
-    connecting: usize,
 }
 
 /// How many never-opened connections the initial ramp may start now: at most CONNECT_BATCH per loop
@@ -318,213 +228,6 @@ impl LoopClock {
             cpu,
             stopped_at,
             batch_wait_max,
-        }
-    }
-}
-
-/// Run one thread's share of the load until its end condition; returns its measurements.
-pub fn run_worker<P: Protocol>(cfg: WorkerConfig, proto: P) -> io::Result<WorkerResult> {
-    cfg.pin_this_thread()?;
-    let stats = cfg.new_stats();
-    let slots = (0..cfg.connections)
-        .map(|k| {
-            let source = cfg.source_for(k);
-            Slot {
-                sock: None,
-                phase: Phase::New,
-                backoff_ms: 0,
-                source,
-                conn: proto.new_conn(cfg.first_conn + k),
-            }
-        })
-        .collect();
-    let nodelay = proto.nodelay();
-    let w = Worker {
-        proto,
-        poll: Poll::new()?,
-        slots,
-        stats,
-        target: cfg.target,
-        timeout: cfg.timeout,
-        nodelay,
-        live: cfg.connections,
-        connecting: 0,
-    };
-    w.run(cfg.measure_start, cfg.measure_end, cfg.cpu)
-}
-
-impl<P: Protocol> Worker<P> {
-    fn run(
-        mut self,
-        measure_start: Instant,
-        measure_end: Option<Instant>,
-        cpu: Option<usize>,
-    ) -> io::Result<WorkerResult> {
-        let mut events = Events::with_capacity(EVENTS_CAPACITY);
-        let mut clock = LoopClock::new(measure_start, measure_end);
-        let mut never_opened = 0..self.slots.len();
-        let stopped_at = loop {
-            let now = Instant::now();
-            let ramping = !never_opened.is_empty();
-            for i in never_opened.by_ref().take(ramp_room(self.connecting)) {
-                self.open(i, now);
-            }
-            clock.tick(now);
-            if clock.past_end(now) || self.live == 0 || self.proto.thread_done(&self.stats) {
-                break now;
-            }
-            if clock.sweep_due(now) {
-                self.sweep(now);
-            }
-            let wait = clock.wait(now, ramping && self.connecting < MAX_RAMP_CONNECTING);
-            if let Err(e) = self.poll.poll(&mut events, Some(wait)) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                return Err(e);
-            }
-            for ev in events.iter() {
-                self.on_event(ev.token().0, ev);
-            }
-        };
-        if clock.measuring() {
-            let end = clock.measured_end(stopped_at);
-            let by_time = clock.past_end(stopped_at);
-            for slot in &self.slots {
-                if let Some(connecting) = slot.phase.waiting_at_end(by_time) {
-                    self.proto
-                        .end_of_phase(&slot.conn, connecting, end, &mut self.stats);
-                }
-            }
-        }
-        self.stats.intervals.flush();
-        Ok(clock.result(self.stats, cpu, stopped_at, None))
-    }
-
-    fn on_event(&mut self, i: usize, ev: &mio::event::Event) {
-        let now = Instant::now();
-        let Some(slot) = self.slots.get_mut(i) else {
-            return;
-        };
-        let Some(sock) = slot.sock.as_mut() else {
-            return;
-        };
-        let out = match slot.phase {
-            Phase::Connecting { .. } => match connect_event(ev, sock, self.target) {
-                ConnectEvent::Failed(class, msg) => Outcome::Fail(class, msg),
-                ConnectEvent::Pending => Outcome::Ok,
-                ConnectEvent::Connected => {
-                    slot.phase = Phase::Open;
-                    self.connecting -= 1;
-                    self.stats.connection_opened(now);
-                    let mut out =
-                        self.proto
-                            .on_connected(&mut slot.conn, sock, now, &mut self.stats);
-                    if matches!(out, Outcome::Ok) && (ev.is_readable() || ev.is_read_closed()) {
-                        out = self.proto.on_readable(
-                            &mut slot.conn,
-                            sock,
-                            now,
-                            &mut self.stats,
-                            ev.is_read_closed(),
-                        );
-                    }
-                    out
-                }
-            },
-            Phase::Open => {
-                let mut out = Outcome::Ok;
-                if ev.is_writable() {
-                    out = self
-                        .proto
-                        .on_writable(&mut slot.conn, sock, now, &mut self.stats);
-                }
-                if matches!(out, Outcome::Ok)
-                    && (ev.is_readable() || ev.is_read_closed() || ev.is_error())
-                {
-                    out = self.proto.on_readable(
-                        &mut slot.conn,
-                        sock,
-                        now,
-                        &mut self.stats,
-                        ev.is_read_closed(),
-                    );
-                    slot.backoff_ms = 0;
-                }
-                out
-            }
-            Phase::New | Phase::Idle { .. } | Phase::Done => Outcome::Ok,
-        };
-        self.apply(i, out, now);
-    }
-
-    fn apply(&mut self, i: usize, out: Outcome, now: Instant) {
-        match out {
-            Outcome::Ok => {}
-            Outcome::Reconnect => {
-                self.close(i);
-                self.slots[i].backoff_ms = 0;
-                self.open(i, now);
-            }
-            Outcome::Finished => {
-                self.close(i);
-                self.slots[i].phase = Phase::Done;
-                self.live -= 1;
-                if self.stats.counting(now) {
-                    self.stats.connections_completed += 1;
-                    self.stats.last_event = Some(now);
-                }
-            }
-            Outcome::Fail(class, msg) => self.fail(i, now, class, msg),
-        }
-    }
-
-    fn fail(&mut self, i: usize, now: Instant, class: ErrorClass, msg: String) {
-        self.stats.error(now, class, || msg);
-        self.close(i);
-        let slot = &mut self.slots[i];
-        if self.proto.replace_failed() {
-            slot.phase = back_off(&mut slot.backoff_ms, now);
-        } else {
-            slot.phase = Phase::Done;
-            self.live -= 1;
-        }
-    }
-
-    fn close(&mut self, i: usize) {
-        let slot = &mut self.slots[i];
-        if matches!(slot.phase, Phase::Connecting { .. }) {
-            self.connecting -= 1;
-        }
-        self.proto.reset(&mut slot.conn);
-        // Closing the fd also removes it from the epoll set: no deregister syscall needed.
-        slot.sock = None;
-        slot.phase = Phase::Idle {
-            retry_at: Instant::now(),
-        };
-    }
-
-    fn open(&mut self, i: usize, now: Instant) {
-        let slot = &mut self.slots[i];
-        match open_registered(&self.poll, Token(i), self.target, slot.source, self.nodelay) {
-            Ok(sock) => {
-                slot.sock = Some(sock);
-                slot.phase = Phase::Connecting { since: now };
-                self.connecting += 1;
-            }
-            Err((class, message)) => self.fail(i, now, class, message),
-        }
-    }
-
-    fn sweep(&mut self, now: Instant) {
-        for i in 0..self.slots.len() {
-            let slot = &self.slots[i];
-            let busy_since = self.proto.busy_since(&slot.conn);
-            match sweep_action(&slot.phase, busy_since, now, self.timeout, self.target) {
-                SweepAction::Fail(class, msg) => self.fail(i, now, class, msg),
-                SweepAction::Reopen => self.open(i, now),
-                SweepAction::Nothing => {}
-            }
         }
     }
 }

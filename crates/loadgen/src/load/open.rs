@@ -26,12 +26,12 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::config::{LoadKind, SpinWindow};
-use crate::engine::{
+use crate::io::worker::{
     back_off, connect_event, open_registered, source_address, sweep_action, ConnectEvent,
-    Outcome, Phase, SweepAction, WorkerResult, SWEEP_INTERVAL,
+    Phase, SweepAction, WorkerResult, SWEEP_INTERVAL,
 };
-use crate::exchange::Exchange;
-use crate::http::{self, HttpConn};
+use crate::exchange::{Exchange, Outcome};
+use crate::io::http::{self, HttpConn};
 use crate::schedule::{Arrival, Rng, Schedule};
 use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::sys;

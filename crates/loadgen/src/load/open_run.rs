@@ -8,10 +8,9 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::{Config, FindMax, HttpConfig, LoadKind, Mode, OpenConfig};
 use crate::error::RunError;
 use crate::exchange::Exchange;
-use crate::openloop::{self, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg};
-use crate::output::{self, Document, StepVerdict};
-use crate::run::{self, split_evenly, OpenOutcome, RunOutcome};
-use crate::stats::ThreadStats;
+use crate::load::open::{self as openloop, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg};
+use crate::load::run::{self, split_evenly, OpenOutcome, RunOutcome};
+use crate::stats::{self, ThreadStats};
 use crate::{progress, signals};
 
 /// A measured step whose achieved rate is below this fraction of the asked one is marked
@@ -90,7 +89,9 @@ impl Workers {
     }
 }
 
-pub fn run(cfg: &Config) -> Result<Document, RunError> {
+/// Every measured rate's outcome in order, and the `--find-max` search if there was one
+/// (`result::document::open_loop_document` turns them into the result).
+pub fn run(cfg: &Config) -> Result<(Vec<RunOutcome>, Option<FindMaxSearch>), RunError> {
     let Mode::Http(h) = &cfg.mode else {
         unreachable!("open loop is http only")
     };
@@ -98,8 +99,7 @@ pub fn run(cfg: &Config) -> Result<Document, RunError> {
     let workers = spawn(cfg, h, o)?;
     let result = drive(cfg, o, &workers);
     workers.stop();
-    let (steps, search) = result?;
-    Ok(output::open_loop_document(cfg, &steps, search.as_ref()))
+    result
 }
 
 /// What `--find-max` found: the verdict on every measured rate in order, the highest passing rate,
@@ -284,6 +284,26 @@ fn merge_reports(
     }
 }
 
+/// Arrivals started before the schedule's end, per second of schedule. Sends made in the drain
+/// (due in the phase, sent after it ended because the generator or the pool was behind) do not
+/// count: counting them would show a generator that fell behind and caught up as on schedule.
+pub fn achieved_rate(s: &OpenStats, schedule: Duration) -> f64 {
+    let d = schedule.as_secs_f64();
+    if d > 0.0 {
+        s.started_in_schedule as f64 / d
+    } else {
+        0.0
+    }
+}
+
+/// The verdict of `--find-max` on one measured rate.
+#[derive(serde::Serialize, Clone)]
+pub struct StepVerdict {
+    pub rate_per_s: f64,
+    pub passed: bool,
+    pub reasons: Vec<String>,
+}
+
 /// A step's share of failed attempts (`stats::error_fraction`); a step that attempted nothing
 /// counts as all failed, so it can never pass `--max-errors`.
 pub fn error_fraction(st: &ThreadStats) -> f64 {
@@ -315,19 +335,16 @@ fn verdict(cfg: &Config, s: &RunOutcome, fm: &FindMax) -> StepVerdict {
             ));
         }
     }
-    let achieved = output::achieved_rate(&step.stats, step.schedule);
+    let achieved = achieved_rate(&step.stats, step.schedule);
     if achieved < RATE_MET_FRACTION * step.rate || step.stats.dropped() > 0 {
         reasons.push(format!(
             "rate not met: achieved {achieved:.1}/s of {}/s",
             step.rate
         ));
     }
-    let na = output::no_answer(cfg, s);
-    if na.flagged {
-        reasons.push(format!(
-            "{} of {} connections got no answer",
-            na.connections, na.of_connections
-        ));
+    let (waiting, of) = (st.unanswered_connections, s.connections_used(cfg));
+    if stats::no_answer_flagged(waiting, of) {
+        reasons.push(format!("{waiting} of {of} connections got no answer"));
     }
     StepVerdict {
         rate_per_s: step.rate,

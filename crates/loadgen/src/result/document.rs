@@ -10,26 +10,23 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::config::{Config, HttpConfig, LoadKind, Mode, OpenConfig};
-use crate::echo::ProbeResult;
+use crate::io::echo::ProbeResult;
 use crate::http::hex;
-use crate::openloop::{OpenStats, LATE_THRESHOLD};
-use crate::openrun::{FindMaxSearch, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION};
-use crate::run::{RunOutcome, ThreadSummary};
+use crate::load::open::{OpenStats, LATE_THRESHOLD};
+use crate::load::open_run::{
+    achieved_rate, FindMaxSearch, StepVerdict, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION,
+};
+use crate::load::run::{RunOutcome, ThreadSummary};
 use crate::stats::{self, ErrorClass, ThreadStats};
+use crate::parse::{fmt_bytes, fmt_us};
 use crate::sys::rfc3339_utc;
-use crate::thresholds::{self, ThresholdDoc};
+use crate::result::thresholds::{self, ThresholdDoc};
 
 pub const SCHEMA_VERSION: u32 = 1;
 /// Any one load thread busy at least this fraction of the measured time means the generator was
 /// the bottleneck: that thread's connections waited on it, not on the server, even if the other
 /// threads idled (so the test is on the busiest thread, not on the mean).
 pub const SATURATION_BUSY_FRACTION: f64 = 0.90;
-/// A measurement in which at least this fraction of the connections got no answer at all during
-/// the measured phase (they were still waiting at the end) is flagged `no_answer.flagged`: its
-/// throughput and percentiles describe the connections the server did serve. In a fair run every
-/// connection is answered many times; 5% is far from that and far below a server that serves N
-/// of M connections (a thread pool of 128 under 5,000 connections leaves ~97% waiting).
-pub const NO_ANSWER_FLAG_FRACTION: f64 = 0.05;
 
 /// A thread that waited for a CPU this fraction of its time or more had its CPUs shared with other
 /// work: the human summary says so, since more threads will not help, CPUs of its own will.
@@ -96,8 +93,8 @@ pub fn no_answer_doc(connections: u64, of_connections: u64) -> NoAnswerDoc {
         connections,
         of_connections,
         fraction,
-        flag_fraction: NO_ANSWER_FLAG_FRACTION,
-        flagged: connections > 0 && fraction >= NO_ANSWER_FLAG_FRACTION,
+        flag_fraction: stats::NO_ANSWER_FLAG_FRACTION,
+        flagged: stats::no_answer_flagged(connections, of_connections),
     }
 }
 
@@ -192,13 +189,6 @@ pub struct FindMaxDoc {
     pub verdicts: Vec<StepVerdict>,
     /// Why the search stopped.
     pub stopped_because: String,
-}
-
-#[derive(Serialize, Clone)]
-pub struct StepVerdict {
-    pub rate_per_s: f64,
-    pub passed: bool,
-    pub reasons: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -569,7 +559,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
                 .map(|d| d.as_secs_f64() * 1e6),
         },
         generator_saturated: saturated,
-        no_answer: no_answer_doc(s.unanswered_connections, of_connections(cfg, run)),
+        no_answer: no_answer_doc(s.unanswered_connections, run.connections_used(cfg)),
         echo,
         latency_corrected: open.is_some(),
         intervals: intervals_doc(&s.intervals.done, cfg.interval, run.duration),
@@ -587,7 +577,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
 
 /// Connections left waiting in one measured phase.
 pub fn no_answer(cfg: &Config, run: &RunOutcome) -> NoAnswerDoc {
-    no_answer_doc(run.stats.unanswered_connections, of_connections(cfg, run))
+    no_answer_doc(run.stats.unanswered_connections, run.connections_used(cfg))
 }
 
 /// The open loop's result: one rate's document, or a sweep's (`--steps`, `--find-max`) with every
@@ -620,17 +610,6 @@ pub fn open_loop_document(
         });
     }
     top
-}
-
-/// Connections left waiting are counted of the pool (the closed loop, `--rate`) or of the
-/// connections started (`--conn-rate`, where each arrival is a connection).
-fn of_connections(cfg: &Config, run: &RunOutcome) -> u64 {
-    match (open_config_of(cfg), &run.open) {
-        (Some((_, o)), Some(step)) if matches!(o.kind, LoadKind::ConnRate { .. }) => {
-            step.stats.started
-        }
-        _ => cfg.connections as u64,
-    }
 }
 
 fn open_config_of(cfg: &Config) -> Option<(&HttpConfig, &OpenConfig)> {
@@ -743,18 +722,6 @@ pub fn sweep_document(cfg: &Config, steps: &[RunOutcome]) -> Document {
     od.rate_not_met_reasons = marked;
     doc.open_loop = Some(od);
     doc
-}
-
-/// Arrivals started before the schedule's end, per second of schedule. Sends made in the drain
-/// (due in the phase, sent after it ended because the generator or the pool was behind) do not
-/// count: counting them would show a generator that fell behind and caught up as on schedule.
-pub fn achieved_rate(s: &OpenStats, schedule: Duration) -> f64 {
-    let d = schedule.as_secs_f64();
-    if d > 0.0 {
-        s.started_in_schedule as f64 / d
-    } else {
-        0.0
-    }
 }
 
 pub fn open_loop_doc(
@@ -1000,25 +967,6 @@ fn spin_hint(lag_p99_us: u64, spin_us: u64) -> Option<String> {
         "a lag p99 of {} is typically this machine's timer waking the sleeping thread late; --spin-us {window} busy-polls through that for a lag of a few µs, at up to a core per thread (give the generator its own CPUs)",
         fmt_us(lag_p99_us)
     ))
-}
-
-pub(crate) fn fmt_us(us: u64) -> String {
-    match us {
-        0..=999 => format!("{us}us"),
-        1000..=999_999 => format!("{:.2}ms", us as f64 / 1e3),
-        _ => format!("{:.2}s", us as f64 / 1e6),
-    }
-}
-
-pub(crate) fn fmt_bytes(b: f64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    format!("{v:.2} {}", UNITS[u])
 }
 
 /// wrk-like summary for a terminal.
@@ -1288,7 +1236,7 @@ pub fn human(doc: &Document) -> String {
 mod tests {
     #[test]
     fn achieved_rate_counts_only_sends_started_in_the_schedule() {
-        let mut s = crate::openloop::OpenStats::new();
+        let mut s = crate::load::open::OpenStats::new();
         s.intended = 20_000;
         // Half went out on time; the other half were caught up in the drain.
         s.started = 20_000;

@@ -1,0 +1,217 @@
+//! HTTP on the epoll engine: reads and writes for the shared `Exchange`, for both load models
+//! (the closed loop's `HttpProtocol`; the open loop calls `flush` and `read_responses` itself).
+
+use std::io::{self, Read, Write};
+use std::time::Instant;
+
+use mio::net::TcpStream;
+
+use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
+use crate::http::SCRATCH_BYTES;
+use crate::io::epoll::Protocol;
+use crate::stats::{ErrorClass, ThreadStats};
+
+/// One connection's HTTP state on the epoll engine: its side of the exchange and the batch being
+/// written (bytes `write_off..write_len` of the exchange's `wire`). Both load models use it.
+pub struct HttpConn {
+    pub(crate) ex: ExchangeConn,
+    write_off: usize,
+    write_len: usize,
+}
+
+impl HttpConn {
+    pub(crate) fn new(ex: &Exchange) -> Self {
+        HttpConn {
+            ex: ex.new_conn(),
+            write_off: 0,
+            write_len: 0,
+        }
+    }
+
+    /// The socket is gone: nothing in flight, nothing left to write.
+    pub(crate) fn reset(&mut self, ex: &mut Exchange) {
+        ex.reset(&mut self.ex);
+        self.write_off = 0;
+        self.write_len = 0;
+    }
+
+    /// A batch of `len` bytes (from `Exchange::start_batch` or `start_one`) is to be written.
+    pub(crate) fn begin_write(&mut self, len: usize) {
+        self.write_off = 0;
+        self.write_len = len;
+    }
+}
+
+/// Per-thread read buffer for `read_responses`.
+pub(crate) fn scratch_buffer() -> Vec<u8> {
+    vec![0; SCRATCH_BYTES]
+}
+
+/// Write as much of the connection's batch as the socket takes (the rest on the next writable edge).
+pub(crate) fn flush(
+    ex: &Exchange,
+    c: &mut HttpConn,
+    sock: &mut TcpStream,
+    now: Instant,
+    stats: &mut ThreadStats,
+) -> Outcome {
+    while c.write_off < c.write_len {
+        match sock.write(&ex.wire(&c.ex)[c.write_off..c.write_len]) {
+            Ok(n) => {
+                c.write_off += n;
+                stats.sent(now, n);
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}")),
+        }
+    }
+    Outcome::Ok
+}
+
+/// Read what the socket holds and hand it to the exchange, until the receive queue is drained (or
+/// the EOF is seen). `answered` runs each time the connection's batch is fully answered: the closed
+/// loop sends the next one from there, the open loop sends when its schedule says.
+pub(crate) fn read_responses<F>(
+    ex: &mut Exchange,
+    c: &mut HttpConn,
+    sock: &mut TcpStream,
+    scratch: &mut [u8],
+    stats: &mut ThreadStats,
+    peer_closed: bool,
+    mut answered: F,
+) -> Outcome
+where
+    F: FnMut(&mut Exchange, &mut HttpConn, &mut TcpStream, Instant, &mut ThreadStats) -> Outcome,
+{
+    loop {
+        let n = match sock.read(scratch) {
+            Ok(0) => return ex.on_eof(&mut c.ex, Instant::now(), stats),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}")),
+        };
+        // One clock read per read() serves as the end of the responses in it and the start of
+        // the requests sent in reply.
+        let now = Instant::now();
+        match ex.on_bytes(&mut c.ex, &scratch[..n], now, stats) {
+            Received::Stop(out) => return out,
+            Received::Ok { send_next: true } => match answered(ex, c, sock, now, stats) {
+                Outcome::Ok => {}
+                other => return other,
+            },
+            Received::Ok { send_next: false } => {}
+        }
+        // A short read drained the socket's receive queue: the next data raises a new edge, so
+        // another read now would only return EAGAIN (epoll(7), "Questions and answers" 9).
+        // A FIN already reported in this event raises no new edge: read on to see the EOF.
+        if n < scratch.len() && !peer_closed {
+            return Outcome::Ok;
+        }
+    }
+}
+
+/// The epoll engine's closed-loop HTTP protocol: the next batch goes out as soon as the previous
+/// one is answered.
+pub struct HttpProtocol {
+    ex: Exchange,
+    scratch: Vec<u8>,
+}
+
+impl HttpProtocol {
+    pub fn new(ex: Exchange) -> Self {
+        HttpProtocol {
+            ex,
+            scratch: scratch_buffer(),
+        }
+    }
+}
+
+/// Start the next batch (if `--requests` leaves one) and write as much of it as the socket takes.
+fn send_next_batch(
+    ex: &mut Exchange,
+    c: &mut HttpConn,
+    sock: &mut TcpStream,
+    now: Instant,
+    stats: &mut ThreadStats,
+) -> Outcome {
+    let Some(len) = ex.start_batch(&mut c.ex, now, stats) else {
+        return Outcome::Ok;
+    };
+    c.begin_write(len);
+    flush(ex, c, sock, now, stats)
+}
+
+impl Protocol for HttpProtocol {
+    type Conn = HttpConn;
+
+    fn new_conn(&self, _index: usize) -> HttpConn {
+        HttpConn::new(&self.ex)
+    }
+
+    fn nodelay(&self) -> bool {
+        // With --close each connection carries one small write, which Nagle never delays; skipping
+        // the setsockopt saves a syscall per request.
+        !self.ex.close_each()
+    }
+
+    fn replace_failed(&self) -> bool {
+        true
+    }
+
+    fn reset(&mut self, c: &mut HttpConn) {
+        c.reset(&mut self.ex);
+    }
+
+    fn busy_since(&self, c: &HttpConn) -> Option<Instant> {
+        self.ex.busy_since(&c.ex)
+    }
+
+    fn on_connected(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
+        send_next_batch(&mut self.ex, c, sock, now, stats)
+    }
+
+    fn on_writable(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
+        flush(&self.ex, c, sock, now, stats)
+    }
+
+    fn on_readable(
+        &mut self,
+        c: &mut HttpConn,
+        sock: &mut TcpStream,
+        _now: Instant,
+        stats: &mut ThreadStats,
+        peer_closed: bool,
+    ) -> Outcome {
+        read_responses(
+            &mut self.ex,
+            c,
+            sock,
+            &mut self.scratch,
+            stats,
+            peer_closed,
+            send_next_batch,
+        )
+    }
+
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        stats.quota_reached()
+    }
+
+    fn end_of_phase(&self, c: &HttpConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        self.ex.end_of_phase(&c.ex, connecting, end, stats);
+    }
+}

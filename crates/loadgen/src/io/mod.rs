@@ -1,0 +1,9 @@
+//! Moving bytes: the engines (`epoll`, `uring`) and what they share (`worker`), the protocols the
+//! epoll engine drives (`http`, `echo`). No load-model decision is made here: when a request goes
+//! out is the load model's (`load`), what the bytes mean is the exchange's.
+
+pub mod echo;
+pub mod epoll;
+pub mod http;
+pub mod uring;
+pub mod worker;
