@@ -90,7 +90,14 @@ const MIN_KERNEL: (u32, u32) = (6, 0);
 /// behaviour (unlike falling back to epoll, which this never does).
 fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
     let cq_entries = sq_entries.saturating_mul(4);
-    let attempts: [fn(&mut io_uring::Builder); 3] = [
+    let attempts: [fn(&mut io_uring::Builder); 4] = [
+        // 6.6+: without the SQ index array the kernel reads SQEs in ring order, one less
+        // indirection per submission.
+        |b| {
+            b.setup_single_issuer()
+                .setup_defer_taskrun()
+                .setup_no_sqarray();
+        },
         |b| {
             b.setup_single_issuer().setup_defer_taskrun();
         },
@@ -539,7 +546,10 @@ impl Worker {
             // Only a failure completes (SKIP_SUCCESS); the table is sized for every slot, so this
             // would be a kernel refusing what it accepted at setup.
             let e = io::Error::from_raw_os_error(-res);
-            return Err(io::Error::new(e.kind(), format!("io_uring file table update: {e}")));
+            return Err(io::Error::new(
+                e.kind(),
+                format!("io_uring file table update: {e}"),
+            ));
         }
         let bid = cqueue::buffer_select(flags);
         let current = self
