@@ -9,6 +9,8 @@
 //!   provided-buffer ring: no recv syscall, no epoll bookkeeping, no re-arming per response;
 //! - sends are queued as SQEs with `MSG_WAITALL` (the kernel finishes short sends itself) and
 //!   `IOSQE_CQE_SKIP_SUCCESS` (only a failed send produces a completion);
+//! - sockets are registered files (slot i of the ring's file table is connection i's socket), so
+//!   no operation looks a descriptor up or counts references on it (see `Worker::slot_fds`);
 //! - all sends and re-arms produced by one batch of completions go to the kernel in the single
 //!   `io_uring_enter` that also waits for the next batch;
 //! - `SINGLE_ISSUER | DEFER_TASKRUN` (6.1+) let completions be processed in that same enter instead
