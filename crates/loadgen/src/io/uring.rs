@@ -9,6 +9,8 @@
 //!   provided-buffer ring: no recv syscall, no epoll bookkeeping, no re-arming per response;
 //! - sends are queued as SQEs with `MSG_WAITALL` (the kernel finishes short sends itself) and
 //!   `IOSQE_CQE_SKIP_SUCCESS` (only a failed send produces a completion);
+//! - sockets are registered files (slot i of the ring's file table is connection i's socket), so
+//!   no operation looks a descriptor up or counts references on it (see `Worker::slot_fds`);
 //! - all sends and re-arms produced by one batch of completions go to the kernel in the single
 //!   `io_uring_enter` that also waits for the next batch;
 //! - `SINGLE_ISSUER | DEFER_TASKRUN` (6.1+) let completions be processed in that same enter instead
@@ -67,6 +69,7 @@ const MAX_SQ_ENTRIES: usize = 32768;
 const OP_CONNECT: u64 = 1;
 const OP_RECV: u64 = 2;
 const OP_SEND: u64 = 3;
+const OP_FILES_UPDATE: u64 = 4;
 const GEN_MASK: u32 = 0x00ff_ffff;
 
 fn user_data(slot: usize, gen: u32, op: u64) -> u64 {
@@ -89,7 +92,14 @@ const MIN_KERNEL: (u32, u32) = (6, 0);
 /// behaviour (unlike falling back to epoll, which this never does).
 fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
     let cq_entries = sq_entries.saturating_mul(4);
-    let attempts: [fn(&mut io_uring::Builder); 3] = [
+    let attempts: [fn(&mut io_uring::Builder); 4] = [
+        // 6.6+: without the SQ index array the kernel reads SQEs in ring order, one less
+        // indirection per submission.
+        |b| {
+            b.setup_single_issuer()
+                .setup_defer_taskrun()
+                .setup_no_sqarray();
+        },
         |b| {
             b.setup_single_issuer().setup_defer_taskrun();
         },
@@ -337,6 +347,14 @@ struct Worker {
     batch_wait_max_us: u32,
     /// Closed sockets whose descriptors are released after the next submit (see the module doc).
     graveyard: Vec<Socket>,
+    /// Registered (fixed) files: connection i's socket sits in slot i of the ring's file table, so
+    /// a send or recv names it by index and the kernel skips looking the descriptor up and
+    /// counting references on every operation. None when the table could not be registered (then
+    /// plain descriptors, as before). The slot is changed by an `IORING_OP_FILES_UPDATE` queued
+    /// like any other SQE, so it takes effect in submission order: whatever was queued for the old
+    /// socket still reaches the old socket. The vector holds what each update installs (one entry
+    /// per slot, never reallocated: the SQE points at it until it is submitted).
+    slot_fds: Option<Vec<RawFd>>,
     cqes: Vec<(u64, i32, u32)>,
 }
 
@@ -353,6 +371,10 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
         .clamp(MIN_RECV_BUFS, MAX_RECV_BUFS);
     let bufs = BufRing::new(&ring, nbufs)
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
+    let slot_fds = u32::try_from(cfg.connections)
+        .ok()
+        .filter(|&n| ring.submitter().register_files_sparse(n).is_ok())
+        .map(|_| vec![-1; cfg.connections]);
     let stats = cfg.new_stats();
     let conns = (0..cfg.connections)
         .map(|k| Conn {
@@ -379,6 +401,7 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
         auto_window_us: 0,
         batch_wait_max_us: 0,
         graveyard: Vec::new(),
+        slot_fds,
         cqes: Vec::with_capacity(1024),
     };
     let result = w.run(cfg.measure_start, cfg.measure_end, cfg.cpu);
@@ -496,6 +519,15 @@ impl Worker {
 
     fn on_cqe(&mut self, ud: u64, res: i32, flags: u32, now: Instant) -> io::Result<()> {
         let (i, gen, op) = decode(ud);
+        if op == OP_FILES_UPDATE {
+            // Only a failure completes (SKIP_SUCCESS); the table is sized for every slot, so this
+            // would be a kernel refusing what it accepted at setup.
+            let e = io::Error::from_raw_os_error(-res);
+            return Err(io::Error::new(
+                e.kind(),
+                format!("io_uring file table update: {e}"),
+            ));
+        }
         let bid = cqueue::buffer_select(flags);
         let current = self
             .conns
@@ -595,25 +627,36 @@ impl Worker {
         let Some(len) = self.p.ex.start_batch(&mut c.ex, now, &self.stats) else {
             return Ok(());
         };
-        let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
+        let buf = self.p.ex.wire(&c.ex).as_ptr();
+        let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
         // The wire bytes stay where they are for the whole run (in the exchange, or in the
         // connection's batch buffer, never reallocated), so the SQE may point at them.
-        let sqe = opcode::Send::new(types::Fd(fd), self.p.ex.wire(&c.ex).as_ptr(), len as u32)
-            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-            .build()
-            .flags(squeue::Flags::SKIP_SUCCESS)
-            .user_data(user_data(i, c.gen, OP_SEND));
+        let sqe = if self.slot_fds.is_some() {
+            opcode::Send::new(types::Fixed(i as u32), buf, len as u32)
+                .flags(flags)
+                .build()
+        } else {
+            let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
+            opcode::Send::new(types::Fd(fd), buf, len as u32)
+                .flags(flags)
+                .build()
+        }
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(user_data(i, c.gen, OP_SEND));
         self.stats.sent(now, len);
         self.push(sqe)
     }
 
     fn arm_recv(&mut self, i: usize) -> io::Result<()> {
         let c = &mut self.conns[i];
-        let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
         c.recv_armed = true;
-        let sqe = opcode::RecvMulti::new(types::Fd(fd), BUF_GROUP)
-            .build()
-            .user_data(user_data(i, c.gen, OP_RECV));
+        let sqe = if self.slot_fds.is_some() {
+            opcode::RecvMulti::new(types::Fixed(i as u32), BUF_GROUP).build()
+        } else {
+            let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
+            opcode::RecvMulti::new(types::Fd(fd), BUF_GROUP).build()
+        }
+        .user_data(user_data(i, c.gen, OP_RECV));
         self.push(sqe)
     }
 
@@ -639,62 +682,88 @@ impl Worker {
         match out {
             Outcome::Ok => Ok(()),
             Outcome::Reconnect | Outcome::Finished => {
-                self.close(i, now);
+                self.close(i, now)?;
                 self.conns[i].backoff_ms = 0;
                 self.open(i, now)
             }
-            Outcome::Fail(class, msg) => {
-                self.fail(i, now, class, msg);
-                Ok(())
-            }
+            Outcome::Fail(class, msg) => self.fail(i, now, class, msg),
         }
     }
 
-    fn fail(&mut self, i: usize, now: Instant, class: ErrorClass, msg: String) {
+    fn fail(&mut self, i: usize, now: Instant, class: ErrorClass, msg: String) -> io::Result<()> {
         self.stats.error(now, class, || msg);
-        self.close(i, now);
+        self.close(i, now)?;
         let c = &mut self.conns[i];
         c.backoff_ms = (c.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
         c.phase = Phase::Idle {
             retry_at: now + Duration::from_millis(u64::from(c.backoff_ms)),
         };
+        Ok(())
     }
 
-    fn close(&mut self, i: usize, now: Instant) {
+    fn close(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
         let connecting = matches!(c.phase, Phase::Connecting { .. });
         if connecting {
             self.connecting -= 1;
         }
-        if let Some(sock) = c.sock.take() {
+        let had_socket = if let Some(sock) = c.sock.take() {
             // Ends a connect, an armed recv or a blocked send still holding the socket in the
             // kernel; without it the socket would stay open until the peer sent something.
             if c.recv_armed || connecting || self.p.ex.inflight(&c.ex) > 0 {
                 let _ = sock.shutdown(std::net::Shutdown::Both);
             }
             self.graveyard.push(sock);
-        }
+            true
+        } else {
+            false
+        };
         self.p.ex.reset(&mut c.ex);
         c.recv_armed = false;
         c.gen = c.gen.wrapping_add(1) & GEN_MASK;
         c.phase = Phase::Idle { retry_at: now };
+        if had_socket {
+            // Empty the slot too: the table holds its own reference to the socket, which would
+            // otherwise keep it open (no FIN to the server) until the slot is reused.
+            self.set_slot(i, -1)?;
+        }
+        Ok(())
+    }
+
+    /// Put `fd` (-1: nothing) in connection i's slot of the registered file table, in submission
+    /// order (see `slot_fds`). Without a table, nothing to do.
+    fn set_slot(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
+        let Some(slots) = self.slot_fds.as_mut() else {
+            return Ok(());
+        };
+        slots[i] = fd;
+        // If a close and an open of the same slot are queued together, both updates read the
+        // newest value when submitted: the old socket leaves the table either way.
+        let sqe = opcode::FilesUpdate::new(&slots[i], 1)
+            .offset(i as i32)
+            .build()
+            .flags(squeue::Flags::SKIP_SUCCESS)
+            .user_data(user_data(i, 0, OP_FILES_UPDATE));
+        self.push(sqe)
     }
 
     fn open(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let nodelay = !self.p.ex.close_each();
         match new_socket(self.target, self.conns[i].source, nodelay) {
             Ok(sock) => {
-                let c = &mut self.conns[i];
                 let fd: RawFd = sock.as_raw_fd();
+                self.set_slot(i, fd)?;
+                let fixed = self.slot_fds.is_some();
+                let c = &mut self.conns[i];
                 c.sock = Some(sock);
                 c.phase = Phase::Connecting { since: now };
                 self.connecting += 1;
-                let sqe = opcode::Connect::new(
-                    types::Fd(fd),
-                    self.target_sockaddr.as_ptr(),
-                    self.target_sockaddr.len(),
-                )
-                .build()
+                let (addr, len) = (self.target_sockaddr.as_ptr(), self.target_sockaddr.len());
+                let sqe = if fixed {
+                    opcode::Connect::new(types::Fixed(i as u32), addr, len).build()
+                } else {
+                    opcode::Connect::new(types::Fd(fd), addr, len).build()
+                }
                 .user_data(user_data(i, c.gen, OP_CONNECT));
                 self.push(sqe)
             }
@@ -704,8 +773,7 @@ impl Worker {
                     .map(|s| format!(" from {}", s.ip()))
                     .unwrap_or_default();
                 let msg = format!("connect to {}{source}: {e}", self.target);
-                self.fail(i, now, ErrorClass::of_connect_error(&e), msg);
-                Ok(())
+                self.fail(i, now, ErrorClass::of_connect_error(&e), msg)
             }
         }
     }
@@ -715,7 +783,7 @@ impl Worker {
             let c = &self.conns[i];
             let busy_since = self.p.ex.busy_since(&c.ex);
             match sweep_action(&c.phase, busy_since, now, self.timeout, self.target) {
-                SweepAction::Fail(class, msg) => self.fail(i, now, class, msg),
+                SweepAction::Fail(class, msg) => self.fail(i, now, class, msg)?,
                 SweepAction::Reopen => self.open(i, now)?,
                 SweepAction::Nothing => {}
             }
