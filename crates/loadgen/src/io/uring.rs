@@ -43,12 +43,12 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::{SockAddr, Socket};
 
 use crate::config::{Coalesce, HttpConfig, IoSupport};
-// The same ramp, backoff and time-keeping as the epoll engine (see engine.rs for the reasons).
-use crate::io::worker::{
-    new_tcp_socket, ramp_room, sweep_action, LoopClock, Phase, SweepAction, WorkerConfig,
-    WorkerResult, BACKOFF_MAX_MS, BACKOFF_MIN_MS, MAX_RAMP_CONNECTING,
-};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
+// The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
+use crate::io::worker::{
+    back_off, new_tcp_socket, ramp_room, sweep_action, LoopClock, Phase, SweepAction,
+    WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
+};
 use crate::stats::{ErrorClass, ThreadStats};
 
 /// Bytes per provided receive buffer. A response larger than this simply arrives in several
@@ -694,10 +694,7 @@ impl Worker {
         self.stats.error(now, class, || msg);
         self.close(i, now)?;
         let c = &mut self.conns[i];
-        c.backoff_ms = (c.backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-        c.phase = Phase::Idle {
-            retry_at: now + Duration::from_millis(u64::from(c.backoff_ms)),
-        };
+        c.phase = back_off(&mut c.backoff_ms, now);
         Ok(())
     }
 
