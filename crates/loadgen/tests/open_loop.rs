@@ -775,8 +775,10 @@ fn prepare_starts_at_the_given_time_and_refuses_the_past() {
     let first = s.first_request_unix_ns.load(Ordering::Relaxed);
     let off_ms = (first as f64 - start_ns as f64) / 1e6;
     eprintln!("--prepare: first request {off_ms:.3} ms after the given start");
+    // Never before the start; after it by a scheduling delay, not by a unit mistake or a second
+    // wait (the bound leaves room for a machine busy with other work).
     assert!(
-        (0.0..5.0).contains(&off_ms),
+        (0.0..100.0).contains(&off_ms),
         "first request {off_ms} ms from the start time"
     );
 
