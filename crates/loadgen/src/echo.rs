@@ -103,9 +103,8 @@ impl Pattern {
         #[cfg(target_arch = "x86_64")]
         if data.len() >= avx2::MIN_LEN && std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU has AVX2 (checked just above).
-            done = unsafe {
-                avx2::matching_periods(self.slice(phase, offset, PATTERN_PERIOD), data)
-            };
+            done =
+                unsafe { avx2::matching_periods(self.slice(phase, offset, PATTERN_PERIOD), data) };
         }
         self.check_slices(phase, offset, data, done)
     }
@@ -240,7 +239,13 @@ impl Splicer {
         // Room for a whole SLICE_BYTES slice however it straddles pages (the default, 16 pages, is
         // one short); if refused, vmsplice() just takes less per call.
         // SAFETY: fcntl on a pipe fd we own.
-        unsafe { libc::fcntl(pipe_w.as_raw_fd(), libc::F_SETPIPE_SZ, 2 * SLICE_BYTES as libc::c_int) };
+        unsafe {
+            libc::fcntl(
+                pipe_w.as_raw_fd(),
+                libc::F_SETPIPE_SZ,
+                2 * SLICE_BYTES as libc::c_int,
+            )
+        };
         Some(Splicer { pipe_r, pipe_w })
     }
 
@@ -253,9 +258,8 @@ impl Splicer {
             iov_len: data.len(),
         };
         // SAFETY: one valid iovec over memory that stays valid and unchanged forever.
-        let put = unsafe {
-            libc::vmsplice(self.pipe_w.as_raw_fd(), &iov, 1, libc::SPLICE_F_NONBLOCK)
-        };
+        let put =
+            unsafe { libc::vmsplice(self.pipe_w.as_raw_fd(), &iov, 1, libc::SPLICE_F_NONBLOCK) };
         if put <= 0 {
             return Err(io::Error::new(io::ErrorKind::Unsupported, "vmsplice"));
         }
@@ -273,7 +277,10 @@ impl Splicer {
         };
         let result = match moved {
             n if n > 0 => Ok(n as usize),
-            0 => Err(io::Error::new(io::ErrorKind::Unsupported, "splice moved nothing")),
+            0 => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "splice moved nothing",
+            )),
             _ => {
                 let e = io::Error::last_os_error();
                 match e.raw_os_error() {
@@ -288,9 +295,7 @@ impl Splicer {
         while left > 0 {
             let want = left.min(drain.len());
             // SAFETY: reading at most drain.len() bytes into drain.
-            let n = unsafe {
-                libc::read(self.pipe_r.as_raw_fd(), drain.as_mut_ptr().cast(), want)
-            };
+            let n = unsafe { libc::read(self.pipe_r.as_raw_fd(), drain.as_mut_ptr().cast(), want) };
             if n <= 0 {
                 // Cannot happen (the bytes are in the pipe); if it did, the pipe is unusable.
                 return Err(io::Error::new(io::ErrorKind::Unsupported, "pipe drain"));
@@ -658,6 +663,96 @@ mod tests {
         assert_ne!(&a[..], b, "neighbouring connections must differ");
         // Slices are capped so long chunks are written in several pieces.
         assert_eq!(p.slice(3, 5, 10 * SLICE_BYTES).len(), SLICE_BYTES);
+    }
+
+    /// The expected stream at (phase, offset), byte by byte, without going through `slice`.
+    fn stream(phase: usize, offset: u64, len: usize) -> Vec<u8> {
+        (0..len as u64)
+            .map(|o| ((phase as u64 + offset + o) % PATTERN_PERIOD as u64) as u8 + 1)
+            .collect()
+    }
+
+    #[test]
+    fn slices_are_the_stream_and_start_cache_line_aligned() {
+        let p = Pattern::new();
+        for phase in [0, 1, 97, 250] {
+            for offset in [0u64, 1, 31, 250, 251, 252, 1 << 40] {
+                let got = p.slice(phase, offset, 600);
+                assert_eq!(got, &stream(phase, offset, 600)[..]);
+                let from_base = got.as_ptr() as usize - p.buf[p.base..].as_ptr() as usize;
+                assert_eq!(from_base % SLICE_ALIGN, 0);
+            }
+        }
+        assert_eq!(p.slice(7, 9, SLICE_BYTES), &stream(7, 9, SLICE_BYTES)[..]);
+    }
+
+    /// A wrong byte anywhere (every position of a buffer of several periods: across 32-byte words,
+    /// the period wrap, the wide comparison's whole periods and its tail) is found at its position;
+    /// with two wrong bytes the first is reported.
+    #[test]
+    fn check_finds_a_wrong_byte_at_every_position() {
+        let p = Pattern::new();
+        for (phase, offset, len) in [
+            (0, 0u64, 6 * PATTERN_PERIOD + 77),
+            (Pattern::phase(5), 1_000_003, 1300),
+            (250, 250, 40),
+        ] {
+            let good = stream(phase, offset, len);
+            assert_eq!(p.check(phase, offset, &good), Ok(()));
+            for at in 0..len {
+                let mut bad = good.clone();
+                bad[at] ^= 0x40;
+                assert_eq!(
+                    p.check(phase, offset, &bad),
+                    Err(at),
+                    "phase {phase} offset {offset} byte {at}"
+                );
+                if at + PATTERN_PERIOD < len {
+                    bad[at + PATTERN_PERIOD] = 0;
+                    assert_eq!(p.check(phase, offset, &bad), Err(at));
+                }
+            }
+            // The right bytes at the wrong offset (another point of the stream) are wrong.
+            assert_eq!(p.check(phase, offset + 1, &good), Err(0));
+        }
+    }
+
+    /// Spliced sends deliver exactly the pattern, also when the socket takes only part of a slice
+    /// (the rest is taken out of the pipe, so the next send starts clean).
+    #[test]
+    fn splicer_sends_the_pattern_and_handles_partial_sends() {
+        use std::io::Read;
+        let sp = Splicer::new().expect("Rust programs ignore SIGPIPE; pipes are available");
+        let p = Pattern::shared();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let tx = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut rx, _) = listener.accept().unwrap();
+        tx.set_nonblocking(true).unwrap();
+        let mut drain = vec![0; SLICE_BYTES];
+        let (phase, mut sent, mut partial, mut blocked) = (Pattern::phase(3), 0u64, 0, 0);
+        // Fill the socket until it refuses more: on the way some sends are partial.
+        while blocked == 0 {
+            let want = SLICE_BYTES - 1000;
+            match sp.send(tx.as_raw_fd(), p.slice(phase, sent, want), &mut drain) {
+                Ok(n) => {
+                    partial += usize::from(n < want);
+                    sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => blocked += 1,
+                Err(e) => panic!("splice send: {e}"),
+            }
+        }
+        assert!(partial > 0 || sent > 0);
+        let mut got = vec![0; sent as usize];
+        rx.read_exact(&mut got).unwrap();
+        assert_eq!(p.check(phase, 0, &got), Ok(()));
+        // The pipe was left empty: the next send continues the stream exactly.
+        let n = sp
+            .send(tx.as_raw_fd(), p.slice(phase, sent, 5000), &mut drain)
+            .unwrap();
+        let mut more = vec![0; n];
+        rx.read_exact(&mut more).unwrap();
+        assert_eq!(p.check(phase, sent, &more), Ok(()));
     }
 
     #[test]
