@@ -4,7 +4,8 @@
 //! The pattern has period `PATTERN_PERIOD` (a prime, so it never lines up with power-of-two chunk
 //! or buffer sizes) and never contains zero; connection k starts at phase k·`PHASE_STEP` mod the
 //! period, so a server that mixes up two connections' streams is caught too. Expected bytes for any
-//! offset are a slice of one prebuilt buffer: sending and checking are plain slice writes and memcmp.
+//! offset are a slice of one prebuilt buffer (`Pattern`); sends splice its pages into the socket
+//! (`Splicer`), checks compare whole periods in registers (`Pattern::check`).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
