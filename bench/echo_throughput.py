@@ -10,10 +10,11 @@ Method
 * Two generators take turns on the client CPU (default 1), one thread each, who goes first
   alternating from run to run:
   - netarena-load (``netarena-load echo``), which checks every echoed byte and times every chunk;
-  - the reference, bench/echo_client.c: the same workload with the same system calls per chunk
-    (edge-triggered epoll registered once, TCP_NODELAY, send of up to 64 KiB, recv into 64 KiB until
-    a short read, the next chunk sent only once the previous one is fully echoed) but no
-    verification, timing or histograms: the floor of what moving these bytes costs.
+  - the reference, bench/echo_client.c: the same workload (edge-triggered epoll registered once,
+    TCP_NODELAY, send of up to 64 KiB, recv into 64 KiB until a short read, the next chunk sent only
+    once the previous one is fully echoed) but no verification, timing or histograms: the floor of
+    what moving these bytes costs with send(). netarena-load sends the same bytes by vmsplice+splice
+    from its never-freed pattern (no copy into the socket), so the ratio also shows what that saves.
 * Two variants, interleaved:
   - ``bytes``: 100 connections each send 32 MiB in 32 KiB chunks; bytes/s = bytes echoed (verified,
     for netarena-load) / completion time (start to the last connection's last byte);
