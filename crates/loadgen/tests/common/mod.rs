@@ -1,10 +1,12 @@
 //! Shared helpers for the integration tests: real servers on 127.0.0.1 (port 0), a runner for the
 //! real `netarena-load` binary with a hard time limit, and the checks every result document must
-//! pass. Every test file under tests/ includes this one module (`mod common; use common::*;`).
+//! pass. Every test file under tests/ includes this one module (`mod common;`) and imports what it
+//! uses from it.
 //!
 //! - `servers`: the plumbing under every test server (`TestServer`, its `Stats`, listeners, RST).
 //! - `http`: the one HTTP server: thread-per-connection, each request answered by a closure the test
-//!   gives (`http_server`), or the same response every time (`fixed_http_server`, `hello_server`).
+//!   gives (`http_server`), or the same response every time (`hello_server`, or
+//!   `fixed_http_server`, which also answers a pipelined batch in one write).
 //! - `echo`: the one echo server, correct or with a chosen fault (`echo_server`, `EchoFault`).
 //! - `run`: starting the binary (`run_load`, `spawn_load`), with `NETARENA_LOAD_TEST_IO` applied.
 //! - `result`: the parsed result document with the invariants every result satisfies (`Result`).
