@@ -2,40 +2,37 @@
 //! document validates against docs/schema/netarena-load.schema.json in both modes, and its numbers
 //! agree with what the servers saw.
 
-mod loadgen_support;
+mod common;
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use loadgen_support::{echo_server, http_server, run_load, validate_against_schema};
+use common::{
+    echo_server, fixed_http_server, run_load, spawn_load_with, validate_against_schema, EchoFault,
+    LoadRun,
+};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
-/// Runs the binary with RLIMIT_NOFILE set to (soft, hard) in the child; returns (stderr, exit code).
-fn run_with_fd_limit(args: &[&str], soft: u64, hard: u64) -> (String, i32) {
+/// Runs the binary with RLIMIT_NOFILE set to (soft, hard) in the child.
+fn run_with_fd_limit(args: &[&str], soft: u64, hard: u64) -> LoadRun {
     use std::os::unix::process::CommandExt;
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_netarena-load"));
-    cmd.args(args).stdin(std::process::Stdio::null());
-    // SAFETY: setrlimit is async-signal-safe and touches only the child between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let rl = libc::rlimit {
-                rlim_cur: soft,
-                rlim_max: hard,
-            };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    // Callers bound the run with -d, so output() cannot wait forever even if nothing is refused.
-    let out = cmd.output().expect("run netarena-load");
-    (
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
+    spawn_load_with(args, |cmd| {
+        // SAFETY: setrlimit is async-signal-safe and touches only the child between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let rl = libc::rlimit {
+                    rlim_cur: soft,
+                    rlim_max: hard,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    })
+    .finish(LIMIT)
 }
 
 fn u(v: &Value) -> u64 {
@@ -45,7 +42,7 @@ fn u(v: &Value) -> u64 {
 
 #[test]
 fn http_result_matches_schema_and_counts() {
-    let server = http_server(200, b"Hello, World!");
+    let server = fixed_http_server(200, b"Hello, World!");
     let url = format!("http://{}/hello", server.addr);
     let doc = run_load(
         &[
@@ -75,7 +72,7 @@ fn http_result_matches_schema_and_counts() {
     assert_eq!(censored, u(&doc["totals"]["unfinished"]));
     assert!(censored <= 4, "{doc:#}");
     assert_eq!(u(&doc["latency"]["count"]), requests + censored);
-    assert!(u(&doc["totals"]["requests"]) <= server.count.load(Ordering::Relaxed));
+    assert!(u(&doc["totals"]["requests"]) <= server.stats.requests());
     // 1.5 s measured: one full second and a partial one, zeros included, summing to the total.
     let timeline = doc["timeline"].as_array().unwrap();
     assert_eq!(timeline.len(), 2);
@@ -92,7 +89,7 @@ fn http_result_matches_schema_and_counts() {
 
 #[test]
 fn http_requests_stop_exactly_at_n() {
-    let server = http_server(200, b"ok");
+    let server = fixed_http_server(200, b"ok");
     let url = format!("http://{}/", server.addr);
     let doc = run_load(
         &[
@@ -115,7 +112,7 @@ fn http_requests_stop_exactly_at_n() {
     assert_eq!(u(&doc["totals"]["responses"]), 1001);
     assert_eq!(u(&doc["totals"]["requests"]), 1001);
     // Sends are capped by the quota too: the server never saw more than N requests.
-    assert_eq!(server.count.load(Ordering::Relaxed), 1001);
+    assert_eq!(server.stats.requests(), 1001);
 }
 
 #[test]
@@ -161,7 +158,7 @@ fn requests_mode_is_bounded_in_time_and_says_it_stopped_short() {
 
 #[test]
 fn unexpected_bodies_and_statuses_are_errors_not_successes() {
-    let server = http_server(200, b"Hello, World!");
+    let server = fixed_http_server(200, b"Hello, World!");
     let url = format!("http://{}/", server.addr);
     let doc = run_load(
         &[
@@ -184,7 +181,7 @@ fn unexpected_bodies_and_statuses_are_errors_not_successes() {
     assert_eq!(u(&doc["errors"]["by_class"]["verification_mismatch"]), 50);
     assert_eq!(u(&doc["latency"]["count"]), 0);
 
-    let busy = http_server(503, b"busy");
+    let busy = fixed_http_server(503, b"busy");
     let url = format!("http://{}/", busy.addr);
     let doc = run_load(&["http", &url, "-c", "2", "-n", "20", "--json"], LIMIT).json();
     validate_against_schema(&doc);
@@ -198,7 +195,7 @@ fn unexpected_bodies_and_statuses_are_errors_not_successes() {
 
 #[test]
 fn verify_learn_uses_the_first_response() {
-    let server = http_server(200, b"Hello, World!");
+    let server = fixed_http_server(200, b"Hello, World!");
     let url = format!("http://{}/", server.addr);
     let doc = run_load(
         &[
@@ -227,7 +224,7 @@ fn verify_learn_uses_the_first_response() {
 #[test]
 fn verify_learn_with_expect_status_learns_the_body_and_checks_the_status() {
     // netarena's json scenario: status 200 required, the framework's own serialization learned.
-    let server = http_server(200, b"{\"message\":\"Hello, World!\"}");
+    let server = fixed_http_server(200, b"{\"message\":\"Hello, World!\"}");
     let url = format!("http://{}/json", server.addr);
     let args = |status: &'static str| {
         vec![
@@ -283,7 +280,7 @@ fn verify_learn_with_expect_status_learns_the_body_and_checks_the_status() {
 
 #[test]
 fn echo_fixed_bytes_result_matches_schema() {
-    let server = echo_server(None);
+    let server = echo_server(EchoFault::None);
     let target = server.addr.to_string();
     let doc = run_load(
         &[
@@ -317,7 +314,7 @@ fn echo_fixed_bytes_result_matches_schema() {
 
 #[test]
 fn echo_duration_with_probe_matches_schema() {
-    let server = echo_server(None);
+    let server = echo_server(EchoFault::None);
     let target = server.addr.to_string();
     let doc = run_load(
         &[
@@ -347,7 +344,10 @@ fn echo_duration_with_probe_matches_schema() {
 
 #[test]
 fn corrupted_echo_is_a_verification_mismatch() {
-    let server = echo_server(Some(5000));
+    let server = echo_server(EchoFault::CorruptByte {
+        conn: None,
+        offset: 5000,
+    });
     let target = server.addr.to_string();
     let doc = run_load(
         &[
@@ -382,7 +382,7 @@ fn refusals_exit_2_and_send_nothing() {
     // More connections than file descriptors, under a limit the test sets itself: true on any
     // machine, whatever its own limit. The soft limit starts below the hard one, so the refusal's
     // number also shows the tool raised it to the hard limit first.
-    let (stderr, code) = run_with_fd_limit(
+    let LoadRun { stderr, code, .. } = run_with_fd_limit(
         &["echo", "127.0.0.1:9", "-c", "2000", "-d", "1s"],
         512,
         1024,
@@ -424,7 +424,7 @@ fn dead_server_is_counted_not_fatal() {
 
 #[test]
 fn the_schema_check_rejects_a_drifted_document() {
-    let server = http_server(200, b"ok");
+    let server = fixed_http_server(200, b"ok");
     let url = format!("http://{}/", server.addr);
     let mut doc = run_load(&["http", &url, "-c", "1", "-n", "5", "--json"], LIMIT).json();
     validate_against_schema(&doc);

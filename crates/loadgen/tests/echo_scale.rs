@@ -10,17 +10,16 @@
 //! after 5 s. The run lasts 15 s so that a machine several times slower still opens all of them;
 //! the assertions are about holding them, not about how fast they open.
 
-mod loadgen_support;
+mod common;
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use loadgen_support::{echo_server, run_load, validate_against_schema};
+use common::{echo_server, run_load, validate_against_schema, EchoFault};
 
 #[test]
 fn holds_19000_concurrent_echo_connections() {
     const CONNECTIONS: u64 = 19_000;
-    let server = echo_server(None);
+    let server = echo_server(EchoFault::None);
     let target = server.addr.to_string();
     let run = run_load(
         &[
@@ -51,7 +50,7 @@ fn holds_19000_concurrent_echo_connections() {
         doc["totals"]["connections_opened"].as_u64().unwrap(),
         CONNECTIONS
     );
-    assert!(server.peak_connections.load(Ordering::Relaxed) as u64 >= CONNECTIONS);
+    assert!(server.stats.peak_connections() >= CONNECTIONS);
     assert!(
         doc["totals"]["requests"].as_u64().unwrap() >= CONNECTIONS,
         "{}",

@@ -5,12 +5,12 @@
 //! assertions are on that mechanism, not on this machine's speed: other work on a busier machine
 //! only adds to the wait.
 
-mod loadgen_support;
+mod common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use loadgen_support::{http_server, run_load, validate_against_schema};
+use common::{hello_server, run_load, validate_against_schema};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -78,8 +78,8 @@ fn f(doc: &Value, pointer: &str) -> f64 {
 }
 
 /// One thread pinned to `cpu`, enough pipelined requests in flight that it always has work.
-fn args(target: &str, cpu: &str, json: bool) -> Vec<String> {
-    let mut a: Vec<String> = [
+fn args<'a>(target: &'a str, cpu: &'a str, json: bool) -> Vec<&'a str> {
+    let mut a = vec![
         "http",
         target,
         "-c",
@@ -92,36 +92,21 @@ fn args(target: &str, cpu: &str, json: bool) -> Vec<String> {
         cpu,
         "-d",
         "1500ms",
-    ]
-    .map(String::from)
-    .to_vec();
+    ];
     if json {
-        a.push("--json".into());
+        a.push("--json");
     }
     a
 }
 
-/// The run's stdout (exit 0 required).
-fn run(args: &[String]) -> String {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let r = run_load(&args, LIMIT);
-    assert_eq!(r.code, 0, "{}", r.describe());
-    r.stdout
-}
-
-fn run_json(args: &[String]) -> Value {
-    let out = run(args);
-    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
-}
-
 #[test]
 fn a_generator_waiting_for_its_cpu_is_saturated() {
-    let server = http_server(200, b"Hello, World!");
-    let target = format!("http://{}/hello", server.addr);
+    let server = hello_server();
+    let target = server.url("/hello");
     let cpu = shared_cpu().to_string();
 
     // Without the hog first: the same run, the machine's own other work only.
-    let alone = run_json(&args(&target, &cpu, true));
+    let alone = run_load(&args(&target, &cpu, true), LIMIT).json();
     validate_against_schema(&alone);
     assert_eq!(
         alone["generator"]["busy_counts_run_delay"], true,
@@ -131,8 +116,8 @@ fn a_generator_waiting_for_its_cpu_is_saturated() {
 
     let (starved, human) = {
         let _hog = Hog::pinned_to(cpu.parse().unwrap());
-        let starved = run_json(&args(&target, &cpu, true));
-        let human = run(&args(&target, &cpu, false));
+        let starved = run_load(&args(&target, &cpu, true), LIMIT).json();
+        let human = run_load(&args(&target, &cpu, false), LIMIT);
         (starved, human)
     };
     validate_against_schema(&starved);
@@ -164,6 +149,8 @@ fn a_generator_waiting_for_its_cpu_is_saturated() {
         "alone {alone_waited} vs with the hog {waited}"
     );
 
+    assert_eq!(human.code, 0, "{}", human.describe());
+    let human = human.stdout;
     assert!(human.contains("waited for a CPU"), "{human}");
     assert!(
         human.contains("WARNING: the generator was saturated"),

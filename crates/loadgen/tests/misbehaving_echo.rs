@@ -60,13 +60,7 @@ fn correct_echo_verifies_every_byte_of_every_connection() {
         "{}",
         r.context
     );
-    assert_eq!(
-        server
-            .stats
-            .echoed_bytes
-            .load(std::sync::atomic::Ordering::SeqCst),
-        connections * bytes
-    );
+    assert_eq!(server.stats.echoed_bytes(), connections * bytes);
     let completion_s = r.f64("/echo/completion_time_s");
     assert!(
         completion_s > 0.0 && completion_s < 20.0,
@@ -118,20 +112,17 @@ fn byte_count_not_a_multiple_of_the_chunk() {
     assert_eq!(r.u64("/echo/verified_bytes"), 300_000, "{}", r.context);
     // 3 full chunks and a 1696-byte tail per connection.
     assert_eq!(r.u64("/totals/requests"), 12, "{}", r.context);
-    assert_eq!(
-        server
-            .stats
-            .echoed_bytes
-            .load(std::sync::atomic::Ordering::SeqCst),
-        300_000
-    );
+    assert_eq!(server.stats.echoed_bytes(), 300_000);
 }
 
 #[test]
 fn one_corrupted_byte_is_a_verification_mismatch_and_others_complete() {
     // Byte 40000 of connection 2 lies in its second 32 KiB chunk: the first chunk still verifies.
     let offset = 40_000u64;
-    let server = echo_server(EchoFault::CorruptByte { conn: 2, offset });
+    let server = echo_server(EchoFault::CorruptByte {
+        conn: Some(2),
+        offset,
+    });
     let (connections, bytes) = (4u64, 131_072u64);
     let r = run_json(
         &[

@@ -286,16 +286,9 @@ fn cpus_pins_each_load_thread() {
     let cpus = format!("{a},{b}");
     let server = hello_server();
     let url = server.url("/hello");
-    let args = io_args(&[
+    let running = spawn_load(&[
         "http", &url, "-c", "2", "-t", "2", "--cpus", &cpus, "-d", "1500ms", "--json",
     ]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_netarena-load"))
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     let expected: std::collections::BTreeMap<String, String> = [
         ("load-0".to_string(), a.to_string()),
         ("load-1".to_string(), b.to_string()),
@@ -306,7 +299,7 @@ fn cpus_pins_each_load_thread() {
     let mut seen: std::collections::BTreeMap<String, String> = Default::default();
     let started = std::time::Instant::now();
     while seen != expected && started.elapsed() < Duration::from_secs(5) {
-        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", child.id())) {
+        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{}/task", running.pid())) {
             for t in tasks.flatten() {
                 let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
                 let status = std::fs::read_to_string(t.path().join("status")).unwrap_or_default();
@@ -322,18 +315,7 @@ fn cpus_pins_each_load_thread() {
         thread::sleep(Duration::from_millis(20));
     }
     // Bounded like every run here: a hung generator is killed, and the test fails on its output.
-    while child.try_wait().unwrap().is_none() && started.elapsed() < RUN_LIMIT {
-        thread::sleep(Duration::from_millis(20));
-    }
-    child.kill().ok();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let doc: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    let doc = running.finish(RUN_LIMIT).json();
     assert_eq!(
         seen, expected,
         "load threads' Cpus_allowed_list while running"

@@ -2,7 +2,7 @@
 //! that freezes for a second every few seconds, one with a known capacity (a token bucket with a
 //! queue behind it), and one that records the paths it was asked for.
 
-mod loadgen_support;
+mod common;
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use loadgen_support::{run_load, validate_against_schema};
+use common::{run_load, validate_against_schema};
 use mio::net::{TcpListener as MioListener, TcpStream as MioStream};
 use mio::{Events, Interest, Poll, Token};
 use serde_json::Value;

@@ -3,13 +3,13 @@
 //! with a result (exit 105), a second one exiting at once, progress lines on a terminal only, and
 //! shell completions.
 
-mod loadgen_support;
+mod common;
 
 use std::time::Duration;
 
-use loadgen_support::{
-    echo_server, free_port, http_server, io_args, run_load, spawn_load, validate_against_schema,
-    LoadRun,
+use common::{
+    echo_server, free_port, hello_server, io_args, run_load, spawn_load, validate_against_schema,
+    EchoFault, LoadRun,
 };
 use serde_json::Value;
 
@@ -42,8 +42,8 @@ fn verdict<'a>(list: &'a [Value], expr: &str) -> &'a Value {
 
 #[test]
 fn thresholds_that_hold_exit_0_and_one_that_cannot_exits_99() {
-    let server = http_server(200, b"Hello, World!");
-    let url = format!("http://{}/hello", server.addr);
+    let server = hello_server();
+    let url = server.url("/hello");
     let holds = [
         "errors==0",
         "requests>=1",
@@ -133,8 +133,8 @@ fn thresholds_that_hold_exit_0_and_one_that_cannot_exits_99() {
 
 #[test]
 fn a_malformed_threshold_exits_2_before_any_load() {
-    let server = http_server(200, b"Hello, World!");
-    let url = format!("http://{}/hello", server.addr);
+    let server = hello_server();
+    let url = server.url("/hello");
     for bad in ["p99<=5", "latency<=5ms", "p99", "errors<=5", "rps=>10"] {
         let run = run_load(&["http", &url, "-d", "1s", "--threshold", bad], LIMIT);
         assert_eq!(run.code, EXIT_USAGE, "{}", run.describe());
@@ -162,11 +162,7 @@ fn a_malformed_threshold_exits_2_before_any_load() {
         LIMIT,
     );
     assert_eq!(run.code, EXIT_USAGE, "{}", run.describe());
-    assert_eq!(
-        server.count.load(std::sync::atomic::Ordering::SeqCst),
-        0,
-        "nothing may be sent"
-    );
+    assert_eq!(server.stats.requests(), 0, "nothing may be sent");
 }
 
 #[test]
@@ -209,12 +205,12 @@ fn interrupt_after(args: &[&str], after: Duration) -> LoadRun {
 fn interrupted_doc(run: &LoadRun, range: std::ops::RangeInclusive<f64>) -> Value {
     let doc = judged(run, EXIT_INTERRUPTED);
     // Under NETARENA_LOAD_TEST_IO the closed-loop http runs are that engine's; without --io, auto.
-    let asked = run
-        .args
-        .iter()
-        .position(|a| a == "--io")
-        .map_or("auto", |k| run.args[k + 1].as_str());
-    assert_eq!(doc["config"]["io_requested"], asked, "{}", run.describe());
+    assert_eq!(
+        doc["config"]["io_requested"],
+        run.io_asked(),
+        "{}",
+        run.describe()
+    );
     assert_eq!(doc["interrupted"], true, "{}", run.describe());
     let d = doc["duration_s"].as_f64().unwrap();
     assert!(
@@ -228,8 +224,8 @@ fn interrupted_doc(run: &LoadRun, range: std::ops::RangeInclusive<f64>) -> Value
 
 #[test]
 fn sigint_halfway_through_a_10s_run_prints_what_was_measured() {
-    let server = http_server(200, b"Hello, World!");
-    let url = format!("http://{}/hello", server.addr);
+    let server = hello_server();
+    let url = server.url("/hello");
     let connections = 2;
     let run = interrupt_after(
         &[
@@ -247,7 +243,7 @@ fn sigint_halfway_through_a_10s_run_prints_what_was_measured() {
     let doc = interrupted_doc(&run, 3.0..=8.0);
     assert!(run.wall < Duration::from_secs(9), "{}", run.describe());
     let responses = doc["totals"]["responses"].as_u64().unwrap();
-    let seen = server.count.load(std::sync::atomic::Ordering::SeqCst);
+    let seen = server.stats.requests();
     // Every request the server read was answered and counted, except those still in flight when
     // the phase ended: at most one per connection.
     assert!(responses > 0, "{doc:#}");
@@ -273,8 +269,8 @@ fn sigint_halfway_through_a_10s_run_prints_what_was_measured() {
 
 #[test]
 fn sigint_ends_the_open_loop_and_the_echo_flood_too() {
-    let server = http_server(200, b"Hello, World!");
-    let url = format!("http://{}/hello", server.addr);
+    let server = hello_server();
+    let url = server.url("/hello");
     let run = interrupt_after(
         &[
             "http", &url, "-c", "2", "--rate", "200", "-d", "10s", "--json",
@@ -289,14 +285,14 @@ fn sigint_ends_the_open_loop_and_the_echo_flood_too() {
     let achieved = ol["achieved_rate_per_s"].as_f64().unwrap();
     assert!(started > 0.0 && achieved > started / 10.0, "{ol:#}");
     assert_eq!(
-        server.count.load(std::sync::atomic::Ordering::SeqCst),
+        server.stats.requests(),
         doc["totals"]["responses"].as_u64().unwrap(),
         "the open loop drains what it sent before printing\n{}",
         run.describe()
     );
 
-    let echo = echo_server(None);
-    let target = echo.addr.to_string();
+    let echo = echo_server(EchoFault::None);
+    let target = echo.host_port();
     let run = interrupt_after(
         &["echo", &target, "-c", "2", "-d", "10s", "--json"],
         Duration::from_millis(1500),
@@ -369,8 +365,8 @@ fn progress_lines(text: &str) -> Vec<&str> {
 
 #[test]
 fn progress_lines_on_a_terminal_only() {
-    let server = http_server(200, b"Hello, World!");
-    let url = format!("http://{}/hello", server.addr);
+    let server = hello_server();
+    let url = server.url("/hello");
     let args = [
         "http",
         url.as_str(),

@@ -5,7 +5,6 @@
 //! until it is cancelled), and what uring does not do is refused rather than faked.
 
 mod common;
-mod loadgen_support;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -62,7 +61,7 @@ fn result_names_the_engine_and_matches_the_schema() {
             ],
             RUN_LIMIT,
         );
-        loadgen_support::validate_against_schema(&r.doc);
+        validate_against_schema(&r.doc);
         assert_eq!(
             r.get("/config/io_backend").as_str(),
             Some(io),
@@ -92,7 +91,7 @@ fn result_names_the_engine_and_matches_the_schema() {
     // automatic coalescing (make test needs min-wait), the open loop on epoll; each says why.
     if std::env::var_os("NETARENA_LOAD_TEST_IO").is_none() {
         let r = run_json(&["http", &url, "-n", "5"], RUN_LIMIT);
-        loadgen_support::validate_against_schema(&r.doc);
+        validate_against_schema(&r.doc);
         let engine = (
             r.get("/config/io_requested").as_str(),
             r.get("/config/io_backend").as_str(),
@@ -165,7 +164,7 @@ fn auto_falls_back_to_epoll_where_io_uring_is_refused() {
     drop(guard);
     assert_eq!(auto.status.code(), Some(0), "{}", String::from_utf8_lossy(&auto.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&auto.stdout).expect("a JSON result");
-    loadgen_support::validate_against_schema(&doc);
+    validate_against_schema(&doc);
     let config = &doc["config"];
     assert_eq!((config["io_requested"].as_str(), config["io_backend"].as_str()), (Some("auto"), Some("epoll")), "{doc}");
     let why = config["io_reason"].as_str().unwrap_or_default();
@@ -316,7 +315,7 @@ fn coalescing_is_recorded_and_only_for_uring() {
         return;
     }
     let r = run.result();
-    loadgen_support::validate_against_schema(&r.doc);
+    validate_against_schema(&r.doc);
     assert_eq!(r.u64("/config/coalesce_us"), 200, "{}", r.context);
     assert_eq!(
         r.get("/config/coalesce").as_str(),
@@ -377,7 +376,7 @@ fn auto_run(server: &TestServer, connections: &str) -> Option<common::Result> {
         return None;
     }
     let r = run.result();
-    loadgen_support::validate_against_schema(&r.doc);
+    validate_against_schema(&r.doc);
     assert_eq!(
         r.get("/config/coalesce").as_str(),
         Some("auto"),

@@ -4,7 +4,7 @@
 //! the Makefile (NETARENA_LOAD_TEST_IO, see `common::io_args`): no `--rate` here, so each run uses
 //! the engine under test. Runs are bounded by `-n`, never by time, so nothing depends on speed.
 
-mod loadgen_support;
+mod common;
 
 use std::collections::HashMap;
 use std::io;
@@ -13,11 +13,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use loadgen_support::common::{
-    http_server, loopback_listener, run_json, run_load, sha256_hex, write_response, After,
-    TestServer,
+use common::{
+    http_server, loopback_listener, run_json, run_load, sha256_hex, validate_against_schema,
+    write_response, After, TestServer,
 };
-use loadgen_support::validate_against_schema;
 
 const LIMIT: Duration = Duration::from_secs(60);
 

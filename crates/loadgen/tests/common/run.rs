@@ -1,0 +1,240 @@
+//! Running the real `netarena-load` binary: every run has a hard time limit (a hung generator is
+//! killed and fails the test), both pipes are drained on their own threads (a chatty child cannot
+//! block on a full pipe), and `NETARENA_LOAD_TEST_IO` picks the engine of the `http` runs.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::Result;
+
+/// A finished run: what was run and everything it printed.
+pub struct LoadRun {
+    /// The arguments as run, `io_args` applied.
+    pub args: Vec<String>,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub wall: Duration,
+}
+
+impl LoadRun {
+    /// Context for assertion messages: what was run and everything it printed.
+    pub fn describe(&self) -> String {
+        format!(
+            "netarena-load {}\nexit code {} after {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.args.join(" "),
+            self.code,
+            self.wall,
+            self.stdout,
+            self.stderr
+        )
+    }
+
+    /// The JSON document on stdout, whatever the exit code (a failed threshold or an interrupted
+    /// run still prints its result).
+    pub fn stdout_json(&self) -> Value {
+        serde_json::from_str(self.stdout.trim()).unwrap_or_else(|e| {
+            panic!("stdout is not one JSON document ({e})\n{}", self.describe())
+        })
+    }
+
+    /// The result document as printed (exit 0 required), without further checks.
+    pub fn json(&self) -> Value {
+        assert_eq!(
+            self.code,
+            0,
+            "expected exit 0 with a JSON result\n{}",
+            self.describe()
+        );
+        self.stdout_json()
+    }
+
+    /// The engine this run asked for: its `--io` (given by the test or by
+    /// NETARENA_LOAD_TEST_IO), or `auto` without one.
+    pub fn io_asked(&self) -> &str {
+        self.args
+            .iter()
+            .position(|a| a == "--io")
+            .map_or("auto", |k| self.args[k + 1].as_str())
+    }
+
+    /// The result document, after checking the invariants every result must satisfy.
+    pub fn result(&self) -> Result {
+        let r = Result {
+            doc: self.json(),
+            context: self.describe(),
+        };
+        r.check_invariants();
+        // The engine asked for (by the test or by NETARENA_LOAD_TEST_IO) is the engine that ran;
+        // without --io, auto, which names the engine it chose and why.
+        if r.get("/mode").as_str() == Some("http") {
+            let asked = self.io_asked();
+            assert_eq!(
+                r.get("/config/io_requested").as_str(),
+                Some(asked),
+                "{}",
+                r.context
+            );
+            if asked != "auto" {
+                assert_eq!(
+                    r.get("/config/io_backend").as_str(),
+                    Some(asked),
+                    "the run used another engine than asked\n{}",
+                    r.context
+                );
+            }
+            assert!(
+                !r.get("/config/io_reason")
+                    .as_str()
+                    .unwrap_or_default()
+                    .is_empty(),
+                "{}",
+                r.context
+            );
+        }
+        r
+    }
+}
+
+/// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario with `--io uring`, so the
+/// same servers and assertions check both engines; words after the engine are passed on too
+/// (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`).
+pub fn io_args(args: &[&str]) -> Vec<String> {
+    let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
+        // Open-loop runs keep the epoll engine (uring drives the closed loop only).
+        let open_loop = args
+            .iter()
+            .any(|a| matches!(*a, "--rate" | "--conn-rate" | "--steps" | "--find-max"));
+        if args.first() == Some(&"http")
+            && !open_loop
+            && !args.contains(&"--io")
+            && !args.contains(&"--coalesce-us")
+        {
+            full.push("--io".to_string());
+            full.extend(io.split_whitespace().map(str::to_string));
+        }
+    }
+    full
+}
+
+/// A test found that this machine lacks a kernel feature it checks (io_uring, its min-wait). `make
+/// test` needs both (README, Requirements), so under CI (the variable `CI` set, as `.ci/run` does)
+/// that fails the test; elsewhere the test prints what it did not check and returns, and the line
+/// shows with `cargo test -- --nocapture` or in a failing run's output.
+pub fn feature_missing(what: &str) {
+    if std::env::var_os("CI").is_some() {
+        panic!("{what}: under CI every test must run (make test needs io_uring and Linux 6.12+)");
+    }
+    eprintln!("SKIPPED: {what}");
+}
+
+/// Runs the real binary; kills it and fails the test if it is still running after `limit`.
+pub fn run_load(args: &[&str], limit: Duration) -> LoadRun {
+    spawn_load(args).finish(limit)
+}
+
+/// The real binary, started and running, with both pipes drained on their own threads so a chatty
+/// child cannot block on a full pipe.
+pub struct RunningLoad {
+    child: std::process::Child,
+    args: Vec<String>,
+    started: Instant,
+    out_reader: thread::JoinHandle<String>,
+    err_reader: thread::JoinHandle<String>,
+}
+
+/// Starts the real binary (with `io_args`) and returns at once.
+pub fn spawn_load(args: &[&str]) -> RunningLoad {
+    spawn_load_with(args, |_| {})
+}
+
+/// `spawn_load`, with `setup` given the command just before the start: for what the arguments
+/// cannot say (a resource limit set in the child, say).
+pub fn spawn_load_with(args: &[&str], setup: impl FnOnce(&mut Command)) -> RunningLoad {
+    let bin = env!("CARGO_BIN_EXE_netarena-load");
+    let args = io_args(args);
+    let mut command = Command::new(bin);
+    command
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    setup(&mut command);
+    let started = Instant::now();
+    let mut child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {bin}: {e}"));
+    let mut out_pipe = child.stdout.take().unwrap();
+    let mut err_pipe = child.stderr.take().unwrap();
+    let out_reader = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out_pipe.read_to_string(&mut s);
+        s
+    });
+    let err_reader = thread::spawn(move || {
+        let mut s = String::new();
+        let _ = err_pipe.read_to_string(&mut s);
+        s
+    });
+    RunningLoad {
+        child,
+        args,
+        started,
+        out_reader,
+        err_reader,
+    }
+}
+
+impl RunningLoad {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends `sig` (e.g. libc::SIGINT) to the generator, and only to it.
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill() on our own child's pid, which we have not waited for yet.
+        assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill({sig})");
+    }
+
+    /// Waits for the exit; kills it and fails the test if it is still running `limit` after its start.
+    pub fn finish(mut self, limit: Duration) -> LoadRun {
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("waiting for netarena-load") {
+                break status;
+            }
+            if self.started.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                let stdout = self.out_reader.join().unwrap_or_default();
+                let stderr = self.err_reader.join().unwrap_or_default();
+                panic!(
+                    "netarena-load {} did not finish within {limit:?}; killed\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
+                    self.args.join(" ")
+                );
+            }
+            thread::sleep(Duration::from_millis(10));
+        };
+        let wall = self.started.elapsed();
+        LoadRun {
+            args: self.args,
+            code: status.code().unwrap_or(-1),
+            stdout: self.out_reader.join().unwrap_or_default(),
+            stderr: self.err_reader.join().unwrap_or_default(),
+            wall,
+        }
+    }
+}
+
+/// Runs and returns the checked result document (exit 0 required).
+pub fn run_json(args: &[&str], limit: Duration) -> Result {
+    let mut full: Vec<&str> = args.to_vec();
+    if !full.contains(&"--json") {
+        full.push("--json");
+    }
+    run_load(&full, limit).result()
+}
