@@ -95,17 +95,17 @@ struct Worker<P: Protocol> {
 
 /// Run one thread's share of the load until its end condition; returns its measurements.
 pub fn run_worker<P: Protocol>(cfg: WorkerConfig, proto: P) -> io::Result<WorkerResult> {
-    cfg.pin_this_thread()?;
+    cfg.conns.pin_this_thread()?;
     let stats = cfg.new_stats();
-    let slots = (0..cfg.connections)
+    let slots = (0..cfg.conns.connections)
         .map(|k| {
-            let source = cfg.source_for(k);
+            let source = cfg.conns.source_for(k);
             Slot {
                 sock: None,
                 phase: Phase::New,
                 backoff_ms: 0,
                 source,
-                conn: proto.new_conn(cfg.first_conn + k),
+                conn: proto.new_conn(cfg.conns.first_conn + k),
             }
         })
         .collect();
@@ -115,13 +115,13 @@ pub fn run_worker<P: Protocol>(cfg: WorkerConfig, proto: P) -> io::Result<Worker
         poll: Poll::new()?,
         slots,
         stats,
-        target: cfg.target,
-        timeout: cfg.timeout,
+        target: cfg.conns.target,
+        timeout: cfg.conns.timeout,
         nodelay,
-        live: cfg.connections,
+        live: cfg.conns.connections,
         connecting: 0,
     };
-    w.run(cfg.measure_start, cfg.measure_end, cfg.cpu)
+    w.run(cfg.measure_start, cfg.measure_end, cfg.conns.cpu)
 }
 
 impl<P: Protocol> Worker<P> {

@@ -360,29 +360,29 @@ struct Worker {
 
 /// Run one thread's share of the HTTP load on io_uring; returns its measurements.
 pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> {
-    cfg.pin_this_thread()?;
-    let sq_entries = (cfg.connections * SQES_PER_CONN + 64)
+    cfg.conns.pin_this_thread()?;
+    let sq_entries = (cfg.conns.connections * SQES_PER_CONN + 64)
         .next_power_of_two()
         .min(MAX_SQ_ENTRIES) as u32;
     let ring = build_ring(sq_entries)
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
-    let nbufs = (cfg.connections * 2)
+    let nbufs = (cfg.conns.connections * 2)
         .next_power_of_two()
         .clamp(MIN_RECV_BUFS, MAX_RECV_BUFS);
     let bufs = BufRing::new(&ring, nbufs)
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
-    let slot_fds = u32::try_from(cfg.connections)
+    let slot_fds = u32::try_from(cfg.conns.connections)
         .ok()
         .filter(|&n| ring.submitter().register_files_sparse(n).is_ok())
-        .map(|_| vec![-1; cfg.connections]);
+        .map(|_| vec![-1; cfg.conns.connections]);
     let stats = cfg.new_stats();
-    let conns = (0..cfg.connections)
+    let conns = (0..cfg.conns.connections)
         .map(|k| Conn {
             sock: None,
             phase: Phase::New,
             gen: 0,
             backoff_ms: 0,
-            source: cfg.source_for(k),
+            source: cfg.conns.source_for(k),
             recv_armed: false,
             ex: p.ex.new_conn(),
         })
@@ -393,10 +393,10 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
         conns,
         stats,
         p,
-        target: cfg.target,
-        target_sockaddr: Box::new(SockAddr::from(cfg.target)),
-        timeout: cfg.timeout,
-        live: cfg.connections,
+        target: cfg.conns.target,
+        target_sockaddr: Box::new(SockAddr::from(cfg.conns.target)),
+        timeout: cfg.conns.timeout,
+        live: cfg.conns.connections,
         connecting: 0,
         auto_window_us: 0,
         batch_wait_max_us: 0,
@@ -404,7 +404,7 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
         slot_fds,
         cqes: Vec::with_capacity(1024),
     };
-    let result = w.run(cfg.measure_start, cfg.measure_end, cfg.cpu);
+    let result = w.run(cfg.measure_start, cfg.measure_end, cfg.conns.cpu);
     w.shutdown();
     result
 }

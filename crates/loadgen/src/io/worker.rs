@@ -28,7 +28,8 @@ pub(crate) const CONNECT_BATCH: usize = 256;
 /// 7 s...: that would measure TCP's retransmission timer, not the server.
 pub(crate) const MAX_RAMP_CONNECTING: usize = 1024;
 
-pub struct WorkerConfig {
+/// One load thread's connections and where they go: the same for every engine and load model.
+pub struct ThreadConns {
     pub thread_index: usize,
     pub cpu: Option<usize>,
     pub target: SocketAddr,
@@ -37,13 +38,9 @@ pub struct WorkerConfig {
     pub first_conn: usize,
     pub connections: usize,
     pub timeout: Duration,
-    pub measure_start: Instant,
-    /// None: run until the protocol is done or every connection finished.
-    pub measure_end: Option<Instant>,
-    pub response_quota: Option<u64>,
 }
 
-impl WorkerConfig {
+impl ThreadConns {
     /// Pin the calling (worker) thread to its CPU, if one was given.
     pub(crate) fn pin_this_thread(&self) -> io::Result<()> {
         if let Some(cpu) = self.cpu {
@@ -57,6 +54,23 @@ impl WorkerConfig {
         Ok(())
     }
 
+    /// The local address this thread's k-th connection binds to (`--source-ips`, round-robin over
+    /// the connection's global number), if any.
+    pub(crate) fn source_for(&self, k: usize) -> Option<SocketAddr> {
+        source_address(&self.source_ips, self.first_conn + k)
+    }
+}
+
+/// A closed-loop or echo thread: its connections and its measured window.
+pub struct WorkerConfig {
+    pub conns: ThreadConns,
+    pub measure_start: Instant,
+    /// None: run until the protocol is done or every connection finished.
+    pub measure_end: Option<Instant>,
+    pub response_quota: Option<u64>,
+}
+
+impl WorkerConfig {
     /// This thread's counters, counting only inside the measured window.
     pub(crate) fn new_stats(&self) -> ThreadStats {
         let far_future = Instant::now() + Duration::from_secs(10 * 365 * 86400);
@@ -65,12 +79,6 @@ impl WorkerConfig {
             self.measure_end.unwrap_or(far_future),
             self.response_quota,
         )
-    }
-
-    /// The local address this thread's k-th connection binds to (`--source-ips`, round-robin over
-    /// the connection's global number), if any.
-    pub(crate) fn source_for(&self, k: usize) -> Option<SocketAddr> {
-        source_address(&self.source_ips, self.first_conn + k)
     }
 }
 

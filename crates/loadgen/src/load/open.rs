@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
@@ -27,7 +27,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::config::{LoadKind, SpinWindow};
 use crate::io::worker::{
-    back_off, connect_event, open_registered, source_address, sweep_action, ConnectEvent,
+    back_off, connect_event, open_registered, sweep_action, ThreadConns, ConnectEvent,
     Phase, SweepAction, WorkerResult, SWEEP_INTERVAL,
 };
 use crate::exchange::{Exchange, Outcome};
@@ -48,15 +48,10 @@ const TIMER_SAMPLES: usize = 500;
 const TIMER_SAMPLE_PERIOD: Duration = Duration::from_micros(200);
 const EVENTS_CAPACITY: usize = 1024;
 
+/// An open-loop thread: its connections (`--rate`: the pool; `--conn-rate`: at most this many open
+/// at once) and its schedule.
 pub struct OpenWorkerConfig {
-    pub thread_index: usize,
-    pub cpu: Option<usize>,
-    pub target: SocketAddr,
-    pub source_ips: Vec<IpAddr>,
-    pub first_conn: usize,
-    /// `--rate`: the pool size; `--conn-rate`: the most connections open at once.
-    pub connections: usize,
-    pub timeout: Duration,
+    pub conns: ThreadConns,
     pub kind: LoadKind,
     pub arrival: Arrival,
     /// The run's seed: this thread's poisson gaps follow from it (the URL order is the exchange's).
@@ -252,16 +247,9 @@ pub fn run_open_worker(
     plans: Receiver<PhasePlan>,
     reports: Sender<(usize, io::Result<WorkerMsg>)>,
 ) {
-    let index = cfg.thread_index;
+    let index = cfg.conns.thread_index;
     let result = (|| -> io::Result<()> {
-        if let Some(cpu) = cfg.cpu {
-            sys::pin_current_thread(cpu).map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!("pinning thread {index} to CPU {cpu}: {e}"),
-                )
-            })?;
-        }
+        cfg.conns.pin_this_thread()?;
         let mut w = Worker::new(cfg, exchange)?;
         if w.cfg.spin == SpinWindow::Auto {
             w.timer_lag_p99 = Some(w.measure_timer_lag()?);
@@ -297,7 +285,7 @@ impl Worker {
         )?;
         let now = Instant::now();
         let n = match cfg.kind {
-            LoadKind::Rate => cfg.connections,
+            LoadKind::Rate => cfg.conns.connections,
             LoadKind::ConnRate { .. } => 0,
         };
         let slots = (0..n).map(|k| new_slot(&cfg, &ex, k, now)).collect();
@@ -331,7 +319,7 @@ impl Worker {
             self.open(i, start);
         }
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
-        let deadline = start + self.cfg.timeout;
+        let deadline = start + self.cfg.conns.timeout;
         while self
             .slots
             .iter()
@@ -339,7 +327,7 @@ impl Worker {
         {
             let now = Instant::now();
             if now >= deadline {
-                self.sweep(now + self.cfg.timeout);
+                self.sweep(now + self.cfg.conns.timeout);
                 break;
             }
             if self
@@ -379,7 +367,7 @@ impl Worker {
         }
         // Nothing is in flight between phases; start the phase's latencies from the send afresh.
         self.ex.take_uncorrected();
-        let rng = Rng::for_thread(self.cfg.seed, self.cfg.thread_index, 10 + self.phase_index);
+        let rng = Rng::for_thread(self.cfg.seed, self.cfg.conns.thread_index, 10 + self.phase_index);
         let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng)
             .with_offset(plan.offset);
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
@@ -452,7 +440,7 @@ impl Worker {
         // connections free up, and what is on the wire is waited for; both for at most
         // --timeout. Dropping the backlog at once would drop exactly the requests that waited
         // through a stall, and the stall would vanish from the corrected latency.
-        let drain_deadline = end + self.cfg.timeout;
+        let drain_deadline = end + self.cfg.conns.timeout;
         while self.outstanding > 0 || !self.backlog.is_empty() {
             let now = Instant::now();
             if now >= drain_deadline {
@@ -492,7 +480,7 @@ impl Worker {
         let cpu_time = usage.cpu_time.saturating_sub(self.open.spin_wait);
         let result = WorkerResult {
             stats: std::mem::replace(&mut self.stats, ThreadStats::new(far, far, None)),
-            cpu: self.cfg.cpu,
+            cpu: self.cfg.conns.cpu,
             cpu_time,
             wall_time: usage.wall_time,
             user_time: usage.user_time,
@@ -633,7 +621,7 @@ impl Worker {
         };
         let i = match self.free.pop() {
             Some(i) => i,
-            None if self.slots.len() < self.cfg.connections => {
+            None if self.slots.len() < self.cfg.conns.connections => {
                 let k = self.slots.len();
                 self.slots.push(new_slot(&self.cfg, &self.ex, k, now));
                 k
@@ -656,7 +644,7 @@ impl Worker {
         let slot = &mut self.slots[i];
         // Connecting before the attempt, so a failure at once is a failed connection in use.
         slot.phase = Phase::Connecting { since: now };
-        match open_registered(&self.poll, Token(i), self.cfg.target, slot.source, nodelay) {
+        match open_registered(&self.poll, Token(i), self.cfg.conns.target, slot.source, nodelay) {
             Ok(sock) => slot.sock = Some(sock),
             Err((class, message)) => self.fail(i, now, class, message),
         }
@@ -673,7 +661,7 @@ impl Worker {
         };
         let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
         let out = match slot.phase {
-            Phase::Connecting { .. } => match connect_event(ev, sock, self.cfg.target) {
+            Phase::Connecting { .. } => match connect_event(ev, sock, self.cfg.conns.target) {
                 ConnectEvent::Failed(class, msg) => Outcome::Fail(class, msg),
                 ConnectEvent::Pending => Outcome::Ok,
                 ConnectEvent::Connected => {
@@ -741,6 +729,18 @@ impl Worker {
                     if matches!(out, Outcome::Ok) {
                         self.free.push(i);
                     }
+                }
+                let unused = self.ex.completed(&self.slots[i].http.ex) == 0;
+                if matches!(out, Outcome::Reconnect) && !was_busy && unused {
+                    // Closed by the server before it carried a single request (a server that
+                    // closes every connection at once): no request was lost, so no error, but the
+                    // connection is reopened after the failure back-off, not at once, or such a
+                    // server would get a storm of connects.
+                    let now = Instant::now();
+                    self.close(i);
+                    let slot = &mut self.slots[i];
+                    slot.phase = back_off(&mut slot.backoff_ms, now);
+                    return Outcome::Ok;
                 }
                 out
             }
@@ -834,8 +834,8 @@ impl Worker {
                 &slot.phase,
                 busy_since,
                 now,
-                self.cfg.timeout,
-                self.cfg.target,
+                self.cfg.conns.timeout,
+                self.cfg.conns.target,
             ) {
                 SweepAction::Fail(class, msg) => self.fail(i, now, class, msg),
                 SweepAction::Reopen => self.open(i, now),
@@ -856,6 +856,6 @@ fn new_slot(cfg: &OpenWorkerConfig, ex: &Exchange, k: usize, now: Instant) -> Sl
         conn_intended: now,
         requests_left: 0,
         backoff_ms: 0,
-        source: source_address(&cfg.source_ips, cfg.first_conn + k),
+        source: cfg.conns.source_for(k),
     }
 }

@@ -117,13 +117,7 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, RunErr
     for share in run::thread_shares(cfg) {
         let t = share.index;
         let wc = OpenWorkerConfig {
-            thread_index: t,
-            cpu: share.cpu,
-            target: cfg.target_addr,
-            source_ips: cfg.source_ips.clone(),
-            first_conn: share.first_conn,
-            connections: share.connections,
-            timeout: cfg.timeout,
+            conns: share.conns(cfg),
             kind: o.kind,
             arrival: o.arrival,
             seed: h.seed,

@@ -15,7 +15,7 @@ use crate::io::echo::{self, EchoProtocol, ProbeResult};
 use crate::io::epoll;
 use crate::io::http::HttpProtocol;
 use crate::io::uring;
-use crate::io::worker::{WorkerConfig, WorkerResult};
+use crate::io::worker::{ThreadConns, WorkerConfig, WorkerResult};
 use crate::error::RunError;
 use crate::exchange::Exchange;
 use crate::http::{Expectation, ResponseParser, Step};
@@ -90,6 +90,21 @@ pub struct ThreadShare {
     pub connections: usize,
     /// Its part of `--requests`.
     pub response_quota: Option<u64>,
+}
+
+impl ThreadShare {
+    /// The thread's connections and where they go, as every engine takes them.
+    pub fn conns(&self, cfg: &Config) -> ThreadConns {
+        ThreadConns {
+            thread_index: self.index,
+            cpu: self.cpu,
+            target: cfg.target_addr,
+            source_ips: cfg.source_ips.clone(),
+            first_conn: self.first_conn,
+            connections: self.connections,
+            timeout: cfg.timeout,
+        }
+    }
 }
 
 pub fn thread_shares(cfg: &Config) -> Vec<ThreadShare> {
@@ -184,13 +199,7 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, RunErr
     for share in thread_shares(cfg) {
         let t = share.index;
         let wc = WorkerConfig {
-            thread_index: t,
-            cpu: share.cpu,
-            target: cfg.target_addr,
-            source_ips: cfg.source_ips.clone(),
-            first_conn: share.first_conn,
-            connections: share.connections,
-            timeout: cfg.timeout,
+            conns: share.conns(cfg),
             measure_start,
             measure_end,
             response_quota: share.response_quota,
