@@ -245,13 +245,16 @@ impl TimerFd {
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
+        // The Instant first, the clock second: the pair's clock reading is then at or after the
+        // Instant's own, so a converted target is never earlier than asked (a timer firing before
+        // its target would wake a waiter that then sleeps on with no timer left to wake it).
+        let base_instant = std::time::Instant::now();
         let mut ts = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
         // SAFETY: valid pointer to a local timespec.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        let base_instant = std::time::Instant::now();
         Ok(TimerFd {
             // SAFETY: fd is a fresh descriptor we own.
             fd: unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) },

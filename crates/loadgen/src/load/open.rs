@@ -543,16 +543,18 @@ impl Worker {
         let mut lags = Vec::with_capacity(TIMER_SAMPLES);
         for _ in 0..TIMER_SAMPLES {
             let target = Instant::now() + TIMER_SAMPLE_PERIOD;
-            self.timer.arm_at(target)?;
             while Instant::now() < target {
-                match self.poll.poll(&mut events, None) {
+                // Re-armed after every wake-up: a wake-up before the target (a signal, a timer
+                // that fired early) leaves no timer armed, and the wait would never end.
+                self.timer.arm_at(target)?;
+                match self.poll.poll(&mut events, Some(TIMER_SAMPLE_PERIOD * 100)) {
                     Ok(()) => {}
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(e),
                 }
+                self.timer.expired();
             }
             lags.push(Instant::now() - target);
-            self.timer.expired();
         }
         lags.sort();
         Ok(lags[lags.len() * 99 / 100])
