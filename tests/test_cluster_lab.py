@@ -147,7 +147,10 @@ def test_small_suite_across_the_lab_counts_exactly(lab3, tmp_path, generator_bin
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {r["contestant"]: r for r in db_rows(results, "SELECT * FROM measurements")}
     # Every bundled contestant listens on {host} (0.0.0.0 on the server host), python-threads too.
-    assert set(rows) == {"nginx", "python-asyncio", "python-threads"}
+    assert set(rows) == {"nginx", "python-asyncio", "python-threads"}, (
+        db_rows(results, "SELECT * FROM skipped"),
+        proc.stderr[-3000:],
+    )
     assert not db_rows(results, "SELECT * FROM skipped")
     schema = json.loads((REPO / "docs" / "schema" / "netarena-load.schema.json").read_text())
     for contestant, row in rows.items():
