@@ -299,7 +299,7 @@ pub fn from_cli(
             let epoll_only = open
                 .is_some()
                 .then_some("the open loop (--rate, --conn-rate) runs on epoll");
-            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only, io_uring)?;
+            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only, None, io_uring)?;
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -349,19 +349,15 @@ pub fn from_cli(
             let (host, port) = target::split_host_port(&a.target, None)
                 .map_err(|e| format!("echo target '{}': {e}", a.target))?;
             let addrs = target::resolve(&host, port, &a.common.allow_target)?;
-            let c = common(
+            let mut c = common(
                 &a.common,
                 DEFAULT_ECHO_CONNECTIONS,
                 addrs[0],
                 a.target.clone(),
                 command_line,
             )?;
-            if a.common.io == IoChoice::Uring {
-                return Err(
-                    "--io uring is not implemented for echo yet; use --io epoll or auto (the default)"
-                        .into(),
-                );
-            }
+            (c.io, c.coalesce, c.io_reason) =
+                resolve_io(&a.common, None, Some(ECHO_NO_COALESCING), io_uring)?;
             if a.chunk == 0 {
                 return Err("--chunk 0: a chunk must be at least 1 byte".into());
             }
@@ -392,15 +388,24 @@ pub fn from_cli(
     }
 }
 
+/// Why the echo flood has no coalescing window on io_uring (see `io::uring_echo`).
+const ECHO_NO_COALESCING: &str = "the echo flood reacts to every completion at once";
+
 /// `--io` resolved into the engine that runs, its coalescing and why, in words the result keeps.
-/// `epoll_only` names the load model when it has no io_uring engine (then auto means epoll).
+/// `epoll_only` names the load model when it has no io_uring engine (then auto means epoll);
+/// `no_coalescing` says why a load model that runs on io_uring has no coalescing window (then
+/// `--coalesce-us` is refused and auto does not coalesce).
 /// An explicit `--io uring` the kernel cannot serve is an error; auto falls back to epoll and says why.
 fn resolve_io(
     a: &CommonArgs,
     epoll_only: Option<&str>,
+    no_coalescing: Option<&str>,
     io_uring: impl FnOnce() -> IoSupport,
 ) -> Result<(IoBackend, Coalesce, String), String> {
     let asked = a.coalesce.unwrap_or(Coalesce::Off);
+    if let (Some(why), true) = (no_coalescing, a.coalesce.is_some()) {
+        return Err(format!("--coalesce-us: {why}: drop --coalesce-us"));
+    }
     match (a.io, epoll_only) {
         (IoChoice::Epoll, _) => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
         (IoChoice::Uring, _) => match io_uring() {
@@ -418,6 +423,14 @@ fn resolve_io(
             format!("--io auto: {model}"),
         )),
         (IoChoice::Auto, None) => Ok(match io_uring() {
+            IoSupport::Full | IoSupport::NoMinWait if no_coalescing.is_some() => (
+                IoBackend::Uring,
+                Coalesce::Off,
+                format!(
+                    "--io auto: io_uring usable; no coalescing ({})",
+                    no_coalescing.unwrap_or_default()
+                ),
+            ),
             IoSupport::Full => (
                 IoBackend::Uring,
                 Coalesce::Auto,
@@ -522,11 +535,11 @@ fn common(
         warmup: a.warmup.unwrap_or(Duration::ZERO),
         timeout: a.timeout,
         source_ips,
-        // Resolved per mode once the load model is known (resolve_io); echo keeps epoll.
+        // Resolved per mode once the load model is known (resolve_io).
         io: IoBackend::Epoll,
         coalesce: Coalesce::Off,
         io_requested: a.io,
-        io_reason: "the echo flood runs on epoll".into(),
+        io_reason: String::new(),
         json: a.json,
         prepare: a.prepare,
         command_line,

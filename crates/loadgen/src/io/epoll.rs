@@ -18,8 +18,8 @@ use mio::{Events, Poll, Token};
 
 use crate::exchange::Outcome;
 use crate::io::worker::{
-    back_off, connect_event, open_registered, ramp_room, sweep_action, ConnectEvent, LoopClock,
-    Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
+    after_failure, connect_event, connection_finished, open_registered, ramp_room, sweep_action,
+    ConnectEvent, LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
 };
 use crate::stats::{ErrorClass, ThreadStats};
 
@@ -241,10 +241,7 @@ impl<P: Protocol> Worker<P> {
                 self.close(i);
                 self.slots[i].phase = Phase::Done;
                 self.live -= 1;
-                if self.stats.counting(now) {
-                    self.stats.connections_completed += 1;
-                    self.stats.last_event = Some(now);
-                }
+                connection_finished(&mut self.stats, now);
             }
             Outcome::Fail(class, msg) => self.fail(i, now, class, msg),
         }
@@ -254,10 +251,8 @@ impl<P: Protocol> Worker<P> {
         self.stats.error(now, class, || msg);
         self.close(i);
         let slot = &mut self.slots[i];
-        if self.proto.replace_failed() {
-            slot.phase = back_off(&mut slot.backoff_ms, now);
-        } else {
-            slot.phase = Phase::Done;
+        slot.phase = after_failure(self.proto.replace_failed(), &mut slot.backoff_ms, now);
+        if matches!(slot.phase, Phase::Done) {
             self.live -= 1;
         }
     }

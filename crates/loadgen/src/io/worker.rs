@@ -288,6 +288,24 @@ pub(crate) fn back_off(backoff_ms: &mut u32, now: Instant) -> Phase {
     }
 }
 
+/// A slot's phase after a failure: its back-off (`back_off`) when failed connections are replaced,
+/// else Done.
+pub(crate) fn after_failure(replace: bool, backoff_ms: &mut u32, now: Instant) -> Phase {
+    if replace {
+        back_off(backoff_ms, now)
+    } else {
+        Phase::Done
+    }
+}
+
+/// A connection did all it had to do (`Outcome::Finished`): counted if inside the measured phase.
+pub(crate) fn connection_finished(stats: &mut ThreadStats, now: Instant) {
+    if stats.counting(now) {
+        stats.connections_completed += 1;
+        stats.last_event = Some(now);
+    }
+}
+
 /// What the periodic sweep does with one connection slot (every engine and load model).
 pub(crate) enum SweepAction {
     Fail(ErrorClass, String),
