@@ -786,3 +786,100 @@ mod spin_window_tests {
         assert_eq!(auto.window(None, 10_000.0), (US(DEFAULT_SPIN_US), false));
     }
 }
+
+#[cfg(test)]
+mod io_resolution_tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `from_cli` for a command line, with io_uring support as given (None: the probe must not run).
+    fn resolve(args: &[&str], support: Option<IoSupport>) -> Result<Config, String> {
+        let argv: Vec<&str> = std::iter::once("netarena-load")
+            .chain(args.iter().copied())
+            .collect();
+        let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
+        from_cli(cli, Vec::new(), || {
+            support.expect("the io_uring probe ran for --io epoll")
+        })
+    }
+
+    fn engine(c: &Config) -> (IoBackend, Coalesce, &str) {
+        (c.io, c.coalesce, c.io_reason.as_str())
+    }
+
+    const ECHO: [&str; 2] = ["echo", "127.0.0.1:9"];
+
+    #[test]
+    fn echo_with_io_uring_is_accepted_where_io_uring_is_usable() {
+        for support in [IoSupport::Full, IoSupport::NoMinWait] {
+            let c = resolve(&[&ECHO[..], &["--io", "uring"]].concat(), Some(support)).unwrap();
+            assert_eq!(engine(&c), (IoBackend::Uring, Coalesce::Off, "--io uring"));
+            assert_eq!(c.io_requested, IoChoice::Uring);
+        }
+        let refused = IoSupport::Unavailable("io_uring_disabled is 2".into());
+        let err = resolve(&[&ECHO[..], &["--io", "uring"]].concat(), Some(refused))
+            .err()
+            .expect("refused");
+        assert!(
+            err.contains("io_uring_disabled is 2") && err.contains("--io epoll"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn echo_auto_picks_io_uring_where_usable_without_coalescing() {
+        for support in [IoSupport::Full, IoSupport::NoMinWait] {
+            let c = resolve(&ECHO, Some(support)).unwrap();
+            let (io, coalesce, why) = engine(&c);
+            assert_eq!((io, coalesce), (IoBackend::Uring, Coalesce::Off));
+            assert!(
+                why.starts_with("--io auto: io_uring usable; no coalescing (the echo flood"),
+                "{why}"
+            );
+        }
+        let c = resolve(&ECHO, Some(IoSupport::Unavailable("seccomp".into()))).unwrap();
+        let (io, _, why) = engine(&c);
+        assert_eq!(io, IoBackend::Epoll);
+        assert!(
+            why.contains("seccomp") && why.ends_with("so epoll"),
+            "{why}"
+        );
+        let c = resolve(&[&ECHO[..], &["--io", "epoll"]].concat(), None).unwrap();
+        assert_eq!(engine(&c), (IoBackend::Epoll, Coalesce::Off, "--io epoll"));
+    }
+
+    #[test]
+    fn echo_refuses_a_coalescing_window() {
+        let args = [&ECHO[..], &["--io", "uring", "--coalesce-us", "20"]].concat();
+        let err = resolve(&args, Some(IoSupport::Full))
+            .err()
+            .expect("refused");
+        assert!(
+            err.contains("--coalesce-us: the echo flood") && err.contains("drop --coalesce-us"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn http_closed_loop_resolution_is_unchanged() {
+        let http = ["http", "http://127.0.0.1:9/"];
+        let c = resolve(&http, Some(IoSupport::Full)).unwrap();
+        assert_eq!(
+            engine(&c),
+            (
+                IoBackend::Uring,
+                Coalesce::Auto,
+                "--io auto: io_uring usable, with min-wait coalescing"
+            )
+        );
+        let c = resolve(
+            &[&http[..], &["--io", "uring", "--coalesce-us", "20"]].concat(),
+            Some(IoSupport::Full),
+        )
+        .unwrap();
+        assert_eq!(
+            engine(&c),
+            (IoBackend::Uring, Coalesce::Fixed(20), "--io uring")
+        );
+    }
+}

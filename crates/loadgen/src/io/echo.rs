@@ -849,6 +849,116 @@ mod tests {
         assert_eq!(p.check(phase, sent, &more), Ok(()));
     }
 
+    fn counting_stats() -> ThreadStats {
+        let start = Instant::now() - Duration::from_secs(1);
+        ThreadStats::new(start, start + Duration::from_secs(3600), None)
+    }
+
+    /// Send all of the current chunk as an engine would (slice by slice); returns the bytes sent.
+    fn send_chunk(echo: &Echo, c: &mut EchoConn, stats: &mut ThreadStats) -> Vec<u8> {
+        let mut wire = Vec::new();
+        while let Some(data) = echo.unsent(c) {
+            assert!(data.len() <= SLICE_BYTES);
+            // A socket that takes a little less than offered: the rest comes with the next call.
+            let n = data.len().min(50_000);
+            wire.extend_from_slice(&data[..n]);
+            echo.sent(c, n, Instant::now(), stats);
+        }
+        wire
+    }
+
+    /// The rules both engines follow, without a socket: a chunk is sent in slices of the stream,
+    /// its echo is judged, a fully echoed chunk is one response and starts the next, and the last
+    /// chunk of `--bytes` finishes the connection.
+    #[test]
+    fn echo_sends_chunks_of_the_stream_and_judges_their_echo() {
+        let echo = Echo::new(Some(250_000), 200_000);
+        let mut stats = counting_stats();
+        let mut c = echo.new_conn(7);
+        assert!(
+            echo.unsent(&c).is_none(),
+            "nothing to send before the connect"
+        );
+        assert!(matches!(
+            echo.on_connected(&mut c, Instant::now()),
+            Received::Ok { send_next: true }
+        ));
+        let wire = send_chunk(&echo, &mut c, &mut stats);
+        assert_eq!(wire, stream(Pattern::phase(7), 0, 200_000));
+        assert!(echo.busy_since(&c).is_some());
+        // Echoed in two parts: the first is not a whole chunk yet.
+        let now = Instant::now();
+        assert!(matches!(
+            echo.on_bytes(&mut c, &wire[..1000], now, &mut stats),
+            Received::Ok { send_next: false }
+        ));
+        assert!(matches!(
+            echo.on_bytes(&mut c, &wire[1000..], now, &mut stats),
+            Received::Ok { send_next: true }
+        ));
+        assert_eq!((stats.responses, stats.verified_bytes), (1, 200_000));
+        // The second chunk is what --bytes leaves: 50,000 bytes, continuing the stream.
+        let wire = send_chunk(&echo, &mut c, &mut stats);
+        assert_eq!(wire, stream(Pattern::phase(7), 200_000, 50_000));
+        assert!(matches!(
+            echo.on_bytes(&mut c, &wire, now, &mut stats),
+            Received::Stop(Outcome::Finished)
+        ));
+        assert_eq!(stats.bytes_sent, 250_000);
+    }
+
+    fn failure(r: Received) -> (ErrorClass, String) {
+        match r {
+            Received::Stop(Outcome::Fail(class, msg)) => (class, msg),
+            _ => panic!("expected a failure"),
+        }
+    }
+
+    #[test]
+    fn echo_failures_name_the_connection_and_the_byte() {
+        let echo = Echo::new(None, 4096);
+        let mut stats = counting_stats();
+        let connected = |index| {
+            let mut c = echo.new_conn(index);
+            let _ = echo.on_connected(&mut c, Instant::now());
+            c
+        };
+        // More than was sent.
+        let mut c = connected(3);
+        let mut more = send_chunk(&echo, &mut c, &mut stats);
+        more.push(1);
+        let (class, msg) = failure(echo.on_bytes(&mut c, &more, Instant::now(), &mut stats));
+        assert_eq!(class, ErrorClass::VerificationMismatch);
+        assert_eq!(
+            msg,
+            "echo connection 3: received 4097 bytes but only 4096 were sent"
+        );
+        // A wrong byte.
+        let mut c = connected(3);
+        let mut wire = send_chunk(&echo, &mut c, &mut stats);
+        wire[100] ^= 0x40;
+        let (class, msg) = failure(echo.on_bytes(&mut c, &wire, Instant::now(), &mut stats));
+        assert_eq!(class, ErrorClass::VerificationMismatch);
+        assert!(
+            msg.starts_with("echo connection 3: byte 100 is 0x"),
+            "{msg}"
+        );
+        // The server's FIN.
+        let Outcome::Fail(class, msg) = echo.on_eof(&c) else {
+            panic!("an EOF is a failure");
+        };
+        assert_eq!(class, ErrorClass::ClosedEarly);
+        assert_eq!(
+            msg,
+            "echo connection 3: closed by the server after 0 of 4096 bytes echoed"
+        );
+        // A failed connection is replaced in --duration mode and starts its stream over.
+        assert!(echo.replace_failed());
+        echo.reset(&mut c);
+        assert!(echo.busy_since(&c).is_none() && echo.unsent(&c).is_none());
+        assert!(!Echo::new(Some(1), 1).replace_failed());
+    }
+
     #[test]
     fn check_finds_the_first_wrong_byte_across_slices() {
         let p = Pattern::new();
