@@ -23,6 +23,7 @@ use mio::net::TcpStream;
 
 use crate::exchange::{Outcome, Received};
 use crate::io::epoll::Protocol;
+use crate::io::worker::ConnRules;
 use crate::stats::{self, ErrorClass, ThreadStats};
 
 pub const PATTERN_PERIOD: usize = 251;
@@ -332,37 +333,6 @@ impl Echo {
         }
     }
 
-    /// Connection number `index` (unique within the run) sends the pattern from its own phase.
-    pub(crate) fn new_conn(&self, index: usize) -> EchoConn {
-        EchoConn {
-            phase: Pattern::phase(index),
-            index,
-            sent: 0,
-            verified: 0,
-            chunk_end: 0,
-            chunk_started: Instant::now(),
-            answered: false,
-        }
-    }
-
-    /// With `--bytes` a connection is one unit of work: a failed one is counted, not retried, so a
-    /// broken server cannot keep the run going forever. With `--duration` it is replaced.
-    pub(crate) fn replace_failed(&self) -> bool {
-        self.bytes_per_connection.is_none()
-    }
-
-    /// The socket is gone: its replacement starts the stream over.
-    pub(crate) fn reset(&self, c: &mut EchoConn) {
-        c.sent = 0;
-        c.verified = 0;
-        c.chunk_end = 0;
-    }
-
-    /// Start of the chunk not completely echoed yet, if any, for the `--timeout` sweep.
-    pub(crate) fn busy_since(&self, c: &EchoConn) -> Option<Instant> {
-        (c.verified < c.chunk_end).then_some(c.chunk_started)
-    }
-
     /// The connection is open: its first chunk is due (`send_next`), unless it has nothing to send.
     pub(crate) fn on_connected(&self, c: &mut EchoConn, now: Instant) -> Received {
         if self.bytes_per_connection == Some(0) {
@@ -463,15 +433,52 @@ impl Echo {
     pub(crate) fn write_failed(&self, e: &io::Error) -> Outcome {
         Outcome::Fail(ErrorClass::of_write_error(e), format!("echo write: {e}"))
     }
+}
+
+impl ConnRules for Echo {
+    type Conn = EchoConn;
+
+    /// Connection number `index` (unique within the run) sends the pattern from its own phase.
+    fn new_conn(&self, index: usize) -> EchoConn {
+        EchoConn {
+            phase: Pattern::phase(index),
+            index,
+            sent: 0,
+            verified: 0,
+            chunk_end: 0,
+            chunk_started: Instant::now(),
+            answered: false,
+        }
+    }
+
+    /// With `--bytes` a connection is one unit of work: a failed one is counted, not retried, so a
+    /// broken server cannot keep the run going forever. With `--duration` it is replaced.
+    fn replace_failed(&self) -> bool {
+        self.bytes_per_connection.is_none()
+    }
+
+    /// The socket is gone: its replacement starts the stream over.
+    fn reset(&mut self, c: &mut EchoConn) {
+        c.sent = 0;
+        c.verified = 0;
+        c.chunk_end = 0;
+    }
+
+    /// Start of the chunk not completely echoed yet, if any, for the `--timeout` sweep.
+    fn busy_since(&self, c: &EchoConn) -> Option<Instant> {
+        (c.verified < c.chunk_end).then_some(c.chunk_started)
+    }
+
+    fn nodelay(&self) -> bool {
+        true
+    }
+
+    fn thread_done(&self, _stats: &ThreadStats) -> bool {
+        false
+    }
 
     /// A chunk not completely echoed at the end is unfinished, as an HTTP request in flight is.
-    pub(crate) fn end_of_phase(
-        &self,
-        c: &EchoConn,
-        connecting: bool,
-        end: Instant,
-        stats: &mut ThreadStats,
-    ) {
+    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
         let in_flight = u64::from(self.busy_since(c).is_some());
         if connecting || in_flight > 0 {
             stats.left_in_flight(c.chunk_started, in_flight, c.answered, end);
@@ -531,7 +538,8 @@ impl EchoProtocol {
     }
 }
 
-impl Protocol for EchoProtocol {
+/// The epoll engine reaches `Echo`'s rules through the protocol that holds them.
+impl ConnRules for EchoProtocol {
     type Conn = EchoConn;
 
     fn new_conn(&self, index: usize) -> EchoConn {
@@ -539,7 +547,7 @@ impl Protocol for EchoProtocol {
     }
 
     fn nodelay(&self) -> bool {
-        true
+        self.echo.nodelay()
     }
 
     fn replace_failed(&self) -> bool {
@@ -554,6 +562,16 @@ impl Protocol for EchoProtocol {
         self.echo.busy_since(c)
     }
 
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        self.echo.thread_done(stats)
+    }
+
+    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        self.echo.end_of_phase(c, connecting, end, stats);
+    }
+}
+
+impl Protocol for EchoProtocol {
     fn on_connected(
         &mut self,
         c: &mut EchoConn,
@@ -611,14 +629,6 @@ impl Protocol for EchoProtocol {
                 return Outcome::Ok;
             }
         }
-    }
-
-    fn thread_done(&self, _stats: &ThreadStats) -> bool {
-        false
-    }
-
-    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
-        self.echo.end_of_phase(c, connecting, end, stats);
     }
 }
 
@@ -916,7 +926,7 @@ mod tests {
 
     #[test]
     fn echo_failures_name_the_connection_and_the_byte() {
-        let echo = Echo::new(None, 4096);
+        let mut echo = Echo::new(None, 4096);
         let mut stats = counting_stats();
         let connected = |index| {
             let mut c = echo.new_conn(index);

@@ -46,8 +46,8 @@ use crate::config::{Coalesce, HttpConfig, IoSupport};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
-    after_failure, connection_finished, new_tcp_socket, ramp_room, sweep_action, LoopClock, Phase,
-    SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
+    after_failure, connection_finished, new_tcp_socket, ramp_room, sweep_action, ConnRules,
+    LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
 };
 use crate::stats::{ErrorClass, ThreadStats};
 
@@ -313,17 +313,7 @@ impl SendBuf {
 /// What travels on a connection of this engine (HTTP below, echo in `uring_echo`): the io_uring
 /// counterpart of `epoll::Protocol`. The engine owns the sockets, the ring and the connection life
 /// cycle; the protocol judges the bytes that arrive and says what to send, and never does I/O.
-pub trait UringProtocol {
-    type Conn;
-    /// Per-connection state for connection number `index` (unique within the run).
-    fn new_conn(&self, index: usize) -> Self::Conn;
-    fn nodelay(&self) -> bool;
-    /// Whether a failed connection is replaced by a fresh one (after a back-off).
-    fn replace_failed(&self) -> bool;
-    /// The connection's socket is gone; forget in-flight work.
-    fn reset(&mut self, c: &mut Self::Conn);
-    /// Start of the oldest outstanding work, if any, for the `--timeout` sweep.
-    fn busy_since(&self, c: &Self::Conn) -> Option<Instant>;
+pub trait UringProtocol: ConnRules {
     /// The connection may have a send blocked in the kernel (its socket is shut down on close).
     fn sending(&self, c: &Self::Conn) -> bool;
     /// The connect completed: `send_next` to begin with a send (`next_send`).
@@ -333,6 +323,7 @@ pub trait UringProtocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Received;
+    /// Bytes arrived (`send_next`: call `next_send`).
     fn on_bytes(
         &mut self,
         c: &mut Self::Conn,
@@ -351,10 +342,6 @@ pub trait UringProtocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Option<SendBuf>;
-    /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
-    fn thread_done(&self, stats: &ThreadStats) -> bool;
-    /// As `epoll::Protocol::end_of_phase`.
-    fn end_of_phase(&self, c: &Self::Conn, connecting: bool, end: Instant, stats: &mut ThreadStats);
     /// The next wait's coalescing window in µs (0: react at once) and, with one, how many
     /// completions are worth waiting for.
     fn batch_wait(&mut self) -> (u32, usize);
@@ -378,7 +365,7 @@ impl HttpParams {
     }
 }
 
-impl UringProtocol for HttpParams {
+impl ConnRules for HttpParams {
     type Conn = ExchangeConn;
 
     fn new_conn(&self, _index: usize) -> ExchangeConn {
@@ -401,6 +388,22 @@ impl UringProtocol for HttpParams {
         self.ex.busy_since(c)
     }
 
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        stats.quota_reached()
+    }
+
+    fn end_of_phase(
+        &self,
+        c: &ExchangeConn,
+        connecting: bool,
+        end: Instant,
+        stats: &mut ThreadStats,
+    ) {
+        self.ex.end_of_phase(c, connecting, end, stats);
+    }
+}
+
+impl UringProtocol for HttpParams {
     fn sending(&self, c: &ExchangeConn) -> bool {
         self.ex.inflight(c) > 0
     }
@@ -448,20 +451,6 @@ impl UringProtocol for HttpParams {
         let len = self.ex.start_batch(c, now, stats)?;
         stats.sent(now, len);
         Some(SendBuf::of(&self.ex.wire(c)[..len], false))
-    }
-
-    fn thread_done(&self, stats: &ThreadStats) -> bool {
-        stats.quota_reached()
-    }
-
-    fn end_of_phase(
-        &self,
-        c: &ExchangeConn,
-        connecting: bool,
-        end: Instant,
-        stats: &mut ThreadStats,
-    ) {
-        self.ex.end_of_phase(c, connecting, end, stats);
     }
 
     fn batch_wait(&mut self) -> (u32, usize) {

@@ -21,33 +21,14 @@ use std::time::Instant;
 use crate::exchange::{Outcome, Received};
 use crate::io::echo::{Echo, EchoConn};
 use crate::io::uring::{SendBuf, UringProtocol};
+use crate::io::worker::ConnRules;
 use crate::stats::ThreadStats;
 
+/// `Echo`'s connection rules (`ConnRules`) serve this engine as they are; here is how its bytes
+/// move on io_uring.
 impl UringProtocol for Echo {
-    type Conn = EchoConn;
-
-    fn new_conn(&self, index: usize) -> EchoConn {
-        Echo::new_conn(self, index)
-    }
-
-    fn nodelay(&self) -> bool {
-        true
-    }
-
-    fn replace_failed(&self) -> bool {
-        Echo::replace_failed(self)
-    }
-
-    fn reset(&mut self, c: &mut EchoConn) {
-        Echo::reset(self, c);
-    }
-
-    fn busy_since(&self, c: &EchoConn) -> Option<Instant> {
-        Echo::busy_since(self, c)
-    }
-
     fn sending(&self, c: &EchoConn) -> bool {
-        Echo::busy_since(self, c).is_some()
+        self.busy_since(c).is_some()
     }
 
     fn on_connected(&mut self, c: &mut EchoConn, now: Instant, _s: &mut ThreadStats) -> Received {
@@ -86,14 +67,6 @@ impl UringProtocol for Echo {
         let data = self.unsent(c)?;
         self.sent(c, data.len(), now, stats);
         Some(SendBuf::of(data, self.unsent(c).is_some()))
-    }
-
-    fn thread_done(&self, _stats: &ThreadStats) -> bool {
-        false
-    }
-
-    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
-        Echo::end_of_phase(self, c, connecting, end, stats);
     }
 
     fn batch_wait(&mut self) -> (u32, usize) {
