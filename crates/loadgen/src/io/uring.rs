@@ -1,8 +1,9 @@
-//! `--io uring`: the HTTP closed loop on io_uring instead of epoll (Linux 6.0+).
+//! `--io uring`: the HTTP closed loop and the echo flood on io_uring instead of epoll (Linux 6.0+).
 //!
-//! Same contract as the epoll engine (`engine` + `http`): one ring per thread, shared nothing, the
-//! same connection life cycle (ramp, backoff, replacement, `--timeout` sweep), the same parser,
-//! verification and error classes. What changes is how bytes move, chosen to cut the generator's
+//! Same contract as the epoll engine (`epoll` + `http`/`echo`): one ring per thread, shared
+//! nothing, the same connection life cycle (ramp, backoff, replacement, `--timeout` sweep), the same
+//! parser, verification and error classes. The engine is generic over `UringProtocol`: HTTP's is
+//! `HttpParams` below, echo's is in `uring_echo`. What changes is how bytes move, chosen to cut the generator's
 //! kernel time per request, which is what limits it on a small machine:
 //!
 //! - every connection has one multishot recv armed for its whole life, filling buffers from a
