@@ -66,6 +66,10 @@ const BUF_GROUP: u16 = 0;
 /// a send for each; a full queue is submitted early, so this only sizes the common case.
 const SQES_PER_CONN: usize = 3;
 const MAX_SQ_ENTRIES: usize = 32768;
+/// The kernel's IORING_MAX_CQ_ENTRIES: a larger completion queue is refused (EINVAL). Four times the
+/// largest submission queue would be, so a thread with more than ~5,400 connections could not set
+/// up its ring; a full completion queue is not lost (the kernel keeps the overflow and `push` reaps).
+const MAX_CQ_ENTRIES: u32 = 65536;
 
 const OP_CONNECT: u64 = 1;
 const OP_RECV: u64 = 2;
@@ -92,7 +96,7 @@ const MIN_KERNEL: (u32, u32) = (6, 0);
 /// completions are processed, never what happens, so falling back among them is not a change of
 /// behaviour (unlike falling back to epoll, which this never does).
 fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
-    let cq_entries = sq_entries.saturating_mul(4);
+    let cq_entries = sq_entries.saturating_mul(4).min(MAX_CQ_ENTRIES);
     let attempts: [fn(&mut io_uring::Builder); 4] = [
         // 6.6+: without the SQ index array the kernel reads SQEs in ring order, one less
         // indirection per submission.
@@ -1005,6 +1009,16 @@ mod tests {
         }
         // The generation wraps within its bits instead of spilling into the slot number.
         assert_eq!(decode(user_data(3, GEN_MASK + 2, OP_RECV)), (3, 1, OP_RECV));
+    }
+
+    /// The largest ring a thread asks for (thousands of connections) is one the kernel accepts.
+    #[test]
+    fn the_largest_ring_can_be_set_up() {
+        if let IoSupport::Unavailable(why) = support() {
+            eprintln!("SKIPPED: io_uring is not usable here ({why})");
+            return;
+        }
+        build_ring(MAX_SQ_ENTRIES as u32).expect("a ring of MAX_SQ_ENTRIES");
     }
 
     #[test]
