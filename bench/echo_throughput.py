@@ -13,8 +13,12 @@ Method
   - the reference, bench/echo_client.c: the same workload (edge-triggered epoll registered once,
     TCP_NODELAY, send of up to 64 KiB, recv into 64 KiB until a short read, the next chunk sent only
     once the previous one is fully echoed) but no verification, timing or histograms: the floor of
-    what moving these bytes costs with send(). netarena-load sends the same bytes by vmsplice+splice
-    from its never-freed pattern (no copy into the socket), so the ratio also shows what that saves.
+    what moving these bytes costs with send(). netarena-load's epoll engine sends the same bytes by
+    vmsplice+splice from its never-freed pattern (no copy into the socket), so the ratio also shows
+    what that saves; its io_uring engine sends them with a plain (copying) send.
+* ``--io epoll|uring`` is passed on to netarena-load (default: none, its own ``--io auto``); every run
+  prints the engine that ran (``config.io_backend``). Compare the engines by running the script once
+  per engine.
 * Two variants, interleaved:
   - ``bytes``: 100 connections each send 32 MiB in 32 KiB chunks; bytes/s = bytes echoed (verified,
     for netarena-load) / completion time (start to the last connection's last byte);
@@ -30,7 +34,7 @@ Method
 
 Usage: bench/echo_throughput.py [--runs 5] [--connections 100] [--bytes 33554432] [--chunk 32768]
                                 [--duration 10] [--quick] [--load-bin PATH] [--json-out FILE]
-                                [--server-cpu 0] [--client-cpu 1]
+                                [--server-cpu 0] [--client-cpu 1] [--io auto|epoll|uring]
 """
 
 from __future__ import annotations
@@ -93,6 +97,8 @@ def cpu_figures(run: benchlib.ChildRun, moved: int, seconds: float) -> dict:
 def run_load(load_bin: Path, port: int, variant: str, args, tmp: Path) -> dict:
     common, limit_s = workload_argv(variant, args)
     argv = [str(load_bin), "echo", f"127.0.0.1:{port}", "-t", "1", *common, "--timeout", "10s", "--json"]
+    if args.io != "auto":
+        argv += ["--io", args.io]
     run, doc = benchlib.run_pinned_json(argv, args.client_cpu, limit_s, tmp, "netarena-load")
     echo = doc["echo"]
     verified = echo["verified_bytes"]
@@ -100,6 +106,7 @@ def run_load(load_bin: Path, port: int, variant: str, args, tmp: Path) -> dict:
     return {
         "tool": LOAD,
         "variant": variant,
+        "io_backend": doc["config"]["io_backend"],
         "verified_bytes": verified,
         "expected_bytes": args.connections * args.bytes if variant == "bytes" else None,
         "errors": doc["errors"]["total"],
@@ -141,7 +148,8 @@ def describe(i: int, runs: int, r: dict) -> str:
     what = "verified" if r["tool"] == LOAD else "echoed  "
     short = "" if r["expected_bytes"] in (None, moved) else f" (expected {r['expected_bytes']:,})"
     sat = " generator-saturated" if r.get("generator_saturated") else ""
-    return (f"run {i}/{runs} {r['variant']:<8} {r['tool']:<13} {what} {moved:,} B{short} in {r['seconds']:.3f} s: "
+    tool = f"{r['tool']} ({r['io_backend']})" if "io_backend" in r else r["tool"]
+    return (f"run {i}/{runs} {r['variant']:<8} {tool:<21} {what} {moved:,} B{short} in {r['seconds']:.3f} s: "
             f"{mib(r['bytes_per_s'])}/s, {mib(r['bytes_per_cpu_s'])} per generator CPU-s "
             f"(user {r['cpu_user_s']:.2f} s, sys {r['cpu_sys_s']:.2f} s), errors {r['errors']}, "
             f"load {r['loadavg_1m']:.2f}{sat}")
@@ -154,6 +162,8 @@ def main() -> int:
     p.add_argument("--bytes", type=int, default=32 * 2**20, help="bytes per connection, bytes variant (default 32 MiB)")
     p.add_argument("--chunk", type=int, default=32 * 2**10)
     p.add_argument("--duration", type=int, default=10, help="seconds, duration variant")
+    p.add_argument("--io", choices=("auto", "epoll", "uring"), default="auto",
+                   help="netarena-load's --io (default auto: none given, its own default)")
     benchlib.add_common_args(p, quick_help="smoke run: 1 run, 20 connections x 256 KiB, 2 s")
     args = p.parse_args()
     if args.quick:
@@ -171,7 +181,7 @@ def bench(args) -> int:
     benchlib.print_machine(state, versions, reference="bench/echo_client.c (cc -O2)")
     print(f"echo server on CPU {args.server_cpu}, netarena-load and the reference on CPU {args.client_cpu}; "
           f"{args.runs} run(s); {args.connections} connections, {args.chunk} B chunks; bytes variant "
-          f"{args.bytes} B/connection, duration variant {args.duration} s")
+          f"{args.bytes} B/connection, duration variant {args.duration} s; netarena-load --io {args.io}")
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="netarena-echo-bench-") as tmpdir:
         tmp = Path(tmpdir)
@@ -215,7 +225,7 @@ def bench(args) -> int:
         args.json_out.write_text(json.dumps({
             "benchmark": "echo_throughput",
             "config": {**{k: getattr(args, k) for k in ("runs", "connections", "bytes", "chunk", "duration",
-                                                        "server_cpu", "client_cpu", "quick")},
+                                                        "server_cpu", "client_cpu", "quick", "io")},
                        "reference": "bench/echo_client.c, cc -O2"},
             "machine": state, "versions": versions, "runs": results, "summary": summary,
         }, indent=2) + "\n")

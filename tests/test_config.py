@@ -207,7 +207,7 @@ def test_cli_connections_above_the_machine_limit(tmp_path, cache_dir, generator_
     ("rate = [100]\nclose = true\n", "closed loop"),
     ("requests_per_conn = 5\n", "only meaningful with conn_rate"),
     ('arrival = "poisson"\n', "only meaningful with rate or conn_rate"),
-    ('rate = [100]\ngenerator_io = "uring"\n', "io_uring drives the HTTP closed loop only"),
+    ('rate = [100]\ngenerator_io = "uring"\n', "io_uring drives the HTTP closed loop and echo floods only"),
     ('generator_io = "kqueue"\n', "generator_io"),
     ("generator_spin_us = 500\n", "generator_spin_us.*only meaningful with rate or conn_rate"),
     ("rate = [100]\ngenerator_spin_us = 20000\n", "generator_spin_us"),
@@ -444,3 +444,18 @@ def test_cli_bad_requests_entry_exits_2(tmp_path, cache_dir):
     assert result.returncode == 2, result.stderr
     assert "measure[0].requests" in result.stderr and "closed loop" in result.stderr
     assert not results.exists()
+
+
+def test_echo_may_run_on_io_uring_but_has_no_coalescing_window(tmp_path):
+    from netarena.scenarios import load_spec, levels_for
+
+    echo = SUITE.replace('scenario = "hello"', 'scenario = "echo"')
+    path = write_suite(tmp_path / "s.toml", echo + 'generator_io = "uring"\n')
+    suite, _ = load_suite(path)
+    [level] = levels_for(suite.measure[0])
+    args = load_spec("echo", level, 8080, tmp_path).args
+    assert args[args.index("--io") + 1] == "uring" and "--coalesce-us" not in args
+    path = write_suite(tmp_path / "t.toml", echo + 'generator_io = "uring-auto"\n')
+    with pytest.raises(ConfigError, match="no coalescing window") as err:
+        load_suite(path)
+    assert err.value.field == "measure[0].generator_io"

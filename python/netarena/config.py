@@ -626,9 +626,12 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if open_loop and (entry.close or entry.pipeline != 1):
             fail(("measure", index, "close" if entry.close else "pipeline"),
                  "close and pipeline describe the closed loop; with conn_rate use requests_per_conn instead")
-        if entry.generator_io not in ("auto", "epoll") and (entry.scenario == "echo" or open_loop):
-            fail(("measure", index, "generator_io"), "io_uring drives the HTTP closed loop only; echo floods "
-                 "and open-loop rates use epoll: remove generator_io from this entry")
+        if entry.generator_io not in ("auto", "epoll") and open_loop:
+            fail(("measure", index, "generator_io"), "io_uring drives the HTTP closed loop and echo floods only; "
+                 "open-loop rates use epoll: remove generator_io from this entry")
+        if entry.generator_io == "uring-auto" and entry.scenario == "echo":
+            fail(("measure", index, "generator_io"), "an echo flood on io_uring has no coalescing window: "
+                 'use generator_io = "uring" (or "auto")')
         if entry.requests is not None:
             _check_requests(entry, open_loop, lambda message: fail(("measure", index, "requests"), message))
         if entry.connections_per_step is not None:

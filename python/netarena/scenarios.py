@@ -368,7 +368,7 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
     netarena did not start."""
     base = base_url.rstrip("/") if base_url else f"http://{host}:{port}"
     if scenario == "echo":
-        args = _level_args(level) + ["--chunk", str(level.echo_chunk_bytes)]
+        args = _level_args(level) + GENERATOR_IO_ARGS[level.generator_io] + ["--chunk", str(level.echo_chunk_bytes)]
         if level.param("bytes"):
             args += ["--bytes", str(level.param("bytes"))]
         if level.probe_interval_s:

@@ -299,7 +299,7 @@ pub fn from_cli(
             let epoll_only = open
                 .is_some()
                 .then_some("the open loop (--rate, --conn-rate) runs on epoll");
-            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only, io_uring)?;
+            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only, None, io_uring)?;
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -349,19 +349,15 @@ pub fn from_cli(
             let (host, port) = target::split_host_port(&a.target, None)
                 .map_err(|e| format!("echo target '{}': {e}", a.target))?;
             let addrs = target::resolve(&host, port, &a.common.allow_target)?;
-            let c = common(
+            let mut c = common(
                 &a.common,
                 DEFAULT_ECHO_CONNECTIONS,
                 addrs[0],
                 a.target.clone(),
                 command_line,
             )?;
-            if a.common.io == IoChoice::Uring {
-                return Err(
-                    "--io uring is not implemented for echo yet; use --io epoll or auto (the default)"
-                        .into(),
-                );
-            }
+            (c.io, c.coalesce, c.io_reason) =
+                resolve_io(&a.common, None, Some(ECHO_NO_COALESCING), io_uring)?;
             if a.chunk == 0 {
                 return Err("--chunk 0: a chunk must be at least 1 byte".into());
             }
@@ -392,15 +388,24 @@ pub fn from_cli(
     }
 }
 
+/// Why the echo flood has no coalescing window on io_uring (see `io::uring_echo`).
+const ECHO_NO_COALESCING: &str = "the echo flood reacts to every completion at once";
+
 /// `--io` resolved into the engine that runs, its coalescing and why, in words the result keeps.
-/// `epoll_only` names the load model when it has no io_uring engine (then auto means epoll).
+/// `epoll_only` names the load model when it has no io_uring engine (then auto means epoll);
+/// `no_coalescing` says why a load model that runs on io_uring has no coalescing window (then
+/// `--coalesce-us` is refused and auto does not coalesce).
 /// An explicit `--io uring` the kernel cannot serve is an error; auto falls back to epoll and says why.
 fn resolve_io(
     a: &CommonArgs,
     epoll_only: Option<&str>,
+    no_coalescing: Option<&str>,
     io_uring: impl FnOnce() -> IoSupport,
 ) -> Result<(IoBackend, Coalesce, String), String> {
     let asked = a.coalesce.unwrap_or(Coalesce::Off);
+    if let (Some(why), true) = (no_coalescing, a.coalesce.is_some()) {
+        return Err(format!("--coalesce-us: {why}: drop --coalesce-us"));
+    }
     match (a.io, epoll_only) {
         (IoChoice::Epoll, _) => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
         (IoChoice::Uring, _) => match io_uring() {
@@ -418,6 +423,14 @@ fn resolve_io(
             format!("--io auto: {model}"),
         )),
         (IoChoice::Auto, None) => Ok(match io_uring() {
+            IoSupport::Full | IoSupport::NoMinWait if no_coalescing.is_some() => (
+                IoBackend::Uring,
+                Coalesce::Off,
+                format!(
+                    "--io auto: io_uring usable; no coalescing ({})",
+                    no_coalescing.unwrap_or_default()
+                ),
+            ),
             IoSupport::Full => (
                 IoBackend::Uring,
                 Coalesce::Auto,
@@ -522,11 +535,11 @@ fn common(
         warmup: a.warmup.unwrap_or(Duration::ZERO),
         timeout: a.timeout,
         source_ips,
-        // Resolved per mode once the load model is known (resolve_io); echo keeps epoll.
+        // Resolved per mode once the load model is known (resolve_io).
         io: IoBackend::Epoll,
         coalesce: Coalesce::Off,
         io_requested: a.io,
-        io_reason: "the echo flood runs on epoll".into(),
+        io_reason: String::new(),
         json: a.json,
         prepare: a.prepare,
         command_line,
@@ -771,5 +784,102 @@ mod spin_window_tests {
         assert_eq!(auto.window(Some(US(8_000)), 1_000.0), (US(MAX_SPIN_US), true));
         // Nothing measured (no timer): the default.
         assert_eq!(auto.window(None, 10_000.0), (US(DEFAULT_SPIN_US), false));
+    }
+}
+
+#[cfg(test)]
+mod io_resolution_tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `from_cli` for a command line, with io_uring support as given (None: the probe must not run).
+    fn resolve(args: &[&str], support: Option<IoSupport>) -> Result<Config, String> {
+        let argv: Vec<&str> = std::iter::once("netarena-load")
+            .chain(args.iter().copied())
+            .collect();
+        let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
+        from_cli(cli, Vec::new(), || {
+            support.expect("the io_uring probe ran for --io epoll")
+        })
+    }
+
+    fn engine(c: &Config) -> (IoBackend, Coalesce, &str) {
+        (c.io, c.coalesce, c.io_reason.as_str())
+    }
+
+    const ECHO: [&str; 2] = ["echo", "127.0.0.1:9"];
+
+    #[test]
+    fn echo_with_io_uring_is_accepted_where_io_uring_is_usable() {
+        for support in [IoSupport::Full, IoSupport::NoMinWait] {
+            let c = resolve(&[&ECHO[..], &["--io", "uring"]].concat(), Some(support)).unwrap();
+            assert_eq!(engine(&c), (IoBackend::Uring, Coalesce::Off, "--io uring"));
+            assert_eq!(c.io_requested, IoChoice::Uring);
+        }
+        let refused = IoSupport::Unavailable("io_uring_disabled is 2".into());
+        let err = resolve(&[&ECHO[..], &["--io", "uring"]].concat(), Some(refused))
+            .err()
+            .expect("refused");
+        assert!(
+            err.contains("io_uring_disabled is 2") && err.contains("--io epoll"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn echo_auto_picks_io_uring_where_usable_without_coalescing() {
+        for support in [IoSupport::Full, IoSupport::NoMinWait] {
+            let c = resolve(&ECHO, Some(support)).unwrap();
+            let (io, coalesce, why) = engine(&c);
+            assert_eq!((io, coalesce), (IoBackend::Uring, Coalesce::Off));
+            assert!(
+                why.starts_with("--io auto: io_uring usable; no coalescing (the echo flood"),
+                "{why}"
+            );
+        }
+        let c = resolve(&ECHO, Some(IoSupport::Unavailable("seccomp".into()))).unwrap();
+        let (io, _, why) = engine(&c);
+        assert_eq!(io, IoBackend::Epoll);
+        assert!(
+            why.contains("seccomp") && why.ends_with("so epoll"),
+            "{why}"
+        );
+        let c = resolve(&[&ECHO[..], &["--io", "epoll"]].concat(), None).unwrap();
+        assert_eq!(engine(&c), (IoBackend::Epoll, Coalesce::Off, "--io epoll"));
+    }
+
+    #[test]
+    fn echo_refuses_a_coalescing_window() {
+        let args = [&ECHO[..], &["--io", "uring", "--coalesce-us", "20"]].concat();
+        let err = resolve(&args, Some(IoSupport::Full))
+            .err()
+            .expect("refused");
+        assert!(
+            err.contains("--coalesce-us: the echo flood") && err.contains("drop --coalesce-us"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn http_closed_loop_resolution_is_unchanged() {
+        let http = ["http", "http://127.0.0.1:9/"];
+        let c = resolve(&http, Some(IoSupport::Full)).unwrap();
+        assert_eq!(
+            engine(&c),
+            (
+                IoBackend::Uring,
+                Coalesce::Auto,
+                "--io auto: io_uring usable, with min-wait coalescing"
+            )
+        );
+        let c = resolve(
+            &[&http[..], &["--io", "uring", "--coalesce-us", "20"]].concat(),
+            Some(IoSupport::Full),
+        )
+        .unwrap();
+        assert_eq!(
+            engine(&c),
+            (IoBackend::Uring, Coalesce::Fixed(20), "--io uring")
+        );
     }
 }

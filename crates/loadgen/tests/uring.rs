@@ -2,7 +2,8 @@
 //! misbehaving_http.rs runs on the uring engine with `NETARENA_LOAD_TEST_IO=uring cargo test`; this
 //! file checks what is specific to the choice of engine: the result names it, it validates against
 //! the schema, sockets given up on are really closed (an io_uring operation holds its socket open
-//! until it is cancelled), and what uring does not do is refused rather than faked.
+//! until it is cancelled), and what uring does not do is refused rather than faked. The echo
+//! scenarios (misbehaving_echo.rs, echo_scale.rs, contract.rs) run on it the same way.
 
 mod common;
 
@@ -107,6 +108,41 @@ fn result_names_the_engine_and_matches_the_schema() {
             "{}",
             r.context
         );
+    }
+}
+
+#[test]
+fn echo_runs_on_uring_too_and_auto_picks_it() {
+    let probe = hello_server();
+    if !uring_usable(&probe) {
+        return;
+    }
+    let server = echo_server(EchoFault::None);
+    let target = server.host_port();
+    // Chunks of 3 pattern slices and a bit (a slice is 64 KiB): one send at a time per connection,
+    // the next queued when the previous completes, and every byte verified.
+    let r = run_json(
+        &["echo", &target, "-c", "3", "--bytes", "600000", "--chunk", "200000", "--io", "uring"],
+        RUN_LIMIT,
+    );
+    validate_against_schema(&r.doc);
+    assert_eq!(r.get("/config/io_backend").as_str(), Some("uring"), "{}", r.context);
+    assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+    assert_eq!(r.u64("/echo/verified_bytes"), 1_800_000, "{}", r.context);
+    assert_eq!(r.u64("/totals/requests"), 9, "{}", r.context);
+    assert_eq!(server.stats.echoed_bytes(), 1_800_000);
+    // No coalescing window for echo: the bound on what batching added is 0.
+    assert_eq!(r.f64("/generator/batch_wait_max_us"), 0.0, "{}", r.context);
+    if std::env::var_os("NETARENA_LOAD_TEST_IO").is_none() {
+        let r = run_json(&["echo", &target, "--bytes", "10000"], RUN_LIMIT);
+        let engine = (
+            r.get("/config/io_requested").as_str(),
+            r.get("/config/io_backend").as_str(),
+            r.get("/config/coalesce").as_str(),
+        );
+        assert_eq!(engine, (Some("auto"), Some("uring"), Some("off")), "{}", r.context);
+        let why = r.get("/config/io_reason").as_str().unwrap_or_default().to_string();
+        assert!(why.contains("io_uring usable") && why.contains("echo"), "{}", r.context);
     }
 }
 
@@ -251,12 +287,15 @@ fn timed_out_connections_are_closed_at_once_not_at_exit() {
 #[test]
 fn what_uring_does_not_do_is_refused() {
     let server = hello_server();
-    let run = run_load(&["echo", &server.host_port(), "--io", "uring"], RUN_LIMIT);
+    // The echo flood has no coalescing window (it reacts to every completion).
+    let run = run_load(
+        &["echo", &server.host_port(), "--io", "uring", "--coalesce-us", "20"],
+        RUN_LIMIT,
+    );
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(
-        run.stderr
-            .contains("--io uring is not implemented for echo")
-            && run.stderr.contains("--io epoll"),
+        run.stderr.contains("--coalesce-us: the echo flood")
+            && run.stderr.contains("drop --coalesce-us"),
         "{}",
         run.describe()
     );

@@ -4,8 +4,12 @@
 //! The pattern has period `PATTERN_PERIOD` (a prime, so it never lines up with power-of-two chunk
 //! or buffer sizes) and never contains zero; connection k starts at phase k·`PHASE_STEP` mod the
 //! period, so a server that mixes up two connections' streams is caught too. Expected bytes for any
-//! offset are a slice of one prebuilt buffer (`Pattern`); sends splice its pages into the socket
-//! (`Splicer`), checks compare whole periods in registers (`Pattern::check`).
+//! offset are a slice of one prebuilt buffer (`Pattern`); checks compare whole periods in registers
+//! (`Pattern::check`).
+//!
+//! The flood's rules (`Echo`: what to send, how echoed bytes are judged and counted) serve both
+//! engines; `EchoProtocol` drives them on epoll, where sends splice the pattern's pages into the
+//! socket (`Splicer`), and `uring_echo` on io_uring.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -17,8 +21,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use mio::net::TcpStream;
 
-use crate::exchange::Outcome;
+use crate::exchange::{Outcome, Received};
 use crate::io::epoll::Protocol;
+use crate::io::worker::ConnRules;
 use crate::stats::{self, ErrorClass, ThreadStats};
 
 pub const PATTERN_PERIOD: usize = 251;
@@ -308,86 +313,132 @@ impl Splicer {
     }
 }
 
-pub struct EchoProtocol {
+/// The echo flood's rules, whatever engine moves the bytes (epoll: `EchoProtocol` below; io_uring:
+/// `uring_echo`): what a connection sends next, how echoed bytes are judged and counted, when a
+/// connection is done, and what a failed or unfinished one counts as. The engines only read and
+/// write.
+pub struct Echo {
     pattern: &'static Pattern,
-    /// None: send with write() (no pipe, or splicing failed once).
-    splicer: Option<Splicer>,
     /// None: `--duration` mode, connections flood until the end.
     bytes_per_connection: Option<u64>,
     chunk_bytes: u64,
-    /// The receive buffer is `scratch[scratch_at..][..SLICE_BYTES]`, page-aligned (see `Pattern`).
-    scratch: Vec<u8>,
-    scratch_at: usize,
 }
 
-impl EchoProtocol {
+impl Echo {
     pub fn new(bytes_per_connection: Option<u64>, chunk_bytes: u64) -> Self {
-        let scratch = vec![0; SLICE_BYTES + PAGE];
-        EchoProtocol {
+        Echo {
             pattern: Pattern::shared(),
-            splicer: Splicer::new(),
             bytes_per_connection,
             chunk_bytes,
-            scratch_at: page_offset(&scratch),
-            scratch,
         }
     }
 
-    fn start_chunk(
-        &mut self,
-        c: &mut EchoConn,
-        sock: &mut TcpStream,
-        now: Instant,
-        stats: &mut ThreadStats,
-    ) -> Outcome {
+    /// The connection is open: its first chunk is due (`send_next`), unless it has nothing to send.
+    pub(crate) fn on_connected(&self, c: &mut EchoConn, now: Instant) -> Received {
+        if self.bytes_per_connection == Some(0) {
+            return Received::Stop(Outcome::Finished);
+        }
+        self.begin_chunk(c, now);
+        Received::Ok { send_next: true }
+    }
+
+    /// The next chunk: `--chunk` bytes, or what `--bytes` leaves; its latency starts now.
+    fn begin_chunk(&self, c: &mut EchoConn, now: Instant) {
         let left = self.bytes_per_connection.map_or(u64::MAX, |b| b - c.sent);
         c.chunk_end = c.sent + self.chunk_bytes.min(left);
         c.chunk_started = now;
-        self.flush(c, sock, now, stats)
     }
 
-    fn flush(
-        &mut self,
+    /// The current chunk's bytes not handed to the socket yet, at most SLICE_BYTES of them (a
+    /// `'static` slice of the shared pattern: an engine may send from it without copying it); None
+    /// once the whole chunk is sent.
+    pub(crate) fn unsent(&self, c: &EchoConn) -> Option<&'static [u8]> {
+        let left = c.chunk_end.checked_sub(c.sent).filter(|&n| n > 0)?;
+        let want = left.min(SLICE_BYTES as u64) as usize;
+        Some(self.pattern.slice(c.phase, c.sent, want))
+    }
+
+    /// The socket took the first `n` bytes of `unsent`.
+    pub(crate) fn sent(&self, c: &mut EchoConn, n: usize, now: Instant, stats: &mut ThreadStats) {
+        c.sent += n as u64;
+        stats.sent(now, n);
+    }
+
+    /// Judge echoed bytes: each must be the pattern byte at its offset of this connection's stream,
+    /// and none may come before it was sent. A chunk fully echoed is one response (its latency:
+    /// first byte sent to last byte echoed); then the connection is done (`--bytes`) or its next
+    /// chunk begins (`send_next`).
+    pub(crate) fn on_bytes(
+        &self,
         c: &mut EchoConn,
-        sock: &mut TcpStream,
+        got: &[u8],
         now: Instant,
         stats: &mut ThreadStats,
-    ) -> Outcome {
-        while c.sent < c.chunk_end {
-            let want = (c.chunk_end - c.sent).min(SLICE_BYTES as u64) as usize;
-            let data = self.pattern.slice(c.phase, c.sent, want);
-            let written = match &self.splicer {
-                Some(sp) => match sp.send(sock.as_raw_fd(), data, &mut self.scratch) {
-                    Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                        self.splicer = None;
-                        continue;
-                    }
-                    other => other,
-                },
-                None => sock.write(data),
-            };
-            match written {
-                Ok(n) => {
-                    c.sent += n as u64;
-                    stats.sent(now, n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    return Outcome::Fail(
-                        ErrorClass::of_write_error(&e),
-                        format!("echo write: {e}"),
-                    )
-                }
-            }
+    ) -> Received {
+        let n = got.len() as u64;
+        stats.received(now, got.len());
+        if c.verified + n > c.sent {
+            return Received::Stop(Outcome::Fail(
+                ErrorClass::VerificationMismatch,
+                format!(
+                    "echo connection {}: received {} bytes but only {} were sent",
+                    c.index,
+                    c.verified + n,
+                    c.sent
+                ),
+            ));
         }
-        Outcome::Ok
+        if let Err(at) = self.pattern.check(c.phase, c.verified, got) {
+            let offset = c.verified + at as u64;
+            return Received::Stop(Outcome::Fail(
+                ErrorClass::VerificationMismatch,
+                format!(
+                    "echo connection {}: byte {offset} is 0x{:02x}, expected 0x{:02x}",
+                    c.index,
+                    got[at],
+                    self.pattern.slice(c.phase, offset, 1)[0]
+                ),
+            ));
+        }
+        c.verified += n;
+        if stats.counting(now) {
+            stats.verified_bytes += n;
+        }
+        if c.verified < c.chunk_end {
+            return Received::Ok { send_next: false };
+        }
+        c.answered |= stats.response(now, now - c.chunk_started, true);
+        if self.bytes_per_connection == Some(c.verified) {
+            return Received::Stop(Outcome::Finished);
+        }
+        self.begin_chunk(c, now);
+        Received::Ok { send_next: true }
+    }
+
+    /// The server closed the connection: an echo never ends on the server's initiative.
+    pub(crate) fn on_eof(&self, c: &EchoConn) -> Outcome {
+        Outcome::Fail(
+            ErrorClass::ClosedEarly,
+            format!(
+                "echo connection {}: closed by the server after {} of {} bytes echoed",
+                c.index, c.verified, c.sent
+            ),
+        )
+    }
+
+    pub(crate) fn read_failed(&self, e: &io::Error) -> Outcome {
+        Outcome::Fail(ErrorClass::of_read_error(e), format!("echo read: {e}"))
+    }
+
+    pub(crate) fn write_failed(&self, e: &io::Error) -> Outcome {
+        Outcome::Fail(ErrorClass::of_write_error(e), format!("echo write: {e}"))
     }
 }
 
-impl Protocol for EchoProtocol {
+impl ConnRules for Echo {
     type Conn = EchoConn;
 
+    /// Connection number `index` (unique within the run) sends the pattern from its own phase.
     fn new_conn(&self, index: usize) -> EchoConn {
         EchoConn {
             phase: Pattern::phase(index),
@@ -400,26 +451,127 @@ impl Protocol for EchoProtocol {
         }
     }
 
-    fn nodelay(&self) -> bool {
-        true
-    }
-
     /// With `--bytes` a connection is one unit of work: a failed one is counted, not retried, so a
     /// broken server cannot keep the run going forever. With `--duration` it is replaced.
     fn replace_failed(&self) -> bool {
         self.bytes_per_connection.is_none()
     }
 
+    /// The socket is gone: its replacement starts the stream over.
     fn reset(&mut self, c: &mut EchoConn) {
         c.sent = 0;
         c.verified = 0;
         c.chunk_end = 0;
     }
 
+    /// Start of the chunk not completely echoed yet, if any, for the `--timeout` sweep.
     fn busy_since(&self, c: &EchoConn) -> Option<Instant> {
         (c.verified < c.chunk_end).then_some(c.chunk_started)
     }
 
+    fn nodelay(&self) -> bool {
+        true
+    }
+
+    fn thread_done(&self, _stats: &ThreadStats) -> bool {
+        false
+    }
+
+    /// A chunk not completely echoed at the end is unfinished, as an HTTP request in flight is.
+    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        let in_flight = u64::from(self.busy_since(c).is_some());
+        if connecting || in_flight > 0 {
+            stats.left_in_flight(c.chunk_started, in_flight, c.answered, end);
+        }
+    }
+}
+
+/// The echo flood on the epoll engine: `Echo`'s rules, with spliced sends and a page-aligned
+/// receive buffer.
+pub struct EchoProtocol {
+    echo: Echo,
+    /// None: send with write() (no pipe, or splicing failed once).
+    splicer: Option<Splicer>,
+    /// The receive buffer is `scratch[scratch_at..][..SLICE_BYTES]`, page-aligned (see `Pattern`).
+    scratch: Vec<u8>,
+    scratch_at: usize,
+}
+
+impl EchoProtocol {
+    pub fn new(bytes_per_connection: Option<u64>, chunk_bytes: u64) -> Self {
+        let scratch = vec![0; SLICE_BYTES + PAGE];
+        EchoProtocol {
+            echo: Echo::new(bytes_per_connection, chunk_bytes),
+            splicer: Splicer::new(),
+            scratch_at: page_offset(&scratch),
+            scratch,
+        }
+    }
+
+    /// Write what the socket takes of the current chunk (the rest on the next writable edge).
+    fn flush(
+        &mut self,
+        c: &mut EchoConn,
+        sock: &mut TcpStream,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Outcome {
+        while let Some(data) = self.echo.unsent(c) {
+            let written = match &self.splicer {
+                Some(sp) => match sp.send(sock.as_raw_fd(), data, &mut self.scratch) {
+                    Err(e) if e.kind() == io::ErrorKind::Unsupported => {
+                        self.splicer = None;
+                        continue;
+                    }
+                    other => other,
+                },
+                None => sock.write(data),
+            };
+            match written {
+                Ok(n) => self.echo.sent(c, n, now, stats),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.echo.write_failed(&e),
+            }
+        }
+        Outcome::Ok
+    }
+}
+
+/// The epoll engine reaches `Echo`'s rules through the protocol that holds them.
+impl ConnRules for EchoProtocol {
+    type Conn = EchoConn;
+
+    fn new_conn(&self, index: usize) -> EchoConn {
+        self.echo.new_conn(index)
+    }
+
+    fn nodelay(&self) -> bool {
+        self.echo.nodelay()
+    }
+
+    fn replace_failed(&self) -> bool {
+        self.echo.replace_failed()
+    }
+
+    fn reset(&mut self, c: &mut EchoConn) {
+        self.echo.reset(c);
+    }
+
+    fn busy_since(&self, c: &EchoConn) -> Option<Instant> {
+        self.echo.busy_since(c)
+    }
+
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        self.echo.thread_done(stats)
+    }
+
+    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        self.echo.end_of_phase(c, connecting, end, stats);
+    }
+}
+
+impl Protocol for EchoProtocol {
     fn on_connected(
         &mut self,
         c: &mut EchoConn,
@@ -427,10 +579,10 @@ impl Protocol for EchoProtocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Outcome {
-        if self.bytes_per_connection == Some(0) {
-            return Outcome::Finished;
+        match self.echo.on_connected(c, now) {
+            Received::Stop(out) => out,
+            Received::Ok { .. } => self.flush(c, sock, now, stats),
         }
-        self.start_chunk(c, sock, now, stats)
     }
 
     fn on_writable(
@@ -451,81 +603,31 @@ impl Protocol for EchoProtocol {
         stats: &mut ThreadStats,
         peer_closed: bool,
     ) -> Outcome {
+        let buf = self.scratch_at..self.scratch_at + SLICE_BYTES;
         loop {
-            let space = SLICE_BYTES;
-            let buf = self.scratch_at..self.scratch_at + SLICE_BYTES;
             let n = match sock.read(&mut self.scratch[buf.clone()]) {
-                Ok(0) => {
-                    return Outcome::Fail(
-                        ErrorClass::ClosedEarly,
-                        format!(
-                            "echo connection {}: closed by the server after {} of {} bytes echoed",
-                            c.index, c.verified, c.sent
-                        ),
-                    )
-                }
+                Ok(0) => return self.echo.on_eof(c),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return Outcome::Fail(ErrorClass::of_read_error(&e), format!("echo read: {e}"))
-                }
+                Err(e) => return self.echo.read_failed(&e),
             };
             let now = Instant::now();
-            stats.received(now, n);
-            if c.verified + n as u64 > c.sent {
-                return Outcome::Fail(
-                    ErrorClass::VerificationMismatch,
-                    format!(
-                        "echo connection {}: received {} bytes but only {} were sent",
-                        c.index,
-                        c.verified + n as u64,
-                        c.sent
-                    ),
-                );
-            }
-            let got = &self.scratch[buf][..n];
-            if let Err(at) = self.pattern.check(c.phase, c.verified, got) {
-                let offset = c.verified + at as u64;
-                return Outcome::Fail(
-                    ErrorClass::VerificationMismatch,
-                    format!(
-                        "echo connection {}: byte {offset} is 0x{:02x}, expected 0x{:02x}",
-                        c.index,
-                        got[at],
-                        self.pattern.slice(c.phase, offset, 1)[0]
-                    ),
-                );
-            }
-            c.verified += n as u64;
-            if stats.counting(now) {
-                stats.verified_bytes += n as u64;
-            }
-            if c.verified == c.chunk_end {
-                c.answered |= stats.response(now, now - c.chunk_started, true);
-                if self.bytes_per_connection == Some(c.verified) {
-                    return Outcome::Finished;
-                }
-                match self.start_chunk(c, sock, now, stats) {
+            match self
+                .echo
+                .on_bytes(c, &self.scratch[buf.clone()][..n], now, stats)
+            {
+                Received::Stop(out) => return out,
+                Received::Ok { send_next: true } => match self.flush(c, sock, now, stats) {
                     Outcome::Ok => {}
                     other => return other,
-                }
+                },
+                Received::Ok { send_next: false } => {}
             }
-            if n < space && !peer_closed {
+            // A short read drained the receive queue (see `http::read_responses`).
+            if n < SLICE_BYTES && !peer_closed {
                 return Outcome::Ok;
             }
-        }
-    }
-
-    fn thread_done(&self, _stats: &ThreadStats) -> bool {
-        false
-    }
-
-    /// A chunk not completely echoed at the end is unfinished, as an HTTP request in flight is.
-    fn end_of_phase(&self, c: &EchoConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
-        let in_flight = u64::from(self.busy_since(c).is_some());
-        if connecting || in_flight > 0 {
-            stats.left_in_flight(c.chunk_started, in_flight, c.answered, end);
         }
     }
 }
@@ -755,6 +857,116 @@ mod tests {
         let mut more = vec![0; n];
         rx.read_exact(&mut more).unwrap();
         assert_eq!(p.check(phase, sent, &more), Ok(()));
+    }
+
+    fn counting_stats() -> ThreadStats {
+        let start = Instant::now() - Duration::from_secs(1);
+        ThreadStats::new(start, start + Duration::from_secs(3600), None)
+    }
+
+    /// Send all of the current chunk as an engine would (slice by slice); returns the bytes sent.
+    fn send_chunk(echo: &Echo, c: &mut EchoConn, stats: &mut ThreadStats) -> Vec<u8> {
+        let mut wire = Vec::new();
+        while let Some(data) = echo.unsent(c) {
+            assert!(data.len() <= SLICE_BYTES);
+            // A socket that takes a little less than offered: the rest comes with the next call.
+            let n = data.len().min(50_000);
+            wire.extend_from_slice(&data[..n]);
+            echo.sent(c, n, Instant::now(), stats);
+        }
+        wire
+    }
+
+    /// The rules both engines follow, without a socket: a chunk is sent in slices of the stream,
+    /// its echo is judged, a fully echoed chunk is one response and starts the next, and the last
+    /// chunk of `--bytes` finishes the connection.
+    #[test]
+    fn echo_sends_chunks_of_the_stream_and_judges_their_echo() {
+        let echo = Echo::new(Some(250_000), 200_000);
+        let mut stats = counting_stats();
+        let mut c = echo.new_conn(7);
+        assert!(
+            echo.unsent(&c).is_none(),
+            "nothing to send before the connect"
+        );
+        assert!(matches!(
+            echo.on_connected(&mut c, Instant::now()),
+            Received::Ok { send_next: true }
+        ));
+        let wire = send_chunk(&echo, &mut c, &mut stats);
+        assert_eq!(wire, stream(Pattern::phase(7), 0, 200_000));
+        assert!(echo.busy_since(&c).is_some());
+        // Echoed in two parts: the first is not a whole chunk yet.
+        let now = Instant::now();
+        assert!(matches!(
+            echo.on_bytes(&mut c, &wire[..1000], now, &mut stats),
+            Received::Ok { send_next: false }
+        ));
+        assert!(matches!(
+            echo.on_bytes(&mut c, &wire[1000..], now, &mut stats),
+            Received::Ok { send_next: true }
+        ));
+        assert_eq!((stats.responses, stats.verified_bytes), (1, 200_000));
+        // The second chunk is what --bytes leaves: 50,000 bytes, continuing the stream.
+        let wire = send_chunk(&echo, &mut c, &mut stats);
+        assert_eq!(wire, stream(Pattern::phase(7), 200_000, 50_000));
+        assert!(matches!(
+            echo.on_bytes(&mut c, &wire, now, &mut stats),
+            Received::Stop(Outcome::Finished)
+        ));
+        assert_eq!(stats.bytes_sent, 250_000);
+    }
+
+    fn failure(r: Received) -> (ErrorClass, String) {
+        match r {
+            Received::Stop(Outcome::Fail(class, msg)) => (class, msg),
+            _ => panic!("expected a failure"),
+        }
+    }
+
+    #[test]
+    fn echo_failures_name_the_connection_and_the_byte() {
+        let mut echo = Echo::new(None, 4096);
+        let mut stats = counting_stats();
+        let connected = |index| {
+            let mut c = echo.new_conn(index);
+            let _ = echo.on_connected(&mut c, Instant::now());
+            c
+        };
+        // More than was sent.
+        let mut c = connected(3);
+        let mut more = send_chunk(&echo, &mut c, &mut stats);
+        more.push(1);
+        let (class, msg) = failure(echo.on_bytes(&mut c, &more, Instant::now(), &mut stats));
+        assert_eq!(class, ErrorClass::VerificationMismatch);
+        assert_eq!(
+            msg,
+            "echo connection 3: received 4097 bytes but only 4096 were sent"
+        );
+        // A wrong byte.
+        let mut c = connected(3);
+        let mut wire = send_chunk(&echo, &mut c, &mut stats);
+        wire[100] ^= 0x40;
+        let (class, msg) = failure(echo.on_bytes(&mut c, &wire, Instant::now(), &mut stats));
+        assert_eq!(class, ErrorClass::VerificationMismatch);
+        assert!(
+            msg.starts_with("echo connection 3: byte 100 is 0x"),
+            "{msg}"
+        );
+        // The server's FIN.
+        let Outcome::Fail(class, msg) = echo.on_eof(&c) else {
+            panic!("an EOF is a failure");
+        };
+        assert_eq!(class, ErrorClass::ClosedEarly);
+        assert_eq!(
+            msg,
+            "echo connection 3: closed by the server after 0 of 4096 bytes echoed"
+        );
+        // A failed connection is replaced in --duration mode and starts its stream over.
+        assert!(echo.replace_failed());
+        echo.reset(&mut c);
+        assert!(echo.busy_since(&c).is_none() && echo.unsent(&c).is_none());
+        assert!(!Echo::new(Some(1), 1).replace_failed());
     }
 
     #[test]

@@ -18,26 +18,18 @@ use mio::{Events, Poll, Token};
 
 use crate::exchange::Outcome;
 use crate::io::worker::{
-    back_off, connect_event, open_registered, ramp_room, sweep_action, ConnectEvent, LoopClock,
-    Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
+    after_failure, connect_event, connection_finished, open_registered, ramp_room, sweep_action,
+    ConnRules, ConnectEvent, LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult,
+    MAX_RAMP_CONNECTING,
 };
 use crate::stats::{ErrorClass, ThreadStats};
 
 const EVENTS_CAPACITY: usize = 1024;
 
-/// One way of using a connection (HTTP or echo); wrk's `struct sock`, as a trait the loop is
-/// compiled for, so the hot path has no dynamic dispatch.
-pub trait Protocol {
-    type Conn;
-    /// Per-connection state for connection number `index` (unique within the run).
-    fn new_conn(&self, index: usize) -> Self::Conn;
-    fn nodelay(&self) -> bool;
-    /// Whether a failed connection is replaced by a fresh one.
-    fn replace_failed(&self) -> bool;
-    /// The connection's socket is gone; forget in-flight work.
-    fn reset(&mut self, c: &mut Self::Conn);
-    /// Start of the oldest outstanding work, if any, for the `--timeout` sweep.
-    fn busy_since(&self, c: &Self::Conn) -> Option<Instant>;
+/// One way of using a connection (HTTP or echo) on epoll: its rules (`ConnRules`) and its reads
+/// and writes; wrk's `struct sock`, as a trait the loop is compiled for, so the hot path has no
+/// dynamic dispatch.
+pub trait Protocol: ConnRules {
     fn on_connected(
         &mut self,
         c: &mut Self::Conn,
@@ -62,13 +54,6 @@ pub trait Protocol {
         stats: &mut ThreadStats,
         peer_closed: bool,
     ) -> Outcome;
-    /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
-    fn thread_done(&self, stats: &ThreadStats) -> bool;
-    /// The measured phase ended at `end` with this connection open (or `connecting`: a connect not
-    /// complete or not started, see `Phase::waiting_at_end`): count what it still has in flight as
-    /// unfinished (`ThreadStats::left_in_flight`) and, if it is waiting for the server, the
-    /// connection as unanswered if it got no answer in the phase.
-    fn end_of_phase(&self, c: &Self::Conn, connecting: bool, end: Instant, stats: &mut ThreadStats);
 }
 
 struct Slot<C> {
@@ -241,10 +226,7 @@ impl<P: Protocol> Worker<P> {
                 self.close(i);
                 self.slots[i].phase = Phase::Done;
                 self.live -= 1;
-                if self.stats.counting(now) {
-                    self.stats.connections_completed += 1;
-                    self.stats.last_event = Some(now);
-                }
+                connection_finished(&mut self.stats, now);
             }
             Outcome::Fail(class, msg) => self.fail(i, now, class, msg),
         }
@@ -254,10 +236,8 @@ impl<P: Protocol> Worker<P> {
         self.stats.error(now, class, || msg);
         self.close(i);
         let slot = &mut self.slots[i];
-        if self.proto.replace_failed() {
-            slot.phase = back_off(&mut slot.backoff_ms, now);
-        } else {
-            slot.phase = Phase::Done;
+        slot.phase = after_failure(self.proto.replace_failed(), &mut slot.backoff_ms, now);
+        if matches!(slot.phase, Phase::Done) {
             self.live -= 1;
         }
     }

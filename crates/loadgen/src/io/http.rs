@@ -9,6 +9,7 @@ use mio::net::TcpStream;
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::http::SCRATCH_BYTES;
 use crate::io::epoll::Protocol;
+use crate::io::worker::ConnRules;
 use crate::stats::{ErrorClass, ThreadStats};
 
 /// One connection's HTTP state on the epoll engine: its side of the exchange and the batch being
@@ -143,7 +144,7 @@ fn send_next_batch(
     flush(ex, c, sock, now, stats)
 }
 
-impl Protocol for HttpProtocol {
+impl ConnRules for HttpProtocol {
     type Conn = HttpConn;
 
     fn new_conn(&self, _index: usize) -> HttpConn {
@@ -168,6 +169,16 @@ impl Protocol for HttpProtocol {
         self.ex.busy_since(&c.ex)
     }
 
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        stats.quota_reached()
+    }
+
+    fn end_of_phase(&self, c: &HttpConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
+        self.ex.end_of_phase(&c.ex, connecting, end, stats);
+    }
+}
+
+impl Protocol for HttpProtocol {
     fn on_connected(
         &mut self,
         c: &mut HttpConn,
@@ -205,13 +216,5 @@ impl Protocol for HttpProtocol {
             peer_closed,
             send_next_batch,
         )
-    }
-
-    fn thread_done(&self, stats: &ThreadStats) -> bool {
-        stats.quota_reached()
-    }
-
-    fn end_of_phase(&self, c: &HttpConn, connecting: bool, end: Instant, stats: &mut ThreadStats) {
-        self.ex.end_of_phase(&c.ex, connecting, end, stats);
     }
 }

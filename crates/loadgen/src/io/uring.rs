@@ -1,8 +1,9 @@
-//! `--io uring`: the HTTP closed loop on io_uring instead of epoll (Linux 6.0+).
+//! `--io uring`: the HTTP closed loop and the echo flood on io_uring instead of epoll (Linux 6.0+).
 //!
-//! Same contract as the epoll engine (`engine` + `http`): one ring per thread, shared nothing, the
-//! same connection life cycle (ramp, backoff, replacement, `--timeout` sweep), the same parser,
-//! verification and error classes. What changes is how bytes move, chosen to cut the generator's
+//! Same contract as the epoll engine (`epoll` + `http`/`echo`): one ring per thread, shared
+//! nothing, the same connection life cycle (ramp, backoff, replacement, `--timeout` sweep), the same
+//! parser, verification and error classes. The engine is generic over `UringProtocol`: HTTP's is
+//! `HttpParams` below, echo's is in `uring_echo`. What changes is how bytes move, chosen to cut the generator's
 //! kernel time per request, which is what limits it on a small machine:
 //!
 //! - every connection has one multishot recv armed for its whole life, filling buffers from a
@@ -46,8 +47,8 @@ use crate::config::{Coalesce, HttpConfig, IoSupport};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
-    back_off, new_tcp_socket, ramp_room, sweep_action, LoopClock, Phase, SweepAction,
-    WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
+    after_failure, connection_finished, new_tcp_socket, ramp_room, sweep_action, ConnRules,
+    LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
 };
 use crate::stats::{ErrorClass, ThreadStats};
 
@@ -65,6 +66,10 @@ const BUF_GROUP: u16 = 0;
 /// a send for each; a full queue is submitted early, so this only sizes the common case.
 const SQES_PER_CONN: usize = 3;
 const MAX_SQ_ENTRIES: usize = 32768;
+/// The kernel's IORING_MAX_CQ_ENTRIES: a larger completion queue is refused (EINVAL). Four times the
+/// largest submission queue would be, so a thread with more than ~5,400 connections could not set
+/// up its ring; a full completion queue is not lost (the kernel keeps the overflow and `push` reaps).
+const MAX_CQ_ENTRIES: u32 = 65536;
 
 const OP_CONNECT: u64 = 1;
 const OP_RECV: u64 = 2;
@@ -91,7 +96,7 @@ const MIN_KERNEL: (u32, u32) = (6, 0);
 /// completions are processed, never what happens, so falling back among them is not a change of
 /// behaviour (unlike falling back to epoll, which this never does).
 fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
-    let cq_entries = sq_entries.saturating_mul(4);
+    let cq_entries = sq_entries.saturating_mul(4).min(MAX_CQ_ENTRIES);
     let attempts: [fn(&mut io_uring::Builder); 4] = [
         // 6.6+: without the SQ index array the kernel reads SQEs in ring order, one less
         // indirection per submission.
@@ -288,10 +293,71 @@ impl Drop for BufRing {
     }
 }
 
+/// Bytes a protocol wants sent: they stay where they are, unchanged, until the send completes (the
+/// SQE points at them).
+pub struct SendBuf {
+    pub(crate) ptr: *const u8,
+    pub(crate) len: usize,
+    /// More bytes follow once these are sent: the send completes with a CQE on success too, and
+    /// `next_send` is asked again then. Never two sends in flight on one connection: io_uring does
+    /// not keep two sends on one socket in order when the first has to wait for buffer space.
+    pub(crate) more: bool,
+}
+
+impl SendBuf {
+    /// A slice the protocol keeps in place until the send completes.
+    pub(crate) fn of(bytes: &[u8], more: bool) -> SendBuf {
+        SendBuf {
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
+            more,
+        }
+    }
+}
+
+/// What travels on a connection of this engine (HTTP below, echo in `uring_echo`): the io_uring
+/// counterpart of `epoll::Protocol`. The engine owns the sockets, the ring and the connection life
+/// cycle; the protocol judges the bytes that arrive and says what to send, and never does I/O.
+pub trait UringProtocol: ConnRules {
+    /// The connection may have a send blocked in the kernel (its socket is shut down on close).
+    fn sending(&self, c: &Self::Conn) -> bool;
+    /// The connect completed: `send_next` to begin with a send (`next_send`).
+    fn on_connected(
+        &mut self,
+        c: &mut Self::Conn,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Received;
+    /// Bytes arrived (`send_next`: call `next_send`).
+    fn on_bytes(
+        &mut self,
+        c: &mut Self::Conn,
+        data: &[u8],
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Received;
+    fn on_eof(&mut self, c: &mut Self::Conn, now: Instant, stats: &mut ThreadStats) -> Outcome;
+    fn read_failed(&self, e: &io::Error) -> Outcome;
+    fn write_failed(&self, e: &io::Error) -> Outcome;
+    /// What to send now on the connection, if anything; counted as sent when queued (`MSG_WAITALL`
+    /// sends it all or fails).
+    fn next_send(
+        &mut self,
+        c: &mut Self::Conn,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Option<SendBuf>;
+    /// The next wait's coalescing window in µs (0: react at once) and, with one, how many
+    /// completions are worth waiting for.
+    fn batch_wait(&mut self) -> (u32, usize);
+}
+
 /// The HTTP exchange (shared with the epoll engine) and this engine's own setting.
 pub struct HttpParams {
     ex: Exchange,
     coalesce: Coalesce,
+    /// `--coalesce-us auto`: the current window (µs), starting at 0 until latencies are known.
+    auto_window_us: u32,
 }
 
 impl HttpParams {
@@ -299,7 +365,112 @@ impl HttpParams {
         HttpParams {
             ex: Exchange::for_config(h, thread_index),
             coalesce,
+            auto_window_us: 0,
         }
+    }
+}
+
+impl ConnRules for HttpParams {
+    type Conn = ExchangeConn;
+
+    fn new_conn(&self, _index: usize) -> ExchangeConn {
+        self.ex.new_conn()
+    }
+
+    fn nodelay(&self) -> bool {
+        !self.ex.close_each()
+    }
+
+    fn replace_failed(&self) -> bool {
+        true
+    }
+
+    fn reset(&mut self, c: &mut ExchangeConn) {
+        self.ex.reset(c);
+    }
+
+    fn busy_since(&self, c: &ExchangeConn) -> Option<Instant> {
+        self.ex.busy_since(c)
+    }
+
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        stats.quota_reached()
+    }
+
+    fn end_of_phase(
+        &self,
+        c: &ExchangeConn,
+        connecting: bool,
+        end: Instant,
+        stats: &mut ThreadStats,
+    ) {
+        self.ex.end_of_phase(c, connecting, end, stats);
+    }
+}
+
+impl UringProtocol for HttpParams {
+    fn sending(&self, c: &ExchangeConn) -> bool {
+        self.ex.inflight(c) > 0
+    }
+
+    fn on_connected(
+        &mut self,
+        _c: &mut ExchangeConn,
+        _now: Instant,
+        _s: &mut ThreadStats,
+    ) -> Received {
+        Received::Ok { send_next: true }
+    }
+
+    fn on_bytes(
+        &mut self,
+        c: &mut ExchangeConn,
+        data: &[u8],
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Received {
+        self.ex.on_bytes(c, data, now, stats)
+    }
+
+    fn on_eof(&mut self, c: &mut ExchangeConn, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        self.ex.on_eof(c, now, stats)
+    }
+
+    fn read_failed(&self, e: &io::Error) -> Outcome {
+        Outcome::Fail(ErrorClass::of_read_error(e), format!("read: {e}"))
+    }
+
+    fn write_failed(&self, e: &io::Error) -> Outcome {
+        Outcome::Fail(ErrorClass::of_write_error(e), format!("write: {e}"))
+    }
+
+    /// The next batch of requests, if the `--requests` quota allows. The wire bytes stay where they
+    /// are for the whole run (in the exchange, or in the connection's batch buffer, never
+    /// reallocated).
+    fn next_send(
+        &mut self,
+        c: &mut ExchangeConn,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Option<SendBuf> {
+        let len = self.ex.start_batch(c, now, stats)?;
+        stats.sent(now, len);
+        Some(SendBuf::of(&self.ex.wire(c)[..len], false))
+    }
+
+    fn batch_wait(&mut self) -> (u32, usize) {
+        let window_us = match self.coalesce {
+            Coalesce::Off => 0,
+            Coalesce::Fixed(us) => us,
+            Coalesce::Auto => {
+                if let Some(fastest) = self.ex.take_fastest_recent(AUTO_SAMPLE) {
+                    self.auto_window_us = auto_window_us(fastest);
+                }
+                self.auto_window_us
+            }
+        };
+        // Half of what is in flight.
+        (window_us, (self.ex.inflight_total() as usize / 2).max(1))
     }
 }
 
@@ -318,7 +489,7 @@ pub fn auto_window_us(fastest: Duration) -> u32 {
     (fastest.as_micros() / AUTO_FRACTION_DIV).min(u128::from(AUTO_MAX_US)) as u32
 }
 
-struct Conn {
+struct Conn<C> {
     sock: Option<Socket>,
     phase: Phase,
     gen: u32,
@@ -326,23 +497,21 @@ struct Conn {
     source: Option<SocketAddr>,
     /// A multishot recv is queued or armed in the kernel for the current socket.
     recv_armed: bool,
-    ex: ExchangeConn,
+    proto: C,
 }
 
-struct Worker {
+struct Worker<P: UringProtocol> {
     ring: IoUring,
     bufs: BufRing,
-    conns: Vec<Conn>,
+    conns: Vec<Conn<P::Conn>>,
     stats: ThreadStats,
-    p: HttpParams,
+    p: P,
     target: SocketAddr,
     /// Boxed: CONNECT SQEs point at it until they complete.
     target_sockaddr: Box<SockAddr>,
     timeout: Duration,
     live: usize,
     connecting: usize,
-    /// `--coalesce-us auto`: the current window (µs), starting at 0 until latencies are known.
-    auto_window_us: u32,
     /// The largest window used in the measured phase (µs): the bound reported with the result.
     batch_wait_max_us: u32,
     /// Closed sockets whose descriptors are released after the next submit (see the module doc).
@@ -358,8 +527,9 @@ struct Worker {
     cqes: Vec<(u64, i32, u32)>,
 }
 
-/// Run one thread's share of the HTTP load on io_uring; returns its measurements.
-pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> {
+/// Run one thread's share of the load (HTTP: `HttpParams`, echo: `echo::Echo`) on io_uring;
+/// returns its measurements.
+pub fn run_worker<P: UringProtocol>(cfg: WorkerConfig, p: P) -> io::Result<WorkerResult> {
     cfg.conns.pin_this_thread()?;
     let sq_entries = (cfg.conns.connections * SQES_PER_CONN + 64)
         .next_power_of_two()
@@ -384,7 +554,7 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
             backoff_ms: 0,
             source: cfg.conns.source_for(k),
             recv_armed: false,
-            ex: p.ex.new_conn(),
+            proto: p.new_conn(cfg.conns.first_conn + k),
         })
         .collect();
     let mut w = Worker {
@@ -398,7 +568,6 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
         timeout: cfg.conns.timeout,
         live: cfg.conns.connections,
         connecting: 0,
-        auto_window_us: 0,
         batch_wait_max_us: 0,
         graveyard: Vec::new(),
         slot_fds,
@@ -409,7 +578,7 @@ pub fn run_worker(cfg: WorkerConfig, p: HttpParams) -> io::Result<WorkerResult> 
     result
 }
 
-impl Worker {
+impl<P: UringProtocol> Worker<P> {
     fn run(
         &mut self,
         measure_start: Instant,
@@ -425,7 +594,7 @@ impl Worker {
                 self.open(i, now)?;
             }
             clock.tick(now);
-            if clock.past_end(now) || self.live == 0 || self.stats.quota_reached() {
+            if clock.past_end(now) || self.live == 0 || self.p.thread_done(&self.stats) {
                 break now;
             }
             if clock.sweep_due(now) {
@@ -436,16 +605,7 @@ impl Worker {
             let ts = Timespec::from(wait);
             let mut args = SubmitArgs::new().timespec(&ts);
             let mut want = 1;
-            let window_us = match self.p.coalesce {
-                Coalesce::Off => 0,
-                Coalesce::Fixed(us) => us,
-                Coalesce::Auto => {
-                    if let Some(fastest) = self.p.ex.take_fastest_recent(AUTO_SAMPLE) {
-                        self.auto_window_us = auto_window_us(fastest);
-                    }
-                    self.auto_window_us
-                }
-            };
+            let (window_us, worth_waiting_for) = self.p.batch_wait();
             if clock.measuring() {
                 self.batch_wait_max_us = self.batch_wait_max_us.max(window_us);
             }
@@ -454,7 +614,7 @@ impl Worker {
                 // anything (IORING_ENTER_EXT_ARG min_wait, 6.12+): fewer, larger batches mean
                 // fewer wake-ups on both sides, at the price of up to the window added to the
                 // measured latency of a response that waits for the batch.
-                want = (self.p.ex.inflight_total() as usize / 2).max(1);
+                want = worth_waiting_for;
                 args = args.min_wait_usec(window_us);
             }
             match self.ring.submitter().submit_with_args(want, &args) {
@@ -478,8 +638,7 @@ impl Worker {
             for c in &self.conns {
                 if let Some(connecting) = c.phase.waiting_at_end(by_time) {
                     self.p
-                        .ex
-                        .end_of_phase(&c.ex, connecting, end, &mut self.stats);
+                        .end_of_phase(&c.proto, connecting, end, &mut self.stats);
                 }
             }
         }
@@ -557,10 +716,7 @@ impl Worker {
                     }
                     None if res == 0 => self.on_eof(i, now)?,
                     None if res == -libc::ENOBUFS || res == -libc::EINTR => Outcome::Ok,
-                    None => {
-                        let e = io::Error::from_raw_os_error(-res);
-                        Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
-                    }
+                    None => self.p.read_failed(&io::Error::from_raw_os_error(-res)),
                 };
                 let c = &self.conns[i];
                 if matches!(out, Outcome::Ok)
@@ -572,9 +728,11 @@ impl Worker {
                 }
                 out
             }
-            OP_SEND if res < 0 => {
-                let e = io::Error::from_raw_os_error(-res);
-                Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}"))
+            OP_SEND if res < 0 => self.p.write_failed(&io::Error::from_raw_os_error(-res)),
+            // A send that asked for its completion (`SendBuf::more`) is done: the next one may go.
+            OP_SEND => {
+                self.send(i, now)?;
+                Outcome::Ok
             }
             _ => Outcome::Ok,
         };
@@ -593,17 +751,20 @@ impl Worker {
         self.connecting -= 1;
         self.stats.connection_opened(now);
         self.arm_recv(i)?;
-        self.send(i, now)?;
-        Ok(Outcome::Ok)
+        let c = &mut self.conns[i];
+        let begun = self.p.on_connected(&mut c.proto, now, &mut self.stats);
+        self.after_received(i, begun, now)
     }
 
     fn on_data(&mut self, i: usize, data: &[u8], now: Instant) -> io::Result<Outcome> {
-        self.conns[i].backoff_ms = 0;
-        match self
-            .p
-            .ex
-            .on_bytes(&mut self.conns[i].ex, data, now, &mut self.stats)
-        {
+        let c = &mut self.conns[i];
+        c.backoff_ms = 0;
+        let judged = self.p.on_bytes(&mut c.proto, data, now, &mut self.stats);
+        self.after_received(i, judged, now)
+    }
+
+    fn after_received(&mut self, i: usize, r: Received, now: Instant) -> io::Result<Outcome> {
+        match r {
             Received::Stop(out) => Ok(out),
             Received::Ok { send_next } => {
                 if send_next {
@@ -617,33 +778,34 @@ impl Worker {
     fn on_eof(&mut self, i: usize, now: Instant) -> io::Result<Outcome> {
         Ok(self
             .p
-            .ex
-            .on_eof(&mut self.conns[i].ex, now, &mut self.stats))
+            .on_eof(&mut self.conns[i].proto, now, &mut self.stats))
     }
 
-    /// Queue the next batch of requests on connection i, if the `--requests` quota allows.
+    /// Queue what the protocol has to send on connection i, if anything.
     fn send(&mut self, i: usize, now: Instant) -> io::Result<()> {
         let c = &mut self.conns[i];
-        let Some(len) = self.p.ex.start_batch(&mut c.ex, now, &self.stats) else {
+        let Some(SendBuf { ptr, len, more }) = self.p.next_send(&mut c.proto, now, &mut self.stats)
+        else {
             return Ok(());
         };
-        let buf = self.p.ex.wire(&c.ex).as_ptr();
         let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
-        // The wire bytes stay where they are for the whole run (in the exchange, or in the
-        // connection's batch buffer, never reallocated), so the SQE may point at them.
         let sqe = if self.slot_fds.is_some() {
-            opcode::Send::new(types::Fixed(i as u32), buf, len as u32)
+            opcode::Send::new(types::Fixed(i as u32), ptr, len as u32)
                 .flags(flags)
                 .build()
         } else {
             let fd = c.sock.as_ref().expect("open connection").as_raw_fd();
-            opcode::Send::new(types::Fd(fd), buf, len as u32)
+            opcode::Send::new(types::Fd(fd), ptr, len as u32)
                 .flags(flags)
                 .build()
+        };
+        // Only a failed send completes, unless the protocol has more to send after this one.
+        let sqe = if more {
+            sqe
+        } else {
+            sqe.flags(squeue::Flags::SKIP_SUCCESS)
         }
-        .flags(squeue::Flags::SKIP_SUCCESS)
         .user_data(user_data(i, c.gen, OP_SEND));
-        self.stats.sent(now, len);
         self.push(sqe)
     }
 
@@ -681,10 +843,17 @@ impl Worker {
     fn apply(&mut self, i: usize, out: Outcome, now: Instant) -> io::Result<()> {
         match out {
             Outcome::Ok => Ok(()),
-            Outcome::Reconnect | Outcome::Finished => {
+            Outcome::Reconnect => {
                 self.close(i, now)?;
                 self.conns[i].backoff_ms = 0;
                 self.open(i, now)
+            }
+            Outcome::Finished => {
+                self.close(i, now)?;
+                self.conns[i].phase = Phase::Done;
+                self.live -= 1;
+                connection_finished(&mut self.stats, now);
+                Ok(())
             }
             Outcome::Fail(class, msg) => self.fail(i, now, class, msg),
         }
@@ -694,7 +863,10 @@ impl Worker {
         self.stats.error(now, class, || msg);
         self.close(i, now)?;
         let c = &mut self.conns[i];
-        c.phase = back_off(&mut c.backoff_ms, now);
+        c.phase = after_failure(self.p.replace_failed(), &mut c.backoff_ms, now);
+        if matches!(c.phase, Phase::Done) {
+            self.live -= 1;
+        }
         Ok(())
     }
 
@@ -707,7 +879,7 @@ impl Worker {
         let had_socket = if let Some(sock) = c.sock.take() {
             // Ends a connect, an armed recv or a blocked send still holding the socket in the
             // kernel; without it the socket would stay open until the peer sent something.
-            if c.recv_armed || connecting || self.p.ex.inflight(&c.ex) > 0 {
+            if c.recv_armed || connecting || self.p.sending(&c.proto) {
                 let _ = sock.shutdown(std::net::Shutdown::Both);
             }
             self.graveyard.push(sock);
@@ -715,7 +887,7 @@ impl Worker {
         } else {
             false
         };
-        self.p.ex.reset(&mut c.ex);
+        self.p.reset(&mut c.proto);
         c.recv_armed = false;
         c.gen = c.gen.wrapping_add(1) & GEN_MASK;
         c.phase = Phase::Idle { retry_at: now };
@@ -745,7 +917,7 @@ impl Worker {
     }
 
     fn open(&mut self, i: usize, now: Instant) -> io::Result<()> {
-        let nodelay = !self.p.ex.close_each();
+        let nodelay = self.p.nodelay();
         match new_socket(self.target, self.conns[i].source, nodelay) {
             Ok(sock) => {
                 let fd: RawFd = sock.as_raw_fd();
@@ -778,7 +950,7 @@ impl Worker {
     fn sweep(&mut self, now: Instant) -> io::Result<()> {
         for i in 0..self.conns.len() {
             let c = &self.conns[i];
-            let busy_since = self.p.ex.busy_since(&c.ex);
+            let busy_since = self.p.busy_since(&c.proto);
             match sweep_action(&c.phase, busy_since, now, self.timeout, self.target) {
                 SweepAction::Fail(class, msg) => self.fail(i, now, class, msg)?,
                 SweepAction::Reopen => self.open(i, now)?,
@@ -837,6 +1009,16 @@ mod tests {
         }
         // The generation wraps within its bits instead of spilling into the slot number.
         assert_eq!(decode(user_data(3, GEN_MASK + 2, OP_RECV)), (3, 1, OP_RECV));
+    }
+
+    /// The largest ring a thread asks for (thousands of connections) is one the kernel accepts.
+    #[test]
+    fn the_largest_ring_can_be_set_up() {
+        if let IoSupport::Unavailable(why) = support() {
+            eprintln!("SKIPPED: io_uring is not usable here ({why})");
+            return;
+        }
+        build_ring(MAX_SQ_ENTRIES as u32).expect("a ring of MAX_SQ_ENTRIES");
     }
 
     #[test]

@@ -106,6 +106,29 @@ pub struct WorkerResult {
     pub batch_wait_max: Option<Duration>,
 }
 
+/// What a protocol (HTTP or echo) tells any closed-loop engine about its connections, whatever moves
+/// the bytes: each engine's own trait (`epoll::Protocol`, `uring::UringProtocol`) adds how bytes
+/// are exchanged.
+pub trait ConnRules {
+    type Conn;
+    /// Per-connection state for connection number `index` (unique within the run).
+    fn new_conn(&self, index: usize) -> Self::Conn;
+    fn nodelay(&self) -> bool;
+    /// Whether a failed connection is replaced by a fresh one (after a back-off).
+    fn replace_failed(&self) -> bool;
+    /// The connection's socket is gone; forget in-flight work.
+    fn reset(&mut self, c: &mut Self::Conn);
+    /// Start of the oldest outstanding work, if any, for the `--timeout` sweep.
+    fn busy_since(&self, c: &Self::Conn) -> Option<Instant>;
+    /// True when this thread has nothing left to do (e.g. its `--requests` share is complete).
+    fn thread_done(&self, stats: &ThreadStats) -> bool;
+    /// The measured phase ended at `end` with this connection open (or `connecting`: a connect not
+    /// complete or not started, see `Phase::waiting_at_end`): count what it still has in flight as
+    /// unfinished (`ThreadStats::left_in_flight`) and, if it is waiting for the server, the
+    /// connection as unanswered if it got no answer in the phase.
+    fn end_of_phase(&self, c: &Self::Conn, connecting: bool, end: Instant, stats: &mut ThreadStats);
+}
+
 /// Where one connection slot is in its life; every engine and load model uses it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Phase {
@@ -285,6 +308,24 @@ pub(crate) fn back_off(backoff_ms: &mut u32, now: Instant) -> Phase {
     *backoff_ms = (*backoff_ms * 2).clamp(BACKOFF_MIN_MS, BACKOFF_MAX_MS);
     Phase::Idle {
         retry_at: now + Duration::from_millis(u64::from(*backoff_ms)),
+    }
+}
+
+/// A slot's phase after a failure: its back-off (`back_off`) when failed connections are replaced,
+/// else Done.
+pub(crate) fn after_failure(replace: bool, backoff_ms: &mut u32, now: Instant) -> Phase {
+    if replace {
+        back_off(backoff_ms, now)
+    } else {
+        Phase::Done
+    }
+}
+
+/// A connection did all it had to do (`Outcome::Finished`): counted if inside the measured phase.
+pub(crate) fn connection_finished(stats: &mut ThreadStats, now: Instant) {
+    if stats.counting(now) {
+        stats.connections_completed += 1;
+        stats.last_event = Some(now);
     }
 }
 

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, HttpConfig, IoBackend, LoadKind, Mode};
-use crate::io::echo::{self, EchoProtocol, ProbeResult};
+use crate::io::echo::{self, Echo, EchoProtocol, ProbeResult};
 use crate::io::epoll;
 use crate::io::http::HttpProtocol;
 use crate::io::uring;
@@ -212,6 +212,10 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, RunErr
             Mode::Http(h) => {
                 let proto = HttpProtocol::new(Exchange::for_config(h, t));
                 spawn_load_thread(t, move || epoll::run_worker(wc, proto))
+            }
+            Mode::Echo(e) if cfg.io == IoBackend::Uring => {
+                let echo = Echo::new(e.bytes_per_connection, e.chunk_bytes);
+                spawn_load_thread(t, move || uring::run_worker(wc, echo))
             }
             Mode::Echo(e) => {
                 let proto = EchoProtocol::new(e.bytes_per_connection, e.chunk_bytes);

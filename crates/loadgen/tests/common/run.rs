@@ -1,6 +1,7 @@
 //! Running the real `netarena-load` binary: every run has a hard time limit (a hung generator is
 //! killed and fails the test), both pipes are drained on their own threads (a chatty child cannot
-//! block on a full pipe), and `NETARENA_LOAD_TEST_IO` picks the engine of the `http` runs.
+//! block on a full pipe), and `NETARENA_LOAD_TEST_IO` picks the engine of the `http` and `echo`
+//! runs.
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -71,7 +72,7 @@ impl LoadRun {
         r.check_invariants();
         // The engine asked for (by the test or by NETARENA_LOAD_TEST_IO) is the engine that ran;
         // without --io, auto, which names the engine it chose and why.
-        if r.get("/mode").as_str() == Some("http") {
+        if matches!(r.get("/mode").as_str(), Some("http" | "echo")) {
             let asked = self.io_asked();
             assert_eq!(
                 r.get("/config/io_requested").as_str(),
@@ -100,9 +101,10 @@ impl LoadRun {
     }
 }
 
-/// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario with `--io uring`, so the
-/// same servers and assertions check both engines; words after the engine are passed on too
-/// (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`).
+/// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` closed-loop and `echo` scenario with
+/// `--io uring`, so the same servers and assertions check both engines; for `http` runs, words
+/// after the engine are passed on too (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`; echo has
+/// no coalescing, so its runs get the engine alone).
 pub fn io_args(args: &[&str]) -> Vec<String> {
     let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
@@ -110,13 +112,18 @@ pub fn io_args(args: &[&str]) -> Vec<String> {
         let open_loop = args
             .iter()
             .any(|a| matches!(*a, "--rate" | "--conn-rate" | "--steps" | "--find-max"));
-        if args.first() == Some(&"http")
-            && !open_loop
-            && !args.contains(&"--io")
-            && !args.contains(&"--coalesce-us")
-        {
-            full.push("--io".to_string());
-            full.extend(io.split_whitespace().map(str::to_string));
+        let mut words = io.split_whitespace().map(str::to_string);
+        let explicit = args.contains(&"--io") || args.contains(&"--coalesce-us");
+        match args.first() {
+            Some(&"http") if !open_loop && !explicit => {
+                full.push("--io".to_string());
+                full.extend(words);
+            }
+            Some(&"echo") if !explicit => {
+                full.push("--io".to_string());
+                full.extend(words.next());
+            }
+            _ => {}
         }
     }
     full

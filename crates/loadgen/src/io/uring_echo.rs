@@ -1,0 +1,77 @@
+//! The echo flood on the io_uring engine (`--io uring`, and `--io auto` where io_uring is usable):
+//! the rules of `echo::Echo` (what to send, how echoed bytes are judged and counted), driven by the
+//! engine of `uring` (one multishot recv per connection into the provided-buffer ring, registered
+//! files, generations in the completions, shutdown before close).
+//!
+//! Sends are plain `IORING_OP_SEND`s of the pattern's `'static` slices with `MSG_WAITALL`: the
+//! kernel finishes a send that found the socket full itself, so a chunk of at most one slice
+//! (64 KiB) is one SQE and no completion (`IOSQE_CQE_SKIP_SUCCESS`). A longer chunk goes out one
+//! slice at a time, each asking for its completion before the next is queued (see `SendBuf::more`).
+//! The epoll engine splices the pattern's pages into the socket instead (vmsplice + splice, no copy
+//! into the socket buffer); io_uring has no vmsplice, and a splice from a pipe would cost a pipe per
+//! connection and two linked operations per send, so here the bytes are copied as `send()` does.
+//! Measured with `bench/echo_throughput.py --io` (bench/RESULTS.md, 2026-11-26): per echoed byte the
+//! two engines cost the same within the machine's noise; the copy is offset by the system calls
+//! io_uring saves.
+//!
+//! No coalescing window: a chunk's echo arrives in several completions, so waiting for "half of
+//! what is in flight" has no meaning here; completions are handled as they come.
+
+use std::io;
+use std::time::Instant;
+
+use crate::exchange::{Outcome, Received};
+use crate::io::echo::{Echo, EchoConn};
+use crate::io::uring::{SendBuf, UringProtocol};
+use crate::io::worker::ConnRules;
+use crate::stats::ThreadStats;
+
+/// `Echo`'s connection rules (`ConnRules`) serve this engine as they are; here is how its bytes
+/// move on io_uring.
+impl UringProtocol for Echo {
+    fn sending(&self, c: &EchoConn) -> bool {
+        self.busy_since(c).is_some()
+    }
+
+    fn on_connected(&mut self, c: &mut EchoConn, now: Instant, _s: &mut ThreadStats) -> Received {
+        Echo::on_connected(self, c, now)
+    }
+
+    fn on_bytes(
+        &mut self,
+        c: &mut EchoConn,
+        data: &[u8],
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Received {
+        Echo::on_bytes(self, c, data, now, stats)
+    }
+
+    fn on_eof(&mut self, c: &mut EchoConn, _now: Instant, _s: &mut ThreadStats) -> Outcome {
+        Echo::on_eof(self, c)
+    }
+
+    fn read_failed(&self, e: &io::Error) -> Outcome {
+        Echo::read_failed(self, e)
+    }
+
+    fn write_failed(&self, e: &io::Error) -> Outcome {
+        Echo::write_failed(self, e)
+    }
+
+    /// The current chunk's next slice; counted as sent now (`MSG_WAITALL`: all of it or an error).
+    fn next_send(
+        &mut self,
+        c: &mut EchoConn,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Option<SendBuf> {
+        let data = self.unsent(c)?;
+        self.sent(c, data.len(), now, stats);
+        Some(SendBuf::of(data, self.unsent(c).is_some()))
+    }
+
+    fn batch_wait(&mut self) -> (u32, usize) {
+        (0, 1)
+    }
+}
