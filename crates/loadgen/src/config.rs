@@ -293,13 +293,12 @@ pub fn from_cli(
                     .map_or(0, |d| d.as_nanos() as u64)
             });
             let open = open_config(&a, &mut c)?;
-            if open.is_some() && a.common.io == IoChoice::Uring {
-                return Err("--io uring drives the closed loop only; --rate and --conn-rate keep their schedule with the epoll engine's timerfd: drop --io uring".into());
-            }
-            let epoll_only = open
-                .is_some()
-                .then_some("the open loop (--rate, --conn-rate) runs on epoll");
-            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, epoll_only, io_uring)?;
+            let model = if open.is_some() {
+                LoadModel::Open
+            } else {
+                LoadModel::Closed
+            };
+            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, model, io_uring)?;
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -392,18 +391,30 @@ pub fn from_cli(
     }
 }
 
+/// Which HTTP load model `--io` is resolved for.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum LoadModel {
+    Closed,
+    /// `--rate`, `--conn-rate`: never coalesces completions (waiting for more would add to the
+    /// latency measured against the schedule).
+    Open,
+}
+
 /// `--io` resolved into the engine that runs, its coalescing and why, in words the result keeps.
-/// `epoll_only` names the load model when it has no io_uring engine (then auto means epoll).
 /// An explicit `--io uring` the kernel cannot serve is an error; auto falls back to epoll and says why.
 fn resolve_io(
     a: &CommonArgs,
-    epoll_only: Option<&str>,
+    model: LoadModel,
     io_uring: impl FnOnce() -> IoSupport,
 ) -> Result<(IoBackend, Coalesce, String), String> {
     let asked = a.coalesce.unwrap_or(Coalesce::Off);
-    match (a.io, epoll_only) {
-        (IoChoice::Epoll, _) => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
-        (IoChoice::Uring, _) => match io_uring() {
+    let open = model == LoadModel::Open;
+    if open && a.coalesce.is_some() {
+        return Err("--coalesce-us applies to the closed loop only: the open loop times every response against its schedule, and holding completions back would add to that latency: drop --coalesce-us".into());
+    }
+    match a.io {
+        IoChoice::Epoll => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
+        IoChoice::Uring => match io_uring() {
             IoSupport::Unavailable(why) => Err(format!(
                 "--io uring: io_uring cannot be used here: {why}. Use --io epoll, which needs none of it"
             )),
@@ -412,12 +423,12 @@ fn resolve_io(
             ),
             _ => Ok((IoBackend::Uring, asked, "--io uring".into())),
         },
-        (IoChoice::Auto, Some(model)) => Ok((
-            IoBackend::Epoll,
-            Coalesce::Off,
-            format!("--io auto: {model}"),
-        )),
-        (IoChoice::Auto, None) => Ok(match io_uring() {
+        IoChoice::Auto => Ok(match io_uring() {
+            IoSupport::Full | IoSupport::NoMinWait if open => (
+                IoBackend::Uring,
+                Coalesce::Off,
+                "--io auto: io_uring usable; the open loop (--rate, --conn-rate) does not coalesce".into(),
+            ),
             IoSupport::Full => (
                 IoBackend::Uring,
                 Coalesce::Auto,

@@ -5,5 +5,7 @@
 pub mod echo;
 pub mod epoll;
 pub mod http;
+pub mod open_io;
 pub mod uring;
+pub mod uring_open;
 pub mod worker;

@@ -252,7 +252,34 @@ pub(crate) fn connect_event(
     sock: &TcpStream,
     target: SocketAddr,
 ) -> ConnectEvent {
-    let closed = ev.is_error() || ev.is_write_closed() || ev.is_read_closed();
+    connect_readiness(&Readiness::of(ev), sock, target)
+}
+
+/// The parts of an epoll event the engines read, kept apart from mio's event (the open loop reads
+/// them after the wait, one slot at a time).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Readiness {
+    pub readable: bool,
+    pub writable: bool,
+    pub read_closed: bool,
+    pub write_closed: bool,
+    pub error: bool,
+}
+
+impl Readiness {
+    pub(crate) fn of(ev: &mio::event::Event) -> Self {
+        Readiness {
+            readable: ev.is_readable(),
+            writable: ev.is_writable(),
+            read_closed: ev.is_read_closed(),
+            write_closed: ev.is_write_closed(),
+            error: ev.is_error(),
+        }
+    }
+}
+
+pub(crate) fn connect_readiness(ev: &Readiness, sock: &TcpStream, target: SocketAddr) -> ConnectEvent {
+    let closed = ev.error || ev.write_closed || ev.read_closed;
     // A failed connect leaves its errno in SO_ERROR. Without one, a writable socket did connect: a
     // server that accepts and closes at once delivers its FIN in the same event as the connect
     // completing, and that is a connection closed early (a read sees the EOF), not a failed connect.
@@ -266,7 +293,7 @@ pub(crate) fn connect_event(
             ErrorClass::of_connect_error(&e),
             format!("connect to {target}: {e}"),
         )
-    } else if ev.is_writable() {
+    } else if ev.writable {
         ConnectEvent::Connected
     } else if closed {
         // Closed before the connect completed, and the kernel kept no errno to say why.

@@ -101,22 +101,22 @@ impl LoadRun {
 }
 
 /// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario with `--io uring`, so the
-/// same servers and assertions check both engines; words after the engine are passed on too
-/// (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`).
+/// same servers and assertions check both engines, closed and open loop alike; words after the
+/// engine are passed on too (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`), to closed-loop
+/// runs only: coalescing is the closed loop's (the open loop refuses it).
 pub fn io_args(args: &[&str]) -> Vec<String> {
     let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
-        // Open-loop runs keep the epoll engine (uring drives the closed loop only).
         let open_loop = args
             .iter()
             .any(|a| matches!(*a, "--rate" | "--conn-rate" | "--steps" | "--find-max"));
-        if args.first() == Some(&"http")
-            && !open_loop
-            && !args.contains(&"--io")
-            && !args.contains(&"--coalesce-us")
-        {
+        if args.first() == Some(&"http") && !args.contains(&"--io") && !args.contains(&"--coalesce-us") {
+            let mut words = io.split_whitespace();
             full.push("--io".to_string());
-            full.extend(io.split_whitespace().map(str::to_string));
+            full.extend(words.next().map(str::to_string));
+            if !open_loop {
+                full.extend(words.map(str::to_string));
+            }
         }
     }
     full
