@@ -72,12 +72,12 @@ pub struct CommonArgs {
     /// Also write the per-interval histograms as an HdrHistogram interval log to FILE
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<std::path::PathBuf>,
-    /// How sockets are driven: auto (io_uring with automatic coalescing for the HTTP closed loop where
-    /// the kernel allows it, epoll otherwise; the result says which ran and why), epoll (any Linux) or
-    /// uring (io_uring, Linux 6.0+; HTTP closed loop only)
+    /// How sockets are driven: auto (HTTP on io_uring where the kernel allows it, the closed loop with
+    /// automatic coalescing, the open loop without; epoll otherwise; the result says which ran and
+    /// why), epoll (any Linux) or uring (io_uring, Linux 6.0+; HTTP closed and open loop)
     #[arg(long, value_enum, default_value_t = IoChoice::Auto, value_name = "BACKEND")]
     pub io: IoChoice,
-    /// --io uring only: after a completion, wait up to US microseconds for more before reacting (0:
+    /// --io uring and the closed loop only: after a completion, wait up to US microseconds for more before reacting (0:
     /// react at once, the default), or `auto`: at most 5% of the fastest recent response's latency, at
     /// most 50 µs. --io auto chooses `auto` itself where the kernel has io_uring's min-wait
     #[arg(long = "coalesce-us", value_parser = parse_coalesce, value_name = "US|auto")]

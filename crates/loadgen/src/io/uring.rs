@@ -1,4 +1,7 @@
-//! `--io uring`: the HTTP closed loop on io_uring instead of epoll (Linux 6.0+).
+//! `--io uring`: the HTTP closed loop on io_uring instead of epoll (Linux 6.0+), and the ring
+//! plumbing the open loop's io_uring backend (`uring_open`) shares with it: the ring, the
+//! provided-buffer ring, `user_data` with generations, the registered file table, the error each
+//! failed completion is, and the cancellation at the end.
 //!
 //! Same contract as the epoll engine (`engine` + `http`): one ring per thread, shared nothing, the
 //! same connection life cycle (ramp, backoff, replacement, `--timeout` sweep), the same parser,

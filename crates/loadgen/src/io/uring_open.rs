@@ -11,9 +11,10 @@
 //! - a timed wait is one `io_uring_enter` that submits what is queued and sleeps until the first
 //!   completion or the wake-up time (the `SubmitArgs` timeout), so the send queued by the schedule
 //!   and the wait for the next send time are one syscall;
-//! - a spin turn (`--spin-us`) only looks: with `DEFER_TASKRUN` completions are posted by an enter
-//!   carrying GETEVENTS, which happens when there is something to submit or the kernel flags task
-//!   work pending; otherwise the completion queue is read without a syscall.
+//! - a spin turn (`--spin-us`) only looks: one `io_uring_enter` with GETEVENTS and no minimum,
+//!   which submits what is queued and posts the completions that are ready without sleeping (the
+//!   counterpart of epoll_wait with a zero timeout). A look at the completion queue alone would not
+//!   do: with `DEFER_TASKRUN` completions are only posted by an enter carrying GETEVENTS.
 //!
 //! No coalescing (`--coalesce-us`): waiting for more completions would add to the latency the
 //! schedule measures.
@@ -85,11 +86,10 @@ pub struct UringOpen {
     reaped_at: Instant,
     /// An error found while taking events (a refused file-table update), returned by the next wait.
     failed: Option<io::Error>,
-    /// The ring defers completion work to enters with GETEVENTS (`SINGLE_ISSUER|DEFER_TASKRUN`,
-    /// which `build_ring` always sets together), so a spin turn may skip the syscall when the
-    /// kernel flags none pending.
-    deferred: bool,
 }
+
+/// `IORING_ENTER_GETEVENTS` (include/uapi/linux/io_uring.h): post what has completed.
+const ENTER_GETEVENTS: u32 = 1;
 
 impl UringOpen {
     /// A ring for at most `capacity` connection slots to `target` (none yet: `add_slot`).
@@ -100,7 +100,6 @@ impl UringOpen {
         let bufs = BufRing::new(&ring, recv_buffers(capacity))
             .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
         let slot_fds = register_files(&ring, capacity);
-        let deferred = ring.params().is_setup_single_issuer();
         Ok(UringOpen {
             ring,
             bufs,
@@ -114,7 +113,6 @@ impl UringOpen {
             rearm: Vec::new(),
             reaped_at: Instant::now(),
             failed: None,
-            deferred,
         })
     }
 
@@ -368,15 +366,14 @@ impl OpenIo for UringOpen {
                 self.ring.submitter().submit_with_args(1, &args).map(|_| ())
             }
             None => {
-                let mut sq = self.ring.submission();
-                sq.sync();
-                let needed = !self.deferred || !sq.is_empty() || sq.taskrun() || sq.cq_overflow();
-                drop(sq);
-                if needed {
-                    self.ring.submit().map(|_| ())
-                } else {
-                    Ok(())
+                let queued = self.ring.submission().len() as u32;
+                // SAFETY: no argument pointer; what is submitted is the queue's own entries.
+                unsafe {
+                    self.ring
+                        .submitter()
+                        .enter::<libc::sigset_t>(queued, 0, ENTER_GETEVENTS, None)
                 }
+                .map(|_| ())
             }
         };
         match entered {

@@ -1,10 +1,16 @@
 //! The open-loop HTTP engine: requests (`--rate`) or connections (`--conn-rate`) start when the
 //! schedule says, not when the previous response arrived.
 //!
-//! A separate loop from `engine` on purpose: the closed loop's hot path (read a response, write the
-//! next request) stays free of any schedule decision, and this loop can own what only open-loop
-//! needs: a timerfd for sub-millisecond wake-ups, a backlog of due-but-unsent requests, a pool of
-//! free connections, and phases (warm-up, then one or more measured rates on the same connections).
+//! A separate loop from the closed loop's engines on purpose: their hot path (read a response,
+//! write the next request) stays free of any schedule decision, and this loop can own what only the
+//! open loop needs: wake-ups finer than a millisecond, a backlog of due-but-unsent requests, a pool
+//! of free connections, and phases (warm-up, then one or more measured rates on the same
+//! connections).
+//!
+//! The schedule is written once, for either engine: how bytes move (connect, send, receive, close,
+//! wait until a time or an event) is `io::open_io::OpenIo`, with an epoll backend (mio + a timerfd,
+//! `EpollOpen`) and an io_uring one (`io::uring_open::UringOpen`). `Worker` is generic over it, so
+//! phases, backlog, dispatch, drain, sweep and accounting cannot differ between engines.
 //!
 //! Per thread: a long-lived worker opens its connections once, then runs the phases the main
 //! thread sends it, one at a time, and returns one `PhaseReport` per phase. A phase ends at its end
