@@ -784,3 +784,52 @@ mod spin_window_tests {
         assert_eq!(auto.window(None, 10_000.0), (US(DEFAULT_SPIN_US), false));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// `netarena-load http <args>` validated with io_uring probed as `support`.
+    fn http(args: &[&str], support: IoSupport) -> Result<Config, String> {
+        let mut argv = vec!["netarena-load", "http", "http://127.0.0.1:9/"];
+        argv.extend_from_slice(args);
+        let cli = Cli::try_parse_from(&argv).map_err(|e| e.to_string())?;
+        from_cli(cli, Vec::new(), || support)
+    }
+
+    fn engine(c: &Config) -> (IoBackend, Coalesce) {
+        (c.io, c.coalesce)
+    }
+
+    #[test]
+    fn the_open_loop_runs_on_io_uring_without_coalescing() {
+        for model in [&["--rate", "100"][..], &["--conn-rate", "10"], &["--rate", "100", "--steps", "100:200:100"]] {
+            let c = http(model, IoSupport::Full).expect("valid");
+            assert_eq!(engine(&c), (IoBackend::Uring, Coalesce::Off), "{model:?}");
+            assert!(c.io_reason.contains("open loop"), "{}", c.io_reason);
+            let c = http(&[model, &["--io", "uring"]].concat(), IoSupport::NoMinWait).expect("valid");
+            assert_eq!(engine(&c), (IoBackend::Uring, Coalesce::Off), "{model:?}");
+            let c = http(&[model, &["--io", "epoll"]].concat(), IoSupport::Full).expect("valid");
+            assert_eq!(engine(&c), (IoBackend::Epoll, Coalesce::Off), "{model:?}");
+        }
+        // The closed loop keeps its automatic coalescing.
+        let c = http(&[], IoSupport::Full).expect("valid");
+        assert_eq!(engine(&c), (IoBackend::Uring, Coalesce::Auto));
+    }
+
+    #[test]
+    fn the_open_loop_falls_back_to_epoll_and_refuses_coalescing() {
+        let c = http(&["--rate", "100"], IoSupport::Unavailable("no io_uring".into())).expect("valid");
+        assert_eq!(engine(&c), (IoBackend::Epoll, Coalesce::Off));
+        assert!(c.io_reason.contains("no io_uring"), "{}", c.io_reason);
+        let e = http(&["--rate", "100", "--io", "uring"], IoSupport::Unavailable("x".into()))
+            .err()
+            .expect("refused");
+        assert!(e.contains("--io epoll"), "{e}");
+        let e = http(&["--rate", "100", "--io", "uring", "--coalesce-us", "10"], IoSupport::Full)
+            .err()
+            .expect("refused");
+        assert!(e.contains("closed loop only") && e.contains("drop --coalesce-us"), "{e}");
+    }
+}

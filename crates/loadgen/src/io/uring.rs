@@ -49,7 +49,7 @@ use crate::config::{Coalesce, HttpConfig, IoSupport};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
-    back_off, new_tcp_socket, ramp_room, sweep_action, LoopClock, Phase, SweepAction,
+    back_off, connect_failed, new_tcp_socket, ramp_room, sweep_action, LoopClock, Phase, SweepAction,
     WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
 };
 use crate::stats::{ErrorClass, ThreadStats};
@@ -355,11 +355,21 @@ pub(crate) fn recv_failure(res: i32) -> Outcome {
     Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
 }
 
-/// Stop everything the kernel still does for a ring whose sockets are shut down already: cancel
-/// what is left synchronously, then unregister the buffer ring. If either fails, `BufRing`'s Drop
-/// leaks the buffers rather than free memory the kernel may still write to (the process ends soon
-/// after anyway).
-pub(crate) fn cancel_all(ring: &mut IoUring, bufs: &mut BufRing) {
+/// Stop everything the kernel still does for a ring before its memory is freed: shut the
+/// `sockets` down (ending whatever is pending on them), cancel what is left synchronously, then
+/// unregister the buffer ring. If either fails, `BufRing`'s Drop leaks the buffers rather than free
+/// memory the kernel may still write to (the process ends soon after anyway). The descriptors
+/// (`graveyard` too) are closed last.
+pub(crate) fn shut_down_all(
+    ring: &mut IoUring,
+    bufs: &mut BufRing,
+    sockets: impl Iterator<Item = Socket>,
+    graveyard: &mut Vec<Socket>,
+) {
+    for s in sockets {
+        let _ = s.shutdown(std::net::Shutdown::Both);
+        graveyard.push(s);
+    }
     let _ = ring.submit();
     let cancelled = match ring
         .submitter()
@@ -371,6 +381,7 @@ pub(crate) fn cancel_all(ring: &mut IoUring, bufs: &mut BufRing) {
     if cancelled && ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok() {
         bufs.registered = false;
     }
+    graveyard.clear();
 }
 
 /// The HTTP exchange (shared with the epoll engine) and this engine's own setting.
@@ -822,12 +833,8 @@ impl Worker {
                 self.push(sqe)
             }
             Err(e) => {
-                let source = self.conns[i]
-                    .source
-                    .map(|s| format!(" from {}", s.ip()))
-                    .unwrap_or_default();
-                let msg = format!("connect to {}{source}: {e}", self.target);
-                self.fail(i, now, ErrorClass::of_connect_error(&e), msg)
+                let (class, msg) = connect_failed(&e, self.target, self.conns[i].source);
+                self.fail(i, now, class, msg)
             }
         }
     }
@@ -848,14 +855,8 @@ impl Worker {
     /// Stop everything the kernel still does for this thread before its memory is freed: shut the
     /// sockets down, cancel what is left synchronously, then unregister the buffer ring.
     fn shutdown(&mut self) {
-        for c in &mut self.conns {
-            if let Some(s) = c.sock.take() {
-                let _ = s.shutdown(std::net::Shutdown::Both);
-                self.graveyard.push(s);
-            }
-        }
-        cancel_all(&mut self.ring, &mut self.bufs);
-        self.graveyard.clear();
+        let sockets = self.conns.iter_mut().filter_map(|c| c.sock.take());
+        shut_down_all(&mut self.ring, &mut self.bufs, sockets, &mut self.graveyard);
     }
 }
 

@@ -36,9 +36,11 @@ use socket2::{SockAddr, Socket};
 
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::io::open_io::{IoEvent, OpenIo};
+use crate::io::worker::connect_failed;
 use crate::io::uring::{
-    build_ring, cancel_all, connect_failure, decode, files_update, files_update_error, new_socket,
-    recv_buffers, recv_failure, register_files, send_failure, sq_entries, user_data, BufRing,
+    build_ring, connect_failure, decode, files_update, files_update_error, new_socket,
+    recv_buffers, recv_failure, register_files, send_failure, shut_down_all, sq_entries, user_data,
+    BufRing,
     BUF_GROUP, GEN_MASK, OP_CONNECT, OP_FILES_UPDATE, OP_RECV, OP_SEND,
 };
 use crate::stats::{ErrorClass, ThreadStats};
@@ -232,15 +234,8 @@ impl OpenIo for UringOpen {
         nodelay: bool,
     ) -> Result<(), (ErrorClass, String)> {
         let target = self.target;
-        let sock = new_socket(target, source, nodelay).map_err(|e| {
-            let from = source
-                .map(|s| format!(" from {}", s.ip()))
-                .unwrap_or_default();
-            (
-                ErrorClass::of_connect_error(&e),
-                format!("connect to {target}{from}: {e}"),
-            )
-        })?;
+        let sock =
+            new_socket(target, source, nodelay).map_err(|e| connect_failed(&e, target, source))?;
         let fd = sock.as_raw_fd();
         let queued = self.set_slot(i, fd).and_then(|()| {
             let s = &mut self.slots[i];
@@ -254,12 +249,7 @@ impl OpenIo for UringOpen {
             .user_data(user_data(i, self.slots[i].gen, OP_CONNECT));
             self.push(sqe)
         });
-        queued.map_err(|e| {
-            (
-                ErrorClass::of_connect_error(&e),
-                format!("connect to {target}: {e}"),
-            )
-        })
+        queued.map_err(|e| connect_failed(&e, target, source))
     }
 
     fn close(&mut self, i: usize) {
@@ -420,13 +410,7 @@ impl Drop for UringOpen {
     /// Shut every socket down and cancel what the kernel still does for this ring before its
     /// buffers are freed.
     fn drop(&mut self) {
-        for s in &mut self.slots {
-            if let Some(sock) = s.sock.take() {
-                let _ = sock.shutdown(std::net::Shutdown::Both);
-                self.graveyard.push(sock);
-            }
-        }
-        cancel_all(&mut self.ring, &mut self.bufs);
-        self.graveyard.clear();
+        let sockets = self.slots.iter_mut().filter_map(|s| s.sock.take());
+        shut_down_all(&mut self.ring, &mut self.bufs, sockets, &mut self.graveyard);
     }
 }

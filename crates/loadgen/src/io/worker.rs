@@ -360,15 +360,8 @@ pub(crate) fn open_registered(
     source: Option<SocketAddr>,
     nodelay: bool,
 ) -> Result<TcpStream, (ErrorClass, String)> {
-    let mut sock = connect_nonblocking(target, source, nodelay).map_err(|e| {
-        let from = source
-            .map(|s| format!(" from {}", s.ip()))
-            .unwrap_or_default();
-        (
-            ErrorClass::of_connect_error(&e),
-            format!("connect to {target}{from}: {e}"),
-        )
-    })?;
+    let mut sock = connect_nonblocking(target, source, nodelay)
+        .map_err(|e| connect_failed(&e, target, source))?;
     poll.registry()
         .register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)
         .map_err(|e| {
@@ -378,6 +371,22 @@ pub(crate) fn open_registered(
             )
         })?;
     Ok(sock)
+}
+
+/// A socket for `target` (from `source`) could not be made or connected: its class and message,
+/// the same on every engine.
+pub(crate) fn connect_failed(
+    e: &io::Error,
+    target: SocketAddr,
+    source: Option<SocketAddr>,
+) -> (ErrorClass, String) {
+    let from = source
+        .map(|s| format!(" from {}", s.ip()))
+        .unwrap_or_default();
+    (
+        ErrorClass::of_connect_error(e),
+        format!("connect to {target}{from}: {e}"),
+    )
 }
 
 /// A TCP socket for `target`, bound to `source` if given (both engines' sockets start here).
