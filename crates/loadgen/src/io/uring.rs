@@ -317,14 +317,24 @@ pub(crate) fn register_files(ring: &IoUring, n: usize) -> Option<Vec<RawFd>> {
         .map(|_| vec![-1; n])
 }
 
-/// The SQE that puts `fd` (-1: nothing) in slot i of the registered file table `slots`; it points
-/// at `slots[i]`, which must stay put until it is submitted.
-pub(crate) fn files_update(slots: &mut [RawFd], i: usize) -> squeue::Entry {
-    opcode::FilesUpdate::new(&slots[i], 1)
+/// The SQE that puts `fd` (-1: nothing) in slot i of the registered file table `table`, to be
+/// queued like any other so it takes effect in submission order; None without a table. It points
+/// at the table's entry, which must stay put until it is submitted. If a close and an open of the
+/// same slot are queued together, both updates read the newest value when submitted: the old
+/// socket leaves the table either way.
+pub(crate) fn files_update(
+    table: &mut Option<Vec<RawFd>>,
+    i: usize,
+    fd: RawFd,
+) -> Option<squeue::Entry> {
+    let slots = table.as_mut()?;
+    slots[i] = fd;
+    let sqe = opcode::FilesUpdate::new(&slots[i], 1)
         .offset(i as i32)
         .build()
         .flags(squeue::Flags::SKIP_SUCCESS)
-        .user_data(user_data(i, 0, OP_FILES_UPDATE))
+        .user_data(user_data(i, 0, OP_FILES_UPDATE));
+    Some(sqe)
 }
 
 /// The error a failed file-table update is (only failures complete, see `files_update`).
@@ -802,14 +812,10 @@ impl Worker {
     /// Put `fd` (-1: nothing) in connection i's slot of the registered file table, in submission
     /// order (see `slot_fds`). Without a table, nothing to do.
     fn set_slot(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
-        let Some(slots) = self.slot_fds.as_mut() else {
-            return Ok(());
-        };
-        slots[i] = fd;
-        // If a close and an open of the same slot are queued together, both updates read the
-        // newest value when submitted: the old socket leaves the table either way.
-        let sqe = files_update(slots, i);
-        self.push(sqe)
+        match files_update(&mut self.slot_fds, i, fd) {
+            Some(sqe) => self.push(sqe),
+            None => Ok(()),
+        }
     }
 
     fn open(&mut self, i: usize, now: Instant) -> io::Result<()> {

@@ -138,12 +138,10 @@ impl UringOpen {
 
     /// Put `fd` in slot i's entry of the registered file table, in submission order.
     fn set_slot(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
-        let Some(slots) = self.slot_fds.as_mut() else {
-            return Ok(());
-        };
-        slots[i] = fd;
-        let sqe = files_update(slots, i);
-        self.push(sqe)
+        match files_update(&mut self.slot_fds, i, fd) {
+            Some(sqe) => self.push(sqe),
+            None => Ok(()),
+        }
     }
 
     /// How SQEs name slot i's socket: its entry in the registered file table, or its descriptor
