@@ -178,8 +178,8 @@ class Measure(Strict):
     # which becomes the time limit: a measurement that has not got them all by then fails (requests_not_reached)
     # instead of reporting a shorter run as if it were the asked one. Reported as "N requests in X s" beside req/s.
     requests: Annotated[int, Field(ge=1, le=1_000_000_000)] | None = None
-    # How netarena-load drives its sockets for HTTP (docs/load-generator.md): auto (its default: io_uring where
-    # the kernel allows it, coalescing as uring-auto in the closed loop; epoll otherwise, the result saying which
+    # How netarena-load drives its sockets for HTTP (docs/load-generator.md): auto (its default: uring-auto for
+    # the closed loop where the kernel allows it, epoll otherwise and for open-loop rates, the result saying which
     # and why), epoll, io_uring, or (closed loop only) io_uring waiting for more completions up to 5% of the
     # fastest recent latency.
     generator_io: Literal["auto", "epoll", "uring", "uring-auto"] = "auto"

@@ -72,9 +72,10 @@ pub struct CommonArgs {
     /// Also write the per-interval histograms as an HdrHistogram interval log to FILE
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<std::path::PathBuf>,
-    /// How sockets are driven: auto (HTTP on io_uring where the kernel allows it, the closed loop with
-    /// automatic coalescing, the open loop without; epoll otherwise; the result says which ran and
-    /// why), epoll (any Linux) or uring (io_uring, Linux 6.0+; HTTP closed and open loop)
+    /// How sockets are driven: auto (the HTTP closed loop on io_uring with automatic coalescing where
+    /// the kernel allows it, epoll otherwise and for the open loop, where it measured cheaper; the
+    /// result says which ran and why), epoll (any Linux) or uring (io_uring, Linux 6.0+; HTTP closed
+    /// and open loop)
     #[arg(long, value_enum, default_value_t = IoChoice::Auto, value_name = "BACKEND")]
     pub io: IoChoice,
     /// --io uring and the closed loop only: after a completion, wait up to US microseconds for more before reacting (0:
