@@ -20,7 +20,7 @@ run: setup
 # The HTTP scenarios run once per engine: the default (--io auto: io_uring with automatic coalescing,
 # which make test needs), epoll, and io_uring without coalescing (NETARENA_LOAD_TEST_IO, see
 # crates/loadgen/tests/common/mod.rs).
-URING_TESTS := --test contract --test misbehaving_http --test misbehaving_echo --test echo_scale --test uring --test run_control --test unfinished --test url_list --test load_models_agree
+URING_TESTS := --test contract --test misbehaving_http --test misbehaving_echo --test echo_scale --test uring --test run_control --test unfinished --test url_list --test load_models_agree --test open_loop
 test-rust:
 	cargo test --release --locked --workspace
 	NETARENA_LOAD_TEST_IO=epoll cargo test --release --locked -p netarena-load $(URING_TESTS)

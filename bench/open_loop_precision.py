@@ -5,11 +5,12 @@ Method
 ------
 * nginx as in loadgen_vs_wrk.py (the same generated config and checks: one worker, keep-alive,
   ``location = /hello``), pinned to the server CPU (default 0).
-* netarena-load ``http URL --rate R -c C -t 1 --warmup 1s -d D --spin-us S --json``, pinned to the
+* netarena-load ``http URL --rate R -c C -t 1 --warmup 1s -d D --spin-us S --io E --json``, pinned to the
   client CPU (default 1), N times in a row (default 5 x 10 s at 10,000 req/s, 20 connections), once
   per spin window S of ``--spin-us`` (default ``20,500``: the generator's default, which sleeps on a
   timerfd until 20 µs before each send, and a window longer than this VM's timer wake-up lag, which
-  busy-polls for the next send), in rotated order within each run.
+  busy-polls for the next send), in rotated order within each run. ``--io E`` (default auto, the
+  generator's default) picks the engine: compare epoll and uring with one invocation each.
 * From each result: ``open_loop.schedule_lag`` p50/p99/p99.9 (actual − intended send time, µs, one
   value per request sent), ``achieved_rate_per_s`` / ``asked_rate_per_s`` (sends started before the
   schedule's end), ``rate_not_met``, the generator's CPU (wait4 rusage, as the other benchmarks: it
@@ -26,7 +27,8 @@ Method
   (the load thread descheduled), not as a different mean.
 
 Usage: bench/open_loop_precision.py [--runs 5] [--duration 10] [--rate 10000] [--connections 20]
-                                    [--spin-us 20,500] [--quick] [--load-bin PATH] [--json-out FILE]
+                                    [--spin-us 20,500] [--io auto|epoll|uring] [--quick] [--load-bin PATH]
+                                    [--json-out FILE]
                                     [--server-cpu 0] [--client-cpu 1]
 """
 
@@ -52,7 +54,7 @@ GOAL_DEFAULT_OVER_TIMER = 1.5
 def run_once(load_bin: Path, url: str, args, spin_us: str, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "--rate", str(args.rate), "-c", str(args.connections),
             "-t", "1", "--warmup", "1s", "-d", f"{args.duration}s", "--timeout", "5s",
-            "--spin-us", str(spin_us), "--json"]
+            "--spin-us", str(spin_us), "--io", args.io, "--json"]
     run, doc = benchlib.run_pinned_json(argv, args.client_cpu, args.duration + 60, tmp, "netarena-load")
     ol = doc["open_loop"]
     lag = ol["schedule_lag"]
@@ -69,6 +71,7 @@ def run_once(load_bin: Path, url: str, args, spin_us: str, tmp: Path) -> dict:
         "errors": doc["errors"]["total"],
         "cpu_s": run.cpu_s,
         "spin_asked": spin_us,
+        "io_backend": doc["config"]["io_backend"],
         "spin_us": ol["spin_us"],
         "spin_auto": ol.get("spin_auto"),
         "spin_wait_s": ol["spin_wait_s"],
@@ -101,6 +104,8 @@ def main() -> int:
     p.add_argument("--spin-us", default="auto,20,500",
                    help="comma-separated --spin-us windows to measure, each in every run: whole µs or auto "
                         "(default auto,20,500: the generator's default, its old fixed default, a wide window)")
+    p.add_argument("--io", choices=("auto", "epoll", "uring"), default="auto",
+                   help="the generator's --io engine (default auto, the generator's default)")
     benchlib.add_common_args(p, quick_help="smoke run: 1 run of 2 s")
     args = p.parse_args()
     if args.quick:
@@ -127,7 +132,7 @@ def bench(args) -> int:
     benchlib.print_machine(state, versions)
     print(f"nginx on CPU {args.server_cpu}, netarena-load on CPU {args.client_cpu}; {args.runs} run(s) x "
           f"{args.duration} s at {args.rate} req/s, {args.connections} connections, 1 thread; "
-          f"--spin-us {args.spins}")
+          f"--spin-us {args.spins}, --io {args.io}")
 
     rows: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="netarena-bench-") as tmpdir:
@@ -203,7 +208,7 @@ def bench(args) -> int:
         args.json_out.write_text(json.dumps({
             "benchmark": "open_loop_precision",
             "config": {"runs": args.runs, "duration_s": args.duration, "rate": args.rate,
-                       "connections": args.connections, "threads": 1, "spin_us": args.spins, "server_cpu": args.server_cpu,
+                       "connections": args.connections, "threads": 1, "spin_us": args.spins, "io": args.io, "server_cpu": args.server_cpu,
                        "client_cpu": args.client_cpu, "quick": args.quick},
             "machine": state, "versions": versions, "runs": rows, "summary": summary,
             "goal_lag_p99_us": GOAL_LAG_P99_US, "goal_met_with_spin_us": met_with,

@@ -207,7 +207,7 @@ def test_cli_connections_above_the_machine_limit(tmp_path, cache_dir, generator_
     ("rate = [100]\nclose = true\n", "closed loop"),
     ("requests_per_conn = 5\n", "only meaningful with conn_rate"),
     ('arrival = "poisson"\n', "only meaningful with rate or conn_rate"),
-    ('rate = [100]\ngenerator_io = "uring"\n', "io_uring drives the HTTP closed loop and echo floods only"),
+    ('rate = [100]\ngenerator_io = "uring-auto"\n', "the open loop refuses"),
     ('generator_io = "kqueue"\n', "generator_io"),
     ("generator_spin_us = 500\n", "generator_spin_us.*only meaningful with rate or conn_rate"),
     ("rate = [100]\ngenerator_spin_us = 20000\n", "generator_spin_us"),

@@ -178,9 +178,10 @@ class Measure(Strict):
     # which becomes the time limit: a measurement that has not got them all by then fails (requests_not_reached)
     # instead of reporting a shorter run as if it were the asked one. Reported as "N requests in X s" beside req/s.
     requests: Annotated[int, Field(ge=1, le=1_000_000_000)] | None = None
-    # How netarena-load drives its sockets in the HTTP closed loop (docs/load-generator.md): auto (its default:
-    # io_uring-auto where the kernel allows it, epoll otherwise, the result saying which and why), epoll,
-    # io_uring, or io_uring waiting for more completions up to 5% of the fastest recent latency.
+    # How netarena-load drives its sockets for HTTP (docs/load-generator.md): auto (its default: uring-auto for
+    # the closed loop where the kernel allows it, epoll otherwise and for open-loop rates, the result saying which
+    # and why), epoll, io_uring, or (closed loop only) io_uring waiting for more completions up to 5% of the
+    # fastest recent latency.
     generator_io: Literal["auto", "epoll", "uring", "uring-auto"] = "auto"
     pipeline: Annotated[int, Field(ge=1, le=1024)] = 1
     close: bool = False
@@ -626,12 +627,12 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if open_loop and (entry.close or entry.pipeline != 1):
             fail(("measure", index, "close" if entry.close else "pipeline"),
                  "close and pipeline describe the closed loop; with conn_rate use requests_per_conn instead")
-        if entry.generator_io not in ("auto", "epoll") and open_loop:
-            fail(("measure", index, "generator_io"), "io_uring drives the HTTP closed loop and echo floods only; "
-                 "open-loop rates use epoll: remove generator_io from this entry")
         if entry.generator_io == "uring-auto" and entry.scenario == "echo":
             fail(("measure", index, "generator_io"), "an echo flood on io_uring has no coalescing window: "
                  'use generator_io = "uring" (or "auto")')
+        elif entry.generator_io == "uring-auto" and open_loop:
+            fail(("measure", index, "generator_io"), "uring-auto coalesces completions, which the open loop "
+                 "refuses (it would add to the latency measured against the schedule): use \"uring\" or \"auto\"")
         if entry.requests is not None:
             _check_requests(entry, open_loop, lambda message: fail(("measure", index, "requests"), message))
         if entry.connections_per_step is not None:

@@ -73,14 +73,14 @@ pub struct CommonArgs {
     #[arg(long, value_name = "FILE")]
     pub hlog: Option<std::path::PathBuf>,
     /// How sockets are driven: auto (io_uring where the kernel allows it, with automatic coalescing
-    /// for the HTTP closed loop; epoll otherwise and for the open loop; the result says which ran and
-    /// why), epoll (any Linux) or uring (io_uring, Linux 6.0+; HTTP closed loop and echo)
+    /// for the HTTP closed loop; epoll for the open loop, where it measured cheaper; the result says
+    /// which ran and why), epoll (any Linux) or uring (io_uring, Linux 6.0+; every load model)
     #[arg(long, value_enum, default_value_t = IoChoice::Auto, value_name = "BACKEND")]
     pub io: IoChoice,
-    /// --io uring only, HTTP only: after a completion, wait up to US microseconds for more before
-    /// reacting (0: react at once, the default), or `auto`: at most 5% of the fastest recent
-    /// response's latency, at most 50 µs. --io auto chooses `auto` itself where the kernel has
-    /// io_uring's min-wait
+    /// --io uring and the HTTP closed loop only: after a completion, wait up to US microseconds for
+    /// more before reacting (0: react at once, the default), or `auto`: at most 5% of the fastest
+    /// recent response's latency, at most 50 µs. --io auto chooses `auto` itself where the kernel
+    /// has io_uring's min-wait
     #[arg(long = "coalesce-us", value_parser = parse_coalesce, value_name = "US|auto")]
     pub coalesce: Option<Coalesce>,
     /// Pass/fail gate on the result, e.g. 'p99<=5ms', 'errors<=0.1%', 'rps>=50000' (repeatable);

@@ -1,5 +1,6 @@
 //! HTTP on the epoll engine: reads and writes for the shared `Exchange`, for both load models
-//! (the closed loop's `HttpProtocol`; the open loop calls `flush` and `read_responses` itself).
+//! (the closed loop's `HttpProtocol`; the open loop's `open_io::EpollOpen` calls `flush` and
+//! `read_responses` itself).
 
 use std::io::{self, Read, Write};
 use std::time::Instant;
@@ -12,35 +13,31 @@ use crate::io::epoll::Protocol;
 use crate::io::worker::ConnRules;
 use crate::stats::{ErrorClass, ThreadStats};
 
-/// One connection's HTTP state on the epoll engine: its side of the exchange and the batch being
-/// written (bytes `write_off..write_len` of the exchange's `wire`). Both load models use it.
-pub struct HttpConn {
-    pub(crate) ex: ExchangeConn,
-    write_off: usize,
-    write_len: usize,
+/// What is left to write of a connection's batch: bytes `off..len` of the exchange's `wire`.
+#[derive(Default)]
+pub(crate) struct WriteState {
+    off: usize,
+    len: usize,
 }
 
-impl HttpConn {
-    pub(crate) fn new(ex: &Exchange) -> Self {
-        HttpConn {
-            ex: ex.new_conn(),
-            write_off: 0,
-            write_len: 0,
-        }
-    }
-
-    /// The socket is gone: nothing in flight, nothing left to write.
-    pub(crate) fn reset(&mut self, ex: &mut Exchange) {
-        ex.reset(&mut self.ex);
-        self.write_off = 0;
-        self.write_len = 0;
-    }
-
+impl WriteState {
     /// A batch of `len` bytes (from `Exchange::start_batch` or `start_one`) is to be written.
-    pub(crate) fn begin_write(&mut self, len: usize) {
-        self.write_off = 0;
-        self.write_len = len;
+    pub(crate) fn begin(&mut self, len: usize) {
+        self.off = 0;
+        self.len = len;
     }
+
+    /// The socket is gone: nothing left to write.
+    pub(crate) fn clear(&mut self) {
+        *self = WriteState::default();
+    }
+}
+
+/// One connection's HTTP state in the closed loop on the epoll engine: its side of the exchange
+/// and the batch being written.
+pub struct HttpConn {
+    ex: ExchangeConn,
+    w: WriteState,
 }
 
 /// Per-thread read buffer for `read_responses`.
@@ -48,18 +45,20 @@ pub(crate) fn scratch_buffer() -> Vec<u8> {
     vec![0; SCRATCH_BYTES]
 }
 
-/// Write as much of the connection's batch as the socket takes (the rest on the next writable edge).
+/// Write as much of the connection's batch as the socket takes (the rest on the next writable
+/// edge). Both load models write this way on epoll.
 pub(crate) fn flush(
     ex: &Exchange,
-    c: &mut HttpConn,
+    c: &ExchangeConn,
+    w: &mut WriteState,
     sock: &mut TcpStream,
     now: Instant,
     stats: &mut ThreadStats,
 ) -> Outcome {
-    while c.write_off < c.write_len {
-        match sock.write(&ex.wire(&c.ex)[c.write_off..c.write_len]) {
+    while w.off < w.len {
+        match sock.write(&ex.wire(c)[w.off..w.len]) {
             Ok(n) => {
-                c.write_off += n;
+                w.off += n;
                 stats.sent(now, n);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
@@ -75,7 +74,7 @@ pub(crate) fn flush(
 /// loop sends the next one from there, the open loop sends when its schedule says.
 pub(crate) fn read_responses<F>(
     ex: &mut Exchange,
-    c: &mut HttpConn,
+    c: &mut ExchangeConn,
     sock: &mut TcpStream,
     scratch: &mut [u8],
     stats: &mut ThreadStats,
@@ -83,11 +82,11 @@ pub(crate) fn read_responses<F>(
     mut answered: F,
 ) -> Outcome
 where
-    F: FnMut(&mut Exchange, &mut HttpConn, &mut TcpStream, Instant, &mut ThreadStats) -> Outcome,
+    F: FnMut(&mut Exchange, &mut ExchangeConn, &mut TcpStream, Instant, &mut ThreadStats) -> Outcome,
 {
     loop {
         let n = match sock.read(scratch) {
-            Ok(0) => return ex.on_eof(&mut c.ex, Instant::now(), stats),
+            Ok(0) => return ex.on_eof(c, Instant::now(), stats),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -96,7 +95,7 @@ where
         // One clock read per read() serves as the end of the responses in it and the start of
         // the requests sent in reply.
         let now = Instant::now();
-        match ex.on_bytes(&mut c.ex, &scratch[..n], now, stats) {
+        match ex.on_bytes(c, &scratch[..n], now, stats) {
             Received::Stop(out) => return out,
             Received::Ok { send_next: true } => match answered(ex, c, sock, now, stats) {
                 Outcome::Ok => {}
@@ -132,23 +131,27 @@ impl HttpProtocol {
 /// Start the next batch (if `--requests` leaves one) and write as much of it as the socket takes.
 fn send_next_batch(
     ex: &mut Exchange,
-    c: &mut HttpConn,
+    c: &mut ExchangeConn,
+    w: &mut WriteState,
     sock: &mut TcpStream,
     now: Instant,
     stats: &mut ThreadStats,
 ) -> Outcome {
-    let Some(len) = ex.start_batch(&mut c.ex, now, stats) else {
+    let Some(len) = ex.start_batch(c, now, stats) else {
         return Outcome::Ok;
     };
-    c.begin_write(len);
-    flush(ex, c, sock, now, stats)
+    w.begin(len);
+    flush(ex, c, w, sock, now, stats)
 }
 
 impl ConnRules for HttpProtocol {
     type Conn = HttpConn;
 
     fn new_conn(&self, _index: usize) -> HttpConn {
-        HttpConn::new(&self.ex)
+        HttpConn {
+            ex: self.ex.new_conn(),
+            w: WriteState::default(),
+        }
     }
 
     fn nodelay(&self) -> bool {
@@ -162,7 +165,8 @@ impl ConnRules for HttpProtocol {
     }
 
     fn reset(&mut self, c: &mut HttpConn) {
-        c.reset(&mut self.ex);
+        self.ex.reset(&mut c.ex);
+        c.w.clear();
     }
 
     fn busy_since(&self, c: &HttpConn) -> Option<Instant> {
@@ -186,7 +190,7 @@ impl Protocol for HttpProtocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Outcome {
-        send_next_batch(&mut self.ex, c, sock, now, stats)
+        send_next_batch(&mut self.ex, &mut c.ex, &mut c.w, sock, now, stats)
     }
 
     fn on_writable(
@@ -196,7 +200,7 @@ impl Protocol for HttpProtocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Outcome {
-        flush(&self.ex, c, sock, now, stats)
+        flush(&self.ex, &c.ex, &mut c.w, sock, now, stats)
     }
 
     fn on_readable(
@@ -207,14 +211,15 @@ impl Protocol for HttpProtocol {
         stats: &mut ThreadStats,
         peer_closed: bool,
     ) -> Outcome {
+        let HttpConn { ex: ec, w } = c;
         read_responses(
             &mut self.ex,
-            c,
+            ec,
             sock,
             &mut self.scratch,
             stats,
             peer_closed,
-            send_next_batch,
+            |ex, ec, sock, now, stats| send_next_batch(ex, ec, w, sock, now, stats),
         )
     }
 }

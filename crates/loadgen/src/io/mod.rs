@@ -7,6 +7,8 @@
 pub mod echo;
 pub mod epoll;
 pub mod http;
+pub mod open_io;
 pub mod uring;
 pub mod uring_echo;
+pub mod uring_open;
 pub mod worker;

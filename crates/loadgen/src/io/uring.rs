@@ -1,4 +1,7 @@
-//! `--io uring`: the HTTP closed loop and the echo flood on io_uring instead of epoll (Linux 6.0+).
+//! `--io uring`: the HTTP closed loop and the echo flood on io_uring instead of epoll (Linux 6.0+),
+//! and the ring plumbing the open loop's io_uring backend (`uring_open`) shares with them: the
+//! ring, the provided-buffer ring, `user_data` with generations, the registered file table, the
+//! error each failed completion is, and the cancellation at the end.
 //!
 //! Same contract as the epoll engine (`epoll` + `http`/`echo`): one ring per thread, shared
 //! nothing, the same connection life cycle (ramp, backoff, replacement, `--timeout` sweep), the same
@@ -47,41 +50,41 @@ use crate::config::{Coalesce, HttpConfig, IoSupport};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
-    after_failure, connection_finished, new_tcp_socket, ramp_room, sweep_action, ConnRules,
-    LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
+    after_failure, connect_failed, connection_finished, new_tcp_socket, ramp_room, sweep_action,
+    ConnRules, LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
 };
 use crate::stats::{ErrorClass, ThreadStats};
 
 /// Bytes per provided receive buffer. A response larger than this simply arrives in several
 /// completions; 16 KiB keeps big bodies at few completions without much memory per thread.
-const RECV_BUF_BYTES: usize = 16 * 1024;
+pub(crate) const RECV_BUF_BYTES: usize = 16 * 1024;
 /// Provided buffers per thread: twice the connections, within these bounds (a power of two, as the
 /// kernel requires). Buffers go back to the ring after every batch, so running out only happens
 /// when more than this many receives complete between two reaps; the recv then ends with ENOBUFS
 /// and is simply re-armed.
-const MIN_RECV_BUFS: usize = 64;
-const MAX_RECV_BUFS: usize = 1024;
-const BUF_GROUP: u16 = 0;
+pub(crate) const MIN_RECV_BUFS: usize = 64;
+pub(crate) const MAX_RECV_BUFS: usize = 1024;
+pub(crate) const BUF_GROUP: u16 = 0;
 /// Submission queue entries per connection: a loop turn queues at most a connect, a recv re-arm and
 /// a send for each; a full queue is submitted early, so this only sizes the common case.
-const SQES_PER_CONN: usize = 3;
-const MAX_SQ_ENTRIES: usize = 32768;
+pub(crate) const SQES_PER_CONN: usize = 3;
+pub(crate) const MAX_SQ_ENTRIES: usize = 32768;
 /// The kernel's IORING_MAX_CQ_ENTRIES: a larger completion queue is refused (EINVAL). Four times the
 /// largest submission queue would be, so a thread with more than ~5,400 connections could not set
 /// up its ring; a full completion queue is not lost (the kernel keeps the overflow and `push` reaps).
 const MAX_CQ_ENTRIES: u32 = 65536;
 
-const OP_CONNECT: u64 = 1;
-const OP_RECV: u64 = 2;
-const OP_SEND: u64 = 3;
-const OP_FILES_UPDATE: u64 = 4;
-const GEN_MASK: u32 = 0x00ff_ffff;
+pub(crate) const OP_CONNECT: u64 = 1;
+pub(crate) const OP_RECV: u64 = 2;
+pub(crate) const OP_SEND: u64 = 3;
+pub(crate) const OP_FILES_UPDATE: u64 = 4;
+pub(crate) const GEN_MASK: u32 = 0x00ff_ffff;
 
-fn user_data(slot: usize, gen: u32, op: u64) -> u64 {
+pub(crate) fn user_data(slot: usize, gen: u32, op: u64) -> u64 {
     ((slot as u64) << 32) | (u64::from(gen & GEN_MASK) << 8) | op
 }
 
-fn decode(ud: u64) -> (usize, u32, u64) {
+pub(crate) fn decode(ud: u64) -> (usize, u32, u64) {
     (
         (ud >> 32) as usize,
         ((ud >> 8) as u32) & GEN_MASK,
@@ -95,7 +98,7 @@ const MIN_KERNEL: (u32, u32) = (6, 0);
 /// Build a ring with the cheapest completion mode this kernel offers. The flags only change when
 /// completions are processed, never what happens, so falling back among them is not a change of
 /// behaviour (unlike falling back to epoll, which this never does).
-fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
+pub(crate) fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
     let cq_entries = sq_entries.saturating_mul(4).min(MAX_CQ_ENTRIES);
     let attempts: [fn(&mut io_uring::Builder); 4] = [
         // 6.6+: without the SQ index array the kernel reads SQEs in ring order, one less
@@ -116,7 +119,10 @@ fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
     let mut last = None;
     for tune in attempts {
         let mut b = IoUring::builder();
-        b.setup_cqsize(cq_entries).setup_submit_all();
+        // CLAMP: at the largest queues (10000 connections on one thread) four completions per
+        // entry exceed the kernel's completion queue limit (65536), which would refuse the ring;
+        // clamped, a full queue is handled like any other (see `push`).
+        b.setup_cqsize(cq_entries).setup_clamp().setup_submit_all();
         tune(&mut b);
         match b.build(sq_entries) {
             Ok(r) => return Ok(r),
@@ -200,18 +206,18 @@ fn kernel_version() -> Option<(u32, u32)> {
 
 /// A provided-buffer ring (`IORING_REGISTER_PBUF_RING`): the kernel takes a buffer from its head for
 /// every receive; we put it back at the tail once its bytes are parsed.
-struct BufRing {
+pub(crate) struct BufRing {
     ring: *mut BufRingEntry,
     ring_layout: std::alloc::Layout,
     bufs: Vec<u8>,
     entries: u16,
     tail: u16,
     /// Registered with the kernel: memory must outlive the registration.
-    registered: bool,
+    pub(crate) registered: bool,
 }
 
 impl BufRing {
-    fn new(uring: &IoUring, entries: usize) -> io::Result<BufRing> {
+    pub(crate) fn new(uring: &IoUring, entries: usize) -> io::Result<BufRing> {
         debug_assert!(entries.is_power_of_two() && entries <= 32768);
         let ring_layout = std::alloc::Layout::from_size_align(
             entries * std::mem::size_of::<BufRingEntry>(),
@@ -249,7 +255,7 @@ impl BufRing {
         Ok(br)
     }
 
-    fn recycle(&mut self, bid: u16) {
+    pub(crate) fn recycle(&mut self, bid: u16) {
         let idx = (self.tail & (self.entries - 1)) as usize;
         // SAFETY: idx < entries; the entry at the tail is not owned by the kernel until published.
         let e = unsafe { &mut *self.ring.add(idx) };
@@ -260,7 +266,7 @@ impl BufRing {
     }
 
     /// Make recycled buffers visible to the kernel (one release store per loop turn).
-    fn publish(&self) {
+    pub(crate) fn publish(&self) {
         // SAFETY: the tail field lives inside the first ring entry; the kernel reads it with acquire.
         unsafe {
             let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
@@ -273,7 +279,7 @@ impl BufRing {
     /// # Safety
     /// The buffer must have been handed back by a completion and not recycled yet; the slice must
     /// not be used after `recycle(bid)`.
-    unsafe fn data(&self, bid: u16, len: usize) -> &'static [u8] {
+    pub(crate) unsafe fn data(&self, bid: u16, len: usize) -> &'static [u8] {
         std::slice::from_raw_parts(
             self.bufs.as_ptr().add(bid as usize * RECV_BUF_BYTES),
             len.min(RECV_BUF_BYTES),
@@ -350,6 +356,106 @@ pub trait UringProtocol: ConnRules {
     /// The next wait's coalescing window in µs (0: react at once) and, with one, how many
     /// completions are worth waiting for.
     fn batch_wait(&mut self) -> (u32, usize);
+}
+
+/// Provided buffers for a thread of `connections`: twice as many, a power of two within bounds.
+pub(crate) fn recv_buffers(connections: usize) -> usize {
+    (connections * 2)
+        .next_power_of_two()
+        .clamp(MIN_RECV_BUFS, MAX_RECV_BUFS)
+}
+
+/// Submission queue entries for a thread of `connections` (see SQES_PER_CONN).
+pub(crate) fn sq_entries(connections: usize) -> u32 {
+    (connections * SQES_PER_CONN + 64)
+        .next_power_of_two()
+        .min(MAX_SQ_ENTRIES) as u32
+}
+
+/// A sparse registered file table of `n` slots (see `Worker::slot_fds`), or None when the kernel
+/// refuses one (then plain descriptors).
+pub(crate) fn register_files(ring: &IoUring, n: usize) -> Option<Vec<RawFd>> {
+    u32::try_from(n)
+        .ok()
+        .filter(|&n| ring.submitter().register_files_sparse(n).is_ok())
+        .map(|_| vec![-1; n])
+}
+
+/// The SQE that puts `fd` (-1: nothing) in slot i of the registered file table `table`, to be
+/// queued like any other so it takes effect in submission order; None without a table. It points
+/// at the table's entry, which must stay put until it is submitted. If a close and an open of the
+/// same slot are queued together, both updates read the newest value when submitted: the old
+/// socket leaves the table either way.
+pub(crate) fn files_update(
+    table: &mut Option<Vec<RawFd>>,
+    i: usize,
+    fd: RawFd,
+) -> Option<squeue::Entry> {
+    let slots = table.as_mut()?;
+    slots[i] = fd;
+    let sqe = opcode::FilesUpdate::new(&slots[i], 1)
+        .offset(i as i32)
+        .build()
+        .flags(squeue::Flags::SKIP_SUCCESS)
+        .user_data(user_data(i, 0, OP_FILES_UPDATE));
+    Some(sqe)
+}
+
+/// The error a failed file-table update is (only failures complete, see `files_update`).
+pub(crate) fn files_update_error(res: i32) -> io::Error {
+    let e = io::Error::from_raw_os_error(-res);
+    io::Error::new(e.kind(), format!("io_uring file table update: {e}"))
+}
+
+/// What a failed connect completion is: the epoll engine's class and message for the same errno.
+pub(crate) fn connect_failure(res: i32, target: SocketAddr) -> Outcome {
+    let e = io::Error::from_raw_os_error(-res);
+    Outcome::Fail(ErrorClass::of_connect_error(&e), format!("connect to {target}: {e}"))
+}
+
+/// What a failed send completion is (as a failed write() on epoll).
+pub(crate) fn send_failure(res: i32) -> Outcome {
+    let e = io::Error::from_raw_os_error(-res);
+    Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}"))
+}
+
+/// What a receive completion without data and without EOF is: out of provided buffers or
+/// interrupted (the multishot recv ended and is simply re-armed), or a failed read.
+pub(crate) fn recv_failure(res: i32) -> Outcome {
+    if res == -libc::ENOBUFS || res == -libc::EINTR {
+        return Outcome::Ok;
+    }
+    let e = io::Error::from_raw_os_error(-res);
+    Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
+}
+
+/// Stop everything the kernel still does for a ring before its memory is freed: shut the
+/// `sockets` down (ending whatever is pending on them), cancel what is left synchronously, then
+/// unregister the buffer ring. If either fails, `BufRing`'s Drop leaks the buffers rather than free
+/// memory the kernel may still write to (the process ends soon after anyway). The descriptors
+/// (`graveyard` too) are closed last.
+pub(crate) fn shut_down_all(
+    ring: &mut IoUring,
+    bufs: &mut BufRing,
+    sockets: impl Iterator<Item = Socket>,
+    graveyard: &mut Vec<Socket>,
+) {
+    for s in sockets {
+        let _ = s.shutdown(std::net::Shutdown::Both);
+        graveyard.push(s);
+    }
+    let _ = ring.submit();
+    let cancelled = match ring
+        .submitter()
+        .register_sync_cancel(Some(Timespec::new().sec(1)), CancelBuilder::any())
+    {
+        Ok(()) => true,
+        Err(e) => e.raw_os_error() == Some(libc::ENOENT),
+    };
+    if cancelled && ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok() {
+        bufs.registered = false;
+    }
+    graveyard.clear();
 }
 
 /// The HTTP exchange (shared with the epoll engine) and this engine's own setting.
@@ -531,20 +637,11 @@ struct Worker<P: UringProtocol> {
 /// returns its measurements.
 pub fn run_worker<P: UringProtocol>(cfg: WorkerConfig, p: P) -> io::Result<WorkerResult> {
     cfg.conns.pin_this_thread()?;
-    let sq_entries = (cfg.conns.connections * SQES_PER_CONN + 64)
-        .next_power_of_two()
-        .min(MAX_SQ_ENTRIES) as u32;
-    let ring = build_ring(sq_entries)
+    let ring = build_ring(sq_entries(cfg.conns.connections))
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
-    let nbufs = (cfg.conns.connections * 2)
-        .next_power_of_two()
-        .clamp(MIN_RECV_BUFS, MAX_RECV_BUFS);
-    let bufs = BufRing::new(&ring, nbufs)
+    let bufs = BufRing::new(&ring, recv_buffers(cfg.conns.connections))
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
-    let slot_fds = u32::try_from(cfg.conns.connections)
-        .ok()
-        .filter(|&n| ring.submitter().register_files_sparse(n).is_ok())
-        .map(|_| vec![-1; cfg.conns.connections]);
+    let slot_fds = register_files(&ring, cfg.conns.connections);
     let stats = cfg.new_stats();
     let conns = (0..cfg.conns.connections)
         .map(|k| Conn {
@@ -681,11 +778,7 @@ impl<P: UringProtocol> Worker<P> {
         if op == OP_FILES_UPDATE {
             // Only a failure completes (SKIP_SUCCESS); the table is sized for every slot, so this
             // would be a kernel refusing what it accepted at setup.
-            let e = io::Error::from_raw_os_error(-res);
-            return Err(io::Error::new(
-                e.kind(),
-                format!("io_uring file table update: {e}"),
-            ));
+            return Err(files_update_error(res));
         }
         let bid = cqueue::buffer_select(flags);
         let current = self
@@ -741,11 +834,7 @@ impl<P: UringProtocol> Worker<P> {
 
     fn on_connect(&mut self, i: usize, res: i32, now: Instant) -> io::Result<Outcome> {
         if res < 0 {
-            let e = io::Error::from_raw_os_error(-res);
-            return Ok(Outcome::Fail(
-                ErrorClass::of_connect_error(&e),
-                format!("connect to {}: {e}", self.target),
-            ));
+            return Ok(connect_failure(res, self.target));
         }
         self.conns[i].phase = Phase::Open;
         self.connecting -= 1;
@@ -902,18 +991,10 @@ impl<P: UringProtocol> Worker<P> {
     /// Put `fd` (-1: nothing) in connection i's slot of the registered file table, in submission
     /// order (see `slot_fds`). Without a table, nothing to do.
     fn set_slot(&mut self, i: usize, fd: RawFd) -> io::Result<()> {
-        let Some(slots) = self.slot_fds.as_mut() else {
-            return Ok(());
-        };
-        slots[i] = fd;
-        // If a close and an open of the same slot are queued together, both updates read the
-        // newest value when submitted: the old socket leaves the table either way.
-        let sqe = opcode::FilesUpdate::new(&slots[i], 1)
-            .offset(i as i32)
-            .build()
-            .flags(squeue::Flags::SKIP_SUCCESS)
-            .user_data(user_data(i, 0, OP_FILES_UPDATE));
-        self.push(sqe)
+        match files_update(&mut self.slot_fds, i, fd) {
+            Some(sqe) => self.push(sqe),
+            None => Ok(()),
+        }
     }
 
     fn open(&mut self, i: usize, now: Instant) -> io::Result<()> {
@@ -937,12 +1018,8 @@ impl<P: UringProtocol> Worker<P> {
                 self.push(sqe)
             }
             Err(e) => {
-                let source = self.conns[i]
-                    .source
-                    .map(|s| format!(" from {}", s.ip()))
-                    .unwrap_or_default();
-                let msg = format!("connect to {}{source}: {e}", self.target);
-                self.fail(i, now, ErrorClass::of_connect_error(&e), msg)
+                let (class, msg) = connect_failed(&e, self.target, self.conns[i].source);
+                self.fail(i, now, class, msg)
             }
         }
     }
@@ -963,34 +1040,15 @@ impl<P: UringProtocol> Worker<P> {
     /// Stop everything the kernel still does for this thread before its memory is freed: shut the
     /// sockets down, cancel what is left synchronously, then unregister the buffer ring.
     fn shutdown(&mut self) {
-        for c in &mut self.conns {
-            if let Some(s) = c.sock.take() {
-                let _ = s.shutdown(std::net::Shutdown::Both);
-                self.graveyard.push(s);
-            }
-        }
-        let _ = self.ring.submit();
-        let cancelled = match self
-            .ring
-            .submitter()
-            .register_sync_cancel(Some(Timespec::new().sec(1)), CancelBuilder::any())
-        {
-            Ok(()) => true,
-            Err(e) => e.raw_os_error() == Some(libc::ENOENT),
-        };
-        if cancelled && self.ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok() {
-            self.bufs.registered = false;
-        }
-        // Otherwise BufRing's Drop leaks the buffers rather than free memory the kernel may
-        // still write to; the process ends soon after anyway.
-        self.graveyard.clear();
+        let sockets = self.conns.iter_mut().filter_map(|c| c.sock.take());
+        shut_down_all(&mut self.ring, &mut self.bufs, sockets, &mut self.graveyard);
     }
 }
 
 /// A blocking TCP socket, bound to `source` if given, not yet connected (IORING_OP_CONNECT does
 /// that). Blocking: io_uring waits for readiness itself, and a blocking socket lets `MSG_WAITALL`
 /// finish short sends in the kernel.
-fn new_socket(target: SocketAddr, source: Option<SocketAddr>, nodelay: bool) -> io::Result<Socket> {
+pub(crate) fn new_socket(target: SocketAddr, source: Option<SocketAddr>, nodelay: bool) -> io::Result<Socket> {
     new_tcp_socket(target, source, nodelay, false)
 }
 

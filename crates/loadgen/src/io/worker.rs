@@ -275,7 +275,34 @@ pub(crate) fn connect_event(
     sock: &TcpStream,
     target: SocketAddr,
 ) -> ConnectEvent {
-    let closed = ev.is_error() || ev.is_write_closed() || ev.is_read_closed();
+    connect_readiness(&Readiness::of(ev), sock, target)
+}
+
+/// The parts of an epoll event the engines read, kept apart from mio's event (the open loop reads
+/// them after the wait, one slot at a time).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Readiness {
+    pub readable: bool,
+    pub writable: bool,
+    pub read_closed: bool,
+    pub write_closed: bool,
+    pub error: bool,
+}
+
+impl Readiness {
+    pub(crate) fn of(ev: &mio::event::Event) -> Self {
+        Readiness {
+            readable: ev.is_readable(),
+            writable: ev.is_writable(),
+            read_closed: ev.is_read_closed(),
+            write_closed: ev.is_write_closed(),
+            error: ev.is_error(),
+        }
+    }
+}
+
+pub(crate) fn connect_readiness(ev: &Readiness, sock: &TcpStream, target: SocketAddr) -> ConnectEvent {
+    let closed = ev.error || ev.write_closed || ev.read_closed;
     // A failed connect leaves its errno in SO_ERROR. Without one, a writable socket did connect: a
     // server that accepts and closes at once delivers its FIN in the same event as the connect
     // completing, and that is a connection closed early (a read sees the EOF), not a failed connect.
@@ -289,7 +316,7 @@ pub(crate) fn connect_event(
             ErrorClass::of_connect_error(&e),
             format!("connect to {target}: {e}"),
         )
-    } else if ev.is_writable() {
+    } else if ev.writable {
         ConnectEvent::Connected
     } else if closed {
         // Closed before the connect completed, and the kernel kept no errno to say why.
@@ -374,15 +401,8 @@ pub(crate) fn open_registered(
     source: Option<SocketAddr>,
     nodelay: bool,
 ) -> Result<TcpStream, (ErrorClass, String)> {
-    let mut sock = connect_nonblocking(target, source, nodelay).map_err(|e| {
-        let from = source
-            .map(|s| format!(" from {}", s.ip()))
-            .unwrap_or_default();
-        (
-            ErrorClass::of_connect_error(&e),
-            format!("connect to {target}{from}: {e}"),
-        )
-    })?;
+    let mut sock = connect_nonblocking(target, source, nodelay)
+        .map_err(|e| connect_failed(&e, target, source))?;
     poll.registry()
         .register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)
         .map_err(|e| {
@@ -392,6 +412,22 @@ pub(crate) fn open_registered(
             )
         })?;
     Ok(sock)
+}
+
+/// A socket for `target` (from `source`) could not be made or connected: its class and message,
+/// the same on every engine.
+pub(crate) fn connect_failed(
+    e: &io::Error,
+    target: SocketAddr,
+    source: Option<SocketAddr>,
+) -> (ErrorClass, String) {
+    let from = source
+        .map(|s| format!(" from {}", s.ip()))
+        .unwrap_or_default();
+    (
+        ErrorClass::of_connect_error(e),
+        format!("connect to {target}{from}: {e}"),
+    )
 }
 
 /// A TCP socket for `target`, bound to `source` if given (both engines' sockets start here).

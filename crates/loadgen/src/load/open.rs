@@ -1,10 +1,16 @@
 //! The open-loop HTTP engine: requests (`--rate`) or connections (`--conn-rate`) start when the
 //! schedule says, not when the previous response arrived.
 //!
-//! A separate loop from `engine` on purpose: the closed loop's hot path (read a response, write the
-//! next request) stays free of any schedule decision, and this loop can own what only open-loop
-//! needs: a timerfd for sub-millisecond wake-ups, a backlog of due-but-unsent requests, a pool of
-//! free connections, and phases (warm-up, then one or more measured rates on the same connections).
+//! A separate loop from the closed loop's engines on purpose: their hot path (read a response,
+//! write the next request) stays free of any schedule decision, and this loop can own what only the
+//! open loop needs: wake-ups finer than a millisecond, a backlog of due-but-unsent requests, a pool
+//! of free connections, and phases (warm-up, then one or more measured rates on the same
+//! connections).
+//!
+//! The schedule is written once, for either engine: how bytes move (connect, send, receive, close,
+//! wait until a time or an event) is `io::open_io::OpenIo`, with an epoll backend (mio + a timerfd,
+//! `EpollOpen`) and an io_uring one (`io::uring_open::UringOpen`). `Worker` is generic over it, so
+//! phases, backlog, dispatch, drain, sweep and accounting cannot differ between engines.
 //!
 //! Per thread: a long-lived worker opens its connections once, then runs the phases the main
 //! thread sends it, one at a time, and returns one `PhaseReport` per phase. A phase ends at its end
@@ -21,17 +27,14 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use mio::net::TcpStream;
-use mio::unix::SourceFd;
-use mio::{Events, Interest, Poll, Token};
 
-use crate::config::{LoadKind, SpinWindow};
+use crate::config::{IoBackend, LoadKind, SpinWindow};
+use crate::exchange::{Exchange, ExchangeConn, Outcome};
+use crate::io::open_io::{EpollOpen, IoEvent, OpenIo};
+use crate::io::uring_open::UringOpen;
 use crate::io::worker::{
-    back_off, connect_event, open_registered, sweep_action, ThreadConns, ConnectEvent,
-    Phase, SweepAction, WorkerResult, SWEEP_INTERVAL,
+    back_off, sweep_action, Phase, SweepAction, ThreadConns, WorkerResult, SWEEP_INTERVAL,
 };
-use crate::exchange::{Exchange, Outcome};
-use crate::io::http::{self, HttpConn};
 use crate::schedule::{Arrival, Rng, Schedule};
 use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::sys;
@@ -42,16 +45,16 @@ pub const LATE_THRESHOLD: Duration = Duration::from_millis(1);
 /// behind (the server or the pool cannot keep up): further due requests are dropped and counted,
 /// rather than growing memory without bound.
 pub const MAX_BACKLOG: usize = 1_000_000;
-const TIMER_TOKEN: Token = Token(usize::MAX);
 /// `--spin-us auto`'s measurement of the timer: this many waits of this length.
 const TIMER_SAMPLES: usize = 500;
 const TIMER_SAMPLE_PERIOD: Duration = Duration::from_micros(200);
-const EVENTS_CAPACITY: usize = 1024;
 
 /// An open-loop thread: its connections (`--rate`: the pool; `--conn-rate`: at most this many open
 /// at once) and its schedule.
 pub struct OpenWorkerConfig {
     pub conns: ThreadConns,
+    /// The engine that moves the bytes (`--io` resolved); the schedule is the same on both.
+    pub io: IoBackend,
     pub kind: LoadKind,
     pub arrival: Arrival,
     /// The run's seed: this thread's poisson gaps follow from it (the URL order is the exchange's).
@@ -206,9 +209,8 @@ pub enum WorkerMsg {
 /// One connection slot. Its life (`Phase`) is the closed loop's: `Open` with a request in flight
 /// is busy, `Open` without one is free; a `--conn-rate` slot not in use is `Done`.
 struct Slot {
-    sock: Option<TcpStream>,
     phase: Phase,
-    http: HttpConn,
+    ex: ExchangeConn,
     /// `--conn-rate`: when the connection was meant to start, and the requests it has still to make.
     conn_intended: Instant,
     requests_left: u32,
@@ -216,24 +218,23 @@ struct Slot {
     source: Option<SocketAddr>,
 }
 
-struct Worker {
+struct Worker<B: OpenIo> {
     cfg: OpenWorkerConfig,
     /// What the requests and their answers mean: the same `Exchange` the closed loop drives.
     ex: Exchange,
-    poll: Poll,
-    timer: sys::TimerFd,
+    /// How bytes move (epoll or io_uring): slot i's socket is the backend's slot i.
+    io: B,
     slots: Vec<Slot>,
     /// Pool: free slots (stale entries are skipped). Conn-rate: slots not in use.
     free: Vec<usize>,
     backlog: VecDeque<Instant>,
     /// Slots with a request outstanding, or (conn-rate) a connection in use.
     outstanding: usize,
-    scratch: Vec<u8>,
     stats: ThreadStats,
     open: OpenStats,
     /// Phases use distinct seeds for their poisson gaps, derived from the run's seed.
     phase_index: u64,
-    /// `--spin-us auto`: this thread's timer wake-up lag p99 (`measure_timer_lag`).
+    /// `--spin-us auto`: this thread's timed-wait wake-up lag p99 (`measure_timer_lag`).
     timer_lag_p99: Option<Duration>,
     /// The current phase's end: starts after it are drain catch-up, not schedule.
     phase_end: Instant,
@@ -250,75 +251,85 @@ pub fn run_open_worker(
     let index = cfg.conns.thread_index;
     let result = (|| -> io::Result<()> {
         cfg.conns.pin_this_thread()?;
-        let mut w = Worker::new(cfg, exchange)?;
-        if w.cfg.spin == SpinWindow::Auto {
-            w.timer_lag_p99 = Some(w.measure_timer_lag()?);
+        // Slots the thread may have at once: the pool, or the `--conn-rate` cap.
+        let (target, cap) = (cfg.conns.target, cfg.conns.connections);
+        match cfg.io {
+            IoBackend::Epoll => serve(Worker::new(cfg, exchange, EpollOpen::new(target, 0)?), plans, &reports),
+            IoBackend::Uring => serve(Worker::new(cfg, exchange, UringOpen::new(target, cap)?), plans, &reports),
         }
-        let failed = w.connect_pool();
-        reports
-            .send((index, Ok(WorkerMsg::Connected { failed })))
-            .ok();
-        while let Ok(plan) = plans.recv() {
-            let report = w.run_phase(plan)?;
-            if reports
-                .send((index, Ok(WorkerMsg::Phase(Box::new(report)))))
-                .is_err()
-            {
-                break;
-            }
-        }
-        Ok(())
     })();
     if let Err(e) = result {
         reports.send((index, Err(e))).ok();
     }
 }
 
-impl Worker {
-    fn new(cfg: OpenWorkerConfig, ex: Exchange) -> io::Result<Self> {
-        let poll = Poll::new()?;
-        let timer = sys::TimerFd::new()?;
-        poll.registry().register(
-            &mut SourceFd(&timer.raw_fd()),
-            TIMER_TOKEN,
-            Interest::READABLE,
-        )?;
+/// The thread's life once its engine is chosen: connect, report, then one phase per plan.
+fn serve<B: OpenIo>(
+    mut w: Worker<B>,
+    plans: Receiver<PhasePlan>,
+    reports: &Sender<(usize, io::Result<WorkerMsg>)>,
+) -> io::Result<()> {
+    let index = w.cfg.conns.thread_index;
+    if w.cfg.spin == SpinWindow::Auto {
+        w.timer_lag_p99 = Some(w.measure_timer_lag()?);
+    }
+    let failed = w.connect_pool()?;
+    reports
+        .send((index, Ok(WorkerMsg::Connected { failed })))
+        .ok();
+    while let Ok(plan) = plans.recv() {
+        let report = w.run_phase(plan)?;
+        if reports
+            .send((index, Ok(WorkerMsg::Phase(Box::new(report)))))
+            .is_err()
+        {
+            break;
+        }
+    }
+    Ok(())
+}
+
+impl<B: OpenIo> Worker<B> {
+    /// `io` starts without slots; the pool's are added here (`--conn-rate` adds them as it goes).
+    fn new(cfg: OpenWorkerConfig, ex: Exchange, mut io: B) -> Self {
         let now = Instant::now();
         let n = match cfg.kind {
             LoadKind::Rate => cfg.conns.connections,
             LoadKind::ConnRate { .. } => 0,
         };
-        let slots = (0..n).map(|k| new_slot(&cfg, &ex, k, now)).collect();
+        let slots = (0..n)
+            .map(|k| {
+                io.add_slot();
+                new_slot(&cfg, &ex, k, now)
+            })
+            .collect();
         let stats = ThreadStats::new(now, now, None);
-        Ok(Worker {
-            poll,
-            timer,
+        Worker {
+            io,
             slots,
             free: Vec::new(),
             backlog: VecDeque::new(),
             outstanding: 0,
             ex,
-            scratch: http::scratch_buffer(),
             stats,
             open: OpenStats::new(),
             timer_lag_p99: None,
             phase_index: 0,
             phase_end: now,
             cfg,
-        })
+        }
     }
 
     /// Pool mode: open every connection and wait (at most `--timeout`) until each is open or
     /// failed; failed ones keep retrying with backoff during the phases.
-    fn connect_pool(&mut self) -> usize {
+    fn connect_pool(&mut self) -> io::Result<usize> {
         if !matches!(self.cfg.kind, LoadKind::Rate) {
-            return 0;
+            return Ok(0);
         }
         let start = Instant::now();
         for i in 0..self.slots.len() {
             self.open(i, start);
         }
-        let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let deadline = start + self.cfg.conns.timeout;
         while self
             .slots
@@ -330,21 +341,13 @@ impl Worker {
                 self.sweep(now + self.cfg.conns.timeout);
                 break;
             }
-            if self
-                .poll
-                .poll(&mut events, Some(SWEEP_INTERVAL.min(deadline - now)))
-                .is_err()
-            {
-                continue;
-            }
-            for ev in events.iter() {
-                self.on_event(ev);
-            }
+            self.wait(Some((now + SWEEP_INTERVAL).min(deadline)))?;
         }
-        self.slots
+        Ok(self
+            .slots
             .iter()
             .filter(|s| !matches!(s.phase, Phase::Open))
-            .count()
+            .count())
     }
 
     fn run_phase(&mut self, plan: PhasePlan) -> io::Result<PhaseReport> {
@@ -363,14 +366,13 @@ impl Worker {
         let spin = self.open.spin;
         self.phase_index += 1;
         for slot in &mut self.slots {
-            self.ex.new_phase(&mut slot.http.ex);
+            self.ex.new_phase(&mut slot.ex);
         }
         // Nothing is in flight between phases; start the phase's latencies from the send afresh.
         self.ex.take_uncorrected();
         let rng = Rng::for_thread(self.cfg.seed, self.cfg.conns.thread_index, 10 + self.phase_index);
         let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng)
             .with_offset(plan.offset);
-        let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
         let mut at_start: Option<sys::ThreadClocks> = None;
         let conn_rate = matches!(self.cfg.kind, LoadKind::ConnRate { .. });
@@ -418,16 +420,14 @@ impl Worker {
             }
             let now = Instant::now();
             let spinning = wake <= now + spin;
-            let timeout = if spinning {
-                Some(Duration::ZERO)
+            let until = if spinning {
+                None
             } else {
                 // Wake a spin window early: the timer's own lag is then absorbed by the
                 // busy-polling that follows instead of landing on the send.
-                self.timer
-                    .arm_at(wake.checked_sub(spin).unwrap_or(wake))?;
-                None
+                Some(wake.checked_sub(spin).unwrap_or(wake))
             };
-            let ready = self.poll_once(&mut events, timeout)?;
+            let ready = self.wait(until)?;
             // Only turns inside the measured phase: busy time is measured from plan.start.
             let idle = !ready && (self.open.intended, self.open.started) == progress_before;
             if spinning && idle && at_start.is_some() {
@@ -460,8 +460,7 @@ impl Worker {
             if self.outstanding == 0 && self.backlog.is_empty() {
                 break;
             }
-            self.timer.arm_at(next_sweep.min(drain_deadline))?;
-            self.poll_once(&mut events, None)?;
+            self.wait(Some(next_sweep.min(drain_deadline)))?;
         }
         let stopped_at = Instant::now();
         self.stats.intervals.flush();
@@ -504,7 +503,7 @@ impl Worker {
             if !self.busy(i) {
                 continue;
             }
-            let c = &self.slots[i].http.ex;
+            let c = &self.slots[i].ex;
             self.ex.end_of_phase(c, false, end, &mut self.stats);
             self.ex.censor_uncorrected(c, end);
             let next = match self.cfg.kind {
@@ -518,41 +517,26 @@ impl Worker {
         }
     }
 
-    /// One epoll wait and its events; whether any event came.
-    fn poll_once(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<bool> {
-        match self.poll.poll(events, timeout) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(false),
-            Err(e) => return Err(e),
+    /// One wait (until `until`; None: only look) and its events; whether any event came.
+    fn wait(&mut self, until: Option<Instant>) -> io::Result<bool> {
+        let ready = self.io.wait(until)?;
+        while let Some((i, ev)) = self.io.next_event() {
+            self.on_event(i, ev);
         }
-        for ev in events.iter() {
-            if ev.token() == TIMER_TOKEN {
-                self.timer.expired();
-            } else {
-                self.on_event(ev);
-            }
-        }
-        Ok(!events.is_empty())
+        Ok(ready)
     }
 
-    /// `--spin-us auto`: how late this thread's timer wakes it, as the load waits (the timerfd in
-    /// this thread's epoll set), on its own CPU, before any connection exists: the p99 of
-    /// `TIMER_SAMPLES` waits of `TIMER_SAMPLE_PERIOD` each (about 0.1 s in all).
+    /// `--spin-us auto`: how late this thread's timed wait wakes it, waiting as the load waits
+    /// (epoll: the timerfd in the thread's epoll set; io_uring: io_uring_enter's timeout), on its
+    /// own CPU, before any connection exists: the p99 of `TIMER_SAMPLES` waits of
+    /// `TIMER_SAMPLE_PERIOD` each (about 0.1 s in all).
     fn measure_timer_lag(&mut self) -> io::Result<Duration> {
-        let mut events = Events::with_capacity(8);
         let mut lags = Vec::with_capacity(TIMER_SAMPLES);
         for _ in 0..TIMER_SAMPLES {
             let target = Instant::now() + TIMER_SAMPLE_PERIOD;
+            // A wake-up before the target (a signal, a timer that fired early) waits again.
             while Instant::now() < target {
-                // Re-armed after every wake-up: a wake-up before the target (a signal, a timer
-                // that fired early) leaves no timer armed, and the wait would never end.
-                self.timer.arm_at(target)?;
-                match self.poll.poll(&mut events, Some(TIMER_SAMPLE_PERIOD * 100)) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
-                }
-                self.timer.expired();
+                self.wait(Some(target))?;
             }
             lags.push(Instant::now() - target);
         }
@@ -579,7 +563,7 @@ impl Worker {
     /// A request is in flight on slot `i`.
     fn busy(&self, i: usize) -> bool {
         let slot = &self.slots[i];
-        matches!(slot.phase, Phase::Open) && self.ex.inflight(&slot.http.ex) > 0
+        matches!(slot.phase, Phase::Open) && self.ex.inflight(&slot.ex) > 0
     }
 
     fn record_start(&mut self, intended: Instant, now: Instant) {
@@ -603,17 +587,10 @@ impl Worker {
             self.outstanding += 1;
         }
         let slot = &mut self.slots[i];
-        let Some(len) = self
-            .ex
-            .start_one(&mut slot.http.ex, intended, now, &self.stats)
-        else {
+        let Some(len) = self.ex.start_one(&mut slot.ex, intended, now, &self.stats) else {
             unreachable!("the open loop has no request quota");
         };
-        slot.http.begin_write(len);
-        match slot.sock.as_mut() {
-            Some(sock) => http::flush(&self.ex, &mut slot.http, sock, now, &mut self.stats),
-            None => Outcome::Ok,
-        }
+        self.io.send(i, &self.ex, &slot.ex, len, now, &mut self.stats)
     }
 
     /// Conn-rate: one arrival = one new connection, unless the cap is reached.
@@ -626,6 +603,7 @@ impl Worker {
             None if self.slots.len() < self.cfg.conns.connections => {
                 let k = self.slots.len();
                 self.slots.push(new_slot(&self.cfg, &self.ex, k, now));
+                self.io.add_slot();
                 k
             }
             None => {
@@ -646,60 +624,40 @@ impl Worker {
         let slot = &mut self.slots[i];
         // Connecting before the attempt, so a failure at once is a failed connection in use.
         slot.phase = Phase::Connecting { since: now };
-        match open_registered(&self.poll, Token(i), self.cfg.conns.target, slot.source, nodelay) {
-            Ok(sock) => slot.sock = Some(sock),
-            Err((class, message)) => self.fail(i, now, class, message),
+        if let Err((class, message)) = self.io.open(i, slot.source, nodelay) {
+            self.fail(i, now, class, message);
         }
     }
 
-    fn on_event(&mut self, ev: &mio::event::Event) {
-        let i = ev.token().0;
+    /// What the engine reported on slot `i` (never about a socket closed since: the engine drops
+    /// those).
+    fn on_event(&mut self, i: usize, ev: IoEvent<B::Ready>) {
         let now = Instant::now();
-        let Some(slot) = self.slots.get_mut(i) else {
-            return;
-        };
-        let Some(sock) = slot.sock.as_mut() else {
-            return;
-        };
-        let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
-        let out = match slot.phase {
-            Phase::Connecting { .. } => match connect_event(ev, sock, self.cfg.conns.target) {
-                ConnectEvent::Failed(class, msg) => Outcome::Fail(class, msg),
-                ConnectEvent::Pending => Outcome::Ok,
-                ConnectEvent::Connected => {
-                    self.stats.connection_opened(now);
-                    slot.backoff_ms = 0;
-                    slot.phase = Phase::Open;
-                    let out = match self.cfg.kind {
-                        LoadKind::Rate => {
-                            self.free.push(i);
-                            Outcome::Ok
-                        }
-                        // The first request is late by the connect: its corrected latency counts
-                        // from the connection's intended start.
-                        LoadKind::ConnRate { .. } => {
-                            let intended = slot.conn_intended;
-                            self.send_request(i, intended, now)
-                        }
-                    };
-                    if matches!(out, Outcome::Ok) && readable {
-                        self.read(i, ev.is_read_closed())
-                    } else {
-                        out
+        let out = match ev {
+            IoEvent::Connected => {
+                let slot = &mut self.slots[i];
+                self.stats.connection_opened(now);
+                slot.backoff_ms = 0;
+                slot.phase = Phase::Open;
+                match self.cfg.kind {
+                    LoadKind::Rate => {
+                        self.free.push(i);
+                        Outcome::Ok
+                    }
+                    // The first request is late by the connect: its corrected latency counts
+                    // from the connection's intended start.
+                    LoadKind::ConnRate { .. } => {
+                        let intended = slot.conn_intended;
+                        self.send_request(i, intended, now)
                     }
                 }
-            },
-            Phase::Open => {
-                let mut out = Outcome::Ok;
-                if ev.is_writable() {
-                    out = http::flush(&self.ex, &mut slot.http, sock, now, &mut self.stats);
-                }
-                if matches!(out, Outcome::Ok) && readable {
-                    out = self.read(i, ev.is_read_closed());
-                }
-                out
             }
-            Phase::New | Phase::Idle { .. } | Phase::Done => Outcome::Ok,
+            IoEvent::Failed(class, msg) => Outcome::Fail(class, msg),
+            IoEvent::Writable => {
+                let slot = &self.slots[i];
+                self.io.flush(i, &self.ex, &slot.ex, now, &mut self.stats)
+            }
+            IoEvent::Readable(ready) => self.read(i, ready),
         };
         self.apply(i, out, now);
     }
@@ -707,23 +665,13 @@ impl Worker {
     /// Read and judge what slot `i`'s socket holds; then what the load model does with a
     /// request answered (the pool frees the connection; `--conn-rate` sends its next request or
     /// retires it).
-    fn read(&mut self, i: usize, peer_closed: bool) -> Outcome {
+    fn read(&mut self, i: usize, ready: B::Ready) -> Outcome {
         let was_busy = self.busy(i);
         let slot = &mut self.slots[i];
-        let Some(sock) = slot.sock.as_mut() else {
-            return Outcome::Ok;
-        };
-        // Sending waits for the schedule: an answered request only frees the connection.
-        let out = http::read_responses(
-            &mut self.ex,
-            &mut slot.http,
-            sock,
-            &mut self.scratch,
-            &mut self.stats,
-            peer_closed,
-            |_, _, _, _, _| Outcome::Ok,
-        );
-        let answered = was_busy && self.ex.inflight(&self.slots[i].http.ex) == 0;
+        let out = self
+            .io
+            .receive(i, ready, &mut self.ex, &mut slot.ex, &mut self.stats);
+        let answered = was_busy && self.ex.inflight(&self.slots[i].ex) == 0;
         match self.cfg.kind {
             LoadKind::Rate => {
                 if answered {
@@ -732,7 +680,7 @@ impl Worker {
                         self.free.push(i);
                     }
                 }
-                let unused = self.ex.completed(&self.slots[i].http.ex) == 0;
+                let unused = self.ex.completed(&self.slots[i].ex) == 0;
                 if matches!(out, Outcome::Reconnect) && !was_busy && unused {
                     // Closed by the server before it carried a single request (a server that
                     // closes every connection at once): no request was lost, so no error, but the
@@ -802,9 +750,8 @@ impl Worker {
             self.outstanding -= 1;
         }
         let slot = &mut self.slots[i];
-        slot.http.reset(&mut self.ex);
-        // Closing the fd also removes it from the epoll set.
-        slot.sock = None;
+        self.ex.reset(&mut slot.ex);
+        self.io.close(i);
         slot.phase = Phase::Done;
     }
 
@@ -831,7 +778,7 @@ impl Worker {
     fn sweep(&mut self, now: Instant) {
         for i in 0..self.slots.len() {
             let slot = &self.slots[i];
-            let busy_since = self.ex.busy_since(&slot.http.ex);
+            let busy_since = self.ex.busy_since(&slot.ex);
             match sweep_action(
                 &slot.phase,
                 busy_since,
@@ -849,12 +796,11 @@ impl Worker {
 
 fn new_slot(cfg: &OpenWorkerConfig, ex: &Exchange, k: usize, now: Instant) -> Slot {
     Slot {
-        sock: None,
         phase: match cfg.kind {
             LoadKind::Rate => Phase::New,
             LoadKind::ConnRate { .. } => Phase::Done,
         },
-        http: HttpConn::new(ex),
+        ex: ex.new_conn(),
         conn_intended: now,
         requests_left: 0,
         backoff_ms: 0,

@@ -118,6 +118,7 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, RunErr
         let t = share.index;
         let wc = OpenWorkerConfig {
             conns: share.conns(cfg),
+            io: cfg.io,
             kind: o.kind,
             arrival: o.arrival,
             seed: h.seed,

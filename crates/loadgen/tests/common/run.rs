@@ -101,23 +101,25 @@ impl LoadRun {
     }
 }
 
-/// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` closed-loop and `echo` scenario with
-/// `--io uring`, so the same servers and assertions check both engines; for `http` runs, words
-/// after the engine are passed on too (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`; echo has
-/// no coalescing, so its runs get the engine alone).
+/// `NETARENA_LOAD_TEST_IO=uring cargo test` runs every `http` scenario (closed and open loop) and
+/// every `echo` scenario with `--io uring`, so the same servers and assertions check both engines;
+/// words after the engine are passed on too (`NETARENA_LOAD_TEST_IO="uring --coalesce-us 50"`), to
+/// HTTP closed-loop runs only: coalescing is theirs (the open loop and echo refuse it).
 pub fn io_args(args: &[&str]) -> Vec<String> {
     let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     if let Ok(io) = std::env::var("NETARENA_LOAD_TEST_IO") {
-        // Open-loop runs keep the epoll engine (uring drives the closed loop only).
         let open_loop = args
             .iter()
             .any(|a| matches!(*a, "--rate" | "--conn-rate" | "--steps" | "--find-max"));
         let mut words = io.split_whitespace().map(str::to_string);
         let explicit = args.contains(&"--io") || args.contains(&"--coalesce-us");
         match args.first() {
-            Some(&"http") if !open_loop && !explicit => {
+            Some(&"http") if !explicit => {
                 full.push("--io".to_string());
-                full.extend(words);
+                full.extend(words.next());
+                if !open_loop {
+                    full.extend(words);
+                }
             }
             Some(&"echo") if !explicit => {
                 full.push("--io".to_string());
