@@ -1079,6 +1079,29 @@ fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
 }
 
 #[test]
+fn the_spin_window_opens_only_before_a_send() {
+    let _cpu = cpu_shared();
+    // 20/s is one send per 50 ms; the widest window (10 ms, as `auto` may choose on a machine
+    // whose timer is late) is open for a fifth of that. The loop also wakes every 10 ms for its
+    // timeout sweep: a window opened toward those wake-ups too would never close, and nearly the
+    // whole second would be spin-wait.
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let doc = run_load(
+        &["http", &url, "--rate", "20", "-c", "2", "-d", "1s", "--spin-us", "10000", "--json"],
+        LIMIT,
+    )
+    .json();
+    validate_against_schema(&doc);
+    let ol = &doc["open_loop"];
+    assert_eq!(u(&ol["spin_us"]), 10_000, "{ol:#}");
+    assert_eq!(u(&doc["totals"]["errors"]), 0, "{:#}", doc["errors"]);
+    // About 20 windows of at most 10 ms: 0.2 s, less when the timer wakes the thread late.
+    let wait = f(&ol["spin_wait_s"]);
+    assert!(wait < 0.5, "spin-wait {wait} s of a 1 s phase at 20/s\n{ol:#}");
+}
+
+#[test]
 fn spin_us_is_refused_outside_open_loop_and_beyond_its_limit() {
     let _cpu = cpu_shared();
     let s = server(Behaviour::default());

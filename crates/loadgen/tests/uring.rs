@@ -300,7 +300,7 @@ fn what_uring_does_not_do_is_refused() {
     );
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(
-        run.stderr.contains("--coalesce-us: the echo flood")
+        run.stderr.contains("--coalesce-us applies to the HTTP closed loop only: the echo flood")
             && run.stderr.contains("drop --coalesce-us"),
         "{}",
         run.describe()
@@ -313,7 +313,7 @@ fn what_uring_does_not_do_is_refused() {
     );
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(
-        run.stderr.contains("--coalesce-us applies to the closed loop only")
+        run.stderr.contains("--coalesce-us applies to the HTTP closed loop only: the open loop")
             && run.stderr.contains("drop --coalesce-us"),
         "{}",
         run.describe()

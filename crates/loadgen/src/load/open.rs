@@ -414,18 +414,23 @@ impl<B: OpenIo> Worker<B> {
             }
             // Wake for the next arrival unless it could not be sent anyway (backlog waiting for a
             // connection): then the next response or the sweep is what matters.
-            let mut wake = next_sweep.min(plan.end);
-            if conn_rate || self.backlog.is_empty() {
-                wake = wake.min(sched.next());
-            }
+            let send_due = (conn_rate || self.backlog.is_empty())
+                .then(|| sched.next())
+                .filter(|&t| t < plan.end)
+                .filter(|_| plan.max_arrivals.is_none_or(|m| self.open.intended < m));
+            let other_wake = next_sweep.min(plan.end);
             let now = Instant::now();
-            let spinning = wake <= now + spin;
+            // Busy-poll only toward a send: the window is there to send on time, while a sweep or
+            // the phase's end woken a timer's lag late costs nothing (with a window `auto` widened
+            // to the 10 ms sweep interval, spinning toward sweeps would spin the whole phase).
+            let spinning = send_due.is_some_and(|t| t <= now + spin);
             let until = if spinning {
                 None
             } else {
-                // Wake a spin window early: the timer's own lag is then absorbed by the
+                // Wake a spin window before the send: the timer's own lag is then absorbed by the
                 // busy-polling that follows instead of landing on the send.
-                Some(wake.checked_sub(spin).unwrap_or(wake))
+                let send_wake = send_due.map(|t| t.checked_sub(spin).unwrap_or(t));
+                Some(send_wake.map_or(other_wake, |t| t.min(other_wake)))
             };
             let ready = self.wait(until)?;
             // Only turns inside the measured phase: busy time is measured from plan.start.
