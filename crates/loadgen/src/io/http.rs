@@ -41,6 +41,16 @@ pub struct HttpConn {
 }
 
 /// Per-thread read buffer for `read_responses`.
+/// What a failed read of an HTTP connection is, on every engine and load model.
+pub(crate) fn read_failed(e: &io::Error) -> Outcome {
+    Outcome::Fail(ErrorClass::of_read_error(e), format!("read: {e}"))
+}
+
+/// What a failed write (or send) of an HTTP connection is, on every engine and load model.
+pub(crate) fn write_failed(e: &io::Error) -> Outcome {
+    Outcome::Fail(ErrorClass::of_write_error(e), format!("write: {e}"))
+}
+
 pub(crate) fn scratch_buffer() -> Vec<u8> {
     vec![0; SCRATCH_BYTES]
 }
@@ -63,7 +73,7 @@ pub(crate) fn flush(
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}")),
+            Err(e) => return write_failed(&e),
         }
     }
     Outcome::Ok
@@ -90,7 +100,7 @@ where
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}")),
+            Err(e) => return read_failed(&e),
         };
         // One clock read per read() serves as the end of the responses in it and the start of
         // the requests sent in reply.

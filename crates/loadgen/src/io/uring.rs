@@ -47,6 +47,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::{SockAddr, Socket};
 
 use crate::config::{Coalesce, HttpConfig, IoSupport};
+use crate::io::http;
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
@@ -413,20 +414,15 @@ pub(crate) fn connect_failure(res: i32, target: SocketAddr) -> Outcome {
     Outcome::Fail(ErrorClass::of_connect_error(&e), format!("connect to {target}: {e}"))
 }
 
-/// What a failed send completion is (as a failed write() on epoll).
-pub(crate) fn send_failure(res: i32) -> Outcome {
-    let e = io::Error::from_raw_os_error(-res);
-    Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}"))
+/// The error of a failed completion (`res` < 0).
+pub(crate) fn completion_error(res: i32) -> io::Error {
+    io::Error::from_raw_os_error(-res)
 }
 
-/// What a receive completion without data and without EOF is: out of provided buffers or
-/// interrupted (the multishot recv ended and is simply re-armed), or a failed read.
-pub(crate) fn recv_failure(res: i32) -> Outcome {
-    if res == -libc::ENOBUFS || res == -libc::EINTR {
-        return Outcome::Ok;
-    }
-    let e = io::Error::from_raw_os_error(-res);
-    Outcome::Fail(ErrorClass::of_read_error(&e), format!("read: {e}"))
+/// A receive completion without data and without EOF: None when it is out of provided buffers
+/// or interrupted (the multishot recv ended and is simply re-armed), else the read's error.
+pub(crate) fn recv_error(res: i32) -> Option<io::Error> {
+    (res != -libc::ENOBUFS && res != -libc::EINTR).then(|| completion_error(res))
 }
 
 /// Stop everything the kernel still does for a ring before its memory is freed: shut the
@@ -543,11 +539,11 @@ impl UringProtocol for HttpParams {
     }
 
     fn read_failed(&self, e: &io::Error) -> Outcome {
-        Outcome::Fail(ErrorClass::of_read_error(e), format!("read: {e}"))
+        http::read_failed(e)
     }
 
     fn write_failed(&self, e: &io::Error) -> Outcome {
-        Outcome::Fail(ErrorClass::of_write_error(e), format!("write: {e}"))
+        http::write_failed(e)
     }
 
     /// The next batch of requests, if the `--requests` quota allows. The wire bytes stay where they
@@ -808,8 +804,7 @@ impl<P: UringProtocol> Worker<P> {
                         out
                     }
                     None if res == 0 => self.on_eof(i, now)?,
-                    None if res == -libc::ENOBUFS || res == -libc::EINTR => Outcome::Ok,
-                    None => self.p.read_failed(&io::Error::from_raw_os_error(-res)),
+                    None => recv_error(res).map_or(Outcome::Ok, |e| self.p.read_failed(&e)),
                 };
                 let c = &self.conns[i];
                 if matches!(out, Outcome::Ok)
@@ -821,7 +816,7 @@ impl<P: UringProtocol> Worker<P> {
                 }
                 out
             }
-            OP_SEND if res < 0 => self.p.write_failed(&io::Error::from_raw_os_error(-res)),
+            OP_SEND if res < 0 => self.p.write_failed(&completion_error(res)),
             // A send that asked for its completion (`SendBuf::more`) is done: the next one may go.
             OP_SEND => {
                 self.send(i, now)?;

@@ -36,11 +36,12 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::{SockAddr, Socket};
 
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
+use crate::io::http;
 use crate::io::open_io::{IoEvent, OpenIo};
 use crate::io::worker::connect_failed;
 use crate::io::uring::{
     build_ring, connect_failure, decode, files_update, files_update_error, new_socket,
-    recv_buffers, recv_failure, register_files, send_failure, shut_down_all, sq_entries, user_data,
+    completion_error, recv_buffers, recv_error, register_files, shut_down_all, sq_entries, user_data,
     BufRing,
     BUF_GROUP, GEN_MASK, OP_CONNECT, OP_FILES_UPDATE, OP_RECV, OP_SEND,
 };
@@ -204,7 +205,7 @@ impl UringOpen {
                     res,
                 }))
             }
-            OP_SEND if res < 0 => match send_failure(res) {
+            OP_SEND if res < 0 => match http::write_failed(&completion_error(res)) {
                 Outcome::Fail(class, msg) => Some(IoEvent::Failed(class, msg)),
                 _ => unreachable!("a failed send is a failure"),
             },
@@ -294,7 +295,7 @@ impl OpenIo for UringOpen {
         stats.sent(now, len);
         match self.push(sqe) {
             Ok(()) => Outcome::Ok,
-            Err(e) => Outcome::Fail(ErrorClass::of_write_error(&e), format!("write: {e}")),
+            Err(e) => http::write_failed(&e),
         }
     }
 
@@ -333,7 +334,7 @@ impl OpenIo for UringOpen {
                 out
             }
             None if r.res == 0 => ex.on_eof(c, now, stats),
-            None => recv_failure(r.res),
+            None => recv_error(r.res).map_or(Outcome::Ok, |e| http::read_failed(&e)),
         }
     }
 
