@@ -23,6 +23,7 @@ use mio::net::TcpStream;
 
 use crate::exchange::{Outcome, Received};
 use crate::io::epoll::Protocol;
+use crate::io::page::PageBuf;
 use crate::io::worker::ConnRules;
 use crate::stats::{self, ErrorClass, ThreadStats};
 
@@ -33,8 +34,6 @@ const PHASE_STEP: usize = 97;
 const SLICE_BYTES: usize = 64 * 1024;
 /// Bytes each probe sends (seed 000's "client delay": a fresh connection echoing 32 KiB).
 pub const PROBE_BYTES: usize = 32 * 1024;
-/// The pattern buffer and the receive buffer start on a page boundary (see `Pattern`).
-const PAGE: usize = 4096;
 /// Every slice `Pattern::slice` returns starts at a multiple of this many bytes from the page-aligned
 /// start of the pattern: a cache line.
 const SLICE_ALIGN: usize = 64;
@@ -53,9 +52,8 @@ const _: () = assert!(SLICE_ALIGN * ALIGN_INV % PATTERN_PERIOD == 1);
 /// With each phase's slice on a 64-byte boundary the copy is as fast as from any aligned buffer. The
 /// receive buffer (`EchoProtocol::scratch`) is page-aligned for the same reason (recv copies into it).
 pub struct Pattern {
-    buf: Vec<u8>,
-    /// Index of `buf`'s first page-aligned byte: the pattern's phase 0 is there.
-    base: usize,
+    /// Phase 0 is at its first byte, on a page boundary.
+    buf: PageBuf,
 }
 
 impl Default for Pattern {
@@ -64,19 +62,13 @@ impl Default for Pattern {
     }
 }
 
-/// How far into `buf` its first page-aligned byte is (performance only: any value is correct).
-fn page_offset(buf: &[u8]) -> usize {
-    (buf.as_ptr() as usize).wrapping_neg() % PAGE
-}
-
 impl Pattern {
     pub fn new() -> Self {
-        let mut buf = vec![0; PAGE + SLICE_ALIGN * PATTERN_PERIOD + SLICE_BYTES];
-        let base = page_offset(&buf);
-        for (i, b) in buf[base..].iter_mut().enumerate() {
+        let mut buf = PageBuf::zeroed(SLICE_ALIGN * PATTERN_PERIOD + SLICE_BYTES);
+        for (i, b) in buf.as_mut_slice().iter_mut().enumerate() {
             *b = (i % PATTERN_PERIOD) as u8 + 1;
         }
-        Pattern { buf, base }
+        Pattern { buf }
     }
 
     /// The process's pattern, built once and never freed: its pages may be in flight in the kernel
@@ -95,8 +87,8 @@ impl Pattern {
     #[inline]
     pub fn slice(&self, phase: usize, offset: u64, len: usize) -> &[u8] {
         let s = (phase + (offset % PATTERN_PERIOD as u64) as usize) % PATTERN_PERIOD;
-        let start = self.base + SLICE_ALIGN * (s * ALIGN_INV % PATTERN_PERIOD);
-        &self.buf[start..start + len.min(SLICE_BYTES)]
+        let start = SLICE_ALIGN * (s * ALIGN_INV % PATTERN_PERIOD);
+        &self.buf.as_slice()[start..start + len.min(SLICE_BYTES)]
     }
 
     /// Compare `data` with the stream at `offset`; Err(position of the first wrong byte in data).
@@ -492,19 +484,16 @@ pub struct EchoProtocol {
     echo: Echo,
     /// None: send with write() (no pipe, or splicing failed once).
     splicer: Option<Splicer>,
-    /// The receive buffer is `scratch[scratch_at..][..SLICE_BYTES]`, page-aligned (see `Pattern`).
-    scratch: Vec<u8>,
-    scratch_at: usize,
+    /// The receive buffer, page-aligned (see `io::page`).
+    scratch: PageBuf,
 }
 
 impl EchoProtocol {
     pub fn new(bytes_per_connection: Option<u64>, chunk_bytes: u64) -> Self {
-        let scratch = vec![0; SLICE_BYTES + PAGE];
         EchoProtocol {
             echo: Echo::new(bytes_per_connection, chunk_bytes),
             splicer: Splicer::new(),
-            scratch_at: page_offset(&scratch),
-            scratch,
+            scratch: PageBuf::zeroed(SLICE_BYTES),
         }
     }
 
@@ -518,7 +507,7 @@ impl EchoProtocol {
     ) -> Outcome {
         while let Some(data) = self.echo.unsent(c) {
             let written = match &self.splicer {
-                Some(sp) => match sp.send(sock.as_raw_fd(), data, &mut self.scratch) {
+                Some(sp) => match sp.send(sock.as_raw_fd(), data, self.scratch.as_mut_slice()) {
                     Err(e) if e.kind() == io::ErrorKind::Unsupported => {
                         self.splicer = None;
                         continue;
@@ -603,9 +592,8 @@ impl Protocol for EchoProtocol {
         stats: &mut ThreadStats,
         peer_closed: bool,
     ) -> Outcome {
-        let buf = self.scratch_at..self.scratch_at + SLICE_BYTES;
         loop {
-            let n = match sock.read(&mut self.scratch[buf.clone()]) {
+            let n = match sock.read(self.scratch.as_mut_slice()) {
                 Ok(0) => return self.echo.on_eof(c),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
@@ -615,7 +603,7 @@ impl Protocol for EchoProtocol {
             let now = Instant::now();
             match self
                 .echo
-                .on_bytes(c, &self.scratch[buf.clone()][..n], now, stats)
+                .on_bytes(c, &self.scratch.as_slice()[..n], now, stats)
             {
                 Received::Stop(out) => return out,
                 Received::Ok { send_next: true } => match self.flush(c, sock, now, stats) {
@@ -783,7 +771,7 @@ mod tests {
             for offset in [0u64, 1, 31, 250, 251, 252, 1 << 40] {
                 let got = p.slice(phase, offset, 600);
                 assert_eq!(got, &stream(phase, offset, 600)[..]);
-                let from_base = got.as_ptr() as usize - p.buf[p.base..].as_ptr() as usize;
+                let from_base = got.as_ptr() as usize - p.buf.as_slice().as_ptr() as usize;
                 assert_eq!(from_base % SLICE_ALIGN, 0);
             }
         }

@@ -8,6 +8,7 @@ pub mod echo;
 pub mod epoll;
 pub mod http;
 pub mod open_io;
+pub mod page;
 pub mod uring;
 pub mod uring_echo;
 pub mod uring_open;

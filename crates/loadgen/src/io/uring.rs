@@ -48,6 +48,7 @@ use socket2::{SockAddr, Socket};
 
 use crate::config::{Coalesce, HttpConfig, IoSupport};
 use crate::io::http;
+use crate::io::page::PageBuf;
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
@@ -210,7 +211,8 @@ fn kernel_version() -> Option<(u32, u32)> {
 pub(crate) struct BufRing {
     ring: *mut BufRingEntry,
     ring_layout: std::alloc::Layout,
-    bufs: Vec<u8>,
+    /// The buffers, back to back, page-aligned (see `io::page`: the kernel copies into them).
+    bufs: PageBuf,
     entries: u16,
     tail: u16,
     /// Registered with the kernel: memory must outlive the registration.
@@ -233,7 +235,7 @@ impl BufRing {
         let mut br = BufRing {
             ring,
             ring_layout,
-            bufs: vec![0u8; entries * RECV_BUF_BYTES],
+            bufs: PageBuf::zeroed(entries * RECV_BUF_BYTES),
             entries: entries as u16,
             tail: 0,
             registered: false,
