@@ -90,6 +90,16 @@ pub(crate) fn source_address(source_ips: &[IpAddr], index: usize) -> Option<Sock
 
 pub struct WorkerResult {
     pub stats: ThreadStats,
+    pub stopped_at: Instant,
+    /// Where the thread ran and what it cost: what the result document says of each thread.
+    pub thread: ThreadSummary,
+}
+
+/// One load thread's CPU, clocks and engine bound over the measured phase (the open loop sums its
+/// steps'), as the result document reports it.
+#[derive(Debug, Clone)]
+pub struct ThreadSummary {
+    /// The CPU the thread was pinned to.
     pub cpu: Option<usize>,
     /// Thread CPU time and wall time over the measured phase.
     pub cpu_time: Duration,
@@ -99,7 +109,6 @@ pub struct WorkerResult {
     /// Time the thread waited for a CPU over the measured phase; None when the kernel keeps no
     /// schedstat (`sys::thread_run_delay`).
     pub run_delay: Option<Duration>,
-    pub stopped_at: Instant,
     /// The longest this thread's engine may have held a completed response before timing it, over
     /// the measured phase: None for epoll (it reacts to every event at once), else the io_uring
     /// engine's largest coalescing window (0 when off).
@@ -250,15 +259,17 @@ impl LoopClock {
             .unwrap_or_else(|| sys::ThreadClocks::read(stopped_at))
             .usage(stopped_at);
         WorkerResult {
-            cpu_time: usage.cpu_time,
-            wall_time: usage.wall_time,
-            user_time: usage.user_time,
-            sys_time: usage.sys_time,
-            run_delay: usage.run_delay,
             stats,
-            cpu,
             stopped_at,
-            batch_wait_max,
+            thread: ThreadSummary {
+                cpu,
+                cpu_time: usage.cpu_time,
+                wall_time: usage.wall_time,
+                user_time: usage.user_time,
+                sys_time: usage.sys_time,
+                run_delay: usage.run_delay,
+                batch_wait_max,
+            },
         }
     }
 }

@@ -33,7 +33,8 @@ use crate::exchange::{Exchange, ExchangeConn, Outcome};
 use crate::io::open_io::{EpollOpen, IoEvent, OpenIo};
 use crate::io::uring_open::UringOpen;
 use crate::io::worker::{
-    back_off, sweep_action, Phase, SweepAction, ThreadConns, WorkerResult, SWEEP_INTERVAL,
+    back_off, sweep_action, Phase, SweepAction, ThreadConns, ThreadSummary, WorkerResult,
+    SWEEP_INTERVAL,
 };
 use crate::schedule::{Arrival, Rng, Schedule};
 use crate::stats::{self, ErrorClass, ThreadStats};
@@ -484,14 +485,16 @@ impl<B: OpenIo> Worker<B> {
         let cpu_time = usage.cpu_time.saturating_sub(self.open.spin_wait);
         let result = WorkerResult {
             stats: std::mem::replace(&mut self.stats, ThreadStats::new(far, far, None)),
-            cpu: self.cfg.conns.cpu,
-            cpu_time,
-            wall_time: usage.wall_time,
-            user_time: usage.user_time,
-            sys_time: usage.sys_time,
-            run_delay: usage.run_delay,
             stopped_at,
-            batch_wait_max: None,
+            thread: ThreadSummary {
+                cpu: self.cfg.conns.cpu,
+                cpu_time,
+                wall_time: usage.wall_time,
+                user_time: usage.user_time,
+                sys_time: usage.sys_time,
+                run_delay: usage.run_delay,
+                batch_wait_max: None,
+            },
         };
         Ok(PhaseReport {
             result,

@@ -15,25 +15,13 @@ use crate::io::echo::{self, Echo, EchoProtocol, ProbeResult};
 use crate::io::epoll;
 use crate::io::http::HttpProtocol;
 use crate::io::uring;
-use crate::io::worker::{ThreadConns, WorkerConfig, WorkerResult};
+use crate::io::worker::{ThreadConns, ThreadSummary, WorkerConfig, WorkerResult};
 use crate::error::RunError;
 use crate::exchange::Exchange;
 use crate::http::{Expectation, ResponseParser, Step};
 use crate::load::open::OpenStats;
 use crate::stats::ThreadStats;
 use crate::{progress, signals, sys};
-
-pub struct ThreadSummary {
-    pub cpu: Option<usize>,
-    pub cpu_time: Duration,
-    pub wall_time: Duration,
-    pub user_time: Duration,
-    pub sys_time: Duration,
-    /// See `WorkerResult::run_delay`.
-    pub run_delay: Option<Duration>,
-    /// See `WorkerResult::batch_wait_max`.
-    pub batch_wait_max: Option<Duration>,
-}
 
 /// What one measured phase gave, merged over the threads: the closed loop's or echo's run, or one
 /// rate of the open loop (then `open` holds the schedule's figures).
@@ -145,15 +133,7 @@ pub fn merge_threads(results: Vec<WorkerResult>) -> (ThreadStats, Vec<ThreadSumm
     let mut threads = Vec::with_capacity(results.len());
     let mut merged: Option<ThreadStats> = None;
     for r in results {
-        threads.push(ThreadSummary {
-            cpu: r.cpu,
-            cpu_time: r.cpu_time,
-            wall_time: r.wall_time,
-            user_time: r.user_time,
-            sys_time: r.sys_time,
-            run_delay: r.run_delay,
-            batch_wait_max: r.batch_wait_max,
-        });
+        threads.push(r.thread);
         match merged.as_mut() {
             None => merged = Some(r.stats),
             Some(m) => m.merge(&r.stats),

@@ -16,7 +16,8 @@ use crate::load::open::{OpenStats, LATE_THRESHOLD};
 use crate::load::open_run::{
     achieved_rate, FindMaxSearch, StepVerdict, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION,
 };
-use crate::load::run::{RunOutcome, ThreadSummary};
+use crate::io::worker::ThreadSummary;
+use crate::load::run::RunOutcome;
 use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::parse::{fmt_bytes, fmt_us};
 use crate::sys::rfc3339_utc;
