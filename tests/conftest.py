@@ -8,6 +8,7 @@ stays a skip, and pytest lists every one with its reason (-rs in pyproject.toml)
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +25,15 @@ TESTS = Path(__file__).parent
 FIXTURE_CONTESTANTS = TESTS / "fixtures" / "contestants"
 REPO = TESTS.parent
 CLI_TIMEOUT_S = 120
+
+# A shell without job control (a script's `make test &`, nohup) starts its background commands with SIGINT
+# and SIGQUIT ignored, and every process the tests start would inherit that: a test sending Ctrl-C to
+# `netarena lab up` would see it ignored. Tests play a user at a terminal, whose Ctrl-C arrives, so the
+# session restores the defaults (a handler, unlike "ignored", is not inherited across exec).
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
 def under_ci() -> bool:

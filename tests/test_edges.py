@@ -354,6 +354,27 @@ def test_a_server_cannot_write_more_than_the_size_limit(tmp_path):
     assert f"errno {errno.EFBIG}" in log.read_text()[-200:] or log.stat().st_size == 100_000
 
 
+def test_a_server_started_while_netarena_ignores_sigint_still_stops_on_sigint():
+    """A shell without job control starts netarena with SIGINT and SIGQUIT ignored, which exec keeps; the servers
+    it starts get the stop signals' default action back, so a SIGINT stop ends them at once, not by SIGKILL."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        proc = ManagedProcess(["sleep", "60"])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{proc.pid}/cmdline").read_bytes().startswith(b"sleep\0") and time.monotonic() < deadline:
+            time.sleep(0.02)  # until the child has exec'd sleep
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        ignored = int(re.search(r"^SigIgn:\s*([0-9a-f]+)$", status, re.M).group(1), 16)
+        assert not ignored & (1 << (signal.SIGINT - 1)), status
+        outcome = proc.stop("SIGINT", timeout_s=10).to_dict()
+        assert not outcome["killed"], outcome
+    finally:
+        proc.kill()
+
+
 def test_a_server_that_drops_the_token_from_its_environment_is_still_known_by_its_descriptor():
     """nginx and uwsgi overwrite the memory /proc/PID/environ shows when they set their process title; the
     inherited descriptor on the deleted token file still proves the process is netarena's."""

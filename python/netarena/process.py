@@ -42,7 +42,10 @@ def _token_descriptor() -> int:
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
 _libc.signal.restype = ctypes.c_void_p
+_SIG_DFL = 0
 _SIG_IGN = 1
+# The signals netarena stops a process with (a manifest's stop_signal; SIGKILL cannot be ignored).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 
 def free_port() -> int:
@@ -58,7 +61,7 @@ def available_cpus() -> list[int]:
 
 def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = None,
                 open_files: int | None = None):
-    """In the child before exec: the open-files limit, the file-size limit, the user (a server_user.ServerUser,
+    """In the child before exec: the stop signals' default action, the open-files limit, the file-size limit, the user (a server_user.ServerUser,
     or a user name such as "postgres", which refuses to run as root), the CPUs, and the parent-death signal,
     last because a change of user clears it.
 
@@ -73,6 +76,11 @@ def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = 
         uid, gid = user.uid, user.gid
 
     def setup() -> None:
+        # An ignored signal stays ignored across exec: netarena started from a shell without job control
+        # (a script's `netarena run &`, nohup, some CI runners) has SIGINT and SIGQUIT ignored, and a server
+        # inheriting that would sit through its stop signal until stop_timeout_s and SIGKILL.
+        for sig in STOP_SIGNALS:
+            _libc.signal(sig, _SIG_DFL)
         if open_files is None:
             open_files_now = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         else:
