@@ -428,9 +428,12 @@ def test_ctrl_c_during_lab_up_removes_what_it_made(tmp_path):
         assert up.poll() is None and time.monotonic() < deadline, up.communicate()
         time.sleep(0.05)
     up.send_signal(signal.SIGINT)
-    out, err = up.communicate(timeout=120)
-    assert up.returncode == 130, out + err
-    _assert_gone(folder, name)
+    try:
+        out, err = up.communicate(timeout=120)
+        assert up.returncode == 130, out + err
+        _assert_gone(folder, name)
+    finally:
+        lab.down(folder)  # only when the assertions failed is there anything left to take down
 
 
 def test_lab_needs_root_or_says_so(tmp_path):

@@ -1017,6 +1017,12 @@ def lab_up(hosts, folder, name):
     from .cluster import ClusterError
     from .cluster.lab import up
 
+    from .process import StopRequest
+
+    # Ctrl-C/SIGTERM are remembered, not raised: up() finishes the step it is in, stops at its next check and
+    # removes what it made (a KeyboardInterrupt raised mid-step could be swallowed, or kill an `ip` half-way).
+    StopRequest.requested = False
+    previous = {sig: signal.signal(sig, StopRequest.remember) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         cluster_file = up(folder, hosts, name, say=click.echo)
     except ClusterError as exc:
@@ -1024,6 +1030,9 @@ def lab_up(hosts, folder, name):
         return
     except KeyboardInterrupt:  # up() removed what it had made
         sys.exit(EXIT_INTERRUPTED)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     click.echo(f"run a suite across it: netarena run SUITE --cluster {cluster_file}")
 
 

@@ -48,6 +48,33 @@ _SIG_IGN = 1
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
 
 
+class StopRequest:
+    """Ctrl-C or SIGTERM, remembered.
+
+    The KeyboardInterrupt a signal raises can be swallowed when it lands in code that ignores exceptions
+    (seen: logging's at-fork handler while subprocess forks a server, "Exception ignored in ..."), and one
+    raised while a child such as `ip netns add` runs kills that child half-way. So the flag is what counts:
+    `handler` remembers and raises (the runner also checks the flag between measurements), `remember` only
+    remembers, for code made of short steps that must each finish whole and that calls `check` between them.
+    """
+
+    requested = False
+
+    @classmethod
+    def handler(cls, signum, frame):
+        cls.requested = True
+        raise KeyboardInterrupt()
+
+    @classmethod
+    def remember(cls, signum, frame):
+        cls.requested = True
+
+    @classmethod
+    def check(cls) -> None:
+        if cls.requested:
+            raise KeyboardInterrupt()
+
+
 def free_port() -> int:
     """A port nothing listens on right now (the kernel's choice for 127.0.0.1:0)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -17,7 +17,7 @@ from .contestants import (Contestant, InstallError, availability, cache_root, en
                           scenario_note)
 from .doctor import FD_SPARE
 from .errors import ConfigError
-from .process import available_cpus, group_members, kill_group, process_start_time
+from .process import StopRequest, available_cpus, group_members, kill_group, process_start_time
 from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready, sweep_rates
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso
 
@@ -260,23 +260,6 @@ class StopRun(Exception):
     """A backend's word that the run cannot go on now (netarena.cluster: the server host is gone, too few
     generator hosts are left). The measurement in progress is recorded as interrupted and the run stops like
     on Ctrl-C, so `--resume` continues it once the cause is fixed; the message says what to fix."""
-
-
-class StopRequest:
-    """Ctrl-C or SIGTERM, remembered as well as raised.
-
-    The KeyboardInterrupt a signal raises can be swallowed when it lands in code that ignores exceptions
-    (seen: logging's at-fork handler while subprocess forks a server, "Exception ignored in ..."); the run
-    would then go on as if nothing happened. The runner checks this flag between measurements, so a stop
-    asked for is never lost.
-    """
-
-    requested = False
-
-    @classmethod
-    def handler(cls, signum, frame):
-        cls.requested = True
-        raise KeyboardInterrupt()
 
 
 class Runner:

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from . import ClusterError
+from ..process import StopRequest
 
 SUBNET_PREFIX = "198.18.0"
 CTL_ADDRESS = f"{SUBNET_PREFIX}.1"
@@ -86,7 +87,13 @@ class _State:
 
     def add(self, key: str, value) -> None:
         self.data[key].append(value)
-        self.path.write_text(json.dumps(self.data, indent=2))
+        self.save()
+
+    def save(self) -> None:
+        # Whole or not at all: `down` must always read every namespace and process recorded so far.
+        partial = self.path.with_name(self.path.name + ".part")
+        partial.write_text(json.dumps(self.data, indent=2))
+        os.replace(partial, self.path)
 
 
 def _spawn(state: _State, netns: str, argv: list[str], log: Path, role: str, cpus: list[int] | None,
@@ -105,7 +112,10 @@ def _spawn(state: _State, netns: str, argv: list[str], log: Path, role: str, cpu
 
 def up(folder: Path, hosts: int, name: str = DEFAULT_NAME, say=lambda text: None,
        heartbeat_timeout_s: float = HEARTBEAT_TIMEOUT_S) -> Path:
-    """Build the lab; returns the cluster file. On any failure or Ctrl-C, removes what it made and re-raises."""
+    """Build the lab; returns the cluster file. On any failure or Ctrl-C, removes what it made and re-raises.
+
+    Under `netarena lab up` a Ctrl-C only sets StopRequest (its `remember` handler): every step (an `ip`
+    command, a process started) finishes whole, and the build stops at the next `StopRequest.check()`."""
     from .certs import make_certs
 
     if not 2 <= hosts <= MAX_HOSTS:
@@ -122,34 +132,43 @@ def up(folder: Path, hosts: int, name: str = DEFAULT_NAME, say=lambda text: None
 
     folder.mkdir(parents=True, exist_ok=True)
     state = _State(folder, name)
-    state.path.write_text(json.dumps(state.data))
+    state.save()
     try:
+        def ip(*args: str) -> None:
+            _ip(*args)
+            StopRequest.check()
+
+        def spawn(*args) -> None:
+            _spawn(*args)
+            StopRequest.check()
+
         certs = folder / "certs"
         make_certs(certs, force=True)
+        StopRequest.check()
         ctl = f"{name}-ctl"
         # Recorded before it is made: a Ctrl-C landing while `ip` runs must not leave an unrecorded namespace
         # (down skips the ones that do not exist).
         state.add("namespaces", ctl)
-        _ip("netns", "add", ctl)
-        _ip("-n", ctl, "link", "set", "lo", "up")
-        _ip("-n", ctl, "link", "add", "br0", "type", "bridge")
-        _ip("-n", ctl, "addr", "add", f"{CTL_ADDRESS}/24", "dev", "br0")
-        _ip("-n", ctl, "link", "set", "br0", "up")
+        ip("netns", "add", ctl)
+        ip("-n", ctl, "link", "set", "lo", "up")
+        ip("-n", ctl, "link", "add", "br0", "type", "bridge")
+        ip("-n", ctl, "addr", "add", f"{CTL_ADDRESS}/24", "dev", "br0")
+        ip("-n", ctl, "link", "set", "br0", "up")
         for i in range(1, hosts + 1):
             ns = f"{name}-h{i}"
             state.add("namespaces", ns)
-            _ip("netns", "add", ns)
-            _ip("-n", ns, "link", "set", "lo", "up")
+            ip("netns", "add", ns)
+            ip("-n", ns, "link", "set", "lo", "up")
             # Both ends are created inside namespaces: nothing appears in the machine's own one.
-            _ip("-n", ctl, "link", "add", f"vh{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
-            _ip("-n", ctl, "link", "set", f"vh{i}", "master", "br0", "up")
-            _ip("-n", ns, "addr", "add", f"{host_address(i)}/24", "dev", "eth0")
-            _ip("-n", ns, "link", "set", "eth0", "up")
+            ip("-n", ctl, "link", "add", f"vh{i}", "type", "veth", "peer", "name", "eth0", "netns", ns)
+            ip("-n", ctl, "link", "set", f"vh{i}", "master", "br0", "up")
+            ip("-n", ns, "addr", "add", f"{host_address(i)}/24", "dev", "eth0")
+            ip("-n", ns, "link", "set", "eth0", "up")
         env = dict(os.environ)
         # The scheduler gives up on a worker that missed its heartbeats this long (a host that vanished).
         env["DASK_DISTRIBUTED__SCHEDULER__WORKER_TTL"] = f"{heartbeat_timeout_s:g}s"
         tls = ["--tls-ca-file", str(certs / "ca.pem")]
-        _spawn(state, ctl, [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", CTL_ADDRESS,
+        spawn(state, ctl, [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", CTL_ADDRESS,
                             "--port", str(SCHEDULER_PORT), "--no-dashboard", *tls,
                             "--tls-cert", str(certs / "scheduler.pem"), "--tls-key", str(certs / "scheduler.key")],
                folder / "logs" / "scheduler.log", "scheduler", None, env)
@@ -158,7 +177,7 @@ def up(folder: Path, hosts: int, name: str = DEFAULT_NAME, say=lambda text: None
         for i in range(1, hosts + 1):
             log = folder / "logs" / f"h{i}.log"
             logs.append(log)
-            _spawn(state, f"{name}-h{i}", worker_argv(f"tls://{CTL_ADDRESS}:{SCHEDULER_PORT}", f"h{i}",
+            spawn(state, f"{name}-h{i}", worker_argv(f"tls://{CTL_ADDRESS}:{SCHEDULER_PORT}", f"h{i}",
                                                       host_address(i), certs, folder / "work" / f"h{i}"),
                    log, f"worker h{i}", cpu_sets[i - 1], env)
         _wait_registered(logs, REGISTER_TIMEOUT_S)
@@ -173,6 +192,7 @@ def up(folder: Path, hosts: int, name: str = DEFAULT_NAME, say=lambda text: None
             '[tls]\nca = "certs/ca.pem"\ncert = "certs/client.pem"\nkey = "certs/client.key"\n\n'
             f'[server]\nworker = "h1"\naddress = "{host_address(1)}"\n\n'
             f"[generators]\nworkers = [{generators}]\n")
+        StopRequest.check()
         say(f"lab {name!r} up: {hosts} hosts ({', '.join(namespaces_of(name, hosts))}); cluster file {cluster_file}")
         return cluster_file
     except BaseException:
@@ -198,6 +218,7 @@ def _wait_registered(logs: list[Path], timeout_s: float) -> None:
         if time.monotonic() > deadline:
             tails = "; ".join(f"{log.name}: {log.read_text(errors='replace')[-300:]!r}" for log in pending)
             raise ClusterError(f"worker(s) did not register with the scheduler within {timeout_s:g} s: {tails}")
+        StopRequest.check()
         time.sleep(0.3)
 
 
@@ -242,6 +263,7 @@ def down(folder: Path, say=lambda text: None) -> bool:
             _kill_tree(int(pid))
         _ip("netns", "del", ns, check=False)
     path.unlink()
+    path.with_name(path.name + ".part").unlink(missing_ok=True)
     say(f"lab {data.get('name', '?')!r} down: {len(data.get('processes', []))} process(es) stopped, "
         f"{len(data.get('namespaces', []))} namespace(s) removed")
     return True
