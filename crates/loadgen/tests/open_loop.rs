@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{run_load, validate_against_schema};
+use common::{io_args, run_load, validate_against_schema};
 use mio::net::{TcpListener as MioListener, TcpStream as MioStream};
 use mio::{Events, Interest, Poll, Token};
 use serde_json::Value;
@@ -734,14 +734,18 @@ fn spawn_prepared(url: &str) -> (std::process::Child, BufReader<std::process::Ch
     spawn_prepared_with(url, &["--rate", "1000"])
 }
 
-/// `netarena-load http URL -c 4 -d 300ms --prepare --json` plus `extra`, once it has printed READY.
+/// `netarena-load http URL -c 4 -d 300ms --prepare --json` plus `extra` (on the engine
+/// NETARENA_LOAD_TEST_IO names, `common::io_args`), once it has printed READY.
 fn spawn_prepared_with(
     url: &str,
     extra: &[&str],
 ) -> (std::process::Child, BufReader<std::process::ChildStderr>) {
+    let args: Vec<&str> = ["http", url, "-c", "4", "-d", "300ms", "--prepare", "--json"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
     let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
-        .args(["http", url, "-c", "4", "-d", "300ms", "--prepare", "--json"])
-        .args(extra)
+        .args(io_args(&args))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -908,15 +912,15 @@ fn steps_and_find_max_land_near_a_known_capacity() {
     assert!(doc["open_loop"]["asked_rate_per_s"].is_null());
 }
 
-/// Runs the binary to completion and returns (exit code, stdout, user + system CPU, wall,
-/// voluntary context switches) of that one process (wait4's rusage: other tests' children running
-/// in parallel do not count). A thread that sleeps in the kernel switches voluntarily each time; one
+/// Runs the binary (on the engine NETARENA_LOAD_TEST_IO names) to completion and returns (exit
+/// code, stdout, user + system CPU, wall, voluntary context switches) of that one process (wait4's
+/// rusage: other tests' children running in parallel do not count). A thread that sleeps in the kernel switches voluntarily each time; one
 /// that busy-polls does not, however little CPU a busy machine leaves it.
 fn run_with_cpu(args: &[&str]) -> (i32, String, Duration, Duration, u64) {
     use std::os::unix::process::ExitStatusExt;
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_netarena-load"))
-        .args(args)
+        .args(io_args(args))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
