@@ -1,11 +1,12 @@
 # The two entry points of the README. Both set up everything they need first.
 #   make run   — build, install, and run the default benchmark suite with its report
 #   make test  — build, install, and run every test (cargo + pytest)
+# and, for whoever changes the Rust code: make lint (rustfmt and clippy, warnings as errors).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test test-rust test-python clean
+.PHONY: setup run test test-rust test-python lint clean
 
 # Always re-run the editable install: it rebuilds the Rust generator (incremental, fast when nothing
 # changed) so .venv/bin/netarena-load can never be older than the source. requirements.lock pins the
@@ -30,6 +31,10 @@ test-python: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
 test: setup test-rust test-python
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --release --locked --workspace --all-targets -- -D warnings
 
 clean:
 	rm -rf $(VENV) target build

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use crate::cli::{ArrivalArg, Cli, Command, CommonArgs, HttpArgs, UrlOrderArg};
 pub use crate::cli::{Coalesce, IoBackend, IoChoice};
+use crate::http::urls::{Requests, UrlOrder};
 use crate::http::{self, Expectation};
 use crate::parse::{parse_cpu_list, parse_ip_list};
 use crate::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
 use crate::threshold::{self, Threshold};
-use crate::http::urls::{Requests, UrlOrder};
 
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 100;
 pub const DEFAULT_ECHO_CONNECTIONS: usize = 1;
@@ -99,7 +99,11 @@ impl SpinWindow {
             (SpinWindow::Fixed(d), _) => (d, false),
             (SpinWindow::Auto, None) => (default, false),
             (SpinWindow::Auto, Some(lag)) => {
-                let gap_s = if rate_per_s > 0.0 { 1.0 / rate_per_s } else { f64::INFINITY };
+                let gap_s = if rate_per_s > 0.0 {
+                    1.0 / rate_per_s
+                } else {
+                    f64::INFINITY
+                };
                 if lag.as_secs_f64() > AUTO_SPIN_LAG_SHARE * gap_s {
                     let wide = (lag * AUTO_SPIN_LAG_FACTOR)
                         .max(default)
@@ -355,8 +359,7 @@ pub fn from_cli(
                 a.target.clone(),
                 command_line,
             )?;
-            (c.io, c.coalesce, c.io_reason) =
-                resolve_io(&a.common, LoadModel::Echo, io_uring)?;
+            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, LoadModel::Echo, io_uring)?;
             if a.chunk == 0 {
                 return Err("--chunk 0: a chunk must be at least 1 byte".into());
             }
@@ -634,7 +637,9 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
         None | Some("auto") => SpinWindow::Auto,
         Some(text) => {
             let spin_us: u64 = text.parse().map_err(|_| {
-                format!("--spin-us {text:?}: give a whole number of µs (0 to {MAX_SPIN_US}) or auto")
+                format!(
+                    "--spin-us {text:?}: give a whole number of µs (0 to {MAX_SPIN_US}) or auto"
+                )
             })?;
             if spin_us > MAX_SPIN_US {
                 return Err(format!("--spin-us {spin_us} is longer than any timer wake-up lag worth covering: give 0 to {MAX_SPIN_US} (a few hundred µs reaches a schedule lag of a few µs on a VM), or auto"));
@@ -795,13 +800,25 @@ mod spin_window_tests {
         // 10k/s: 100 µs between sends; a 60 µs lag is more than a quarter of it.
         assert_eq!(auto.window(Some(US(60)), 10_000.0), (US(120), true));
         // 100/s: 10 ms between sends; the same lag is small beside it.
-        assert_eq!(auto.window(Some(US(60)), 100.0), (US(DEFAULT_SPIN_US), false));
+        assert_eq!(
+            auto.window(Some(US(60)), 100.0),
+            (US(DEFAULT_SPIN_US), false)
+        );
         // Exactly a quarter is not "more than".
-        assert_eq!(auto.window(Some(US(250)), 1_000.0), (US(DEFAULT_SPIN_US), false));
+        assert_eq!(
+            auto.window(Some(US(250)), 1_000.0),
+            (US(DEFAULT_SPIN_US), false)
+        );
         // Twice a tiny lag is still below the default: the default stays, not "widened".
-        assert_eq!(auto.window(Some(US(5)), 100_000.0), (US(DEFAULT_SPIN_US), false));
+        assert_eq!(
+            auto.window(Some(US(5)), 100_000.0),
+            (US(DEFAULT_SPIN_US), false)
+        );
         // Never beyond the largest window --spin-us accepts.
-        assert_eq!(auto.window(Some(US(8_000)), 1_000.0), (US(MAX_SPIN_US), true));
+        assert_eq!(
+            auto.window(Some(US(8_000)), 1_000.0),
+            (US(MAX_SPIN_US), true)
+        );
         // Nothing measured (no timer): the default.
         assert_eq!(auto.window(None, 10_000.0), (US(DEFAULT_SPIN_US), false));
     }
@@ -916,13 +933,31 @@ mod io_resolution_tests {
             // auto keeps epoll for the open loop (measured cheaper), and says so.
             let c = resolve(&args, Some(IoSupport::Full)).expect("valid");
             let (io, coalesce, why) = engine(&c);
-            assert_eq!((io, coalesce), (IoBackend::Epoll, Coalesce::Off), "{model:?}");
-            assert!(why.contains("open loop") && why.contains("--io uring"), "{why}");
-            let c = resolve(&[&args[..], &["--io", "uring"]].concat(), Some(IoSupport::NoMinWait))
-                .expect("valid");
-            assert_eq!(engine(&c), (IoBackend::Uring, Coalesce::Off, "--io uring"), "{model:?}");
+            assert_eq!(
+                (io, coalesce),
+                (IoBackend::Epoll, Coalesce::Off),
+                "{model:?}"
+            );
+            assert!(
+                why.contains("open loop") && why.contains("--io uring"),
+                "{why}"
+            );
+            let c = resolve(
+                &[&args[..], &["--io", "uring"]].concat(),
+                Some(IoSupport::NoMinWait),
+            )
+            .expect("valid");
+            assert_eq!(
+                engine(&c),
+                (IoBackend::Uring, Coalesce::Off, "--io uring"),
+                "{model:?}"
+            );
             let c = resolve(&[&args[..], &["--io", "epoll"]].concat(), None).expect("valid");
-            assert_eq!(engine(&c), (IoBackend::Epoll, Coalesce::Off, "--io epoll"), "{model:?}");
+            assert_eq!(
+                engine(&c),
+                (IoBackend::Epoll, Coalesce::Off, "--io epoll"),
+                "{model:?}"
+            );
         }
     }
 
@@ -944,6 +979,9 @@ mod io_resolution_tests {
         )
         .err()
         .expect("refused");
-        assert!(e.contains("closed loop only") && e.contains("drop --coalesce-us"), "{e}");
+        assert!(
+            e.contains("closed loop only") && e.contains("drop --coalesce-us"),
+            "{e}"
+        );
     }
 }

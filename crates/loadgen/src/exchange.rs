@@ -21,8 +21,8 @@ use crate::config::HttpConfig;
 use crate::http::{Response, ResponseParser, Step, Verdict};
 use hdrhistogram::Histogram;
 
-use crate::stats::{micros, new_histogram, ErrorClass, ThreadStats};
 use crate::http::urls::{Requests, UrlPicker};
+use crate::stats::{micros, new_histogram, ErrorClass, ThreadStats};
 
 /// What the requests and their answers must be; one per thread, built once from the config.
 pub struct Exchange {
@@ -500,8 +500,8 @@ impl Exchange {
 mod tests {
     use super::*;
 
-    use crate::http::Expectation;
     use crate::http::urls::UrlOrder;
+    use crate::http::Expectation;
 
     const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi";
 

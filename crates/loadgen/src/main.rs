@@ -38,7 +38,10 @@ fn main() -> ExitCode {
 }
 
 /// Everything before the result: validate, check limits, learn the expectation, run.
-fn prepare_and_run(cli: cli::Cli, argv: Vec<String>) -> Result<(config::Config, Document), RunError> {
+fn prepare_and_run(
+    cli: cli::Cli,
+    argv: Vec<String>,
+) -> Result<(config::Config, Document), RunError> {
     let mut cfg = config::from_cli(cli, argv, uring::support).map_err(RunError::Usage)?;
     if progress::wanted(cfg.quiet) {
         progress::enable();

@@ -154,68 +154,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps() {
-        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
-        // 2024-02-29T23:59:59.5Z: a leap day, checked against `date -u -d @1709251199`.
-        let t = UNIX_EPOCH + Duration::from_micros(1_709_251_199_500_000);
-        assert_eq!(rfc3339_utc(t), "2024-02-29T23:59:59.500000Z");
-        let t = UNIX_EPOCH + Duration::from_secs(4_102_444_800); // 2100-01-01, not a leap year
-        assert_eq!(rfc3339_utc(t), "2100-01-01T00:00:00.000000Z");
-    }
-
-    #[test]
-    fn thread_cpu_advances() {
-        let before = thread_cpu_time();
-        let mut x = 0u64;
-        for i in 0..2_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
-        }
-        std::hint::black_box(x);
-        assert!(thread_cpu_time() > before);
-    }
-
-    /// A thread made to wait for its CPU: two threads pinned to one CPU, both spinning, each gets
-    /// about half of it and waits on the runqueue for the rest, and `usage` reports that wait.
-    #[test]
-    fn run_delay_counts_the_wait_for_a_shared_cpu() {
-        if thread_run_delay().is_none() {
-            // make test needs schedstat (README, Requirements): under CI its absence fails.
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "no /proc/thread-self/schedstat"
-            );
-            eprintln!("SKIPPED: no /proc/thread-self/schedstat (CONFIG_SCHED_INFO)");
-            return;
-        }
-        let cpu = *allowed_cpus().first().expect("some CPU is allowed");
-        let spin = move || {
-            pin_current_thread(cpu).unwrap();
-            let start = ThreadClocks::read(Instant::now());
-            while start.wall.elapsed() < Duration::from_millis(400) {
-                std::hint::black_box(thread_cpu_time());
-            }
-            start.usage(Instant::now())
-        };
-        let other = std::thread::spawn(spin);
-        let mine = std::thread::spawn(spin).join().unwrap();
-        other.join().unwrap();
-        let delay = mine.run_delay.expect("schedstat was readable at the start");
-        // Two spinners on one CPU: each waits for the other's slices. A fifth of the wall holds on a
-        // machine busier than this; the exact half depends on the scheduler and other work.
-        assert!(
-            delay >= mine.wall_time / 5,
-            "run_delay {delay:?} of {:?}",
-            mine.wall_time
-        );
-        assert!(mine.cpu_time + delay <= mine.wall_time + Duration::from_millis(50));
-    }
-}
-
 /// A CLOCK_MONOTONIC timerfd armed at absolute instants, registered in a thread's mio `Poll`.
 ///
 /// mio's poll timeout (epoll_wait) has millisecond resolution, and epoll's own timeout adds the
@@ -318,4 +256,66 @@ pub fn unix_now_ns() -> u128 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00.000000Z");
+        // 2024-02-29T23:59:59.5Z: a leap day, checked against `date -u -d @1709251199`.
+        let t = UNIX_EPOCH + Duration::from_micros(1_709_251_199_500_000);
+        assert_eq!(rfc3339_utc(t), "2024-02-29T23:59:59.500000Z");
+        let t = UNIX_EPOCH + Duration::from_secs(4_102_444_800); // 2100-01-01, not a leap year
+        assert_eq!(rfc3339_utc(t), "2100-01-01T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn thread_cpu_advances() {
+        let before = thread_cpu_time();
+        let mut x = 0u64;
+        for i in 0..2_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(thread_cpu_time() > before);
+    }
+
+    /// A thread made to wait for its CPU: two threads pinned to one CPU, both spinning, each gets
+    /// about half of it and waits on the runqueue for the rest, and `usage` reports that wait.
+    #[test]
+    fn run_delay_counts_the_wait_for_a_shared_cpu() {
+        if thread_run_delay().is_none() {
+            // make test needs schedstat (README, Requirements): under CI its absence fails.
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "no /proc/thread-self/schedstat"
+            );
+            eprintln!("SKIPPED: no /proc/thread-self/schedstat (CONFIG_SCHED_INFO)");
+            return;
+        }
+        let cpu = *allowed_cpus().first().expect("some CPU is allowed");
+        let spin = move || {
+            pin_current_thread(cpu).unwrap();
+            let start = ThreadClocks::read(Instant::now());
+            while start.wall.elapsed() < Duration::from_millis(400) {
+                std::hint::black_box(thread_cpu_time());
+            }
+            start.usage(Instant::now())
+        };
+        let other = std::thread::spawn(spin);
+        let mine = std::thread::spawn(spin).join().unwrap();
+        other.join().unwrap();
+        let delay = mine.run_delay.expect("schedstat was readable at the start");
+        // Two spinners on one CPU: each waits for the other's slices. A fifth of the wall holds on a
+        // machine busier than this; the exact half depends on the scheduler and other work.
+        assert!(
+            delay >= mine.wall_time / 5,
+            "run_delay {delay:?} of {:?}",
+            mine.wall_time
+        );
+        assert!(mine.cpu_time + delay <= mine.wall_time + Duration::from_millis(50));
+    }
 }

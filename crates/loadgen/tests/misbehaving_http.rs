@@ -1238,7 +1238,15 @@ fn verify_learn_survives_a_stop_and_continue_during_a_slow_first_answer() {
         write_hello(s, stats)
     });
     let url = server.url("/hello");
-    let load = spawn_load(&["http", &url, "-c", "1", "--requests", "10", "--verify-learn"]);
+    let load = spawn_load(&[
+        "http",
+        &url,
+        "-c",
+        "1",
+        "--requests",
+        "10",
+        "--verify-learn",
+    ]);
     thread::sleep(Duration::from_millis(500));
     load.signal(libc::SIGSTOP);
     thread::sleep(Duration::from_millis(100));

@@ -278,7 +278,11 @@ fn assert_spin_auto_follows_its_figures(ol: &serde_json::Value) {
     if (lag * 4).abs_diff(gap) > 4 {
         assert_eq!(widened, lag * 4 > gap, "{auto:#}");
     }
-    let want = if widened { (2 * lag).clamp(20, 10_000) } else { 20 };
+    let want = if widened {
+        (2 * lag).clamp(20, 10_000)
+    } else {
+        20
+    };
     assert!(u(&ol["spin_us"]).abs_diff(want) <= 2, "{ol:#}");
 }
 
@@ -290,7 +294,9 @@ fn spin_auto_measures_the_timer_and_a_given_window_does_not() {
     // 50/s on one thread: 20 ms between sends, far beyond any timer lag a working machine has,
     // so auto measures the timer and keeps the default window.
     let doc = run_load(
-        &["http", &url, "--rate", "50", "-c", "2", "-d", "500ms", "--json"],
+        &[
+            "http", &url, "--rate", "50", "-c", "2", "-d", "500ms", "--json",
+        ],
         LIMIT,
     )
     .json();
@@ -301,14 +307,28 @@ fn spin_auto_measures_the_timer_and_a_given_window_does_not() {
     // A window given on the command line is used as it is; nothing is measured.
     let given = run_load(
         &[
-            "http", &url, "--rate", "50", "-c", "2", "-d", "500ms", "--spin-us", "300", "--json",
+            "http",
+            &url,
+            "--rate",
+            "50",
+            "-c",
+            "2",
+            "-d",
+            "500ms",
+            "--spin-us",
+            "300",
+            "--json",
         ],
         LIMIT,
     )
     .json();
     validate_against_schema(&given);
     assert_eq!(u(&given["open_loop"]["spin_us"]), 300);
-    assert!(given["open_loop"]["spin_auto"].is_null(), "{:#}", given["open_loop"]);
+    assert!(
+        given["open_loop"]["spin_auto"].is_null(),
+        "{:#}",
+        given["open_loop"]
+    );
 }
 
 #[test]
@@ -1092,7 +1112,19 @@ fn the_spin_window_opens_only_before_a_send() {
     let s = server(Behaviour::default());
     let url = url(&s);
     let doc = run_load(
-        &["http", &url, "--rate", "20", "-c", "2", "-d", "1s", "--spin-us", "10000", "--json"],
+        &[
+            "http",
+            &url,
+            "--rate",
+            "20",
+            "-c",
+            "2",
+            "-d",
+            "1s",
+            "--spin-us",
+            "10000",
+            "--json",
+        ],
         LIMIT,
     )
     .json();
@@ -1102,7 +1134,10 @@ fn the_spin_window_opens_only_before_a_send() {
     assert_eq!(u(&doc["totals"]["errors"]), 0, "{:#}", doc["errors"]);
     // About 20 windows of at most 10 ms: 0.2 s, less when the timer wakes the thread late.
     let wait = f(&ol["spin_wait_s"]);
-    assert!(wait < 0.5, "spin-wait {wait} s of a 1 s phase at 20/s\n{ol:#}");
+    assert!(
+        wait < 0.5,
+        "spin-wait {wait} s of a 1 s phase at 20/s\n{ol:#}"
+    );
 }
 
 #[test]
@@ -1119,7 +1154,11 @@ fn spin_us_is_refused_outside_open_loop_and_beyond_its_limit() {
             "--spin-us belongs to the open-loop modes",
         ),
         (&open[..], "20000", "give 0 to 10000"),
-        (&open[..], "soon", "give a whole number of µs (0 to 10000) or auto"),
+        (
+            &open[..],
+            "soon",
+            "give a whole number of µs (0 to 10000) or auto",
+        ),
     ] {
         let args = [base, &["--spin-us", spin][..]].concat();
         let run = run_load(&args, LIMIT);

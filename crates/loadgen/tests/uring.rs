@@ -99,8 +99,17 @@ fn result_names_the_engine_and_matches_the_schema() {
             r.get("/config/io_backend").as_str(),
             r.get("/config/coalesce").as_str(),
         );
-        assert_eq!(engine, (Some("auto"), Some("uring"), Some("auto")), "{}", r.context);
-        let why = r.get("/config/io_reason").as_str().unwrap_or_default().to_string();
+        assert_eq!(
+            engine,
+            (Some("auto"), Some("uring"), Some("auto")),
+            "{}",
+            r.context
+        );
+        let why = r
+            .get("/config/io_reason")
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
         assert!(why.contains("io_uring usable"), "{}", r.context);
         let r = run_json(&["http", &url, "-d", "300ms", "--rate", "50"], RUN_LIMIT);
         validate_against_schema(&r.doc);
@@ -110,7 +119,10 @@ fn result_names_the_engine_and_matches_the_schema() {
         );
         assert_eq!(engine, (Some("epoll"), Some("off")), "{}", r.context);
         assert!(
-            r.get("/config/io_reason").as_str().unwrap_or_default().contains("open loop"),
+            r.get("/config/io_reason")
+                .as_str()
+                .unwrap_or_default()
+                .contains("open loop"),
             "{}",
             r.context
         );
@@ -128,11 +140,18 @@ fn echo_runs_on_uring_too_and_auto_picks_it() {
     // Chunks of 3 pattern slices and a bit (a slice is 64 KiB): one send at a time per connection,
     // the next queued when the previous completes, and every byte verified.
     let r = run_json(
-        &["echo", &target, "-c", "3", "--bytes", "600000", "--chunk", "200000", "--io", "uring"],
+        &[
+            "echo", &target, "-c", "3", "--bytes", "600000", "--chunk", "200000", "--io", "uring",
+        ],
         RUN_LIMIT,
     );
     validate_against_schema(&r.doc);
-    assert_eq!(r.get("/config/io_backend").as_str(), Some("uring"), "{}", r.context);
+    assert_eq!(
+        r.get("/config/io_backend").as_str(),
+        Some("uring"),
+        "{}",
+        r.context
+    );
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     assert_eq!(r.u64("/echo/verified_bytes"), 1_800_000, "{}", r.context);
     assert_eq!(r.u64("/totals/requests"), 9, "{}", r.context);
@@ -146,9 +165,22 @@ fn echo_runs_on_uring_too_and_auto_picks_it() {
             r.get("/config/io_backend").as_str(),
             r.get("/config/coalesce").as_str(),
         );
-        assert_eq!(engine, (Some("auto"), Some("uring"), Some("off")), "{}", r.context);
-        let why = r.get("/config/io_reason").as_str().unwrap_or_default().to_string();
-        assert!(why.contains("io_uring usable") && why.contains("echo"), "{}", r.context);
+        assert_eq!(
+            engine,
+            (Some("auto"), Some("uring"), Some("off")),
+            "{}",
+            r.context
+        );
+        let why = r
+            .get("/config/io_reason")
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            why.contains("io_uring usable") && why.contains("echo"),
+            "{}",
+            r.context
+        );
     }
 }
 
@@ -184,37 +216,66 @@ fn auto_falls_back_to_epoll_where_io_uring_is_refused() {
     }
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        feature_missing("refusing io_uring to one process needs root (sysctl kernel.io_uring_disabled)");
+        feature_missing(
+            "refusing io_uring to one process needs root (sysctl kernel.io_uring_disabled)",
+        );
         return;
     }
     let guard = match SysctlGuard::set("/proc/sys/kernel/io_uring_disabled", "1") {
         Ok(g) => g,
         Err(e) => {
-            feature_missing(&format!("kernel.io_uring_disabled cannot be set ({e}; Linux 6.6+)"));
+            feature_missing(&format!(
+                "kernel.io_uring_disabled cannot be set ({e}; Linux 6.6+)"
+            ));
             return;
         }
     };
     let url = server.url("/hello");
     let as_nobody = |extra: &[&str]| {
         let mut command = std::process::Command::new("setpriv");
-        command.args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_netarena-load")]);
-        command.args(["http", &url, "-n", "20", "-c", "2", "--json"]).args(extra);
+        command.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_netarena-load"),
+        ]);
+        command
+            .args(["http", &url, "-n", "20", "-c", "2", "--json"])
+            .args(extra);
         command.output().expect("setpriv runs")
     };
     let auto = as_nobody(&[]);
     let refused = as_nobody(&["--io", "uring"]);
     drop(guard);
-    assert_eq!(auto.status.code(), Some(0), "{}", String::from_utf8_lossy(&auto.stderr));
+    assert_eq!(
+        auto.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&auto.stderr)
+    );
     let doc: serde_json::Value = serde_json::from_slice(&auto.stdout).expect("a JSON result");
     validate_against_schema(&doc);
     let config = &doc["config"];
-    assert_eq!((config["io_requested"].as_str(), config["io_backend"].as_str()), (Some("auto"), Some("epoll")), "{doc}");
+    assert_eq!(
+        (
+            config["io_requested"].as_str(),
+            config["io_backend"].as_str()
+        ),
+        (Some("auto"), Some("epoll")),
+        "{doc}"
+    );
     let why = config["io_reason"].as_str().unwrap_or_default();
-    assert!(why.contains("io_uring cannot be used here") && why.contains("io_uring_disabled"), "{why}");
+    assert!(
+        why.contains("io_uring cannot be used here") && why.contains("io_uring_disabled"),
+        "{why}"
+    );
     assert_eq!(doc["totals"]["requests"].as_u64(), Some(20), "{doc}");
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("io_uring cannot be used here") && stderr.contains("--io epoll"), "{stderr}");
+    assert!(
+        stderr.contains("io_uring cannot be used here") && stderr.contains("--io epoll"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -295,12 +356,20 @@ fn what_uring_does_not_do_is_refused() {
     let server = hello_server();
     // The echo flood has no coalescing window (it reacts to every completion).
     let run = run_load(
-        &["echo", &server.host_port(), "--io", "uring", "--coalesce-us", "20"],
+        &[
+            "echo",
+            &server.host_port(),
+            "--io",
+            "uring",
+            "--coalesce-us",
+            "20",
+        ],
         RUN_LIMIT,
     );
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(
-        run.stderr.contains("--coalesce-us applies to the HTTP closed loop only: the echo flood")
+        run.stderr
+            .contains("--coalesce-us applies to the HTTP closed loop only: the echo flood")
             && run.stderr.contains("drop --coalesce-us"),
         "{}",
         run.describe()
@@ -308,12 +377,22 @@ fn what_uring_does_not_do_is_refused() {
     // The open loop runs on io_uring, but without coalescing: it would add to the latencies
     // measured against the schedule.
     let run = run_load(
-        &["http", &server.url("/"), "--io", "uring", "--rate", "100", "--coalesce-us", "10"],
+        &[
+            "http",
+            &server.url("/"),
+            "--io",
+            "uring",
+            "--rate",
+            "100",
+            "--coalesce-us",
+            "10",
+        ],
         RUN_LIMIT,
     );
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(
-        run.stderr.contains("--coalesce-us applies to the HTTP closed loop only: the open loop")
+        run.stderr
+            .contains("--coalesce-us applies to the HTTP closed loop only: the open loop")
             && run.stderr.contains("drop --coalesce-us"),
         "{}",
         run.describe()
@@ -357,7 +436,9 @@ fn coalescing_is_recorded_and_only_for_uring() {
         RUN_LIMIT,
     );
     if run.code == 2 && run.stderr.contains("Linux 6.12+") {
-        feature_missing("this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked");
+        feature_missing(
+            "this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked",
+        );
         return;
     }
     let r = run.result();
@@ -418,7 +499,9 @@ fn auto_run(server: &TestServer, connections: &str) -> Option<common::Result> {
         RUN_LIMIT,
     );
     if run.code == 2 && run.stderr.contains("Linux 6.12+") {
-        feature_missing("this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked");
+        feature_missing(
+            "this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked",
+        );
         return None;
     }
     let r = run.result();

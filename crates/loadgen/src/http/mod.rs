@@ -8,6 +8,6 @@ mod request;
 pub mod urls;
 
 pub use expect::{hex, parse_sha256_hex, Expectation, Verdict};
-pub use parser::{fuzzing, parse_pieces, Response, ResponseParser, Step, MAX_HEAD_BYTES};
 pub(crate) use parser::SCRATCH_BYTES;
+pub use parser::{fuzzing, parse_pieces, Response, ResponseParser, Step, MAX_HEAD_BYTES};
 pub use request::{build_request, RequestSpec};

@@ -279,4 +279,3 @@ impl<P: Protocol> Worker<P> {
         }
     }
 }
-

@@ -92,7 +92,13 @@ pub(crate) fn read_responses<F>(
     mut answered: F,
 ) -> Outcome
 where
-    F: FnMut(&mut Exchange, &mut ExchangeConn, &mut TcpStream, Instant, &mut ThreadStats) -> Outcome,
+    F: FnMut(
+        &mut Exchange,
+        &mut ExchangeConn,
+        &mut TcpStream,
+        Instant,
+        &mut ThreadStats,
+    ) -> Outcome,
 {
     loop {
         let n = match sock.read(scratch) {

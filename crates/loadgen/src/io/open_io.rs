@@ -174,7 +174,8 @@ impl EpollOpen {
             match connect_readiness(&r, sock, self.target) {
                 ConnectEvent::Pending => return,
                 ConnectEvent::Failed(class, msg) => {
-                    self.pending.push_back((i, gen, IoEvent::Failed(class, msg)));
+                    self.pending
+                        .push_back((i, gen, IoEvent::Failed(class, msg)));
                     return;
                 }
                 ConnectEvent::Connected => {
@@ -267,9 +268,15 @@ impl OpenIo for EpollOpen {
             return Outcome::Ok;
         };
         // Sending waits for the schedule: an answered request only frees the connection.
-        http::read_responses(ex, c, sock, &mut self.scratch, stats, peer_closed, |_, _, _, _, _| {
-            Outcome::Ok
-        })
+        http::read_responses(
+            ex,
+            c,
+            sock,
+            &mut self.scratch,
+            stats,
+            peer_closed,
+            |_, _, _, _, _| Outcome::Ok,
+        )
     }
 
     fn wait(&mut self, until: Option<Instant>) -> io::Result<bool> {

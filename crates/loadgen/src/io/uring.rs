@@ -47,9 +47,9 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::{SockAddr, Socket};
 
 use crate::config::{Coalesce, HttpConfig, IoSupport};
+use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::io::http;
 use crate::io::page::PageBuf;
-use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
     after_failure, connect_failed, connection_finished, new_tcp_socket, ramp_room, sweep_action,
@@ -413,7 +413,10 @@ pub(crate) fn files_update_error(res: i32) -> io::Error {
 /// What a failed connect completion is: the epoll engine's class and message for the same errno.
 pub(crate) fn connect_failure(res: i32, target: SocketAddr) -> Outcome {
     let e = io::Error::from_raw_os_error(-res);
-    Outcome::Fail(ErrorClass::of_connect_error(&e), format!("connect to {target}: {e}"))
+    Outcome::Fail(
+        ErrorClass::of_connect_error(&e),
+        format!("connect to {target}: {e}"),
+    )
 }
 
 /// The error of a failed completion (`res` < 0).
@@ -1045,7 +1048,11 @@ impl<P: UringProtocol> Worker<P> {
 /// A blocking TCP socket, bound to `source` if given, not yet connected (IORING_OP_CONNECT does
 /// that). Blocking: io_uring waits for readiness itself, and a blocking socket lets `MSG_WAITALL`
 /// finish short sends in the kernel.
-pub(crate) fn new_socket(target: SocketAddr, source: Option<SocketAddr>, nodelay: bool) -> io::Result<Socket> {
+pub(crate) fn new_socket(
+    target: SocketAddr,
+    source: Option<SocketAddr>,
+    nodelay: bool,
+) -> io::Result<Socket> {
     new_tcp_socket(target, source, nodelay, false)
 }
 

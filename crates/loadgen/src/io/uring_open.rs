@@ -38,13 +38,12 @@ use socket2::{SockAddr, Socket};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::io::http;
 use crate::io::open_io::{IoEvent, OpenIo};
-use crate::io::worker::connect_failed;
 use crate::io::uring::{
-    build_ring, connect_failure, decode, files_update, files_update_error, new_socket,
-    completion_error, recv_buffers, recv_error, register_files, shut_down_all, sq_entries, user_data,
-    BufRing,
-    BUF_GROUP, GEN_MASK, OP_CONNECT, OP_FILES_UPDATE, OP_RECV, OP_SEND,
+    build_ring, completion_error, connect_failure, decode, files_update, files_update_error,
+    new_socket, recv_buffers, recv_error, register_files, shut_down_all, sq_entries, user_data,
+    BufRing, BUF_GROUP, GEN_MASK, OP_CONNECT, OP_FILES_UPDATE, OP_RECV, OP_SEND,
 };
+use crate::io::worker::connect_failed;
 use crate::stats::{ErrorClass, ThreadStats};
 
 /// One completed receive, handed to `receive`: the buffer it filled (if any) and its result.
@@ -218,7 +217,10 @@ impl OpenIo for UringOpen {
     type Ready = RecvDone;
 
     fn add_slot(&mut self) {
-        assert!(self.slots.len() < self.capacity, "slots beyond the ring's capacity");
+        assert!(
+            self.slots.len() < self.capacity,
+            "slots beyond the ring's capacity"
+        );
         self.slots.push(Slot {
             sock: None,
             gen: 0,
@@ -370,7 +372,11 @@ impl OpenIo for UringOpen {
             Ok(()) => {}
             // ETIME: the wake-up time came; EINTR: a signal; EBUSY: completions must be reaped
             // before more can be submitted.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
             Err(e) => return Err(io::Error::new(e.kind(), format!("io_uring_enter: {e}"))),
         }
         // Only once every queued SQE naming their descriptors has reached the kernel.

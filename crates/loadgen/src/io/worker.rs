@@ -312,7 +312,11 @@ impl Readiness {
     }
 }
 
-pub(crate) fn connect_readiness(ev: &Readiness, sock: &TcpStream, target: SocketAddr) -> ConnectEvent {
+pub(crate) fn connect_readiness(
+    ev: &Readiness,
+    sock: &TcpStream,
+    target: SocketAddr,
+) -> ConnectEvent {
     let closed = ev.error || ev.write_closed || ev.read_closed;
     // A failed connect leaves its errno in SO_ERROR. Without one, a writable socket did connect: a
     // server that accepts and closes at once delivers its FIN in the same event as the connect

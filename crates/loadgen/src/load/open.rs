@@ -255,8 +255,16 @@ pub fn run_open_worker(
         // Slots the thread may have at once: the pool, or the `--conn-rate` cap.
         let (target, cap) = (cfg.conns.target, cfg.conns.connections);
         match cfg.io {
-            IoBackend::Epoll => serve(Worker::new(cfg, exchange, EpollOpen::new(target, 0)?), plans, &reports),
-            IoBackend::Uring => serve(Worker::new(cfg, exchange, UringOpen::new(target, cap)?), plans, &reports),
+            IoBackend::Epoll => serve(
+                Worker::new(cfg, exchange, EpollOpen::new(target, 0)?),
+                plans,
+                &reports,
+            ),
+            IoBackend::Uring => serve(
+                Worker::new(cfg, exchange, UringOpen::new(target, cap)?),
+                plans,
+                &reports,
+            ),
         }
     })();
     if let Err(e) = result {
@@ -360,7 +368,8 @@ impl<B: OpenIo> Worker<B> {
         self.open.spin = spin;
         self.open.spin_auto = self.timer_lag_p99.map(|timer_lag_p99| SpinAuto {
             timer_lag_p99,
-            send_gap: Duration::from_secs_f64(1.0 / plan.rate_per_s.max(1e-9)).min(Duration::from_secs(3600)),
+            send_gap: Duration::from_secs_f64(1.0 / plan.rate_per_s.max(1e-9))
+                .min(Duration::from_secs(3600)),
             widened,
         });
         self.phase_end = plan.end;
@@ -371,7 +380,11 @@ impl<B: OpenIo> Worker<B> {
         }
         // Nothing is in flight between phases; start the phase's latencies from the send afresh.
         self.ex.take_uncorrected();
-        let rng = Rng::for_thread(self.cfg.seed, self.cfg.conns.thread_index, 10 + self.phase_index);
+        let rng = Rng::for_thread(
+            self.cfg.seed,
+            self.cfg.conns.thread_index,
+            10 + self.phase_index,
+        );
         let mut sched = Schedule::new(self.cfg.arrival, plan.rate_per_s, plan.start, rng)
             .with_offset(plan.offset);
         let mut next_sweep = Instant::now() + SWEEP_INTERVAL;
@@ -598,7 +611,8 @@ impl<B: OpenIo> Worker<B> {
         let Some(len) = self.ex.start_one(&mut slot.ex, intended, now, &self.stats) else {
             unreachable!("the open loop has no request quota");
         };
-        self.io.send(i, &self.ex, &slot.ex, len, now, &mut self.stats)
+        self.io
+            .send(i, &self.ex, &slot.ex, len, now, &mut self.stats)
     }
 
     /// Conn-rate: one arrival = one new connection, unless the cap is reached.

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::{Config, FindMax, HttpConfig, LoadKind, Mode, OpenConfig};
 use crate::error::RunError;
 use crate::exchange::Exchange;
-use crate::load::open::{self as openloop, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg};
+use crate::load::open::{
+    self as openloop, OpenStats, OpenWorkerConfig, PhasePlan, PhaseReport, WorkerMsg,
+};
 use crate::load::run::{self, split_evenly, OpenOutcome, RunOutcome};
 use crate::stats::{self, ThreadStats};
 use crate::{progress, signals};
@@ -128,9 +130,8 @@ fn spawn(cfg: &Config, h: &HttpConfig, o: &OpenConfig) -> Result<Workers, RunErr
         let exchange = Exchange::for_config(h, t).with_uncorrected();
         let (tx, rx) = mpsc::channel();
         let rtx = report_tx.clone();
-        let handle = run::spawn_load_thread(t, move || {
-            openloop::run_open_worker(wc, exchange, rx, rtx)
-        })?;
+        let handle =
+            run::spawn_load_thread(t, move || openloop::run_open_worker(wc, exchange, rx, rtx))?;
         plans.push(tx);
         handles.push(handle);
     }

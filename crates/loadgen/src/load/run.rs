@@ -11,14 +11,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::{Config, HttpConfig, IoBackend, LoadKind, Mode};
+use crate::error::RunError;
+use crate::exchange::Exchange;
+use crate::http::{Expectation, ResponseParser, Step};
 use crate::io::echo::{self, Echo, EchoProtocol, ProbeResult};
 use crate::io::epoll;
 use crate::io::http::HttpProtocol;
 use crate::io::uring;
 use crate::io::worker::{ThreadConns, ThreadSummary, WorkerConfig, WorkerResult};
-use crate::error::RunError;
-use crate::exchange::Exchange;
-use crate::http::{Expectation, ResponseParser, Step};
 use crate::load::open::OpenStats;
 use crate::stats::ThreadStats;
 use crate::{progress, signals, sys};

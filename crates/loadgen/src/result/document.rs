@@ -10,18 +10,18 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::config::{Config, HttpConfig, LoadKind, Mode, OpenConfig};
-use crate::io::echo::ProbeResult;
 use crate::http::hex;
+use crate::io::echo::ProbeResult;
+use crate::io::worker::ThreadSummary;
 use crate::load::open::{OpenStats, LATE_THRESHOLD};
 use crate::load::open_run::{
     achieved_rate, FindMaxSearch, StepVerdict, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION,
 };
-use crate::io::worker::ThreadSummary;
 use crate::load::run::RunOutcome;
-use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::parse::{fmt_bytes, fmt_us};
-use crate::sys::rfc3339_utc;
 use crate::result::thresholds::{self, ThresholdDoc};
+use crate::stats::{self, ErrorClass, ThreadStats};
+use crate::sys::rfc3339_utc;
 
 pub const SCHEMA_VERSION: u32 = 1;
 /// Any one load thread busy at least this fraction of the measured time means the generator was
@@ -652,10 +652,7 @@ pub fn sweep_document(cfg: &Config, steps: &[RunOutcome]) -> Document {
                 .map(|(i, b)| (i + offset, b.clone())),
         );
         // Each step is padded to whole intervals, so the next one starts on a boundary.
-        let n = s
-            .duration
-            .as_nanos()
-            .div_ceil(cfg.interval.as_nanos());
+        let n = s.duration.as_nanos().div_ceil(cfg.interval.as_nanos());
         duration += Duration::from_nanos((n * cfg.interval.as_nanos()) as u64);
         open.merge(&step.stats);
         for (k, t) in s.threads.iter().enumerate() {
@@ -698,10 +695,7 @@ pub fn sweep_document(cfg: &Config, steps: &[RunOutcome]) -> Document {
     let mut doc = document(cfg, &outcome);
     doc.intervals = intervals_doc(&outcome.stats.intervals.done, cfg.interval, duration);
     // Counts summed over the steps; flagged when any step was.
-    let per_step: Vec<_> = steps
-        .iter()
-        .map(|s| no_answer(cfg, s))
-        .collect();
+    let per_step: Vec<_> = steps.iter().map(|s| no_answer(cfg, s)).collect();
     doc.no_answer = no_answer_doc(
         per_step.iter().map(|n| n.connections).sum(),
         per_step.iter().map(|n| n.of_connections).sum(),
@@ -715,7 +709,11 @@ pub fn sweep_document(cfg: &Config, steps: &[RunOutcome]) -> Document {
             let step = s.open.as_ref()?;
             let d = open_loop_doc(h, o, Some(step.rate), &step.stats, step.schedule);
             d.rate_not_met.then(|| {
-                format!("step {}/s: {}", step.rate, d.rate_not_met_reasons.join("; "))
+                format!(
+                    "step {}/s: {}",
+                    step.rate,
+                    d.rate_not_met_reasons.join("; ")
+                )
             })
         })
         .collect();
@@ -803,7 +801,6 @@ pub fn open_loop_doc(
         connections,
     }
 }
-
 
 /// `--hlog FILE`: the document's interval histograms as an HdrHistogram interval log (the format
 /// of Java's HistogramLogWriter: StartTime/BaseTime headers, one line per interval with a V2
