@@ -488,6 +488,32 @@ def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path
     assert json.loads(result.stdout)["run"]["status"] == "complete"
 
 
+def test_a_ctrl_c_after_the_clean_up_does_not_change_the_exit_code(tmp_path, cache_dir, generator_binary,
+                                                                    no_leftover_processes):
+    """A second Ctrl-C sent as an interrupted run prints its last line: the run still exits 130 (not killed by
+    SIGINT, which a restored handler raising during the interpreter's exit would do)."""
+    path = suite(tmp_path, ["fx-good"], repeat=1, duration=5)
+    results = tmp_path / "results"
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    deadline = time.monotonic() + 60
+    while count_rows(results, "SELECT count(*) FROM live_processes WHERE role = 'generator'") == 0:
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    last = ""
+    for line in proc.stderr:
+        last += line
+        if "interrupted: what was measured is stored" in line:
+            try:
+                proc.send_signal(signal.SIGINT)
+            except ProcessLookupError:
+                pass
+            break
+    last += proc.stderr.read()  # what the line iterator read ahead is in its buffer, not in the pipe
+    proc.wait(timeout=30)
+    assert proc.returncode == 130, last
+
+
 def test_second_ctrl_c_during_the_stop_still_kills_the_server(tmp_path, cache_dir, generator_binary,
                                                               no_leftover_processes):
     """Ctrl-C under load, then Ctrl-C again while the stubborn server (ignores SIGTERM, forked a child) is being
