@@ -176,6 +176,18 @@ def backend_name(value: str | None) -> str:
 # ----------------------------------------------------------------------------- commands
 
 
+# True when `main` runs as this process's program (`program`), not in-process (click's CliRunner in tests).
+_as_program = False
+
+
+def program() -> None:
+    """The `netarena` command (console script and `python -m netarena`): `main` as the process's program, so an
+    interrupted `run` may end the process itself (see `run`)."""
+    global _as_program
+    _as_program = True
+    main()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="netarena")
 def main() -> None:
@@ -538,10 +550,12 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     except (Interrupted, KeyboardInterrupt):
         # Already stopping: a further Ctrl-C/SIGTERM must not cut the clean-up short (it would kill this process
         # by the signal between the clean-up and exit 130, seen when the second Ctrl-C landed after the message).
-        # They stay ignored until the process ends (`finally` restores nothing).
+        # Run as the `netarena` program they stay ignored until the process ends (`finally` restores nothing);
+        # called in-process (click's CliRunner) the caller gets its handlers back.
         for sig in previous:
             signal.signal(sig, signal.SIG_IGN)
-        previous = {}
+        if _as_program:
+            previous = {}
         ui.end_progress()
         store.set_run_status(run_id, "interrupted")
         cleanup_orphans(store, ui.warn)
@@ -565,10 +579,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         if cluster_backend is not None:
             cluster_backend.close()
     if interrupted:
-        # Everything is stopped, stored and said: end here with 130. Through sys.exit, a second Ctrl-C that came
-        # as the clean-up finished ended the process by SIGINT during the interpreter's own exit in about 1 run of
-        # 6, although SIGINT was ignored then (/proc showed it; where in the exit was not found); with os._exit,
-        # 0 of 30 (tests/test_run_real.py, a Ctrl-C after the clean-up).
+        if not _as_program:
+            sys.exit(EXIT_INTERRUPTED)
+        # Everything is stopped, stored and said: end the process here with 130. Through sys.exit, a second
+        # Ctrl-C that came as the clean-up finished ended the process by SIGINT during the interpreter's own exit
+        # in about 1 run of 6, although SIGINT was ignored then (/proc showed it; where in the exit was not
+        # found); with os._exit, 0 of 30 (tests/test_run_real.py, a Ctrl-C after the clean-up). atexit handlers
+        # do not run on this path; netarena registers none.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(EXIT_INTERRUPTED)
