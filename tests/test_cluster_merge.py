@@ -99,3 +99,25 @@ def test_cli_bad_cluster_file_is_exit_2_and_starts_nothing(tmp_path):
     assert out.returncode == 0, out.stderr
     out = run_cli(["cluster", "certs", tmp_path / "c"], cache)
     assert out.returncode == 2 and "--force" in out.stderr
+
+
+def test_the_workers_seen_are_never_the_clients_cached_summary():
+    """ClusterBackend.workers() decides that a host left mid-measurement. Dask's Client refreshes a cached
+    scheduler summary every few seconds *without* per-worker entries; Client.scheduler_info() returns that
+    shared cache, so a refresh landing between its own fetch and its return made every worker look gone (a
+    real run stopped with "server host h1 left the cluster" while h1 was working). Here the refresh runs
+    every millisecond against a real scheduler with two real worker processes on loopback."""
+    import dask
+    from distributed import Client, LocalCluster
+
+    from netarena.cluster.backend import ClusterBackend
+
+    with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                         dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(2, timeout=60)
+        backend = ClusterBackend(spec=None, base=None)
+        backend.client = client
+        seen = [len(backend.workers()) for _ in range(400)]
+        assert seen == [2] * 400, f"{seen.count(2)} of 400 looks saw both workers: {sorted(set(seen))}"

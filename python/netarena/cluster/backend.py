@@ -119,8 +119,11 @@ class ClusterBackend:
             self.client = None
 
     def workers(self) -> dict[str, str]:
-        """name -> address of the workers connected now."""
-        info = self.client.scheduler_info(n_workers=-1)["workers"]
+        """name -> address of the workers connected now, asked of the scheduler itself. Not through
+        Client.scheduler_info(): it returns the client's shared cache, which the client's own periodic refresh
+        overwrites with a summary that has no per-worker entries, so a refresh landing in between made every
+        worker look gone (a run stopped with "server host ... left the cluster" while that host worked)."""
+        info = self.client.sync(self.client.scheduler.identity, n_workers=-1)["workers"]
         return {str(w.get("name")): addr for addr, w in info.items()}
 
     def _run_on(self, name: str, fn, *args):
