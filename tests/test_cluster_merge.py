@@ -1,5 +1,6 @@
-"""The parts of runs across hosts that need no cluster: merging generator documents exactly, splitting a
-level over hosts, the cluster file's checks, the certificates. The lab tests (test_cluster_lab.py) run it all."""
+"""The parts of runs across hosts that need no lab: merging generator documents exactly, splitting a level
+over hosts, the cluster file's checks, the certificates, and how the backend sees which workers are connected
+(against a plain local Dask cluster on loopback). The lab tests (test_cluster_lab.py) run it all."""
 
 from __future__ import annotations
 
