@@ -436,6 +436,38 @@ def test_ctrl_c_during_lab_up_removes_what_it_made(tmp_path):
         lab.down(folder)  # only when the assertions failed is there anything left to take down
 
 
+
+def test_ctrl_c_held_down_during_lab_up_still_exits_130(tmp_path):
+    """Ctrl-C sent again and again, from the first namespace until the process is gone: the clean-up still finishes
+    and the exit is 130. Once it restored the default handlers before exiting through sys.exit (cli.lab_up), a
+    Ctrl-C in that gap ended the command by KeyboardInterrupt ("Aborted!", exit 1) or by SIGINT."""
+    name = f"nt{os.getpid() % 100000}h"
+    folder = tmp_path / "heldlab"
+    up = subprocess.Popen([sys.executable, "-m", "netarena", "lab", "up", "--hosts", "2", "--dir", str(folder),
+                           "--name", name], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                          env=cli_env(tmp_path / "cache"), cwd=REPO)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(ns.startswith(f"{name}-") for ns in lab.existing_namespaces()):
+            assert up.poll() is None and time.monotonic() < deadline, up.communicate()
+            time.sleep(0.02)
+        sent = 0
+        while up.poll() is None and time.monotonic() < deadline:
+            try:
+                up.send_signal(signal.SIGINT)
+                sent += 1
+            except ProcessLookupError:
+                break
+            time.sleep(0.002)
+        _, err = up.communicate(timeout=30)
+        assert up.returncode == 130, f"exit {up.returncode} after {sent} SIGINTs: {err}"
+        _assert_gone(folder, name)
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait(timeout=30)
+        lab.down(folder)
+
 def test_lab_needs_root_or_says_so(tmp_path):
     # As an unprivileged user the command refuses with one clear message and makes nothing.
     nobody = subprocess.run(["id", "-u", "nobody"], capture_output=True, text=True)

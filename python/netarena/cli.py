@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -186,6 +187,30 @@ def program() -> None:
     global _as_program
     _as_program = True
     main()
+
+
+def _ignore_stop_signals(previous: dict) -> dict:
+    """Already stopping: a further Ctrl-C/SIGTERM must not cut the clean-up or the exit short (it killed the process
+    by the signal between the clean-up and exit 130, seen when a second Ctrl-C landed after the last message).
+    Returns the handlers the caller's `finally` restores: none as the `netarena` program (the signals stay ignored
+    until the process ends), the caller's own when called in-process (click's CliRunner)."""
+    for sig in previous:
+        signal.signal(sig, signal.SIG_IGN)
+    return {} if _as_program else previous
+
+
+def _exit_interrupted() -> NoReturn:
+    """Everything is stopped, stored and said: exit 130.
+
+    As the program the process ends here, by os._exit: through sys.exit, a second Ctrl-C that came as the clean-up
+    finished ended the process by SIGINT during the interpreter's own exit in about 1 run of 6, although SIGINT was
+    ignored then (/proc showed it; where in the exit was not found); with os._exit, 0 of 30 (tests/test_run_real.py,
+    a Ctrl-C after the clean-up). atexit handlers do not run on this path; netarena registers none."""
+    if not _as_program:
+        sys.exit(EXIT_INTERRUPTED)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -548,14 +573,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     try:
         runner.execute(plan, run_id, results_dir, server, generator_set)
     except (Interrupted, KeyboardInterrupt):
-        # Already stopping: a further Ctrl-C/SIGTERM must not cut the clean-up short (it would kill this process
-        # by the signal between the clean-up and exit 130, seen when the second Ctrl-C landed after the message).
-        # Run as the `netarena` program they stay ignored until the process ends (`finally` restores nothing);
-        # called in-process (click's CliRunner) the caller gets its handlers back.
-        for sig in previous:
-            signal.signal(sig, signal.SIG_IGN)
-        if _as_program:
-            previous = {}
+        previous = _ignore_stop_signals(previous)
         ui.end_progress()
         store.set_run_status(run_id, "interrupted")
         cleanup_orphans(store, ui.warn)
@@ -579,16 +597,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         if cluster_backend is not None:
             cluster_backend.close()
     if interrupted:
-        if not _as_program:
-            sys.exit(EXIT_INTERRUPTED)
-        # Everything is stopped, stored and said: end the process here with 130. Through sys.exit, a second
-        # Ctrl-C that came as the clean-up finished ended the process by SIGINT during the interpreter's own exit
-        # in about 1 run of 6, although SIGINT was ignored then (/proc showed it; where in the exit was not
-        # found); with os._exit, 0 of 30 (tests/test_run_real.py, a Ctrl-C after the clean-up). atexit handlers
-        # do not run on this path; netarena registers none.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(EXIT_INTERRUPTED)
+        _exit_interrupted()
     store.set_run_status(run_id, "complete")
     summary = run_summary(store, run_id)
     # The HTML report is written from the store (never from live state), like `netarena report` does; a
@@ -1057,7 +1066,8 @@ def lab_up(hosts, folder, name):
         fail_bad_input(ConfigError(str(exc)))
         return
     except KeyboardInterrupt:  # up() removed what it had made
-        sys.exit(EXIT_INTERRUPTED)
+        previous = _ignore_stop_signals(previous)
+        _exit_interrupted()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
