@@ -1070,16 +1070,34 @@ fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
         sleep_switches >= 500 && spin_switches < sleep_switches / 2,
         "voluntary switches: sleeping {sleep_switches}, spinning {spin_switches}"
     );
-    // Most of its measured second is those turns (wall time of turns that only polled) ...
+    // Most of the CPU it got went to those turns (wall time of turns that only polled): on an idle
+    // machine that is most of its second; on a busy one the thread gets less CPU (others' work
+    // takes turns with it), and spins for most of what it gets ...
     let full_wait = f(&spinning["open_loop"]["spin_wait_s"]);
-    assert!(full_wait >= 0.5, "{:#}", spinning["open_loop"]);
-    // ... which are not work: 1000 requests/s keep a thread far from busy, spinning or not.
-    let busy = f(&spinning["generator"]["busy_fraction_max"]);
+    let spin_cpu_s = spin_cpu.as_secs_f64();
     assert!(
-        busy < 0.5,
-        "busy fraction {busy} with the spin-wait left out"
+        full_wait >= 0.5 * spin_cpu_s,
+        "spin-wait {full_wait} s of {spin_cpu_s} s CPU\n{:#}",
+        spinning["open_loop"]
     );
-    assert_eq!(spinning["generator_saturated"], false);
+    // ... which is not work: the thread's busy time, waits for a CPU aside (those count as busy, a
+    // generator starved of CPU is one), stays under half the CPU it used. Counted as work, the
+    // polling would make it all of that CPU.
+    let gen = &spinning["generator"];
+    let busy = f(&gen["busy_fraction_max"]);
+    let cpu_wait = f(&gen["run_delay_fraction_max"]);
+    let work_s = (busy - cpu_wait) * f(&spinning["duration_s"]);
+    assert!(
+        work_s < 0.5 * spin_cpu_s,
+        "busy {busy} (waiting for a CPU {cpu_wait}): {work_s} s of work, spin-wait \
+         left out, against {spin_cpu_s} s of CPU"
+    );
+    // Flagged saturated only when waiting for a CPU is what made it busy (a machine busy with
+    // other work), never for its polling.
+    assert!(
+        spinning["generator_saturated"] == false || cpu_wait >= 0.5,
+        "saturated while waiting for a CPU only {cpu_wait} of the run\n{gen:#}"
+    );
     // The sleeping run sleeps (its CPU, a few % of a core, is printed above): its only polling is
     // the default 20 µs before each send.
     assert!(
@@ -1343,7 +1361,10 @@ fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
     // the number of connections piling up (tens of ms in 1 s) and a connection's lifetime, ten
     // such waits, by far more (measured: 644 us at 100/s, 660 ms at 300/s).
     assert!(tput[2] < 1.1 * CAPACITY_REQ, "{tput:?}");
-    assert!(p99[2] > 10 * p99[0], "{p99:?}");
+    // The queue adds about 80 ms to the p99 (79.6-80.0 ms measured on an idle machine, where the
+    // 100/s step's p99 is 0.2-0.3 ms). Compared as a difference: what a busy machine adds to every
+    // step (10 ms to the 100/s step's p99 at load 8) is not the queue's.
+    assert!(p99[2] > p99[0] + 40_000, "{p99:?}");
     assert!(life[2] > 200_000, "{life:?}");
 
     let doc = run_load(
