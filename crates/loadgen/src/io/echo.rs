@@ -31,7 +31,7 @@ pub const PATTERN_PERIOD: usize = 251;
 const PHASE_STEP: usize = 97;
 /// Largest slice handed to one write() or compared at once; the pattern buffer is this much longer
 /// than its aligned starts (below) so any (phase, length ≤ SLICE_BYTES) is a contiguous slice.
-const SLICE_BYTES: usize = 64 * 1024;
+pub(crate) const SLICE_BYTES: usize = 64 * 1024;
 /// Bytes each probe sends (seed 000's "client delay": a fresh connection echoing 32 KiB).
 pub const PROBE_BYTES: usize = 32 * 1024;
 /// Every slice `Pattern::slice` returns starts at a multiple of this many bytes from the page-aligned

@@ -57,9 +57,10 @@ use crate::io::worker::{
 };
 use crate::stats::{ErrorClass, ThreadStats};
 
-/// Bytes per provided receive buffer. A response larger than this simply arrives in several
-/// completions; 16 KiB keeps big bodies at few completions without much memory per thread.
-pub(crate) const RECV_BUF_BYTES: usize = 16 * 1024;
+/// Bytes per provided receive buffer for HTTP. A response larger than this simply arrives in
+/// several completions; 16 KiB keeps big bodies at few completions without much memory per thread.
+/// (Echo's are larger: `UringProtocol::RECV_BUF_BYTES`.)
+pub(crate) const HTTP_RECV_BUF_BYTES: usize = 16 * 1024;
 /// Provided buffers per thread: twice the connections, within these bounds (a power of two, as the
 /// kernel requires). Buffers go back to the ring after every batch, so running out only happens
 /// when more than this many receives complete between two reaps; the recv then ends with ENOBUFS
@@ -97,10 +98,18 @@ pub(crate) fn decode(ud: u64) -> (usize, u32, u64) {
 /// Oldest kernel the engine relies on: multishot recv (6.0) and provided-buffer rings (5.19).
 const MIN_KERNEL: (u32, u32) = (6, 0);
 
+/// When the kernel does a ring's work (receives into provided buffers, completions): only inside
+/// `io_uring_enter` (`DEFER_TASKRUN`), or at any return of the thread to user space.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum TaskRun {
+    InsideEnter,
+    Anytime,
+}
+
 /// Build a ring with the cheapest completion mode this kernel offers. The flags only change when
 /// completions are processed, never what happens, so falling back among them is not a change of
 /// behaviour (unlike falling back to epoll, which this never does).
-pub(crate) fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
+pub(crate) fn build_ring(sq_entries: u32) -> io::Result<(IoUring, TaskRun)> {
     let cq_entries = sq_entries.saturating_mul(4).min(MAX_CQ_ENTRIES);
     let attempts: [fn(&mut io_uring::Builder); 4] = [
         // 6.6+: without the SQ index array the kernel reads SQEs in ring order, one less
@@ -119,7 +128,7 @@ pub(crate) fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
         |_| {},
     ];
     let mut last = None;
-    for tune in attempts {
+    for (attempt, tune) in attempts.into_iter().enumerate() {
         let mut b = IoUring::builder();
         // CLAMP: at the largest queues (10000 connections on one thread) four completions per
         // entry exceed the kernel's completion queue limit (65536), which would refuse the ring;
@@ -127,7 +136,9 @@ pub(crate) fn build_ring(sq_entries: u32) -> io::Result<IoUring> {
         b.setup_cqsize(cq_entries).setup_clamp().setup_submit_all();
         tune(&mut b);
         match b.build(sq_entries) {
-            Ok(r) => return Ok(r),
+            // The first two attempts set DEFER_TASKRUN.
+            Ok(r) if attempt < 2 => return Ok((r, TaskRun::InsideEnter)),
+            Ok(r) => return Ok((r, TaskRun::Anytime)),
             // EINVAL: a flag this kernel does not know; anything else will not get better.
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => last = Some(e),
             Err(e) => return Err(e),
@@ -148,7 +159,7 @@ pub fn support() -> IoSupport {
             ));
         }
     }
-    let ring = match build_ring(8) {
+    let (ring, task_run) = match build_ring(8) {
         Ok(r) => r,
         Err(e) => return unavailable(setup_error_cause(&e)),
     };
@@ -165,7 +176,7 @@ pub fn support() -> IoSupport {
             return unavailable(format!("the kernel does not support IORING_OP_{name}"));
         }
     }
-    match BufRing::new(&ring, MIN_RECV_BUFS) {
+    match BufRing::new(&ring, MIN_RECV_BUFS, HTTP_RECV_BUF_BYTES, task_run) {
         Ok(mut b) => {
             if ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok() {
                 b.registered = false;
@@ -208,19 +219,65 @@ fn kernel_version() -> Option<(u32, u32)> {
 
 /// A provided-buffer ring (`IORING_REGISTER_PBUF_RING`): the kernel takes a buffer from its head for
 /// every receive; we put it back at the tail once its bytes are parsed.
+///
+/// Hot first: handed back in plain ring order, every buffer waits behind all the others before it
+/// is used again, so a thread cycles through the whole ring (256 × 16 KiB for 100 connections, four
+/// times a core's L2) and the kernel's receive copy writes to memory that has left the cache; that
+/// copy was the largest cost left in the echo flood. A turn of the loop only takes a few buffers
+/// (about 7 per `io_uring_enter` in a 100-connection echo flood), so before each enter the buffers
+/// recycled since the last one are written at the ring's head, most recent first, and the entries
+/// they displace move to the tail: the kernel keeps reusing the same few, still-cached buffers.
+/// This rewrites entries the kernel has not taken yet, so it needs to know exactly where the
+/// kernel's head is and that the kernel reads nothing between two enters:
+/// - only with `DEFER_TASKRUN` (`TaskRun::InsideEnter`): receives happen only inside enter;
+/// - the head is the number of buffer-carrying completions reaped (`taken`), which is the kernel's
+///   head only when no completion is waiting in the queue or in the kernel's overflow list; a turn
+///   where one might be publishes in plain order, and after a completion-queue overflow (which may
+///   drop completions) the ring stays in plain order for good;
+/// - every `VERIFY_EVERY` rearrangements the head is checked against the kernel's own
+///   (`IORING_REGISTER_PBUF_STATUS`, 6.8+) and a mismatch fails the thread instead of risking a
+///   buffer handed out twice.
 pub(crate) struct BufRing {
     ring: *mut BufRingEntry,
     ring_layout: std::alloc::Layout,
     /// The buffers, back to back, page-aligned (see `io::page`: the kernel copies into them).
     bufs: PageBuf,
     entries: u16,
+    /// Bytes per buffer.
+    buf_bytes: usize,
     tail: u16,
+    /// None: plain ring order (no `DEFER_TASKRUN`, or after an overflow).
+    hot_first: Option<HotFirst>,
     /// Registered with the kernel: memory must outlive the registration.
     pub(crate) registered: bool,
 }
 
+/// What hot-first ordering needs to know about the ring (see `BufRing`).
+struct HotFirst {
+    /// Ring entries the kernel has taken: buffer-carrying completions reaped (wrapping, like the
+    /// kernel's head).
+    head: u16,
+    /// The buffer id written at each ring index.
+    bid_at: Vec<u16>,
+    /// Buffers recycled since the last publish, oldest first.
+    recycled: Vec<u16>,
+    /// The entries displaced from the head in this publish.
+    displaced: Vec<u16>,
+    /// Rearrangements since the last check against the kernel's head.
+    unverified: u32,
+}
+
+/// How often (in rearranging publishes) the tracked head is compared with the kernel's: one
+/// `io_uring_register` call per this many loop turns.
+const VERIFY_EVERY: u32 = 64;
+
 impl BufRing {
-    pub(crate) fn new(uring: &IoUring, entries: usize) -> io::Result<BufRing> {
+    pub(crate) fn new(
+        uring: &IoUring,
+        entries: usize,
+        buf_bytes: usize,
+        task_run: TaskRun,
+    ) -> io::Result<BufRing> {
         debug_assert!(entries.is_power_of_two() && entries <= 32768);
         let ring_layout = std::alloc::Layout::from_size_align(
             entries * std::mem::size_of::<BufRingEntry>(),
@@ -235,9 +292,11 @@ impl BufRing {
         let mut br = BufRing {
             ring,
             ring_layout,
-            bufs: PageBuf::zeroed(entries * RECV_BUF_BYTES),
+            bufs: PageBuf::zeroed(entries * buf_bytes),
             entries: entries as u16,
+            buf_bytes,
             tail: 0,
+            hot_first: None,
             registered: false,
         };
         // SAFETY: the ring memory is page aligned, sized for `entries`, and lives until Drop, which
@@ -252,24 +311,126 @@ impl BufRing {
         }
         br.registered = true;
         for bid in 0..entries as u16 {
-            br.recycle(bid);
+            br.write(bid, bid);
         }
-        br.publish();
+        br.tail = entries as u16;
+        if task_run == TaskRun::InsideEnter {
+            br.hot_first = Some(HotFirst {
+                head: 0,
+                bid_at: (0..entries as u16).collect(),
+                recycled: Vec::with_capacity(entries),
+                displaced: Vec::with_capacity(entries),
+                unverified: 0,
+            });
+        }
+        br.store_tail();
         Ok(br)
     }
 
-    pub(crate) fn recycle(&mut self, bid: u16) {
-        let idx = (self.tail & (self.entries - 1)) as usize;
-        // SAFETY: idx < entries; the entry at the tail is not owned by the kernel until published.
+    /// Write buffer `bid` into ring position `pos` (wrapping).
+    fn write(&self, pos: u16, bid: u16) {
+        let idx = (pos & (self.entries - 1)) as usize;
+        // SAFETY: idx < entries; positions from the tail on are not the kernel's until published,
+        // and positions from the head on are not read by it outside an enter (see the type).
         let e = unsafe { &mut *self.ring.add(idx) };
-        e.set_addr(self.bufs.as_ptr() as u64 + u64::from(bid) * RECV_BUF_BYTES as u64);
-        e.set_len(RECV_BUF_BYTES as u32);
+        e.set_addr(self.bufs.as_ptr() as u64 + u64::from(bid) * self.buf_bytes as u64);
+        e.set_len(self.buf_bytes as u32);
         e.set_bid(bid);
-        self.tail = self.tail.wrapping_add(1);
     }
 
-    /// Make recycled buffers visible to the kernel (one release store per loop turn).
-    pub(crate) fn publish(&self) {
+    /// Count `n` buffer-carrying completions just reaped: the kernel took that many entries.
+    pub(crate) fn taken(&mut self, n: usize) {
+        if let Some(h) = self.hot_first.as_mut() {
+            h.head = h.head.wrapping_add(n as u16);
+        }
+    }
+
+    pub(crate) fn recycle(&mut self, bid: u16) {
+        match self.hot_first.as_mut() {
+            Some(h) => h.recycled.push(bid),
+            None => {
+                self.write(self.tail, bid);
+                self.tail = self.tail.wrapping_add(1);
+            }
+        }
+    }
+
+    /// Make recycled buffers visible to the kernel (once per loop turn, right before the enter):
+    /// hot first where the kernel's head is known, else at the tail in the order they came back.
+    pub(crate) fn publish(&mut self, uring: &mut IoUring) -> io::Result<()> {
+        if let Some(mut h) = self.hot_first.take() {
+            if uring.submission().cq_overflow() {
+                // Completions may have been dropped: the head can no longer be known. Plain order
+                // from now on (`hot_first` stays None).
+                for &bid in &h.recycled {
+                    self.write(self.tail, bid);
+                    self.tail = self.tail.wrapping_add(1);
+                }
+            } else {
+                // No completion waiting to be reaped: every buffer the kernel took is counted.
+                let settled = uring.completion().is_empty();
+                if settled {
+                    self.hot_to_head(&mut h);
+                    h.unverified += 1;
+                } else {
+                    self.append(&mut h);
+                }
+                h.recycled.clear();
+                let verify = settled && h.unverified >= VERIFY_EVERY;
+                if verify {
+                    h.unverified = 0;
+                }
+                let head = h.head;
+                self.hot_first = Some(h);
+                if verify {
+                    verify_head(uring, head)?;
+                }
+            }
+        }
+        self.store_tail();
+        Ok(())
+    }
+
+    /// The recycled buffers at the head, most recent first; the entries they displace at the tail.
+    fn hot_to_head(&mut self, h: &mut HotFirst) {
+        let mask = self.entries - 1;
+        let HotFirst {
+            head,
+            bid_at,
+            recycled,
+            displaced,
+            ..
+        } = h;
+        let waiting = self.tail.wrapping_sub(*head);
+        let swapped = (recycled.len() as u16).min(waiting);
+        displaced.clear();
+        // Most recently recycled first: its bytes were touched last.
+        let mut hot = recycled.iter().rev().copied();
+        for k in 0..swapped {
+            let idx = (head.wrapping_add(k) & mask) as usize;
+            displaced.push(bid_at[idx]);
+            let bid = hot.next().expect("swapped <= recycled");
+            self.write(head.wrapping_add(k), bid);
+            bid_at[idx] = bid;
+        }
+        for bid in hot.chain(displaced.iter().copied()) {
+            self.write(self.tail, bid);
+            bid_at[(self.tail & mask) as usize] = bid;
+            self.tail = self.tail.wrapping_add(1);
+        }
+    }
+
+    /// The recycled buffers at the tail, in the order they came back.
+    fn append(&mut self, h: &mut HotFirst) {
+        let mask = self.entries - 1;
+        for &bid in &h.recycled {
+            self.write(self.tail, bid);
+            h.bid_at[(self.tail & mask) as usize] = bid;
+            self.tail = self.tail.wrapping_add(1);
+        }
+    }
+
+    fn store_tail(&self) {
         // SAFETY: the tail field lives inside the first ring entry; the kernel reads it with acquire.
         unsafe {
             let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
@@ -284,10 +445,56 @@ impl BufRing {
     /// not be used after `recycle(bid)`.
     pub(crate) unsafe fn data(&self, bid: u16, len: usize) -> &'static [u8] {
         std::slice::from_raw_parts(
-            self.bufs.as_ptr().add(bid as usize * RECV_BUF_BYTES),
-            len.min(RECV_BUF_BYTES),
+            self.bufs.as_ptr().add(bid as usize * self.buf_bytes),
+            len.min(self.buf_bytes),
         )
     }
+}
+
+/// How many of these completions carry a provided buffer: each took one ring entry.
+pub(crate) fn with_buffers<'a>(cqes: impl IntoIterator<Item = &'a (u64, i32, u32)>) -> usize {
+    cqes.into_iter()
+        .filter(|&&(_, _, flags)| cqueue::buffer_select(flags).is_some())
+        .count()
+}
+
+/// Fail if `head` is not where the kernel's head of the buffer ring is (`IORING_REGISTER_PBUF_STATUS`,
+/// Linux 6.8+; older kernels cannot tell, and the check is skipped).
+fn verify_head(uring: &IoUring, head: u16) -> io::Result<()> {
+    /// `struct io_uring_buf_status`.
+    #[repr(C)]
+    struct BufStatus {
+        buf_group: u32,
+        head: u32,
+        resv: [u32; 8],
+    }
+    const IORING_REGISTER_PBUF_STATUS: libc::c_uint = 26;
+    let mut status = BufStatus {
+        buf_group: u32::from(BUF_GROUP),
+        head: 0,
+        resv: [0; 8],
+    };
+    // SAFETY: the argument is a valid io_uring_buf_status the kernel fills in; nr_args is 1.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            uring.as_raw_fd(),
+            IORING_REGISTER_PBUF_STATUS,
+            &mut status as *mut BufStatus,
+            1,
+        )
+    };
+    if rc < 0 {
+        return Ok(());
+    }
+    if status.head as u16 != head {
+        return Err(io::Error::other(format!(
+            "internal error: the provided-buffer ring's head is {} in the kernel but {head} in the \
+             generator; stopped rather than hand a buffer out twice",
+            status.head as u16
+        )));
+    }
+    Ok(())
 }
 
 impl Drop for BufRing {
@@ -328,6 +535,9 @@ impl SendBuf {
 /// counterpart of `epoll::Protocol`. The engine owns the sockets, the ring and the connection life
 /// cycle; the protocol judges the bytes that arrive and says what to send, and never does I/O.
 pub trait UringProtocol: ConnRules {
+    /// Bytes per provided receive buffer (a receive takes at most one buffer). Buffers the ring
+    /// never hands out are never touched, so only the few in use cost memory (see `BufRing`).
+    const RECV_BUF_BYTES: usize;
     /// The connection may have a send blocked in the kernel (its socket is shut down on close).
     fn sending(&self, c: &Self::Conn) -> bool;
     /// The connect completed: `send_next` to begin with a send (`next_send`).
@@ -516,6 +726,8 @@ impl ConnRules for HttpParams {
 }
 
 impl UringProtocol for HttpParams {
+    const RECV_BUF_BYTES: usize = HTTP_RECV_BUF_BYTES;
+
     fn sending(&self, c: &ExchangeConn) -> bool {
         self.ex.inflight(c) > 0
     }
@@ -638,10 +850,15 @@ struct Worker<P: UringProtocol> {
 /// returns its measurements.
 pub fn run_worker<P: UringProtocol>(cfg: WorkerConfig, p: P) -> io::Result<WorkerResult> {
     cfg.conns.pin_this_thread()?;
-    let ring = build_ring(sq_entries(cfg.conns.connections))
+    let (ring, task_run) = build_ring(sq_entries(cfg.conns.connections))
         .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
-    let bufs = BufRing::new(&ring, recv_buffers(cfg.conns.connections))
-        .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
+    let bufs = BufRing::new(
+        &ring,
+        recv_buffers(cfg.conns.connections),
+        P::RECV_BUF_BYTES,
+        task_run,
+    )
+    .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
     let slot_fds = register_files(&ring, cfg.conns.connections);
     let stats = cfg.new_stats();
     let conns = (0..cfg.conns.connections)
@@ -699,7 +916,7 @@ impl<P: UringProtocol> Worker<P> {
                 self.sweep(now)?;
             }
             let wait = clock.wait(now, ramping && self.connecting < MAX_RAMP_CONNECTING);
-            self.bufs.publish();
+            self.bufs.publish(&mut self.ring)?;
             let ts = Timespec::from(wait);
             let mut args = SubmitArgs::new().timespec(&ts);
             let mut want = 1;
@@ -765,6 +982,7 @@ impl<P: UringProtocol> Worker<P> {
             if cqes.is_empty() {
                 break;
             }
+            self.bufs.taken(with_buffers(&cqes));
             let now = Instant::now();
             for &(ud, res, flags) in &cqes {
                 self.on_cqe(ud, res, flags, now)?;
@@ -1081,6 +1299,113 @@ mod tests {
             return;
         }
         build_ring(MAX_SQ_ENTRIES as u32).expect("a ring of MAX_SQ_ENTRIES");
+    }
+
+    /// Three loopback connections with data waiting on each, so a single-shot buffer-selecting
+    /// recv on each completes at once; `rounds` turns of: arm the three recvs, enter, reap, recycle,
+    /// publish. Returns every buffer id the kernel handed out, after checking the tracked head
+    /// against the kernel's at every turn where hot-first ordering is on.
+    fn buffers_used(ring: &mut IoUring, bufs: &mut BufRing, rounds: usize) -> Vec<u16> {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut writers = Vec::new();
+        let mut readers = Vec::new();
+        for _ in 0..3 {
+            writers.push(std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap());
+            readers.push(listener.accept().unwrap().0);
+        }
+        let mut used = Vec::new();
+        for _ in 0..rounds {
+            for (w, r) in writers.iter_mut().zip(&readers) {
+                w.write_all(&[7u8; 100]).unwrap();
+                let sqe = opcode::Recv::new(types::Fd(r.as_raw_fd()), std::ptr::null_mut(), 100)
+                    .buf_group(BUF_GROUP)
+                    .build()
+                    .flags(squeue::Flags::BUFFER_SELECT);
+                // SAFETY: no user buffer; the provided buffers live as long as `bufs`.
+                unsafe { ring.submission().push(&sqe).unwrap() };
+            }
+            bufs.publish(ring).unwrap();
+            ring.submit_and_wait(3).unwrap();
+            let cqes: Vec<(u64, i32, u32)> = ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags()))
+                .collect();
+            assert_eq!(cqes.len(), 3, "{cqes:?}");
+            bufs.taken(with_buffers(&cqes));
+            for &(_, res, flags) in &cqes {
+                assert_eq!(res, 100);
+                let bid = cqueue::buffer_select(flags).expect("a provided buffer");
+                // SAFETY: handed back by this completion, not recycled yet.
+                assert_eq!(unsafe { bufs.data(bid, 100) }, &[7u8; 100][..]);
+                used.push(bid);
+                bufs.recycle(bid);
+            }
+            if let Some(h) = &bufs.hot_first {
+                verify_head(ring, h.head).expect("tracked head is the kernel's");
+            }
+        }
+        bufs.publish(ring).unwrap();
+        used
+    }
+
+    fn distinct(bids: &[u16]) -> usize {
+        bids.iter().collect::<std::collections::HashSet<_>>().len()
+    }
+
+    /// With `DEFER_TASKRUN` the buffers just recycled go back to the ring's head: three receives a
+    /// turn keep using the same three buffers. Without it the ring is used in plain order and every
+    /// one of its 64 buffers comes round.
+    #[test]
+    fn recycled_buffers_are_reused_first_where_the_kernel_takes_them_only_inside_enter() {
+        if let IoSupport::Unavailable(why) = support() {
+            eprintln!("SKIPPED: io_uring is not usable here ({why})");
+            return;
+        }
+        let (mut ring, task_run) = build_ring(8).unwrap();
+        if task_run != TaskRun::InsideEnter {
+            eprintln!("SKIPPED: this kernel has no DEFER_TASKRUN");
+            return;
+        }
+        let mut bufs = BufRing::new(&ring, 64, HTTP_RECV_BUF_BYTES, task_run).unwrap();
+        assert!(bufs.hot_first.is_some());
+        let used = buffers_used(&mut ring, &mut bufs, 100);
+        assert_eq!(distinct(&used), 3, "{used:?}");
+        assert!(ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok());
+        bufs.registered = false;
+
+        let mut plain_ring = IoUring::new(8).unwrap();
+        let mut plain =
+            BufRing::new(&plain_ring, 64, HTTP_RECV_BUF_BYTES, TaskRun::Anytime).unwrap();
+        assert!(plain.hot_first.is_none());
+        let used = buffers_used(&mut plain_ring, &mut plain, 100);
+        assert_eq!(distinct(&used), 64);
+        assert!(plain_ring
+            .submitter()
+            .unregister_buf_ring(BUF_GROUP)
+            .is_ok());
+        plain.registered = false;
+    }
+
+    /// The check that stops a thread before it could hand a buffer out twice does fire.
+    #[test]
+    fn a_head_out_of_step_with_the_kernel_is_an_error() {
+        if !matches!(kernel_version(), Some(v) if v >= (6, 8))
+            || !matches!(support(), IoSupport::Full | IoSupport::NoMinWait)
+        {
+            eprintln!("SKIPPED: no IORING_REGISTER_PBUF_STATUS (Linux 6.8+) or no io_uring here");
+            return;
+        }
+        let (ring, task_run) = build_ring(8).unwrap();
+        let mut bufs = BufRing::new(&ring, 64, HTTP_RECV_BUF_BYTES, task_run).unwrap();
+        verify_head(&ring, 0).expect("nothing taken yet");
+        let e = verify_head(&ring, 5).unwrap_err();
+        assert!(
+            e.to_string().contains("head is 0 in the kernel but 5"),
+            "{e}"
+        );
+        assert!(ring.submitter().unregister_buf_ring(BUF_GROUP).is_ok());
+        bufs.registered = false;
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::io;
 use std::time::Instant;
 
 use crate::exchange::{Outcome, Received};
-use crate::io::echo::{Echo, EchoConn};
+use crate::io::echo::{self, Echo, EchoConn};
 use crate::io::uring::{SendBuf, UringProtocol};
 use crate::io::worker::ConnRules;
 use crate::stats::ThreadStats;
@@ -29,6 +29,12 @@ use crate::stats::ThreadStats;
 /// `Echo`'s connection rules (`ConnRules`) serve this engine as they are; here is how its bytes
 /// move on io_uring.
 impl UringProtocol for Echo {
+    /// The epoll engine's read size: a 32 KiB chunk's echo arrives in one completion instead of two
+    /// 16 KiB ones (half the completions and verification calls). With the ring handing the same
+    /// few buffers out again (hot first, see `uring::BufRing`) the larger buffers stay in cache;
+    /// in plain ring order they did not (bench/RESULTS.md, 2026-11-26/27).
+    const RECV_BUF_BYTES: usize = echo::SLICE_BYTES;
+
     fn sending(&self, c: &EchoConn) -> bool {
         self.busy_since(c).is_some()
     }

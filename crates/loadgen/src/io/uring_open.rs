@@ -41,7 +41,8 @@ use crate::io::open_io::{IoEvent, OpenIo};
 use crate::io::uring::{
     build_ring, completion_error, connect_failure, decode, files_update, files_update_error,
     new_socket, recv_buffers, recv_error, register_files, shut_down_all, sq_entries, user_data,
-    BufRing, BUF_GROUP, GEN_MASK, OP_CONNECT, OP_FILES_UPDATE, OP_RECV, OP_SEND,
+    with_buffers, BufRing, BUF_GROUP, GEN_MASK, HTTP_RECV_BUF_BYTES, OP_CONNECT, OP_FILES_UPDATE,
+    OP_RECV, OP_SEND,
 };
 use crate::io::worker::connect_failed;
 use crate::stats::{ErrorClass, ThreadStats};
@@ -98,9 +99,9 @@ impl UringOpen {
     /// A ring for at most `capacity` connection slots to `target` (none yet: `add_slot`).
     pub fn new(target: SocketAddr, capacity: usize) -> io::Result<Self> {
         let capacity = capacity.max(1);
-        let ring = build_ring(sq_entries(capacity))
+        let (ring, task_run) = build_ring(sq_entries(capacity))
             .map_err(|e| io::Error::new(e.kind(), format!("io_uring setup: {e}")))?;
-        let bufs = BufRing::new(&ring, recv_buffers(capacity))
+        let bufs = BufRing::new(&ring, recv_buffers(capacity), HTTP_RECV_BUF_BYTES, task_run)
             .map_err(|e| io::Error::new(e.kind(), format!("io_uring buffer ring: {e}")))?;
         let slot_fds = register_files(&ring, capacity);
         Ok(UringOpen {
@@ -175,6 +176,7 @@ impl UringOpen {
                 .map(|c| (c.user_data(), c.result(), c.flags())),
         );
         if self.cqes.len() > before {
+            self.bufs.taken(with_buffers(self.cqes.range(before..)));
             self.reaped_at = Instant::now();
         }
     }
@@ -350,7 +352,7 @@ impl OpenIo for UringOpen {
                 self.arm_recv(i)?;
             }
         }
-        self.bufs.publish();
+        self.bufs.publish(&mut self.ring)?;
         let entered = match until {
             Some(at) => {
                 let ts = Timespec::from(at.saturating_duration_since(Instant::now()));
