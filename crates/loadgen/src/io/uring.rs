@@ -10,7 +10,8 @@
 //! kernel time per request, which is what limits it on a small machine:
 //!
 //! - every connection has one multishot recv armed for its whole life, filling buffers from a
-//!   provided-buffer ring: no recv syscall, no epoll bookkeeping, no re-arming per response;
+//!   provided-buffer ring: no recv syscall, no epoll bookkeeping, no re-arming per response; the
+//!   buffers just freed are handed out again first, so they are still in cache (`BufRing`);
 //! - sends are queued as SQEs with `MSG_WAITALL` (the kernel finishes short sends itself) and
 //!   `IOSQE_CQE_SKIP_SUCCESS` (only a failed send produces a completion);
 //! - sockets are registered files (slot i of the ring's file table is connection i's socket), so
@@ -349,10 +350,18 @@ impl BufRing {
         match self.hot_first.as_mut() {
             Some(h) => h.recycled.push(bid),
             None => {
-                self.write(self.tail, bid);
-                self.tail = self.tail.wrapping_add(1);
+                self.push_tail(bid);
             }
         }
+    }
+
+    /// Write `bid` at the tail and advance it (visible to the kernel at the next `store_tail`);
+    /// returns the ring index it went to.
+    fn push_tail(&mut self, bid: u16) -> usize {
+        let idx = (self.tail & (self.entries - 1)) as usize;
+        self.write(self.tail, bid);
+        self.tail = self.tail.wrapping_add(1);
+        idx
     }
 
     /// Make recycled buffers visible to the kernel (once per loop turn, right before the enter):
@@ -362,10 +371,7 @@ impl BufRing {
             if uring.submission().cq_overflow() {
                 // Completions may have been dropped: the head can no longer be known. Plain order
                 // from now on (`hot_first` stays None).
-                for &bid in &h.recycled {
-                    self.write(self.tail, bid);
-                    self.tail = self.tail.wrapping_add(1);
-                }
+                self.append(&mut h);
             } else {
                 // No completion waiting to be reaped: every buffer the kernel took is counted.
                 let settled = uring.completion().is_empty();
@@ -414,19 +420,14 @@ impl BufRing {
             bid_at[idx] = bid;
         }
         for bid in hot.chain(displaced.iter().copied()) {
-            self.write(self.tail, bid);
-            bid_at[(self.tail & mask) as usize] = bid;
-            self.tail = self.tail.wrapping_add(1);
+            bid_at[self.push_tail(bid)] = bid;
         }
     }
 
     /// The recycled buffers at the tail, in the order they came back.
     fn append(&mut self, h: &mut HotFirst) {
-        let mask = self.entries - 1;
         for &bid in &h.recycled {
-            self.write(self.tail, bid);
-            h.bid_at[(self.tail & mask) as usize] = bid;
-            self.tail = self.tail.wrapping_add(1);
+            h.bid_at[self.push_tail(bid)] = bid;
         }
     }
 
@@ -535,8 +536,9 @@ impl SendBuf {
 /// counterpart of `epoll::Protocol`. The engine owns the sockets, the ring and the connection life
 /// cycle; the protocol judges the bytes that arrive and says what to send, and never does I/O.
 pub trait UringProtocol: ConnRules {
-    /// Bytes per provided receive buffer (a receive takes at most one buffer). Buffers the ring
-    /// never hands out are never touched, so only the few in use cost memory (see `BufRing`).
+    /// Bytes per provided receive buffer (a receive takes at most one buffer). Memory is only
+    /// resident once the kernel has written into a buffer: with hot-first order (see `BufRing`) that
+    /// is the few in use, in plain order every buffer of the ring.
     const RECV_BUF_BYTES: usize;
     /// The connection may have a send blocked in the kernel (its socket is shut down on close).
     fn sending(&self, c: &Self::Conn) -> bool;
