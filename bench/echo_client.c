@@ -16,7 +16,7 @@
  * Prints one JSON line on stdout. Exit status 0 on success, 1 on a connection failure (reported on
  * stderr: a reference run with failures is no reference), 2 on bad arguments, 3 past --limit.
  *
- * What it does per connection, as netarena-load (crates/loadgen/src/engine.rs, echo.rs) does:
+ * What it does per connection, as netarena-load (crates/loadgen/src/io/epoll.rs, io/echo.rs) does:
  * non-blocking socket with TCP_NODELAY, registered once with edge-triggered epoll for
  * EPOLLIN | EPOLLOUT | EPOLLRDHUP (as mio registers READABLE | WRITABLE) and never modified;
  * a chunk is sent with send(MSG_NOSIGNAL) in slices of at most 64 KiB until done or EAGAIN (the

@@ -14,8 +14,8 @@ Method
     TCP_NODELAY, send of up to 64 KiB, recv into 64 KiB until a short read, the next chunk sent only
     once the previous one is fully echoed) but no verification, timing or histograms: the floor of
     what moving these bytes costs with send(). netarena-load's epoll engine sends the same bytes by
-    vmsplice+splice from its never-freed pattern (no copy into the socket), so the ratio also shows
-    what that saves; its io_uring engine sends them with a plain (copying) send.
+    write() and its io_uring engine with a plain (copying) send, as the reference does; what
+    netarena-load adds on top is its verification and timing.
 * ``--io epoll|uring`` is passed on to netarena-load (default: none, its own ``--io auto``); every run
   prints the engine that ran (``config.io_backend``). Compare the engines by running the script once
   per engine.
@@ -30,10 +30,15 @@ Method
   netarena-load, check).
 * At least 5 runs per variant by default; per variant and generator the medians are printed, with
   min..max and the machine state, then the ratios netarena-load / reference of the median bytes/s
-  and of the median bytes per CPU-second. Quote medians only (see bench/README.md).
+  and of the median bytes per CPU-second, and the median of the per-run ratios of bytes per
+  CPU-second (each run's netarena-load figure over the reference's measured next to it: less
+  sensitive to the machine drifting between runs). Quote medians only (see bench/README.md).
+* ``--variant bytes`` (or ``duration``) runs only that variant: many short bytes-variant runs
+  (``--runs 20``) give a steadier paired ratio in the same time than a few 10 s floods.
 
 Usage: bench/echo_throughput.py [--runs 5] [--connections 100] [--bytes 33554432] [--chunk 32768]
-                                [--duration 10] [--quick] [--load-bin PATH] [--json-out FILE]
+                                [--duration 10] [--variant both|bytes|duration]
+                                [--quick] [--load-bin PATH] [--json-out FILE]
                                 [--server-cpu 0] [--client-cpu 1] [--io auto|epoll|uring]
 """
 
@@ -162,6 +167,8 @@ def main() -> int:
     p.add_argument("--bytes", type=int, default=32 * 2**20, help="bytes per connection, bytes variant (default 32 MiB)")
     p.add_argument("--chunk", type=int, default=32 * 2**10)
     p.add_argument("--duration", type=int, default=10, help="seconds, duration variant")
+    p.add_argument("--variant", choices=("both", *VARIANTS), default="both",
+                   help="run both variants (default) or only one")
     p.add_argument("--io", choices=("auto", "epoll", "uring"), default="auto",
                    help="netarena-load's --io (default auto: none given, its own default)")
     benchlib.add_common_args(p, quick_help="smoke run: 1 run, 20 connections x 256 KiB, 2 s")
@@ -182,6 +189,7 @@ def bench(args) -> int:
     print(f"echo server on CPU {args.server_cpu}, netarena-load and the reference on CPU {args.client_cpu}; "
           f"{args.runs} run(s); {args.connections} connections, {args.chunk} B chunks; bytes variant "
           f"{args.bytes} B/connection, duration variant {args.duration} s; netarena-load --io {args.io}")
+    variants = VARIANTS if args.variant == "both" else (args.variant,)
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="netarena-echo-bench-") as tmpdir:
         tmp = Path(tmpdir)
@@ -192,7 +200,7 @@ def bench(args) -> int:
             for i in range(1, args.runs + 1):
                 # Alternate who goes first, so neither generator always meets a warmer (or busier) machine.
                 tools = TOOLS if i % 2 else TOOLS[::-1]
-                for variant in VARIANTS if i % 2 else VARIANTS[::-1]:
+                for variant in variants if i % 2 else variants[::-1]:
                     for tool in tools:
                         load = os.getloadavg()[0]
                         if tool == LOAD:
@@ -205,27 +213,28 @@ def bench(args) -> int:
         finally:
             benchlib.stop_process_group(server, signal.SIGTERM)
 
-    summary = summarize(results)
+    summary = summarize(results, variants)
     print()
-    for variant in VARIANTS:
+    for variant in variants:
         for tool in TOOLS:
             s = summary[variant] if tool == LOAD else summary[variant]["reference"]
             what = "verified" if tool == LOAD else "echoed"
             print(f"median {variant:<8} {tool:<13} {mib(s['bytes_per_s'])}/s (min..max "
                   f"{s['bytes_per_s_min'] / 2**20:,.1f}..{mib(s['bytes_per_s_max'])}/s), "
                   f"{mib(s['bytes_per_cpu_s'])} {what} per generator CPU-second, errors {s['errors']}")
-    for variant in VARIANTS:
+    for variant in variants:
         v = summary[variant]["vs_reference"]
         fmt = lambda x: "n/a" if x is None else f"{x:.3f}"
         print(f"ratio {variant:<8} netarena-load/reference: bytes/s {fmt(v['bytes_per_s_ratio'])}, "
-              f"bytes per generator CPU-second {fmt(v['bytes_per_cpu_s_ratio'])}")
+              f"bytes per generator CPU-second {fmt(v['bytes_per_cpu_s_ratio'])} "
+              f"(median of the {v['runs_paired']} runs' own ratios {fmt(v['bytes_per_cpu_s_paired_ratio'])})")
     if args.quick:
         print("(a --quick run is a smoke test, not a measurement)")
     if args.json_out:
         args.json_out.write_text(json.dumps({
             "benchmark": "echo_throughput",
             "config": {**{k: getattr(args, k) for k in ("runs", "connections", "bytes", "chunk", "duration",
-                                                        "server_cpu", "client_cpu", "quick", "io")},
+                                                        "server_cpu", "client_cpu", "quick", "io", "variant")},
                        "reference": "bench/echo_client.c, cc -O2"},
             "machine": state, "versions": versions, "runs": results, "summary": summary,
         }, indent=2) + "\n")
@@ -244,18 +253,27 @@ def medians(rows: list[dict]) -> dict:
     }
 
 
-def summarize(results: list[dict]) -> dict:
+def summarize(results: list[dict], variants: tuple[str, ...]) -> dict:
     """Per variant: netarena-load's medians (the keys this file always had), the reference's medians
-    under "reference", and the ratios of the medians, netarena-load / reference, under "vs_reference"."""
+    under "reference", and under "vs_reference" the ratios of the medians, netarena-load / reference,
+    and the median of each run's own ratio of bytes per CPU-second (the two generators' runs of one
+    round, measured back to back)."""
     out = {}
-    for variant in VARIANTS:
-        mine = medians([r for r in results if r["variant"] == variant and r["tool"] == LOAD])
-        ref = medians([r for r in results if r["variant"] == variant and r["tool"] == REFERENCE])
+    for variant in variants:
+        rows = [r for r in results if r["variant"] == variant]
+        mine = medians([r for r in rows if r["tool"] == LOAD])
+        ref = medians([r for r in rows if r["tool"] == REFERENCE])
         # None (null in --json-out) when the reference's figure is 0, e.g. a run too short for rusage.
         ratio = lambda k: mine[k] / ref[k] if ref[k] else None
+        by_run: dict[int, dict[str, float]] = {}
+        for r in rows:
+            by_run.setdefault(r["run"], {})[r["tool"]] = r["bytes_per_cpu_s"]
+        paired = [p[LOAD] / p[REFERENCE] for p in by_run.values() if len(p) == 2 and p[REFERENCE]]
         out[variant] = {**mine, "reference": ref,
                         "vs_reference": {"bytes_per_s_ratio": ratio("bytes_per_s"),
-                                         "bytes_per_cpu_s_ratio": ratio("bytes_per_cpu_s")}}
+                                         "bytes_per_cpu_s_ratio": ratio("bytes_per_cpu_s"),
+                                         "bytes_per_cpu_s_paired_ratio": benchlib.median(paired) if paired else None,
+                                         "runs_paired": len(paired)}}
     return out
 
 

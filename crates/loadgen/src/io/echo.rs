@@ -8,12 +8,11 @@
 //! (`Pattern::check`).
 //!
 //! The flood's rules (`Echo`: what to send, how echoed bytes are judged and counted) serve both
-//! engines; `EchoProtocol` drives them on epoll, where sends splice the pattern's pages into the
-//! socket (`Splicer`), and `uring_echo` on io_uring.
+//! engines; `EchoProtocol` drives them on epoll and `uring_echo` on io_uring. Both send the
+//! pattern's slices as they are, with a copying send (why not spliced: `EchoProtocol`).
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -71,8 +70,8 @@ impl Pattern {
         Pattern { buf }
     }
 
-    /// The process's pattern, built once and never freed: its pages may be in flight in the kernel
-    /// (see `Splicer`) at any time, even after the run that spliced them has ended.
+    /// The process's pattern, built once and never freed: an io_uring send queued from one of its
+    /// slices may still be in the kernel after the run that queued it has ended.
     pub fn shared() -> &'static Pattern {
         static SHARED: OnceLock<Pattern> = OnceLock::new();
         SHARED.get_or_init(Pattern::new)
@@ -199,110 +198,6 @@ pub struct EchoConn {
     chunk_started: Instant,
     /// A chunk was echoed completely on this connection slot during the measured phase.
     answered: bool,
-}
-
-/// Sends pattern bytes without copying them: vmsplice() hands the pattern's pages to a pipe, splice()
-/// moves them from the pipe into the socket, and the socket's buffers then refer to those pages
-/// instead of holding a copy (send() copies every byte into the socket; that copy was a sixth of
-/// the flood's CPU time). The bytes on the wire are the same. Safe because the pattern is immutable
-/// and never freed (`Pattern::shared`): a page can stay referenced by an unsent or unread buffer for
-/// as long as the kernel likes.
-///
-/// The pipe is empty between calls: what the socket does not take is read back out of it.
-struct Splicer {
-    pipe_r: OwnedFd,
-    pipe_w: OwnedFd,
-}
-
-impl Splicer {
-    /// None where splicing cannot be used: no pipe, or SIGPIPE not ignored (splice() has no
-    /// MSG_NOSIGNAL; the netarena-load binary ignores SIGPIPE, as every Rust program does by default).
-    fn new() -> Option<Splicer> {
-        // SAFETY: querying the current disposition only, into a zeroed sigaction.
-        let ignored = unsafe {
-            let mut old: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) == 0
-                && old.sa_sigaction == libc::SIG_IGN
-        };
-        if !ignored {
-            return None;
-        }
-        let mut fds = [0 as libc::c_int; 2];
-        // SAFETY: pipe2 writes two fds into the array on success; each is then owned exactly once.
-        let (pipe_r, pipe_w) = unsafe {
-            if libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) != 0 {
-                return None;
-            }
-            (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1]))
-        };
-        // Room for a whole SLICE_BYTES slice however it straddles pages (the default, 16 pages, is
-        // one short); if refused, vmsplice() just takes less per call.
-        // SAFETY: fcntl on a pipe fd we own.
-        unsafe {
-            libc::fcntl(
-                pipe_w.as_raw_fd(),
-                libc::F_SETPIPE_SZ,
-                2 * SLICE_BYTES as libc::c_int,
-            )
-        };
-        Some(Splicer { pipe_r, pipe_w })
-    }
-
-    /// Send `data` (pattern bytes: `'static`, never written to) on `sock` as write() would: Ok(bytes
-    /// the socket took, > 0) or the error (WouldBlock when it took none). `drain` is scratch space for
-    /// emptying the pipe. Errors of the splicing itself come back as Unsupported (use write()).
-    fn send(&self, sock: RawFd, data: &'static [u8], drain: &mut [u8]) -> io::Result<usize> {
-        let iov = libc::iovec {
-            iov_base: data.as_ptr() as *mut libc::c_void,
-            iov_len: data.len(),
-        };
-        // SAFETY: one valid iovec over memory that stays valid and unchanged forever.
-        let put =
-            unsafe { libc::vmsplice(self.pipe_w.as_raw_fd(), &iov, 1, libc::SPLICE_F_NONBLOCK) };
-        if put <= 0 {
-            return Err(io::Error::new(io::ErrorKind::Unsupported, "vmsplice"));
-        }
-        let put = put as usize;
-        // SAFETY: plain fds; no offsets (both are streams).
-        let moved = unsafe {
-            libc::splice(
-                self.pipe_r.as_raw_fd(),
-                std::ptr::null_mut(),
-                sock,
-                std::ptr::null_mut(),
-                put,
-                libc::SPLICE_F_NONBLOCK | libc::SPLICE_F_MOVE,
-            )
-        };
-        let result = match moved {
-            n if n > 0 => Ok(n as usize),
-            0 => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "splice moved nothing",
-            )),
-            _ => {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP) => {
-                        Err(io::Error::new(io::ErrorKind::Unsupported, e))
-                    }
-                    _ => Err(e),
-                }
-            }
-        };
-        let mut left = put - *result.as_ref().unwrap_or(&0);
-        while left > 0 {
-            let want = left.min(drain.len());
-            // SAFETY: reading at most drain.len() bytes into drain.
-            let n = unsafe { libc::read(self.pipe_r.as_raw_fd(), drain.as_mut_ptr().cast(), want) };
-            if n <= 0 {
-                // Cannot happen (the bytes are in the pipe); if it did, the pipe is unusable.
-                return Err(io::Error::new(io::ErrorKind::Unsupported, "pipe drain"));
-            }
-            left -= n as usize;
-        }
-        result
-    }
 }
 
 /// The echo flood's rules, whatever engine moves the bytes (epoll: `EchoProtocol` below; io_uring:
@@ -478,12 +373,16 @@ impl ConnRules for Echo {
     }
 }
 
-/// The echo flood on the epoll engine: `Echo`'s rules, with spliced sends and a page-aligned
-/// receive buffer.
+/// The echo flood on the epoll engine: `Echo`'s rules, with a page-aligned receive buffer.
+///
+/// Sends are plain write()s of the pattern's slices. Splicing the pattern's pages into the socket
+/// (vmsplice + splice: no copy into the socket buffer) was tried and is dearer on this kind of
+/// machine: measured 2026-11-27 against the reference client (bench/RESULTS.md), spliced sends cost
+/// 0.87x its bytes per CPU-second, write() 0.98x: the copy of an aligned 32 KiB slice is cheaper than
+/// the second system call and the page reference counting (which the server's core then also
+/// touches when it frees the buffers).
 pub struct EchoProtocol {
     echo: Echo,
-    /// None: send with write() (no pipe, or splicing failed once).
-    splicer: Option<Splicer>,
     /// The receive buffer, page-aligned (see `io::page`).
     scratch: PageBuf,
 }
@@ -492,7 +391,6 @@ impl EchoProtocol {
     pub fn new(bytes_per_connection: Option<u64>, chunk_bytes: u64) -> Self {
         EchoProtocol {
             echo: Echo::new(bytes_per_connection, chunk_bytes),
-            splicer: Splicer::new(),
             scratch: PageBuf::zeroed(SLICE_BYTES),
         }
     }
@@ -506,17 +404,7 @@ impl EchoProtocol {
         stats: &mut ThreadStats,
     ) -> Outcome {
         while let Some(data) = self.echo.unsent(c) {
-            let written = match &self.splicer {
-                Some(sp) => match sp.send(sock.as_raw_fd(), data, self.scratch.as_mut_slice()) {
-                    Err(e) if e.kind() == io::ErrorKind::Unsupported => {
-                        self.splicer = None;
-                        continue;
-                    }
-                    other => other,
-                },
-                None => sock.write(data),
-            };
-            match written {
+            match sock.write(data) {
                 Ok(n) => self.echo.sent(c, n, now, stats),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -807,44 +695,6 @@ mod tests {
             // The right bytes at the wrong offset (another point of the stream) are wrong.
             assert_eq!(p.check(phase, offset + 1, &good), Err(0));
         }
-    }
-
-    /// Spliced sends deliver exactly the pattern, also when the socket takes only part of a slice
-    /// (the rest is taken out of the pipe, so the next send starts clean).
-    #[test]
-    fn splicer_sends_the_pattern_and_handles_partial_sends() {
-        use std::io::Read;
-        let sp = Splicer::new().expect("Rust programs ignore SIGPIPE; pipes are available");
-        let p = Pattern::shared();
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let tx = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut rx, _) = listener.accept().unwrap();
-        tx.set_nonblocking(true).unwrap();
-        let mut drain = vec![0; SLICE_BYTES];
-        let (phase, mut sent, mut partial, mut blocked) = (Pattern::phase(3), 0u64, 0, 0);
-        // Fill the socket until it refuses more: on the way some sends are partial.
-        while blocked == 0 {
-            let want = SLICE_BYTES - 1000;
-            match sp.send(tx.as_raw_fd(), p.slice(phase, sent, want), &mut drain) {
-                Ok(n) => {
-                    partial += usize::from(n < want);
-                    sent += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => blocked += 1,
-                Err(e) => panic!("splice send: {e}"),
-            }
-        }
-        assert!(partial > 0 || sent > 0);
-        let mut got = vec![0; sent as usize];
-        rx.read_exact(&mut got).unwrap();
-        assert_eq!(p.check(phase, 0, &got), Ok(()));
-        // The pipe was left empty: the next send continues the stream exactly.
-        let n = sp
-            .send(tx.as_raw_fd(), p.slice(phase, sent, 5000), &mut drain)
-            .unwrap();
-        let mut more = vec![0; n];
-        rx.read_exact(&mut more).unwrap();
-        assert_eq!(p.check(phase, sent, &more), Ok(()));
     }
 
     fn counting_stats() -> ThreadStats {

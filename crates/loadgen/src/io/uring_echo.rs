@@ -7,12 +7,10 @@
 //! kernel finishes a send that found the socket full itself, so a chunk of at most one slice
 //! (64 KiB) is one SQE and no completion (`IOSQE_CQE_SKIP_SUCCESS`). A longer chunk goes out one
 //! slice at a time, each asking for its completion before the next is queued (see `SendBuf::more`).
-//! The epoll engine splices the pattern's pages into the socket instead (vmsplice + splice, no copy
-//! into the socket buffer); io_uring has no vmsplice, and a splice from a pipe would cost a pipe per
-//! connection and two linked operations per send, so here the bytes are copied as `send()` does.
-//! Measured with `bench/echo_throughput.py --io` (bench/RESULTS.md, 2026-11-26): per echoed byte the
-//! two engines cost the same within the machine's noise; the copy is offset by the system calls
-//! io_uring saves.
+//! The bytes are copied into the socket as the epoll engine's write() copies them. Spliced sends
+//! (pages handed to the socket without a copy) cost more on both engines: io_uring runs
+//! `IORING_OP_SPLICE` in a worker thread, and on epoll vmsplice + splice measured dearer than the
+//! copy (`echo::EchoProtocol`; bench/RESULTS.md, 2026-11-27).
 //!
 //! No coalescing window: a chunk's echo arrives in several completions, so waiting for "half of
 //! what is in flight" has no meaning here; completions are handled as they come.
