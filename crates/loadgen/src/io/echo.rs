@@ -378,9 +378,9 @@ impl ConnRules for Echo {
 /// Sends are plain write()s of the pattern's slices. Splicing the pattern's pages into the socket
 /// (vmsplice + splice: no copy into the socket buffer) was tried and is dearer on this kind of
 /// machine: measured 2026-11-27 against the reference client (bench/RESULTS.md), spliced sends cost
-/// 0.87x its bytes per CPU-second, write() 0.98x: the copy of an aligned 32 KiB slice is cheaper than
-/// the second system call and the page reference counting (which the server's core then also
-/// touches when it frees the buffers).
+/// 0.81-0.87x its bytes per CPU-second, write() 0.94-0.98x: copying an aligned 32 KiB slice is
+/// cheaper than the second system call and the page reference counting (which the server's core
+/// then also touches when it frees the buffers).
 pub struct EchoProtocol {
     echo: Echo,
     /// The receive buffer, page-aligned (see `io::page`).
