@@ -70,8 +70,9 @@ impl Pattern {
         Pattern { buf }
     }
 
-    /// The process's pattern, built once and never freed: an io_uring send queued from one of its
-    /// slices may still be in the kernel after the run that queued it has ended.
+    /// The process's pattern, built once and shared by every thread and run. Sends point straight
+    /// into it (an io_uring SQE too, until the kernel has copied the bytes), so it must outlive
+    /// every queued send; never freeing it makes that hold without bookkeeping.
     pub fn shared() -> &'static Pattern {
         static SHARED: OnceLock<Pattern> = OnceLock::new();
         SHARED.get_or_init(Pattern::new)

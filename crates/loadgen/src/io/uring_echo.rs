@@ -7,10 +7,12 @@
 //! kernel finishes a send that found the socket full itself, so a chunk of at most one slice
 //! (64 KiB) is one SQE and no completion (`IOSQE_CQE_SKIP_SUCCESS`). A longer chunk goes out one
 //! slice at a time, each asking for its completion before the next is queued (see `SendBuf::more`).
-//! The bytes are copied into the socket as the epoll engine's write() copies them. Spliced sends
-//! (pages handed to the socket without a copy) cost more on both engines: io_uring runs
-//! `IORING_OP_SPLICE` in a worker thread, and on epoll vmsplice + splice measured dearer than the
-//! copy (`echo::EchoProtocol`; bench/RESULTS.md, 2026-11-27).
+//! The bytes are copied into the socket as the epoll engine's write() copies them. Handing the
+//! pattern's pages to the socket without a copy measured dearer (bench/RESULTS.md, 2026-11-27): from
+//! this engine, synchronous vmsplice + splice before the ring's send gave 0.84x the reference
+//! client's bytes per CPU-second and sendfile() from a memfd 0.84x, against 0.96x for the plain
+//! send; on epoll see `echo::EchoProtocol`. `IORING_OP_SPLICE` was not tried: the kernel always
+//! runs it in an io_uring worker thread.
 //!
 //! No coalescing window: a chunk's echo arrives in several completions, so waiting for "half of
 //! what is in flight" has no meaning here; completions are handled as they come.
