@@ -6,6 +6,7 @@ import hashlib
 import os
 import re
 import statistics
+import subprocess
 import sys
 
 import psutil
@@ -106,6 +107,42 @@ def test_server_is_pinned_and_in_its_own_group(serve):
     proc, _ = serve(cpus=[0])
     assert psutil.Process(proc.pid).cpu_affinity() == [0]
     assert os.getpgid(proc.pid) == proc.pid != os.getpgid(0)
+
+
+# A process that builds a child's setup, forks, and dies before the child runs it: the race between a
+# kill -9 of netarena and a server being forked, made certain.
+ORPHANED_BEFORE_SETUP = """
+import os, sys, time
+from pathlib import Path
+from netarena.process import child_setup
+out = Path(sys.argv[1])
+setup = child_setup(None)
+if os.fork() == 0:
+    parent = os.getppid()
+    (out / "child.pid").write_text(str(os.getpid()))
+    while os.getppid() == parent:  # until the parent has exited and this process is re-parented
+        time.sleep(0.01)
+    setup()
+    (out / "survived").write_text("setup returned in an orphan")
+    time.sleep(60)
+    os._exit(0)
+while not (out / "child.pid").exists():
+    time.sleep(0.01)
+os._exit(0)
+"""
+
+
+def test_child_whose_parent_died_before_its_setup_does_not_run_on(tmp_path):
+    # The parent-death signal only covers a parent dying after the prctl; the child checks for one gone before.
+    subprocess.run([sys.executable, "-c", ORPHANED_BEFORE_SETUP, str(tmp_path)], check=True, timeout=30)
+    child = psutil.Process(int((tmp_path / "child.pid").read_text()))
+    try:
+        gone, _ = psutil.wait_procs([child], timeout=10)
+        assert gone or child.status() == psutil.STATUS_ZOMBIE, "the orphaned child is still running"
+        assert not (tmp_path / "survived").exists()
+    finally:
+        if child.is_running():
+            child.kill()
 
 
 def test_stop_escalates_to_sigkill_and_leaves_nothing(serve):

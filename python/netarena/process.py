@@ -96,6 +96,7 @@ def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = 
     connections must not stop at a shell's soft 1,024; any process may raise its own up to the hard limit,
     but not every server does); `open_files` sets both to that number instead (a generator given a lower
     limit by the suite, spread.generator_open_files)."""
+    parent = os.getpid()  # the process forking the child: setup runs in the child, after the fork
     if isinstance(user, str):
         entry = pwd.getpwnam(user)
         uid, gid = entry.pw_uid, entry.pw_gid
@@ -127,6 +128,11 @@ def child_setup(cpus: list[int] | None, user=None, max_file_bytes: int | None = 
         # Set after the user switch: changing credentials clears the parent-death signal.
         # Its own children are found later through the process group recorded in the store.
         _libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        # A parent killed between the fork and the line above sends no signal: the child, already
+        # re-parented, would exec and outlive the run, unrecorded in the store (the fork has not returned
+        # in the parent). Then do what the signal would have done.
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
     return setup
 
 
