@@ -242,6 +242,11 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
 
 
+def ratio_text(value: float | None, digits: int = 3, unit: str = "") -> str:
+    """A ratio for a summary line; "n/a" where no run could give one."""
+    return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+
+
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)

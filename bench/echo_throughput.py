@@ -224,10 +224,9 @@ def bench(args) -> int:
                   f"{mib(s['bytes_per_cpu_s'])} {what} per generator CPU-second, errors {s['errors']}")
     for variant in variants:
         v = summary[variant]["vs_reference"]
-        fmt = lambda x: "n/a" if x is None else f"{x:.3f}"
-        print(f"ratio {variant:<8} netarena-load/reference: bytes/s {fmt(v['bytes_per_s_ratio'])}, "
-              f"bytes per generator CPU-second {fmt(v['bytes_per_cpu_s_ratio'])} "
-              f"(median of the {v['runs_paired']} runs' own ratios {fmt(v['bytes_per_cpu_s_paired_ratio'])})")
+        print(f"ratio {variant:<8} netarena-load/reference: bytes/s {benchlib.ratio_text(v['bytes_per_s_ratio'])}, "
+              f"bytes per generator CPU-second {benchlib.ratio_text(v['bytes_per_cpu_s_ratio'])} "
+              f"(median of the {v['runs_paired']} runs' own ratios {benchlib.ratio_text(v['bytes_per_cpu_s_paired_ratio'])})")
     if args.quick:
         print("(a --quick run is a smoke test, not a measurement)")
     if args.json_out:

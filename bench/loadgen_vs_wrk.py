@@ -22,7 +22,9 @@ Method
   same independent count for both tools, whatever each tool reports about itself. Each run also
   records the tool's own count (``requests``) next to nginx's (``nginx_requests``).
 * Reported: every run, then the median requests/s, CPU µs per request and latency of each tool, the
-  ratios of each netarena-load configuration to wrk, and for each whether the project's goal holds: 1.5× wrk's
+  ratios of each netarena-load configuration to wrk (of the medians, and the median of each round's own
+  ratio to the wrk run beside it: ``efficiency_paired``, ``rps_ratio_paired``, steadier on a noisy machine
+  because drift between rounds cancels), and for each whether the project's goal holds: 1.5× wrk's
   efficiency (CPU per request ≤ 0.667 × wrk's) and requests/s ≥ wrk's. The last line is the headline: the default configuration's efficiency
   (wrk's CPU per request ÷ netarena-load's) and requests/s ratio. Quote medians, with the machine state printed at the top (load average,
   CPU model), never a best run. See bench/README.md.
@@ -309,12 +311,15 @@ def bench(args) -> int:
     for engine in args.engines:
         v = summary["vs_wrk"][engine]
         print(f"ratio netarena-load {engine}/wrk: req/s {v['rps_ratio']:.3f} (goal >= {GOAL_RPS_RATIO}), "
-              f"CPU/req {v['cpu_ratio']:.3f} (goal <= {GOAL_CPU_RATIO}), efficiency {v['efficiency']:.2f}x: goal "
-              + ("MET" if v["goal_met"] else "NOT MET"))
+              f"CPU/req {v['cpu_ratio']:.3f} (goal <= {GOAL_CPU_RATIO:.3f}), efficiency {v['efficiency']:.2f}x: goal "
+              + ("MET" if v["goal_met"] else "NOT MET")
+              + f"; median of the {v['runs_paired']} runs' own ratios to wrk's run of the same round: "
+                f"efficiency {benchlib.ratio_text(v['efficiency_paired'], 2, 'x')}, req/s {benchlib.ratio_text(v['rps_ratio_paired'])}")
     if "default" in args.engines:
         v = summary["vs_wrk"]["default"]
         print(f"headline: netarena-load with default flags: {v['efficiency']:.2f}x wrk's efficiency "
-              f"(wrk's CPU/req / netarena-load's, both per request nginx counted) at {v['rps_ratio']:.2f}x its req/s")
+              f"(wrk's CPU/req / netarena-load's, both per request nginx counted) at {v['rps_ratio']:.2f}x its req/s; "
+              f"paired: {benchlib.ratio_text(v['efficiency_paired'], 2, 'x')} at {benchlib.ratio_text(v['rps_ratio_paired'], 2, 'x')}")
     if args.quick:
         print("(a --quick run is a smoke test, not a measurement)")
 
@@ -345,12 +350,23 @@ def summarize(results: list[dict], engines: list[str]) -> dict:
             "p99_us": benchlib.median([r["p99_us"] for r in rows]),
             "errors": sum(r["errors"] for r in rows),
         }
+    wrk_by_run = {r["run"]: r for r in results if r["tool"] == "wrk"}
     for engine in engines:
         mine, wrk = out[f"netarena-load {engine}"], out["wrk"]
         rps_ratio = mine["requests_per_s"] / wrk["requests_per_s"]
         cpu_ratio = mine["cpu_us_per_request"] / wrk["cpu_us_per_request"]
+        # Each run against the wrk run of the same round (they ran back to back): the machine's drift
+        # between rounds cancels out, which the ratio of medians does not do.
+        pairs = [(r, wrk_by_run[r["run"]]) for r in results
+                 if r["tool"] == f"netarena-load {engine}" and r["run"] in wrk_by_run]
+        efficiency_paired = [w["cpu_us_per_request"] / r["cpu_us_per_request"] for r, w in pairs
+                             if 0 < r["cpu_us_per_request"] < math.inf]
+        rps_paired = [r["requests_per_s"] / w["requests_per_s"] for r, w in pairs if w["requests_per_s"]]
         out["vs_wrk"][engine] = {"rps_ratio": rps_ratio, "cpu_ratio": cpu_ratio, "efficiency": 1 / cpu_ratio,
-                                 "goal_met": cpu_ratio <= GOAL_CPU_RATIO and rps_ratio >= GOAL_RPS_RATIO}
+                                 "goal_met": cpu_ratio <= GOAL_CPU_RATIO and rps_ratio >= GOAL_RPS_RATIO,
+                                 "efficiency_paired": benchlib.median(efficiency_paired) if efficiency_paired else None,
+                                 "rps_ratio_paired": benchlib.median(rps_paired) if rps_paired else None,
+                                 "runs_paired": len(pairs)}
     return out
 
 
