@@ -14,8 +14,10 @@
 //! send; on epoll see `echo::EchoProtocol`. `IORING_OP_SPLICE` was not tried: the kernel always
 //! runs it in an io_uring worker thread.
 //!
-//! No coalescing window: a chunk's echo arrives in several completions, so waiting for "half of
-//! what is in flight" has no meaning here; completions are handled as they come.
+//! No coalescing window: that window waits for half of the requests in flight to be answered, and
+//! an echo connection has a single chunk in flight whose echo comes back in as many completions as
+//! the kernel hands it over in (usually one 64 KiB buffer per 32 KiB chunk, sometimes more): there is
+//! no count of answers to wait for, so completions are handled as they come.
 
 use std::io;
 use std::time::Instant;
