@@ -9,6 +9,7 @@ the result), identically for netarena-load and wrk.
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import shutil
@@ -240,6 +241,15 @@ def build_c(tmp: Path, name: str) -> Path:
 
 def median(values: list[float]) -> float:
     return statistics.median(values) if values else float("nan")
+
+
+def median_of_ratios(pairs: list[tuple[float, float]]) -> tuple[float | None, int]:
+    """The median of numerator / denominator over the rounds that give a finite ratio, and how many did.
+
+    Each pair is one round's two runs, measured back to back: the machine's drift between rounds cancels
+    out, which a ratio of two medians does not do. (None, 0) where no round gives a ratio."""
+    ratios = [n / d for n, d in pairs if math.isfinite(n) and math.isfinite(d) and d > 0]
+    return (median(ratios) if ratios else None), len(ratios)
 
 
 def ratio_text(value: float | None, digits: int = 3, unit: str = "") -> str:

@@ -267,12 +267,13 @@ def summarize(results: list[dict], variants: tuple[str, ...]) -> dict:
         by_run: dict[int, dict[str, float]] = {}
         for r in rows:
             by_run.setdefault(r["run"], {})[r["tool"]] = r["bytes_per_cpu_s"]
-        paired = [p[LOAD] / p[REFERENCE] for p in by_run.values() if len(p) == 2 and p[REFERENCE]]
+        paired, runs_paired = benchlib.median_of_ratios(
+            [(p[LOAD], p[REFERENCE]) for p in by_run.values() if len(p) == 2])
         out[variant] = {**mine, "reference": ref,
                         "vs_reference": {"bytes_per_s_ratio": ratio("bytes_per_s"),
                                          "bytes_per_cpu_s_ratio": ratio("bytes_per_cpu_s"),
-                                         "bytes_per_cpu_s_paired_ratio": benchlib.median(paired) if paired else None,
-                                         "runs_paired": len(paired)}}
+                                         "bytes_per_cpu_s_paired_ratio": paired,
+                                         "runs_paired": runs_paired}}
     return out
 
 

@@ -355,18 +355,16 @@ def summarize(results: list[dict], engines: list[str]) -> dict:
         mine, wrk = out[f"netarena-load {engine}"], out["wrk"]
         rps_ratio = mine["requests_per_s"] / wrk["requests_per_s"]
         cpu_ratio = mine["cpu_us_per_request"] / wrk["cpu_us_per_request"]
-        # Each run against the wrk run of the same round (they ran back to back): the machine's drift
-        # between rounds cancels out, which the ratio of medians does not do.
+        # Each run against the wrk run of the same round (see benchlib.median_of_ratios).
         pairs = [(r, wrk_by_run[r["run"]]) for r in results
                  if r["tool"] == f"netarena-load {engine}" and r["run"] in wrk_by_run]
-        efficiency_paired = [w["cpu_us_per_request"] / r["cpu_us_per_request"] for r, w in pairs
-                             if 0 < r["cpu_us_per_request"] < math.inf]
-        rps_paired = [r["requests_per_s"] / w["requests_per_s"] for r, w in pairs if w["requests_per_s"]]
+        efficiency_paired, runs_paired = benchlib.median_of_ratios(
+            [(w["cpu_us_per_request"], r["cpu_us_per_request"]) for r, w in pairs])
+        rps_paired, _ = benchlib.median_of_ratios([(r["requests_per_s"], w["requests_per_s"]) for r, w in pairs])
         out["vs_wrk"][engine] = {"rps_ratio": rps_ratio, "cpu_ratio": cpu_ratio, "efficiency": 1 / cpu_ratio,
                                  "goal_met": cpu_ratio <= GOAL_CPU_RATIO and rps_ratio >= GOAL_RPS_RATIO,
-                                 "efficiency_paired": benchlib.median(efficiency_paired) if efficiency_paired else None,
-                                 "rps_ratio_paired": benchlib.median(rps_paired) if rps_paired else None,
-                                 "runs_paired": len(pairs)}
+                                 "efficiency_paired": efficiency_paired, "rps_ratio_paired": rps_paired,
+                                 "runs_paired": runs_paired}
     return out
 
 
