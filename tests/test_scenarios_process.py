@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import socket
 import statistics
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import pytest
 from conftest import FIXTURE_CONTESTANTS
 from netarena.config import Measure, load_manifest
 from netarena.contestants import Contestant
+from netarena.envinfo import ephemeral_port_range
 from netarena.process import ManagedProcess, free_port, group_members, kill_group
 from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, NAGLE_MAX_MEDIAN_MS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
                                 STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files, levels_for,
@@ -254,3 +256,33 @@ def test_verify_sleep_requires_overlap_by_concurrency_model(serve, tmp_path):
         result = verify("sleep", serial_port, tmp_path, concurrency_model=model)
         assert not result.ok and not result.retryable, result.to_dict()
         assert "concurrent GET /sleep/" in result.reason and "overlapped" in result.reason
+
+
+def test_free_port_stays_out_of_the_range_the_kernel_numbers_sockets_from():
+    """A server's port must not be one the kernel can hand to another socket (bind to port 0, connect) between
+    free_port and the server's own bind: uWSGI binds its internal socket to port 0 first, and once drew it."""
+    low, high = ephemeral_port_range()
+    if low == 1024 and high == 65535:
+        pytest.skip("the ephemeral range covers every unprivileged port: there is no port outside it")
+    for _ in range(200):
+        port = free_port()
+        assert not low <= port <= high, f"free_port gave {port}, inside the ephemeral range {low}-{high}"
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))  # and it is really free
+
+
+def test_free_port_skips_a_taken_port_and_falls_back_to_the_kernels_choice():
+    """With one port outside the given range: that port while it is free; the kernel's choice while a socket
+    holds it (not a port in use)."""
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            holder.bind(("127.0.0.1", 1024))
+        except OSError:
+            pytest.skip("port 1024 is in use on this machine")
+        holder.listen()
+        port = free_port(ephemeral=(1025, 65535))
+        assert port != 1024
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+    assert free_port(ephemeral=(1025, 65535)) == 1024

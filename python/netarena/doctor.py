@@ -25,7 +25,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from netarena.envinfo import cpu_governors, read_sysctl, sysctl_path
+from netarena.envinfo import cpu_governors, ephemeral_port_range, read_sysctl, sysctl_path
 from netarena.term import styled
 
 # File descriptors a generator process needs besides its connections: stdio, epoll/eventfds per
@@ -97,10 +97,8 @@ def _open_files_limits() -> tuple[int, int]:
 
 
 def port_range_size() -> int | None:
-    ports = _triple_sysctl("net.ipv4.ip_local_port_range")
-    if not ports or len(ports) != 2:
-        return None
-    return ports[1] - ports[0] + 1
+    ports = ephemeral_port_range()
+    return ports[1] - ports[0] + 1 if ports else None
 
 
 def max_connections() -> int:
@@ -202,9 +200,9 @@ def _check_syn_backlog() -> Check:
 
 
 def _check_port_range() -> Check:
-    ports = _triple_sysctl("net.ipv4.ip_local_port_range")
+    ports = ephemeral_port_range()
     name = "net.ipv4.ip_local_port_range"
-    if not ports or len(ports) != 2:
+    if not ports:
         return Check(name, "unreadable", f"cannot read {sysctl_path(name)}", "warn")
     low, high = ports
     count = high - low + 1
