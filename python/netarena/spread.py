@@ -270,7 +270,15 @@ def _merged_generator(docs: list[dict]) -> dict:
         "saturated": any(g.get("saturated") for g in gens),
         "batch_wait_max_us": max((g["batch_wait_max_us"] for g in gens if g.get("batch_wait_max_us") is not None),
                                  default=None),
+        # Each host's share weighted by its threads (the hosts' counts of waits are not in their documents).
+        "batch_wait_share": _thread_weighted([(g.get("batch_wait_share"), g.get("threads") or 0) for g in gens]),
     }
+
+
+def _thread_weighted(values: list[tuple[float | None, int]]) -> float | None:
+    known = [(v, n) for v, n in values if v is not None]
+    total = sum(n for _, n in known)
+    return sum(v * n for v, n in known) / total if total else None
 
 
 def merge_documents(parts: list[dict]) -> dict:

@@ -45,6 +45,9 @@ pub struct Exchange {
     /// included): what the io_uring engine's automatic coalescing window follows.
     fastest_recent: Duration,
     recent_count: u32,
+    /// Responses completed on this thread, warm-up included, never reset (what `--coalesce-us
+    /// auto`'s trial divides its CPU time by).
+    completed: u64,
     /// Open loop: latency from the actual send (what a closed-loop tool would report), beside the
     /// corrected one in `ThreadStats`, and how many of its entries are lower bounds.
     uncorrected: Option<Uncorrected>,
@@ -132,6 +135,7 @@ impl Exchange {
             inflight_total: 0,
             fastest_recent: Duration::MAX,
             recent_count: 0,
+            completed: 0,
             uncorrected: None,
         }
     }
@@ -168,6 +172,11 @@ impl Exchange {
         self.fastest_recent = Duration::MAX;
         self.recent_count = 0;
         Some(fastest)
+    }
+
+    /// Responses completed on this thread so far, warm-up included.
+    pub fn completed_total(&self) -> u64 {
+        self.completed
     }
 
     /// The exchange a `netarena-load http` closed loop asks for, on load thread `thread_index`.
@@ -466,6 +475,7 @@ impl Exchange {
         let from_send = now.saturating_duration_since(c.sent_at);
         self.fastest_recent = self.fastest_recent.min(from_send);
         self.recent_count = self.recent_count.saturating_add(1);
+        self.completed += 1;
         if stats.response(now, now.saturating_duration_since(c.intended), ok) {
             c.answered = true;
             match verdict {

@@ -158,6 +158,7 @@ fn echo_runs_on_uring_too_and_auto_picks_it() {
     assert_eq!(server.stats.echoed_bytes(), 1_800_000);
     // No coalescing window for echo: the bound on what batching added is 0.
     assert_eq!(r.f64("/generator/batch_wait_max_us"), 0.0, "{}", r.context);
+    assert_eq!(r.f64("/generator/batch_wait_share"), 0.0, "{}", r.context);
     if std::env::var_os("NETARENA_LOAD_TEST_IO").is_none() {
         let r = run_json(&["echo", &target, "--bytes", "10000"], RUN_LIMIT);
         let engine = (
@@ -456,6 +457,12 @@ fn coalescing_is_recorded_and_only_for_uring() {
         "the bound on added latency is the fixed window\n{}",
         r.context
     );
+    assert_eq!(
+        r.get("/generator/batch_wait_share").as_f64(),
+        Some(1.0),
+        "a fixed window holds out at every wait\n{}",
+        r.context
+    );
     assert_eq!(r.u64("/totals/requests"), 2000, "{}", r.context);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     let run = run_load(&["http", &url, "-n", "5", "--coalesce-us", "50"], RUN_LIMIT);
@@ -514,6 +521,8 @@ fn auto_run(server: &TestServer, connections: &str) -> Option<common::Result> {
     );
     assert_eq!(r.u64("/config/coalesce_us"), 0, "{}", r.context);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
+    let share = r.f64("/generator/batch_wait_share");
+    assert!((0.0..=1.0).contains(&share), "{}", r.context);
     Some(r)
 }
 
@@ -563,7 +572,8 @@ fn automatic_coalescing_follows_the_latency_within_five_percent() {
         RUN_LIMIT,
     );
     assert!(
-        r.get("/generator/batch_wait_max_us").is_null(),
+        r.get("/generator/batch_wait_max_us").is_null()
+            && r.get("/generator/batch_wait_share").is_null(),
         "epoll reacts at once: no bound to report\n{}",
         r.context
     );

@@ -12,4 +12,5 @@ pub mod page;
 pub mod uring;
 pub mod uring_echo;
 pub mod uring_open;
+pub mod window_trial;
 pub mod worker;

@@ -24,8 +24,10 @@
 //! - with `--coalesce-us`, each wait may hold out for half of the requests in flight for a window
 //!   (io_uring min-wait, 6.12+): the biggest saving measured, but it makes arrivals burstier and adds
 //!   up to the window to a response's measured latency. So it is opt-in; `auto` keeps the window at
-//!   5% of the fastest recent latency (see `auto_window_us`); the largest window used is reported
-//!   (`generator.batch_wait_max_us`) as the bound on what it added.
+//!   5% of the fastest recent latency (see `auto_window_us`), and uses it only while a trial of its
+//!   CPU cost per response shows it saves (`window_trial`); the largest window used is reported
+//!   (`generator.batch_wait_max_us`) as the bound on what it added, and the share of the time it
+//!   was used (`generator.batch_wait_share`).
 //!
 //! Connects are `IORING_OP_CONNECT` on blocking sockets, so `--close` works too.
 //!
@@ -51,12 +53,15 @@ use crate::config::{Coalesce, HttpConfig, IoSupport};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::io::http;
 use crate::io::page::PageBuf;
+use crate::io::window_trial::WindowTrial;
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
     after_failure, connect_failed, connection_finished, new_tcp_socket, ramp_room, sweep_action,
-    ConnRules, LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult, MAX_RAMP_CONNECTING,
+    Batching, ConnRules, LoopClock, Phase, SweepAction, WorkerConfig, WorkerResult,
+    MAX_RAMP_CONNECTING,
 };
 use crate::stats::{ErrorClass, ThreadStats};
+use crate::sys;
 
 /// Bytes per provided receive buffer for HTTP. A response larger than this simply arrives in
 /// several completions; 16 KiB keeps big bodies at few completions without much memory per thread.
@@ -569,8 +574,8 @@ pub trait UringProtocol: ConnRules {
         stats: &mut ThreadStats,
     ) -> Option<SendBuf>;
     /// The next wait's coalescing window in µs (0: react at once) and, with one, how many
-    /// completions are worth waiting for.
-    fn batch_wait(&mut self) -> (u32, usize);
+    /// completions are worth waiting for; `now` is the loop's time.
+    fn batch_wait(&mut self, now: Instant) -> (u32, usize);
 }
 
 /// Provided buffers for a thread of `connections`: twice as many, a power of two within bounds.
@@ -677,6 +682,8 @@ pub struct HttpParams {
     coalesce: Coalesce,
     /// `--coalesce-us auto`: the current window (µs), starting at 0 until latencies are known.
     auto_window_us: u32,
+    /// `--coalesce-us auto`: whether the window is used at all, tried against none by CPU time.
+    trial: WindowTrial,
 }
 
 impl HttpParams {
@@ -685,6 +692,7 @@ impl HttpParams {
             ex: Exchange::for_config(h, thread_index),
             coalesce,
             auto_window_us: 0,
+            trial: WindowTrial::default(),
         }
     }
 }
@@ -779,7 +787,7 @@ impl UringProtocol for HttpParams {
         Some(SendBuf::of(&self.ex.wire(c)[..len], false))
     }
 
-    fn batch_wait(&mut self) -> (u32, usize) {
+    fn batch_wait(&mut self, now: Instant) -> (u32, usize) {
         let window_us = match self.coalesce {
             Coalesce::Off => 0,
             Coalesce::Fixed(us) => us,
@@ -787,7 +795,12 @@ impl UringProtocol for HttpParams {
                 if let Some(fastest) = self.ex.take_fastest_recent(AUTO_SAMPLE) {
                     self.auto_window_us = auto_window_us(fastest);
                 }
-                self.auto_window_us
+                let completed = self.ex.completed_total();
+                if self.trial.window_on(now, completed, sys::thread_cpu_time) {
+                    self.auto_window_us
+                } else {
+                    0
+                }
             }
         };
         // Half of what is in flight.
@@ -834,7 +847,11 @@ struct Worker<P: UringProtocol> {
     live: usize,
     connecting: usize,
     /// The largest window used in the measured phase (µs): the bound reported with the result.
+    /// The coalescing over the measured phase (the window in µs: `batching.max_window` is set at the end).
     batch_wait_max_us: u32,
+    batching: Batching,
+    /// When the previous loop turn of the measured phase began, and whether its wait had a window.
+    previous_turn: Option<(Instant, bool)>,
     /// Closed sockets whose descriptors are released after the next submit (see the module doc).
     graveyard: Vec<Socket>,
     /// Registered (fixed) files: connection i's socket sits in slot i of the ring's file table, so
@@ -886,6 +903,8 @@ pub fn run_worker<P: UringProtocol>(cfg: WorkerConfig, p: P) -> io::Result<Worke
         live: cfg.conns.connections,
         connecting: 0,
         batch_wait_max_us: 0,
+        batching: Batching::default(),
+        previous_turn: None,
         graveyard: Vec::new(),
         slot_fds,
         cqes: Vec::with_capacity(1024),
@@ -922,9 +941,17 @@ impl<P: UringProtocol> Worker<P> {
             let ts = Timespec::from(wait);
             let mut args = SubmitArgs::new().timespec(&ts);
             let mut want = 1;
-            let (window_us, worth_waiting_for) = self.p.batch_wait();
+            let (window_us, worth_waiting_for) = self.p.batch_wait(now);
             if clock.measuring() {
                 self.batch_wait_max_us = self.batch_wait_max_us.max(window_us);
+                if let Some((then, windowed)) = self.previous_turn {
+                    let turn = now.saturating_duration_since(then);
+                    self.batching.time += turn;
+                    if windowed {
+                        self.batching.windowed_time += turn;
+                    }
+                }
+                self.previous_turn = Some((now, window_us > 0));
             }
             if window_us > 0 {
                 // Wait for half of what is in flight, but once the window has passed settle for
@@ -967,8 +994,11 @@ impl<P: UringProtocol> Worker<P> {
             &mut self.stats,
             ThreadStats::new(empty_window, empty_window, None),
         );
-        let batch_wait_max = Duration::from_micros(u64::from(self.batch_wait_max_us));
-        Ok(clock.result(stats, cpu, stopped_at, Some(batch_wait_max)))
+        let batching = Batching {
+            max_window: Duration::from_micros(u64::from(self.batch_wait_max_us)),
+            ..self.batching
+        };
+        Ok(clock.result(stats, cpu, stopped_at, Some(batching)))
     }
 
     /// Process every completion available; one clock read serves the whole batch.

@@ -79,7 +79,7 @@ impl UringProtocol for Echo {
         Some(SendBuf::of(data, self.unsent(c).is_some()))
     }
 
-    fn batch_wait(&mut self) -> (u32, usize) {
+    fn batch_wait(&mut self, _now: Instant) -> (u32, usize) {
         (0, 1)
     }
 }

@@ -109,10 +109,21 @@ pub struct ThreadSummary {
     /// Time the thread waited for a CPU over the measured phase; None when the kernel keeps no
     /// schedstat (`sys::thread_run_delay`).
     pub run_delay: Option<Duration>,
-    /// The longest this thread's engine may have held a completed response before timing it, over
-    /// the measured phase: None for epoll (it reacts to every event at once), else the io_uring
-    /// engine's largest coalescing window (0 when off).
-    pub batch_wait_max: Option<Duration>,
+    /// How the io_uring engine batched completions over the measured phase; None for epoll (it
+    /// reacts to every event at once).
+    pub batching: Option<Batching>,
+}
+
+/// The io_uring engine's coalescing over a thread's measured phase.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Batching {
+    /// The longest it may have held a completed response before timing it: its largest
+    /// coalescing window (0 when none was used).
+    pub max_window: Duration,
+    /// Time in the measured phase, and the part of it whose waits held out for a batch (had a
+    /// window).
+    pub time: Duration,
+    pub windowed_time: Duration,
 }
 
 /// What a protocol (HTTP or echo) tells any closed-loop engine about its connections, whatever moves
@@ -252,7 +263,7 @@ impl LoopClock {
         stats: ThreadStats,
         cpu: Option<usize>,
         stopped_at: Instant,
-        batch_wait_max: Option<Duration>,
+        batching: Option<Batching>,
     ) -> WorkerResult {
         let usage = self
             .at_start
@@ -268,7 +279,7 @@ impl LoopClock {
                 user_time: usage.user_time,
                 sys_time: usage.sys_time,
                 run_delay: usage.run_delay,
-                batch_wait_max,
+                batching,
             },
         }
     }

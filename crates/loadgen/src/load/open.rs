@@ -506,7 +506,7 @@ impl<B: OpenIo> Worker<B> {
                 user_time: usage.user_time,
                 sys_time: usage.sys_time,
                 run_delay: usage.run_delay,
-                batch_wait_max: None,
+                batching: None,
             },
         };
         Ok(PhaseReport {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::config::{Config, HttpConfig, LoadKind, Mode, OpenConfig};
 use crate::http::hex;
 use crate::io::echo::ProbeResult;
-use crate::io::worker::ThreadSummary;
+use crate::io::worker::{Batching, ThreadSummary};
 use crate::load::open::{OpenStats, LATE_THRESHOLD};
 use crate::load::open_run::{
     achieved_rate, FindMaxSearch, StepVerdict, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION,
@@ -332,6 +332,9 @@ pub struct Generator {
     pub saturated: bool,
     /// Bound on what batching added to any measured latency (µs): null for epoll.
     pub batch_wait_max_us: Option<f64>,
+    /// Share of the measured phase (thread time) whose waits held out for a batch: 0 with coalescing
+    /// off, 1 with a fixed window, with `auto` the share its CPU trial kept the window; null for epoll.
+    pub batch_wait_share: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -423,6 +426,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
 
     let gen = generator_cpu(&run.threads);
     let saturated = is_saturated(gen.busy_max);
+    let batchings = || run.threads.iter().filter_map(|t| t.batching);
     let by_class = ErrorClass::ALL
         .iter()
         .map(|&c| (c.name(), s.errors[c as usize]))
@@ -552,12 +556,17 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
             run_delay_fraction_max: gen.run_delay_max,
             busy_counts_run_delay: gen.run_delay_s.is_some(),
             saturated,
-            batch_wait_max_us: run
-                .threads
-                .iter()
-                .filter_map(|t| t.batch_wait_max)
+            batch_wait_max_us: batchings()
+                .map(|b| b.max_window)
                 .max()
                 .map(|d| d.as_secs_f64() * 1e6),
+            batch_wait_share: batchings()
+                .reduce(|a, b| Batching {
+                    time: a.time + b.time,
+                    windowed_time: a.windowed_time + b.windowed_time,
+                    ..a
+                })
+                .map(|b| ratio_or_zero(b.windowed_time, b.time)),
         },
         generator_saturated: saturated,
         no_answer: no_answer_doc(s.unanswered_connections, run.connections_used(cfg)),
@@ -664,7 +673,7 @@ pub fn sweep_document(cfg: &Config, steps: &[RunOutcome]) -> Document {
                     user_time: Duration::ZERO,
                     sys_time: Duration::ZERO,
                     run_delay: Some(Duration::ZERO),
-                    batch_wait_max: None,
+                    batching: None,
                 });
             }
             threads[k].cpu_time += t.cpu_time;
@@ -1230,6 +1239,15 @@ pub fn human(doc: &Document) -> String {
     o
 }
 
+/// `part / whole` as a fraction; 0 when `whole` is zero.
+fn ratio_or_zero(part: Duration, whole: Duration) -> f64 {
+    if whole.is_zero() {
+        0.0
+    } else {
+        part.as_secs_f64() / whole.as_secs_f64()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -1316,7 +1334,7 @@ mod tests {
             user_time: ms(cpu / 4),
             sys_time: ms(cpu - cpu / 4),
             run_delay: run_delay.map(ms),
-            batch_wait_max: None,
+            batching: None,
         }
     }
 
