@@ -847,8 +847,9 @@ struct Worker<P: UringProtocol> {
     live: usize,
     connecting: usize,
     /// The largest window used in the measured phase (µs): the bound reported with the result.
-    /// The coalescing over the measured phase (the window in µs: `batching.max_window` is set at the end).
     batch_wait_max_us: u32,
+    /// The measured phase's time, and the part whose waits had a window (`max_window` is set from
+    /// `batch_wait_max_us` at the end).
     batching: Batching,
     /// When the previous loop turn of the measured phase began, and whether its wait had a window.
     previous_turn: Option<(Instant, bool)>,
