@@ -89,6 +89,23 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float, what: str
     raise BenchError(f"{what} did not listen on 127.0.0.1:{port} within {timeout_s} s")
 
 
+def start_pinned_server(argv: list[str], port: int, cpu: int, log_path: Path, what: str,
+                        env: dict | None = None) -> subprocess.Popen:
+    """Starts a server pinned to `cpu` in its own process group (stopped with stop_process_group), its
+    output in `log_path`, and waits until it listens on 127.0.0.1:`port`; else a BenchError with what it said."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+            start_new_session=True,  # its own process group, so we stop exactly it and its children
+            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+        )
+    try:
+        wait_for_port(port, proc, 10.0, what)
+    except BenchError as e:
+        raise BenchError(f"{e}; {what} said: {log_path.read_text(errors='replace').strip()}")
+    return proc
+
+
 def stop_process_group(proc: subprocess.Popen, first_signal: int = signal.SIGTERM, grace_s: float = 5.0) -> None:
     """Stops a child started with start_new_session=True: its group id is its own pid."""
     if proc.poll() is not None:

@@ -55,20 +55,11 @@ def start_go_net(tmp: Path, port: int, cpu: int) -> subprocess.Popen:
     build = subprocess.run([go, "build", "-o", str(binary), "."], cwd=GO_NET, capture_output=True, text=True)
     if build.returncode != 0:
         raise BenchError(f"go build in {GO_NET} failed: {build.stderr.strip()[-2000:]}")
-    log = open(tmp / "go-net.stderr", "wb")
-    proc = subprocess.Popen(
-        [str(binary), "-mode", "http", "-host", "127.0.0.1", "-port", str(port), "-static-dir", str(tmp),
-         # /hello needs no database; the server only wants a well-formed URL.
-         "-mongo-url", "mongodb://127.0.0.1:9/unused"],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
-        env={**os.environ, "GOMAXPROCS": "1"},
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
-    )
-    try:
-        benchlib.wait_for_port(port, proc, 10.0, "go-net")
-    except BenchError as e:
-        raise BenchError(f"{e}; go-net said: {(tmp / 'go-net.stderr').read_text(errors='replace').strip()}")
-    return proc
+    argv = [str(binary), "-mode", "http", "-host", "127.0.0.1", "-port", str(port), "-static-dir", str(tmp),
+            # /hello needs no database; the server only wants a well-formed URL.
+            "-mongo-url", "mongodb://127.0.0.1:9/unused"]
+    return benchlib.start_pinned_server(argv, port, cpu, tmp / "go-net.stderr", "go-net",
+                                        env={**os.environ, "GOMAXPROCS": "1"})
 
 
 def run_variant(load_bin: Path, url: str, variant: str, args, tmp: Path) -> dict:

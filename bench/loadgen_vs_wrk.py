@@ -116,20 +116,8 @@ def start_nginx(tmp: Path, port: int, cpu: int) -> subprocess.Popen:
     nginx = benchlib.require_tool("nginx", "install it with: apt-get install nginx")
     conf = tmp / "nginx.conf"
     conf.write_text(NGINX_CONF.format(tmp=tmp, port=port))
-    log = open(tmp / "nginx.stderr", "wb")
-    proc = subprocess.Popen(
-        [nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-        start_new_session=True,  # its own process group, so we stop exactly nginx and its worker
-        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
-    )
-    try:
-        benchlib.wait_for_port(port, proc, 10.0, "nginx")
-    except BenchError as e:
-        raise BenchError(f"{e}; nginx said: {(tmp / 'nginx.stderr').read_text(errors='replace').strip()}")
-    return proc
+    return benchlib.start_pinned_server([nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")],
+                                        port, cpu, tmp / "nginx.stderr", "nginx")
 
 
 def check_hello(port: int) -> None:
