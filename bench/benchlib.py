@@ -236,6 +236,15 @@ def add_common_args(p, quick_help: str) -> None:
     p.add_argument("--client-cpu", type=int, default=1)
 
 
+def parse_choices(p, option: str, text: str, allowed) -> list[str]:
+    """A comma-separated list of names given to `option`, each one of `allowed`; else the parser's usage error."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in allowed]
+    if unknown or not names:
+        p.error(f"{option}: unknown {', '.join(unknown) or '(none given)'}; choose among {', '.join(allowed)}")
+    return names
+
+
 def tool_version(argv: list[str]) -> str:
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=10)

@@ -158,10 +158,7 @@ def main() -> int:
         args.runs, args.duration = 1, 2
     if args.runs < 1 or args.duration < 1:
         p.error("--runs and --duration must be at least 1")
-    args.servers = [s.strip() for s in args.servers.split(",") if s.strip()]
-    unknown = [s for s in args.servers if s not in SERVERS]
-    if unknown or not args.servers:
-        p.error(f"--servers: unknown {', '.join(unknown) or '(none given)'}; choose among {', '.join(SERVERS)}")
+    args.servers = benchlib.parse_choices(p, "--servers", args.servers, SERVERS)
     return benchlib.run_bench(bench, args, stopped="the server and any running generator")
 
 

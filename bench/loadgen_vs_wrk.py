@@ -234,10 +234,7 @@ def main() -> int:
         args.runs, args.duration = 1, 2
     if args.runs < 1 or args.duration < 1 or args.connections < 1:
         p.error("--runs, --duration and --connections must be at least 1")
-    args.engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    unknown = [e for e in args.engines if e not in ENGINES]
-    if unknown or not args.engines:
-        p.error(f"--engines: unknown {', '.join(unknown) or '(none given)'}; choose among {', '.join(ENGINES)}")
+    args.engines = benchlib.parse_choices(p, "--engines", args.engines, ENGINES)
 
     return benchlib.run_bench(bench, args, stopped="nginx and any running generator")
 
