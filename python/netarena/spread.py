@@ -261,8 +261,7 @@ def _merged_generator(docs: list[dict]) -> dict:
         "threads": threads, "cpus": [],
         "cpu_user_s": sum(g.get("cpu_user_s") or 0 for g in gens),
         "cpu_sys_s": sum(g.get("cpu_sys_s") or 0 for g in gens),
-        "busy_fraction": sum((g.get("busy_fraction") or 0) * (g.get("threads") or 0) for g in gens) / threads
-        if threads else 0.0,
+        "busy_fraction": _thread_weighted([(g.get("busy_fraction"), g.get("threads") or 0) for g in gens]) or 0.0,
         "busy_fraction_max": max((g.get("busy_fraction_max") or 0) for g in gens),
         "run_delay_s": None if None in run_delays else sum(run_delays),
         "run_delay_fraction_max": None if None in fractions else max(fractions),
@@ -270,12 +269,13 @@ def _merged_generator(docs: list[dict]) -> dict:
         "saturated": any(g.get("saturated") for g in gens),
         "batch_wait_max_us": max((g["batch_wait_max_us"] for g in gens if g.get("batch_wait_max_us") is not None),
                                  default=None),
-        # Each host's share weighted by its threads (the hosts' counts of waits are not in their documents).
+        # Each host's share weighted by its threads: every thread measured the same phase.
         "batch_wait_share": _thread_weighted([(g.get("batch_wait_share"), g.get("threads") or 0) for g in gens]),
     }
 
 
 def _thread_weighted(values: list[tuple[float | None, int]]) -> float | None:
+    """The mean of per-host values weighted by each host's threads, over the hosts that have a value; None if none."""
     known = [(v, n) for v, n in values if v is not None]
     total = sum(n for _, n in known)
     return sum(v * n for v, n in known) / total if total else None

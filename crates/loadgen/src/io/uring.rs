@@ -846,10 +846,8 @@ struct Worker<P: UringProtocol> {
     timeout: Duration,
     live: usize,
     connecting: usize,
-    /// The largest window used in the measured phase (µs): the bound reported with the result.
-    batch_wait_max_us: u32,
-    /// The measured phase's time, and the part whose waits had a window (`max_window` is set from
-    /// `batch_wait_max_us` at the end).
+    /// The measured phase's largest window (the bound reported with the result), its time, and the
+    /// part of that time whose waits had a window.
     batching: Batching,
     /// When the previous loop turn of the measured phase began, and whether its wait had a window.
     previous_turn: Option<(Instant, bool)>,
@@ -903,7 +901,6 @@ pub fn run_worker<P: UringProtocol>(cfg: WorkerConfig, p: P) -> io::Result<Worke
         timeout: cfg.conns.timeout,
         live: cfg.conns.connections,
         connecting: 0,
-        batch_wait_max_us: 0,
         batching: Batching::default(),
         previous_turn: None,
         graveyard: Vec::new(),
@@ -944,7 +941,8 @@ impl<P: UringProtocol> Worker<P> {
             let mut want = 1;
             let (window_us, worth_waiting_for) = self.p.batch_wait(now);
             if clock.measuring() {
-                self.batch_wait_max_us = self.batch_wait_max_us.max(window_us);
+                let window = Duration::from_micros(u64::from(window_us));
+                self.batching.max_window = self.batching.max_window.max(window);
                 if let Some((then, windowed)) = self.previous_turn {
                     let turn = now.saturating_duration_since(then);
                     self.batching.time += turn;
@@ -995,11 +993,7 @@ impl<P: UringProtocol> Worker<P> {
             &mut self.stats,
             ThreadStats::new(empty_window, empty_window, None),
         );
-        let batching = Batching {
-            max_window: Duration::from_micros(u64::from(self.batch_wait_max_us)),
-            ..self.batching
-        };
-        Ok(clock.result(stats, cpu, stopped_at, Some(batching)))
+        Ok(clock.result(stats, cpu, stopped_at, Some(self.batching)))
     }
 
     /// Process every completion available; one clock read serves the whole batch.

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::config::{Config, HttpConfig, LoadKind, Mode, OpenConfig};
 use crate::http::hex;
 use crate::io::echo::ProbeResult;
-use crate::io::worker::{Batching, ThreadSummary};
+use crate::io::worker::ThreadSummary;
 use crate::load::open::{OpenStats, LATE_THRESHOLD};
 use crate::load::open_run::{
     achieved_rate, FindMaxSearch, StepVerdict, FIND_MAX_GROWTH, LAG_P99_LIMIT, RATE_MET_FRACTION,
@@ -560,13 +560,10 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
                 .map(|b| b.max_window)
                 .max()
                 .map(|d| d.as_secs_f64() * 1e6),
+            // The mean over threads, as for the busy share (the threads measure the same phase).
             batch_wait_share: batchings()
-                .reduce(|a, b| Batching {
-                    time: a.time + b.time,
-                    windowed_time: a.windowed_time + b.windowed_time,
-                    ..a
-                })
-                .map(|b| ratio_or_zero(b.windowed_time, b.time)),
+                .next()
+                .map(|_| busy_fractions(batchings().map(|b| (b.windowed_time, b.time))).0),
         },
         generator_saturated: saturated,
         no_answer: no_answer_doc(s.unanswered_connections, run.connections_used(cfg)),
@@ -1237,15 +1234,6 @@ pub fn human(doc: &Document) -> String {
         );
     }
     o
-}
-
-/// `part / whole` as a fraction; 0 when `whole` is zero.
-fn ratio_or_zero(part: Duration, whole: Duration) -> f64 {
-    if whole.is_zero() {
-        0.0
-    } else {
-        part.as_secs_f64() / whole.as_secs_f64()
-    }
 }
 
 #[cfg(test)]
