@@ -1,4 +1,4 @@
-"""Shared plumbing for netarena's own benchmarks (stdlib only).
+"""Shared plumbing for netarena's own benchmarks (stdlib only, with netarena.ports from this checkout).
 
 Both benchmarks measure a load generator's CPU cost the same way for every tool: the generator runs
 as a direct child pinned to one CPU, and its user + system time comes from ``os.wait4``'s rusage for
@@ -23,6 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The orchestrator's stdlib-only modules (the benches run without its virtualenv): one definition of a
+# server's free port for the project.
+sys.path.insert(0, str(REPO_ROOT / "python"))
+from netarena.ports import free_port  # noqa: E402  (after the path it is found on)
 
 
 class BenchError(Exception):
@@ -68,12 +72,6 @@ def check_cpus(*cpus: int) -> None:
         )
     if len(set(cpus)) != len(cpus):
         raise BenchError(f"server and generator CPUs must differ, got {list(cpus)}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout_s: float, what: str) -> None:
@@ -199,6 +197,18 @@ def run_pinned_json(argv: list[str], cpu: int, timeout_s: float, workdir: Path, 
         return run, json.loads(run.stdout)
     except json.JSONDecodeError as e:
         raise BenchError(f"{who} printed no JSON result ({e}): {run.stdout[:500]!r}")
+
+
+def probe_load(load_bin: Path, url: str, flags: list[str], cpu: int, workdir: Path) -> tuple[str | None, dict | None]:
+    """One request with these netarena-load flags: (why they cannot run here, None) when it refuses them
+    (exit 2, e.g. io_uring disabled), else (None, its JSON document, whose config says which engine ran)."""
+    run = run_pinned([str(load_bin), "http", url, "-n", "1", "--json", *flags], cpu, 60, workdir)
+    if run.exit_status == 2:
+        return run.stderr.strip()[:500], None
+    try:
+        return None, json.loads(run.stdout)
+    except json.JSONDecodeError:
+        return None, None
 
 
 def machine_state() -> dict:

@@ -80,6 +80,21 @@ def run_variant(load_bin: Path, url: str, variant: str, args, tmp: Path) -> dict
     }
 
 
+def require_uring(load_bin: Path, url: str, args, tmp: Path) -> None:
+    """Both variants must run on io_uring (the window is io_uring's): a BenchError saying why not, before
+    any round, instead of a default that quietly ran epoll or a no-window variant failing mid-way."""
+    for variant, flags in VARIANTS.items():
+        why, doc = benchlib.probe_load(load_bin, url, flags, args.client_cpu, tmp)
+        if why:
+            raise BenchError(f"this bench compares io_uring's coalescing window with none, and netarena-load "
+                             f"{' '.join(flags) or '(default flags)'} cannot run here: {why}")
+        config = (doc or {}).get("config", {})
+        if config.get("io_backend") != "uring":
+            raise BenchError(f"this bench compares io_uring's coalescing window with none, but netarena-load's "
+                             f"default ran {config.get('io_backend', 'no engine')} here: "
+                             f"{config.get('io_reason') or 'no reason given'}")
+
+
 def describe(server: str, rnd: int, r: dict) -> str:
     share = "-" if r["batch_wait_share"] is None else f"{r['batch_wait_share']:.2f}"
     return (f"{server:7s} round {rnd}  {r['variant']:10s} {r['requests_per_s']:>10,.0f} req/s  "
@@ -101,6 +116,8 @@ def bench(args) -> int:
             proc = start(tmp, port, args.server_cpu)
             try:
                 url = f"http://127.0.0.1:{port}/hello"
+                if not summary:
+                    require_uring(load_bin, url, args, tmp)
                 rounds = []
                 for rnd in range(1, args.runs + 1):
                     order = list(VARIANTS) if rnd % 2 else list(reversed(VARIANTS))

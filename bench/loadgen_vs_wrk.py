@@ -144,15 +144,6 @@ def nginx_requests(port: int) -> int:
     return int(text.splitlines()[2].split()[2])
 
 
-def engine_unusable(load_bin: Path, url: str, engine: str, args, tmp: Path) -> str | None:
-    """Why this netarena-load configuration cannot run here (exit 2, e.g. io_uring disabled), or None."""
-    argv = [str(load_bin), "http", url, "-n", "1", "--json", *ENGINES[engine], *shlex.split(args.load_args)]
-    run = benchlib.run_pinned(argv, args.client_cpu, 60, tmp)
-    if run.exit_status == 2:
-        return run.stderr.strip()[:500]
-    return None
-
-
 def run_netarena(load_bin: Path, url: str, engine: str, args, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "-c", str(args.connections), "-t", "1",
             "-d", f"{args.duration}s", "--timeout", "5s", "--json", *ENGINES[engine],
@@ -263,7 +254,8 @@ def bench(args) -> int:
             check_hello(port)
             url = f"http://127.0.0.1:{port}{PATH}"
             for engine in list(args.engines):
-                why = engine_unusable(load_bin, url, engine, args, tmp)
+                why, _ = benchlib.probe_load(load_bin, url, [*ENGINES[engine], *shlex.split(args.load_args)],
+                                             args.client_cpu, tmp)
                 if why:
                     print(f"skipping netarena-load {engine}: it cannot run here: {why}")
                     args.engines.remove(engine)

@@ -122,7 +122,8 @@ def test_two_workers_both_serve(name, availability, tmp_path):
 
     from netarena import contestants as ct
     from netarena.backend import RealBackend
-    from netarena.process import available_cpus, free_port
+    from netarena.ports import free_port
+    from netarena.process import available_cpus
 
     row = availability[name]
     if not row["runnable"]:
@@ -181,7 +182,8 @@ def test_contestant_listens_on_the_host_it_is_given(name, availability, tmp_path
     on a cluster's server host (host 0.0.0.0) the generators of other hosts can reach it (docs/many-machines.md)."""
     from netarena.backend import RealBackend
     from netarena.contestants import cache_root, default_contestants_dir, install, load
-    from netarena.process import available_cpus, free_port
+    from netarena.ports import free_port
+    from netarena.process import available_cpus
     from netarena.scenarios import STATIC_SET_VERSION
     from netarena.server_user import for_servers
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from conftest import TESTS, db_rows, run_cli
-from netarena.process import free_port
+from netarena.ports import free_port
 
 FIXTURE_SERVER = TESTS / "fixtures" / "contestants" / "_fixture-shared" / "fixture_server.py"
 SHORT = ["--repeat", "1", "--duration", "1s", "--warmup", "0.2s"]

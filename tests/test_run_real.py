@@ -756,7 +756,8 @@ def test_load_time_expectations_accept_the_right_body_and_count_a_wrong_one(scen
     servers: every answer of a right one is a success; an answer one byte off is a verification mismatch,
     never a success."""
     from netarena.config import Measure
-    from netarena.process import ManagedProcess, free_port
+    from netarena.ports import free_port
+    from netarena.process import ManagedProcess
     from netarena.scenarios import build_static_files, levels_for, load_spec
 
     static_dir = build_static_files(tmp_path / "static", count=2)

@@ -17,8 +17,8 @@ import pytest
 from conftest import FIXTURE_CONTESTANTS
 from netarena.config import Measure, load_manifest
 from netarena.contestants import Contestant
-from netarena.envinfo import ephemeral_port_range
-from netarena.process import ManagedProcess, free_port, group_members, kill_group
+from netarena.ports import ephemeral_port_range, free_port
+from netarena.process import ManagedProcess, group_members, kill_group
 from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, NAGLE_MAX_MEDIAN_MS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
                                 STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files, levels_for,
                                 listen_backlogs, load_spec, static_file_bytes, static_file_sizes, verify)

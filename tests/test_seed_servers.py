@@ -17,7 +17,8 @@ import pytest
 
 from netarena import contestants as ct
 from netarena.backend import RealBackend
-from netarena.process import available_cpus, free_port
+from netarena.ports import free_port
+from netarena.process import available_cpus
 
 REPO = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 30.0

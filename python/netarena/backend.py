@@ -25,7 +25,8 @@ from hdrh.histogram import HdrHistogram
 from . import stats
 from .config import SERVICE_SCENARIOS
 from .contestants import Contestant, expand, install, repo_root, tail
-from .process import ManagedProcess, free_port, group_members, wait_until_idle
+from .ports import free_port
+from .process import ManagedProcess, group_members, wait_until_idle
 from .scenarios import Level, accept_queue, load_spec, verify
 from .server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from .spread import (READY_MARGIN_S, START_LEAD_S, is_loopback_host, merge_documents, plan_for, read_ready,

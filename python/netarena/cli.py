@@ -792,7 +792,8 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, run_as_root, workers, threads):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     from .backend import RealBackend
-    from .process import available_cpus, free_port
+    from .ports import free_port
+    from .process import available_cpus
     from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 
     console = make_console()

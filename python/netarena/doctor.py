@@ -25,7 +25,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from netarena.envinfo import cpu_governors, ephemeral_port_range, read_sysctl, sysctl_path
+from netarena.envinfo import cpu_governors, read_sysctl, sysctl_path
+from netarena.ports import ephemeral_port_range
 from netarena.term import styled
 
 # File descriptors a generator process needs besides its connections: stdio, epoll/eventfds per

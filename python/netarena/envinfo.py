@@ -100,17 +100,6 @@ def read_sysctl(name: str) -> str | None:
     return " ".join(raw.split()) if raw is not None else None
 
 
-def ephemeral_port_range() -> tuple[int, int] | None:
-    """The ports the kernel hands out on its own (bind to port 0, connect without bind), lowest and highest
-    (net.ipv4.ip_local_port_range), or None if unreadable."""
-    value = read_sysctl("net.ipv4.ip_local_port_range")
-    try:
-        low, high = (int(v) for v in value.split()) if value else (None, None)
-    except ValueError:
-        return None
-    return (low, high) if low is not None and 0 < low <= high <= 65535 else None
-
-
 def _cpu_model() -> str | None:
     text = read_text("/proc/cpuinfo")
     if text is None:

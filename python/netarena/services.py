@@ -28,7 +28,8 @@ from pydantic import Field
 from .config import NAME_PATTERN, Install, Strict, _placeholders, _validate, key_lines, read_toml
 from .contestants import Contestant, InstallError, availability, cache_root, expand, install, repo_root, tail
 from .errors import ConfigError
-from .process import ManagedProcess, child_setup, free_port, group_members
+from .ports import free_port
+from .process import ManagedProcess, child_setup, group_members
 
 SERVICE_MANIFEST = "service.toml"
 STDERR_TAIL_BYTES = 4000

@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    echo_server, fixed_http_server, run_load, spawn_load_with, validate_against_schema, EchoFault,
-    LoadRun,
+    echo_server, fixed_http_server, free_port, run_load, spawn_load_with, validate_against_schema,
+    EchoFault, LoadRun,
 };
 use serde_json::Value;
 
@@ -406,12 +406,7 @@ fn refusals_exit_2_and_send_nothing() {
 
 #[test]
 fn dead_server_is_counted_not_fatal() {
-    // Bind then drop: the port is very likely unused for the next second.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}/");
     let doc = run_load(&["http", &url, "-c", "3", "-d", "500ms", "--json"], LIMIT).json();
     validate_against_schema(&doc);

@@ -130,7 +130,8 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
     from ..backend import MeasureRequest, RealBackend, STDERR_TAIL_BYTES, _safe, used_services
     from ..contestants import default_contestants_dir, load, tail
     from ..monitor import Monitor, MonitorError
-    from ..process import available_cpus, free_port
+    from ..ports import free_port
+    from ..process import available_cpus
 
     contestant = load(default_contestants_dir(), [contestant_name])[0]
     cpus = available_cpus()

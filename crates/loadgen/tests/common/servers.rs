@@ -16,8 +16,40 @@ pub const SERVER_LIFETIME: Duration = Duration::from_secs(60);
 /// How often blocked server reads wake up to look at the stop flag.
 pub(super) const POLL_INTERVAL: Duration = Duration::from_millis(50);
 
-/// A loopback port with nothing listening on it (bound then released; the race is harmless here).
+/// A loopback port with nothing listening on it, for the tests of what a refused connect gives.
+///
+/// Drawn from outside the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), as the
+/// orchestrator's `netarena.ports.free_port` does: the generator's own connects take their source
+/// ports from that range, and a connect to 127.0.0.1:P from source port P connects the socket to
+/// itself (TCP simultaneous open) instead of being refused. Retried connects walk through the range,
+/// so a port inside it is drawn once in some thousand runs; outside it, never. A concurrent test's
+/// bind to port 0 cannot take it either. Falls back to the kernel's choice only when the range covers
+/// every unprivileged port.
 pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, RandomState};
+    const UNPRIVILEGED_PORT_FLOOR: u32 = 1024;
+    let (low, high) = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| {
+            let mut fields = text.split_whitespace().map(|f| f.parse::<u32>().ok());
+            Some((fields.next()??, fields.next()??))
+        })
+        .filter(|&(low, high)| 0 < low && low <= high && high <= 65535)
+        .unwrap_or((UNPRIVILEGED_PORT_FLOOR, 65535));
+    let below = low.saturating_sub(UNPRIVILEGED_PORT_FLOOR);
+    let above = 65535 - high;
+    for attempt in 0..if below + above > 0 { 64u64 } else { 0 } {
+        // RandomState is seeded per process: a different sequence in each test binary.
+        let pick = (RandomState::new().hash_one(attempt) % u64::from(below + above)) as u32;
+        let port = if pick < below {
+            UNPRIVILEGED_PORT_FLOOR + pick
+        } else {
+            high + 1 + (pick - below)
+        };
+        if TcpListener::bind(("0.0.0.0", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
