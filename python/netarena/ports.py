@@ -35,7 +35,7 @@ def free_port(ephemeral: tuple[int, int] | None = None) -> int:
     worker socket goes to 127.0.0.1:0 just before the router binds its port, and a CI run failed with the
     router's port taken (an odd port, as the kernel gives for port 0). A port outside the range is also one
     a client's connect never takes as its own source port, so a connect to it while nothing listens is
-    refused instead of, once in tens of thousands of tries, connecting the socket to itself. The kernel
+    refused and never connects the socket to itself (TCP simultaneous open). The kernel
     never hands out a port outside the range on its own. Only if the range covers every unprivileged port
     (ip_local_port_range "1024 65535") is the kernel's choice taken.
 

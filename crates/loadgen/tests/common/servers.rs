@@ -21,10 +21,10 @@ pub(super) const POLL_INTERVAL: Duration = Duration::from_millis(50);
 /// Drawn from outside the kernel's ephemeral range (`net.ipv4.ip_local_port_range`), as the
 /// orchestrator's `netarena.ports.free_port` does: the generator's own connects take their source
 /// ports from that range, and a connect to 127.0.0.1:P from source port P connects the socket to
-/// itself (TCP simultaneous open) instead of being refused. Retried connects walk through the range,
-/// so a port inside it is drawn once in some thousand runs; outside it, never. A concurrent test's
-/// bind to port 0 cannot take it either. Falls back to the kernel's choice only when the range covers
-/// every unprivileged port.
+/// itself (TCP simultaneous open) instead of being refused. With the kernel's choice for a bind to
+/// port 0 that is unlikely (connects prefer even ports, such binds get odd ones) but possible;
+/// outside the range it cannot happen, and a concurrent test's bind to port 0 cannot take the port
+/// either. Falls back to the kernel's choice only when the range covers every unprivileged port.
 pub fn free_port() -> u16 {
     use std::hash::{BuildHasher, RandomState};
     const UNPRIVILEGED_PORT_FLOOR: u32 = 1024;
