@@ -6,24 +6,32 @@
 //! net/http server (one thread, 50 connections), the window raised the generator's CPU per request
 //! from 8.7 to 13.4 µs and its busy share from 0.65 to 0.95, while against nginx it lowered it from
 //! 6.6 to 5.6 µs (bench/RESULTS.md). Which one a server gets cannot be known in advance, so it is
-//! measured: short epochs with the window on and off in turn, each epoch's thread CPU time per
-//! response compared, and the cheaper kept for a while before the next trial (servers and machines
-//! change during a run). The trial needs no clock of its own: the engine's loop passes its time.
+//! measured: short epochs with the window on and off in adjacent pairs, each pair's ratio of thread
+//! CPU time per response taken, and the cheaper kept for a while before the next trial (servers and
+//! machines change during a run). The trial needs no clock of its own: the engine's loop passes its
+//! time.
+//!
+//! Why pairs: a shared VM changes speed in steps (runs of the same command fall into a fast and a
+//! slow group, bench/RESULTS.md). A median over all on-epochs against a median over all off-epochs
+//! turns a step in the middle of a trial into a false verdict (the side whose epochs mostly came
+//! after the step looks dearer); a pair's two epochs, 100 ms apart, nearly always meet the same
+//! speed, and the median over the pairs ignores the one that straddles a step.
 
 use std::time::{Duration, Instant};
 
 /// One epoch of the trial: long enough for thousands of responses at typical rates, short enough
-/// that a trial (2 × TRIAL_PAIRS epochs) is a small part of a 10 s run.
+/// that a trial (TRIAL_ORDER.len() epochs) is a small part of a 10 s run.
 pub const EPOCH: Duration = Duration::from_millis(100);
-/// Epochs with the window on, and as many off, per trial (alternating, so a drift of the machine
-/// during the trial touches both).
-pub const TRIAL_PAIRS: usize = 3;
+/// Whether the window is on in each epoch of a trial: pairs of adjacent epochs, one with and one
+/// without, whose order alternates from pair to pair (on-off, off-on, ...) so that a steady drift
+/// of the machine during the trial favours neither side.
+pub const TRIAL_ORDER: [bool; 8] = [true, false, false, true, true, false, false, true];
 /// Epochs the decision holds before the next trial.
 pub const SETTLED_EPOCHS: u32 = 50;
 /// An epoch with fewer responses is extended: its CPU per response would be mostly noise.
 pub const MIN_EPOCH_RESPONSES: u64 = 64;
-/// The window is kept only if its median CPU per response is at least this much lower than
-/// without it: a tie goes to no window, which adds nothing to measured latencies.
+/// The window is kept only if the median over the pairs of (CPU per response with it / without it)
+/// is at least this much below 1: a tie goes to no window, which adds nothing to measured latencies.
 pub const MIN_SAVING: f64 = 0.02;
 
 #[derive(Debug)]
@@ -31,8 +39,8 @@ pub struct WindowTrial {
     on: bool,
     /// Where the current epoch started: time, the thread's CPU time, responses completed.
     epoch: Option<(Instant, Duration, u64)>,
-    /// CPU seconds per response of the current trial's epochs: [window off, window on].
-    costs: [Vec<f64>; 2],
+    /// CPU seconds per response of the current trial's epochs so far, in TRIAL_ORDER.
+    costs: Vec<f64>,
     /// Epochs left before the next trial; 0 while a trial runs.
     settled_left: u32,
     /// The first epoch carries the connections' set-up: it is not compared.
@@ -42,9 +50,9 @@ pub struct WindowTrial {
 impl Default for WindowTrial {
     fn default() -> Self {
         WindowTrial {
-            on: true,
+            on: TRIAL_ORDER[0],
             epoch: None,
-            costs: [Vec::new(), Vec::new()],
+            costs: Vec::new(),
             settled_left: 0,
             first_epoch: true,
         }
@@ -83,36 +91,46 @@ impl WindowTrial {
         if self.settled_left > 0 {
             self.settled_left -= 1;
             if self.settled_left == 0 {
-                self.costs = [Vec::new(), Vec::new()];
-                self.on = true;
+                self.costs.clear();
+                self.on = TRIAL_ORDER[0];
             }
             return;
         }
-        self.costs[usize::from(self.on)].push(per_response);
-        if self.costs.iter().all(|c| c.len() >= TRIAL_PAIRS) {
-            let [off, on] = &mut self.costs;
-            self.on = median(on) < median(off) * (1.0 - MIN_SAVING);
+        self.costs.push(per_response);
+        if self.costs.len() == TRIAL_ORDER.len() {
+            let mut ratios: Vec<f64> = self
+                .costs
+                .chunks(2)
+                .zip(TRIAL_ORDER.chunks(2))
+                .map(|(cost, on)| {
+                    let (with, without) = if on[0] {
+                        (cost[0], cost[1])
+                    } else {
+                        (cost[1], cost[0])
+                    };
+                    with / without
+                })
+                .collect();
+            // Of an even count the upper middle: a close call goes to no window.
+            ratios.sort_by(f64::total_cmp);
+            self.on = ratios[ratios.len() / 2] < 1.0 - MIN_SAVING;
             self.settled_left = SETTLED_EPOCHS;
         } else {
-            self.on = !self.on;
+            self.on = TRIAL_ORDER[self.costs.len()];
         }
     }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Drives a trial through epochs whose CPU per response depends on whether the window was on.
+    /// Drives a trial through epochs whose CPU per response depends on whether the window was on
+    /// and on the epoch's number (1 = the first, uncompared one).
     fn run_epochs(
         trial: &mut WindowTrial,
         epochs: u32,
-        cost: impl Fn(bool) -> Duration,
+        cost: impl Fn(bool, u32) -> Duration,
     ) -> Vec<bool> {
         let start = Instant::now();
         let (mut cpu, mut responses) = (Duration::ZERO, 0u64);
@@ -122,7 +140,7 @@ mod tests {
             let on = trial.on;
             states.push(on);
             responses += 1000;
-            cpu += cost(on) * 1000;
+            cpu += cost(on, e) * 1000;
             trial.window_on(start + EPOCH * e, responses, || cpu);
         }
         states
@@ -133,16 +151,13 @@ mod tests {
         let mut trial = WindowTrial::default();
         let states = run_epochs(
             &mut trial,
-            1 + 2 * TRIAL_PAIRS as u32 + SETTLED_EPOCHS + 1,
-            |on| Duration::from_nanos(if on { 13_000 } else { 9_000 }),
+            (1 + TRIAL_ORDER.len()) as u32 + SETTLED_EPOCHS + 1,
+            |on, _| Duration::from_nanos(if on { 13_000 } else { 9_000 }),
         );
-        // The first epoch (set-up) is not compared, then on and off in turn, then off while
+        // The first epoch (set-up) is not compared, then the trial's order, then off while
         // settled, then a new trial, starting with the window on.
-        let trial_end = 1 + 2 * TRIAL_PAIRS;
-        assert_eq!(
-            &states[1..trial_end],
-            &[true, false, true, false, true, false]
-        );
+        let trial_end = 1 + TRIAL_ORDER.len();
+        assert_eq!(&states[1..trial_end], &TRIAL_ORDER);
         let settled = &states[trial_end..trial_end + SETTLED_EPOCHS as usize];
         assert!(settled.iter().all(|&on| !on), "{states:?}");
         assert_eq!(states.len(), trial_end + SETTLED_EPOCHS as usize + 1);
@@ -155,19 +170,40 @@ mod tests {
     #[test]
     fn a_window_that_saves_cpu_is_kept() {
         let mut trial = WindowTrial::default();
-        let states = run_epochs(&mut trial, 2 + 2 * TRIAL_PAIRS as u32 + 5, |on| {
+        let states = run_epochs(&mut trial, 2 + TRIAL_ORDER.len() as u32 + 5, |on, _| {
             Duration::from_nanos(if on { 5_600 } else { 6_600 })
         });
-        assert!(states[1 + 2 * TRIAL_PAIRS..].iter().all(|&on| on));
+        assert!(states[1 + TRIAL_ORDER.len()..].iter().all(|&on| on));
     }
 
     #[test]
     fn a_tie_goes_to_no_window() {
         let mut trial = WindowTrial::default();
-        let states = run_epochs(&mut trial, 2 + 2 * TRIAL_PAIRS as u32 + 3, |on| {
+        let states = run_epochs(&mut trial, 2 + TRIAL_ORDER.len() as u32 + 3, |on, _| {
             Duration::from_nanos(if on { 9_900 } else { 10_000 })
         });
-        assert!(states[1 + 2 * TRIAL_PAIRS..].iter().all(|&on| !on));
+        assert!(states[1 + TRIAL_ORDER.len()..].iter().all(|&on| !on));
+    }
+
+    #[test]
+    fn a_step_in_the_machines_speed_during_a_trial_does_not_decide_it() {
+        // The window saves 10%; the machine becomes twice as fast, or twice as slow, from some
+        // epoch of the trial on. The verdict must be the window's, wherever the step falls: compared
+        // as two medians (all on-epochs against all off-epochs), a step mid-trial made the side
+        // whose epochs came mostly before it look dearer or cheaper.
+        for step_epoch in 2..=(1 + TRIAL_ORDER.len() as u32) {
+            for (before, after) in [(10_000u64, 5_000u64), (5_000, 10_000)] {
+                let mut trial = WindowTrial::default();
+                let states = run_epochs(&mut trial, 2 + TRIAL_ORDER.len() as u32, |on, e| {
+                    let base = if e < step_epoch { before } else { after };
+                    Duration::from_nanos(if on { base * 9 / 10 } else { base })
+                });
+                assert!(
+                    states[1 + TRIAL_ORDER.len()],
+                    "step at epoch {step_epoch} ({before} -> {after} ns): window dropped, {states:?}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -182,6 +218,6 @@ mod tests {
             Duration::ZERO
         });
         assert!(!cpu_read, "an epoch of 1 response must not end");
-        assert!(trial.on && trial.costs.iter().all(Vec::is_empty));
+        assert!(trial.on && trial.costs.is_empty());
     }
 }
