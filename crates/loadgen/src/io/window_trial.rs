@@ -13,7 +13,7 @@
 //!
 //! Why pairs: a shared VM changes speed in steps (runs of the same command fall into a fast and a
 //! slow group, bench/RESULTS.md). A median over all on-epochs against a median over all off-epochs
-//! turns a step in the middle of a trial into a false verdict (the side whose epochs mostly came
+//! can turn a step in the middle of a trial into a false verdict (the side whose epochs mostly came
 //! after the step looks dearer); a pair's two epochs, 100 ms apart, nearly always meet the same
 //! speed, and the median over the pairs ignores the one that straddles a step.
 
