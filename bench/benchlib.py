@@ -191,24 +191,27 @@ def run_pinned_json(argv: list[str], cpu: int, timeout_s: float, workdir: Path, 
     """run_pinned for a tool that prints one JSON document: a non-zero exit or no JSON is a BenchError
     naming `who` and what it printed."""
     run = run_pinned(argv, cpu, timeout_s, workdir)
+    return run, json_result(run, who)
+
+
+def json_result(run: ChildRun, who: str) -> dict:
+    """The JSON document a finished run printed; a non-zero exit or no JSON is a BenchError naming `who`."""
     if run.exit_status != 0:
         raise BenchError(f"{who} exited {run.exit_status}: {run.stderr.strip()[:2000]}")
     try:
-        return run, json.loads(run.stdout)
+        return json.loads(run.stdout)
     except json.JSONDecodeError as e:
         raise BenchError(f"{who} printed no JSON result ({e}): {run.stdout[:500]!r}")
 
 
 def probe_load(load_bin: Path, url: str, flags: list[str], cpu: int, workdir: Path) -> tuple[str | None, dict | None]:
     """One request with these netarena-load flags: (why they cannot run here, None) when it refuses them
-    (exit 2, e.g. io_uring disabled), else (None, its JSON document, whose config says which engine ran)."""
+    (exit 2, e.g. io_uring disabled), else (None, its JSON document, whose config says which engine ran);
+    any other failure is a BenchError with what it printed."""
     run = run_pinned([str(load_bin), "http", url, "-n", "1", "--json", *flags], cpu, 60, workdir)
     if run.exit_status == 2:
         return run.stderr.strip()[:500], None
-    try:
-        return None, json.loads(run.stdout)
-    except json.JSONDecodeError:
-        return None, None
+    return None, json_result(run, f"netarena-load {' '.join(flags) or '(default flags)'}")
 
 
 def machine_state() -> dict:

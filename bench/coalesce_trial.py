@@ -88,7 +88,7 @@ def require_uring(load_bin: Path, url: str, args, tmp: Path) -> None:
         if why:
             raise BenchError(f"this bench compares io_uring's coalescing window with none, and netarena-load "
                              f"{' '.join(flags) or '(default flags)'} cannot run here: {why}")
-        config = (doc or {}).get("config", {})
+        config = doc["config"]
         if config.get("io_backend") != "uring":
             raise BenchError(f"this bench compares io_uring's coalescing window with none, but netarena-load's "
                              f"default ran {config.get('io_backend', 'no engine')} here: "
