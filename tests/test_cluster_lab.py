@@ -85,6 +85,10 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _is_load(cmdline: str) -> bool:
+    return "netarena-load" in cmdline and " --duration " in cmdline
+
+
 def _suite_under_load(tmp_path: Path, cluster_file: Path, cache: Path, name: str, repeat: int,
                       watch_ns: str) -> tuple[subprocess.Popen, Path]:
     """Start `netarena run` of a 15 s python-asyncio hello suite across the lab; return once netarena-load
@@ -104,7 +108,9 @@ connections = [10]
     results = tmp_path / "results"
     run = start_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--quiet"], cache)
     deadline = time.monotonic() + 180
-    while not any("netarena-load" in _cmdline(p) for p in _ns_pids(watch_ns)):
+    # The load's own command line: the run also starts `netarena-load --version` on every generator host when
+    # it gathers the hosts' facts, before it installs anything; a host killed then is lost before any measurement.
+    while not any(_is_load(_cmdline(p)) for p in _ns_pids(watch_ns)):
         assert run.poll() is None, run.communicate()[1][-3000:]
         assert time.monotonic() < deadline, f"no generator started in {watch_ns}"
         time.sleep(0.2)
