@@ -147,18 +147,33 @@ def test_two_processes_installing_at_once_build_once(cache, tmp_path):
 
     folder = tmp_path / "a" / "contestants" / "fx-steps"
     folder.mkdir(parents=True)
-    # The step takes a second, so the two installs overlap whatever the machine's speed.
-    (folder / "contestant.toml").write_text(MANIFEST.replace("echo run >> {env_dir}/runs", "echo run >> {env_dir}/runs && sleep 1"))
+    # The step holds the install until the test creates `release` (30 s at most, so it stops by itself): the
+    # second process is started only once the first is inside its step, and the step ends only once the second
+    # has said it waits, so the two overlap in that order whatever the machine's speed.
+    hold = "i=0; while [ ! -e {env_dir}/release ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done"
+    (folder / "contestant.toml").write_text(MANIFEST.replace("echo run >> {env_dir}/runs",
+                                                             "echo run >> {env_dir}/runs && " + hold))
+    contestant = ct.load(tmp_path / "a" / "contestants", ["fx-steps"])[0]
     script = ("import sys; from pathlib import Path; from netarena import contestants as ct; "
               "c = ct.load(Path(sys.argv[1]), ['fx-steps'])[0]; ct.install(c, allow_apt=False, say=print)")
     env = dict(os.environ, NETARENA_CACHE=str(cache))
-    procs = []
-    for _ in range(2):
-        procs.append(subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "a" / "contestants")], env=env,
-                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-        time.sleep(0.2)  # the first is inside its step when the second arrives
-    outputs = [p.communicate(timeout=60)[0] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], outputs
-    contestant = ct.load(tmp_path / "a" / "contestants", ["fx-steps"])[0]
+
+    def start():
+        return subprocess.Popen([sys.executable, "-u", "-c", script, str(tmp_path / "a" / "contestants")], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    first = start()
+    deadline = time.monotonic() + 60
+    while _runs(contestant) == 0:
+        assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+        time.sleep(0.05)
+    second = start()
+    said = []
+    while not said or "waiting for another netarena process installing it" not in said[-1]:
+        line = second.stdout.readline()  # the first's step holds the lock for 30 s at most: this returns
+        assert line, said
+        said.append(line)
+    (contestant.env_dir / "release").touch()
+    outputs = [first.communicate(timeout=60)[0], "".join(said) + second.communicate(timeout=60)[0]]
+    assert [first.returncode, second.returncode] == [0, 0], outputs
     assert _runs(contestant) == 1, outputs
-    assert "waiting for another netarena process installing it" in outputs[1], outputs
