@@ -267,14 +267,16 @@ def tool_version(argv: list[str]) -> str:
     return text[0].strip() if text else "unknown"
 
 
-def build_c(tmp: Path, name: str) -> Path:
-    """Compiles bench/<name>.c into tmp at every run, so the figures never come from a stale binary."""
+def build_c(tmp: Path, name: str, libs: tuple[str, ...] = (), hint: str = "") -> Path:
+    """Compiles bench/<name>.c into tmp at every run, so the figures never come from a stale binary.
+
+    `libs` are linker flags (e.g. "-luring"); `hint` says how to install what they need, for the error."""
     cc = require_tool("cc", "install a C compiler with: apt-get install gcc")
     exe = tmp / name
-    p = subprocess.run([cc, "-O2", "-Wall", "-o", str(exe), str(Path(__file__).resolve().parent / f"{name}.c")],
-                       capture_output=True, text=True)
+    p = subprocess.run([cc, "-O2", "-Wall", "-o", str(exe), str(Path(__file__).resolve().parent / f"{name}.c"),
+                        *libs], capture_output=True, text=True)
     if p.returncode != 0:
-        raise BenchError(f"compiling bench/{name}.c failed:\n{p.stderr}")
+        raise BenchError(f"compiling bench/{name}.c failed{' (' + hint + ')' if hint else ''}:\n{p.stderr}")
     return exe
 
 

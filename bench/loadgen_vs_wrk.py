@@ -28,9 +28,16 @@ Method
   efficiency (CPU per request ≤ 0.667 × wrk's) and requests/s ≥ wrk's. The last line is the headline: the default configuration's efficiency
   (wrk's CPU per request ÷ netarena-load's) and requests/s ratio. Quote medians, with the machine state printed at the top (load average,
   CPU model), never a best run. See bench/README.md.
+* ``--floor`` adds a third kind of client to the rotation: bench/http_floor.c, the cheapest closed loop
+  this bench knows how to write (netarena-load's io_uring fast path with no parsing, no histogram, no
+  checks; it needs liburing). Its CPU per request is what this I/O alone costs here: a generator doing
+  the same I/O and its own work on top spends no less, but for the machine's noise. So the bench also
+  prints the floor's own efficiency against wrk and each configuration's
+  CPU per request against the floor's (of the medians, and paired with the floor's run of the same
+  round). The floor counts answers by the length of the first one; its count must agree with nginx's.
 
 Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick]
-                               [--engines default,epoll,uring,uring-auto] [--load-args "..."] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
+                               [--engines default,epoll,uring,uring-auto] [--floor] [--load-args "..."] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
 """
 
 from __future__ import annotations
@@ -192,6 +199,29 @@ def run_wrk(url: str, args, tmp: Path) -> dict:
     }
 
 
+def run_floor(exe: Path, port: int, args, tmp: Path) -> dict:
+    argv = [str(exe), str(port), PATH, str(args.connections), str(args.duration)]
+    run, doc = benchlib.run_pinned_json(argv, args.client_cpu, args.duration + 60, tmp, "http_floor")
+    return {
+        "tool": "floor",
+        "requests": doc["responses"],
+        "errors": 0,
+        "requests_per_s": doc["responses"] / doc["seconds"],
+        "p50_us": None,
+        "p99_us": None,
+        "generator_saturated": None,
+        **cpu_figures(run, doc["responses"]),
+    }
+
+
+def check_floor_count(r: dict, connections: int) -> None:
+    """The floor does not parse: it counts answers by the first one's length. If nginx's count differs by
+    more than the requests in flight at the end (plus the floor's first request), that assumption broke."""
+    if abs(r["nginx_requests"] - r["requests"]) > connections + 1:
+        raise BenchError(f"the floor client counted {r['requests']} answers where nginx served {r['nginx_requests']}: "
+                         "its answers did not all have the first one's length, so its figures mean nothing")
+
+
 def cpu_figures(run: benchlib.ChildRun, requests: int) -> dict:
     """CPU figures of a run; cpu_us_per_request is recomputed from nginx's count in bench()."""
     return {
@@ -203,11 +233,16 @@ def cpu_figures(run: benchlib.ChildRun, requests: int) -> dict:
     }
 
 
+def latency_text(us) -> str:
+    """The floor measures no latency."""
+    return "-" if us is None else f"{us:,.0f}"
+
+
 def describe(i: int, runs: int, r: dict) -> str:
     sat = " generator-saturated" if r.get("generator_saturated") else ""
     return (f"run {i}/{runs} {r['tool']:<24} {r['requests_per_s']:>11,.0f} req/s  "
             f"{r['cpu_us_per_request']:6.2f} µs CPU/req  (user {r['cpu_user_s']:.2f} s, sys {r['cpu_sys_s']:.2f} s)  "
-            f"p50 {r['p50_us']} µs  p99 {r['p99_us']} µs  errors {r['errors']}  load {r['loadavg_1m']:.2f}{sat}")
+            f"p50 {latency_text(r['p50_us'])} µs  p99 {latency_text(r['p99_us'])} µs  errors {r['errors']}  load {r['loadavg_1m']:.2f}{sat}")
 
 
 def main() -> int:
@@ -218,6 +253,9 @@ def main() -> int:
     benchlib.add_common_args(p, quick_help="smoke run: 1 run of 2 s each")
     p.add_argument("--engines", default=DEFAULT_ENGINES,
                    help=f"netarena-load configurations to measure, of {', '.join(ENGINES)} (default {DEFAULT_ENGINES})")
+    p.add_argument("--floor", action="store_true",
+                   help="also run bench/http_floor.c, the cheapest io_uring client (needs liburing-dev): "
+                        "what this I/O alone costs per request on this machine")
     p.add_argument("--load-args", default="",
                    help='extra netarena-load options for every configuration (default: none)')
     args = p.parse_args()
@@ -248,6 +286,10 @@ def bench(args) -> int:
     results: list[dict] = []
     with tempfile.TemporaryDirectory(prefix="netarena-bench-") as tmpdir:
         tmp = Path(tmpdir)
+        floor_exe = None
+        if args.floor:  # before nginx starts: a missing liburing stops the bench with nothing to undo
+            floor_exe = benchlib.build_c(tmp, "http_floor", ("-luring",),
+                                         hint="it needs liburing: apt-get install liburing-dev")
         port = benchlib.free_port()
         nginx = start_nginx(tmp, port, args.server_cpu)
         try:
@@ -261,29 +303,36 @@ def bench(args) -> int:
                     args.engines.remove(engine)
             if not args.engines:
                 raise BenchError("no netarena-load configuration can run here (see above)")
-            tools = ["wrk", *args.engines]
+            tools = ["wrk", *args.engines, *(["floor"] if floor_exe else [])]
             for i in range(1, args.runs + 1):
                 # Rotate who goes first, so no tool always runs on a warmer (or busier) machine.
                 shift = (i - 1) % len(tools)
                 for tool in tools[shift:] + tools[:shift]:
                     load = os.getloadavg()[0]
                     before = nginx_requests(port)
-                    r = run_wrk(url, args, tmp) if tool == "wrk" else run_netarena(load_bin, url, tool, args, tmp)
+                    if tool == "wrk":
+                        r = run_wrk(url, args, tmp)
+                    elif tool == "floor":
+                        r = run_floor(floor_exe, port, args, tmp)
+                    else:
+                        r = run_netarena(load_bin, url, tool, args, tmp)
                     served = nginx_requests(port) - before - 1  # not the second status request
                     r.update(run=i, loadavg_1m=load, nginx_requests=served,
                              cpu_us_per_request=r["cpu_s"] / served * 1e6 if served > 0 else math.inf)
+                    if tool == "floor":
+                        check_floor_count(r, args.connections)
                     results.append(r)
                     print(describe(i, args.runs, r), flush=True)
         finally:
             # SIGQUIT is nginx's graceful stop; stop_process_group escalates to SIGKILL if needed.
             benchlib.stop_process_group(nginx, signal.SIGQUIT)
 
-    summary = summarize(results, args.engines)
+    summary = summarize(results, args.engines, args.floor)
     print()
-    for tool in ("wrk", *(f"netarena-load {e}" for e in args.engines)):
+    for tool in tool_names(args.engines, args.floor):
         s = summary[tool]
         print(f"median {tool:<24} {s['requests_per_s']:>11,.0f} req/s  {s['cpu_us_per_request']:6.2f} µs CPU/req  "
-              f"p50 {s['p50_us']:,.0f} µs  p99 {s['p99_us']:,.0f} µs  "
+              f"p50 {latency_text(s['p50_us'])} µs  p99 {latency_text(s['p99_us'])} µs  "
               f"(min..max req/s {s['requests_per_s_min']:,.0f}..{s['requests_per_s_max']:,.0f})")
     for engine in args.engines:
         v = summary["vs_wrk"][engine]
@@ -292,6 +341,14 @@ def bench(args) -> int:
               + ("MET" if v["goal_met"] else "NOT MET")
               + f"; median of the {v['runs_paired']} runs' own ratios to wrk's run of the same round: "
                 f"efficiency {benchlib.ratio_text(v['efficiency_paired'], 2, 'x')}, req/s {benchlib.ratio_text(v['rps_ratio_paired'])}")
+    if args.floor:
+        f = summary["floor_vs_wrk"]
+        print(f"floor (this I/O alone: no parsing, histogram or checks): {f['efficiency']:.2f}x wrk's efficiency "
+              f"(paired {benchlib.ratio_text(f['efficiency_paired'], 2, 'x')}) at {f['rps_ratio']:.2f}x its req/s")
+        for engine in args.engines:
+            v = summary["vs_floor"][engine]
+            print(f"netarena-load {engine}: {v['cpu_ratio']:.3f}x the floor's CPU per request "
+                  f"(paired {benchlib.ratio_text(v['cpu_ratio_paired'])})")
     if "default" in args.engines:
         v = summary["vs_wrk"]["default"]
         print(f"headline: netarena-load with default flags: {v['efficiency']:.2f}x wrk's efficiency "
@@ -304,7 +361,8 @@ def bench(args) -> int:
         args.json_out.write_text(json.dumps({
             "benchmark": "loadgen_vs_wrk",
             "config": {"runs": args.runs, "duration_s": args.duration, "connections": args.connections,
-                       "threads": 1, "engines": {e: ENGINES[e] for e in args.engines}, "load_args": args.load_args, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
+                       "threads": 1, "engines": {e: ENGINES[e] for e in args.engines}, "floor": args.floor,
+                       "load_args": args.load_args, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
                        "quick": args.quick, "target": "nginx return 200 \"Hello, World!\""},
             "machine": state, "versions": versions, "runs": results, "summary": summary,
         }, indent=2) + "\n")
@@ -312,10 +370,23 @@ def bench(args) -> int:
     return 0
 
 
-def summarize(results: list[dict], engines: list[str]) -> dict:
-    """Medians per tool, then each netarena-load configuration's ratios to wrk and the goal verdict."""
+def tool_names(engines: list[str], floor: bool) -> list[str]:
+    return ["wrk", *(f"netarena-load {e}" for e in engines), *(["floor"] if floor else [])]
+
+
+def paired_ratio(results: list[dict], tool: str, reference: str, key: str, reference_over_tool: bool) -> tuple[float | None, int]:
+    """The median over the rounds of `key`'s ratio between `tool`'s run and `reference`'s run of the same round."""
+    by_run = {r["run"]: r for r in results if r["tool"] == reference}
+    pairs = [(by_run[r["run"]][key], r[key]) if reference_over_tool else (r[key], by_run[r["run"]][key])
+             for r in results if r["tool"] == tool and r["run"] in by_run]
+    return benchlib.median_of_ratios(pairs)
+
+
+def summarize(results: list[dict], engines: list[str], floor: bool = False) -> dict:
+    """Medians per tool, then each netarena-load configuration's ratios to wrk and the goal verdict, and with
+    the floor its efficiency against wrk and each configuration's CPU per request against it."""
     out: dict = {"vs_wrk": {}}
-    for tool in ("wrk", *(f"netarena-load {e}" for e in engines)):
+    for tool in tool_names(engines, floor):
         rows = [r for r in results if r["tool"] == tool]
         rps = [r["requests_per_s"] for r in rows]
         out[tool] = {
@@ -323,25 +394,34 @@ def summarize(results: list[dict], engines: list[str]) -> dict:
             "requests_per_s_min": min(rps),
             "requests_per_s_max": max(rps),
             "cpu_us_per_request": benchlib.median([r["cpu_us_per_request"] for r in rows]),
-            "p50_us": benchlib.median([r["p50_us"] for r in rows]),
-            "p99_us": benchlib.median([r["p99_us"] for r in rows]),
+            # None for the floor, which measures no latency.
+            "p50_us": benchlib.median([r["p50_us"] for r in rows]) if rows[0]["p50_us"] is not None else None,
+            "p99_us": benchlib.median([r["p99_us"] for r in rows]) if rows[0]["p99_us"] is not None else None,
             "errors": sum(r["errors"] for r in rows),
         }
-    wrk_by_run = {r["run"]: r for r in results if r["tool"] == "wrk"}
     for engine in engines:
-        mine, wrk = out[f"netarena-load {engine}"], out["wrk"]
+        tool = f"netarena-load {engine}"
+        mine, wrk = out[tool], out["wrk"]
         rps_ratio = mine["requests_per_s"] / wrk["requests_per_s"]
         cpu_ratio = mine["cpu_us_per_request"] / wrk["cpu_us_per_request"]
         # Each run against the wrk run of the same round (see benchlib.median_of_ratios).
-        pairs = [(r, wrk_by_run[r["run"]]) for r in results
-                 if r["tool"] == f"netarena-load {engine}" and r["run"] in wrk_by_run]
-        efficiency_paired, runs_paired = benchlib.median_of_ratios(
-            [(w["cpu_us_per_request"], r["cpu_us_per_request"]) for r, w in pairs])
-        rps_paired, _ = benchlib.median_of_ratios([(r["requests_per_s"], w["requests_per_s"]) for r, w in pairs])
+        efficiency_paired, runs_paired = paired_ratio(results, tool, "wrk", "cpu_us_per_request", True)
+        rps_paired, _ = paired_ratio(results, tool, "wrk", "requests_per_s", False)
         out["vs_wrk"][engine] = {"rps_ratio": rps_ratio, "cpu_ratio": cpu_ratio, "efficiency": 1 / cpu_ratio,
                                  "goal_met": cpu_ratio <= GOAL_CPU_RATIO and rps_ratio >= GOAL_RPS_RATIO,
                                  "efficiency_paired": efficiency_paired, "rps_ratio_paired": rps_paired,
                                  "runs_paired": runs_paired}
+    if floor:
+        f, wrk = out["floor"], out["wrk"]
+        out["floor_vs_wrk"] = {
+            "efficiency": wrk["cpu_us_per_request"] / f["cpu_us_per_request"],
+            "rps_ratio": f["requests_per_s"] / wrk["requests_per_s"],
+            "efficiency_paired": paired_ratio(results, "floor", "wrk", "cpu_us_per_request", True)[0],
+        }
+        out["vs_floor"] = {engine: {
+            "cpu_ratio": out[f"netarena-load {engine}"]["cpu_us_per_request"] / f["cpu_us_per_request"],
+            "cpu_ratio_paired": paired_ratio(results, f"netarena-load {engine}", "floor", "cpu_us_per_request", False)[0],
+        } for engine in engines}
     return out
 
 
