@@ -67,8 +67,15 @@ static long learn_response_length(int fd, const char *req, size_t req_len) {
     }
 }
 
-static void queue_recv(struct io_uring *ring, int conn) {
+/* The ring has room for a receive and a send per connection, at most what one turn queues. */
+static struct io_uring_sqe *next_sqe(struct io_uring *ring) {
     struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    if (!sqe) die("submission queue full", EOVERFLOW);
+    return sqe;
+}
+
+static void queue_recv(struct io_uring *ring, int conn) {
+    struct io_uring_sqe *sqe = next_sqe(ring);
     io_uring_prep_recv_multishot(sqe, conn, NULL, 0, 0);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
     sqe->buf_group = GROUP;
@@ -76,7 +83,7 @@ static void queue_recv(struct io_uring *ring, int conn) {
 }
 
 static void queue_send(struct io_uring *ring, int conn, const char *req, size_t req_len) {
-    struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
+    struct io_uring_sqe *sqe = next_sqe(ring);
     io_uring_prep_send(sqe, conn, req, req_len, MSG_WAITALL);
     sqe->flags |= IOSQE_FIXED_FILE | IOSQE_CQE_SKIP_SUCCESS;
     io_uring_sqe_set_data64(sqe, ((unsigned long long)SEND << 32) | conn);
