@@ -1,6 +1,6 @@
-/* The cheapest HTTP/1.1 keep-alive closed loop this bench knows how to write: a lower bound on any
- * generator's CPU per request on this machine, measured beside wrk and netarena-load by
- * loadgen_vs_wrk.py --floor.
+/* The cheapest HTTP/1.1 keep-alive closed loop this bench knows how to write: what netarena-load's I/O
+ * alone costs per request on this machine (a generator doing the same I/O spends no less, but for the
+ * machine's noise), measured beside wrk and netarena-load by loadgen_vs_wrk.py --floor.
  *
  * It does only what every closed-loop client must do and nothing a real one also does: each connection
  * sends one fixed GET, waits for the answer and sends again. No parsing (every answer of the target is
@@ -15,7 +15,8 @@
  * bench compares the count printed here with the server's own.
  *
  * Usage: http_floor PORT PATH CONNECTIONS SECONDS  (target 127.0.0.1:PORT)
- * Prints one JSON line: {"responses": N, "seconds": S, "response_bytes": B}. Exit 1 on any error.
+ * Prints one JSON line: {"responses": N, "seconds": S, "response_bytes": B}. Exit 2 on bad arguments,
+ * 1 on any other error (named on stderr).
  * Needs liburing (apt-get install liburing-dev) and Linux 6.1+. */
 #include <arpa/inet.h>
 #include <errno.h>

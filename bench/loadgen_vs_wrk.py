@@ -32,9 +32,9 @@ Method
   this bench knows how to write (netarena-load's io_uring fast path with no parsing, no histogram, no
   checks; it needs liburing). Its CPU per request is what this I/O alone costs here: a generator doing
   the same I/O and its own work on top spends no less, but for the machine's noise. So the bench also
-  prints the floor's own efficiency against wrk and each configuration's
-  CPU per request against the floor's (of the medians, and paired with the floor's run of the same
-  round). The floor counts answers by the length of the first one; its count must agree with nginx's.
+  prints the floor's own efficiency against wrk and each configuration's CPU per request against the
+  floor's (of the medians, and paired with the floor's run of the same round). The floor counts answers
+  by the length of the first one; its count must agree with nginx's.
 
 Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick]
                                [--engines default,epoll,uring,uring-auto] [--floor] [--load-args "..."] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
