@@ -39,7 +39,7 @@ def latency_doc(values_us: dict[int, int]) -> dict:
 
 def generator_doc(*, rps: float, latency_us: dict[int, int], duration_s: float = 2.0, errors: dict | None = None,
                   busy_fraction: float = 0.5, saturated: bool = False, mode: str = "http", connections: int = 10,
-                  echo: dict | None = None, argv: list[str] | None = None) -> dict:
+                  echo: dict | None = None, argv: list[str] | None = None, unfinished: int = 0) -> dict:
     requests = int(rps * duration_s)
     by_class = {name: 0 for name in ERROR_CLASSES}
     by_class.update(errors or {})
@@ -52,7 +52,8 @@ def generator_doc(*, rps: float, latency_us: dict[int, int], duration_s: float =
         "started_at": "2026-11-22T10:00:00Z", "ended_at": "2026-11-22T10:00:02Z", "duration_s": duration_s,
         "warmup_s": 0.0,
         "totals": {"requests": requests, "responses": requests + by_class["status"], "bytes_sent": 0,
-                   "bytes_received": 0, "connections_opened": connections, "errors": total_errors},
+                   "bytes_received": 0, "connections_opened": connections, "errors": total_errors,
+                   "unfinished": unfinished},
         "throughput": {"requests_per_s": rps, "bytes_per_s": 0.0},
         "latency": latency_doc(latency_us),
         "timeline": [{"t_s": float(t + 1), "requests": int(rps), "bytes_received": 0, "errors": 0}

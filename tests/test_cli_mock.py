@@ -178,7 +178,8 @@ def test_a_contestants_warmup_min_raises_its_warmup_only_and_is_marked(tmp_path,
                        ("fx-other", "hello"): (7.5, True)}
     summary = run_cli(["show", "--results", results], cache_dir, COLUMNS="160")
     assert summary.returncode == 0, summary.stderr
-    rows = [line for line in summary.stdout.splitlines() if "fx-" in line and not line.startswith("skipped")]
+    rows = [line for line in summary.stdout.splitlines()
+            if "fx-" in line and not line.startswith(("skipped", "flagged"))]  # the table rows
     assert len(rows) == 5  # hello at c=4 and c=8 for both, echo for fx-good
     assert all(("WARM" in row) == ("fx-other" in row) for row in rows), rows
     assert "WARM = longer warm-up" in summary.stdout

@@ -13,7 +13,7 @@ from netarena.report import ReportError, load_report
 from netarena.report.model import ranks
 from netarena.report.terminal import render_text
 from netarena.store import Store
-from report_fixtures import INSTALL_LOG_TAIL, histogram, populate_run
+from report_fixtures import ENVIRONMENT, INSTALL_LOG_TAIL, _record, generator_doc, histogram, monitor_doc, populate_run
 
 
 @pytest.fixture()
@@ -125,6 +125,34 @@ def test_terminal_summary_fits_100_columns_with_badges_and_ids(stored):
             table = text.split(title, 1)[1].split(" · c=", 1)[0]
             ranked = [l.split()[:2] for l in table.splitlines() if l.split()[:1] in (["1"], ["2"])]
             assert ranked == [["1", "alpha"], ["2", "gamma"]]
+
+
+def test_terminal_leads_with_failures_and_flags_then_tables(stored):
+    """What needs attention (failures, skips, flagged groups) stands above the first table, not below them all."""
+    lines = render_text(load_report(*stored)).splitlines()
+    first_table = next(i for i, l in enumerate(lines) if l.startswith("hello · "))
+    for start in ("failed: gamma hello c=10,w=1:", "skipped: epsilon echo:", "flagged CV (CV > 5%)",
+                  "flagged GEN (generator-bound), 1 group(s): gamma hello c=100,w=1"):
+        at = next((i for i, l in enumerate(lines) if l.startswith(start)), None)
+        assert at is not None and at < first_table, (start, lines[:first_table + 1])
+
+
+def test_only_notable_unfinished_requests_get_a_line(tmp_path):
+    """A closed loop's one request in flight per connection at the end is healthy and says nothing; a group with
+    more than UNFINISHED_NOTABLE_SHARE of its requests still in flight gets its line."""
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="u", suite_path=None, suite={"name": "u", "repeat": 1}, args={},
+                              backend="real", server_cpus=[0], generator_cpus=[1], environment=ENVIRONMENT,
+                              planned=2, netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
+    for name, unfinished in (("steady", 10), ("stalled", 900)):
+        _record(store, run_id, contestant=name, scenario="hello", connections=10, repeat=0, error_rate=0.0,
+                generator=generator_doc(rps=1000, connections=10, latency_us={500: 100}, unfinished=unfinished),
+                monitor=monitor_doc(cpu_pct=50, rss_bytes=1 << 20))
+    store.set_run_status(run_id, "complete")
+    text = " ".join(render_text(load_report(tmp_path, run_id)).split())
+    store.close()
+    assert "unfinished: stalled hello c=10,w=1: 900 request(s) still in flight" in text, text
+    assert "unfinished: steady" not in text, text
 
 
 def test_an_unfinished_run_is_marked_partial(tmp_path):

@@ -108,6 +108,26 @@ def test_tiny_run_end_to_end_with_faulty_contestants(tmp_path, cache_dir, genera
     check_environment(results)
 
 
+def test_piped_output_has_one_line_per_measurement_and_no_news_from_healthy_loops(tmp_path, cache_dir,
+                                                                                   generator_binary,
+                                                                                   no_leftover_processes):
+    """Not on a terminal (CI, `| tee`) the run prints one line per finished measurement as it goes, failed ones
+    included; a healthy closed loop's requests in flight at the end get no "unfinished" line."""
+    path = suite(tmp_path, ["fx-good", "fx-wrong"])
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results)], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = [l for l in result.stdout.splitlines() if re.match(r"\[\d+/\d+\] ", l)]
+    assert sorted(l.split("]", 1)[0] for l in lines) == ["[1/4", "[2/4", "[3/4", "[4/4"], result.stdout
+    good = [l for l in lines if " fx-good hello c=4,w=1 #" in l]
+    assert len(good) == 2 and all(re.search(r": [\d,]+ req/s", l) for l in good), lines
+    assert any(" fx-wrong hello " in l and "failed" in l for l in lines), lines
+    good_rows = db_rows(results, "SELECT generator_json FROM measurements WHERE contestant = 'fx-good'")
+    # The loops did end with requests in flight (one per connection): the silence below is the rule's, not luck.
+    assert sum(json.loads(r["generator_json"])["totals"]["unfinished"] for r in good_rows) > 0
+    assert "unfinished:" not in result.stdout, result.stdout
+
+
 def check_environment(results):
     """The stored fingerprint says what this machine and checkout are, value by value."""
     import os

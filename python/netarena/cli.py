@@ -44,7 +44,10 @@ FAIL = styled(("FAIL", "red"))
 
 
 class UI:
-    """Everything the run shows. --quiet keeps warnings only; --json keeps stdout for the final document."""
+    """Everything the run shows. --quiet keeps warnings only; --json keeps stdout for the final document.
+
+    On a terminal, a live progress bar; elsewhere (CI, `| tee`, a file) a bar is invisible until the end, so
+    one plain line per finished measurement instead, which a log shows as it comes."""
 
     def __init__(self, quiet: bool = False, json_mode: bool = False):
         self.quiet = quiet or json_mode
@@ -54,6 +57,8 @@ class UI:
         self.task = None
         self.current = ""
         self.last_figure = ""
+        self.lines_total = 0   # measurements of this run when printing one line each (not on a terminal)
+        self.lines_done = 0
 
     def info(self, message: str) -> None:
         if not self.quiet:
@@ -66,6 +71,9 @@ class UI:
         if already_done:
             self.info(f"{already_done} measurement(s) already stored; {total} to go")
         if self.quiet or total == 0:
+            return
+        if not self.out.is_terminal:
+            self.lines_total, self.lines_done = total, 0
             return
         self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                                  TimeElapsedColumn(), TextColumn("{task.fields[figure]}", markup=False),
@@ -88,20 +96,26 @@ class UI:
             figure = f"{record['requests_per_s']:,.0f} req/s" if record.get("requests_per_s") is not None else ""
             flags = f" [{', '.join(record['flags'])}]" if record.get("flags") else ""
             self.last_figure = f"last: {name}: {figure}{flags}"
+            line = styled(f"{name}: {figure}{flags}")
         else:
             self.last_figure = f"last: {name}: FAILED"
             message = f"{name}: {record.get('failure_kind')}: {record.get('error')}"
+            line = styled(("failed", "red"), " ", message)
             if self.progress is not None:
-                self.progress.console.print(styled(("failed", "red"), " ", message))
-            elif not self.quiet:
+                self.progress.console.print(line)
+            elif not self.quiet and not self.lines_total:
                 self.err.print(f"failed: {message}")
         if self.progress is not None:
             self.progress.update(self.task, advance=1, figure=self.last_figure)
+        elif self.lines_total:
+            self.lines_done += 1
+            self.out.print(styled(f"[{self.lines_done}/{self.lines_total}] ", line), soft_wrap=True)
 
     def end_progress(self) -> None:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+        self.lines_total = 0
 
 
 def fail_bad_input(exc: ConfigError) -> None:

@@ -645,7 +645,8 @@ def _unfinished(page: _Page, report: Report) -> None:
         return
     page.add('<h3 id="unfinished">Unfinished at the end</h3>')
     page.add('<p class="note">Requests still in flight when the measured phase ended, summed over the ok repeats. '
-             "Not counted as errors; each one's wait so far is in the latency percentiles as a censored lower bound. "
+             "Not counted as errors, and not news in a closed loop, which ends with a request in flight on each connection "
+             "(up to its pipeline depth); each one's wait so far is in the latency percentiles as a censored lower bound. "
              "<b>no answer</b>: connections that got no answer at all during the measured phase.</p>")
     rows = [f'<tr data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}"><td>{e(g.contestant)}</td>'
             f"<td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>"

@@ -679,6 +679,20 @@ def requests_line(g: Group) -> str:
             + ", ".join(f"{t:.3f}" for t in times) + " s)")
 
 
+# A healthy closed loop ends its measured phase with a request in flight on each connection (up to --pipeline on
+# each): those are not news. Above this share of a group's requests, the censored lower bounds their waits put
+# into the histogram are enough to move the p99, and the terminal says so.
+UNFINISHED_NOTABLE_SHARE = 0.01
+
+
+def unfinished_notable(g: Group) -> bool:
+    """Whether a group's requests still in flight at the end deserve a line of their own: its connections went
+    unanswered (NOANS), or more than UNFINISHED_NOTABLE_SHARE of its requests were still in flight."""
+    if not g.unfinished:
+        return False
+    return "NOANS" in g.badges or g.unfinished > UNFINISHED_NOTABLE_SHARE * (g.requests_total + g.unfinished)
+
+
 def capped_line(g: Group) -> str:
     return (f"{g.contestant} {g.level_key}: generator_threads = {g.generator_threads_asked} asked, "
             f"{g.level.get('generator_threads')} ran (one per generator CPU)")

@@ -12,7 +12,7 @@ from rich.text import Text
 from . import fmt
 from ..term import console as make_console
 from .model import (BADGES, SATURATED_BUSY_PCT, Report, capped_line, external_line, find_max_line, level_title, ranks,
-                    requests_line, sweep_line)
+                    requests_line, sweep_line, unfinished_notable)
 
 
 TERMINAL_WIDTH = 100
@@ -28,6 +28,9 @@ def summary_renderables(report: Report) -> list:
         made = sum(1 for m in report.measurements if m.status in ("ok", "failed"))
         out.append(Text(f"partial: the run is {run.status}; {made} of {run.planned_measurements} planned "
                         f"measurements made (netarena run --resume {run.id} finishes it)", style="bold red"))
+    # What needs a reader's attention comes first, the tables after: a run of 39 groups must not bury its one
+    # failure below them.
+    out += attention_lines(report)
     out.append(Text("median of repeats [min–max]; latency percentiles from the repeats' merged histograms; "
                     "#N = measurement id in the store", style="dim"))
     rank = ranks(report.groups)
@@ -69,29 +72,44 @@ def summary_renderables(report: Report) -> list:
         out.append(legend)
     out.append(Text("cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server peak RSS "
                     "over the repeats", style="dim"))
+    if any(g.database_cpu_pct_median is not None for g in report.groups):
+        out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
+                        f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
+                        "look at latency and errors)", style="dim"))
+    return out
+
+
+def attention_lines(report: Report) -> list[Text]:
+    """Failures, failed thresholds, skips, flagged groups and capped levels, one line each, in that order. A
+    healthy closed loop's requests in flight at the end are not among them (docs/reports.md says why); a group
+    whose unfinished requests are notable (report.model.unfinished_notable) is."""
+    out: list[Text] = []
+    for g in report.groups:
+        if g.failures:
+            more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
+            out.append(Text(f"failed: {g.contestant} {g.scenario} {g.level_key}: {g.failures[0]}{more}",
+                            style="bold red"))
     for g in report.groups:
         for t in g.thresholds:
             if not t.get("pass"):
                 out.append(Text(f"threshold failed: {g.contestant} {g.scenario} {g.level_key} "
                                 f"#{t['repeat_index'] + 1}: {t.get('expr')} (measured {fmt.measured(t)})",
                                 style="bold red"))
-    if any(g.database_cpu_pct_median is not None for g in report.groups):
-        out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
-                        f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
-                        "look at latency and errors)", style="dim"))
-    for g in report.groups:
-        if g.generator_threads_asked is not None:
-            out.append(Text(f"capped: {capped_line(g)}"))
-    for g in report.groups:
-        if g.unfinished:
-            out.append(Text(f"unfinished: {g.contestant} {g.scenario} {g.level_key}: {_unfinished(g)}"))
-    for g in report.groups:
-        if g.failures:
-            more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
-            out.append(Text(f"failed: {g.contestant} {g.scenario} {g.level_key}: {g.failures[0]}{more}"))
     for s in report.skipped:
         what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
         out.append(Text(f"skipped: {what}: {s.reason}"))
+    for code in BADGES:
+        flagged = [g for g in report.groups if code in g.badges]
+        if flagged:
+            names = ", ".join(f"{g.contestant} {g.scenario} {g.level_key}" for g in flagged)
+            out.append(Text(f"flagged {code} ({BADGES[code][0]}), {len(flagged)} group(s): {names}",
+                            style="yellow"))
+    for g in report.groups:
+        if unfinished_notable(g):
+            out.append(Text(f"unfinished: {g.contestant} {g.scenario} {g.level_key}: {_unfinished(g)}"))
+    for g in report.groups:
+        if g.generator_threads_asked is not None:
+            out.append(Text(f"capped: {capped_line(g)}"))
     return out
 
 
