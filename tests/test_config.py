@@ -104,6 +104,14 @@ def test_echo_needs_echo_command(tmp_path):
         load_manifest(path)
 
 
+def test_serves_from_static_set_names_only_its_own_scenarios(tmp_path):
+    text = GOOD.replace("\nscenarios = ", '\nserves_from_static_set = ["bytes", "mongo"]\nscenarios = ', 1)
+    with pytest.raises(ConfigError) as err:
+        load_manifest(manifest_dir(tmp_path, text))
+    assert err.value.field == "serves_from_static_set"
+    assert "'mongo' is not one of this contestant's scenarios" in err.value.render()
+
+
 SUITE = """name = "tiny"
 repeat = 1
 

@@ -957,6 +957,65 @@ connections_per_step = 24
 """
 
 
+NOT_REACHED = """name = "not-reached"
+contestants = ["fx-good"]
+repeat = 2
+warmup_s = 0.2
+duration_s = 0.5
+timeout_s = 2
+
+[[measure]]
+scenario = "hello"
+connections = [2]
+requests = 100000000
+"""
+
+
+def test_requests_not_reached_is_not_retried_and_says_so(tmp_path, cache_dir, generator_binary,
+                                                          no_leftover_processes):
+    """A count the server did not reach in the time limit would not be reached by the next repeat either, and
+    each try costs the whole limit: the second repeat is not attempted, with the first one's reason."""
+    path = write_suite(tmp_path / "suite.toml", NOT_REACHED)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results)], cache_dir)
+    assert result.returncode == 1, result.stdout + result.stderr  # no measurement succeeded (EXIT_FAILED)
+    first, second = db_rows(results, "SELECT * FROM measurements ORDER BY repeat_index")
+    assert (first["status"], first["failure_kind"]) == ("failed", "requests_not_reached"), first["error"]
+    assert json.loads(first["generator_json"])["totals"]["responses"] > 0
+    assert (second["status"], second["failure_kind"]) == ("failed", "not_attempted"), second["error"]
+    assert second["error"].startswith("not retried: #1 failed (requests_not_reached)"), second["error"]
+    assert second["generator_json"] is None  # nothing ran
+
+
+BYTES_ONLY = """name = "bytes-only"
+contestants = ["nginx"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 0.5
+
+[[measure]]
+scenario = "bytes"
+connections = [2]
+"""
+
+
+def test_a_bytes_only_run_on_a_fresh_cache_builds_the_static_set_nginx_serves(tmp_path, cache_dir,
+                                                                                generator_binary,
+                                                                                no_leftover_processes):
+    """nginx answers /bytes/{n} from the static file set (its manifest's serves_from_static_set): a run that
+    plans only bytes must still generate the set, or nginx 404s and fails verification."""
+    if shutil.which("nginx") is None and not os.path.exists("/usr/sbin/nginx"):
+        pytest.skip("nginx is not installed: apt-get install nginx")
+    path = write_suite(tmp_path / "suite.toml", BYTES_ONLY)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [row] = db_rows(results, "SELECT * FROM measurements")
+    assert row["status"] == "ok", (row["failure_kind"], row["error"])
+    assert json.loads(row["verification_json"])["ok"] is True
+    assert "generating the static file set" in result.stdout, result.stdout
+
+
 def test_request_counts_sweeps_and_capped_generator_threads(tmp_path, cache_dir, generator_binary,
                                                              no_leftover_processes):
     path = write_suite(tmp_path / "suite.toml", SHAPES)

@@ -113,6 +113,9 @@ class Manifest(Strict):
     # Backing services the contestant talks to (e.g. "mongo"): started by the orchestrator before it, their
     # address given as {mongo_url} in start.command / start.env.
     needs: list[Literal["mongo"]] = []
+    # Scenarios besides static and gridfs whose answers the server reads from the static file set (nginx serves
+    # /bytes/{n} as files): a run planning one of them generates the set first, as it does for static.
+    serves_from_static_set: list[ScenarioName] = []
 
 
 # ----------------------------------------------------------------------------- suite
@@ -547,6 +550,10 @@ def load_manifest(path: Path) -> Manifest:
         service = SERVICE_SCENARIOS.get(scenario)
         if service is not None and service not in manifest.needs:
             fail(("needs",), f"scenario '{scenario}' talks to the '{service}' service: add needs = [\"{service}\"]")
+    for scenario in manifest.serves_from_static_set:
+        if scenario not in manifest.scenarios:
+            fail(("serves_from_static_set",), f"'{scenario}' is not one of this contestant's scenarios "
+                 f"{manifest.scenarios}", "list only scenarios it implements")
     for service in manifest.needs:
         words = [*(manifest.start.command or []), *manifest.start.env.values()]
         if not any("{" + service + "_url}" in w for w in words):

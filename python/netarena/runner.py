@@ -29,7 +29,9 @@ ESTIMATED_FIND_MAX_STEPS = 10
 ESTIMATED_ECHO_BYTES_PER_S = 100e6
 # A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
 # of the same (contestant, scenario, level) are recorded as not attempted instead of paying the timeout again.
-NO_RETRY_KINDS = ("start_failed", "not_ready", "verify_failed")
+# Failures that the next repeat of the same level would repeat: it is not attempted, and says why. A level whose
+# `requests` were not answered within its time limit (requests_not_reached) would spend the whole limit again.
+NO_RETRY_KINDS = ("start_failed", "not_ready", "verify_failed", "requests_not_reached")
 # How much of an unexpected exception's traceback is kept with the measurement (or skip) it broke.
 TRACEBACK_TAIL_CHARS = 4000
 
@@ -101,7 +103,11 @@ class Plan:
         return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
 
     def needs_static(self) -> bool:
-        return any(i.scenario in ("static", "gridfs") for i in self.items)
+        """Whether a planned measurement reads the static file set: static and gridfs always, and any scenario a
+        contestant's manifest says it serves from the set (serves_from_static_set: nginx's bytes)."""
+        from_set = {c.name: set(c.manifest.serves_from_static_set) for c in self.contestants}
+        return any(i.scenario in ("static", "gridfs") or i.scenario in from_set.get(i.contestant, ())
+                   for i in self.items)
 
 
 def server_cannot_hold(contestant: Contestant, level: Level, open_files: int) -> str | None:
