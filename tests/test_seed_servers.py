@@ -10,7 +10,11 @@ what makes each set-up what its seed ran.
 from __future__ import annotations
 
 import http.client
+import json
+import os
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -153,3 +157,43 @@ def test_a_pool_still_draining_its_accept_queue_after_the_load_is_not_hung(tmp_p
     after = json.loads(row["verification_json"])["after_load"]
     assert row["status"] == "ok", (row["failure_kind"], row["error"], after)
     assert after["ok"] and after["draining"]["queued"] > 0, after
+
+
+SHARED = Path(__file__).resolve().parents[1] / "contestants" / "_python-shared"
+CLIENTS_PER_PROCESS = r"""
+import json, os, threading
+from netarena_shared.mongo import sync_docs_collection
+barrier = threading.Barrier(32)
+seen, errors = [], []
+
+def first_request():
+    barrier.wait()  # every thread asks at once, as uWSGI's threads do on the first requests
+    try:
+        seen.append(id(sync_docs_collection().database.client))
+    except Exception as exc:
+        errors.append(repr(exc))
+
+threads = [threading.Thread(target=first_request) for _ in range(32)]
+for t in threads: t.start()
+for t in threads: t.join()
+parent = set(seen)
+pid = os.fork()
+if pid == 0:  # a worker forked after the parent made its client gets a client of its own
+    child = id(sync_docs_collection().database.client)
+    os._exit(0 if child not in parent else 3)
+_, status = os.waitpid(pid, 0)
+print(json.dumps({"clients": len(parent), "calls": len(seen), "errors": errors,
+                  "child_exit": os.waitstatus_to_exitcode(status)}))
+"""
+
+
+def test_the_python_contestants_make_one_mongo_client_per_process_under_concurrent_first_requests(tmp_path):
+    """netarena_shared.mongo.sync_docs_collection, which the Flask app and the thread/greenlet servers use: 32
+    threads asking for the collection at once get one MongoClient (and no KeyError), and a forked worker gets
+    its own. MongoClient connects in the background, so an address with nothing listening is enough here."""
+    env = {**os.environ, "PYTHONPATH": str(SHARED),
+           "NETARENA_MONGO_URL": f"mongodb://127.0.0.1:{free_port()}/netarena?serverSelectionTimeoutMS=100"}
+    done = subprocess.run([sys.executable, "-c", CLIENTS_PER_PROCESS], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"clients": 1, "calls": 32, "errors": [], "child_exit": 0}, done.stdout

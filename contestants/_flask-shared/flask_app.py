@@ -9,30 +9,15 @@ import os
 import time
 
 from flask import Flask, Response, abort, jsonify
+# The fixture collection through this process's own MongoClient (one connection pool per worker process,
+# pymongo's default maxPoolSize of 100), made on first use after the server forked its workers, under a lock:
+# uWSGI's threads ask for it at once on the first requests (contestants/_python-shared, on PYTHONPATH).
+from netarena_shared.mongo import sync_docs_collection as mongo_collection
 
 STATIC_DIR_VAR = "NETARENA_STATIC_DIR"
 BYTES_SIZES = (40, 10000, 524288)
 # Built once at import: the catalog measures serving a body, not building it.
 BYTES_BODIES = {n: b"*" * n for n in BYTES_SIZES}
-
-
-MONGO_URL_VAR = "NETARENA_MONGO_URL"
-_mongo = {}
-
-
-def mongo_collection():
-    """The fixture collection through this process's own MongoClient (one connection pool per worker process,
-    pymongo's default maxPoolSize of 100). Created on first use, i.e. after the server forked its workers:
-    a MongoClient must not cross a fork."""
-    if os.getpid() not in _mongo:
-        from pymongo import MongoClient
-
-        url = os.environ.get(MONGO_URL_VAR)
-        if not url:
-            raise RuntimeError(f"{MONGO_URL_VAR} is not set; the manifest sets it from {{mongo_url}}")
-        _mongo.clear()
-        _mongo[os.getpid()] = MongoClient(url).get_default_database()["docs"]
-    return _mongo[os.getpid()]
 
 
 def create_app(static_dir):
