@@ -59,8 +59,8 @@ MIN_LISTEN_BACKLOG = 1024
 # Nagle check: NAGLE_CHECK_REQUESTS pairs of sequential requests on one keep-alive connection, each pair one
 # request with this client's ACKs delayed (as usual for request/response traffic) and one with them sent at once
 # (TCP_QUICKACK), each timed from the response's first byte to its last. A response written in pieces without
-# TCP_NODELAY holds its later pieces until the first is acknowledged (Nagle): with delayed ACKs that is about 40 ms
-# on Linux (its minimum delayed-ACK timeout), with immediate ones no wait at all (gevent.pywsgi as shipped). So the
+# TCP_NODELAY (gevent.pywsgi as shipped) holds its later pieces until the first is acknowledged (Nagle): with
+# delayed ACKs that is about 40 ms on Linux (its minimum delayed-ACK timeout), with immediate ones no wait. So the
 # stall is the difference of the two medians, and NAGLE_MIN_STALL_MS (half of those 40 ms) or more of it is Nagle.
 # A same-run reference, not a bound on the time itself: a slow or busy host (or a server that writes its pieces
 # slowly) makes both halves of each pair slow alike, and only the ACK's timing differs between them. Timed from
