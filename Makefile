@@ -1,12 +1,13 @@
 # The two entry points of the README. Both set up everything they need first.
 #   make run   — build, install, and run the default benchmark suite with its report
-#   make test  — build, install, and run every test (cargo + pytest)
+#   make test  — build, install, and run every test (cargo + pytest); first the Debian packages the tests need
+#                (.ci/debian-packages.txt): installed when run as root, else named with the command to install them
 # and, for whoever changes the Rust code: make lint (rustfmt and clippy, warnings as errors).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup run test test-rust test-python lint clean
+.PHONY: setup test-packages run test test-rust test-python lint clean
 
 # Always re-run the editable install: it rebuilds the Rust generator (incremental, fast when nothing
 # changed) so .venv/bin/netarena-load can never be older than the source. requirements.lock pins the
@@ -15,6 +16,11 @@ setup:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -c requirements.lock -e '.[test]'
 
+# The Debian packages the tests need (nginx, wrk, chromium, ...): .ci/debian-packages installs the missing ones as
+# root, else stops naming them and the apt-get command.
+test-packages:
+	.ci/debian-packages
+
 run: setup
 	$(BIN)/netarena run
 
@@ -22,15 +28,16 @@ run: setup
 # which make test needs), epoll, and io_uring without coalescing (NETARENA_LOAD_TEST_IO, see
 # crates/loadgen/tests/common/mod.rs).
 URING_TESTS := --test contract --test misbehaving_http --test misbehaving_echo --test echo_scale --test uring --test run_control --test unfinished --test url_list --test load_models_agree --test open_loop
-test-rust:
+test-rust: test-packages
 	cargo test --release --locked --workspace
 	NETARENA_LOAD_TEST_IO=epoll cargo test --release --locked -p netarena-load $(URING_TESTS)
 	NETARENA_LOAD_TEST_IO=uring cargo test --release --locked -p netarena-load $(URING_TESTS)
 
-test-python: setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
+# --durations: the slowest tests, after the time per test file (tests/conftest.py), so slow ones show in CI logs.
+test-python: test-packages setup
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q --durations=15
 
-test: setup test-rust test-python
+test: test-packages setup test-rust test-python
 
 lint:
 	cargo fmt --all --check

@@ -50,6 +50,26 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under CI, where every test must run: {reason}"
 
 
+def pytest_terminal_summary(terminalreporter):
+    """At the end of a run, each test file's time (its tests' set-up, call and tear-down summed), slowest first:
+    which files make the suite slow shows in any CI log (`make test` adds pytest's --durations for single tests)."""
+    seconds_by_file: dict[str, float] = {}
+    tests_by_file: dict[str, set[str]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) not in ("setup", "call", "teardown"):
+                continue  # collection reports and warnings have no test time
+            path = report.nodeid.split("::", 1)[0]
+            seconds_by_file[path] = seconds_by_file.get(path, 0.0) + report.duration
+            tests_by_file.setdefault(path, set()).add(report.nodeid)
+    if not seconds_by_file:
+        return
+    terminalreporter.write_sep("=", "time per test file (set-up + call + tear-down)")
+    for path, seconds in sorted(seconds_by_file.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line(f"{seconds:9.1f} s  {len(tests_by_file[path]):4d} tests  {path}")
+    terminalreporter.write_line(f"{sum(seconds_by_file.values()):9.1f} s  total")
+
+
 @pytest.fixture
 def cache_dir(tmp_path) -> Path:
     """A private NETARENA_CACHE: every process a test starts inherits it, which is how leaks are found."""

@@ -224,18 +224,22 @@ def test_reparented_grandchild_stays_tracked_and_unwaited_exit_keeps_cpu():
 
 
 def test_threads_and_their_context_switches_and_fds_are_counted():
-    # /proc/PID/status counts the main thread's switches only; 4 sleeping threads must show up.
+    # /proc/PID/status counts the main thread's switches only; 4 sleeping threads must show up. Each of their
+    # 200 sleeps blocks the thread once (a voluntary switch, however long it takes on this host); "slept" comes
+    # when all of them are done, so at least 4 x 200 have happened by then.
     body = """
     fds = [os.open("/dev/null", os.O_RDONLY) for _ in range(300)]
+    slept = threading.Barrier(5)
     done = threading.Event()
     def sleeper():
         for _ in range(200):
             time.sleep(0.001)
+        slept.wait()
         done.wait()
     threads = [threading.Thread(target=sleeper) for _ in range(4)]
     for t in threads:
         t.start()
-    time.sleep(0.5)
+    slept.wait()
     say("slept")
     wait_go()
     """
@@ -246,7 +250,7 @@ def test_threads_and_their_context_switches_and_fds_are_counted():
         result = monitor.result
     last = result["server"][-1]
     assert last["threads"] == 5
-    assert last["ctx_voluntary"] >= 4 * 150
+    assert last["ctx_voluntary"] >= 4 * 200
     assert last["fds"] >= 300
     assert result["summary"]["server"]["fds_peak"] >= 300
 
@@ -318,8 +322,10 @@ def test_server_that_exits_keeps_its_cpu_and_shows_zero_processes():
 def test_sampler_sleeps_between_samples_on_its_grid():
     # Watching both trees of a measurement (a 10-process server, a 4-thread generator) at the real interval
     # (the backend's 250 ms), the sampler takes one sample per grid point and sleeps in between. What that
-    # costs is a figure of the machine, measured by bench/monitor_cost.py (about 0.5% of a core on the
-    # 2-core VM); the bound here, 10% of a core, only fails a sampler that polls instead of sleeping.
+    # costs is a figure of the machine, measured by bench/monitor_cost.py. The yardstick here is a second monitor
+    # of the same trees over the same window that takes only its first and last sample (its interval is longer
+    # than the window): its CPU time is what two samples cost on this host, right now. A sampler that sleeps
+    # spends about that per sample; one that polls instead spends the whole window's CPU share on top.
     server_body = """
     for _ in range(9):
         if os.fork() == 0:
@@ -337,7 +343,8 @@ def test_sampler_sleeps_between_samples_on_its_grid():
     with Tree(server_body) as server, Tree(generator_body) as generator:
         server.expect("forked")
         generator.expect("threads")
-        with Monitor(server.pid, generator.pid, interval_s=0.25) as monitor:
+        with Monitor(server.pid, generator.pid, interval_s=0.25) as monitor, \
+                Monitor(server.pid, generator.pid, interval_s=3600) as reference:
             time.sleep(3.0)
         result = monitor.result
     assert result["summary"]["server"]["processes_peak"] == 10
@@ -345,7 +352,10 @@ def test_sampler_sleeps_between_samples_on_its_grid():
     summary = result["summary"]
     # The first sample at start, one per grid point, the last at stop; a late sample skips grid points.
     assert 2 <= summary["samples"] <= summary["duration_s"] / 0.25 + 2, summary
-    assert 0 < summary["monitor_cpu_s"] and summary["monitor_cpu_pct"] < 10.0, summary
+    two_samples_cpu_s = reference.result["summary"]["monitor_cpu_s"]
+    assert reference.result["summary"]["samples"] == 2, reference.result["summary"]
+    # The first sample of a monitor costs the most (it finds every process); a margin of 2x on the rest.
+    assert 0 < summary["monitor_cpu_s"] <= two_samples_cpu_s * summary["samples"], (summary, two_samples_cpu_s)
 
 
 def test_bad_input_is_refused_with_a_clear_message():

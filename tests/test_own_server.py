@@ -8,6 +8,7 @@ nor stop it, and it must still be running afterwards.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -183,15 +184,31 @@ def test_a_wrong_answer_is_refused_before_the_run(server, cache_dir, tmp_path):
 
 
 def test_compare_fail_on_regression(server, cache_dir, tmp_path, generator_binary):
-    """Run 1: the server as it is; run 2: the same server 20 ms slower per response. 2 against 1 is a
-    regression in both metrics (exit 1); 1 against 2 is an improvement (exit 0)."""
+    """Run 1: the server as it is; run 2: the same server slower per response by more than run 1's own spread. 2
+    against 1 is a regression in both metrics (exit 1); 1 against 2 is an improvement (exit 0).
+
+    The added delay comes from run 1's figures, not a fixed 20 ms, which a slow or busy host's own latency can
+    exceed: the gate marks a change only when the repeats' ranges do not overlap, and a closed loop of
+    `connections` cannot exceed connections / delay requests per second, nor answer faster than the delay. So twice
+    the larger of run 1's worst p99 and connections / its lowest rate puts both of run 2's ranges clear of run 1's
+    on any host."""
     results = tmp_path / "results"
-    for delay in ("0", "20"):
-        proc, port = server("--delay-ms", delay)
+    connections = 4
+
+    def run(delay_ms: float, duration_s: int) -> None:
+        proc, port = server("--delay-ms", f"{delay_ms:g}")
         result = run_cli(["run", "--url", f"http://127.0.0.1:{port}", "--scenario", "hello", "--pid", proc.pid,
-                          "--connections", "4", "--repeat", "2", "--duration", "1s", "--warmup", "0.2s",
-                          "--results", results], cache_dir)
+                          "--connections", str(connections), "--repeat", "2", "--duration", f"{duration_s}s",
+                          "--warmup", "0.2s", "--results", results], cache_dir)
         assert result.returncode == 0, result.stdout + result.stderr
+
+    run(0, 1)
+    first = db_rows(results, "SELECT requests_per_s, latency_p99_us FROM measurements WHERE run_id = 1")
+    worst_p99_ms = max(r["latency_p99_us"] for r in first) / 1000
+    slowest_request_ms = connections / min(r["requests_per_s"] for r in first) * 1000
+    delay_ms = max(20.0, 2 * max(worst_p99_ms, slowest_request_ms))
+    # At least 20 requests per connection in each repeat of run 2, so that its p99 is measured, not one request.
+    run(delay_ms, max(1, math.ceil(20 * delay_ms / 1000)))
     slower = run_cli(["compare", "1", "2", "--fail-on-regression", "--results", results], cache_dir)
     assert slower.returncode == 1, slower.stdout + slower.stderr
     assert "regression: external hello c=4,w=1: rps lower" in slower.stdout

@@ -57,6 +57,28 @@ def count_rows(results, query="SELECT count(*) FROM measurements") -> int:
         return 0
 
 
+def wait_until(proc: subprocess.Popen, predicate, what: str, timeout_s: float = 60) -> None:
+    """Poll `predicate` until it holds; fail naming `what` (with the run's output) if the run ends first or
+    `timeout_s` (a bound for a hang, not a speed) passes. A signal sent after this lands where the test means."""
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                proc.kill()
+            raise AssertionError(f"the run never reached {what}: {proc.communicate()}")
+        time.sleep(0.02)
+
+
+def alive(pid: int) -> bool:
+    """Whether our child `pid` has not exited yet. It is not waited for, so its number is not reused and an
+    exited one is a zombie (state Z) until then."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
 def by_key(results):
     rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
     return {(r["contestant"], r["scenario"], r["repeat_index"]): r for r in rows}
@@ -211,11 +233,7 @@ def test_ctrl_c_keeps_measurements_and_prints_resume(tmp_path, cache_dir, genera
     path = suite(tmp_path, ["fx-good", "fx-other"], repeat=5, duration=1)
     results = tmp_path / "results"
     proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if count_rows(results) >= 1:
-            break
-        time.sleep(0.05)
+    wait_until(proc, lambda: count_rows(results) >= 1, "its first stored measurement")
     proc.send_signal(signal.SIGINT)  # the second measurement has just started
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
@@ -511,27 +529,31 @@ def test_internal_errors_lose_one_contestant_or_measurement_not_the_run(tmp_path
 def test_a_ctrl_c_after_the_clean_up_does_not_change_the_exit_code(tmp_path, cache_dir, generator_binary,
                                                                     no_leftover_processes):
     """A second Ctrl-C sent as an interrupted run prints its last line: the run still exits 130. Through
-    sys.exit the process was ended by SIGINT during the interpreter's exit in about 1 run of 6 (cli.run)."""
+    sys.exit the process was ended by SIGINT during the interpreter's exit in about 1 run of 6 (cli.run).
+
+    Ctrl-C is held down from that line until the process has exited, by os.kill (Popen.send_signal quietly sends
+    nothing to a process it finds gone), and the test counts the signals that reached it alive: an exit before
+    the first one would test nothing."""
     path = suite(tmp_path, ["fx-good"], repeat=1, duration=5)
     results = tmp_path / "results"
     proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
-    deadline = time.monotonic() + 60
-    while count_rows(results, "SELECT count(*) FROM live_processes WHERE role = 'generator'") == 0:
-        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
-        time.sleep(0.02)
+    wait_until(proc, lambda: count_rows(results, "SELECT count(*) FROM live_processes WHERE role = 'generator'") > 0,
+               "its load")
     proc.send_signal(signal.SIGINT)
     last = ""
+    reached_alive = 0
     for line in proc.stderr:
         last += line
         if "interrupted: what was measured is stored" in line:
-            try:
-                proc.send_signal(signal.SIGINT)
-            except ProcessLookupError:
-                pass
+            deadline = time.monotonic() + 30
+            while alive(proc.pid) and time.monotonic() < deadline:
+                os.kill(proc.pid, signal.SIGINT)
+                reached_alive += alive(proc.pid)  # still alive after the send: the signal came before the exit
             break
     last += proc.stderr.read()  # what the line iterator read ahead is in its buffer, not in the pipe
     proc.wait(timeout=30)
     assert proc.returncode == 130, last
+    assert reached_alive >= 1, f"no Ctrl-C after the last line reached the process before it exited: {last}"
 
 
 def test_second_ctrl_c_during_the_stop_still_kills_the_server(tmp_path, cache_dir, generator_binary,
@@ -549,20 +571,13 @@ def test_second_ctrl_c_during_the_stop_still_kills_the_server(tmp_path, cache_di
         except sqlite3.OperationalError:
             return set()
 
-    def wait_for(predicate, what):
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if predicate(live_roles()):
-                return
-            time.sleep(0.02)
-        proc.kill()
-        raise AssertionError(f"never saw {what}: {proc.communicate()}")
-
-    wait_for(lambda roles: {"generator", "server:fx-stubborn"} <= roles, "the load running")
+    wait_until(proc, lambda: {"generator", "server:fx-stubborn"} <= live_roles(), "the load running")
     proc.send_signal(signal.SIGINT)
     # The generator is gone and forgotten: the backend is now waiting stop_timeout_s for the server to obey.
-    wait_for(lambda roles: roles == {"server:fx-stubborn"}, "the server being stopped")
+    wait_until(proc, lambda: live_roles() == {"server:fx-stubborn"}, "the server being stopped")
     proc.send_signal(signal.SIGINT)
+    # The outcome below proves the second Ctrl-C cut that stop short: a stop that ran its course SIGKILLs the group
+    # and forgets it (backend.release), so the run's clean-up would find nothing left to kill.
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr
     assert "killed 2 process(es) left by run 1 (server:fx-stubborn" in stderr, stderr
@@ -734,9 +749,7 @@ def test_sigterm_stops_a_run_that_resumes_where_it_stopped(tmp_path, cache_dir, 
     path = suite(tmp_path, ["fx-good", "fx-other"], repeat=3, duration=1)
     results = tmp_path / "results"
     proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and count_rows(results) < 1:
-        time.sleep(0.05)
+    wait_until(proc, lambda: count_rows(results) >= 1, "its first stored measurement")
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130, stderr

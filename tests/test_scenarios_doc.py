@@ -70,7 +70,7 @@ def test_static_set_paragraph_matches_the_code():
 
 
 @pytest.mark.parametrize("name", ["MIN_LISTEN_BACKLOG", "NAGLE_CHECK_REQUESTS", "NAGLE_CHECK_PATHS",
-                                  "NAGLE_MAX_MEDIAN_MS", "SLEEP_OVERLAP_CONNECTIONS", "SLEEP_OVERLAP_MS",
+                                  "NAGLE_MIN_STALL_MS", "SLEEP_OVERLAP_CONNECTIONS", "SLEEP_OVERLAP_MS",
                                   "SLEEP_OVERLAP_MAX_BATCHES"])
 def test_constants_the_doc_names_exist(name):
     assert f"`{name}`" in DOC or f"{{{name}}}" in DOC

@@ -19,7 +19,7 @@ from netarena.config import Measure, load_manifest
 from netarena.contestants import Contestant
 from netarena.ports import ephemeral_port_range, free_port
 from netarena.process import ManagedProcess, group_members, kill_group
-from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, NAGLE_MAX_MEDIAN_MS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
+from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, NAGLE_MIN_STALL_MS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
                                 STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files, levels_for,
                                 listen_backlogs, load_spec, static_file_bytes, static_file_sizes, verify)
 
@@ -199,7 +199,7 @@ def test_verify_reports_what_the_socket_checks_measured(serve, tmp_path):
     result = verify("hello", port, tmp_path, concurrency_model="threads")
     assert result.ok, result.reason
     assert "listen backlog: backlog 1024" in result.observed
-    assert f"{NAGLE_CHECK_REQUESTS} x GET /hello on one connection: median" in result.observed
+    assert f"{NAGLE_CHECK_REQUESTS} x 2 GET /hello on one connection: median" in result.observed
 
 
 def test_verify_rejects_a_listen_backlog_below_the_catalog_minimum(serve, tmp_path):
@@ -230,19 +230,40 @@ def test_verify_rejects_responses_delayed_by_nagle(serve, tmp_path):
     assert verify("bytes", port, tmp_path, responses_only=True).ok
 
 
+NAGLE_MEASURED = re.compile(r"GET /bytes/10000 on one connection: median ([\d.]+) ms from a response's first byte to "
+                            r"its last with delayed ACKs, ([\d.]+) ms with immediate ACKs \(([\d.]+) ms from the "
+                            r"request\)")
+
+
 def test_nagle_check_times_the_response_not_the_server(serve, tmp_path):
-    """A server that takes 60 ms before each answer (a JIT still compiling, a busy machine), twice the Nagle
-    bound, but writes it whole: slow, not stalled by Nagle. Slow and without TCP_NODELAY: still stalled."""
+    """A server that takes 60 ms before each answer (a JIT still compiling, a busy machine) but writes it whole:
+    slow, not stalled by Nagle. Slow and without TCP_NODELAY: still stalled."""
     _, port = serve("--slow-ms", "60")
     result = verify("bytes", port, tmp_path)
     assert result.ok, result.reason
-    measured = re.search(r"GET /bytes/10000 on one connection: median ([\d.]+) ms from a response's first byte to "
-                         r"its last \(([\d.]+) ms from the request\)", result.observed)
-    assert measured, result.observed
-    assert float(measured.group(2)) >= 60 > NAGLE_MAX_MEDIAN_MS, result.observed
+    measured = NAGLE_MEASURED.search(result.observed)
+    assert measured and float(measured.group(3)) >= 60, result.observed
     _, nagle_port = serve("--slow-ms", "60", "--nagle")
     result = verify("bytes", nagle_port, tmp_path)
     assert not result.ok and "TCP_NODELAY" in result.reason, result.reason
+
+
+def test_nagle_check_tells_a_stall_from_pieces_written_slowly(serve, tmp_path):
+    """A server (or a slow host) whose head and body come 60 ms apart on their own, with TCP_NODELAY: every response
+    spends 60 ms between its first byte and its last, more than Linux's 40 ms delayed ACK, yet it is not Nagle,
+    because the body comes as late when the client acknowledges at once. The same pieces without TCP_NODELAY
+    add the delayed ACK's wait to the delayed half only: Nagle."""
+    _, port = serve("--pace-ms", "60")
+    result = verify("bytes", port, tmp_path)
+    assert result.ok, result.reason
+    measured = NAGLE_MEASURED.search(result.observed)
+    assert measured and float(measured.group(1)) >= 60 and float(measured.group(2)) >= 60, result.observed
+    _, nagle_port = serve("--nagle")
+    result = verify("bytes", nagle_port, tmp_path)
+    measured = NAGLE_MEASURED.search(result.reason)
+    assert not result.ok and measured, result.reason
+    # The stall is the delayed ACK's own timeout (at least 40 ms on Linux), on top of what the immediate ACK costs.
+    assert float(measured.group(1)) - float(measured.group(2)) >= NAGLE_MIN_STALL_MS, result.reason
 
 
 def test_verify_sleep_requires_overlap_by_concurrency_model(serve, tmp_path):
