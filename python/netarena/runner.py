@@ -74,13 +74,16 @@ class Estimate:
     def total_s(self) -> float:
         return self.installs_s + self.measuring_s
 
-    def describe(self) -> str:
-        """'installs 3 min 10 s (rust-hyper 3 min 00 s: default for rust; ...; 2 at a time) + measuring ...'"""
+    def describe(self, longest: int = 3) -> str:
+        """'installs 3 min 10 s (5 contestants, 2 at a time; longest: rust-hyper 3 min 00 s (default for rust),
+        ...) + measuring ...': the `longest` installs named, with where each figure comes from."""
         if not self.installs:
             installs = "installs: none needed"
         else:
-            each = "; ".join(f"{name} {minutes_seconds(s)}: {source}" for name, s, source in self.installs)
-            installs = f"installs {minutes_seconds(self.installs_s)} ({each}; {self.jobs} at a time)"
+            ranked = sorted(self.installs, key=lambda one: -one[1])
+            named = ", ".join(f"{name} {minutes_seconds(s)} ({source})" for name, s, source in ranked[:longest])
+            installs = (f"installs {minutes_seconds(self.installs_s)} ({len(self.installs)} contestant(s), "
+                        f"{self.jobs} at a time; longest: {named})")
         return f"{installs} + measuring {minutes_seconds(self.measuring_s)}"
 
 
