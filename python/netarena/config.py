@@ -55,6 +55,10 @@ class OptionalInstall(Strict):
 
     scenarios: Annotated[list[ScenarioName], Field(min_length=1)]
     steps: Annotated[InstallSteps, Field(min_length=1)]
+    # The part's steps build everything the base steps do and more (the same build with a cargo feature): when
+    # the base is not built yet they run instead of it. A cargo feature changes the features of shared
+    # dependencies (tokio, hyper, serde), so a feature build on top of a base build recompiles nearly all of it.
+    instead_of_steps: bool = False
 
 
 class Install(Strict):

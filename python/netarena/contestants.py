@@ -430,7 +430,8 @@ def install_estimate_s(contestant: Contestant, parts=()) -> tuple[float, str]:
     built = (_parts_built(contestant) or set()) if base_current else set()
     language = contestant.manifest.language
     seconds, sources = 0.0, []
-    if not base_current:
+    replacing = any(contestant.manifest.install.optional[part].instead_of_steps for part in parts)
+    if not base_current and not replacing:
         if "base_s" in known:
             seconds += known["base_s"]
             sources.append("its last install here")
@@ -602,7 +603,8 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
         # The base steps run when their outputs are not current (and then every part asked for after them);
         # otherwise only the parts asked for that were not built yet: a plan with mongo after one without
         # builds the driver once, on top of what is there.
-        todo = ([(None, manifest.install.steps)] if built is None else []) + \
+        replacing = any(manifest.install.optional[part].instead_of_steps for part in parts)
+        todo = ([(None, manifest.install.steps)] if built is None and not replacing else []) + \
             [(part, manifest.install.optional[part].steps) for part in parts if part not in (built or set())]
         if todo:
             (contestant.env_dir / "steps.stamp").unlink(missing_ok=True)
