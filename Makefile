@@ -21,8 +21,11 @@ setup:
 test-packages:
 	.ci/debian-packages
 
-run: setup
-	$(BIN)/netarena run
+# The build's time (setup: netarena-load's cargo build) is the run's first phase: netarena prints it with the
+# others at the end (NETARENA_BUILD_S).
+run:
+	@start=$$(date +%s); $(MAKE) --no-print-directory setup && \
+	NETARENA_BUILD_S=$$(( $$(date +%s) - start )) $(BIN)/netarena run
 
 # The HTTP scenarios run once per engine: the default (--io auto: io_uring with automatic coalescing,
 # which make test needs), epoll, and io_uring without coalescing (NETARENA_LOAD_TEST_IO, see

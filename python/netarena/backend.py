@@ -192,8 +192,11 @@ class RealBackend:
         self.monitor_interval_s = monitor_interval_s
         self.user = user  # server_user.ServerUser the servers run as, or None: netarena's own user
 
-    def prepare(self, contestant: Contestant, allow_apt: bool, say) -> dict:
-        return install(contestant, allow_apt=allow_apt, say=say, user=self.user)
+    # Installs are processes on this machine, each under its own lock: several may run at once.
+    concurrent_installs = True
+
+    def prepare(self, contestant: Contestant, allow_apt: bool, say, parts=()) -> dict:
+        return install(contestant, allow_apt=allow_apt, say=say, user=self.user, parts=parts)
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path, host: str = "127.0.0.1",
@@ -623,7 +626,9 @@ class MockBackend:
     def __init__(self, generator: Path | None = None, **_):
         self.generator = generator
 
-    def prepare(self, contestant: Contestant, allow_apt: bool, say) -> dict:
+    concurrent_installs = True
+
+    def prepare(self, contestant: Contestant, allow_apt: bool, say, parts=()) -> dict:
         return {"mock": True}
 
     def measure(self, req: MeasureRequest, progress=lambda text: None) -> dict:

@@ -12,6 +12,7 @@ import os
 import signal
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import NoReturn
 
@@ -259,6 +260,8 @@ def _contestants_dir_option(f):
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
 @click.option("--generator-cpus", help="CPUs for netarena-load (default: the second available CPU).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
+@click.option("--install-jobs", type=click.IntRange(1, 64), default=None,
+              help="Contestants installed at once (default: one per CPU, at least 2, at most 4).")
 @_run_as_root_option
 @_contestants_dir_option
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors.")
@@ -289,7 +292,7 @@ def _contestants_dir_option(f):
               help="Run across hosts: the server on one, the load on the others (docs/many-machines.md).")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
 def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
-        no_apt, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
+        no_apt, install_jobs, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
         allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt):
     """Run a suite (default: quick), or measure your own server (--url), and store every measurement in
     RESULTS/netarena.sqlite.
@@ -299,11 +302,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     130 interrupted.
     """
     from .backend import GeneratorMissing, check_thresholds, find_generator, generator_version, make_backend
-    from .runner import (Interrupted, Runner, StopRequest, StopRun, build_plan, cleanup_orphans, new_run,
-                         orchestrator_alive, resolve_cpus)
+    from .contestants import default_install_jobs
+    from .runner import (Interrupted, Runner, StopRequest, StopRun, build_plan, cleanup_orphans, minutes_seconds,
+                         new_run, orchestrator_alive, resolve_cpus)
     from .cli_report import measured_any, report_after_run, summary_after_run
 
     ui = UI(quiet=quiet, json_mode=json_mode)
+    install_jobs = install_jobs or default_install_jobs()
     external = None  # the server of --url (external.ExternalServer)
     # ---- parse and validate: any problem exits 2 before anything starts
     try:
@@ -553,11 +558,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             server_cpus=server, generator_cpus=generator_set,
             generator_path=str(generator_path) if generator_path else None,
             generator_version=generator_version(generator_path) if generator_path else None, cluster=cluster_info)
-        minutes, seconds = divmod(int(plan.estimate_s()), 60)
+        # Installs are estimated from this machine's cache; a cluster's happen on its server host.
+        estimate = plan.estimate(install_jobs, installs=backend_kind == "real")
+        installs_elsewhere = " plus installs on the server host" if backend_kind == "cluster" else ""
         ui.info(f"run {run_id}: suite {plan.suite.name}, {len({i.contestant for i in plan.items})} contestant(s), "
                 f"{len(plan.items)} measurement(s) x {plan.suite.repeat} repeat(s) = {plan.total}; estimated "
-                f"{minutes} min {seconds:02d} s plus first-time installs; server CPUs {server}, generator CPUs "
-                f"{generator_set}; store {store.path}")
+                f"{minutes_seconds(estimate.total_s)}{installs_elsewhere}: {estimate.describe()}; server CPUs "
+                f"{server}, generator CPUs {generator_set}; store {store.path}")
         if plan.suite.time_budget_s and plan.estimate_s() > plan.suite.time_budget_s:
             ui.warn(f"the estimate exceeds the suite's time_budget_s ({plan.suite.time_budget_s:g} s)")
     for contestant in plan.contestants:
@@ -569,7 +576,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             ui.info(f"skip {contestant}{' ' + scenario if scenario else ''}"
                     f"{' ' + level_key if level_key else ''}: {reason}")
 
-    runner = Runner(store, None, ui, allow_apt=allow_apt)
+    runner = Runner(store, None, ui, allow_apt=allow_apt, install_jobs=install_jobs)
     if cluster_backend is not None:
         backend = cluster_backend
     elif backend_kind == "real":
@@ -616,7 +623,11 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
     summary = run_summary(store, run_id)
     # The HTML report is written from the store (never from live state), like `netarena report` does; a
     # failure to render it is a warning, never a traceback over a run whose results are stored.
+    report_started = time.monotonic()
     report_path = report_after_run(store, run_id, results_dir, ui.err)
+    phases = _phase_times(runner.phase_s, time.monotonic() - report_started)
+    store.add_to_run_environment(run_id, "phase_s", phases)
+    summary["phase_s"] = phases
     if json_mode:
         summary["report"] = str(report_path) if report_path else None
         click.echo(json.dumps(summary, indent=2, default=str))
@@ -624,6 +635,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
         summary_after_run(store, run_id, results_dir, ui.out, ui.err)
         if report_path:
             ui.out.print(f"report: {report_path}")
+        ui.out.print("took: " + ", ".join(f"{name} {minutes_seconds(s)}" for name, s in phases.items()))
     store.close()  # the WAL folded into netarena.sqlite: that one file now holds the run
     if summary["measurements"]["ok"] == 0:
         sys.exit(EXIT_FAILED)
@@ -632,6 +644,23 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             ui.err.print(f"{summary['measurements']['threshold_failed']} measurement(s) failed a threshold "
                          f"(exit {EXIT_THRESHOLD_FAILED})", markup=False, highlight=False)
         sys.exit(EXIT_THRESHOLD_FAILED)
+
+
+# Set by `make run` to the seconds its build (the editable install, which compiles netarena-load) took: the
+# run's first phase, which happens before netarena starts.
+BUILD_TIME_ENV = "NETARENA_BUILD_S"
+
+
+def _phase_times(runner_phase_s: dict[str, float], report_s: float) -> dict[str, float]:
+    """Seconds per phase of the run, in order: build (when `make run` said), installs, measuring, report."""
+    phases: dict[str, float] = {}
+    try:
+        phases["build"] = float(os.environ[BUILD_TIME_ENV])
+    except (KeyError, ValueError):
+        pass
+    phases.update(runner_phase_s)
+    phases["report"] = report_s
+    return {name: round(s, 1) for name, s in phases.items()}
 
 
 def _own_start_time() -> float:
@@ -795,6 +824,8 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 @_contestants_dir_option
 @click.option("--scenario", "scenario_opt", help="Comma-separated scenarios (default: every one it claims).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
+@click.option("--install-jobs", type=click.IntRange(1, 64), default=None,
+              help="Contestants installed at once (default: one per CPU, at least 2, at most 4).")
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
 @_run_as_root_option
 @click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,
@@ -803,10 +834,13 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 @click.option("--threads", type=click.IntRange(1, 65_536), default=None,
               help="Start each contestant with this thread-pool size per worker ({threads}; default: the "
                    "manifest's threads.default); contestants without a thread pool are skipped with their reason.")
-def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus, run_as_root, workers, threads):
+def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs, server_cpus, run_as_root, workers,
+           threads):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     from .backend import RealBackend
+    from .contestants import default_install_jobs, install_concurrently, install_parts
     from .ports import free_port
+    from .runner import minutes_seconds
     from .process import available_cpus
     from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 
@@ -831,26 +865,53 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, server_cpus,
     backend = RealBackend(generator=None, user=user)
     log_dir = cache_root() / "verify-logs"
     failures = 0
-    failed_logs: list[Path] = []  # servers that failed: their log's last lines follow the table
+    failed_logs: list[Path] = []  # failed servers and installs: their log's last lines follow the table
     table = Table(title="verification")
     for col in ("contestant", "scenario", "result", "reason"):
         table.add_column(col)
+    def checked(contestant) -> list[str]:
+        return [s for s in contestant.manifest.scenarios if not scenario_filter or s in scenario_filter]
+
+    # verify starts no database: the scenarios that need one are not checked, so their install parts are not built.
+    def parts(contestant) -> list[str]:
+        return install_parts(contestant, [s for s in checked(contestant) if s not in SERVICE_SCENARIOS])
+
+    cannot: dict[str, str] = {}
     for contestant in contestants:
-        scenarios = [s for s in contestant.manifest.scenarios if not scenario_filter or s in scenario_filter]
-        av = availability(contestant, allow_apt=not no_apt)
+        av = availability(contestant, allow_apt=not no_apt, parts=parts(contestant))
         no_pool = threads is not None and not contestant.manifest.threads.supported
         if not av.runnable or (workers > 1 and not contestant.manifest.workers.supported) or no_pool:
-            why = av.summary if not av.runnable else "no thread pool to size (threads.supported = false)" \
-                if no_pool else f"no worker support: {contestant.manifest.workers.how}"
+            cannot[contestant.name] = av.summary if not av.runnable else \
+                "no thread pool to size (threads.supported = false)" if no_pool else \
+                f"no worker support: {contestant.manifest.workers.how}"
+    # Installs first, several at once (each one's output in its install log, a line here as each ends); then
+    # the checks, one server at a time.
+    install_failed: dict[str, InstallError] = {}
+
+    def installed(result) -> None:
+        if isinstance(result.error, InstallError):
+            install_failed[result.contestant.name] = result.error
+            console.print(f"{result.contestant.name}: install failed after {minutes_seconds(result.seconds)}")
+        elif result.error is not None:
+            raise result.error
+        else:
+            console.print(f"{result.contestant.name}: ready after {minutes_seconds(result.seconds)}")
+
+    install_concurrently([c for c in contestants if c.name not in cannot],
+                         lambda c: install(c, allow_apt=not no_apt, user=user, parts=parts(c)),
+                         install_jobs or default_install_jobs(), installed)
+    for contestant in contestants:
+        scenarios = checked(contestant)
+        if contestant.name in cannot:
             for s in scenarios:
-                table.add_row(contestant.name, s, styled(("skipped", "yellow")), why)
+                table.add_row(contestant.name, s, styled(("skipped", "yellow")), cannot[contestant.name])
             continue
-        try:
-            install(contestant, allow_apt=not no_apt, say=console.print, user=user)
-        except InstallError as exc:
+        if contestant.name in install_failed:
+            exc = install_failed[contestant.name]
             failures += len(scenarios)
             for s in scenarios:
                 table.add_row(contestant.name, s, FAIL, f"install failed: {exc}")
+            failed_logs.append(contestant.env_dir / "install.log")
             continue
         if "static" in scenarios and not static_set_ready(static_dir):
             console.print(f"generating the static file set in {static_dir} (once)")

@@ -45,12 +45,29 @@ class Strict(BaseModel):
 # ----------------------------------------------------------------------------- contestant manifest
 
 
+InstallSteps = list[Annotated[list[str], Field(min_length=1)]]
+
+
+class OptionalInstall(Strict):
+    """[install.optional.NAME]: build steps only some scenarios need (a database driver), run after the base
+    steps and only when a run or verification plans one of `scenarios`; the install cache records which parts
+    were built, so a later plan that needs this one builds it once (docs/contestant-manifest.md)."""
+
+    scenarios: Annotated[list[ScenarioName], Field(min_length=1)]
+    steps: Annotated[InstallSteps, Field(min_length=1)]
+    # The part's steps build everything the base steps do and more (the same build with a cargo feature): when
+    # the base is not built yet they run instead of it. A cargo feature changes the features of shared
+    # dependencies (tokio, hyper, serde), so a feature build on top of a base build recompiles nearly all of it.
+    instead_of_steps: bool = False
+
+
 class Install(Strict):
     requires: list[str] = []
     debian: list[str] = []
     python_requirements: str | None = None
     python_runtime: Literal["cpython", "pypy"] = "cpython"
-    steps: list[Annotated[list[str], Field(min_length=1)]] = []
+    steps: InstallSteps = []
+    optional: dict[str, OptionalInstall] = {}
 
 
 class Start(Strict):
@@ -568,6 +585,17 @@ def load_manifest(path: Path) -> Manifest:
         _check_manifest_paths([value], contestant_folder, fail, ("start", "env", key))
     for index, step in enumerate(manifest.install.steps):
         _check_manifest_paths(step, contestant_folder, fail, ("install", "steps", index))
+    for part, optional in manifest.install.optional.items():
+        if not re.fullmatch(NAME_PATTERN, part):
+            fail(("install", "optional", part), f"{part!r} is not a part name (lower-case letters, digits and '-', "
+                 "starting with a letter or digit)", 'name it after what it builds, e.g. [install.optional.mongo]')
+        for scenario in optional.scenarios:
+            if scenario not in manifest.scenarios:
+                fail(("install", "optional", part, "scenarios"), f"'{scenario}' is not one of this contestant's "
+                     f"scenarios ({', '.join(manifest.scenarios)}): the part would never be built",
+                     did_you_mean(scenario, manifest.scenarios))
+        for index, step in enumerate(optional.steps):
+            _check_manifest_paths(step, contestant_folder, fail, ("install", "optional", part, "steps", index))
     uses_threads = any("{threads}" in w for w in [*(manifest.start.command or []), *(manifest.start.echo_command or []),
                                                   *manifest.start.env.values()])
     if manifest.threads.supported and not manifest.threads.how.strip():
@@ -585,6 +613,9 @@ def load_manifest(path: Path) -> Manifest:
         _placeholders([value], PLACEHOLDERS, path, lines, ("start", "env", key))
     for index, step in enumerate(manifest.install.steps):
         _placeholders(step, STEP_PLACEHOLDERS, path, lines, ("install", "steps", index))
+    for part, optional in manifest.install.optional.items():
+        for index, step in enumerate(optional.steps):
+            _placeholders(step, STEP_PLACEHOLDERS, path, lines, ("install", "optional", part, "steps", index))
     return manifest
 
 

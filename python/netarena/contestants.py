@@ -11,6 +11,8 @@ import re
 import shutil
 import stat
 import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +25,16 @@ INSTALL_TIMEOUT_S = 1800  # pip builds from source (uwsgi ~30 s), cargo/go build
 # What older versions wrote into a contestant's folder after its install steps; nothing is written there now
 # (the cache's steps.stamp says it all), but a checkout may still hold one: never hashed.
 INSTALL_MARKER = ".netarena-installed"
+# Rough first-install times by language, for the run's estimate when this cache has no time of its own for a
+# contestant (install-time.json, written by each install that did work): from one fresh 2-core machine, the
+# optional parts ([install.optional]) not included.
+DEFAULT_INSTALL_S = {"rust": 180.0, "python": 60.0, "scala": 120.0, "java": 90.0, "go": 80.0, "javascript": 30.0,
+                     "erlang": 20.0, "ruby": 30.0, "c": 10.0}
+DEFAULT_INSTALL_PART_S = 120.0  # an optional part (a database driver) without a time of its own
+# Build tools whose shared cache two builds must not write at once: their steps hold a lock named after the
+# tool while they run, also when installs run concurrently. Cargo, Go, npm and pip lock (or do not share)
+# theirs themselves.
+SHARED_CACHE_TOOLS = {"mvn": "Maven's local repository (~/.m2) is not safe for two builds writing at once"}
 # Folders that builds write into; hashing them would make every build invalidate itself.
 _BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
 
@@ -198,8 +210,9 @@ def _required_executables(manifest: Manifest) -> list[str]:
     return required
 
 
-def availability(contestant: Contestant, allow_apt: bool = True) -> Availability:
-    """Whether the contestant can run here, without changing anything."""
+def availability(contestant: Contestant, allow_apt: bool = True, parts=()) -> Availability:
+    """Whether the contestant can run here, without changing anything; `parts`: the optional install parts
+    that will be asked for (install_parts)."""
     manifest = contestant.manifest
     av = Availability(True)
     missing_debs = [p for p in manifest.install.debian if not dpkg_installed(p)]
@@ -226,8 +239,8 @@ def availability(contestant: Contestant, allow_apt: bool = True) -> Availability
     if manifest.install.python_requirements and not _venv_current(contestant):
         av.notes.append(f"a venv will be created in {contestant.venv_dir} from "
                         f"{manifest.install.python_requirements}")
-    if manifest.install.steps and not _steps_current(contestant):
-        av.notes.append(f"{len(manifest.install.steps)} build step(s) will run")
+    if _has_steps(manifest) and not _steps_current(contestant, parts):
+        av.notes.append("build steps will run")
     return av
 
 
@@ -276,7 +289,20 @@ def _venv_stamp(contestant: Contestant) -> str:
 
 
 def _steps_stamp(contestant: Contestant) -> str:
-    return json.dumps({"steps": contestant.manifest.install.steps, "tree_sha256": _tree_hash(contestant.dir)})
+    install = contestant.manifest.install
+    return json.dumps({"steps": install.steps, "tree_sha256": _tree_hash(contestant.dir),
+                       **({"optional": {name: part.model_dump(mode="json") for name, part in
+                                        sorted(install.optional.items())}} if install.optional else {})})
+
+
+def _has_steps(manifest: Manifest) -> bool:
+    return bool(manifest.install.steps or manifest.install.optional)
+
+
+def install_parts(contestant: Contestant, scenarios) -> list[str]:
+    """The optional install parts ([install.optional.NAME]) that measuring `scenarios` needs, by name."""
+    wanted = set(scenarios)
+    return sorted(name for name, part in contestant.manifest.install.optional.items() if wanted & set(part.scenarios))
 
 
 def _venv_current(contestant: Contestant, user=None) -> bool:
@@ -321,27 +347,107 @@ def _folder_outputs(contestant: Contestant) -> dict[str, list[int]]:
     return found
 
 
-def _steps_current(contestant: Contestant) -> bool:
-    """The install steps' outputs are present for this checkout and this cache.
+def _steps_current(contestant: Contestant, parts=()) -> bool:
+    """The install steps' outputs, and those of the optional `parts`, are present for this checkout and this
+    cache.
 
     Steps write into the cache (go build -o {build_dir}) and some into the contestant folder too (npm ci makes
     node_modules there). A fresh cache next to a built checkout has no stamp; a fresh clone next to a kept cache
     (CI: new clone, old ~/.cache) has the stamp but not the folders it names. Both re-run the steps. Nothing is
     written into the contestant folder to tell: the stamp in the cache records those folders' identities.
     """
+    built = _parts_built(contestant)
+    return built is not None and set(parts) <= built
+
+
+def _parts_built(contestant: Contestant) -> set[str] | None:
+    """The optional parts built beside the current base steps' outputs (empty: the base alone); None when the
+    base steps' outputs are not current (see _steps_current)."""
     stamp = contestant.env_dir / "steps.stamp"
     if not stamp.is_file():
-        return False
+        return None
     try:
         recorded = json.loads(stamp.read_text())
     except ValueError:
-        return False
-    return recorded.get("stamp") == _steps_stamp(contestant) and recorded.get("outputs") == _folder_outputs(contestant)
+        return None
+    if recorded.get("stamp") != _steps_stamp(contestant) or recorded.get("outputs") != _folder_outputs(contestant):
+        return None
+    return set(recorded.get("parts", []))
 
 
-def _record_steps_installed(contestant: Contestant) -> None:
+def _record_steps_installed(contestant: Contestant, parts: set[str]) -> None:
     (contestant.env_dir / "steps.stamp").write_text(json.dumps({"stamp": _steps_stamp(contestant),
-                                                                "outputs": _folder_outputs(contestant)}))
+                                                                "outputs": _folder_outputs(contestant),
+                                                                "parts": sorted(parts)}))
+
+
+def _base_current(contestant: Contestant) -> bool:
+    """Debian packages, venv and base build steps in place (optional parts aside)."""
+    install = contestant.manifest.install
+    return (all(dpkg_installed(p) for p in install.debian)
+            and (not install.python_requirements or _venv_current(contestant))
+            and (not _has_steps(contestant.manifest) or _parts_built(contestant) is not None))
+
+
+def install_current(contestant: Contestant, parts=()) -> bool:
+    """Whether install() would find everything in place, `parts` included, and only record versions: what the
+    run's estimate counts as no install time."""
+    return _base_current(contestant) and (not parts or _steps_current(contestant, parts))
+
+
+def _install_time_path(contestant: Contestant) -> Path:
+    return contestant.env_dir / "install-time.json"
+
+
+def _remember_install_time(contestant: Contestant, base_s: float | None, parts_s: dict[str, float]) -> None:
+    """Keep what this install took in the cache, for the next run's estimate (install_estimate_s)."""
+    path = _install_time_path(contestant)
+    try:
+        known = json.loads(path.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if base_s is not None:
+        known["base_s"] = round(base_s, 1)
+    known["parts_s"] = {**known.get("parts_s", {}), **{k: round(v, 1) for k, v in parts_s.items()}}
+    path.write_text(json.dumps(known))
+
+
+# install_estimate_s's source for a contestant with nothing to install.
+INSTALLED = "installed"
+
+
+def install_estimate_s(contestant: Contestant, parts=()) -> tuple[float, str]:
+    """(seconds, where that figure comes from) of what install() would do now for `parts`: 0 when everything
+    is current, else this cache's last time for the base install and for each missing part, or the stated
+    defaults (DEFAULT_INSTALL_S by language, DEFAULT_INSTALL_PART_S per part)."""
+    if install_current(contestant, parts):
+        return 0.0, INSTALLED
+    try:
+        known = json.loads(_install_time_path(contestant).read_text())
+    except (OSError, ValueError):
+        known = {}
+    base_current = _base_current(contestant)
+    built = (_parts_built(contestant) or set()) if base_current else set()
+    language = contestant.manifest.language
+    seconds, sources = 0.0, []
+    replacing = any(contestant.manifest.install.optional[part].instead_of_steps for part in parts)
+    if not base_current and not replacing:
+        if "base_s" in known:
+            seconds += known["base_s"]
+            sources.append("its last install here")
+        else:
+            seconds += DEFAULT_INSTALL_S.get(language, 60.0)
+            sources.append(f"default for {language}")
+    for part in parts:
+        if part in built:
+            continue
+        if part in known.get("parts_s", {}):
+            seconds += known["parts_s"][part]
+            sources.append(f"{part}: its last build here")
+        else:
+            seconds += DEFAULT_INSTALL_PART_S
+            sources.append(f"{part}: default")
+    return seconds, ", ".join(sources)
 
 
 def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None) -> None:
@@ -385,6 +491,19 @@ def _apt_update_once(contestant: Contestant, log: Path, env: dict, say) -> None:
 
 
 @contextmanager
+def _tool_lock(tool: str, contestant: Contestant, say):
+    """Hold the tool's lock while a step runs it when that tool's shared cache is not safe for two builds at
+    once (SHARED_CACHE_TOOLS); nothing otherwise."""
+    name = os.path.basename(tool)
+    if name not in SHARED_CACHE_TOOLS:
+        yield
+        return
+    with _exclusive(cache_root() / f"tool-{name}.lock", f"{contestant.name}: waiting for another {name} build "
+                    f"({SHARED_CACHE_TOOLS[name]})", say):
+        yield
+
+
+@contextmanager
 def _exclusive(lock_path: Path, waiting: str, say):
     """Hold an exclusive lock on `lock_path` (flock: released by the kernel when the holder exits, also on
     kill -9, so a crashed install never blocks the next one). Says `waiting` when another process holds it."""
@@ -398,8 +517,10 @@ def _exclusive(lock_path: Path, waiting: str, say):
         yield
 
 
-def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None, user=None) -> dict:
-    """Make the contestant runnable; returns what was installed (versions) for the store.
+def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None, user=None, parts=()) -> dict:
+    """Make the contestant runnable, with the optional install `parts` (install_parts: those the planned
+    scenarios need); returns what was installed (versions) for the store. What it says goes to `say` and into
+    its install log too.
 
     Raises InstallError with the reason and the tail of the install log.
 
@@ -407,18 +528,30 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
     the cache): the first holds the contestant's install lock, the other waits, then finds the venv or build
     current and reuses it instead of rebuilding it under the first one's feet.
     """
+    unknown = sorted(set(parts) - set(contestant.manifest.install.optional))
+    if unknown:
+        raise ValueError(f"{contestant.name} has no optional install part(s) {unknown}")
     contestant.env_dir.mkdir(parents=True, exist_ok=True)
+    log = contestant.env_dir / "install.log"
+
+    def say_and_log(message: str) -> None:
+        say(message)
+        with log.open("a") as out:
+            out.write(f"# {message}\n")
+
     with _exclusive(contestant.env_dir / "install.lock",
-                    f"{contestant.name}: waiting for another netarena process installing it", say):
-        return _install_locked(contestant, allow_apt, say, user)
+                    f"{contestant.name}: waiting for another netarena process installing it", say_and_log):
+        return _install_locked(contestant, allow_apt, say_and_log, user, tuple(parts))
 
 
-def _install_locked(contestant: Contestant, allow_apt: bool, say, user) -> dict:
+def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: tuple[str, ...]) -> dict:
     from .server_user import reachable_executable
 
     manifest = contestant.manifest
     log = contestant.env_dir / "install.log"
     record: dict = {"env_dir": str(contestant.env_dir), "install_log": str(log)}
+    started = time.monotonic()
+    base_was_current = _base_current(contestant)
     missing_debs = [p for p in manifest.install.debian if not dpkg_installed(p)]
     if missing_debs:
         av = availability(contestant, allow_apt)
@@ -464,20 +597,86 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user) -> dict:
                                   "import sys,platform;print(platform.python_implementation(), sys.version.split()[0])"],
                                  capture_output=True, text=True, timeout=60)
         record["python"] = version.stdout.strip()
-    if manifest.install.steps:
-        if not _steps_current(contestant):
+    parts_s: dict[str, float] = {}
+    if _has_steps(manifest):
+        built = _parts_built(contestant)
+        # The base steps run when their outputs are not current (and then every part asked for after them);
+        # otherwise only the parts asked for that were not built yet: a plan with mongo after one without
+        # builds the driver once, on top of what is there.
+        replacing = any(manifest.install.optional[part].instead_of_steps for part in parts)
+        todo = ([(None, manifest.install.steps)] if built is None and not replacing else []) + \
+            [(part, manifest.install.optional[part].steps) for part in parts if part not in (built or set())]
+        if todo:
             (contestant.env_dir / "steps.stamp").unlink(missing_ok=True)
             (contestant.env_dir / "build").mkdir(parents=True, exist_ok=True)
             values = contestant.placeholders()
-            for index, step in enumerate(manifest.install.steps):
-                argv = [expand(w, values) for w in step]
-                say(f"{contestant.name}: step {index + 1}/{len(manifest.install.steps)}: {' '.join(argv)}")
-                _run_logged(argv, contestant.dir, log, f"install step {index + 1}")
-            _record_steps_installed(contestant)
+            count, index = sum(len(part_steps) for _, part_steps in todo), 0
+            for part, part_steps in todo:
+                part_started = time.monotonic()
+                label = f" ({part})" if part else ""
+                for step in part_steps:
+                    index += 1
+                    argv = [expand(w, values) for w in step]
+                    say(f"{contestant.name}: step {index}/{count}{label}: {' '.join(argv)}")
+                    with _tool_lock(argv[0], contestant, say):
+                        _run_logged(argv, contestant.dir, log, f"install step {index}{label}")
+                if part is not None:
+                    parts_s[part] = time.monotonic() - part_started
+            built = (built or set()) | {part for part, _ in todo if part is not None}
+            _record_steps_installed(contestant, built)
         record["steps"] = manifest.install.steps
+        record["install_parts"] = {part: manifest.install.optional[part].steps for part in sorted(built)}
     _open_to_servers(contestant)
+    if not base_was_current or parts_s:
+        # What this install took, beside the cache it filled: the next run's estimate (install_estimate_s).
+        # The base's time is everything but the parts built after it.
+        _remember_install_time(contestant, None if base_was_current else
+                               time.monotonic() - started - sum(parts_s.values()), parts_s)
     record.update(_build_versions(contestant))
     return record
+
+
+def default_install_jobs() -> int:
+    """How many contestants install at once by default: one per CPU this process may use, at least 2 (a
+    download or a linker waiting on the disk leaves a CPU to another build) and at most 4 (every build tool
+    runs its own jobs on every CPU already)."""
+    from .process import available_cpus
+
+    return min(4, max(2, len(available_cpus())))
+
+
+@dataclass
+class Installed:
+    """One contestant's install, as install_concurrently reports it: its record, or the error that stopped it."""
+
+    contestant: Contestant
+    record: dict | None
+    error: BaseException | None
+    seconds: float
+
+
+def install_concurrently(contestants: list[Contestant], install_one, jobs: int, on_done) -> None:
+    """Run install_one(contestant) for every contestant, at most `jobs` at once (threads: the work is in the
+    build tools' processes). on_done(Installed) is called in this thread as each one ends, in the order they
+    end; a failing one (any exception) is reported there and the others go on. Each install keeps its own
+    lock (install.lock, and apt.lock around apt-get), so concurrent ones never step on each other.
+
+    Ctrl-C: the installs not started yet are dropped, those running end (their build tools got the signal
+    too), and the KeyboardInterrupt goes on."""
+    def timed(contestant: Contestant) -> Installed:
+        started = time.monotonic()
+        try:
+            record, error = install_one(contestant), None
+        except Exception as exc:
+            record, error = None, exc
+        return Installed(contestant, record, error, time.monotonic() - started)
+
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="install")
+    try:
+        for future in as_completed([pool.submit(timed, c) for c in contestants]):
+            on_done(future.result())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 # Files that pin what a build pulls in; their hashes say whether two installs built the same thing.
@@ -561,5 +760,6 @@ def markdown_catalog(contestants: list[Contestant]) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Contestant", "Availability", "InstallError", "availability", "install", "select", "load", "list_names",
+__all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts",
+           "install_current", "install_estimate_s", "install_concurrently", "default_install_jobs", "select", "load", "list_names",
            "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note", "markdown_catalog"]

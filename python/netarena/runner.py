@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import time
 import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,8 @@ import psutil
 
 from . import __version__, stats
 from .config import SERVICE_SCENARIOS, Suite
-from .contestants import (Contestant, InstallError, availability, cache_root, entry_measures, repo_root,
+from .contestants import (Contestant, Installed, InstallError, availability, cache_root, entry_measures,
+                          INSTALLED, install_concurrently, install_current, install_estimate_s, install_parts, repo_root,
                           scenario_note)
 from .doctor import FD_SPARE
 from .errors import ConfigError
@@ -36,6 +38,18 @@ NO_RETRY_KINDS = ("start_failed", "not_ready", "verify_failed", "requests_not_re
 TRACEBACK_TAIL_CHARS = 4000
 
 
+# Lines of a failed install's log printed under its warning (the whole tail is stored with the skip).
+INSTALL_LOG_TAIL_LINES = 12
+
+
+def minutes_seconds(seconds: float) -> str:
+    """42.0 s, or 3 min 07 s from a minute on: how phase times and estimates are shown."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest:02d} s"
+
+
 def traceback_tail(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))[-TRACEBACK_TAIL_CHARS:]
 
@@ -45,6 +59,43 @@ class Item:
     contestant: str
     scenario: str
     level: Level
+
+
+@dataclass
+class Estimate:
+    """A run's time, stated before it starts: its installs (from the cache's state: nothing for a contestant
+    installed at its current hash with the parts the plan needs) and its measurements."""
+
+    installs_s: float  # the install phase with `jobs` at once (longest first, each to the least-loaded job)
+    measuring_s: float
+    jobs: int
+    # Per contestant to install: (name, seconds, where the figure comes from); installed ones are left out.
+    installs: list[tuple[str, float, str]] = field(default_factory=list)
+
+    @property
+    def total_s(self) -> float:
+        return self.installs_s + self.measuring_s
+
+    def describe(self, longest: int = 3) -> str:
+        """'installs 3 min 10 s (5 contestants, 2 at a time; longest: rust-hyper 3 min 00 s (default for rust),
+        ...) + measuring ...': the `longest` installs named, with where each figure comes from."""
+        if not self.installs:
+            installs = "installs: none needed"
+        else:
+            ranked = sorted(self.installs, key=lambda one: -one[1])
+            named = ", ".join(f"{name} {minutes_seconds(s)} ({source})" for name, s, source in ranked[:longest])
+            installs = (f"installs {minutes_seconds(self.installs_s)} ({len(self.installs)} contestant(s), "
+                        f"{self.jobs} at a time; longest: {named})")
+        return f"{installs} + measuring {minutes_seconds(self.measuring_s)}"
+
+
+def install_phase_s(seconds: list[float], jobs: int) -> float:
+    """How long installs of these durations take `jobs` at a time: the longest first, each to the job that
+    frees up first (what the pool does, up to the order it is given)."""
+    lanes = [0.0] * max(1, jobs)
+    for one in sorted(seconds, reverse=True):
+        lanes[lanes.index(min(lanes))] += one
+    return max(lanes)
 
 
 @dataclass
@@ -92,6 +143,23 @@ class Plan:
 
         one_round = sum(expected_s(i) + ESTIMATED_OVERHEAD_S for i in self.items)
         return one_round * self.suite.repeat
+
+    def estimate(self, jobs: int, installs: bool = True) -> Estimate:
+        """The measurements' time and, with `installs` (contestants installed on this machine), what installing
+        the planned contestants would take now, `jobs` at a time."""
+        todo = []
+        if installs:
+            for contestant in self.contestants:
+                if any(i.contestant == contestant.name for i in self.items):
+                    seconds, source = install_estimate_s(contestant, self.install_parts(contestant))
+                    if source != INSTALLED:
+                        todo.append((contestant.name, seconds, source))
+        return Estimate(install_phase_s([s for _, s, _ in todo], jobs), self.estimate_s(), jobs, todo)
+
+    def install_parts(self, contestant: Contestant) -> list[str]:
+        """The contestant's optional install parts that the planned scenarios need (a database driver only
+        where a mongo or gridfs level is planned)."""
+        return install_parts(contestant, {i.scenario for i in self.items if i.contestant == contestant.name})
 
     def rounds(self):
         for repeat_index in range(self.suite.repeat):
@@ -269,11 +337,14 @@ class StopRun(Exception):
 
 
 class Runner:
-    def __init__(self, store: Store, backend, ui, *, allow_apt: bool = True):
+    def __init__(self, store: Store, backend, ui, *, allow_apt: bool = True, install_jobs: int = 1):
         self.store = store
         self.backend = backend
         self.ui = ui
         self.allow_apt = allow_apt
+        self.install_jobs = install_jobs
+        # Seconds per phase of this process's part of the run ("installs", "measuring"), as they end.
+        self.phase_s: dict[str, float] = {}
         self.run_id: int | None = None
         self.services = None  # services.ServiceManager while a run that needs one executes
         self.unusable_services: dict[str, str] = {}  # service -> why it cannot be had here
@@ -293,39 +364,65 @@ class Runner:
                 self.store.remove_live_process(self.run_id, row["pgid"])
 
     def prepare(self, plan: Plan) -> dict[str, str]:
-        """Install what the plan needs; returns {contestant: reason} for the ones that cannot run."""
+        """Install what the plan needs (each contestant with the optional parts its planned scenarios need),
+        self.install_jobs at once where the backend allows it; returns {contestant: reason} for the ones that
+        cannot run. A failing install skips its contestant alone, with its log's tail; the others go on.
+        One line per contestant as it ends, with its time; what the installs print goes to their logs."""
         unusable: dict[str, str] = {}
         wanted = {i.contestant for i in plan.items}
+        real = self.backend.name == "real"
+        todo: list[Contestant] = []
         for contestant in plan.contestants:
             manifest = contestant.manifest.model_dump(mode="json")
             if contestant.name not in wanted:
                 self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
                 continue
-            av = availability(contestant, self.allow_apt) if self.backend.name == "real" else None
+            av = availability(contestant, self.allow_apt, plan.install_parts(contestant)) if real else None
             if av is not None and not av.runnable:
                 unusable[contestant.name] = av.summary
                 self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
                 self.store.record_skip(self.run_id, contestant.name, f"cannot run here: {av.summary}")
                 self.ui.warn(f"{contestant.name}: skipped: {av.summary}")
                 continue
-            try:
-                record = self.backend.prepare(contestant, self.allow_apt, self.ui.info)
-            except StopRun:
-                raise
-            except InstallError as exc:
+            todo.append(contestant)
+        # The cluster's backend talks to its server host one request at a time: its installs stay in turn.
+        jobs = self.install_jobs if getattr(self.backend, "concurrent_installs", False) else 1
+        fresh = {c.name for c in todo if not real or not install_current(c, plan.install_parts(c))}
+        if real and fresh:
+            self.ui.info(f"installing {len(fresh)} contestant(s), {min(jobs, len(fresh))} at a time: "
+                         f"{', '.join(sorted(fresh))} (output: {cache_root() / 'envs'}/NAME/install.log)")
+
+        def done(result: Installed) -> None:
+            contestant, exc = result.contestant, result.error
+            manifest = contestant.manifest.model_dump(mode="json")
+            took = minutes_seconds(result.seconds)
+            if isinstance(exc, StopRun):
+                raise exc
+            if isinstance(exc, InstallError):
                 unusable[contestant.name] = str(exc)
                 self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
                 self.store.record_skip(self.run_id, contestant.name, f"install failed: {exc}", detail=exc.output_tail)
-                self.ui.warn(f"{contestant.name}: install failed, skipped: {exc}")
-                continue
-            except Exception as exc:  # a bug or an unforeseen failure: lose this contestant, not the run
+                lines = exc.output_tail.splitlines()[-INSTALL_LOG_TAIL_LINES:]
+                self.ui.warn(f"{contestant.name}: install failed after {took}, skipped: {exc}"
+                             + "".join(f"\n  | {line}" for line in lines))
+            elif exc is not None:  # a bug or an unforeseen failure: lose this contestant, not the run
                 reason = f"internal error while installing: {type(exc).__name__}: {exc}"
                 unusable[contestant.name] = reason
                 self.store.record_contestant(self.run_id, contestant.name, manifest, None, "skipped")
                 self.store.record_skip(self.run_id, contestant.name, reason, detail=traceback_tail(exc))
                 self.ui.warn(f"{contestant.name}: {reason}; skipped (traceback stored with the run)")
-                continue
-            self.store.record_contestant(self.run_id, contestant.name, manifest, record, "ready")
+            else:
+                self.store.record_contestant(self.run_id, contestant.name, manifest, result.record, "ready")
+                if contestant.name in fresh and real:
+                    parts = plan.install_parts(contestant)
+                    self.ui.info(f"{contestant.name}: installed in {took}"
+                                 + (f" (with {', '.join(parts)})" if parts else ""))
+
+        # One at a time, what an install says is shown as it happens (the cluster's "installing on the server
+        # host"); several at once, it would interleave: it stays in each contestant's install log.
+        say = self.ui.info if jobs == 1 else (lambda message: None)
+        install_concurrently(todo, lambda c: self.backend.prepare(c, self.allow_apt, say, plan.install_parts(c)),
+                             jobs, done)
         return unusable
 
     def prepare_services(self, plan: Plan, results_dir: Path, cpus: list[int]) -> None:
@@ -366,16 +463,16 @@ class Runner:
         service_cpus = (plan.suite.cpus.services if plan.suite.cpus and plan.suite.cpus.services else None) \
             or generator_cpus
         try:
+            started = time.monotonic()
             self.prepare_services(plan, results_dir, service_cpus)
-            self._execute(plan, run_id, results_dir, server_cpus, generator_cpus)
+            self._execute(plan, run_id, results_dir, server_cpus, generator_cpus, started)
         finally:
             # Also on Ctrl-C: the databases stop and their data directories go with them.
             if self.services is not None:
                 self.services.stop_all()
 
-    def _execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int]):
-        from .backend import MeasureRequest
-
+    def _execute(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int],
+                 started: float):
         for contestant, scenario, level_key, reason in plan.skips:
             self.store.record_skip(run_id, contestant, reason, scenario=scenario, level_key=level_key)
         unusable = self.prepare(plan)
@@ -384,6 +481,19 @@ class Runner:
         if plan.needs_static() and not static_set_ready(static_dir):
             self.ui.info(f"generating the static file set in {static_dir} (once; reused afterwards)")
             build_static_files(static_dir)
+        # Every install (services, contestants, the static set) has ended before the first measurement: an
+        # install's CPU would be in its figures.
+        self.phase_s["installs"] = time.monotonic() - started
+        measuring_started = time.monotonic()
+        try:
+            self._measure(plan, run_id, results_dir, server_cpus, generator_cpus, static_dir, unusable)
+        finally:
+            self.phase_s["measuring"] = time.monotonic() - measuring_started
+
+    def _measure(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int],
+                 static_dir: Path, unusable: dict[str, str]):
+        from .backend import MeasureRequest
+
         by_name = {c.name: c for c in plan.contestants}
         done = self.store.done_keys(run_id)
         failed_before: dict[tuple, str] = {}

@@ -1,7 +1,8 @@
 //! netarena contestant: tokio + hyper 1.x, every catalog scenario.
 //!
 //! `server --mode http [--host A] --port P --workers W --static-dir D [--mongo-url U]` serves the HTTP
-//! scenarios (/mongo/{name} only with a non-empty `--mongo-url`);
+//! scenarios (/mongo/{name} only with a non-empty `--mongo-url`, and only in a binary built with the `mongo`
+//! cargo feature: one without it refuses a non-empty `--mongo-url` with exit code 2);
 //! `server --mode echo [--host A] --port P --workers W` is the raw TCP echo server.
 //! `--workers` is the number of tokio worker threads (one multi-threaded runtime).
 
@@ -22,7 +23,9 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+#[cfg(feature = "mongo")]
 use mongodb::bson::{doc, RawDocumentBuf};
+#[cfg(feature = "mongo")]
 use mongodb::Collection;
 use serde::Serialize;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
@@ -119,6 +122,7 @@ struct App {
     bytes_bodies: HashMap<usize, Bytes>,
     /// The fixture collection (`docs` in the URL's database) on the process's one mongodb Client, whose
     /// connection pool every request shares; None without --mongo-url.
+    #[cfg(feature = "mongo")]
     mongo_docs: Option<Collection<RawDocumentBuf>>,
 }
 
@@ -176,6 +180,7 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
             _ => not_found(),
         });
     }
+    #[cfg(feature = "mongo")]
     if let Some(name) = path.strip_prefix("/mongo/") {
         return Ok(match app.mongo_docs.as_ref() {
             Some(docs) => find_doc(docs, name).await,
@@ -195,6 +200,7 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
     Ok(not_found())
 }
 
+#[cfg(feature = "mongo")]
 /// GET /mongo/{name}: one find_one by _id. The document stays the raw BSON the server sent
 /// (RawDocumentBuf, no intermediate tree) and is written by serde_json through the bson crate's serde
 /// implementation: field order kept, int32/int64 as JSON integers, doubles as JSON floats (`1.0` stays a
@@ -211,6 +217,7 @@ async fn find_doc(docs: &Collection<RawDocumentBuf>, name: &str) -> Response<Bod
     }
 }
 
+#[cfg(feature = "mongo")]
 /// Most connections in the process's mongodb pool (see mongo_collection).
 const MONGO_POOL_SIZE: u32 = 100;
 
@@ -219,6 +226,7 @@ const MONGO_POOL_SIZE: u32 = 100;
 /// Go, Java); the Rust driver's own default of 10 would make rust-hyper the only contestant queueing for a
 /// connection at 200 clients. A maxPoolSize in the URL still wins. The driver connects in the background;
 /// a database that is down shows as 500s on /mongo, not as a failed start.
+#[cfg(feature = "mongo")]
 async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, String> {
     let mut options = mongodb::options::ClientOptions::parse(url)
         .await
@@ -294,6 +302,16 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // A binary built without the driver says so at start, not with a 404 per request that would look like a
+    // missing fixture document.
+    if cfg!(not(feature = "mongo")) && !opts.mongo_url.is_empty() {
+        eprintln!(
+            "rust-hyper: --mongo-url given, but this binary was built without the `mongo` cargo feature (the \
+             MongoDB driver); build it with `cargo build --release --features mongo` (netarena does when a run \
+             measures mongo)"
+        );
+        return ExitCode::from(2);
+    }
     if opts.mode == "http" {
         if let Some(dir) = &opts.static_dir {
             if !dir.is_dir() {
@@ -319,6 +337,7 @@ fn main() -> ExitCode {
             }
         };
         // The one mongodb Client of the process, made before the first request can arrive.
+        #[cfg(feature = "mongo")]
         let mongo_docs = if opts.mode == "http" && !opts.mongo_url.is_empty() {
             match mongo_collection(&opts.mongo_url).await {
                 Ok(docs) => Some(docs),
@@ -337,6 +356,7 @@ fn main() -> ExitCode {
                 let app = Arc::new(App {
                     static_files: opts.static_dir.as_ref().map(ServeDir::new),
                     bytes_bodies: BYTES_SIZES.iter().map(|&n| (n, Bytes::from(vec![b'*'; n]))).collect(),
+                    #[cfg(feature = "mongo")]
                     mongo_docs,
                 });
                 serve_http(listener, app).await

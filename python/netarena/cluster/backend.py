@@ -224,7 +224,7 @@ class ClusterBackend:
                               "then continue with `netarena run --resume`")
         return gens
 
-    def prepare(self, contestant, allow_apt: bool, say) -> dict:
+    def prepare(self, contestant, allow_apt: bool, say, parts=()) -> dict:
         from ..contestants import InstallError
 
         self.ensure_usable()
@@ -233,7 +233,8 @@ class ClusterBackend:
             raise InstallError("cannot be loaded from other hosts: its start command has no {host}, so it listens "
                                "on 127.0.0.1 only (docs/contestant-manifest.md)")
         say(f"{contestant.name}: installing on the server host {self.spec.server.worker}")
-        future = self._submit(tasks.install_task, self.spec.server.worker, contestant.name, allow_apt)
+        future = self._submit(tasks.install_task, self.spec.server.worker, contestant.name, allow_apt,
+                              list(parts))
         try:
             self._wait_futures([future], time.monotonic() + 3600, {self.spec.server.worker: "server"})
         except HostLost as exc:

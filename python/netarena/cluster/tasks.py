@@ -40,12 +40,13 @@ def clock_probe() -> float:
     return time.time()
 
 
-def install_task(contestant_name: str, allow_apt: bool) -> dict:
-    """Install a contestant on this host (the server host), as the single-host run does."""
+def install_task(contestant_name: str, allow_apt: bool, parts: list[str] = ()) -> dict:
+    """Install a contestant on this host (the server host), as the single-host run does, with the optional
+    install parts the run's plan needs."""
     from ..contestants import default_contestants_dir, install, load
 
     contestant = load(default_contestants_dir(), [contestant_name])[0]
-    return install(contestant, allow_apt=allow_apt)
+    return install(contestant, allow_apt=allow_apt, parts=parts)
 
 
 # The backing services (databases) of the current run on this host, the server host: kept by this worker

@@ -1,0 +1,247 @@
+"""Installs follow the plan: optional parts ([install.optional]) only when a planned scenario needs them, and then
+once; contestants install concurrently and a failing one fails alone; the estimate covers installs from the
+cache's state; the run reports each phase's time. Real installs (real processes) into a private cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_CONTESTANTS, REPO, db_rows, run_cli, write_suite
+from netarena import contestants as ct
+from netarena.config import Suite
+from netarena.errors import ConfigError
+from netarena.runner import build_plan, install_phase_s
+
+# A contestant whose base step and optional `mongo` part each append a line to {env_dir}/runs, so a test sees
+# exactly which ran and how often.
+PARTS_MANIFEST = """
+name = "fx-parts"
+display_name = "fixture with an optional install part"
+language = "c"
+runtime = "native"
+framework = "none"
+framework_version = "0"
+concurrency_model = "threads"
+scenarios = ["hello", "mongo"]
+needs = ["mongo"]
+
+[unsupported]
+echo = "fixture"
+bytes = "fixture"
+json = "fixture"
+static = "fixture"
+sleep = "fixture"
+
+[install]
+requires = ["sh"]
+steps = [["sh", "-c", "echo base >> {env_dir}/runs"]]
+
+[install.optional.mongo]
+scenarios = ["mongo"]
+steps = [["sh", "-c", "echo mongo >> {env_dir}/runs"]]
+
+[start]
+command = ["sh", "-c", "exit 1", "{mongo_url}"]
+"""
+
+
+def _suite(*scenarios: str) -> Suite:
+    return Suite.model_validate({"name": "t", "measure": [{"scenario": s, "connections": [1]} for s in scenarios]})
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("NETARENA_CACHE", str(root))
+    return root
+
+
+def _contestant(where: Path, manifest: str = PARTS_MANIFEST, name: str = "fx-parts") -> ct.Contestant:
+    folder = where / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "contestant.toml").write_text(manifest)
+    return ct.load(where, [name])[0]
+
+
+def _runs(contestant: ct.Contestant) -> list[str]:
+    runs = contestant.env_dir / "runs"
+    return runs.read_text().split() if runs.exists() else []
+
+
+def _install_for(contestant: ct.Contestant, *scenarios: str) -> None:
+    plan = build_plan(_suite(*scenarios), [contestant])
+    ct.install(contestant, allow_apt=False, parts=plan.install_parts(contestant))
+
+
+def test_a_plan_without_mongo_skips_the_part_and_a_later_one_with_mongo_builds_it_once(cache, tmp_path):
+    contestant = _contestant(tmp_path / "contestants")
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base"]
+    _install_for(contestant, "hello", "mongo")
+    assert _runs(contestant) == ["base", "mongo"]  # the part on top of the base, which is not rebuilt
+    _install_for(contestant, "mongo")
+    _install_for(contestant, "hello")  # a build with the part serves a plan without it too
+    assert _runs(contestant) == ["base", "mongo"]
+    # A changed contestant rebuilds the base and only the parts the plan asks for now.
+    (contestant.dir / "server.c").write_text("/* changed */\n")
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base", "mongo", "base"]
+
+
+def test_a_part_instead_of_the_steps_runs_alone_when_nothing_is_built(cache, tmp_path):
+    """A part whose steps build all the base does (a cargo feature build) replaces the base steps when nothing
+    is built yet; on top of a base build it runs alone too; a plan without it then reuses that build."""
+    replacing = PARTS_MANIFEST.replace('scenarios = ["mongo"]\nsteps', 'scenarios = ["mongo"]\ninstead_of_steps = true\nsteps')
+    fresh = _contestant(tmp_path / "a", replacing)
+    _install_for(fresh, "hello", "mongo")
+    assert _runs(fresh) == ["mongo"]
+    _install_for(fresh, "hello")
+    assert _runs(fresh) == ["mongo"]
+    assert fresh.env_dir.name == "fx-parts"
+    shutil.rmtree(fresh.env_dir)
+    later = _contestant(tmp_path / "b", replacing)
+    _install_for(later, "hello")
+    _install_for(later, "hello", "mongo")
+    assert _runs(later) == ["base", "mongo"]
+
+
+def test_an_optional_part_is_checked_like_the_steps(tmp_path):
+    with pytest.raises(ConfigError, match="'gridfs' is not one of this contestant's scenarios") as info:
+        _contestant(tmp_path / "a", PARTS_MANIFEST.replace('scenarios = ["mongo"]\nsteps',
+                                                           'scenarios = ["gridfs"]\nsteps'))
+    assert info.value.line is not None
+    with pytest.raises(ConfigError, match="unknown placeholder '{port}'"):
+        _contestant(tmp_path / "b", PARTS_MANIFEST.replace("echo mongo >>", "echo {port} >>"))
+    with pytest.raises(ConfigError, match="unknown key 'step'"):
+        _contestant(tmp_path / "c", PARTS_MANIFEST.replace('steps = [["sh", "-c", "echo mongo', 'step = [["sh", "-c", "echo mongo'))
+
+
+def test_the_estimate_counts_installs_from_the_cache_state(cache, tmp_path):
+    contestant = _contestant(tmp_path / "contestants")
+    plan = build_plan(_suite("hello", "mongo"), [contestant])
+    first = plan.estimate(jobs=2)
+    assert first.installs == [("fx-parts", ct.DEFAULT_INSTALL_S["c"] + ct.DEFAULT_INSTALL_PART_S,
+                               "default for c, mongo: default")]
+    assert first.installs_s == ct.DEFAULT_INSTALL_S["c"] + ct.DEFAULT_INSTALL_PART_S
+    assert first.total_s == first.installs_s + first.measuring_s == first.installs_s + plan.estimate_s()
+    assert "installs" in first.describe() and "2 at a time" in first.describe()
+    ct.install(contestant, allow_apt=False, parts=plan.install_parts(contestant))
+    installed = plan.estimate(jobs=2)
+    assert (installed.installs, installed.installs_s) == ([], 0)
+    assert "installs: none needed" in installed.describe()
+    # Changed: the base's figure is now this cache's own last time, the part's too.
+    known = json.loads((contestant.env_dir / "install-time.json").read_text())
+    assert set(known) == {"base_s", "parts_s"} and set(known["parts_s"]) == {"mongo"}
+    (contestant.dir / "server.c").write_text("/* changed */\n")
+    [(name, seconds, source)] = plan.estimate(jobs=2).installs
+    assert (name, source) == ("fx-parts", "its last install here, mongo: its last build here")
+    assert seconds == pytest.approx(known["base_s"] + known["parts_s"]["mongo"])
+    # Installs of the estimate are not counted where nothing is installed on this machine (a cluster's).
+    assert plan.estimate(jobs=2, installs=False).installs_s == 0
+
+
+def test_the_install_phase_is_the_longest_job_of_the_pool():
+    assert install_phase_s([], 2) == 0
+    assert install_phase_s([30, 20, 20], 1) == 70
+    assert install_phase_s([30, 20, 20], 2) == 40  # 30 | 20 + 20
+    assert install_phase_s([30, 20, 20], 4) == 30
+
+
+# Two contestants whose install steps each wait (30 s at most) for the other's to have started: both succeed
+# only when they install at the same time. A third one's step fails.
+WAITS_FOR_OTHER = ("touch {env_dir}/started; i=0; while [ ! -e {env_dir}/../OTHER/started ] && [ $i -lt 600 ]; "
+                   "do sleep 0.05; i=$((i+1)); done; test -e {env_dir}/../OTHER/started")
+
+
+def _concurrent_contestants(tmp_path: Path) -> Path:
+    folder = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "_fixture-shared", folder / "_fixture-shared")
+    shutil.copytree(FIXTURE_CONTESTANTS / "fx-install-fails", folder / "fx-install-fails")
+    base = (FIXTURE_CONTESTANTS / "fx-install-fails" / "contestant.toml").read_text()
+    for name, other in (("fx-par-a", "fx-par-b"), ("fx-par-b", "fx-par-a")):
+        step = json.dumps(["sh", "-c", WAITS_FOR_OTHER.replace("OTHER", other)])
+        manifest = base.replace('name = "fx-install-fails"', f'name = "{name}"').replace(
+            'steps = [["sh", "-c", "echo fixture: install step failing >&2; exit 1"]]', f"steps = [{step}]")
+        assert manifest != base
+        _contestant(folder, manifest, name)
+    return folder
+
+
+def test_contestants_install_concurrently_and_a_failing_one_fails_alone(tmp_path, cache_dir, generator_binary,
+                                                                         no_leftover_processes):
+    """A real `netarena run`: the two waiting installs meet (so they ran at once), the failing one is skipped
+    with its log's tail, the others are measured; one line per installed contestant; the estimate counted the
+    installs; every phase's time is printed and stored."""
+    contestants = _concurrent_contestants(tmp_path)
+    suite = write_suite(tmp_path / "suite.toml", """name = "tiny"
+contestants = ["fx-par-a", "fx-par-b", "fx-install-fails"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 0.5
+timeout_s = 1
+
+[[measure]]
+scenario = "hello"
+connections = [2]
+""")
+    results = tmp_path / "results"
+    result = run_cli(["run", suite, "--results", results, "--contestants-dir", contestants, "--install-jobs", "3"],
+                     cache_dir, timeout_s=300)
+    err = result.stdout + result.stderr
+    assert result.returncode == 0, err
+    assert "estimated" in err and "installs " in err and "default for python" in err, err
+    lines = err.splitlines()
+    for name in ("fx-par-a", "fx-par-b"):
+        assert sum(line.startswith(f"{name}: installed in ") for line in lines) == 1, err
+    failed = [i for i, line in enumerate(lines) if "fx-install-fails: install failed after" in line]
+    assert len(failed) == 1, err
+    assert any("| fixture: install step failing" in line for line in lines[failed[0]:]), err  # its log's tail
+    [skip] = db_rows(results, "SELECT * FROM skipped WHERE contestant='fx-install-fails'")
+    assert "fixture: install step failing" in skip["detail"]
+    statuses = {(r["contestant"], r["status"]) for r in db_rows(results, "SELECT * FROM measurements")}
+    assert statuses == {("fx-par-a", "ok"), ("fx-par-b", "ok")}
+    [run] = db_rows(results, "SELECT environment_json FROM runs")
+    phases = json.loads(run["environment_json"])["phase_s"]
+    assert list(phases) == ["installs", "measuring", "report"], phases
+    assert any(line.startswith("took: installs ") and ", measuring " in line and ", report " in line
+               for line in lines), err
+
+
+def test_verify_installs_concurrently_and_reports_a_failed_install_with_its_log(tmp_path, cache_dir):
+    contestants = _concurrent_contestants(tmp_path)
+    result = run_cli(["verify", "fx-par-a", "fx-par-b", "fx-install-fails", "--contestants-dir", contestants,
+                      "--install-jobs", "3"], cache_dir, timeout_s=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    out = result.stdout
+    assert "fx-par-a: ready after" in out and "fx-par-b: ready after" in out, out
+    assert "fx-install-fails: install failed after" in out, out
+    assert "fixture: install step failing" in out  # the install log's last lines, below the table
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="needs cargo (CI installs it)")
+def test_rust_hyper_builds_the_mongodb_driver_only_for_a_plan_with_mongo(cache, tmp_path):
+    """HEAVY: two real release builds of rust-hyper (minutes on a slow machine). A plan without mongo builds
+    the binary without the `mongodb` crate, which then refuses --mongo-url; a later plan with mongo compiles
+    the crate, once, on top of the first build."""
+    contestant = ct.load(REPO / "contestants", ["rust-hyper"])[0]
+    binary = contestant.env_dir / "build" / "release" / "netarena-rust-hyper"
+    log = contestant.env_dir / "install.log"
+    _install_for(contestant, "hello", "echo")
+    first = log.read_text()
+    assert "Compiling hyper " in first and "Compiling mongodb " not in first, first[-3000:]
+    refused = subprocess.run([str(binary), "--mode", "http", "--port", "1", "--mongo-url", "mongodb://127.0.0.1:9/x"],
+                             capture_output=True, text=True, timeout=30)
+    assert refused.returncode == 2 and "without the `mongo` cargo feature" in refused.stderr, refused
+    _install_for(contestant, "hello", "mongo")
+    second = log.read_text()[len(first):]
+    # On top of the base build: shared dependencies (tokio, hyper) are compiled again with the driver's features.
+    assert "Compiling mongodb " in second and "(mongo): cargo build --release --locked --features mongo" in second
+    _install_for(contestant, "mongo")
+    assert log.read_text().count("Compiling mongodb ") == 1
+    assert os.access(binary, os.X_OK)
