@@ -27,6 +27,7 @@ from typing import Any
 from .. import stats
 from . import fmt
 from ..scenarios import Level
+from ..reference import ratio, reference_of, server_cpu_us_per_req
 from ..store import DB_NAME, StoreError, check_store, row_to_dict, unreadable
 
 # Badge codes: short for the terminal, with a label and an explanation for the page's legend.
@@ -173,6 +174,12 @@ class Group:
     # and which side was saturated (bound_by, see saturated_side).
     database_cpu_pct_median: float | None = None
     bound_by: str | None = None
+
+    # Server CPU (user + system, measured phase) per response, median of the ok repeats; and the figures
+    # relative to the run's reference pair (netarena.reference; None when the run has no calibration).
+    server_cpu_us_per_req_median: float | None = None
+    requests_per_s_vs_reference: float | None = None
+    server_cpu_per_req_vs_reference: float | None = None
 
     @property
     def open_loop(self) -> bool:
@@ -421,8 +428,20 @@ def load_report(source, run_id: int) -> Report:
                             "install": c.get("install")})
     skipped = [Skip(s["contestant"], s["scenario"], s["level_key"], s["reason"], s.get("detail"))
                for s in _rows(db, "SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,))]
+    groups = build_groups(rows)
+    apply_reference(groups, reference_of(run.environment))
     return Report(store_path=where, run=run, contestants=contestants, measurements=measurements,
-                  groups=build_groups(rows), skipped=skipped)
+                  groups=groups, skipped=skipped)
+
+
+def apply_reference(groups: list[Group], reference: dict | None) -> None:
+    """Each group's throughput and server CPU per request relative to the run's reference pair."""
+    if reference is None:
+        return
+    for g in groups:
+        g.requests_per_s_vs_reference = ratio(g.requests_per_s_median, reference["rps"])
+        g.server_cpu_per_req_vs_reference = ratio(g.server_cpu_us_per_req_median,
+                                                  reference["server_cpu_us_per_req"])
 
 
 # ----------------------------------------------------------------------------- groups
@@ -497,6 +516,8 @@ def build_groups(rows: list[dict]) -> list[Group]:
                         for t in (m["generator"].get("thresholds") or [])],
             database_cpu_pct_median=_median([_database_cpu_pct(m) for m in ok]),
             bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
+            server_cpu_us_per_req_median=_median([server_cpu_us_per_req(m["generator"], m.get("monitor"))
+                                                  for m in ok]),
         )
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
