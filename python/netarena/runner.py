@@ -439,7 +439,8 @@ class Runner:
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
                                      generator_cpus, static_dir, log_dir, self.services,
-                                     plan.suite.generator_open_files)
+                                     plan.suite.generator_open_files, plan.suite.warmup_until_steady,
+                                     plan.suite.warmup_max_s)
             self.ui.measuring(item, repeat_index)
             started = now_iso()
             try:
@@ -460,6 +461,8 @@ class Runner:
                               stderr_tail=traceback_tail(exc), flags=[])
             if plan.warmup_raised(item):
                 record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
+            if (record.get("warmup") or {}).get("settled") is False:
+                record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_UNSETTLED]
             self.store.record_measurement(run_id, record)
             if StopRequest.requested:  # the signal's exception was swallowed during the measurement
                 self.ui.measured(record)

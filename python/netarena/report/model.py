@@ -55,6 +55,9 @@ BADGES: dict[str, tuple[str, str]] = {
     "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
+    "WARMUP": ("warm-up never settled", "the suite warms up until successive windows agree (warmup_until_steady); "
+                                        "in at least one repeat they still did not at warmup_max_s, so the server "
+                                        "may still have been warming up while measured"),
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
@@ -180,6 +183,8 @@ class Group:
     server_cpu_us_per_req_median: float | None = None
     requests_per_s_vs_reference: float | None = None
     server_cpu_per_req_vs_reference: float | None = None
+    # Warm-up until steady (suite warmup_until_steady): each ok repeat's warm-up time and whether it settled.
+    warmups: list[dict] = field(default_factory=list)
 
     @property
     def open_loop(self) -> bool:
@@ -518,6 +523,8 @@ def build_groups(rows: list[dict]) -> list[Group]:
             bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
             server_cpu_us_per_req_median=_median([server_cpu_us_per_req(m["generator"], m.get("monitor"))
                                                   for m in ok]),
+            warmups=[{"repeat_index": m["repeat_index"], "used_s": m["warmup"]["used_s"],
+                      "settled": m["warmup"]["settled"]} for m in ok if m.get("warmup")],
         )
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
@@ -600,6 +607,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("NOANS")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
+    if stats.FLAG_WARMUP_UNSETTLED in flags:
+        out.append("WARMUP")
     return out
 
 

@@ -92,6 +92,11 @@ def summary_renderables(report: Report) -> list:
     for s in report.skipped:
         what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
         out.append(Text(f"skipped: {what}: {s.reason}"))
+    for g in report.groups:
+        if g.warmups:
+            out.append(Text(f"warm-up until steady: {g.contestant} {g.scenario} {g.level_key}: " + ", ".join(
+                f"#{w['repeat_index'] + 1} {w['used_s']:.1f} s" + ("" if w["settled"] else " (never settled)")
+                for w in g.warmups), style="dim"))
     out += _calibration(report)
     return out
 
