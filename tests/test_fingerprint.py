@@ -170,3 +170,18 @@ def test_compare_across_machines_says_so_and_compares_relative_figures(calibrate
     assert "relative to each run's reference pair" in text.stdout
     same = run_cli(["compare", "1", "1", "--results", store, "--json"], tmp_path)
     assert json.loads(same.stdout)["machines"]["different"] is False
+
+
+def test_compare_html_has_a_relative_table_across_machines(calibrated_store, tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "netarena.sqlite").write_bytes((calibrated_store / "netarena.sqlite").read_bytes())
+    _copy_run_as_another_machine(store)
+    page = tmp_path / "compare.html"
+    done = run_cli(["compare", "1", "2", "--results", store, "-o", page], tmp_path)
+    assert done.returncode == 0, done.stderr
+    html = page.read_text()
+    assert 'class="machines" data-different="1"' in html
+    relative = re.findall(r'<tr class="relative" data-contestant="([^"]+)".*?class="num rel-rps">([0-9.]+) ', html)
+    assert sorted(c for c, _ in relative) == ["fx-good", "fx-other"]
+    assert all(float(ratio) == pytest.approx(2.0, abs=0.001) for _, ratio in relative)

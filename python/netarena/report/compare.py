@@ -383,8 +383,8 @@ def render_html(c: Comparison) -> bytes:
     if machines_line(c):
         extras.append(f'<p class="machines" data-different="1"><b>{e(machines_line(c))}</b></p>')
     if c.relative:
-        rows = [f'<tr data-contestant="{e(r.contestant)}" data-level="{e(r.level_key)}"><td>{e(r.contestant)}</td>'
-                f"<td>{e(r.scenario)} · {e(r.level_key)}</td>"
+        rows = [f'<tr class="relative" data-contestant="{e(r.contestant)}" data-level="{e(r.level_key)}">'
+                f"<td>{e(r.contestant)}</td><td>{e(r.scenario)} · {e(r.level_key)}</td>"
                 f'<td class="num">{fmt.times_reference(r.throughput_vs_reference.a_median)} → '
                 f"{fmt.times_reference(r.throughput_vs_reference.b_median)}</td>"
                 f'<td class="num rel-rps">{_ratio_text(r.throughput_vs_reference)}</td>'
