@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from hdrh.histogram import HdrHistogram
 
-from . import stats
+from . import stats, warmup
 from .config import SERVICE_SCENARIOS
 from .contestants import Contestant, expand, install, repo_root, tail
 from .ports import free_port
@@ -109,6 +109,10 @@ class MeasureRequest:
     services: object | None = None  # services.ServiceManager of the run, for contestants that `need` one
     # The suite's generator_open_files: each netarena-load process's open-files limit (None: the hard limit).
     generator_open_files: int | None = None
+    # The suite's warmup_until_steady (a tolerance) and warmup_max_s: warm up until steady (netarena.warmup),
+    # warmup_s being the minimum; None: a fixed warm-up of warmup_s.
+    steady_tolerance: float | None = None
+    warmup_max_s: float | None = None
 
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,
@@ -335,6 +339,11 @@ class RealBackend:
                           open_files_cap=req.generator_open_files, loopback=loopback_target(spec))
         progress("load")
         if spread.processes == 1 and spread.source_ips[0] is None:
+            if req.steady_tolerance is not None and warmup.applies(req.level):
+                progress("warm-up")
+                record["warmup"] = self.warm_up(spec, server_pid, req)
+                # The measurement opens its connections afresh: one window of warm-up for them.
+                req = dataclasses.replace(req, warmup_s=warmup.WINDOW_S)
             argv = self._argv(spec, req)
             record["generator_argv"] = argv
             generator, monitor, gen_error = self._run_generator(argv, server_pid, req)
@@ -353,6 +362,19 @@ class RealBackend:
         record["generator"] = generator
         record["monitor"] = monitor
         return generator, gen_error
+
+    def warm_up(self, spec, server_pid: int | None, req: MeasureRequest) -> dict:
+        """Warm the server up with the measurement's own load in windows until steady (netarena.warmup)."""
+        window_req = dataclasses.replace(req, warmup_s=0.0, duration_s=warmup.WINDOW_S)
+
+        def run_window() -> tuple[float | None, str | None]:
+            document, _, error = self._run_generator(self._argv(spec, window_req), server_pid, window_req)
+            if error is not None:
+                return None, f"a warm-up window failed: {error}"
+            return document["throughput"]["requests_per_s"], None
+
+        return warmup.warm_up(run_window, tolerance=req.steady_tolerance, min_s=req.warmup_s,
+                              max_s=req.warmup_max_s if req.warmup_max_s is not None else req.warmup_s)
 
     def _argv(self, spec, req: MeasureRequest) -> list[str]:
         return generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,

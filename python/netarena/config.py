@@ -254,6 +254,11 @@ class Suite(Strict):
     warmup_s: Annotated[float, Field(ge=0, le=3600)] = 1.0
     duration_s: Annotated[float, Field(gt=0, le=86_400)] = 3.0
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 5.0
+    # Warm up each closed-loop measurement until successive windows' requests/s agree within this fraction
+    # (netarena.warmup, docs/suites.md), warmup_s (raised to a contestant's start.warmup_min_s) being the
+    # minimum and warmup_max_s the bound; unset: a fixed warm-up of warmup_s.
+    warmup_until_steady: Annotated[float, Field(gt=0, lt=1)] | None = None
+    warmup_max_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
     cpus: Cpus | None = None
     services: dict[Literal["mongo"], ServiceOptions] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime
+import hashlib
 import os
 import platform
 import re
@@ -27,6 +28,9 @@ import psutil
 import netarena
 
 TOOL_TIMEOUT_S = 1.5
+# How long the steal sample at the start of a run watches /proc/stat: run beside the version commands, so
+# within the TOOL_TIMEOUT_S that collect() takes anyway.
+STEAL_SAMPLE_S = 1.0
 
 # The kernel settings that change what a network benchmark can do or how it behaves.
 SYSCTLS = (
@@ -101,14 +105,88 @@ def read_sysctl(name: str) -> str | None:
 
 
 def _cpu_model() -> str | None:
+    return cpuinfo_field("model name", "Processor", "cpu model")
+
+
+def cpuinfo_field(*keys: str) -> str | None:
+    """The first /proc/cpuinfo line's value whose key is one of `keys` (the first CPU's), or None."""
     text = read_text("/proc/cpuinfo")
     if text is None:
         return None
     for line in text.splitlines():
         key, _, value = line.partition(":")
-        if key.strip() in ("model name", "Processor", "cpu model"):
+        if key.strip() in keys:
             return value.strip()
     return None
+
+
+def cpu_flags() -> dict[str, Any] | None:
+    """The first CPU's feature flags, sorted, with a short hash of them: two hosts with equal hashes offer
+    the same instructions, which the hash says at a glance and the list explains when it does not."""
+    raw = cpuinfo_field("flags", "Features")  # x86 says flags, arm64 Features
+    if raw is None:
+        return None
+    flags = sorted(set(raw.split()))
+    digest = hashlib.sha256(" ".join(flags).encode()).hexdigest()[:16]
+    return {"sha256_16": digest, "count": len(flags), "list": flags}
+
+
+def cpu_mhz() -> dict[str, float] | None:
+    """The clock the kernel reports now, per the first CPU and averaged over all (MHz), where visible:
+    cpufreq's scaling_cur_freq, else /proc/cpuinfo's "cpu MHz" (on many VMs the host's nominal clock)."""
+    values = []
+    for path in sorted(Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_cur_freq")):
+        khz = read_text(path)
+        if khz and khz.isdigit():
+            values.append(int(khz) / 1000)
+    source = "cpufreq"
+    if not values:
+        text = read_text("/proc/cpuinfo") or ""
+        values = [float(v) for k, _, v in (line.partition(":") for line in text.splitlines())
+                  if k.strip() == "cpu MHz" and _is_number(v.strip())]
+        source = "cpuinfo"
+    if not values:
+        return None
+    return {"first": round(values[0], 1), "mean": round(sum(values) / len(values), 1), "source": source}
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def mitigations() -> dict[str, str] | None:
+    """/sys/devices/system/cpu/vulnerabilities: each issue the kernel knows and what it does about it
+    ("Not affected", "Mitigation: ...", "Vulnerable"); mitigations can cost a syscall-heavy server much."""
+    found = {path.name: read_text(path) for path in
+             sorted(Path("/sys/devices/system/cpu/vulnerabilities").glob("*"))}
+    return {name: value for name, value in found.items() if value is not None} or None
+
+
+def clocksource() -> str | None:
+    """The kernel's clock (tsc, kvm-clock, hpet...): a slow one makes every timestamp cost a system call."""
+    return read_text("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+
+
+def steal_sample(interval_s: float = STEAL_SAMPLE_S) -> dict[str, float] | None:
+    """Share of the machine's CPU time the hypervisor gave to others over `interval_s` now, in percent of all
+    CPUs (from /proc/stat), or None where the kernel does not count steal. At the run's start: a host that
+    is already busy elsewhere says so before any figure is measured on it."""
+    try:
+        before = psutil.cpu_times()
+        time.sleep(interval_s)
+        after = psutil.cpu_times()
+    except OSError:
+        return None
+    if not hasattr(before, "steal"):
+        return None
+    total = sum(after) - sum(before)
+    if total <= 0:
+        return None
+    return {"pct": round(100 * (after.steal - before.steal) / total, 2), "interval_s": interval_s}
 
 
 def _hypervisor() -> bool | None:
@@ -242,13 +320,14 @@ def _open_files_limit() -> dict[str, int | None]:
 
 def collect(extra: dict | None = None) -> dict:
     started_s = time.monotonic()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(RUNTIMES) + 2) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(RUNTIMES) + 3) as pool:
         runtime_futures = {
             name: pool.submit(tool_version, name, args, lines, ok_codes)
             for name, (args, lines, ok_codes) in RUNTIMES.items()
         }
         git_future = pool.submit(git_revision)
         load_future = pool.submit(_load_generator)
+        steal_future = pool.submit(steal_sample)
 
         uname = platform.uname()
         memory = psutil.virtual_memory()
@@ -267,10 +346,14 @@ def collect(extra: dict | None = None) -> dict:
                 "available_cpus": available_cpus,
                 "governors": cpu_governors(),
                 "hypervisor": _hypervisor(),
+                "flags": cpu_flags(),
+                "mhz": cpu_mhz(),
+                "mitigations": mitigations(),
             },
             "memory": {"total_bytes": memory.total, "swap_total_bytes": swap.total},
             "kernel": {"system": uname.system, "release": uname.release, "version": uname.version,
                        "machine": uname.machine},
+            "clocksource": clocksource(),
             "distro": _distro(),
             "sysctls": {name: read_sysctl(name) for name in SYSCTLS},
             "limits": {"open_files": _open_files_limit()},
@@ -283,6 +366,7 @@ def collect(extra: dict | None = None) -> dict:
         info["netarena"] = {"version": netarena.__version__, "git": git_future.result()}
         info["netarena_load"] = load_future.result()
         info["runtimes"] = {name: future.result() for name, future in runtime_futures.items()}
+        info["steal_at_start"] = steal_future.result()
     info["collect_s"] = round(time.monotonic() - started_s, 3)
     if extra:
         info.update(extra)

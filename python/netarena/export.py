@@ -7,12 +7,14 @@ import io
 import json
 
 from . import stats
+from .reference import ratio, reference_of, server_cpu_us_per_req
 from .store import Store, row_to_dict
 
 CSV_COLUMNS = ["run_id", "measurement_id", "contestant", "scenario", "level_key", "connections", "workers",
                "repeat_index", "status", "failure_kind", "requests_per_s", "error_rate", "latency_p50_us",
                "latency_p99_us", "errors_total", "unfinished", "no_answer_connections", "generator_busy_fraction", "generator_busy_fraction_max", "generator_saturated",
-               "server_cpu_user_s", "server_cpu_sys_s", "server_rss_peak_bytes", "flags", "error", "started_at",
+               "server_cpu_user_s", "server_cpu_sys_s", "server_rss_peak_bytes", "server_cpu_us_per_req",
+               "requests_per_s_vs_reference", "server_cpu_per_req_vs_reference", "flags", "error", "started_at",
                "ended_at"]
 
 
@@ -52,6 +54,9 @@ def export_json(store: Store, run_id: int) -> str:
 
 
 def export_csv(store: Store, run_id: int) -> str:
+    """One row per measurement; the *_vs_reference columns relative to the run's reference pair (empty when the
+    run has no calibration)."""
+    reference = reference_of(row_to_dict(store.run(run_id)).get("environment")) or {}
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -59,6 +64,7 @@ def export_csv(store: Store, run_id: int) -> str:
         m = row_to_dict(row)
         gen = m.get("generator") or {}
         server = ((m.get("monitor") or {}).get("summary") or {}).get("server") or {}
+        cpu_per_req_us = server_cpu_us_per_req(gen, m.get("monitor"))
         writer.writerow({
             "run_id": run_id, "measurement_id": m["id"], "contestant": m["contestant"], "scenario": m["scenario"],
             "level_key": m["level_key"], "connections": m["connections"], "workers": m["workers"],
@@ -72,7 +78,11 @@ def export_csv(store: Store, run_id: int) -> str:
             "generator_busy_fraction_max": (gen.get("generator") or {}).get("busy_fraction_max"),
             "generator_saturated": gen.get("generator_saturated"),
             "server_cpu_user_s": server.get("cpu_user_s"), "server_cpu_sys_s": server.get("cpu_sys_s"),
-            "server_rss_peak_bytes": server.get("rss_peak_bytes"), "flags": " ".join(m.get("flags") or []),
+            "server_rss_peak_bytes": server.get("rss_peak_bytes"),
+            "server_cpu_us_per_req": cpu_per_req_us,
+            "requests_per_s_vs_reference": ratio(m["requests_per_s"], reference.get("rps")),
+            "server_cpu_per_req_vs_reference": ratio(cpu_per_req_us, reference.get("server_cpu_us_per_req")),
+            "flags": " ".join(m.get("flags") or []),
             "error": m["error"], "started_at": m["started_at"], "ended_at": m["ended_at"],
         })
     return out.getvalue()

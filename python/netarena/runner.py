@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import time
@@ -425,6 +426,29 @@ class Runner:
                              jobs, done)
         return unusable
 
+    def calibrate(self, run_id: int, server_cpus: list[int], generator_cpus: list[int]) -> None:
+        """The run's calibration (netarena.calibration) on its own CPUs, once per run (a resumed run keeps the
+        first): after the installs, which would disturb it, before the first measurement. Only where the
+        server runs on this machine with the real generator; a run across hosts or the mock backend records
+        why there is none."""
+        run = self.store.run(run_id)
+        if run is not None and "calibration" in json.loads(run["environment_json"] or "{}"):
+            return
+        generator = getattr(self.backend, "generator", None)
+        if self.backend.name != "real" or generator is None:
+            self.store.add_to_run_environment(run_id, "calibration", {
+                "skipped": f"the {self.backend.name} backend: calibration runs only with the server on this "
+                           "machine (the real backend)"})
+            return
+        from .calibration import calibrate
+
+        self.ui.info("calibrating: a fixed CPU loop and the reference server (a few seconds)")
+        figures = calibrate(Path(generator), server_cpus, generator_cpus, self.track, self.untrack)
+        self.store.add_to_run_environment(run_id, "calibration", figures)
+        for part, value in figures.items():
+            if "error" in value:
+                self.ui.warn(f"calibration {part}: {value['error']}")
+
     def prepare_services(self, plan: Plan, results_dir: Path, cpus: list[int]) -> None:
         """Install (build) the services the plan needs; one that cannot be had makes its contestants skip
         with the reason (self.unusable_services)."""
@@ -476,6 +500,7 @@ class Runner:
         for contestant, scenario, level_key, reason in plan.skips:
             self.store.record_skip(run_id, contestant, reason, scenario=scenario, level_key=level_key)
         unusable = self.prepare(plan)
+        self.calibrate(run_id, server_cpus, generator_cpus)
         static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
         static_dir.mkdir(parents=True, exist_ok=True)
         if plan.needs_static() and not static_set_ready(static_dir):
@@ -530,7 +555,8 @@ class Runner:
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
                                      generator_cpus, static_dir, log_dir, self.services,
-                                     plan.suite.generator_open_files)
+                                     plan.suite.generator_open_files, plan.suite.warmup_until_steady,
+                                     plan.suite.warmup_max_s)
             self.ui.measuring(item, repeat_index)
             started = now_iso()
             try:
@@ -551,6 +577,8 @@ class Runner:
                               stderr_tail=traceback_tail(exc), flags=[])
             if plan.warmup_raised(item):
                 record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
+            if (record.get("warmup") or {}).get("settled") is False:
+                record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_UNSETTLED]
             self.store.record_measurement(run_id, record)
             if StopRequest.requested:  # the signal's exception was swallowed during the measurement
                 self.ui.measured(record)

@@ -90,6 +90,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     verification_json TEXT,            -- scenarios.Verification.to_dict() of the pre-load check
     stop_json TEXT,                    -- process.StopOutcome: signal, exit code, killed, leftover processes
     services_json TEXT,                -- the backing services it talked to: label, backend, CPUs, versions
+    warmup_json TEXT,                  -- warmup.warm_up(): the windows of a warm-up until steady, if one ran
     error TEXT,
     stderr_tail TEXT,                  -- last bytes of the contestant's output, on failure
     log_path TEXT,
@@ -178,6 +179,9 @@ class Store:
         # Stores made before backing services existed lack this nullable column; adding it keeps them readable.
         if "services_json" not in {r[1] for r in self.db.execute("PRAGMA table_info(measurements)")}:
             self.db.execute("ALTER TABLE measurements ADD COLUMN services_json TEXT")
+        # Likewise for the warm-up until steady (added within schema version 1; NULL: a fixed warm-up).
+        if "warmup_json" not in {r[1] for r in self.db.execute("PRAGMA table_info(measurements)")}:
+            self.db.execute("ALTER TABLE measurements ADD COLUMN warmup_json TEXT")
         # Added within schema version 1: a NULL token (a row written before it existed) never proves a process ours.
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(live_processes)")}
         if "token" not in columns:
@@ -264,7 +268,7 @@ class Store:
         columns = ["run_id", "contestant", "scenario", "level_key", "connections", "workers", "level_json",
                    "repeat_index", "status", "failure_kind", "flags_json", "requests_per_s", "error_rate",
                    "latency_p50_us", "latency_p99_us", "generator_argv_json", "generator_json", "monitor_json",
-                   "verification_json", "stop_json", "services_json", "error", "stderr_tail", "log_path", "port", "started_at",
+                   "verification_json", "stop_json", "services_json", "warmup_json", "error", "stderr_tail", "log_path", "port", "started_at",
                    "ended_at"]
         values = {
             "run_id": run_id, "contestant": m["contestant"], "scenario": m["scenario"], "level_key": m["level_key"],
@@ -275,7 +279,8 @@ class Store:
             "latency_p50_us": m.get("latency_p50_us"), "latency_p99_us": m.get("latency_p99_us"),
             "generator_argv_json": _json(m.get("generator_argv")), "generator_json": _json(m.get("generator")),
             "monitor_json": _json(m.get("monitor")), "verification_json": _json(m.get("verification")),
-            "stop_json": _json(m.get("stop")), "services_json": _json(m.get("services")), "error": m.get("error"), "stderr_tail": m.get("stderr_tail"),
+            "stop_json": _json(m.get("stop")), "services_json": _json(m.get("services")),
+            "warmup_json": _json(m.get("warmup")), "error": m.get("error"), "stderr_tail": m.get("stderr_tail"),
             "log_path": m.get("log_path"), "port": m.get("port"), "started_at": m["started_at"],
             "ended_at": m["ended_at"],
         }

@@ -25,10 +25,29 @@ pub enum Command {
     Http(HttpArgs),
     /// TCP echo flood, verified byte for byte
     Echo(EchoArgs),
+    /// Fixed yardsticks for a run's calibration: a CPU loop, a reference server
+    #[command(subcommand)]
+    Calibrate(CalibrateCommand),
     /// Print a shell completion script: netarena-load completions bash > ~/.local/share/bash-completion/completions/netarena-load
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CalibrateCommand {
+    /// Time a fixed CPU-bound loop; prints one JSON object (µs per unit)
+    Cpu {
+        /// Units to time (the median is the figure)
+        #[arg(long, default_value_t = 25, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        units: u32,
+    },
+    /// Run the fixed reference HTTP/1.1 server until stopped; prints `listening on ADDR` once ready
+    Serve {
+        /// Address to listen on; port 0 picks a free one
+        #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+        listen: std::net::SocketAddr,
     },
 }
 

@@ -348,6 +348,7 @@ pub fn from_cli(
         Command::Completions { .. } => {
             Err("completions print a script and run nothing; main handles them first".into())
         }
+        Command::Calibrate(_) => Err("calibrate runs no load; main handles it first".into()),
         Command::Echo(a) => {
             let (host, port) = target::split_host_port(&a.target, None)
                 .map_err(|e| format!("echo target '{}': {e}", a.target))?;

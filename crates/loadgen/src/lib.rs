@@ -9,10 +9,11 @@
 //! (the document, the human summary, the thresholds).
 //!
 //! Layers, each importing only from those below it: `result` → `load` → `io` → `exchange` → `http`
-//! → the base modules (`cli`, `config`, `error`, `limits`, `parse`, `progress`, `schedule`,
+//! → the base modules (`calibrate`, `cli`, `config`, `error`, `limits`, `parse`, `progress`, `schedule`,
 //! `signals`, `stats`, `sys`, `target`, `threshold`). The contract with the outside world is
 //! `docs/load-generator.md` and its JSON Schema.
 
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod error;

@@ -27,6 +27,9 @@ fn main() -> ExitCode {
         clap_complete::generate(shell, &mut cmd, "netarena-load", &mut std::io::stdout());
         return ExitCode::SUCCESS;
     }
+    if let cli::Command::Calibrate(what) = cli.command {
+        return calibrate(what);
+    }
     // Before any other thread starts: they inherit the blocked signals (see `signals`).
     if let Err(e) = signals::install() {
         return stop(RunError::Failure(e));
@@ -34,6 +37,29 @@ fn main() -> ExitCode {
     match prepare_and_run(cli, argv) {
         Ok((cfg, doc)) => report(&cfg, doc),
         Err(e) => stop(e),
+    }
+}
+
+/// `netarena-load calibrate cpu|serve`: no load, no signal handling of the load's kind (a stopped
+/// server just ends).
+fn calibrate(what: cli::CalibrateCommand) -> ExitCode {
+    match what {
+        cli::CalibrateCommand::Cpu { units } => {
+            let figures = netarena_load::calibrate::cpu(units);
+            println!(
+                "{}",
+                serde_json::to_string(&figures).expect("the calibration serializes")
+            );
+            ExitCode::SUCCESS
+        }
+        cli::CalibrateCommand::Serve { listen } => {
+            match netarena_load::calibrate::bind(listen).and_then(netarena_load::calibrate::serve) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => stop(RunError::Failure(format!(
+                    "calibrate serve on {listen}: {e}"
+                ))),
+            }
+        }
     }
 }
 

@@ -10,7 +10,7 @@ non-overlapping ranges are what a reader can check by eye in the tables. It need
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rich import box
 from rich.console import Console, Group as RichGroup
@@ -20,6 +20,7 @@ from rich.text import Text
 from ..term import console as make_console
 
 from . import fmt
+from ..reference import machine_differences, ratio, reference_of, server_cpu_us_per_req
 from .model import Group, Report
 
 MIN_REPEATS_FOR_SIGNIFICANCE = 2
@@ -55,6 +56,9 @@ class Row:
     b_ids: list[int]
     throughput: Metric
     p99: Metric
+    # Relative to each run's own reference pair (netarena.reference); None unless both runs have one.
+    throughput_vs_reference: Metric | None = None
+    server_cpu_per_req_vs_reference: Metric | None = None
 
 
 @dataclass
@@ -65,6 +69,18 @@ class Comparison:
     only_in_a: list[str]
     only_in_b: list[str]
     environment_differences: list[str]
+    # The machine fingerprint's fields that differ (netarena.reference.machine_differences): non-empty means
+    # the runs ran on different machines, and the relative figures are the ones to read.
+    machine_differences: list[str] = field(default_factory=list)
+
+    @property
+    def different_machines(self) -> bool:
+        return bool(self.machine_differences)
+
+    @property
+    def relative(self) -> bool:
+        """Both runs have a reference pair, so each row carries its relative figures."""
+        return reference_of(self.a.run.environment) is not None and reference_of(self.b.run.environment) is not None
 
 
 def _metric(a_values: list[float], b_values: list[float], a_median: float | None = None,
@@ -95,6 +111,16 @@ def _throughput_values(report: Report, g: Group) -> list[float]:
     return [m.generator["throughput"]["requests_per_s"] for m in report.measurements if m.id in g.ok_ids]
 
 
+def _relative_values(report: Report, g: Group) -> tuple[list[float], list[float]]:
+    """The group's ok repeats' requests/s and server CPU µs per request, each ÷ the run's reference figure."""
+    reference = reference_of(report.run.environment)
+    members = [m for m in report.measurements if m.id in g.ok_ids]
+    rps = [ratio(m.generator["throughput"]["requests_per_s"], reference["rps"]) for m in members]
+    cpu = [ratio(server_cpu_us_per_req(m.generator, m.monitor), reference["server_cpu_us_per_req"])
+           for m in members]
+    return [v for v in rps if v is not None], [v for v in cpu if v is not None]
+
+
 def compare(a: Report, b: Report) -> Comparison:
     a_groups = {(g.contestant, g.scenario, g.level_key): g for g in a.groups}
     b_groups = {(g.contestant, g.scenario, g.level_key): g for g in b.groups}
@@ -107,8 +133,16 @@ def compare(a: Report, b: Report) -> Comparison:
             # The headline p99 is the merged histogram's; the spread is the repeats' own p99s.
             p99=_metric(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us)))
     label = lambda k: " ".join(k)  # noqa: E731
-    return Comparison(a, b, rows, [label(k) for k in sorted(set(a_groups) - set(b_groups))],
-                      [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b))
+    c = Comparison(a, b, rows, [label(k) for k in sorted(set(a_groups) - set(b_groups))],
+                   [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b),
+                   machine_differences(a.run.environment, b.run.environment))
+    if c.relative:
+        for row in rows:
+            key = (row.contestant, row.scenario, row.level_key)
+            (a_rps, a_cpu), (b_rps, b_cpu) = _relative_values(a, a_groups[key]), _relative_values(b, b_groups[key])
+            row.throughput_vs_reference = _metric(a_rps, b_rps)
+            row.server_cpu_per_req_vs_reference = _metric(a_cpu, b_cpu)
+    return c
 
 
 # The metrics a regression gate can watch: the Row attribute and the direction that is better.
@@ -151,11 +185,18 @@ def to_dict(c: Comparison, metrics: list[str]) -> dict:
         "metrics": metrics,
         "rows": [{"contestant": r.contestant, "scenario": r.scenario, "level_key": r.level_key, "a_ids": r.a_ids,
                   "b_ids": r.b_ids, "rps": dict(asdict(r.throughput), significant=r.throughput.significant),
-                  "p99_us": dict(asdict(r.p99), significant=r.p99.significant)} for r in c.rows],
+                  "p99_us": dict(asdict(r.p99), significant=r.p99.significant),
+                  **({"rps_vs_reference": dict(asdict(r.throughput_vs_reference),
+                                               significant=r.throughput_vs_reference.significant),
+                      "server_cpu_per_req_vs_reference": dict(asdict(r.server_cpu_per_req_vs_reference),
+                                                              significant=r.server_cpu_per_req_vs_reference.significant)}
+                     if r.throughput_vs_reference is not None else {})} for r in c.rows],
         "regressions": [{"contestant": g.row.contestant, "scenario": g.row.scenario, "level_key": g.row.level_key,
                          "metric": g.metric, "text": g.text} for g in found],
         "only_in_a": c.only_in_a, "only_in_b": c.only_in_b,
         "environment_differences": c.environment_differences,
+        "machines": {"different": c.different_machines, "differences": c.machine_differences,
+                     "relative_figures": c.relative},
     }
 
 
@@ -201,6 +242,7 @@ def _verdict_text(m: Metric, better: str) -> Text:
 def renderables(c: Comparison) -> list:
     out: list = [Text(f"A = run {c.a.run.id} ({c.a.run.suite_name}, {c.a.run.started_at})  "
                       f"B = run {c.b.run.id} ({c.b.run.suite_name}, {c.b.run.started_at})"),
+                 *([Text(machines_line(c), style="bold yellow")] if machines_line(c) else []),
                  Text("ratio = B/A of the medians [the range the repeats allow: B min/A max – B max/A min]; "
                       + SIGNIFICANCE_RULE + "; * = significant. The measurement ids behind each row are in "
                       "the HTML comparison (netarena compare A B -o FILE).", style="dim")]
@@ -223,6 +265,7 @@ def renderables(c: Comparison) -> list:
                           _ratio_short(t), _verdict_text(t, "higher"), f"{fmt.us(p.a_median)}→{fmt.us(p.b_median)}",
                           _ratio_short(p), _verdict_text(p, "lower"))
         out += [Text(""), table]
+    out += _relative_renderables(c)
     for label, items in (("only in A", c.only_in_a), ("only in B", c.only_in_b)):
         if items:
             out.append(Text(f"{label}: " + "; ".join(items)))
@@ -230,6 +273,34 @@ def renderables(c: Comparison) -> list:
         out.append(Text("the runs' environments differ (ratios may reflect that): "
                         + "; ".join(c.environment_differences), style="yellow"))
     return out
+
+
+def machines_line(c: Comparison) -> str | None:
+    """What compare says first when the runs ran on different machines."""
+    if not c.different_machines:
+        return None
+    read = ("compare the figures relative to each run's reference pair (below), not the absolute ones"
+            if c.relative else "one of the runs has no calibration, so there are no relative figures to compare")
+    return f"different machines ({', '.join(c.machine_differences)} differ): {read}"
+
+
+def _relative_renderables(c: Comparison) -> list:
+    if not c.relative:
+        return []
+    out: list = [Text(""), Text("relative to each run's reference pair (figure ÷ that run's reference figure; "
+                                "B/A of those)", style="bold")]
+    table = Table(box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
+    for name in ("contestant", "scenario · level", "req/s ×ref A→B", "B/A [range]", "", "cpu/req ×ref A→B",
+                 "B/A [range]", ""):
+        table.add_column(name, overflow="fold")
+    for r in c.rows:
+        t, p = r.throughput_vs_reference, r.server_cpu_per_req_vs_reference
+        table.add_row(r.contestant, f"{r.scenario} · {r.level_key}",
+                      f"{fmt.times_reference(t.a_median)}→{fmt.times_reference(t.b_median)}", _ratio_short(t),
+                      _verdict_text(t, "higher"),
+                      f"{fmt.times_reference(p.a_median)}→{fmt.times_reference(p.b_median)}", _ratio_short(p),
+                      _verdict_text(p, "lower"))
+    return [*out, table]
 
 
 def render_text(c: Comparison, width: int = 100) -> str:
@@ -309,6 +380,26 @@ def render_html(c: Comparison) -> bytes:
                                                              div_id=f"compare-{len(parts)}",
                                                              config={"displaylogo": False}) + "</div>")
     extras = []
+    if machines_line(c):
+        extras.append(f'<p class="machines" data-different="1"><b>{e(machines_line(c))}</b></p>')
+    if c.relative:
+        rows = [f'<tr class="relative" data-contestant="{e(r.contestant)}" data-level="{e(r.level_key)}">'
+                f"<td>{e(r.contestant)}</td><td>{e(r.scenario)} · {e(r.level_key)}</td>"
+                f'<td class="num">{fmt.times_reference(r.throughput_vs_reference.a_median)} → '
+                f"{fmt.times_reference(r.throughput_vs_reference.b_median)}</td>"
+                f'<td class="num rel-rps">{_ratio_text(r.throughput_vs_reference)}</td>'
+                f"<td>{verdict_html(r.throughput_vs_reference, 'higher')}</td>"
+                f'<td class="num">{fmt.times_reference(r.server_cpu_per_req_vs_reference.a_median)} → '
+                f"{fmt.times_reference(r.server_cpu_per_req_vs_reference.b_median)}</td>"
+                f'<td class="num rel-cpu">{_ratio_text(r.server_cpu_per_req_vs_reference)}</td>'
+                f"<td>{verdict_html(r.server_cpu_per_req_vs_reference, 'lower')}</td></tr>" for r in c.rows]
+        head = "".join(f"<th>{h}</th>" for h in ["contestant", "scenario · level", "req/s × reference A → B", "B/A",
+                                                  "", "server CPU/req × reference A → B", "B/A", ""])
+        extras.append("<h2 id=\"relative\">Relative to each run's reference pair</h2><p class=\"note\">Each figure "
+                      "÷ the same figure of its own run's reference pair (docs/reports.md, Calibration), then B/A "
+                      "of those.</p>"
+                      f'<table class="compare relative"><thead><tr>{head}</tr></thead><tbody>' + "".join(rows)
+                      + "</tbody></table>")
     for label, items in (("Only in A", c.only_in_a), ("Only in B", c.only_in_b)):
         if items:
             extras.append(f"<p><b>{label}:</b> {e('; '.join(items))}</p>")

@@ -98,3 +98,55 @@ def measured(verdict: dict) -> str:
     if unit == "bytes_per_s":
         return f"{size_bytes(value)}/s"
     return f"{value:,.0f}" if unit == "count" else f"{value:g}"
+
+
+def us_per_req(value: float | None) -> str:
+    """CPU microseconds per request, two decimals (a few µs is common on loopback)."""
+    return "-" if value is None else f"{value:.2f}"
+
+
+def times_reference(value: float | None) -> str:
+    """A figure relative to the run's reference pair: 0.42× reads "0.42 times the reference's"."""
+    return "-" if value is None else f"{value:.3g}×"
+
+
+def calibration_pairs(environment: dict) -> list[tuple[str, str]]:
+    """The machine fingerprint and the run's calibration as (label, text) pairs, for the environment sections of
+    the HTML page and the terminal: what the figures of this run should be read against."""
+    env = environment or {}
+    cpu = env.get("cpu") or {}
+    pairs = []
+    flags, mhz, steal = cpu.get("flags"), cpu.get("mhz"), env.get("steal_at_start")
+    if flags:
+        pairs.append(("CPU flags", f"{flags['count']} flags, hash {flags['sha256_16']}"))
+    if mhz:
+        pairs.append(("CPU clock", f"{mhz['mean']:,.0f} MHz ({mhz['source']})"))
+    if env.get("clocksource"):
+        pairs.append(("clock source", env["clocksource"]))
+    mitigations = cpu.get("mitigations") or {}
+    if mitigations:
+        vulnerable = sorted(name for name, state in mitigations.items() if state.startswith("Vulnerable"))
+        mitigated = sum(1 for state in mitigations.values() if state.startswith("Mitigation"))
+        pairs.append(("mitigations", f"{mitigated} mitigated, {len(vulnerable)} vulnerable"
+                      + (f" ({', '.join(vulnerable)})" if vulnerable else "") + f" of {len(mitigations)} known"))
+    if steal:
+        pairs.append(("steal at start", f"{steal['pct']:.1f}% over {steal['interval_s']:g} s"))
+    calibration = env.get("calibration") or {}
+    if calibration.get("skipped"):
+        pairs.append(("calibration", f"none: {calibration['skipped']}"))
+    loop = calibration.get("cpu_loop") or {}
+    if loop.get("error"):
+        pairs.append(("calibration: CPU loop", f"failed: {loop['error']}"))
+    elif loop:
+        pairs.append(("calibration: CPU loop", f"{loop['us_per_unit']:,.0f} µs per unit (v{loop['unit_version']}, "
+                      f"median of {loop['units']}; fastest {loop['us_per_unit_min']:,.0f}) on CPU {loop['cpu']}"))
+    reference = calibration.get("reference") or {}
+    if reference.get("error"):
+        pairs.append(("calibration: reference pair", f"failed: {reference['error']}"))
+    elif reference:
+        pairs.append(("calibration: reference pair",
+                      f"{reference['rps']:,.0f} req/s; server {reference['server_cpu_us_per_req']:.2f} µs CPU/req, "
+                      f"generator {reference['generator_cpu_us_per_req']:.2f} µs CPU/req "
+                      f"({reference['connections']} connections, {reference['duration_s']:g} s, "
+                      f"{reference['generator_io']})"))
+    return pairs

@@ -22,7 +22,7 @@ from plotly.subplots import make_subplots
 
 from . import fmt
 from .model import (BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, external_line, found_rate_text,
-                    interval_series, rank_basis, ranks, requests_line)
+                    interval_series, rank_basis, rank_key, ranks, requests_line)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -955,6 +955,7 @@ def _environment(page: _Page, report: Report) -> None:
             f"{d.get('display_name')} {d.get('version')} ({d.get('backend')}), CPUs {d.get('cpus')}"
             for d in (env.get("services") or {}).values()) or None),
     ]
+    pairs += fmt.calibration_pairs(env)
     if env.get("error"):
         pairs.append(("environment error", env["error"]))
     page.add(_kv_table([(k, v) for k, v in pairs if v not in (None, "", {}, [])]))
@@ -971,6 +972,29 @@ def _environment(page: _Page, report: Report) -> None:
                    "</details>" if c.get("install") else "") + "</td></tr>" for c in report.contestants]
         page.add("<h3>Contestants</h3>" + _table(["name", "display name", "language / runtime", "framework",
                                                    "model", "status", "install"], rows))
+
+
+def _relative(page: _Page, report: Report) -> None:
+    """Each group's figures relative to the run's reference pair (only when the run has one)."""
+    groups = [g for g in report.groups if g.requests_per_s_vs_reference is not None
+              or g.server_cpu_per_req_vs_reference is not None]
+    if not groups:
+        return
+    page.add('<h2 id="relative">Relative to the reference</h2>'
+             '<p class="note">Each figure divided by the same figure of this run\'s reference pair (netarena-load '
+             "against netarena's fixed reference server, measured before the first measurement on the same CPUs; "
+             "see Environment): req/s × reference = requests/s ÷ the reference's; server CPU/req × reference = "
+             "server CPU µs per response ÷ the reference server's. They carry between machines better than the "
+             "absolute figures, not perfectly (docs/reports.md, Calibration).</p>")
+    rows = [f'<tr data-contestant="{e(g.contestant)}" data-scenario="{e(g.scenario)}" data-level="{e(g.level_key)}">'
+            f"<td>{e(g.contestant)}</td><td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>"
+            f'<td class="num">{fmt.rps(g.requests_per_s_median)}</td>'
+            f'<td class="num rel-rps">{fmt.times_reference(g.requests_per_s_vs_reference)}</td>'
+            f'<td class="num">{fmt.us_per_req(g.server_cpu_us_per_req_median)}</td>'
+            f'<td class="num rel-cpu">{fmt.times_reference(g.server_cpu_per_req_vs_reference)}</td></tr>'
+            for g in sorted(groups, key=rank_key)]
+    page.add(_table(["contestant", "scenario", "level", "req/s", "req/s × reference", "server CPU µs/req",
+                     "server CPU/req × reference"], rows, cls="relative"))
 
 
 def _skipped(page: _Page, report: Report) -> None:
@@ -1029,6 +1053,7 @@ def render(report: Report) -> bytes:
     _errors(page, report)
     _over_time(page, report)
     _echo(page, report)
+    _relative(page, report)
     _environment(page, report)
     _skipped(page, report)
     _measurements(page, report)
@@ -1036,7 +1061,8 @@ def render(report: Report) -> bytes:
     sections = [("summary", "Summary"), ("thresholds", "Thresholds"), ("throughput", "Throughput"),
                 ("rates", "Against rate"), ("find-max", "Highest rate"), ("requests", "Request counts"),
                 ("sweeps", "Sweeps"), ("latency", "Latency"), ("errors", "Errors"),
-                ("resources", "Over time"), ("echo", "Echo flood"), ("environment", "Environment"),
+                ("resources", "Over time"), ("echo", "Echo flood"),
+                ("relative", "Relative to the reference"), ("environment", "Environment"),
                 ("skipped", "Skipped and failed"), ("measurements", "Measurements")]
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections if f'id="{anchor}"' in body)
     used = [c for c in BADGES if any(c in g.badges for g in report.groups)]

@@ -27,6 +27,7 @@ from typing import Any
 from .. import stats
 from . import fmt
 from ..scenarios import Level
+from ..reference import ratio, reference_of, server_cpu_us_per_req
 from ..store import DB_NAME, StoreError, check_store, row_to_dict, unreadable
 
 # Badge codes: short for the terminal, with a label and an explanation for the page's legend.
@@ -54,6 +55,9 @@ BADGES: dict[str, tuple[str, str]] = {
     "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
+    "WARMUP": ("warm-up never settled", "the suite warms up until successive windows agree (warmup_until_steady); "
+                                        "in at least one repeat they still did not at warmup_max_s, so the server "
+                                        "may still have been warming up while measured"),
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
@@ -173,6 +177,14 @@ class Group:
     # and which side was saturated (bound_by, see saturated_side).
     database_cpu_pct_median: float | None = None
     bound_by: str | None = None
+
+    # Server CPU (user + system, measured phase) per response, median of the ok repeats; and the figures
+    # relative to the run's reference pair (netarena.reference; None when the run has no calibration).
+    server_cpu_us_per_req_median: float | None = None
+    requests_per_s_vs_reference: float | None = None
+    server_cpu_per_req_vs_reference: float | None = None
+    # Warm-up until steady (suite warmup_until_steady): each ok repeat's warm-up time and whether it settled.
+    warmups: list[dict] = field(default_factory=list)
 
     @property
     def open_loop(self) -> bool:
@@ -421,8 +433,20 @@ def load_report(source, run_id: int) -> Report:
                             "install": c.get("install")})
     skipped = [Skip(s["contestant"], s["scenario"], s["level_key"], s["reason"], s.get("detail"))
                for s in _rows(db, "SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,))]
+    groups = build_groups(rows)
+    apply_reference(groups, reference_of(run.environment))
     return Report(store_path=where, run=run, contestants=contestants, measurements=measurements,
-                  groups=build_groups(rows), skipped=skipped)
+                  groups=groups, skipped=skipped)
+
+
+def apply_reference(groups: list[Group], reference: dict | None) -> None:
+    """Each group's throughput and server CPU per request relative to the run's reference pair."""
+    if reference is None:
+        return
+    for g in groups:
+        g.requests_per_s_vs_reference = ratio(g.requests_per_s_median, reference["rps"])
+        g.server_cpu_per_req_vs_reference = ratio(g.server_cpu_us_per_req_median,
+                                                  reference["server_cpu_us_per_req"])
 
 
 # ----------------------------------------------------------------------------- groups
@@ -497,6 +521,10 @@ def build_groups(rows: list[dict]) -> list[Group]:
                         for t in (m["generator"].get("thresholds") or [])],
             database_cpu_pct_median=_median([_database_cpu_pct(m) for m in ok]),
             bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
+            server_cpu_us_per_req_median=_median([server_cpu_us_per_req(m["generator"], m.get("monitor"))
+                                                  for m in ok]),
+            warmups=[{"repeat_index": m["repeat_index"], "used_s": m["warmup"]["used_s"],
+                      "settled": m["warmup"]["settled"]} for m in ok if m.get("warmup")],
         )
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
@@ -579,6 +607,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("NOANS")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
+    if stats.FLAG_WARMUP_UNSETTLED in flags:
+        out.append("WARMUP")
     return out
 
 

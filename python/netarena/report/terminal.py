@@ -11,8 +11,8 @@ from rich.text import Text
 
 from . import fmt
 from ..term import console as make_console
-from .model import (BADGES, SATURATED_BUSY_PCT, Report, capped_line, external_line, find_max_line, level_title, ranks,
-                    requests_line, sweep_line, unfinished_notable)
+from .model import (BADGES, SATURATED_BUSY_PCT, Report, capped_line, external_line, find_max_line, level_title,
+                    rank_key, ranks, requests_line, sweep_line, unfinished_notable)
 
 
 TERMINAL_WIDTH = 100
@@ -76,6 +76,12 @@ def summary_renderables(report: Report) -> list:
         out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
                         f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
                         "look at latency and errors)", style="dim"))
+    for g in report.groups:
+        if g.warmups:
+            out.append(Text(f"warm-up until steady: {g.contestant} {g.scenario} {g.level_key}: " + ", ".join(
+                f"#{w['repeat_index'] + 1} {w['used_s']:.1f} s" + ("" if w["settled"] else " (never settled)")
+                for w in g.warmups), style="dim"))
+    out += _calibration(report)
     return out
 
 
@@ -111,6 +117,25 @@ def attention_lines(report: Report) -> list[Text]:
         if g.generator_threads_asked is not None:
             out.append(Text(f"capped: {capped_line(g)}"))
     return out
+
+
+def _calibration(report: Report) -> list:
+    """The run's calibration and each group's figures relative to its reference pair (docs/reports.md)."""
+    out: list = [Text(f"{label}: {text}", style="dim") for label, text in fmt.calibration_pairs(report.run.environment)
+                 if label.startswith("calibration") or label == "steal at start"]
+    relative = [g for g in report.groups if g.requests_per_s_vs_reference is not None]
+    if not relative:
+        return out
+    table = Table(title="relative to the reference pair (figure ÷ the reference's)", title_justify="left",
+                  title_style="bold", box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
+    for name, justify in (("contestant", "left"), ("scenario", "left"), ("level", "left"),
+                          ("req/s ×ref", "right"), ("cpu/req µs", "right"), ("cpu/req ×ref", "right")):
+        table.add_column(name, justify=justify, overflow="fold")
+    for g in sorted(relative, key=rank_key):
+        table.add_row(g.contestant, g.scenario, g.level_key, fmt.times_reference(g.requests_per_s_vs_reference),
+                      fmt.us_per_req(g.server_cpu_us_per_req_median),
+                      fmt.times_reference(g.server_cpu_per_req_vs_reference))
+    return [*out, Text(""), table]
 
 
 def _unfinished(g) -> str:
