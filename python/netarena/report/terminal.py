@@ -11,8 +11,9 @@ from rich.text import Text
 
 from . import fmt
 from ..term import console as make_console
-from .model import (BADGES, SATURATED_BUSY_PCT, Report, capped_line, external_line, find_max_line, level_title, ranks,
-                    requests_line, sweep_line)
+from .. import stats
+from .model import (BADGES, SATURATED_BUSY_PCT, TIE_MARK, TIE_RULE, Report, capped_line, external_line, find_max_line,
+                    level_title, rank_text, ranking, requests_line, stopped_line, sweep_line)
 
 
 TERMINAL_WIDTH = 100
@@ -28,9 +29,10 @@ def summary_renderables(report: Report) -> list:
         made = sum(1 for m in report.measurements if m.status in ("ok", "failed"))
         out.append(Text(f"partial: the run is {run.status}; {made} of {run.planned_measurements} planned "
                         f"measurements made (netarena run --resume {run.id} finishes it)", style="bold red"))
-    out.append(Text("median of repeats [min–max]; latency percentiles from the repeats' merged histograms; "
-                    "#N = measurement id in the store", style="dim"))
-    rank = ranks(report.groups)
+    out.append(Text(f"median of repeats with its interval ({stats.interval_note()}); latency percentiles from the "
+                    "repeats' merged histograms; #N = measurement id in the store", style="dim"))
+    out.append(Text(f"rank: {TIE_RULE}", style="dim"))
+    rank = ranking(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
         for level_key, groups in report.levels_for(scenario):
@@ -40,17 +42,16 @@ def summary_renderables(report: Report) -> list:
             table.add_column("#", justify="right", no_wrap=True)
             table.add_column("contestant", overflow="fold", min_width=10)
             database = any(g.database_cpu_pct_median is not None for g in groups)
-            for name in (fmt.throughput_unit(scenario), "min–max", "p50", "p99", "p99.9", "err", "cpu", "rss",
+            for name in (fmt.throughput_unit(scenario), "interval", "p50", "p99", "p99.9", "err", "cpu", "rss",
                          *(("db cpu", "bound") if database else ())):
                 table.add_column(name, justify="right", no_wrap=True)
             table.add_column("badges", min_width=6)
             table.add_column("from", overflow="fold", min_width=4)
             for g in groups:
                 used.update(g.badges)
-                position = rank.get((g.contestant, g.scenario, g.level_key))
                 table.add_row(
-                    str(position) if position else "-", g.contestant, fmt.rps_short(g.requests_per_s_median),
-                    _range(g.requests_per_s_min, g.requests_per_s_max), fmt.us(g.latency_p50_us),
+                    rank_text(rank, g, "-"), g.contestant, fmt.rps_short(g.requests_per_s_median),
+                    _range(g.requests_per_s_ci_low, g.requests_per_s_ci_high), fmt.us(g.latency_p50_us),
                     fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us), fmt.pct(g.error_rate_median, 1),
                     fmt.cpu_pct(g.server_cpu_capacity_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
                     *((fmt.cpu_pct(g.database_cpu_pct_median),
@@ -63,6 +64,7 @@ def summary_renderables(report: Report) -> list:
             out += [Text(f"  {find_max_line(g)}") for g in groups if g.find_max is not None]
             out += [Text(f"  {requests_line(g)}") for g in groups if g.requests_asked is not None]
             out += [Text(f"  {sweep_line(g)}") for g in groups if g.sweep is not None]
+            out += [Text(f"  {stopped_line(g)}") for g in groups if g.stopped_because is not None]
     if used:
         legend = Text("badges: ", style="dim")
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
