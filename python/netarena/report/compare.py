@@ -115,8 +115,10 @@ class Comparison:
         return significance_rule(self.confidence)
 
 
-def _metric(a_values: list[float], b_values: list[float], a_median: float | None = None,
-            b_median: float | None = None, confidence: float = DEFAULT_CONFIDENCE) -> Metric:
+def metric_of(a_values: list[float], b_values: list[float], a_median: float | None = None,
+              b_median: float | None = None, confidence: float = DEFAULT_CONFIDENCE) -> Metric:
+    """One metric of one row: the ratio of the medians, its bootstrap interval and compare's verdict (also
+    what bench/aa_compare.py applies to the repeats of two runs of the same contestant)."""
     if not a_values or not b_values:
         return Metric(a_median, min(a_values, default=None), max(a_values, default=None), b_median,
                       min(b_values, default=None), max(b_values, default=None), None, None, None, VERDICT_MISSING)
@@ -148,9 +150,9 @@ def compare(a: Report, b: Report, confidence: float = DEFAULT_CONFIDENCE) -> Com
         ga, gb = a_groups[key], b_groups[key]
         rows.append(Row(
             *key, a_ids=ga.measurement_ids, b_ids=gb.measurement_ids,
-            throughput=_metric(_throughput_values(a, ga), _throughput_values(b, gb), confidence=confidence),
+            throughput=metric_of(_throughput_values(a, ga), _throughput_values(b, gb), confidence=confidence),
             # The headline p99 is the merged histogram's; the test resamples the repeats' own p99s.
-            p99=_metric(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us,
+            p99=metric_of(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us,
                         confidence)))
     label = lambda k: " ".join(k)  # noqa: E731
     return Comparison(a, b, rows, [label(k) for k in sorted(set(a_groups) - set(b_groups))],
