@@ -14,7 +14,7 @@ from netarena.report.model import Rank, ranking
 from netarena.report.terminal import render_text
 from netarena.store import Store
 from report_fixtures import ENVIRONMENT, _record, generator_doc, monitor_doc
-from test_report_html import _browser, _open_offline, tables
+from test_report_html import _browser, _open_offline, chart_traces, tables
 
 # Three repeats each (so each interval is the repeats' min–max), chosen so that:
 # a and b overlap (b's 2,150 reaches a's 2,000); c overlaps b (1,950 >= 1,900) but not a (1,950 < 2,000);
@@ -73,8 +73,12 @@ def test_markdown_shows_tied_ranks(tied_run):
 
 def test_html_shows_tied_ranks_in_chromium(tied_run):
     _, page = tied_run
-    rows = tables(page.read_text(), "summary")[0]
+    text = page.read_text()
+    rows = tables(text, "summary")[0]
     assert {row[1]: row[0] for row in rows[1:]} == EXPECTED
+    # the level's chart labels each throughput bar with the same rank
+    bars = chart_traces(text, "hello c=10,w=1: throughput and p99 by contestant")[0]
+    assert dict(zip(bars["x"], bars["text"])) == {name: f"rank {shown}" for name, shown in EXPECTED.items()}
     driver, profile = _browser()
     try:
         _open_offline(driver, page.as_uri())

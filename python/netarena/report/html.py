@@ -265,7 +265,7 @@ def _throughput_charts(page: _Page, report: Report) -> None:
                 page.add(f"<p>{e(scenario)}: no successful measurement to plot.</p>")
             continue
         if len({g.level_key for g in groups}) == 1:
-            _level_bars(page, scenario, groups)
+            _level_bars(page, scenario, groups, ranking(report.groups))
             continue
         fig = go.Figure()
         lines, all_series = _lines(groups)
@@ -329,8 +329,9 @@ def _completed_latency_errors(page: _Page, scenario: str, groups: list[Group]) -
     page.chart(fig, f"{scenario}: completed requests, mean latency and errors vs connections")
 
 
-def _level_bars(page: _Page, scenario: str, groups: list[Group]) -> None:
-    """One level: a line of single points says nothing; bars of throughput and p99 per contestant do."""
+def _level_bars(page: _Page, scenario: str, groups: list[Group], rank: dict) -> None:
+    """One level: a line of single points says nothing; bars of throughput and p99 per contestant do. Each
+    throughput bar is labelled with the contestant's rank, "=" where it is tied (model.TIE_RULE)."""
     groups = sorted(groups, key=lambda g: -(g.requests_per_s_median or 0))
     names = [_line_name(g, sorted({x.series for x in groups})) for g in groups]
     colours = [colour_for(g.contestant) for g in groups]
@@ -339,6 +340,7 @@ def _level_bars(page: _Page, scenario: str, groups: list[Group]) -> None:
                         subplot_titles=(f"{fmt.throughput_unit(scenario)} (median, interval)", "p99 latency (ms)"))
     fig.add_trace(go.Bar(x=names, y=[g.requests_per_s_median for g in groups], marker_color=colours,
                          name="throughput", showlegend=False, customdata=ids,
+                         text=[f"rank {rank_text(rank, g)}" for g in groups], textposition="inside",
                          error_y={"type": "data", "symmetric": False,
                                   "array": [g.requests_per_s_ci_high - g.requests_per_s_median for g in groups],
                                   "arrayminus": [g.requests_per_s_median - g.requests_per_s_ci_low for g in groups]},
