@@ -58,7 +58,8 @@ def test_terminal_shows_tied_ranks(tied_run):
     text = render_text(report)
     shown = {m.group(2): m.group(1) for m in re.finditer(r"^\s*(\d+=?)\s+([abcd])\s", text, re.M)}
     assert shown == EXPECTED, text
-    assert "interval = 95% CI of the median" in " ".join(text.split())
+    flat = " ".join(text.split())
+    assert "interval = 95% CI of the median" in flat and "= = tied: its interval overlaps another's" in flat
 
 
 def test_markdown_shows_tied_ranks(tied_run):

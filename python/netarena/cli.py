@@ -550,6 +550,13 @@ def run(suite, only, scenario_opt, repeat, precision_opt, duration, warmup, resu
                 f"{len(plan.items)} measurement(s) x {plan.suite.repeat} repeat(s) = {plan.total}; estimated "
                 f"{minutes} min {seconds:02d} s plus first-time installs; server CPUs {server}, generator CPUs "
                 f"{generator_set}; store {store.path}")
+        if plan.suite.precision:
+            from .precision import settings as precision_settings
+
+            _, repeat_max, budget_s = precision_settings(plan.suite)
+            ui.info(f"precision ±{plan.suite.precision}: the estimate is for the minimum {plan.suite.repeat} "
+                    f"repeat(s); measurements wider than that get more, up to {repeat_max}"
+                    + (f" or {budget_s:g} s of measuring" if budget_s else ""))
         if plan.suite.time_budget_s and plan.estimate_s() > plan.suite.time_budget_s:
             ui.warn(f"the estimate exceeds the suite's time_budget_s ({plan.suite.time_budget_s:g} s)")
     for contestant in plan.contestants:

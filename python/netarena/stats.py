@@ -90,8 +90,8 @@ def median_interval(values: list[float]) -> MedianInterval | None:
 
 def interval_note() -> str:
     """How every output explains its intervals (one sentence, the same everywhere)."""
-    return (f"interval = {INTERVAL_95} of the median by order statistics with {MEDIAN_CI_MIN_VALUES} or more "
-            f"repeats; with fewer, {INTERVAL_RANGE} of the repeats (not a 95% interval)")
+    return (f"interval = {INTERVAL_95} of the median (order statistics) from {MEDIAN_CI_MIN_VALUES} repeats; "
+            f"with fewer, the repeats' {INTERVAL_RANGE} (not a 95% interval)")
 
 
 def error_rate(generator: dict) -> float:

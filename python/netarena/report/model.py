@@ -350,6 +350,11 @@ TIE_RULE = ("ranked by the median; a contestant whose interval overlaps the inte
             "interval overlaps another's at the level: the data cannot tell them apart")
 
 
+# The terminal's one-line form of TIE_RULE.
+TIE_NOTE = (f"{TIE_MARK} = tied: its interval overlaps another's at the level (it shares the place of the best "
+            "one it overlaps; docs/reports.md, Ties)")
+
+
 def ranking(groups: list[Group]) -> dict[tuple, Rank]:
     """Rank within each level (TIE_RULE); groups without a result get no rank."""
     levels: dict[tuple, list[Group]] = {}

@@ -12,7 +12,7 @@ from rich.text import Text
 from . import fmt
 from ..term import console as make_console
 from .. import stats
-from .model import (BADGES, SATURATED_BUSY_PCT, TIE_MARK, TIE_RULE, Report, capped_line, external_line, find_max_line,
+from .model import (BADGES, SATURATED_BUSY_PCT, TIE_NOTE, Report, capped_line, external_line, find_max_line,
                     level_title, rank_text, ranking, requests_line, stopped_line, sweep_line)
 
 
@@ -29,9 +29,8 @@ def summary_renderables(report: Report) -> list:
         made = sum(1 for m in report.measurements if m.status in ("ok", "failed"))
         out.append(Text(f"partial: the run is {run.status}; {made} of {run.planned_measurements} planned "
                         f"measurements made (netarena run --resume {run.id} finishes it)", style="bold red"))
-    out.append(Text(f"median of repeats with its interval ({stats.interval_note()}); latency percentiles from the "
-                    "repeats' merged histograms; #N = measurement id in the store", style="dim"))
-    out.append(Text(f"rank: {TIE_RULE}", style="dim"))
+    out.append(Text(f"median of repeats; {stats.interval_note()}; latency percentiles from the repeats' merged "
+                    f"histograms; #N = measurement id in the store; {TIE_NOTE}", style="dim"))
     rank = ranking(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
