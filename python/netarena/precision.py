@@ -49,9 +49,11 @@ def precision_option(text: str) -> str:
 
 def stopped_because(relative_half_width: float | None, attempts: int, target: float, repeat_max: int,
                     run_complete: bool = True) -> str:
-    """Why a group's repeats stopped (or, during the run, None-equivalent: STOPPED_PRECISE or a budget means
-    stop). `relative_half_width`: stats.MedianInterval.relative_half_width of its ok repeats' throughput (None
-    without a result); `attempts`: its measurements, failed ones included."""
+    """Why a group's repeats stopped, from what is stored: `relative_half_width` is
+    stats.MedianInterval.relative_half_width of its ok repeats' throughput (None without a result), `attempts`
+    its measurements, failed ones included; `run_complete` whether the run ended (else an imprecise group below
+    its repeat budget was cut short, not stopped by the time budget). The runner's own test is ``wants_more``,
+    the same comparisons."""
     if relative_half_width is not None and relative_half_width <= target:
         return STOPPED_PRECISE
     if attempts >= repeat_max:
