@@ -140,12 +140,13 @@ def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connec
     return store.record_measurement(run_id, record)
 
 
-def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "report-test") -> int:
+def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "report-test", repeats: int = 3) -> int:
     """One run: alpha (fast, steady), beta (unstable, 5% errors), gamma (generator-bound at c=100, one crash),
     delta (fails verification), epsilon (skipped for echo), zeta (its install failed); hello at c=10 and c=100,
     echo floods of 32 KiB and 512 KiB per connection at c=10 and c=100, each with a client-delay probe.
-    ``speedup`` multiplies alpha's throughput (and divides its latency), for compare."""
-    run_id = store.create_run(suite_name=suite_name, suite_path=None, suite={"name": suite_name, "repeat": 3},
+    ``speedup`` multiplies alpha's throughput (and divides its latency), for compare. ``repeats`` beyond 3
+    repeat the first three's figures (repeat 3 is repeat 0's, and so on)."""
+    run_id = store.create_run(suite_name=suite_name, suite_path=None, suite={"name": suite_name, "repeat": repeats},
                               args={"argv": ["netarena", "run", suite_name]}, backend="real", server_cpus=[0],
                               generator_cpus=[1], environment=ENVIRONMENT, planned=40, netarena_version="0.1.0",
                               git_sha="abc123", orchestrator_start_time=None)
@@ -154,23 +155,24 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
         store.record_contestant(run_id, name, {"name": name, **manifest}, {"pip_freeze": ["fw==1.0"]}, "ready")
     store.record_skip(run_id, "epsilon", "does not implement echo: it only speaks HTTP", scenario="echo")
     store.record_skip(run_id, "zeta", "install failed: pip install exited with status 1", detail=INSTALL_LOG_TAIL)
-    for repeat in range(3):
+    for repeat in range(repeats):
+        shape = repeat % 3  # which of the three figures of each contestant this repeat has
         for connections in (10, 100):
             scale = connections / 10
             # alpha: steady (repeats within +-1%), fastest.
-            rps = 20000 * speedup * (1 + 0.01 * (repeat - 1)) * (1.5 if connections == 100 else 1)
+            rps = 20000 * speedup * (1 + 0.01 * (shape - 1)) * (1.5 if connections == 100 else 1)
             base_us = int(400 * scale / speedup)
             _record(store, run_id, contestant="alpha", scenario="hello", connections=connections, repeat=repeat,
                     generator=generator_doc(rps=rps, connections=connections,
                                             latency_us={base_us: 9800, base_us * 3: 190, base_us * 10: 10}),
                     monitor=monitor_doc(cpu_pct=95, rss_bytes=30 << 20), error_rate=0.0)
             # beta: CV well above 5% (6,000, 8,000 and 10,000 req/s over 2 s), about 5% of requests answered 503.
-            rps, status_errors = BETA_REPEATS[repeat]
+            rps, status_errors = BETA_REPEATS[shape]
             _record(store, run_id, contestant="beta", scenario="hello", connections=connections, repeat=repeat,
                     generator=generator_doc(rps=rps, connections=connections,
                                             latency_us={int(1200 * scale): 9000, int(9000 * scale): 1000},
                                             errors={"status": status_errors, "reset": 3}),
-                    monitor=monitor_doc(cpu_pct=99, rss_bytes=55 << 20), error_rate=BETA_ERROR_RATES[repeat],
+                    monitor=monitor_doc(cpu_pct=99, rss_bytes=55 << 20), error_rate=BETA_ERROR_RATES[shape],
                     flags=("error_rate_above_1pct",))
             # gamma: generator-bound at c=100; its second repeat at c=10 crashed.
             if connections == 10 and repeat == 1:
@@ -180,7 +182,7 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
             else:
                 _record(store, run_id, contestant="gamma", scenario="hello", connections=connections,
                         repeat=repeat, generator=generator_doc(
-                            rps=12000 + 100 * repeat, connections=connections,
+                            rps=12000 + 100 * shape, connections=connections,
                             busy_fraction=0.95 if connections == 100 else 0.6, saturated=connections == 100,
                             latency_us={int(700 * scale): 9900, int(2000 * scale): 100}),
                         monitor=monitor_doc(cpu_pct=60, rss_bytes=12 << 20), error_rate=0.0,
@@ -195,7 +197,7 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
                 size_scale = bytes_per / ECHO_BYTES[0]
                 for name, seconds in (("alpha", 0.05 * scale / speedup), ("gamma", 0.12 * scale)):
                     seconds *= size_scale
-                    completion_s = seconds * (1 + 0.02 * (repeat - 1))
+                    completion_s = seconds * (1 + 0.02 * (shape - 1))
                     chunks = connections * int(size_scale)
                     probe = {"interval_s": 0.01, "attempts": 5, "completed": 5, "errors": 0,
                              "latency": latency_doc({int(seconds * 1e6 / 4): 4, int(seconds * 1e6 / 2): 1})}

@@ -210,3 +210,35 @@ def test_services_cpus_must_exist_and_stay_off_the_server(tmp_path, cache_dir):
                        "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir, NETARENA_BACKEND="mock")
     assert overlap.returncode == 2 and "services and server CPU sets overlap" in overlap.stderr
     assert not (results / "netarena.sqlite").exists()  # nothing half-done
+
+
+def test_precision_option_repeats_until_precise_interleaved(tmp_path, cache_dir):
+    """--precision on the mock backend, whose repeats cycle through -2%, 0, +2% of a base: within ±5% after the
+    minimum (stops there), never within ±1% (every group runs to the default repeat budget, 20), the extra
+    rounds interleaved across contestants as the first ones are."""
+    suite = write_suite(tmp_path / "s.toml", SUITE.replace("repeat = 3", "repeat = 1"))
+    common = ["--contestants-dir", FIXTURE_CONTESTANTS, "--scenario", "hello"]
+    wide = run_cli(["run", suite, "--results", tmp_path / "a", *common, "--precision", "5%"], cache_dir,
+                   NETARENA_BACKEND="mock")
+    assert wide.returncode == 0, wide.stderr
+    rows = db_rows(tmp_path / "a", "SELECT repeat_index FROM measurements")
+    assert sorted(r[0] for r in rows) == [0] * 4 + [1] * 4 + [2] * 4  # repeat = 1 raised to the minimum, 3
+    [run] = db_rows(tmp_path / "a", "SELECT suite_json FROM runs")
+    assert json.loads(run["suite_json"])["precision"] == "5%" and json.loads(run["suite_json"])["repeat"] == 3
+    shown = json.loads(run_cli(["show", "--results", tmp_path / "a", "--json"], cache_dir).stdout)
+    assert {g["stopped_because"] for g in shown["groups"]} == {"precise"}
+    assert "stopped: precise" in wide.stdout
+
+    narrow = run_cli(["run", suite, "--results", tmp_path / "b", *common, "--precision", "1%"], cache_dir,
+                     NETARENA_BACKEND="mock")
+    assert narrow.returncode == 0, narrow.stderr
+    order = [tuple(r) for r in db_rows(tmp_path / "b", "SELECT contestant, level_key, repeat_index FROM "
+                                                         "measurements ORDER BY id")]
+    assert len(order) == 4 * 20
+    # every round, extra ones included, measures each group once before the next round starts
+    assert [r[2] for r in order] == [i for i in range(20) for _ in range(4)]
+    assert order[12:16] == [("fx-good", "c=4,w=1", 3), ("fx-other", "c=4,w=1", 3), ("fx-good", "c=8,w=1", 3),
+                            ("fx-other", "c=8,w=1", 3)]
+    shown = json.loads(run_cli(["show", "--results", tmp_path / "b", "--json"], cache_dir).stdout)
+    assert {g["stopped_because"] for g in shown["groups"]} == {"repeat budget"}
+    assert {g["requests_per_s_ci_kind"] for g in shown["groups"]} == {"95% CI"}

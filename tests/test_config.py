@@ -467,3 +467,46 @@ def test_echo_may_run_on_io_uring_but_has_no_coalescing_window(tmp_path):
     with pytest.raises(ConfigError, match="no coalescing window") as err:
         load_suite(path)
     assert err.value.field == "measure[0].generator_io"
+
+
+@pytest.mark.parametrize("settings, field, message", [
+    ('precision = "3"', "precision", "not a percentage"),
+    ('precision = "abc"', "precision", "not a percentage"),
+    ('precision = "0%"', "precision", "outside 0%–100%"),
+    ('precision = "100%"', "precision", "outside 0%–100%"),
+    ('precision = "3%"\nrepeat_max = 2', "repeat", "at least 3"),  # repeat = 1 from SUITE: too few for a minimum
+    ("repeat_max = 10", "repeat_max", "give precision too"),
+    ("precision_budget_s = 60", "precision_budget_s", "give precision too"),
+])
+def test_suite_precision_settings(tmp_path, settings, field, message):
+    text = SUITE.replace("repeat = 1\n", f"repeat = 1\n{settings}\n")
+    path = write_suite(tmp_path / "s.toml", text)
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert message in err.value.render() and err.value.field == field, err.value.render()
+    assert err.value.line == line_of(text, field)
+
+
+def test_suite_precision_is_a_minimum_and_a_budget(tmp_path):
+    from netarena.precision import settings
+
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE.replace(
+        "repeat = 1\n", 'repeat = 4\nprecision = "2.5%"\nrepeat_max = 12\nprecision_budget_s = 600\n')))
+    assert settings(suite) == (0.025, 12, 600)
+    suite, _ = load_suite(write_suite(tmp_path / "t.toml", SUITE.replace("repeat = 1\n", 'repeat = 3\nprecision = "5%"\n')))
+    assert settings(suite) == (0.05, 20, None)  # the default repeat budget
+    assert settings(load_suite(write_suite(tmp_path / "u.toml", SUITE))[0]) is None
+
+
+def test_cli_bad_precision_values(tmp_path, cache_dir):
+    path = write_suite(tmp_path / "s.toml", SUITE)
+    common = ["--results", tmp_path / "r", "--contestants-dir", FIXTURE_CONTESTANTS, "--backend", "mock"]
+    for value, needle in (("3", "not a percentage"), ("abc", "not a percentage"), ("0%", "outside 0%–100%")):
+        result = run_cli(["run", path, *common, "--precision", value], cache_dir)
+        assert result.returncode == 2, (value, result.stderr)
+        assert "--precision" in result.stderr and needle in result.stderr, (value, result.stderr)
+        assert "e.g. \"3%\"" in result.stderr
+    # --precision with --repeat 2: the minimum must be at least 3
+    result = run_cli(["run", path, *common, "--precision", "3%", "--repeat", "2"], cache_dir)
+    assert result.returncode == 2 and "at least 3" in result.stderr, result.stderr
+    assert not (tmp_path / "r").exists()

@@ -185,10 +185,11 @@ def test_a_wrong_answer_is_refused_before_the_run(server, cache_dir, tmp_path):
 
 def test_compare_fail_on_regression(server, cache_dir, tmp_path, generator_binary):
     """Run 1: the server as it is; run 2: the same server slower per response by more than run 1's own spread. 2
-    against 1 is a regression in both metrics (exit 1); 1 against 2 is an improvement (exit 0).
+    against 1 is a regression in both metrics (exit 1); 1 against 2 is an improvement (exit 0). Five repeats each:
+    the fewest compare gives a verdict on (compare.MIN_REPEATS_FOR_SIGNIFICANCE).
 
     The added delay comes from run 1's figures, not a fixed 20 ms, which a slow or busy host's own latency can
-    exceed: the gate marks a change only when the repeats' ranges do not overlap, and a closed loop of
+    exceed: the bootstrap calls a change only when run 1's values lie below run 2's, and a closed loop of
     `connections` cannot exceed connections / delay requests per second, nor answer faster than the delay. So twice
     the larger of run 1's worst p99 and connections / its lowest rate puts both of run 2's ranges clear of run 1's
     on any host."""
@@ -198,7 +199,7 @@ def test_compare_fail_on_regression(server, cache_dir, tmp_path, generator_binar
     def run(delay_ms: float, duration_s: int) -> None:
         proc, port = server("--delay-ms", f"{delay_ms:g}")
         result = run_cli(["run", "--url", f"http://127.0.0.1:{port}", "--scenario", "hello", "--pid", proc.pid,
-                          "--connections", str(connections), "--repeat", "2", "--duration", f"{duration_s}s",
+                          "--connections", str(connections), "--repeat", "5", "--duration", f"{duration_s}s",
                           "--warmup", "0.2s", "--results", results], cache_dir)
         assert result.returncode == 0, result.stdout + result.stderr
 
@@ -226,6 +227,13 @@ def test_compare_fail_on_regression(server, cache_dir, tmp_path, generator_binar
     assert run_cli(["compare", "1", "2", "--results", results], cache_dir).returncode == 0
     bad = run_cli(["compare", "1", "2", "--fail-on-regression", "--metric", "p95", "--results", results], cache_dir)
     assert bad.returncode == 2 and "choose from rps, p99" in bad.stderr
+    # The test's confidence: 99% still calls a 200 ms difference; a bare number is refused.
+    strict = run_cli(["compare", "1", "2", "--fail-on-regression", "--confidence", "99%", "--json",
+                      "--results", results], cache_dir)
+    assert strict.returncode == 1 and json.loads(strict.stdout)["confidence"] == 0.99
+    for value in ("99", "20%", "abc"):
+        bad = run_cli(["compare", "1", "2", "--confidence", value, "--results", results], cache_dir)
+        assert bad.returncode == 2 and "--confidence" in bad.stderr and "between 50% and 99.9%" in bad.stderr
 
 
 # A threshold that holds in any run that answered at all, and one that no run can meet (a count below zero):

@@ -97,9 +97,14 @@ def test_find_max_ranks_by_the_rate_found_and_keeps_the_steps(real_run):
         assert g["find_max"]["unit"] == "req/s"  # a rate search (a conn_rate search finds conn/s)
         assert [s["rate_per_s"] for s in g["find_max"]["steps"]] == [v["rate_per_s"] for v in doc["find_max"]["verdicts"]]
         assert [s["passed"] for s in g["find_max"]["steps"]] == [v["passed"] for v in doc["find_max"]["verdicts"]]
-        found[g["contestant"]] = (g["rank"], g["find_max"]["found_rate_per_s_median"] or 0)
-    (first, a), (second, b) = sorted(found.values())
-    assert (first, second) == (1, 2) and a >= b
+        found[g["contestant"]] = (g["rank"], g["find_max"]["found_rate_per_s_median"] or 0, g["tied"])
+    (first, a, a_tied), (second, b, b_tied) = sorted(found.values())
+    # One repeat each: the intervals are single rates, which overlap only when both searches found the same
+    # rate; then they share rank 1, marked tied (the report's tie rule), else the higher rate is 1.
+    if a == b:
+        assert (first, second, a_tied, b_tied) == (1, 1, True, True)
+    else:
+        assert (first, second, a_tied, b_tied) == (1, 2, False, False) and a > b
 
 
 def test_markdown_export_has_the_medians_of_show(real_run, tmp_path):
@@ -112,7 +117,7 @@ def test_markdown_export_has_the_medians_of_show(real_run, tmp_path):
     medians = {(g["contestant"], g["level_key"]): g["requests_per_s_median"] for g in shown["groups"]}
     seen = set()
     for level, header, rows in tables:
-        assert header[:4] == ["rank", "contestant", "req/s (median)", "min–max"]
+        assert header[:4] == ["rank", "contestant", "req/s (median)", "interval"]
         for row in rows:
             cells = dict(zip(header, row))
             key = (cells["contestant"], level)

@@ -250,7 +250,11 @@ def _contestants_dir_option(f):
 @click.option("--only", help="Comma-separated contestant names or globs (replaces the suite's list).")
 @click.option("--scenario", "scenario_opt", help="Comma-separated scenarios to keep from the suite (with --url: "
                                                  "the catalog scenarios to measure).")
-@click.option("--repeat", type=int, help="Repeats per measurement (default: the suite's).")
+@click.option("--repeat", type=int, help="Repeats per measurement (default: the suite's); with --precision, the "
+                                        "minimum.")
+@click.option("--precision", "precision_opt", metavar="PCT",
+              help="Repeat until the 95%% interval of each throughput median is within ±PCT of it (e.g. 3%%), "
+                   "up to the suite's repeat_max (default 20) and precision_budget_s (docs/suites.md).")
 @click.option("--duration", help="Measured time per measurement, e.g. 3s (default: the suite's).")
 @click.option("--warmup", help="Warm-up per measurement, e.g. 1s (default: the suite's).")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path, file_okay=False),
@@ -291,7 +295,7 @@ def _contestants_dir_option(f):
 @click.option("--cluster", "cluster_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Run across hosts: the server on one, the load on the others (docs/many-machines.md).")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
-def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
+def run(suite, only, scenario_opt, repeat, precision_opt, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
         no_apt, install_jobs, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
         allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt):
     """Run a suite (default: quick), or measure your own server (--url), and store every measurement in
@@ -340,7 +344,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 process_name=process_name, name=server_name, allow_target=list(allow_target),
                 request_file=request_file, method=method, headers=headers, body=body, expect_status=expect_status,
                 expect_body=expect_body, overrides=lambda base: _override(base, _run_overrides(
-                    repeat, duration, warmup, thresholds)))
+                    repeat, duration, warmup, thresholds, precision_opt)))
             server, generator_set, cpu_warning = pick_cpus(external.pid,
                                                            parse_cpus(generator_cpus, "--generator-cpus"))
             suite_path, scenario_filter, contestants_dir, allow_apt = None, None, None, False
@@ -357,8 +361,10 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 raise ConfigError(f"run {run_row['id']} measured a server of your own "
                                   f"({stored_args['external']['url']}); such a run is not resumed: measure again "
                                   "with the same `netarena run --url ...`", path="--resume")
-            if any(v is not None for v in (suite, only, scenario_opt, repeat, duration, warmup, thresholds or None)):
+            if any(v is not None for v in (suite, only, scenario_opt, repeat, precision_opt, duration, warmup,
+                                           thresholds or None)):
                 ui.warn("--resume replays the stored suite and options; the suite/--only/--scenario/--repeat/"
+                        "--precision/"
                         "--duration/--warmup/--threshold given now are ignored")
             effective = Suite.model_validate(json.loads(run_row["suite_json"]))
             # The commands run come from the contestants folder named now (--contestants-dir, else the
@@ -388,7 +394,7 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
             suite_path = resolve_suite_path(suite)
             parsed, _ = load_suite(suite_path)
             contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
-            overrides = _run_overrides(repeat, duration, warmup, thresholds)
+            overrides = _run_overrides(repeat, duration, warmup, thresholds, precision_opt)
             if only:
                 overrides["contestants"] = split_list(only)
                 overrides["exclude"] = []
@@ -565,6 +571,13 @@ def run(suite, only, scenario_opt, repeat, duration, warmup, results_dir, resume
                 f"{len(plan.items)} measurement(s) x {plan.suite.repeat} repeat(s) = {plan.total}; estimated "
                 f"{minutes_seconds(estimate.total_s)}{installs_elsewhere}: {estimate.describe()}; server CPUs "
                 f"{server}, generator CPUs {generator_set}; store {store.path}")
+        if plan.suite.precision:
+            from .precision import settings as precision_settings
+
+            _, repeat_max, budget_s = precision_settings(plan.suite)
+            ui.info(f"precision ±{plan.suite.precision}: the estimate is for the minimum {plan.suite.repeat} "
+                    f"repeat(s); measurements wider than that get more, up to {repeat_max}"
+                    + (f" or {budget_s:g} s of measuring" if budget_s else ""))
         if plan.suite.time_budget_s and plan.estimate_s() > plan.suite.time_budget_s:
             ui.warn(f"the estimate exceeds the suite's time_budget_s ({plan.suite.time_budget_s:g} s)")
     for contestant in plan.contestants:
@@ -668,9 +681,14 @@ def _own_start_time() -> float:
     return psutil.Process().create_time()
 
 
-def _run_overrides(repeat: int | None, duration: str | None, warmup: str | None, thresholds: tuple[str, ...]) -> dict:
+def _run_overrides(repeat: int | None, duration: str | None, warmup: str | None, thresholds: tuple[str, ...],
+                   precision_text: str | None = None) -> dict:
     """What `netarena run`'s options change in a suite (the one given, or the one --url builds)."""
     overrides: dict = {}
+    if precision_text is not None:
+        from .precision import precision_option
+
+        overrides["precision"] = precision_option(precision_text)
     if repeat is not None:
         overrides["repeat"] = repeat
     if duration is not None:
@@ -692,6 +710,11 @@ def _override(suite: Suite, overrides: dict) -> Suite:
         entry["thresholds"] = [*entry.get("thresholds", []), *overrides.get("thresholds", [])]
     overrides.pop("thresholds", None)
     data.update(overrides)
+    if "precision" in overrides and "repeat" not in overrides:
+        from .precision import MIN_REPEATS
+
+        # --precision makes the suite's repeat a minimum, which must be at least MIN_REPEATS.
+        data["repeat"] = max(data["repeat"], MIN_REPEATS)
     # --duration / --warmup replace every timing of the suite, per-entry ones included.
     for key in ("duration_s", "warmup_s"):
         if key in overrides:
@@ -703,7 +726,7 @@ def _override(suite: Suite, overrides: dict) -> Suite:
         from pydantic import ValidationError
         if isinstance(exc, ValidationError):
             err = exc.errors()[0]
-            option = {"repeat": "--repeat", "duration_s": "--duration", "warmup_s": "--warmup",
+            option = {"repeat": "--repeat", "duration_s": "--duration", "warmup_s": "--warmup", "precision": "--precision",
                       "contestants": "--only"}.get(str(err["loc"][0]), str(err["loc"][0]))
             raise ConfigError(f"{err['msg']} (got {err.get('input')!r})", path=option) from None
         raise

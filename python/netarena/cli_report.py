@@ -92,6 +92,17 @@ def summary_after_run(store, run_id: int, results_dir: Path, console: Console, e
                    f"`netarena show {run_id} --results {results_dir}` prints it")
 
 
+def _confidence(text: str) -> float:
+    """compare --confidence: "95%" -> 0.95, between 50% and 99.9%."""
+    import re
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%\s*", text)
+    value = float(match.group(1)) / 100 if match else None
+    if value is None or not 0.5 <= value <= 0.999:
+        _fail(f"--confidence {text!r}: give a percentage between 50% and 99.9%, e.g. --confidence 99%")
+    return value
+
+
 def measured_any(store, run_id: int) -> bool:
     """Whether the run has a measurement worth a report: ok or failed (interrupted ones are redone on resume)."""
     row = store.db.execute("SELECT count(*) FROM measurements WHERE run_id=? AND status != 'interrupted'",
@@ -150,12 +161,17 @@ def register(cli_group: click.Group) -> None:
                   help="Exit 1 when a significant change of a --metric goes the wrong way (a CI gate).")
     @click.option("--metric", "metric_opt", default="rps,p99", show_default=True,
                   help="Comma-separated metrics the gate watches: rps (lower is worse), p99 (higher is worse).")
+    @click.option("--confidence", "confidence_opt", default="95%", show_default=True, metavar="PCT",
+                  help="Confidence of the bootstrap interval of B/A that decides significance (99% calls fewer "
+                       "false alarms and misses more small changes).")
     @click.option("--json", "json_mode", is_flag=True, help="Print the comparison as JSON instead of tables.")
-    def compare(run_a, run_b, results_dir, results_b, output, fail_on_regression, metric_opt, json_mode):
-        """Ratios B/A of throughput and p99 per contestant × scenario × level, with their spreads.
+    def compare(run_a, run_b, results_dir, results_b, output, fail_on_regression, metric_opt, confidence_opt,
+                json_mode):
+        """Ratios B/A of throughput and p99 per contestant × scenario × level, with their intervals.
 
-        A change is marked significant only when the repeats' min–max ranges of the two runs do not overlap.
-        Exit codes: 0 ok (or no regression with --fail-on-regression); 1 a regression; 2 bad input.
+        A change is significant when the bootstrap interval of the ratio of medians excludes 1 (at least five
+        ok repeats each; docs/reports.md). Exit codes: 0 ok (or no regression with --fail-on-regression);
+        1 a regression; 2 bad input.
         """
         import json
 
@@ -166,9 +182,10 @@ def register(cli_group: click.Group) -> None:
         if unknown or not metrics:
             _fail(f"--metric: {', '.join(unknown) or 'nothing given'}: choose from {', '.join(GATE_METRICS)} "
                   "(e.g. --metric rps,p99)")
+        confidence = _confidence(confidence_opt)
         a = _load(results_dir, run_a, "RUN_A")
         b = _load(results_b or results_dir, run_b, "RUN_B")
-        comparison = build(a, b)
+        comparison = build(a, b, confidence)
         if not comparison.rows:
             _fail(f"runs {a.run.id} and {b.run.id} share no contestant × scenario × level to compare "
                   f"(only in A: {len(comparison.only_in_a)}, only in B: {len(comparison.only_in_b)})")

@@ -251,6 +251,12 @@ class Suite(Strict):
     contestants: Annotated[list[str], Field(min_length=1)] = ["*"]
     exclude: list[str] = []
     repeat: Annotated[int, Field(ge=1, le=1000)] = 3
+    # Repeats until precise (netarena.precision): the largest half-width of the throughput median's interval,
+    # as a percentage of the median ("3%"); `repeat` is then the minimum, `repeat_max` and
+    # `precision_budget_s` (time spent measuring, from the run's start) the budget.
+    precision: str | None = None
+    repeat_max: Annotated[int, Field(ge=1, le=1000)] | None = None
+    precision_budget_s: Annotated[float, Field(gt=0)] | None = None
     warmup_s: Annotated[float, Field(ge=0, le=3600)] = 1.0
     duration_s: Annotated[float, Field(gt=0, le=86_400)] = 3.0
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 5.0
@@ -632,6 +638,27 @@ def load_suite(path: Path) -> tuple[Suite, dict]:
     return suite, data
 
 
+def _check_precision(suite: Suite, fail) -> None:
+    from .precision import DEFAULT_REPEAT_MAX, MIN_REPEATS, parse_precision
+
+    if suite.precision is None:
+        for name in ("repeat_max", "precision_budget_s"):
+            if getattr(suite, name) is not None:
+                fail((name,), f"{name} is the budget of a precision target: give precision too (e.g. "
+                     "precision = \"3%\"), or leave it out and set repeat")
+        return
+    try:
+        parse_precision(suite.precision)
+    except ValueError as exc:
+        fail(("precision",), str(exc))
+    if suite.repeat < MIN_REPEATS:
+        fail(("repeat",), f"with precision, repeat is the minimum number of repeats and must be at least "
+             f"{MIN_REPEATS} (got {suite.repeat})")
+    repeat_max = suite.repeat_max or max(DEFAULT_REPEAT_MAX, suite.repeat)
+    if repeat_max < suite.repeat:
+        fail(("repeat_max",), f"repeat_max ({repeat_max}) is below repeat ({suite.repeat}), the minimum")
+
+
 def _check_gridfs_path(entry: Measure, fail) -> None:
     from .fixtures import GRIDFS_DEFAULT_FILES, GRIDFS_FOLDER, gridfs_file_names
 
@@ -648,6 +675,8 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
 
     def fail(loc: tuple, message: str, hint: str | None = None):
         raise ConfigError(message, path=path, line=_line_for(lines, loc), field=format_loc(loc), hint=hint)
+
+    _check_precision(suite, fail)
 
     only = {"sizes": "bytes", "sleep_ms": "sleep", "static_path": "static", "probe_interval_s": "echo",
             "echo_bytes": "echo", "doc": "mongo", "gridfs_files": "gridfs", "gridfs_path": "gridfs"}

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from . import __version__, stats
+from . import __version__, precision, stats
 from .config import SERVICE_SCENARIOS, Suite
 from .contestants import (Contestant, Installed, InstallError, availability, cache_root, entry_measures,
                           INSTALLED, install_concurrently, install_current, install_estimate_s, install_parts, repo_root,
@@ -22,7 +22,7 @@ from .doctor import FD_SPARE
 from .errors import ConfigError
 from .process import StopRequest, available_cpus, group_members, kill_group, process_start_time
 from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready, sweep_rates
-from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso
+from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso, row_to_dict
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
 ESTIMATED_OVERHEAD_S = 1.0
@@ -535,11 +535,13 @@ class Runner:
                     reason = f"needs the {service} service, which cannot run here: {self.unusable_services[service]}"
                     self.store.record_skip(run_id, contestant.name, reason, scenario=scenario)
                     self.ui.warn(f"{contestant.name} {scenario}: skipped: {reason}")
-        todo = [(r, i) for r, i in plan.rounds() if i.contestant not in unusable
-                and SERVICE_SCENARIOS.get(i.scenario) not in self.unusable_services
-                and (i.contestant, i.scenario, i.level.key, r) not in done]
-        self.ui.start_progress(len(todo), already_done=len(done))
-        for repeat_index, item in todo:
+        runnable = [i for i in plan.items if i.contestant not in unusable
+                    and SERVICE_SCENARIOS.get(i.scenario) not in self.unusable_services]
+        todo = [(r, i) for r, i in plan.rounds() if i in runnable and (i.contestant, i.scenario, i.level.key, r)
+                not in done]
+        measuring_since = time.monotonic()  # the precision loop's time budget counts from here
+
+        def measure(repeat_index: int, item: Item) -> None:
             if StopRequest.requested:
                 raise Interrupted()
             group = (item.contestant, item.scenario, item.level.key)
@@ -551,7 +553,7 @@ class Runner:
                               error=f"not retried: {failed_before[group]}")
                 self.store.record_measurement(run_id, record)
                 self.ui.measured(record)
-                continue
+                return
             request = MeasureRequest(by_name[item.contestant], item.scenario, item.level, repeat_index,
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
                                      generator_cpus, static_dir, log_dir, self.services,
@@ -586,7 +588,51 @@ class Runner:
             if record.get("failure_kind") in NO_RETRY_KINDS:
                 failed_before[group] = f"#{repeat_index + 1} failed ({record['failure_kind']}): {record['error']}"
             self.ui.measured(record)
+
+        self.ui.start_progress(len(todo), already_done=len(done))
+        for repeat_index, item in todo:
+            measure(repeat_index, item)
         self.ui.end_progress()
+        target = precision.settings(plan.suite)
+        if target is not None:
+            self._until_precise(plan, run_id, runnable, target, measuring_since, failed_before, measure)
+
+    def _until_precise(self, plan: Plan, run_id: int, runnable: list[Item], target: tuple, since: float,
+                       failed_before: dict, measure) -> None:
+        """The precision loop (netarena.precision): after the minimum rounds, further interleaved rounds of only
+        the groups whose interval is still wider than the target, until each is precise or a budget runs out."""
+        fraction, repeat_max, budget_s = target
+        repeat_index = plan.suite.repeat
+        while True:
+            rows = [row_to_dict(r) for r in self.store.measurements(run_id)]
+            attempts: dict[tuple, int] = {}
+            for row in rows:
+                if row["status"] != STATUS_INTERRUPTED:
+                    key = (row["contestant"], row["scenario"], row["level_key"])
+                    attempts[key] = attempts.get(key, 0) + 1
+            width = {(s.contestant, s.scenario, s.level_key): s.requests_per_s_ci_relative
+                     for s in stats.summarize(rows)}
+            wanting = [i for i in runnable if (key := (i.contestant, i.scenario, i.level.key)) not in failed_before
+                       and precision.wants_more(width.get(key), attempts.get(key, 0), fraction, repeat_max)]
+            if not wanting:
+                return
+            # A resumed run may have measured this round of some groups already.
+            done = self.store.done_keys(run_id)
+            this_round = [i for i in wanting if (i.contestant, i.scenario, i.level.key, repeat_index) not in done]
+            if this_round:
+                if budget_s is not None and time.monotonic() - since >= budget_s:
+                    self.ui.info(f"precision: the time budget ({budget_s:g} s) is spent; {len(wanting)} group(s) "
+                                 f"stay wider than ±{fraction:.1%}")
+                    return
+                self.ui.info(f"precision: round {repeat_index + 1} for {len(this_round)} group(s) whose interval is "
+                             f"wider than ±{fraction:.1%}")
+                self.ui.start_progress(len(this_round))
+                for item in this_round:
+                    if budget_s is not None and time.monotonic() - since >= budget_s:
+                        break
+                    measure(repeat_index, item)
+                self.ui.end_progress()
+            repeat_index += 1
 
 
 def new_run(store: Store, plan: Plan, *, suite_path: str | None, args: dict, backend_name: str,

@@ -1,11 +1,14 @@
-"""Statistics over repeats: median with min and max, coefficient of variation, merged latency histograms.
+"""Statistics over repeats: median with its interval, min and max, coefficient of variation, merged latency
+histograms.
 
-Never the best run: the figure reported is the median of the repeats (DESIGN.md, "What makes a number
-honest"). Percentiles come from merging the repeats' HdrHistograms, never from averaging percentiles.
+Never the best run: the figure reported is the median of the repeats. Percentiles come from merging the
+repeats' HdrHistograms, never from averaging percentiles. Every median carries one interval, defined once
+here (``median_interval``) and used by every output, by the rankings' ties and by the precision loop.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import asdict, dataclass, field
 
@@ -28,6 +31,69 @@ FLAG_THRESHOLD_FAILED = "threshold_failed"  # a --threshold / suite `thresholds`
 # A sizeable share of the connections got no answer at all during the measured phase (netarena-load's
 # no_answer.flagged, judged at its NO_ANSWER_FLAG_FRACTION): the figures describe the connections served.
 FLAG_NO_ANSWER = "no_answer"
+
+
+# The distribution-free confidence interval of a median needs this many values for 95%: with n values the
+# widest order-statistic interval, min–max, covers the median with probability 1 - 2 * 0.5**n (n = 6: 96.9%;
+# n = 5: 93.8%). With fewer, the interval shown is min–max and is said not to be a 95% interval.
+MEDIAN_CI_CONFIDENCE = 0.95
+MEDIAN_CI_MIN_VALUES = 6
+INTERVAL_95 = "95% CI"  # MedianInterval.kind of a distribution-free 95% interval
+INTERVAL_RANGE = "min–max"  # ... of the range of too few values (not a 95% interval)
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """The median of some values and its interval: a 95% confidence interval when there are enough values
+    (kind INTERVAL_95, ``confidence`` its exact coverage), else their min–max (kind INTERVAL_RANGE)."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+    kind: str
+    confidence: float | None  # the exact coverage of a INTERVAL_95 interval (>= 0.95); None for a range
+
+    @property
+    def relative_half_width(self) -> float | None:
+        """The larger side of the interval relative to the median (the interval need not be symmetric): the
+        "±N%" a precision target is checked against. None when the median is 0."""
+        if not self.median:
+            return None
+        return max(self.median - self.low, self.high - self.median) / abs(self.median)
+
+    def overlaps(self, other: "MedianInterval") -> bool:
+        return self.low <= other.high and other.low <= self.high
+
+
+def median_interval(values: list[float]) -> MedianInterval | None:
+    """The median and its distribution-free confidence interval by order statistics (the binomial method:
+    Conover, Practical Nonparametric Statistics, 3rd ed., section 3.2; Hahn & Meeker, Statistical Intervals,
+    section 5.2). With n sorted values x(1) <= ... <= x(n), [x(k), x(n+1-k)] covers the true median with
+    probability 1 - 2 P(B <= k - 1), B ~ Binomial(n, 1/2), whatever the distribution (continuous values,
+    independent repeats); k is the largest that keeps this >= MEDIAN_CI_CONFIDENCE. No such k exists for
+    n < MEDIAN_CI_MIN_VALUES: the interval is then min–max, which is not a 95% interval."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if not n:
+        return None
+    median = statistics.median(ordered)
+    if n < MEDIAN_CI_MIN_VALUES:
+        return MedianInterval(median, ordered[0], ordered[-1], n, INTERVAL_RANGE, None)
+    k, coverage = 1, 1 - 2 * 0.5 ** n
+    while True:
+        # coverage of [x(k+1), x(n-k)]: 1 - 2 P(B <= k)
+        tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+        if k + 1 > n - k or 1 - 2 * tail < MEDIAN_CI_CONFIDENCE:
+            break
+        k, coverage = k + 1, 1 - 2 * tail
+    return MedianInterval(median, ordered[k - 1], ordered[n - k], n, INTERVAL_95, coverage)
+
+
+def interval_note() -> str:
+    """How every output explains its intervals (one sentence, the same everywhere)."""
+    return (f"interval = {INTERVAL_95} of the median (order statistics) from {MEDIAN_CI_MIN_VALUES} repeats; "
+            f"with fewer, the repeats' {INTERVAL_RANGE} (not a 95% interval)")
 
 
 def error_rate(generator: dict) -> float:
@@ -113,6 +179,12 @@ class GroupSummary:
     requests_per_s_min: float | None = None
     requests_per_s_max: float | None = None
     cv: float | None = None  # sample stdev / mean of requests_per_s over the ok repeats
+    # The median's interval (median_interval): its bounds, its kind (INTERVAL_95 or INTERVAL_RANGE) and the
+    # larger side relative to the median (what --precision is checked against).
+    requests_per_s_ci_low: float | None = None
+    requests_per_s_ci_high: float | None = None
+    requests_per_s_ci_kind: str | None = None
+    requests_per_s_ci_relative: float | None = None
     latency_p50_us: float | None = None  # from the merged histogram
     latency_p99_us: float | None = None
     latency_p99_9_us: float | None = None
@@ -155,6 +227,10 @@ def summarize(rows: list[dict]) -> list[GroupSummary]:
             summary.requests_per_s_median = statistics.median(rps)
             summary.requests_per_s_min = min(rps)
             summary.requests_per_s_max = max(rps)
+            interval = median_interval(rps)
+            summary.requests_per_s_ci_low, summary.requests_per_s_ci_high = interval.low, interval.high
+            summary.requests_per_s_ci_kind = interval.kind
+            summary.requests_per_s_ci_relative = interval.relative_half_width
             if len(rps) >= 2 and statistics.mean(rps) > 0:
                 summary.cv = statistics.stdev(rps) / statistics.mean(rps)
                 if summary.cv > CV_FLAG_THRESHOLD:

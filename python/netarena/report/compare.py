@@ -1,14 +1,22 @@
 """Compare two runs: per contestant × scenario × level, the ratio B/A of throughput and of p99 latency.
 
-A difference is called significant only when the two runs' repeat ranges do not overlap (the min–max of
-B's repeats lies wholly above or below A's). That is a deliberately plain, conservative criterion rather
-than a statistical test: with the usual three repeats, any test's p-value would rest on very little, and
-non-overlapping ranges are what a reader can check by eye in the tables. It needs at least
-``MIN_REPEATS_FOR_SIGNIFICANCE`` ok repeats on each side; with fewer, the verdict is "too few repeats".
+A difference is called significant by a stated test: a percentile bootstrap of the ratio of medians (Efron &
+Tibshirani, An Introduction to the Bootstrap, ch. 13). Each side's repeats are resampled with replacement
+``BOOTSTRAP_RESAMPLES`` times (a seeded generator: the same runs always give the same verdict), the ratio of
+the resamples' medians taken each time, and the central ``confidence`` share of those ratios is the interval
+of B/A. The change is significant when that interval excludes 1.
+
+It needs ``MIN_REPEATS_FOR_SIGNIFICANCE`` ok repeats on each side. With three repeats each, no test can do
+better than the ranges: the bootstrap interval is then B min / A max – B max / A min, and two runs of the
+same thing have non-overlapping ranges one time in ten by chance alone (2 × 3!3!/6!); with five or more the
+false-alarm rate of two runs of the same contestant stays under 5% at 95% confidence, and near 1% at 99%
+(bench/aa_compare.py measures it on the machine at hand, docs/reports.md says what it found).
 """
 
 from __future__ import annotations
 
+import math
+import random
 import statistics
 from dataclasses import dataclass, field
 
@@ -23,10 +31,45 @@ from . import fmt
 from ..reference import machine_differences, ratio, reference_of, server_cpu_us_per_req
 from .model import Group, Report
 
-MIN_REPEATS_FOR_SIGNIFICANCE = 2
+MIN_REPEATS_FOR_SIGNIFICANCE = 5
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_SEED = 1  # any fixed seed: the verdict must not change from one `netarena compare` to the next
+DEFAULT_CONFIDENCE = 0.95
 
-SIGNIFICANCE_RULE = (f"significant = the repeats' min–max ranges of A and B do not overlap (at least "
-                     f"{MIN_REPEATS_FOR_SIGNIFICANCE} ok repeats each); not a statistical test")
+VERDICT_NONE = "no significant change"
+VERDICT_FEW = "too few repeats"
+VERDICT_MISSING = "missing"
+
+
+def significance_rule(confidence: float = DEFAULT_CONFIDENCE) -> str:
+    """How a difference is called significant, said by every output of compare."""
+    return (f"significant = the {confidence:.0%} bootstrap interval of B/A (ratio of medians, "
+            f"{BOOTSTRAP_RESAMPLES} resamples of the repeats) excludes 1; at least {MIN_REPEATS_FOR_SIGNIFICANCE} "
+            "ok repeats each")
+
+
+SIGNIFICANCE_RULE = significance_rule()
+
+
+def bootstrap_ratio_interval(a_values: list[float], b_values: list[float], confidence: float = DEFAULT_CONFIDENCE,
+                             resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+                             ) -> tuple[float, float] | None:
+    """The percentile bootstrap interval of median(B) / median(A) (see the module's docstring); None when
+    a side is empty or every resample of A has median 0."""
+    if not a_values or not b_values:
+        return None
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(resamples):
+        a_median = statistics.median(rng.choices(a_values, k=len(a_values)))
+        b_median = statistics.median(rng.choices(b_values, k=len(b_values)))
+        if a_median:
+            ratios.append(b_median / a_median)
+    if not ratios:
+        return None
+    ratios.sort()
+    tail = (1 - confidence) / 2
+    return ratios[int(tail * len(ratios))], ratios[max(0, math.ceil((1 - tail) * len(ratios)) - 1)]
 
 
 @dataclass
@@ -38,9 +81,9 @@ class Metric:
     b_min: float | None
     b_max: float | None
     ratio: float | None            # B / A of the medians
-    ratio_low: float | None        # the most pessimistic ratio the ranges allow: B min / A max
-    ratio_high: float | None       # B max / A min
-    verdict: str                   # "higher" | "lower" | "overlap" | "too few repeats" | "missing"
+    ratio_low: float | None        # the bootstrap interval of B/A (bootstrap_ratio_interval)
+    ratio_high: float | None
+    verdict: str                   # "higher" | "lower" | VERDICT_NONE | VERDICT_FEW | VERDICT_MISSING
 
     @property
     def significant(self) -> bool:
@@ -69,9 +112,14 @@ class Comparison:
     only_in_a: list[str]
     only_in_b: list[str]
     environment_differences: list[str]
+    confidence: float = DEFAULT_CONFIDENCE
     # The machine fingerprint's fields that differ (netarena.reference.machine_differences): non-empty means
     # the runs ran on different machines, and the relative figures are the ones to read.
     machine_differences: list[str] = field(default_factory=list)
+
+    @property
+    def rule(self) -> str:
+        return significance_rule(self.confidence)
 
     @property
     def different_machines(self) -> bool:
@@ -83,28 +131,27 @@ class Comparison:
         return reference_of(self.a.run.environment) is not None and reference_of(self.b.run.environment) is not None
 
 
-def _metric(a_values: list[float], b_values: list[float], a_median: float | None = None,
-            b_median: float | None = None) -> Metric:
+def metric_of(a_values: list[float], b_values: list[float], a_median: float | None = None,
+              b_median: float | None = None, confidence: float = DEFAULT_CONFIDENCE) -> Metric:
+    """One metric of one row: the ratio of the medians, its bootstrap interval and compare's verdict (also
+    what bench/aa_compare.py applies to the repeats of two runs of the same contestant)."""
     if not a_values or not b_values:
         return Metric(a_median, min(a_values, default=None), max(a_values, default=None), b_median,
-                      min(b_values, default=None), max(b_values, default=None), None, None, None, "missing")
+                      min(b_values, default=None), max(b_values, default=None), None, None, None, VERDICT_MISSING)
     a_median = statistics.median(a_values) if a_median is None else a_median
     b_median = statistics.median(b_values) if b_median is None else b_median
-    a_min, a_max, b_min, b_max = min(a_values), max(a_values), min(b_values), max(b_values)
-
-    def div(x: float, y: float) -> float | None:
-        return x / y if y else None
-
+    interval = bootstrap_ratio_interval(a_values, b_values, confidence)
+    low, high = interval if interval is not None else (None, None)
     if len(a_values) < MIN_REPEATS_FOR_SIGNIFICANCE or len(b_values) < MIN_REPEATS_FOR_SIGNIFICANCE:
-        verdict = "too few repeats"
-    elif b_min > a_max:
+        verdict = VERDICT_FEW
+    elif low is not None and low > 1:
         verdict = "higher"
-    elif b_max < a_min:
+    elif high is not None and high < 1:
         verdict = "lower"
     else:
-        verdict = "overlap"
-    return Metric(a_median, a_min, a_max, b_median, b_min, b_max, div(b_median, a_median), div(b_min, a_max),
-                  div(b_max, a_min), verdict)
+        verdict = VERDICT_NONE
+    return Metric(a_median, min(a_values), max(a_values), b_median, min(b_values), max(b_values),
+                  b_median / a_median if a_median else None, low, high, verdict)
 
 
 def _throughput_values(report: Report, g: Group) -> list[float]:
@@ -121,7 +168,7 @@ def _relative_values(report: Report, g: Group) -> tuple[list[float], list[float]
     return [v for v in rps if v is not None], [v for v in cpu if v is not None]
 
 
-def compare(a: Report, b: Report) -> Comparison:
+def compare(a: Report, b: Report, confidence: float = DEFAULT_CONFIDENCE) -> Comparison:
     a_groups = {(g.contestant, g.scenario, g.level_key): g for g in a.groups}
     b_groups = {(g.contestant, g.scenario, g.level_key): g for g in b.groups}
     rows = []
@@ -129,19 +176,21 @@ def compare(a: Report, b: Report) -> Comparison:
         ga, gb = a_groups[key], b_groups[key]
         rows.append(Row(
             *key, a_ids=ga.measurement_ids, b_ids=gb.measurement_ids,
-            throughput=_metric(_throughput_values(a, ga), _throughput_values(b, gb)),
-            # The headline p99 is the merged histogram's; the spread is the repeats' own p99s.
-            p99=_metric(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us)))
+            throughput=metric_of(_throughput_values(a, ga), _throughput_values(b, gb), confidence=confidence),
+            # The headline p99 is the merged histogram's; the test resamples the repeats' own p99s.
+            p99=metric_of(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us,
+                        confidence)))
     label = lambda k: " ".join(k)  # noqa: E731
     c = Comparison(a, b, rows, [label(k) for k in sorted(set(a_groups) - set(b_groups))],
                    [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b),
-                   machine_differences(a.run.environment, b.run.environment))
+                   confidence=confidence,
+                   machine_differences=machine_differences(a.run.environment, b.run.environment))
     if c.relative:
         for row in rows:
             key = (row.contestant, row.scenario, row.level_key)
             (a_rps, a_cpu), (b_rps, b_cpu) = _relative_values(a, a_groups[key]), _relative_values(b, b_groups[key])
-            row.throughput_vs_reference = _metric(a_rps, b_rps)
-            row.server_cpu_per_req_vs_reference = _metric(a_cpu, b_cpu)
+            row.throughput_vs_reference = metric_of(a_rps, b_rps, confidence=confidence)
+            row.server_cpu_per_req_vs_reference = metric_of(a_cpu, b_cpu, confidence=confidence)
     return c
 
 
@@ -181,7 +230,8 @@ def to_dict(c: Comparison, metrics: list[str]) -> dict:
     return {
         "a": {"run": c.a.run.id, "suite": c.a.run.suite_name, "store": c.a.store_path},
         "b": {"run": c.b.run.id, "suite": c.b.run.suite_name, "store": c.b.store_path},
-        "significance": SIGNIFICANCE_RULE,
+        "significance": c.rule, "confidence": c.confidence, "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+        "min_repeats_for_significance": MIN_REPEATS_FOR_SIGNIFICANCE,
         "metrics": metrics,
         "rows": [{"contestant": r.contestant, "scenario": r.scenario, "level_key": r.level_key, "a_ids": r.a_ids,
                   "b_ids": r.b_ids, "rps": dict(asdict(r.throughput), significant=r.throughput.significant),
@@ -232,9 +282,13 @@ def _ratio_short(m: Metric) -> str:
         m.ratio_high is not None else f"{m.ratio:.2f}"
 
 
+# The terminal's narrow columns: short words for the verdicts that are not a change (its legend says them).
+_SHORT_VERDICTS = {VERDICT_NONE: "n.s.", VERDICT_FEW: "few"}
+
+
 def _verdict_text(m: Metric, better: str) -> Text:
     if not m.significant:
-        return Text(m.verdict, style="dim")
+        return Text(_SHORT_VERDICTS.get(m.verdict, m.verdict), style="dim")
     good = m.verdict == better
     return Text(f"{m.verdict}*", style="bold green" if good else "bold red")
 
@@ -243,8 +297,8 @@ def renderables(c: Comparison) -> list:
     out: list = [Text(f"A = run {c.a.run.id} ({c.a.run.suite_name}, {c.a.run.started_at})  "
                       f"B = run {c.b.run.id} ({c.b.run.suite_name}, {c.b.run.started_at})"),
                  *([Text(machines_line(c), style="bold yellow")] if machines_line(c) else []),
-                 Text("ratio = B/A of the medians [the range the repeats allow: B min/A max – B max/A min]; "
-                      + SIGNIFICANCE_RULE + "; * = significant. The measurement ids behind each row are in "
+                 Text(f"ratio = B/A of the medians [its {c.confidence:.0%} bootstrap interval]; "
+                      + c.rule + f"; * = significant; n.s. = {VERDICT_NONE}; few = {VERDICT_FEW}. The measurement ids behind each row are in "
                       "the HTML comparison (netarena compare A B -o FILE).", style="dim")]
     levels: dict[tuple, list[Row]] = {}
     for r in c.rows:
@@ -254,10 +308,10 @@ def renderables(c: Comparison) -> list:
                       box=box.SIMPLE_HEAD, padding=(0, 1, 0, 0), show_edge=False)
         table.add_column("contestant", overflow="fold", min_width=10)
         table.add_column(f"{fmt.throughput_unit(scenario)} A→B", justify="right", no_wrap=True)
-        table.add_column("B/A [range]", justify="right", no_wrap=True)
+        table.add_column("B/A [interval]", justify="right", no_wrap=True)
         table.add_column("", min_width=7)
         table.add_column("p99 A→B", justify="right", no_wrap=True)
-        table.add_column("B/A [range]", justify="right", no_wrap=True)
+        table.add_column("B/A [interval]", justify="right", no_wrap=True)
         table.add_column("", min_width=7)
         for r in rows:
             t, p = r.throughput, r.p99
@@ -374,7 +428,7 @@ def render_html(c: Comparison) -> bytes:
         if fig.data and scenario_rows:
             fig.add_hline(y=1.0, line_dash="dot", line_color="#57606a")
             fig.update_layout(barmode="group", height=420, template="plotly_white", margin={"t": 60},
-                              title={"text": f"{scenario}: B/A (1 = no change; bars to the range the repeats allow)"})
+                              title={"text": f"{scenario}: B/A (1 = no change; bars to the bootstrap interval)"})
             fig.update_yaxes(title="B / A")
             parts.append('<div class="chart">' + fig.to_html(full_html=False, include_plotlyjs=False,
                                                              div_id=f"compare-{len(parts)}",
@@ -411,8 +465,8 @@ def render_html(c: Comparison) -> bytes:
               f"{e(c.a.run.started_at)}, store <code>{e(c.a.store_path)}</code>) · B = run {c.b.run.id} "
               f"({e(c.b.run.suite_name)}, {e(c.b.run.started_at)}, store <code>{e(c.b.store_path)}</code>)</p>"
               f"<p class=\"note\">Ratio = B/A of the medians (throughput: median of repeats; p99: from the merged "
-              f"histograms), with in brackets the range the repeats allow (B min / A max – B max / A min). "
-              f"{e(SIGNIFICANCE_RULE)}. Measurement ids refer to each run's own store.</p>")
+              f"histograms), with in brackets its {c.confidence:.0%} bootstrap interval; the repeats' ranges beside. "
+              f"{e(c.rule)}. Measurement ids refer to each run's own store.</p>")
     page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>"
             f"<style>{CSS}</style><script type=\"text/javascript\">{_plotly_js()}</script></head><body>"
             + header + "".join(extras) + "".join(parts) + "</body></html>\n")

@@ -20,9 +20,10 @@ import plotly.graph_objects as go
 from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
+from .. import stats
 from . import fmt
-from .model import (BADGES, OPEN_LOOP_NOTE, Group, Measurement, Report, capacity_pct, external_line, found_rate_text,
-                    interval_series, rank_basis, rank_key, ranks, requests_line)
+from .model import (BADGES, OPEN_LOOP_NOTE, TIE_RULE, Group, Measurement, Report, capacity_pct, external_line,
+                    found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -201,13 +202,14 @@ def _summary(page: _Page, report: Report) -> None:
     page.add('<h2 id="summary">Summary</h2>')
     page.add('<p class="note">Per scenario and load level, contestants ranked by median throughput across repeats '
              "(open-loop levels, which offer every contestant the same rate: by p99 latency from the intended send "
-             "time; find-max levels: by the highest rate found); min–max across repeats; latency percentiles, mean, "
+             "time; find-max levels: by the highest rate found); "
+             f"{e(stats.interval_note())}; rank: {e(TIE_RULE)}; latency percentiles, mean, "
              "standard deviation and max from the repeats' merged HdrHistograms (never averaged); ok / errors = "
              "successful requests and errors summed over the repeats; error rate = errors / (successes + errors), "
              "median of repeats; MB/s received (median); server CPU in % of the CPUs its processes were allowed on "
              "(median of repeats; 100% = all of them busy); peak RSS of the server's process tree over all repeats. "
              "<b>from</b> lists the measurement ids each row was computed from.</p>")
-    rank = ranks(report.groups)
+    rank = ranking(report.groups)
     for scenario in report.scenarios():
         unit = fmt.throughput_unit(scenario)
         page.add(f'<h3 id="summary-{_slug(scenario)}">{e(scenario)}</h3>')
@@ -216,12 +218,15 @@ def _summary(page: _Page, report: Report) -> None:
             cls = ' class="level-start"' if previous is not None and g.level_key != previous else ""
             previous = g.level_key
             position = rank.get((g.contestant, g.scenario, g.level_key))
+            tied = ' data-tied="1"' if position and position.tied else ""
+            stopped = (f'<br><span class="note">{g.repeats_ok + g.repeats_failed} repeats, stopped: '
+                       f"{e(g.stopped_because)}</span>") if g.stopped_because else ""
             cells = [
-                f'<td class="num" title="{e(rank_basis(g))}">{position or "–"}</td>', f"<td>{e(g.contestant)}</td>",
-                f"<td>{_level_cell(g)}</td>",
+                f'<td class="num" data-field="rank"{tied} title="{e(rank_basis(g))}">{rank_text(rank, g)}</td>',
+                f"<td>{e(g.contestant)}</td>", f"<td>{_level_cell(g)}</td>",
                 f'<td class="num" data-field="rps">{fmt.rps(g.requests_per_s_median)}</td>',
-                f'<td class="num">{fmt.rps_range(g.requests_per_s_min, g.requests_per_s_max)}<br>'
-                f'<span class="note">CV {fmt.pct(g.cv, 1)}</span></td>',
+                f'<td class="num" data-field="interval">{fmt.rps_range(g.requests_per_s_ci_low, g.requests_per_s_ci_high)}'
+                f'<br><span class="note">{e(g.requests_per_s_ci_kind or "")}, CV {fmt.pct(g.cv, 1)}</span>{stopped}</td>',
                 f'<td class="num" data-field="p50">{fmt.us(g.latency_p50_us)}</td>',
                 f'<td class="num" data-field="p99">{fmt.us(g.latency_p99_us)}</td>',
                 f'<td class="num">{fmt.us(g.latency_p99_9_us)}</td>',
@@ -237,7 +242,7 @@ def _summary(page: _Page, report: Report) -> None:
                 f"<td>{badges_html(g.badges)}</td>", f"<td>{ids_html(g.measurement_ids)}</td>"]
             rows.append(f'<tr{cls} data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}">'
                         + "".join(cells) + "</tr>")
-        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "min–max", "p50", "p99", "p99.9",
+        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "interval", "p50", "p99", "p99.9",
                          "mean ± stdev", "max", "ok / errors", "error rate", "MB/s", "server CPU", "peak RSS",
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
 
@@ -260,7 +265,7 @@ def _throughput_charts(page: _Page, report: Report) -> None:
                 page.add(f"<p>{e(scenario)}: no successful measurement to plot.</p>")
             continue
         if len({g.level_key for g in groups}) == 1:
-            _level_bars(page, scenario, groups)
+            _level_bars(page, scenario, groups, ranking(report.groups))
             continue
         fig = go.Figure()
         lines, all_series = _lines(groups)
@@ -269,8 +274,8 @@ def _throughput_charts(page: _Page, report: Report) -> None:
             fig.add_trace(go.Scatter(
                 x=[g.connections for g in members], y=[g.requests_per_s_median for g in members],
                 error_y={"type": "data", "symmetric": False,
-                         "array": [g.requests_per_s_max - g.requests_per_s_median for g in members],
-                         "arrayminus": [g.requests_per_s_median - g.requests_per_s_min for g in members]},
+                         "array": [g.requests_per_s_ci_high - g.requests_per_s_median for g in members],
+                         "arrayminus": [g.requests_per_s_median - g.requests_per_s_ci_low for g in members]},
                 mode="lines+markers", name=_line_name(members[0], all_series),
                 line={"color": colour_for(contestant), "dash": _dash(series, all_series)},
                 marker={"symbol": symbol_for(contestant), "size": 8},
@@ -324,19 +329,21 @@ def _completed_latency_errors(page: _Page, scenario: str, groups: list[Group]) -
     page.chart(fig, f"{scenario}: completed requests, mean latency and errors vs connections")
 
 
-def _level_bars(page: _Page, scenario: str, groups: list[Group]) -> None:
-    """One level: a line of single points says nothing; bars of throughput and p99 per contestant do."""
+def _level_bars(page: _Page, scenario: str, groups: list[Group], rank: dict) -> None:
+    """One level: a line of single points says nothing; bars of throughput and p99 per contestant do. Each
+    throughput bar is labelled with the contestant's rank, "=" where it is tied (model.TIE_RULE)."""
     groups = sorted(groups, key=lambda g: -(g.requests_per_s_median or 0))
     names = [_line_name(g, sorted({x.series for x in groups})) for g in groups]
     colours = [colour_for(g.contestant) for g in groups]
     ids = [fmt.ids(g.ok_ids) for g in groups]
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                        subplot_titles=(f"{fmt.throughput_unit(scenario)} (median, min–max)", "p99 latency (ms)"))
+                        subplot_titles=(f"{fmt.throughput_unit(scenario)} (median, interval)", "p99 latency (ms)"))
     fig.add_trace(go.Bar(x=names, y=[g.requests_per_s_median for g in groups], marker_color=colours,
                          name="throughput", showlegend=False, customdata=ids,
+                         text=[f"rank {rank_text(rank, g)}" for g in groups], textposition="inside",
                          error_y={"type": "data", "symmetric": False,
-                                  "array": [g.requests_per_s_max - g.requests_per_s_median for g in groups],
-                                  "arrayminus": [g.requests_per_s_median - g.requests_per_s_min for g in groups]},
+                                  "array": [g.requests_per_s_ci_high - g.requests_per_s_median for g in groups],
+                                  "arrayminus": [g.requests_per_s_median - g.requests_per_s_ci_low for g in groups]},
                          hovertemplate="%{x}: %{y:,.0f}/s<br>from %{customdata}<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Bar(x=names, y=[(g.latency_p99_us or 0) / 1000 for g in groups], marker_color=colours,
                          name="p99", showlegend=False, customdata=ids,
@@ -499,19 +506,19 @@ def _find_max_section(page: _Page, report: Report) -> None:
              f"step meets the objective (a percentile of the latency, {OPEN_LOOP_NOTE}) and the error budget, then "
              "bisects between the highest passing and the lowest failing rate. The found rate is the median over "
              "the repeats; the steps shown are those of the repeat whose found rate is the median.</p>")
-    rank = ranks(report.groups)
+    rank = ranking(report.groups)
     by_level: dict[tuple, list[Group]] = {}
     for g in groups:
         by_level.setdefault((g.scenario, g.level_key), []).append(g)
     for (scenario, level_key), members in by_level.items():
-        members.sort(key=lambda g: rank.get((g.contestant, g.scenario, g.level_key), 10**9))
+        members.sort(key=lambda g: (r.rank if (r := rank.get((g.contestant, g.scenario, g.level_key))) else 10**9))
         page.add(f"<h3>{e(scenario)} {e(level_key)}</h3>")
         rows = []
         for g in members:
             fm = g.find_max
             found = ", ".join(fmt.rps(f) for f in fm["found_by_repeat"])
             rows.append(f'<tr data-find-max="{e(g.contestant)}"><td class="num">'
-                        f'{rank.get((g.contestant, g.scenario, g.level_key)) or "–"}</td><td>{e(g.contestant)}</td>'
+                        f'{rank_text(rank, g)}</td><td>{e(g.contestant)}</td>'
                         f'<td class="num">{found_rate_text(fm, fm["found_rate_per_s_median"])}</td>'
                         f'<td class="num">{found}</td>'
                         f'<td>{e(fm["slo"])}</td><td class="num">{fmt.pct(fm["max_errors_fraction"], 2)}</td>'

@@ -6,10 +6,12 @@ and level, ranked as the page ranks them, each row naming the measurement ids it
 
 from __future__ import annotations
 
+from .. import stats
 from . import fmt
-from .model import BADGES, Report, find_max_line, level_title, ranks, requests_line, sweep_line
+from .model import (BADGES, TIE_RULE, Report, find_max_line, level_title, rank_text, ranking, requests_line,
+                    stopped_line, sweep_line)
 
-HEADERS = ["rank", "contestant", "{unit} (median)", "min–max", "p50", "p99", "p99.9", "mean", "stdev", "max",
+HEADERS = ["rank", "contestant", "{unit} (median)", "interval", "p50", "p99", "p99.9", "mean", "stdev", "max",
            "ok", "errors", "error rate", "MB/s", "server CPU", "peak RSS", "badges", "from"]
 
 
@@ -22,9 +24,10 @@ def render_markdown(report: Report) -> str:
     out = [f"# netarena run {run.id}: {run.suite_name}", "",
            f"{run.status}, started {run.started_at}; server CPUs {run.server_cpus}, generator CPUs "
            f"{run.generator_cpus}; netarena {run.netarena_version} (git {run.git_sha or 'unknown'}). Medians of "
-           "the repeats [min–max]; latency from the repeats' merged histograms; ok / errors summed over the repeats; "
-           "server CPU in % of the CPUs it was pinned to; #N = measurement id in the store.", ""]
-    rank = ranks(report.groups)
+           f"the repeats with their interval ({stats.interval_note()}); latency from the repeats' merged histograms; "
+           "ok / errors summed over the repeats; server CPU in % of the CPUs it was pinned to; #N = measurement id "
+           f"in the store. Rank: {TIE_RULE}.", ""]
+    rank = ranking(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
         for level_key, groups in report.levels_for(scenario):
@@ -34,8 +37,9 @@ def render_markdown(report: Report) -> str:
             out.append("|" + "|".join("---:" if i not in (1, 16, 17) else "---" for i in range(len(headers))) + "|")
             for g in groups:
                 used.update(g.badges)
-                cells = [rank.get((g.contestant, g.scenario, g.level_key)) or "–", g.contestant,
-                         fmt.rps(g.requests_per_s_median), fmt.rps_range(g.requests_per_s_min, g.requests_per_s_max),
+                cells = [rank_text(rank, g), g.contestant,
+                         fmt.rps(g.requests_per_s_median),
+                         fmt.rps_range(g.requests_per_s_ci_low, g.requests_per_s_ci_high),
                          fmt.us(g.latency_p50_us), fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us),
                          fmt.us(g.latency_mean_us), fmt.us(g.latency_stdev_us), fmt.us(g.latency_max_us),
                          f"{g.requests_total:,}", f"{g.errors_total:,}", fmt.pct(g.error_rate_median),
@@ -47,6 +51,7 @@ def render_markdown(report: Report) -> str:
             found = [f"- {find_max_line(g)}" for g in groups if g.find_max is not None]
             found += [f"- {requests_line(g)}" for g in groups if g.requests_asked is not None]
             found += [f"- {sweep_line(g)}" for g in groups if g.sweep is not None]
+            found += [f"- {stopped_line(g)}" for g in groups if g.stopped_because is not None]
             out += found + ([""] if found else [])
     if used:
         out += ["Badges: " + "; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used), ""]

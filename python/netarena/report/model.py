@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .. import stats
+from .. import precision, stats
 from . import fmt
 from ..scenarios import Level
 from ..reference import ratio, reference_of, server_cpu_us_per_req
@@ -185,6 +185,14 @@ class Group:
     server_cpu_per_req_vs_reference: float | None = None
     # Warm-up until steady (suite warmup_until_steady): each ok repeat's warm-up time and whether it settled.
     warmups: list[dict] = field(default_factory=list)
+    # The throughput median's interval (stats.median_interval): a 95% CI with enough repeats, else min–max.
+    requests_per_s_ci_low: float | None = None
+    requests_per_s_ci_high: float | None = None
+    requests_per_s_ci_kind: str | None = None
+    requests_per_s_ci_relative: float | None = None
+    # A run with a precision target (suite `precision`): why this group's repeats stopped (STOPPED_* of
+    # netarena.precision); None for a fixed number of repeats.
+    stopped_because: str | None = None
 
     @property
     def open_loop(self) -> bool:
@@ -321,17 +329,72 @@ def rank_key(g: Group) -> tuple:
     return (*level_order(g), value is None, value or 0.0, g.contestant)
 
 
-def ranks(groups: list[Group]) -> dict[tuple, int]:
-    """Rank (1 = best, by ``rank_value``) within each level; groups without a result get no rank."""
-    out: dict[tuple, int] = {}
-    counters: dict[tuple, int] = {}
+def rank_interval(g: Group) -> stats.MedianInterval | None:
+    """The interval of what ranks a group (``rank_value``), from its repeats: the rate each found (find-max),
+    each repeat's p99 (open loop), each repeat's throughput (closed loop); stats.median_interval each."""
+    if g.find_max is not None:
+        values = [f for f in g.find_max.get("found_by_repeat", []) if f is not None]
+    elif g.offered_rate_per_s is not None:
+        values = g.p99_us_by_repeat
+    elif g.requests_per_s_ci_low is not None:
+        return stats.MedianInterval(g.requests_per_s_median, g.requests_per_s_ci_low, g.requests_per_s_ci_high,
+                                    g.repeats_ok, g.requests_per_s_ci_kind, None)
+    else:
+        values = []
+    return stats.median_interval(values)
+
+
+@dataclass(frozen=True)
+class Rank:
+    rank: int     # 1 = best
+    tied: bool    # its interval overlaps another contestant's at the level: shown with TIE_MARK
+
+    @property
+    def text(self) -> str:
+        return f"{self.rank}{TIE_MARK if self.tied else ''}"
+
+
+TIE_MARK = "="
+TIE_RULE = ("ranked by the median; a contestant whose interval overlaps the interval of one placed above it "
+            "takes the place of the best-placed one it overlaps (a chain of overlaps does not carry further: if "
+            "B overlaps A and C overlaps only B, A and B are 1 and C is 2); \"=\" marks every contestant whose "
+            "interval overlaps another's at the level: the data cannot tell them apart")
+
+
+# The terminal's one-line form of TIE_RULE.
+TIE_NOTE = (f"{TIE_MARK} = tied: its interval overlaps another's at the level (it shares the place of the best "
+            "one it overlaps; docs/reports.md, Ties)")
+
+
+def ranking(groups: list[Group]) -> dict[tuple, Rank]:
+    """Rank within each level (TIE_RULE); groups without a result get no rank."""
+    levels: dict[tuple, list[Group]] = {}
     for g in sorted(groups, key=rank_key):
-        if rank_value(g) is None:
-            continue
-        level = (g.scenario, g.level_key)
-        counters[level] = counters.get(level, 0) + 1
-        out[(g.contestant, g.scenario, g.level_key)] = counters[level]
+        if rank_value(g) is not None:
+            levels.setdefault((g.scenario, g.level_key), []).append(g)
+    out: dict[tuple, Rank] = {}
+    for members in levels.values():
+        intervals = [rank_interval(g) for g in members]
+
+        def overlap(i: int, j: int) -> bool:
+            return intervals[i] is not None and intervals[j] is not None and intervals[i].overlaps(intervals[j])
+
+        for i, g in enumerate(members):
+            place = next((j for j in range(i) if overlap(i, j)), i) + 1
+            tied = any(overlap(i, j) for j in range(len(members)) if j != i)
+            out[(g.contestant, g.scenario, g.level_key)] = Rank(place, tied)
     return out
+
+
+def ranks(groups: list[Group]) -> dict[tuple, int]:
+    """The rank number of each group (``ranking`` without the tie marks), e.g. to sort by."""
+    return {key: r.rank for key, r in ranking(groups).items()}
+
+
+def rank_text(rank: dict[tuple, Rank], g: Group, missing: str = "–") -> str:
+    """"1", "2=" (tied, TIE_RULE) or `missing` for a group without a result."""
+    r = rank.get((g.contestant, g.scenario, g.level_key))
+    return r.text if r else missing
 
 
 # ----------------------------------------------------------------------------- reading the store
@@ -435,6 +498,12 @@ def load_report(source, run_id: int) -> Report:
                for s in _rows(db, "SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,))]
     groups = build_groups(rows)
     apply_reference(groups, reference_of(run.environment))
+    target = precision.settings(run.suite) if run.suite else None
+    if target is not None:
+        fraction, repeat_max, _ = target
+        for g in groups:
+            g.stopped_because = precision.stopped_because(g.requests_per_s_ci_relative, len(g.measurement_ids),
+                                                          fraction, repeat_max, run.status == "complete")
     return Report(store_path=where, run=run, contestants=contestants, measurements=measurements,
                   groups=groups, skipped=skipped)
 
@@ -484,6 +553,9 @@ def build_groups(rows: list[dict]) -> list[Group]:
             repeats_ok=summary.repeats_ok, repeats_failed=summary.repeats_failed,
             requests_per_s_median=summary.requests_per_s_median, requests_per_s_min=summary.requests_per_s_min,
             requests_per_s_max=summary.requests_per_s_max, cv=summary.cv,
+            requests_per_s_ci_low=summary.requests_per_s_ci_low, requests_per_s_ci_high=summary.requests_per_s_ci_high,
+            requests_per_s_ci_kind=summary.requests_per_s_ci_kind,
+            requests_per_s_ci_relative=summary.requests_per_s_ci_relative,
             latency_p50_us=summary.latency_p50_us, latency_p99_us=summary.latency_p99_us,
             latency_p99_9_us=summary.latency_p99_9_us, latency_max_us=summary.latency_max_us,
             p99_us_by_repeat=[p for p in (_repeat_p99(m["generator"]) for m in ok) if p is not None],
@@ -700,6 +772,13 @@ def sweep_line(g: Group) -> str:
             + steps)
 
 
+def stopped_line(g: Group) -> str:
+    """A group of a run with a precision target: how many repeats, its interval's half-width, why it stopped."""
+    width = "-" if g.requests_per_s_ci_relative is None else f"±{g.requests_per_s_ci_relative:.1%}"
+    return (f"{g.contestant}: {len(g.measurement_ids)} repeat(s), interval {width} of the median "
+            f"({g.requests_per_s_ci_kind or '-'}); stopped: {g.stopped_because}")
+
+
 def requests_line(g: Group) -> str:
     """weighttp's figure for a requests = N level: the time N responses took (median of the ok repeats)."""
     times = g.completion_s
@@ -830,12 +909,14 @@ def _probe(probes: list[dict]) -> dict | None:
 def summary_document(report: Report) -> dict:
     """The run and its per-(contestant, scenario, level) figures as JSON-ready data (`netarena show --json`):
     what the summary tables show, with ranks and the structured level; no raw series or histograms."""
-    rank = ranks(report.groups)
+    rank = ranking(report.groups)
     groups = []
     for g in sorted(report.groups, key=rank_key):
         data = to_jsonable(g)
         data.pop("percentile_curve", None)
-        data.update(rank=rank.get((g.contestant, g.scenario, g.level_key)), ranked_by=rank_basis(g),
+        position = rank.get((g.contestant, g.scenario, g.level_key))
+        data.update(rank=position.rank if position else None, tied=bool(position and position.tied),
+                    ranked_by=rank_basis(g),
                     latency_from=("intended send time" if g.open_loop else "actual send"))
         groups.append(data)
     run = to_jsonable(report.run)

@@ -11,8 +11,10 @@ from rich.text import Text
 
 from . import fmt
 from ..term import console as make_console
-from .model import (BADGES, SATURATED_BUSY_PCT, Report, capped_line, external_line, find_max_line, level_title,
-                    rank_key, ranks, requests_line, sweep_line, unfinished_notable)
+from .. import stats
+from .model import (BADGES, SATURATED_BUSY_PCT, TIE_NOTE, Report, capped_line, external_line, find_max_line,
+                    level_title, rank_key, rank_text, ranking, requests_line, stopped_line, sweep_line,
+                    unfinished_notable)
 
 
 TERMINAL_WIDTH = 100
@@ -31,9 +33,9 @@ def summary_renderables(report: Report) -> list:
     # What needs a reader's attention comes first, the tables after: a run of 39 groups must not bury its one
     # failure below them.
     out += attention_lines(report)
-    out.append(Text("median of repeats [min–max]; latency percentiles from the repeats' merged histograms; "
-                    "#N = measurement id in the store", style="dim"))
-    rank = ranks(report.groups)
+    out.append(Text(f"median of repeats; {stats.interval_note()}; latency percentiles from the repeats' merged "
+                    f"histograms; #N = measurement id in the store; {TIE_NOTE}", style="dim"))
+    rank = ranking(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
         for level_key, groups in report.levels_for(scenario):
@@ -43,17 +45,16 @@ def summary_renderables(report: Report) -> list:
             table.add_column("#", justify="right", no_wrap=True)
             table.add_column("contestant", overflow="fold", min_width=10)
             database = any(g.database_cpu_pct_median is not None for g in groups)
-            for name in (fmt.throughput_unit(scenario), "min–max", "p50", "p99", "p99.9", "err", "cpu", "rss",
+            for name in (fmt.throughput_unit(scenario), "interval", "p50", "p99", "p99.9", "err", "cpu", "rss",
                          *(("db cpu", "bound") if database else ())):
                 table.add_column(name, justify="right", no_wrap=True)
             table.add_column("badges", min_width=6)
             table.add_column("from", overflow="fold", min_width=4)
             for g in groups:
                 used.update(g.badges)
-                position = rank.get((g.contestant, g.scenario, g.level_key))
                 table.add_row(
-                    str(position) if position else "-", g.contestant, fmt.rps_short(g.requests_per_s_median),
-                    _range(g.requests_per_s_min, g.requests_per_s_max), fmt.us(g.latency_p50_us),
+                    rank_text(rank, g, "-"), g.contestant, fmt.rps_short(g.requests_per_s_median),
+                    _range(g.requests_per_s_ci_low, g.requests_per_s_ci_high), fmt.us(g.latency_p50_us),
                     fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us), fmt.pct(g.error_rate_median, 1),
                     fmt.cpu_pct(g.server_cpu_capacity_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
                     *((fmt.cpu_pct(g.database_cpu_pct_median),
@@ -66,6 +67,7 @@ def summary_renderables(report: Report) -> list:
             out += [Text(f"  {find_max_line(g)}") for g in groups if g.find_max is not None]
             out += [Text(f"  {requests_line(g)}") for g in groups if g.requests_asked is not None]
             out += [Text(f"  {sweep_line(g)}") for g in groups if g.sweep is not None]
+            out += [Text(f"  {stopped_line(g)}") for g in groups if g.stopped_because is not None]
     if used:
         legend = Text("badges: ", style="dim")
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
