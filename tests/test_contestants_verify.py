@@ -86,10 +86,12 @@ WORKER_LOAD_LIMIT_S = 120.0
 WORKER_MIN_CPU_SHARE = 0.10
 
 
-# Contestants whose {workers} are threads of one process (their manifests' workers.how): Go's GOMAXPROCS,
-# Erlang's schedulers, Netty's event loops, Pekko's dispatcher, tokio's worker threads. Every other one's
-# workers are processes.
-THREAD_WORKERS = {"go-net", "erlang-otp", "java-netty", "play-scala", "rust-hyper"}
+# Contestants whose {workers} are threads of one process (`workers.processes` false in their manifests): Go's
+# GOMAXPROCS, Erlang's schedulers, Netty's event loops, Pekko's dispatcher, tokio's worker threads. Every other
+# one's workers are processes.
+THREAD_WORKERS = {n for n in WORKER_NAMES
+                  if not tomllib.loads((REPO / "contestants" / n / "contestant.toml").read_text())["workers"]
+                  .get("processes", False)}
 
 
 def _cpu_by_unit(root_pid: int, threads: bool) -> dict[str, float]:

@@ -50,6 +50,12 @@ FRAMEWORK_PACKAGES = {
     "python-uvloop": [("pip", "uvloop")],
     # --- JavaScript (npm: node_modules after npm ci) ---
     "node-express": [("npm", "express")],
+    "node-fastify": [("npm", "fastify")],
+    "node-hono": [("npm", "hono")],
+    "deno-serve": [("npm", "deno")],
+    # --- Go (go: the go.mod require line) ---
+    "go-gin": [("go", "github.com/gin-gonic/gin")],
+    "go-fasthttp": [("go", "github.com/valyala/fasthttp")],
     # --- JVM (Maven: pom.xml; sbt: the build definition) ---
     "java-netty": [("maven", "io.netty:netty-codec-http")],
     "play-scala": [("sbt", "org.playframework:sbt-plugin"), ("sbt", "scalaVersion"), ("sbt", "sbt.version")],

@@ -110,7 +110,7 @@ class Manifest(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     display_name: Annotated[str, Field(min_length=1)]
     language: Literal["python", "javascript", "go", "erlang", "ruby", "java", "scala", "rust", "c"]
-    runtime: Literal["cpython", "pypy", "node", "go", "erlang", "ruby", "jvm", "native"]
+    runtime: Literal["cpython", "pypy", "node", "deno", "go", "erlang", "ruby", "jvm", "native"]
     framework: Annotated[str, Field(min_length=1)]
     framework_version: Annotated[str, Field(min_length=1)]
     concurrency_model: Literal["event-loop", "greenlets", "goroutines", "threads", "processes", "actors"]

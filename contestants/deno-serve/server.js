@@ -1,0 +1,103 @@
+// netarena contestant: Deno.serve, Deno's own HTTP server, HTTP scenarios only.
+// Usage: deno run --allow-net --allow-read --allow-env --allow-sys server.js --host H --port P --static-dir D --mongo-url URL
+//
+// Deno.serve with a handler routing on the URL's path (Deno.serve has no router), Response.json per request,
+// and the documented listen options: tcpBacklog 4096 (its default is 511, below the catalog's 1024).
+// One process, one event loop: `deno serve --parallel`, Deno's own multi-core mode, listens with the default
+// backlog and takes no other, and reusePort for several processes is an unstable API (--unstable-net).
+// Static files: Deno's static-file facility is @std/http's serveDir, published on JSR only, a registry this
+// project cannot reach; the file is opened and its stream returned (Deno's documented way to send a file),
+// written here like node-http's.
+
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+
+// The catalog's limits, /bytes bodies and argument parsing are the Node contestants' (CommonJS).
+const require = createRequire(import.meta.url);
+const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
+const { parseArgs, parsePort, fail } = require('../_node-shared/cluster.js');
+const { connectFixture, findDoc } = require('../_node-shared/mongo.js');
+
+const opts = parseArgs(Deno.args, { host: '127.0.0.1', port: undefined, static_dir: undefined, mongo_url: '' });
+const port = parsePort(opts.port);
+let staticRoot;
+try {
+  if (!Deno.statSync(opts.static_dir).isDirectory) throw new Error();
+  staticRoot = Deno.realPathSync(opts.static_dir);
+} catch {
+  fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
+}
+
+function intParam(text, max) {
+  const value = Number(text);
+  return Number.isInteger(value) && value >= 0 && value <= max ? value : null;
+}
+
+const notFound = () => new Response('not found', { status: 404, headers: { 'Content-Type': 'text/plain' } });
+
+const STATIC_TYPES = { '.jpg': 'image/jpeg', '.html': 'text/html', '.txt': 'text/plain' };
+
+// /static/{path}: the file under the static folder streamed with its length, or 404. The URL parser already
+// removed dot segments; the check on the resolved path refuses what percent-decoding could still add (%2F..).
+async function staticFile(pathname) {
+  let file;
+  try {
+    file = path.resolve(staticRoot, decodeURIComponent(pathname.slice('/static/'.length)));
+  } catch {
+    return notFound();
+  }
+  if (!file.startsWith(staticRoot + path.sep)) return notFound();
+  let handle;
+  try {
+    handle = await Deno.open(file);
+    const info = await handle.stat();
+    if (!info.isFile) throw new Deno.errors.NotFound();
+    const type = STATIC_TYPES[path.extname(file)] ?? 'application/octet-stream';
+    return new Response(handle.readable, { headers: { 'Content-Type': type, 'Content-Length': String(info.size) } });
+  } catch (err) {
+    handle?.close();
+    if (err instanceof Deno.errors.NotFound || err instanceof Deno.errors.IsADirectory) return notFound();
+    throw err;
+  }
+}
+
+function handler() {
+  const docs = opts.mongo_url ? connectFixture(require('mongodb'), opts.mongo_url).docs : null;
+  return async (req) => {
+    if (req.method !== 'GET') return new Response('method not allowed', { status: 405 });
+    const { pathname } = new URL(req.url);
+    if (pathname === '/hello') return new Response('Hello, World!', { headers: { 'Content-Type': 'text/plain' } });
+    if (pathname === '/json') return Response.json({ message: 'Hello, World!' });
+    if (pathname.startsWith('/bytes/')) {
+      const n = intParam(pathname.slice('/bytes/'.length), MAX_BYTES_LEN);
+      if (n === null) return notFound();
+      return new Response(bytesBody(n), { headers: { 'Content-Type': 'application/octet-stream' } });
+    }
+    if (pathname.startsWith('/sleep/')) {
+      const ms = intParam(pathname.slice('/sleep/'.length), MAX_SLEEP_MS);
+      if (ms === null) return notFound();
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      return new Response(`slept ${ms}`, { headers: { 'Content-Type': 'text/plain' } });
+    }
+    if (pathname.startsWith('/static/')) return staticFile(pathname);
+    if (docs && pathname.startsWith('/mongo/')) {
+      // A rejected promise becomes Deno.serve's 500.
+      const doc = await findDoc(docs, decodeURIComponent(pathname.slice('/mongo/'.length)));
+      return doc === null ? notFound() : Response.json(doc);
+    }
+    return notFound();
+  };
+}
+
+function serve() {
+  prebuildBytesBodies();
+  for (const sig of ['SIGTERM', 'SIGINT']) Deno.addSignalListener(sig, () => Deno.exit(0));
+  Deno.serve({
+    hostname: opts.host,
+    port,
+    tcpBacklog: LISTEN_BACKLOG,
+    onListen() {}, // Deno prints a line per listen otherwise
+  }, handler());
+}
+
+serve();

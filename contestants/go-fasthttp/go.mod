@@ -1,0 +1,22 @@
+module netarena/contestants/go-fasthttp
+
+// 1.25 or later, as go-net: the mongo driver v2.10 requires it. fasthttp v1.74.0 is the newest on 1.25
+// (v1.76 on need Go 1.26).
+go 1.25.0
+
+require (
+	github.com/valyala/fasthttp v1.74.0
+	go.mongodb.org/mongo-driver/v2 v2.10.0
+)
+
+require (
+	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/molecule-man/go-brrr v1.0.1 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/xdg-go/scram v1.4.0 // indirect
+	github.com/xdg-go/stringprep v1.0.4 // indirect
+	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
+	golang.org/x/crypto v0.55.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)

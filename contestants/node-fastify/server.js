@@ -1,0 +1,81 @@
+'use strict';
+// netarena contestant: Fastify on Node.js, HTTP scenarios only.
+// Usage: node server.js --host H --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo or /gridfs routes)
+//
+// Fastify's documented production set-up: the logger off (Fastify's default; its docs warn that logging every
+// request costs throughput), a response schema on /json so fast-json-stringify serializes it (the docs'
+// recommended way to serialize), @fastify/static for files, fastify.listen(). Node's http server underneath
+// sets TCP_NODELAY on accepted sockets by default (http.createServer's noDelay, true since Node 18).
+
+const fs = require('node:fs');
+const Fastify = require('fastify');
+const fastifyStatic = require('@fastify/static');
+const mime = require('mime');
+const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
+const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
+const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
+
+const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
+const port = parsePort(opts.port);
+const workers = parseWorkers(opts.workers);
+if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
+  fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
+}
+
+function intParam(text, max) {
+  const value = Number(text);
+  return Number.isInteger(value) && value >= 0 && value <= max ? value : null;
+}
+
+const JSON_SCHEMA = {
+  response: { 200: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] } },
+};
+
+function buildApp() {
+  const app = Fastify({ logger: false });
+  app.get('/hello', (req, reply) => {
+    reply.type('text/plain').send('Hello, World!');
+  });
+  app.get('/json', { schema: JSON_SCHEMA }, (req, reply) => {
+    reply.send({ message: 'Hello, World!' });
+  });
+  app.get('/bytes/:n', (req, reply) => {
+    const n = intParam(req.params.n, MAX_BYTES_LEN);
+    if (n === null) return reply.code(404).send();
+    reply.type('application/octet-stream').send(bytesBody(n));
+  });
+  app.get('/sleep/:ms', (req, reply) => {
+    const ms = intParam(req.params.ms, MAX_SLEEP_MS);
+    if (ms === null) return reply.code(404).send();
+    setTimeout(() => reply.type('text/plain').send(`slept ${ms}`), ms);
+    return reply; // tells Fastify the reply is sent later, from the timer
+  });
+  if (opts.mongo_url) {
+    const { docs, bucket } = connectFixture(require('mongodb'), opts.mongo_url);
+    // An async handler's returned object is serialized by reply.send (JSON.stringify: the document has no
+    // fixed schema); a rejected promise becomes a 500.
+    app.get('/mongo/:name', async (req, reply) => {
+      const doc = await findDoc(docs, req.params.name);
+      if (doc === null) return reply.code(404).send();
+      return doc;
+    });
+    // The driver's GridFSBucket stream piped into Node's response (shared with node-express): the handler
+    // takes the response over from Fastify (reply.hijack), the route's documented way to write it directly.
+    app.get('/gridfs/*', (req, reply) => {
+      const name = req.params['*'];
+      reply.hijack();
+      streamGridfsFile(bucket, name, reply.raw, mime.getType(name) ?? 'application/octet-stream');
+    });
+  }
+  app.register(fastifyStatic, { root: opts.static_dir, prefix: '/static/' });
+  return app;
+}
+
+function start() {
+  prebuildBytesBodies();
+  buildApp().listen({ host: opts.host, port, backlog: LISTEN_BACKLOG }, (err) => {
+    if (err) fail(`cannot listen on ${opts.host} port ${port}: ${err.message}`);
+  });
+}
+
+runWorkers(workers, start);
