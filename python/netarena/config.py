@@ -235,6 +235,10 @@ class Suite(Strict):
     duration_s: Annotated[float, Field(gt=0, le=86_400)] = 3.0
     timeout_s: Annotated[float, Field(gt=0, le=600)] = 5.0
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
+    # How many extra measurements each (contestant, scenario, level) may take to replace ones the machine made
+    # noisy (stats.noisy_reason: CPU steal, or the server or the generator waiting for a CPU); the noisy ones are
+    # stored as discarded. With time_budget_s, none that would take the run past it. 0: badge them only.
+    noisy_retries: Annotated[int, Field(ge=0, le=10)] = 2
     cpus: Cpus | None = None
     services: dict[Literal["mongo"], ServiceOptions] = {}
     # Each netarena-load process's open-files limit, when lower than the hard limit it would have: a level

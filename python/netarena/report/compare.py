@@ -55,6 +55,9 @@ class Row:
     b_ids: list[int]
     throughput: Metric
     p99: Metric
+    # The server's CPU µs per request (per MiB for echo), each repeat's stats.cost_per_unit: under a noisy machine
+    # throughput moves and this should not, so a change here is the server's own.
+    server_cpu_us: Metric | None = None
 
 
 @dataclass
@@ -95,6 +98,11 @@ def _throughput_values(report: Report, g: Group) -> list[float]:
     return [m.generator["throughput"]["requests_per_s"] for m in report.measurements if m.id in g.ok_ids]
 
 
+def _cpu_values(report: Report, g: Group) -> list[float]:
+    return [m.cost["server_cpu_us"] for m in report.measurements
+            if m.id in g.ok_ids and m.cost and m.cost.get("server_cpu_us") is not None]
+
+
 def compare(a: Report, b: Report) -> Comparison:
     a_groups = {(g.contestant, g.scenario, g.level_key): g for g in a.groups}
     b_groups = {(g.contestant, g.scenario, g.level_key): g for g in b.groups}
@@ -105,14 +113,16 @@ def compare(a: Report, b: Report) -> Comparison:
             *key, a_ids=ga.measurement_ids, b_ids=gb.measurement_ids,
             throughput=_metric(_throughput_values(a, ga), _throughput_values(b, gb)),
             # The headline p99 is the merged histogram's; the spread is the repeats' own p99s.
-            p99=_metric(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us)))
+            p99=_metric(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us),
+            server_cpu_us=_metric(_cpu_values(a, ga), _cpu_values(b, gb), ga.server_cpu_us_median,
+                                  gb.server_cpu_us_median)))
     label = lambda k: " ".join(k)  # noqa: E731
     return Comparison(a, b, rows, [label(k) for k in sorted(set(a_groups) - set(b_groups))],
                       [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b))
 
 
 # The metrics a regression gate can watch: the Row attribute and the direction that is better.
-GATE_METRICS = {"rps": ("throughput", "higher"), "p99": ("p99", "lower")}
+GATE_METRICS = {"rps": ("throughput", "higher"), "p99": ("p99", "lower"), "cpu": ("server_cpu_us", "lower")}
 
 
 @dataclass
@@ -134,7 +144,7 @@ def regressions(c: Comparison, metrics: list[str]) -> list[Regression]:
         for name in metrics:
             attribute, better = GATE_METRICS[name]
             m = getattr(row, attribute)
-            if m.significant and m.verdict != better:
+            if m is not None and m.significant and m.verdict != better:
                 out.append(Regression(row, name))
     return out
 
@@ -151,7 +161,9 @@ def to_dict(c: Comparison, metrics: list[str]) -> dict:
         "metrics": metrics,
         "rows": [{"contestant": r.contestant, "scenario": r.scenario, "level_key": r.level_key, "a_ids": r.a_ids,
                   "b_ids": r.b_ids, "rps": dict(asdict(r.throughput), significant=r.throughput.significant),
-                  "p99_us": dict(asdict(r.p99), significant=r.p99.significant)} for r in c.rows],
+                  "p99_us": dict(asdict(r.p99), significant=r.p99.significant),
+                  "server_cpu_us_per_unit": dict(asdict(r.server_cpu_us), significant=r.server_cpu_us.significant)
+                  if r.server_cpu_us is not None else None} for r in c.rows],
         "regressions": [{"contestant": g.row.contestant, "scenario": g.row.scenario, "level_key": g.row.level_key,
                          "metric": g.metric, "text": g.text} for g in found],
         "only_in_a": c.only_in_a, "only_in_b": c.only_in_b,
@@ -191,6 +203,15 @@ def _ratio_short(m: Metric) -> str:
         m.ratio_high is not None else f"{m.ratio:.2f}"
 
 
+def _cpu_ratio(m: Metric | None) -> Text:
+    """The CPU-per-request ratio, short (the terminal has no room for its range), * when significant."""
+    if m is None or m.ratio is None:
+        return Text("-")
+    if not m.significant:
+        return Text(f"{m.ratio:.2f}")
+    return Text(f"{m.ratio:.2f}*", style="bold green" if m.verdict == "lower" else "bold red")
+
+
 def _verdict_text(m: Metric, better: str) -> Text:
     if not m.significant:
         return Text(m.verdict, style="dim")
@@ -217,11 +238,15 @@ def renderables(c: Comparison) -> list:
         table.add_column("p99 A→B", justify="right", no_wrap=True)
         table.add_column("B/A [range]", justify="right", no_wrap=True)
         table.add_column("", min_width=7)
+        table.add_column("cpu/req A→B" if scenario != "echo" else "cpu/MiB A→B", justify="right", no_wrap=True)
+        table.add_column("B/A", justify="right", no_wrap=True)
         for r in rows:
-            t, p = r.throughput, r.p99
+            t, p, cpu = r.throughput, r.p99, r.server_cpu_us
             table.add_row(r.contestant, f"{fmt.rps_short(t.a_median)}→{fmt.rps_short(t.b_median)}",
                           _ratio_short(t), _verdict_text(t, "higher"), f"{fmt.us(p.a_median)}→{fmt.us(p.b_median)}",
-                          _ratio_short(p), _verdict_text(p, "lower"))
+                          _ratio_short(p), _verdict_text(p, "lower"),
+                          f"{fmt.cpu_us(cpu.a_median)}→{fmt.cpu_us(cpu.b_median)}" if cpu else "-",
+                          _cpu_ratio(cpu))
         out += [Text(""), table]
     for label, items in (("only in A", c.only_in_a), ("only in B", c.only_in_b)):
         if items:
@@ -274,7 +299,7 @@ def render_html(c: Comparison) -> bytes:
     for scenario in sorted({r.scenario for r in c.rows}):
         rows = []
         for r in (r for r in c.rows if r.scenario == scenario):
-            t, p = r.throughput, r.p99
+            t, p, cpu = r.throughput, r.p99, r.server_cpu_us
             rows.append(
                 f'<tr data-contestant="{e(r.contestant)}" data-level="{e(r.level_key)}"><td>{e(r.contestant)}</td>'
                 f"<td>{e(r.level_key)}</td><td class=\"num\">{fmt.rps(t.a_median)} → {fmt.rps(t.b_median)}</td>"
@@ -283,17 +308,26 @@ def render_html(c: Comparison) -> bytes:
                 f'<td class="num">{fmt.us(p.a_median)} → {fmt.us(p.b_median)}</td>'
                 f'<td class="num">{spread(p, fmt.us)}</td><td class="num">{_ratio_text(p)}</td>'
                 f"<td>{verdict_html(p, 'lower')}</td>"
+                + (f'<td class="num" data-metric="server-cpu">{fmt.cpu_us(cpu.a_median)} → {fmt.cpu_us(cpu.b_median)}'
+                   f'</td><td class="num">{spread(cpu, fmt.cpu_us)}</td><td class="num">{_ratio_text(cpu)}</td>'
+                   f"<td>{verdict_html(cpu, 'lower')}</td>" if cpu else '<td>-</td><td>-</td><td>-</td><td></td>') +
                 f'<td class="ids">A {fmt.ids(r.a_ids)}<br>B {fmt.ids(r.b_ids)}</td></tr>')
         head = "".join(f"<th>{h}</th>" for h in ["contestant", "level", f"{fmt.throughput_unit(scenario)} A → B",
                                                   "repeats' range", "B/A", "", "p99 A → B", "repeats' range",
-                                                  "B/A", "", "from"])
+                                                  "B/A", "", "server CPU/"
+                                                  + ("MiB" if scenario == "echo" else "request") + " A → B",
+                                                  "repeats' range", "B/A", "", "from"])
         parts.append(f"<h2>{e(scenario)}</h2><table class=\"compare\"><thead><tr>{head}</tr></thead><tbody>"
                      + "".join(rows) + "</tbody></table>")
         fig = go.Figure()
         scenario_rows = [r for r in c.rows if r.scenario == scenario and r.throughput.ratio is not None]
         labels = [f"{r.contestant} {r.level_key}" for r in scenario_rows]
-        for name, metric in (("throughput B/A", lambda r: r.throughput), ("p99 B/A", lambda r: r.p99)):
+        for name, metric in (("throughput B/A", lambda r: r.throughput), ("p99 B/A", lambda r: r.p99),
+                             ("server CPU per request B/A", lambda r: r.server_cpu_us)):
             ms = [metric(r) for r in scenario_rows]
+            if not any(m is not None and m.ratio is not None for m in ms):
+                continue
+            ms = [m if m is not None and m.ratio is not None else Metric(*[None] * 9, "missing") for m in ms]
             fig.add_trace(go.Bar(
                 x=labels, y=[m.ratio for m in ms], name=name,
                 error_y={"type": "data", "symmetric": False,

@@ -54,6 +54,11 @@ BADGES: dict[str, tuple[str, str]] = {
     "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
+    "NOISY": ("noisy machine", f"in at least one counted repeat the machine took CPU time from the measurement: "
+                               f"CPU steal above {stats.NOISY_STEAL_PCT:g}% or the server or the generator waiting "
+                               f"for a CPU more than {stats.NOISY_WAIT_SHARE:.0%} of the time it wanted one, and "
+                               "the suite's noisy_retries (or time budget) left no re-measurement; its throughput "
+                               "is the machine's as much as the server's, CPU per request still holds"),
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
@@ -103,6 +108,9 @@ class Measurement:
     monitor: dict | None
     started_at: str
     level: dict = field(default_factory=dict)   # the store's level_json: params, threads, pipeline, ...
+    cost: dict | None = None                    # stats.cost_per_unit (as stored, else computed)
+    contention: dict | None = None              # stats.contention, with "noisy": the reason or None
+    discarded: str | None = None                # why it is out of every figure (noisy, re-measured), or None
 
 
 @dataclass
@@ -173,6 +181,22 @@ class Group:
     # and which side was saturated (bound_by, see saturated_side).
     database_cpu_pct_median: float | None = None
     bound_by: str | None = None
+
+    # Cost per unit of work (stats.cost_per_unit: per request, or per MiB for echo), median of the ok repeats, and
+    # the worst interference a counted repeat saw (stats.contention); see stats.GroupSummary.
+    cost_unit: str | None = None
+    server_cpu_us_median: float | None = None
+    server_cpu_us_cv: float | None = None
+    server_cpu_user_us_median: float | None = None
+    server_cpu_sys_us_median: float | None = None
+    server_ctx_voluntary_median: float | None = None
+    server_ctx_involuntary_median: float | None = None
+    generator_cpu_us_median: float | None = None
+    steal_pct_max: float | None = None
+    server_wait_share_max: float | None = None
+    generator_wait_share_max: float | None = None
+    discarded: int = 0                  # measurements kept out of the figures (e.g. noisy, re-measured)
+    discarded_reasons: list[str] = field(default_factory=list)
 
     @property
     def open_loop(self) -> bool:
@@ -409,7 +433,9 @@ def load_report(source, run_id: int) -> Report:
         failure_kind=m["failure_kind"], flags=m.get("flags") or [], error=m["error"],
         requests_per_s=m["requests_per_s"], error_rate=m["error_rate"], latency_p99_us=m["latency_p99_us"],
         generator_argv=m.get("generator_argv"), generator=m.get("generator"), monitor=m.get("monitor"),
-        started_at=m["started_at"], level=m.get("level") or {}) for m in rows]
+        started_at=m["started_at"], level=m.get("level") or {}, cost=stats.measurement_cost(m),
+        contention=stats.measurement_contention(m) if m.get("generator") else None,
+        discarded=m.get("discarded")) for m in rows]
     contestants = []
     for c in _rows(db, "SELECT * FROM contestants WHERE run_id=? ORDER BY name", (run_id,)):
         manifest = c.get("manifest") or {}
@@ -438,8 +464,9 @@ def build_groups(rows: list[dict]) -> list[Group]:
     for summary in stats.summarize(rows):
         members = sorted(by_key[(summary.contestant, summary.scenario, summary.level_key)],
                          key=lambda m: m["repeat_index"])
-        ok = [m for m in members if m["status"] == "ok" and m.get("generator")]
-        with_generator = [m for m in members if m.get("generator")]
+        # Discarded measurements (stats.summarize) stay in measurement_ids, never in the figures.
+        ok = [m for m in members if m["status"] == "ok" and m.get("generator") and not m.get("discarded")]
+        with_generator = [m for m in members if m.get("generator") and not m.get("discarded")]
         errors_by_class: dict[str, int] = {}
         for m in with_generator:
             for name, count in ((m["generator"].get("errors") or {}).get("by_class") or {}).items():
@@ -497,6 +524,7 @@ def build_groups(rows: list[dict]) -> list[Group]:
                         for t in (m["generator"].get("thresholds") or [])],
             database_cpu_pct_median=_median([_database_cpu_pct(m) for m in ok]),
             bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
+            **{name: getattr(summary, name) for name in COST_FIELDS},
         )
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
@@ -507,6 +535,13 @@ def build_groups(rows: list[dict]) -> list[Group]:
             group.latency_uncorrected_p99_us = float(uncorrected.get_value_at_percentile(99))
         groups.append(group)
     return groups
+
+
+# The stats.GroupSummary fields a Group takes as they are: cost per unit, contention, discarded measurements.
+COST_FIELDS = ("cost_unit", "server_cpu_us_median", "server_cpu_us_cv", "server_cpu_user_us_median",
+               "server_cpu_sys_us_median", "server_ctx_voluntary_median", "server_ctx_involuntary_median",
+               "generator_cpu_us_median", "steal_pct_max", "server_wait_share_max", "generator_wait_share_max",
+               "discarded", "discarded_reasons")
 
 
 # A side (server, database) counts as saturated when its CPUs were at least this busy.
@@ -579,6 +614,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("NOANS")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
+    if stats.FLAG_NOISY in flags:
+        out.append("NOISY")
     return out
 
 

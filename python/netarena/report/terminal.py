@@ -40,7 +40,9 @@ def summary_renderables(report: Report) -> list:
             table.add_column("#", justify="right", no_wrap=True)
             table.add_column("contestant", overflow="fold", min_width=10)
             database = any(g.database_cpu_pct_median is not None for g in groups)
-            for name in (fmt.throughput_unit(scenario), "min–max", "p50", "p99", "p99.9", "err", "cpu", "rss",
+            per = fmt.cost_unit(groups[0].cost_unit)
+            for name in (fmt.throughput_unit(scenario), "min–max", f"cpu/{per}", "p50", "p99", "p99.9",
+                         "err", "cpu", "rss",
                          *(("db cpu", "bound") if database else ())):
                 table.add_column(name, justify="right", no_wrap=True)
             table.add_column("badges", min_width=6)
@@ -50,7 +52,8 @@ def summary_renderables(report: Report) -> list:
                 position = rank.get((g.contestant, g.scenario, g.level_key))
                 table.add_row(
                     str(position) if position else "-", g.contestant, fmt.rps_short(g.requests_per_s_median),
-                    _range(g.requests_per_s_min, g.requests_per_s_max), fmt.us(g.latency_p50_us),
+                    _range(g.requests_per_s_min, g.requests_per_s_max), fmt.cpu_us(g.server_cpu_us_median),
+                    fmt.us(g.latency_p50_us),
                     fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us), fmt.pct(g.error_rate_median, 1),
                     fmt.cpu_pct(g.server_cpu_capacity_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
                     *((fmt.cpu_pct(g.database_cpu_pct_median),
@@ -60,6 +63,10 @@ def summary_renderables(report: Report) -> list:
                     fmt.ids(g.measurement_ids))
             out.append(Text(""))
             out.append(table)
+            generator_cost = [f"{g.contestant} {fmt.cpu_us(g.generator_cpu_us_median)}" for g in groups
+                              if g.generator_cpu_us_median is not None]
+            if generator_cost:
+                out.append(Text(f"  generator CPU per {per}: " + " · ".join(generator_cost), style="dim"))
             out += [Text(f"  {find_max_line(g)}") for g in groups if g.find_max is not None]
             out += [Text(f"  {requests_line(g)}") for g in groups if g.requests_asked is not None]
             out += [Text(f"  {sweep_line(g)}") for g in groups if g.sweep is not None]
@@ -67,8 +74,9 @@ def summary_renderables(report: Report) -> list:
         legend = Text("badges: ", style="dim")
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
         out.append(legend)
-    out.append(Text("cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server peak RSS "
-                    "over the repeats", style="dim"))
+    out.append(Text("cpu/req (cpu/MiB for echo) = server CPU time (user + system) per request over the measured "
+                    "phase, median of repeats (it holds when throughput falls to a noisy machine); cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server "
+                    "peak RSS over the repeats", style="dim"))
     for g in report.groups:
         for t in g.thresholds:
             if not t.get("pass"):
@@ -85,6 +93,10 @@ def summary_renderables(report: Report) -> list:
     for g in report.groups:
         if g.unfinished:
             out.append(Text(f"unfinished: {g.contestant} {g.scenario} {g.level_key}: {_unfinished(g)}"))
+    for g in report.groups:
+        if g.discarded:
+            out.append(Text(f"discarded: {g.contestant} {g.scenario} {g.level_key}: {g.discarded} measurement(s) kept "
+                            f"out of the figures: {'; '.join(g.discarded_reasons)}"))
     for g in report.groups:
         if g.failures:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
