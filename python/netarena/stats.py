@@ -6,6 +6,7 @@ honest"). Percentiles come from merging the repeats' HdrHistograms, never from a
 
 from __future__ import annotations
 
+import os
 import statistics
 from dataclasses import asdict, dataclass, field
 
@@ -37,6 +38,8 @@ FLAG_NOISY = "noisy"
 NOISY_STEAL_PCT = 5.0
 NOISY_WAIT_SHARE = 0.10
 
+# The unit /proc reports CPU time in (utime, stime): it bounds how well a server's CPU over a window is known.
+_CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
 # Echo's cost is per MiB echoed (bytes received back by the generator), HTTP's per response.
 MIB_BYTES = 1 << 20
 
@@ -87,8 +90,11 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
     the last sample inside it, up to one sampling interval short at each end, so the units are scaled to that
     span (units x span / window), which assumes a steady rate inside the window. The error this leaves is the
     rate's change across the missing ends (at most 2 intervals of the window: 0.5 s of 3 s at the default
-    0.25 s) plus the CPU counters' tick (10 ms per sample: 20 ms of a span's CPU time). The generator's CPU
-    is its own, read by each load thread at the start and the end of the same window: exact.
+    0.25 s) plus the CPU counters' clock tick: user and system time are each read in ticks (1/SC_CLK_TCK s,
+    10 ms), so their sum over the span is known to within 2 ticks, given per unit as
+    `server_cpu_resolution_us` (a server that used 1 s of CPU for 10,000 requests: 100 µs ± 2 µs; a starved
+    one that used 20 ms: no better than ± 100%). The generator's CPU is its own, read by each load thread at
+    the start and the end of the same window: exact.
 
     None when the generator served nothing; the server fields are None when the monitor has no window (too
     short a measurement, an external server not watched)."""
@@ -104,7 +110,7 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
     out: dict = {"unit": "MiB" if echo else "request", "units": round(units, 3),
                  "generator_cpu_us": None, "server_cpu_user_us": None, "server_cpu_sys_us": None,
                  "server_cpu_us": None, "server_ctx_voluntary": None, "server_ctx_involuntary": None,
-                 "window_s": None}
+                 "server_cpu_resolution_us": None, "window_s": None}
     if gen.get("cpu_user_s") is not None and gen.get("cpu_sys_s") is not None:
         out["generator_cpu_us"] = round(1e6 * (gen["cpu_user_s"] + gen["cpu_sys_s"]) / units, 3)
     summary = (monitor or {}).get("summary") or {}
@@ -119,7 +125,8 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
                        server_cpu_sys_us=round(1e6 * server["cpu_sys_s"] / in_span, 3),
                        server_cpu_us=round(1e6 * (server["cpu_user_s"] + server["cpu_sys_s"]) / in_span, 3),
                        server_ctx_voluntary=round(server["ctx_voluntary"] / in_span, 4),
-                       server_ctx_involuntary=round(server["ctx_involuntary"] / in_span, 4))
+                       server_ctx_involuntary=round(server["ctx_involuntary"] / in_span, 4),
+                       server_cpu_resolution_us=round(2e6 / _CLOCK_TICKS_PER_S / in_span, 3))
     return out
 
 
