@@ -149,10 +149,11 @@ def register(cli_group: click.Group) -> None:
     @click.option("--fail-on-regression", is_flag=True,
                   help="Exit 1 when a significant change of a --metric goes the wrong way (a CI gate).")
     @click.option("--metric", "metric_opt", default="rps,p99", show_default=True,
-                  help="Comma-separated metrics the gate watches: rps (lower is worse), p99 (higher is worse).")
+                  help="Comma-separated metrics the gate watches: rps (lower is worse), p99 (higher is worse), "
+                       "cpu (the server's CPU per request; higher is worse).")
     @click.option("--json", "json_mode", is_flag=True, help="Print the comparison as JSON instead of tables.")
     def compare(run_a, run_b, results_dir, results_b, output, fail_on_regression, metric_opt, json_mode):
-        """Ratios B/A of throughput and p99 per contestant × scenario × level, with their spreads.
+        """Ratios B/A of throughput, p99 and server CPU per request per contestant × scenario × level, with spreads.
 
         A change is marked significant only when the repeats' min–max ranges of the two runs do not overlap.
         Exit codes: 0 ok (or no regression with --fail-on-regression); 1 a regression; 2 bad input.
