@@ -83,9 +83,11 @@ def monitor_doc(*, cpu_pct: float, rss_bytes: int, samples: int = 8, interval_s:
         if i:
             system.append({"t_s": t_s, "ctx_switches_per_s": 12000.0 + 100 * i, "interrupts_per_s": 3000.0,
                            "cpu_user_pct": 45.0, "cpu_sys_pct": 40.0, "cpu_idle_pct": 15.0, "cpu_iowait_pct": 0.0,
-                           "cpu_steal_pct": 0.0, "per_cpu_busy_pct": [cpu_pct, 80.0]})
+                           "cpu_steal_pct": 0.0, "per_cpu_busy_pct": [cpu_pct, 80.0],
+                           "per_cpu_task_pct": [cpu_pct, 70.0]})
     from netarena.monitor import summarize_system, summarize_tree
     return {"interval_s": interval_s, "server": server, "generator": [], "system": system,
+            "cpus_allowed": {"server": [0], "generator": [1]},
             "summary": {"server": summarize_tree(server), "generator": None, "system": summarize_system(system),
                         "duration_s": (samples - 1) * interval_s, "samples": samples, "monitor_cpu_s": 0.001,
                         "monitor_cpu_pct": 0.05,

@@ -116,7 +116,7 @@ def test_cost_per_request_has_a_section_a_column_and_a_chart_of_its_own(written)
     assert row[4].startswith(f"{fmt.cpu_us(alpha.server_cpu_us_median)}/req")
     assert row[5] == f"{fmt.cpu_us(alpha.server_cpu_user_us_median)} + {fmt.cpu_us(alpha.server_cpu_sys_us_median)}"
     assert row[7] == f"{fmt.cpu_us(alpha.generator_cpu_us_median)}/req"
-    assert row[10].startswith("1") and row[10].endswith(f"#4: {DISCARDED_REASON}")
+    assert row[11].startswith("1") and row[11].endswith(f"#4: {DISCARDED_REASON}")
     # The chart: per contestant and level, the server's user and system stacked, the generator's beside.
     traces = chart_traces(text, "hello: CPU per request")
     assert [t["name"] for t in traces] == ["server user", "server system", "generator"]

@@ -17,7 +17,8 @@ CSV_COLUMNS = ["run_id", "measurement_id", "contestant", "scenario", "level_key"
                "cost_unit", "server_cpu_us_per_unit", "server_cpu_user_us_per_unit", "server_cpu_sys_us_per_unit",
                "server_ctx_voluntary_per_unit", "server_ctx_involuntary_per_unit", "generator_cpu_us_per_unit",
                # stats.contention over the measured phase, and why the measurement is out of the figures (if it is)
-               "steal_pct", "server_wait_share", "generator_wait_share", "noisy", "discarded",
+               "steal_pct", "server_cpus_others_pct", "generator_cpus_others_pct", "server_wait_share",
+               "generator_wait_share", "noisy", "discarded",
                "flags", "error", "started_at", "ended_at"]
 # CSV column -> stats.cost_per_unit key
 _COST_COLUMNS = {"server_cpu_us_per_unit": "server_cpu_us", "server_cpu_user_us_per_unit": "server_cpu_user_us",
@@ -91,7 +92,9 @@ def export_csv(store: Store, run_id: int) -> str:
             "server_cpu_user_s": server.get("cpu_user_s"), "server_cpu_sys_s": server.get("cpu_sys_s"),
             "server_rss_peak_bytes": server.get("rss_peak_bytes"), "cost_unit": cost.get("unit"),
             **{column: cost.get(key) for column, key in _COST_COLUMNS.items()},
-            "steal_pct": found.get("steal_pct"), "server_wait_share": found.get("server_wait_share"),
+            "steal_pct": found.get("steal_pct"), "server_cpus_others_pct": found.get("server_cpus_others_pct"),
+            "generator_cpus_others_pct": found.get("generator_cpus_others_pct"),
+            "server_wait_share": found.get("server_wait_share"),
             "generator_wait_share": found.get("generator_wait_share"),
             "noisy": found.get("noisy") or stats.noisy_reason(found) if found else None,
             "discarded": m.get("discarded"), "flags": " ".join(m.get("flags") or []),

@@ -369,6 +369,9 @@ class _SystemSampler:
             "per_cpu_busy_pct": [
                 share(d, ("user", "nice", "system", "irq", "softirq", "steal")) for d in deltas
             ],
+            # Each CPU's time in processes (user, nice, system), without interrupts and steal: what the processes
+            # on it used, comparable with the watched trees' own CPU (stats.contention: others on their CPUs).
+            "per_cpu_task_pct": [share(d, ("user", "nice", "system")) for d in deltas],
         }
 
 
@@ -426,6 +429,10 @@ def summarize_system(samples: list[dict]) -> dict | None:
         "per_cpu_busy_pct_mean": [
             known_mean([s["per_cpu_busy_pct"][i] for s in samples]) for i in range(cpu_count)
         ],
+        # None in records made before the monitor sampled it.
+        "per_cpu_task_pct_mean": [
+            known_mean([s["per_cpu_task_pct"][i] for s in samples]) for i in range(cpu_count)
+        ] if "per_cpu_task_pct" in samples[0] else None,
     }
 
 

@@ -31,12 +31,13 @@ FLAG_NO_ANSWER = "no_answer"
 # another process held): its throughput says as much about the machine as about the server (see noisy_reason).
 FLAG_NOISY = "noisy"
 
-# Noise thresholds (noisy_reason). Steal: the hypervisor's share of all CPUs' time over the measured window,
-# in %. Wait share: of the time a side (server or generator) wanted a CPU, the part it spent runnable but
-# waiting for one (schedstat run_delay / (run_delay + CPU time)); a side alone on its CPUs waits only for
-# wake-ups (a few µs each), a side sharing its CPU with a busy process waits about half the time.
+# Noise thresholds (noisy_reason). Steal: the hypervisor's share of all CPUs' time over the measured window, in
+# %. Others: the share of a side's (server's or generator's) CPUs that processes other than that side used over
+# the window, in % of those CPUs: a competing process where the side was pinned. Not the side's wait for a CPU
+# (run delay, recorded beside them): a server with many threads on one CPU waits behind its own threads, which
+# is its design, not noise.
 NOISY_STEAL_PCT = 5.0
-NOISY_WAIT_SHARE = 0.10
+NOISY_OTHERS_PCT = 10.0
 
 # The unit /proc reports CPU time in (utime, stime): it bounds how well a server's CPU over a window is known.
 _CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
@@ -136,18 +137,48 @@ def _wait_share(run_delay_s: float | None, cpu_s: float | None) -> float | None:
     return round(run_delay_s / (run_delay_s + cpu_s), 4)
 
 
+def _others_pct(task_pct: list | None, cpus: list[int], own_pct: float | None) -> float | None:
+    """% of `cpus` used by processes other than a side whose own CPU (in % of one core) is `own_pct`: the CPUs'
+    process time (user + nice + system, never interrupts or steal: softirq work for the side's sockets is not
+    another process) minus the side's own, per CPU of the set."""
+    if not task_pct or not cpus or own_pct is None or any(c >= len(task_pct) or task_pct[c] is None for c in cpus):
+        return None
+    return round(max(0.0, sum(task_pct[c] for c in cpus) - own_pct) / len(cpus), 2)
+
+
 def contention(generator: dict | None, monitor: dict | None) -> dict:
-    """The machine's interference over the measured window: CPU steal (system-wide, % of all CPUs' time, from the
-    monitor's samples) and each side's wait for a CPU (run_delay, summed over its threads; the server's from the
-    monitor, the generator's from its own document) with its wait share (see NOISY_WAIT_SHARE)."""
+    """The machine's interference over the measured window: CPU steal (system-wide, % of all CPUs' time), the share
+    of each side's CPUs that other processes used (server: its tree's CPU from the monitor; generator: its load
+    threads' CPU from its own document, which covers every generator process of a spread level), and each side's
+    wait for a CPU (run_delay summed over its threads; the server's from the monitor, the generator's from its
+    document) with its wait share, run delay / (run delay + CPU time): recorded, not judged (see NOISY_OTHERS_PCT)."""
     summary = (monitor or {}).get("summary") or {}
     measured = (summary.get("window") or {}).get("measured_only")
     server = (summary.get("server") or {}) if measured else {}
+    system = (summary.get("system") or {}) if measured else {}
+    allowed = (monitor or {}).get("cpus_allowed") or {}
     gen = (generator or {}).get("generator") or {}
     gen_cpu_s = gen["cpu_user_s"] + gen["cpu_sys_s"] if gen.get("cpu_user_s") is not None else None
     server_cpu_s = server["cpu_user_s"] + server["cpu_sys_s"] if server.get("cpu_user_s") is not None else None
+    duration_s = (generator or {}).get("duration_s") or 0
+    gen_pct = 100.0 * gen_cpu_s / duration_s if gen_cpu_s is not None and duration_s > 0 else None
+    task_pct = system.get("per_cpu_task_pct_mean")
+    server_cpus, gen_cpus = allowed.get("server") or [], allowed.get("generator") or []
+
+    def with_services(own_pct: float | None, cpus: list[int]) -> float | None:
+        """A side's own CPU plus that of the backing services pinned inside its CPUs (a database runs on the
+        generator's CPUs by default): part of the measurement, not others."""
+        if own_pct is None:
+            return None
+        services = summary.get("services") or {}
+        return own_pct + sum((services.get(name) or {}).get("cpu_pct_mean") or 0.0
+                             for name, on in (allowed.get("services") or {}).items() if on and set(on) <= set(cpus))
+
     return {
-        "steal_pct": (summary.get("system") or {}).get("cpu_steal_pct_mean") if measured else None,
+        "steal_pct": system.get("cpu_steal_pct_mean"),
+        "server_cpus_others_pct": _others_pct(task_pct, server_cpus,
+                                              with_services(server.get("cpu_pct_mean"), server_cpus)),
+        "generator_cpus_others_pct": _others_pct(task_pct, gen_cpus, with_services(gen_pct, gen_cpus)),
         "server_run_delay_s": server.get("run_delay_s"),
         "server_wait_share": _wait_share(server.get("run_delay_s"), server_cpu_s),
         "generator_run_delay_s": gen.get("run_delay_s"),
@@ -157,14 +188,15 @@ def contention(generator: dict | None, monitor: dict | None) -> dict:
 
 def noisy_reason(found: dict) -> str | None:
     """Why a measurement's figures are the machine's as much as the server's (a `contention` dict), or None.
-    Every reason past its threshold is named, with its value, e.g. "steal 14%, server waited 31% for a CPU"."""
+    Every reason past its threshold is named, with its value, e.g. "steal 14%, others used 31% of the server's
+    CPUs"."""
     reasons = []
     if (found.get("steal_pct") or 0) > NOISY_STEAL_PCT:
         reasons.append(f"steal {found['steal_pct']:.0f}%")
     for side in ("server", "generator"):
-        share = found.get(f"{side}_wait_share")
-        if share is not None and share > NOISY_WAIT_SHARE:
-            reasons.append(f"{side} waited {100 * share:.0f}% for a CPU")
+        others = found.get(f"{side}_cpus_others_pct")
+        if others is not None and others > NOISY_OTHERS_PCT:
+            reasons.append(f"others used {others:.0f}% of the {side}'s CPUs")
     return ", ".join(reasons) or None
 
 
@@ -236,8 +268,11 @@ class GroupSummary:
     server_ctx_voluntary_median: float | None = None
     server_ctx_involuntary_median: float | None = None
     generator_cpu_us_median: float | None = None
-    # The worst interference any counted repeat saw (contention): steal %, and each side's wait share.
+    # The worst interference any counted repeat saw (contention): steal %, others' use of each side's CPUs (%),
+    # and each side's wait share.
     steal_pct_max: float | None = None
+    server_cpus_others_pct_max: float | None = None
+    generator_cpus_others_pct_max: float | None = None
     server_wait_share_max: float | None = None
     generator_wait_share_max: float | None = None
     # Measurements kept out of every figure (their `discarded` reason, e.g. noisy and re-measured).
@@ -343,6 +378,8 @@ def _summarize_cost(summary: GroupSummary, ok: list[dict]) -> None:
         return max(values) if values else None
 
     summary.steal_pct_max = worst("steal_pct")
+    summary.server_cpus_others_pct_max = worst("server_cpus_others_pct")
+    summary.generator_cpus_others_pct_max = worst("generator_cpus_others_pct")
     summary.server_wait_share_max = worst("server_wait_share")
     summary.generator_wait_share_max = worst("generator_wait_share")
 

@@ -255,6 +255,10 @@ def _cost_cell(g: Group) -> str:
             f"generator {fmt.cpu_us(g.generator_cpu_us_median)}</span>")
 
 
+def _pct_or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
 def _cost_section(page: _Page, report: Report) -> None:
     """What each request (MiB, for echo) cost the server and the generator, and how much the machine interfered:
     throughput falls on a noisy machine, CPU time per request should not."""
@@ -266,10 +270,11 @@ def _cost_section(page: _Page, report: Report) -> None:
              "and involuntary context switches divided by the responses in that window (echo: by the MiB echoed), "
              "and the generator's own CPU time likewise; medians of the counted repeats. Under CPU steal or a "
              "competing process throughput falls but CPU time per request should not, so these compare servers "
-             "where throughput cannot. Steal is the machine's (all CPUs); wait = the share of the time a side "
-             "wanted a CPU that it spent waiting for one (run delay); the worst counted repeat is shown. A "
-             f"measurement past steal {stats.NOISY_STEAL_PCT:g}% or wait {stats.NOISY_WAIT_SHARE:.0%} is noisy: "
-             "re-measured and discarded while the suite's noisy_retries allow, else badged NOISY.</p>")
+             "where throughput cannot. Steal is the machine's (all CPUs); others = the share of a side's CPUs "
+             "that other processes used; wait = the share of the time a side wanted a CPU that it spent waiting "
+             "for one (run delay, its own threads included); the worst counted repeat is shown. A measurement "
+             f"past steal {stats.NOISY_STEAL_PCT:g}% or others {stats.NOISY_OTHERS_PCT:g}% is noisy: re-measured "
+             "and discarded while the suite's time budget and noisy_retries allow, else badged NOISY.</p>")
     rows = []
     for g in sorted(report.groups, key=lambda g: (g.scenario, g.connections, g.level_key, g.contestant)):
         per = fmt.cost_unit(g.cost_unit)
@@ -284,12 +289,15 @@ def _cost_section(page: _Page, report: Report) -> None:
             f"{fmt.per_unit(g.server_ctx_involuntary_median)}</td>"
             f'<td class="num" data-field="generator-cpu">{fmt.cpu_us(g.generator_cpu_us_median)}/{per}</td>'
             f'<td class="num">{"-" if g.steal_pct_max is None else f"{g.steal_pct_max:.1f}%"}</td>'
+            f'<td class="num">{_pct_or_dash(g.server_cpus_others_pct_max)} / '
+            f"{_pct_or_dash(g.generator_cpus_others_pct_max)}</td>"
             f'<td class="num">{fmt.pct(g.server_wait_share_max, 0)} / {fmt.pct(g.generator_wait_share_max, 0)}</td>'
             f'<td data-field="discarded">{g.discarded}'
             + (f'<br><span class="note">{e("; ".join(g.discarded_reasons))}</span>' if g.discarded else "")
             + f"</td><td>{badges_html(g.badges)}</td><td>{ids_html(g.ok_ids)}</td></tr>")
     page.add(_table(["contestant", "scenario", "level", "throughput (median)", "server CPU", "user + system",
-                     "context switches (vol + invol)", "generator CPU", "steal (max)", "wait server / generator (max)",
+                     "context switches (vol + invol)", "generator CPU", "steal (max)",
+                     "others on server / generator CPUs (max)", "wait server / generator (max)",
                      "discarded", "badges", "from"], rows, cls="cost"))
     for scenario in report.scenarios():
         members = [g for g in groups if g.scenario == scenario]

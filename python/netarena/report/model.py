@@ -55,10 +55,10 @@ BADGES: dict[str, tuple[str, str]] = {
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
     "NOISY": ("noisy machine", f"in at least one counted repeat the machine took CPU time from the measurement: "
-                               f"CPU steal above {stats.NOISY_STEAL_PCT:g}% or the server or the generator waiting "
-                               f"for a CPU more than {stats.NOISY_WAIT_SHARE:.0%} of the time it wanted one, and "
-                               "the suite's noisy_retries (or time budget) left no re-measurement; its throughput "
-                               "is the machine's as much as the server's, CPU per request still holds"),
+                               f"CPU steal above {stats.NOISY_STEAL_PCT:g}%, or other processes using more than "
+                               f"{stats.NOISY_OTHERS_PCT:g}% of the server's or the generator's CPUs, and no "
+                               "re-measurement was left (the suite's noisy_retries, its time_budget_s); its "
+                               "throughput is the machine's as much as the server's, CPU per request still holds"),
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
@@ -193,6 +193,8 @@ class Group:
     server_ctx_involuntary_median: float | None = None
     generator_cpu_us_median: float | None = None
     steal_pct_max: float | None = None
+    server_cpus_others_pct_max: float | None = None
+    generator_cpus_others_pct_max: float | None = None
     server_wait_share_max: float | None = None
     generator_wait_share_max: float | None = None
     discarded: int = 0                  # measurements kept out of the figures (e.g. noisy, re-measured)
@@ -540,7 +542,8 @@ def build_groups(rows: list[dict]) -> list[Group]:
 # The stats.GroupSummary fields a Group takes as they are: cost per unit, contention, discarded measurements.
 COST_FIELDS = ("cost_unit", "server_cpu_us_median", "server_cpu_us_cv", "server_cpu_user_us_median",
                "server_cpu_sys_us_median", "server_ctx_voluntary_median", "server_ctx_involuntary_median",
-               "generator_cpu_us_median", "steal_pct_max", "server_wait_share_max", "generator_wait_share_max",
+               "generator_cpu_us_median", "steal_pct_max", "server_cpus_others_pct_max",
+               "generator_cpus_others_pct_max", "server_wait_share_max", "generator_wait_share_max",
                "discarded", "discarded_reasons")
 
 
