@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
+from conftest import FIXTURE_CONTESTANTS, REPO, db_rows, run_cli, write_suite
 from netarena import stats
 from netarena.backend import MeasureRequest, RealBackend
 from netarena.config import load_manifest
@@ -28,29 +28,32 @@ from netarena.scenarios import Level
 SERVER_CPU = 0
 GENERATOR_CPU = 1
 # A competitor pinned to the server's CPU, at a higher priority (HOG_NICE, for the process and, since the kernel
-# schedules each session's autogroup as one entity, for its session's autogroup too: weight 29154 against a nice-0
+# schedules each session's autogroup as one entity, for its session's autogroup too: weight 14949 against a nice-0
 # group's 1024) so that it dominates that CPU whatever else this shared machine runs there. The fair scheduler
-# then leaves the server's group at most 1024 / (1024 + 29154), 3.4% of the CPU, well below what it gets without
-# the hog even on a loaded machine (ten other groups on that CPU would leave it 9%), so the drop in throughput is
-# the hog's, not a change in the machine's background between the two measurements; every moment the server
-# waits shows in its run delay.
-HOG_NICE = -15
+# then leaves the server's group at most 1024 / (1024 + 14949), 6.4% of the CPU, below what it gets without the
+# hog even on a loaded machine (ten other groups on that CPU would leave it 9%; measured at load 10-15: 25-35%),
+# so the drop in throughput is the hog's, not a change in the machine's background between the two
+# measurements. Not stronger: the server must still use enough CPU over MEASURE_S for its CPU time, read in
+# 10 ms clock ticks, to be known to a few % (6.4% of 6 s is 38 ticks: +-5%).
+HOG_NICE = -12
+MEASURE_S = 6.0
 # Bound on the server's CPU per request with the hog against without. The hog takes wall time from the server,
 # not CPU time: the kernel charges the server only while it runs. What the hog itself can add: preemptions (each
-# an involuntary switch, a few µs of kernel time plus caches refilled after the hog ran, against the fixture
-# server's ~100 µs of Python per request; fewer than one per request here) and the window the monitor measures
-# over, cut at 0.25 s samples (the responses are scaled to that span assuming a steady rate; the hog starts as
-# soon as the load runs, so the rate is steady over nearly all of it): well under 1.5x together. What the machine
-# adds between two measurements on shared vCPUs (another process on the sibling hyperthread, caches): measured on
-# a 2-vCPU VM at load 15, two quiet measurements differed by up to 1.45x (90 and 130 µs per request). Hence 2x
-# either way, while the hog cuts the throughput 4-6x there: a figure that followed throughput would not pass.
+# an involuntary switch, a few µs of kernel time plus caches refilled after the hog ran, against python-asyncio's
+# ~15 µs of Python per request; a preemption every few ms spreads over hundreds of requests) and the window the
+# monitor measures over, cut at 0.25 s samples (the responses are scaled to that span assuming a steady rate; the
+# hog starts as soon as the load runs, so the rate is steady over nearly all of it): well under 1.5x together.
+# What the machine adds between two measurements on shared vCPUs (another process on the sibling hyperthread,
+# caches): measured on a 2-vCPU VM at load 10-15, quiet measurements of one server differed by up to 1.2x and
+# hogged against quiet by 0.91-1.14x. Hence 2x either way, while the hog cuts the throughput 3x or more there: a
+# figure that followed throughput would not pass.
 COST_BOUND = 2.0
 HANG_BOUND_S = 60.0
 
 
-def _contestant() -> Contestant:
-    return Contestant(load_manifest(FIXTURE_CONTESTANTS / "fx-good" / "contestant.toml"),
-                      FIXTURE_CONTESTANTS / "fx-good")
+def _contestant(name: str) -> Contestant:
+    root = REPO / "contestants" / name if (REPO / "contestants" / name).is_dir() else FIXTURE_CONTESTANTS / name
+    return Contestant(load_manifest(root / "contestant.toml"), root)
 
 
 def _hog_setup() -> None:
@@ -92,8 +95,9 @@ def _serving(server_pid: int, port: int, cpu_s: float) -> bool:
     return bool(established) and used >= cpu_s
 
 
-def _measure(tmp_path: Path, generator: Path, name: str, hog_midway: bool) -> tuple[dict, list[float]]:
-    """One real measurement of fx-good (hello, 4 connections, no warm-up: the measured phase is the whole load).
+def _measure(tmp_path: Path, generator: Path, contestant: Contestant, name: str,
+             hog_midway: bool) -> tuple[dict, list[float]]:
+    """One real measurement (hello, 4 connections, no warm-up: the measured phase is the whole load).
     With hog_midway, the hog starts once the load is being served (a condition, not a delay) and stops after it."""
     started_hogs: list[subprocess.Popen] = []
     hog_started_unix: list[float] = []
@@ -122,9 +126,10 @@ def _measure(tmp_path: Path, generator: Path, name: str, hog_midway: bool) -> tu
             watcher[-1].start()
 
     backend = RealBackend(generator, on_spawn=on_spawn)
-    request = MeasureRequest(_contestant(), "hello", Level(connections=4), 0, 0.0, 4.0, 5.0, [SERVER_CPU],
+    request = MeasureRequest(contestant, "hello", Level(connections=4), 0, 0.0, MEASURE_S, 5.0, [SERVER_CPU],
                              [GENERATOR_CPU], tmp_path / "static", tmp_path / f"logs-{name}")
     request.log_dir.mkdir(parents=True)
+    request.static_dir.mkdir(exist_ok=True)  # unused by hello; a contestant may insist it exists
     try:
         record = backend.measure(request)
     finally:
@@ -138,9 +143,16 @@ def _measure(tmp_path: Path, generator: Path, name: str, hog_midway: bool) -> tu
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not {SERVER_CPU, GENERATOR_CPU} <= os.sched_getaffinity(0),
                     reason="needs CPUs 0 and 1")
 def test_a_hog_beside_the_server_lowers_throughput_not_cpu_per_request_and_is_noisy(
-        tmp_path, cache_dir, generator_binary, no_leftover_processes):
-    quiet, _ = _measure(tmp_path, generator_binary, "quiet", hog_midway=False)
-    hogged, hog_started = _measure(tmp_path, generator_binary, "hog", hog_midway=True)
+        tmp_path, cache_dir, generator_binary, no_leftover_processes, monkeypatch):
+    # python-asyncio: one thread, its event loop. A server whose threads share a lock pays for the hog in CPU too:
+    # with the fixture's thread per connection (CPython, one GIL) a preempted GIL holder left the others waking
+    # and waiting for it, and the CPU per request rose by up to 2x. That is the cost of contention for such a
+    # server, not a measuring error; this test is about the measuring.
+    monkeypatch.setenv("NETARENA_CACHE", str(cache_dir))
+    contestant = _contestant("python-asyncio")
+    RealBackend(generator_binary).prepare(contestant, allow_apt=False, say=lambda message: None)
+    quiet, _ = _measure(tmp_path, generator_binary, contestant, "quiet", hog_midway=False)
+    hogged, hog_started = _measure(tmp_path, generator_binary, contestant, "hog", hog_midway=True)
     for record in (quiet, hogged):
         assert record["status"] == "ok", record.get("error")
     assert hog_started, "the hog never started: the load was not seen being served"
@@ -149,7 +161,7 @@ def test_a_hog_beside_the_server_lowers_throughput_not_cpu_per_request_and_is_no
 
     # Throughput follows the CPU the server gets ...
     assert hogged["requests_per_s"] < quiet["requests_per_s"], (hogged["requests_per_s"], quiet["requests_per_s"])
-    # ... its CPU time per request does not (COST_BOUND says why 1.5x).
+    # ... its CPU time per request does not (COST_BOUND says why 2x).
     q, h = quiet["cost"], hogged["cost"]
     assert q["unit"] == h["unit"] == "request"
     assert q["server_cpu_us"] and h["server_cpu_us"], (q, h)
@@ -220,6 +232,8 @@ def test_a_noisy_measurement_is_discarded_and_measured_again_within_the_budget(
     assert "discarded as noisy" in result.stderr
     # The run's document counts it and says why; the group's figures come from the kept one only.
     assert summary["measurements"]["discarded"] == 1
+    shown_json = json.loads(run_cli(["show", "--json", "--results", results], cache_dir).stdout)
+    assert shown_json["discarded"]["count"] == 1 and rows[0]["discarded"] in shown_json["discarded"]["reasons"][0]
     assert rows[0]["discarded"] in summary["measurements"]["discarded_reasons"][0]
     assert group["repeats_ok"] == 1 and group["discarded"] == 1
     assert group["requests_per_s_median"] == rows[1]["requests_per_s"]

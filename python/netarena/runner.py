@@ -454,7 +454,6 @@ class Runner:
                 next_index[group] = index + 1
                 request = dataclasses.replace(request, repeat_index=index)
                 base = dict(base, repeat_index=index)
-                self.ui.measuring(item, index)
             self.store.record_measurement(run_id, record)
             if StopRequest.requested:  # the signal's exception was swallowed during the measurement
                 self.ui.measured(record)

@@ -836,7 +836,11 @@ def summary_document(report: Report) -> dict:
         groups.append(data)
     run = to_jsonable(report.run)
     run.pop("environment", None)
+    # Measurements kept out of every figure (noisy, re-measured), counted with why: each group lists its own.
+    discarded = [f"{m.contestant} {m.scenario} {m.level_key} #{m.repeat_index + 1}: {m.discarded}"
+                 for m in report.measurements if m.discarded]
     return {"store": report.store_path, "run": run, "groups": groups,
+            "discarded": {"count": len(discarded), "reasons": discarded},
             "skipped": [to_jsonable(s) for s in report.skipped]}
 
 
