@@ -22,7 +22,8 @@ CSV_COLUMNS = ["run_id", "measurement_id", "contestant", "scenario", "level_key"
                "flags", "error", "started_at", "ended_at"]
 # CSV column -> stats.cost_per_unit key
 _COST_COLUMNS = {"server_cpu_us_per_unit": "server_cpu_us", "server_cpu_user_us_per_unit": "server_cpu_user_us",
-                 "server_cpu_sys_us_per_unit": "server_cpu_sys_us", "server_ctx_voluntary_per_unit": "server_ctx_voluntary",
+                 "server_cpu_sys_us_per_unit": "server_cpu_sys_us",
+                 "server_ctx_voluntary_per_unit": "server_ctx_voluntary",
                  "server_ctx_involuntary_per_unit": "server_ctx_involuntary",
                  "generator_cpu_us_per_unit": "generator_cpu_us"}
 

@@ -6,7 +6,11 @@ after we first saw them), cumulative CPU user/system seconds, summed RSS, proces
 cumulative context switches, cumulative time its threads spent runnable but waiting for a CPU (``run_delay_s``,
 the second field of /proc/PID/task/TID/schedstat), and the CPUs its processes were allowed to run on
 (``cpus_allowed``); and system-wide (seed 000's vmstat table) context switches/s, interrupts/s, CPU
-user/system/idle/iowait/steal % and each CPU's busy %.
+user/system/idle/iowait/steal % and each CPU's busy % and process % (user + nice + system: what processes used
+it, for stats.contention's others on a side's CPUs).
+
+Reading each thread's schedstat beside its status file adds one small read per thread per sample to the cost
+below (bench/monitor_cost.py measures it).
 
 Process counters are read straight from /proc rather than through psutil.Process because the cost
 budget (< 1% of a core at 250 ms) and correctness both need it:

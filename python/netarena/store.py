@@ -273,7 +273,8 @@ class Store:
         columns = ["run_id", "contestant", "scenario", "level_key", "connections", "workers", "level_json",
                    "repeat_index", "status", "failure_kind", "flags_json", "requests_per_s", "error_rate",
                    "latency_p50_us", "latency_p99_us", "generator_argv_json", "generator_json", "monitor_json",
-                   "verification_json", "stop_json", "services_json", "cost_json", "contention_json", "discarded", "error", "stderr_tail", "log_path", "port", "started_at",
+                   "verification_json", "stop_json", "services_json", "cost_json", "contention_json", "discarded",
+                   "error", "stderr_tail", "log_path", "port", "started_at",
                    "ended_at"]
         values = {
             "run_id": run_id, "contestant": m["contestant"], "scenario": m["scenario"], "level_key": m["level_key"],

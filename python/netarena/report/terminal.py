@@ -75,7 +75,8 @@ def summary_renderables(report: Report) -> list:
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
         out.append(legend)
     out.append(Text("cpu/req (cpu/MiB for echo) = server CPU time (user + system) per request over the measured "
-                    "phase, median of repeats (it holds when throughput falls to a noisy machine); cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server "
+                    "phase, median of repeats (it holds when throughput falls to a noisy machine); "
+                    "cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server "
                     "peak RSS over the repeats", style="dim"))
     for g in report.groups:
         for t in g.thresholds:
