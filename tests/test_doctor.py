@@ -218,3 +218,16 @@ def test_profile_applies_the_seed_settings_and_restore_puts_back_the_originals(c
             if value is not None and envinfo.read_sysctl(name) != value:
                 envinfo.sysctl_path(name).write_text(value + "\n")
     assert _snapshot() == before
+
+
+def test_noise_checks_state_the_machines_steal_and_timer_lateness():
+    checks = {c.name: c for c in doctor.collect_checks()}
+    steal, timer = checks["CPU steal"], checks["timer noise"]
+    assert steal.status in ("ok", "warn") and timer.status in ("ok", "warn")
+    assert steal.value.endswith(f"% over {doctor.STEAL_SAMPLE_S:g} s") or steal.value == "unknown"
+    assert timer.value.startswith("late p50 ") and " µs, p99 " in timer.value
+    # A sleep never returns early: lateness is never negative, and p50 <= p99 by construction of the sort.
+    p50_us, p99_us = doctor.timer_lateness_us(samples=20)
+    assert 0 <= p50_us <= p99_us
+    found = doctor.machine_steal_pct(0.2)
+    assert found is None or 0.0 <= found <= 100.0

@@ -107,7 +107,7 @@ def test_the_report_shows_calibration_and_relative_figures(calibrated_store, tmp
     for g in report.groups:
         assert g.requests_per_s_vs_reference == pytest.approx(g.requests_per_s_median / reference["rps"])
         assert g.server_cpu_per_req_vs_reference == pytest.approx(
-            g.server_cpu_us_per_req_median / reference["server_cpu_us_per_req"])
+            g.server_cpu_us_median / reference["server_cpu_us_per_req"])
     shown = run_cli(["show", "1", "--results", calibrated_store], tmp_path)
     assert shown.returncode == 0, shown.stderr
     assert "calibration: reference pair" in shown.stdout and "relative to the reference pair" in shown.stdout

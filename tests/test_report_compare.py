@@ -74,8 +74,13 @@ def test_compare_outputs_say_how_significance_is_decided(two_runs, tmp_path):
     alpha_line = next(l for l in text.splitlines() if l.startswith("alpha") and "req" not in l and "20.0k" in l)
     assert "higher*" in alpha_line and "lower*" in alpha_line
     page = render_html(c).decode()
-    # alpha: throughput and p99 at 2 connection counts, for hello and for each of the 2 echo sizes
-    assert page.count('data-significant="1"') == 12
+    # alpha: throughput and p99 at 2 connection counts, for hello and for each of the 2 echo sizes; and its hello
+    # server CPU per request at both (1.3x the requests for the same CPU: 1/1.3; echo's has no bytes to divide)
+    assert page.count('data-significant="1"') == 14
+    cpu = {r.level_key: r.server_cpu_us for r in c.rows if r.contestant == "alpha" and r.scenario == "hello"}
+    assert all(m.verdict == "lower" and m.ratio == pytest.approx(1 / 1.3, rel=0.01) for m in cpu.values()), cpu
+    beta = next(r for r in c.rows if r.contestant == "beta" and r.scenario == "hello")
+    assert beta.server_cpu_us.ratio == pytest.approx(1.0) and not beta.server_cpu_us.significant
     assert [r.level_key for r in c.rows if r.contestant == "alpha" and r.scenario == "echo"] == \
         ["c=10,w=1,bytes=32768", "c=10,w=1,bytes=524288", "c=100,w=1,bytes=32768", "c=100,w=1,bytes=524288"]
     assert "bootstrap interval of B/A" in page

@@ -17,7 +17,8 @@ from netarena.report import load_report, write_run_report
 from netarena.report.model import ranks
 from netarena.store import Store
 from conftest import under_ci
-from report_fixtures import INSTALL_LOG_TAIL, populate_hostile_run, populate_run
+from netarena.report import fmt
+from report_fixtures import DISCARDED_REASON, INSTALL_LOG_TAIL, populate_hostile_run, populate_run
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
@@ -95,6 +96,35 @@ def test_badges_and_sections_present(written):
     assert "data-partial" not in text  # a complete run is not marked partial
     assert "Test CPU 3000" in text and "6.1.0-test" in text  # environment
     assert "netarena-load http 127.0.0.1:1 -c 10 --json" in text  # exact generator command line
+
+
+def test_cost_per_request_has_a_section_a_column_and_a_chart_of_its_own(written):
+    results, run_id, path = written
+    text = path.read_text()
+    report = load_report(results, run_id)
+    alpha = next(g for g in report.groups if (g.contestant, g.scenario, g.level_key) == ("alpha", "hello", "c=10,w=1"))
+    # In the summary, beside the throughput: the server's CPU per request, its CV and the generator's.
+    summary = tables(text, "summary")[0]
+    column = summary[0].index("server CPU per request")
+    alpha_row = next(r for r in summary if r[1:3] == ["alpha", "c=10,w=1"])
+    assert alpha_row[column].startswith(fmt.cpu_us(alpha.server_cpu_us_median))
+    assert f"generator {fmt.cpu_us(alpha.generator_cpu_us_median)}" in alpha_row[column]
+    # Its own section: user + system, context switches, generator, steal and waits, and the discarded measurement.
+    assert 'id="cost"' in text and 'href="#cost"' in text
+    cost = tables(text, "cost")[0]
+    row = next(r for r in cost if r[:3] == ["alpha", "hello", "c=10,w=1"])
+    assert row[4].startswith(f"{fmt.cpu_us(alpha.server_cpu_us_median)}/req")
+    assert row[5] == f"{fmt.cpu_us(alpha.server_cpu_user_us_median)} + {fmt.cpu_us(alpha.server_cpu_sys_us_median)}"
+    assert row[7] == f"{fmt.cpu_us(alpha.generator_cpu_us_median)}/req"
+    assert row[11].startswith("1") and row[11].endswith(f"#4: {DISCARDED_REASON}")
+    # The chart: per contestant and level, the server's user and system stacked, the generator's beside.
+    traces = chart_traces(text, "hello: CPU per request")
+    assert [t["name"] for t in traces] == ["server user", "server system", "generator"]
+    at = traces[0]["x"].index("alpha c=10,w=1")
+    assert traces[0]["y"][at] == pytest.approx(alpha.server_cpu_user_us_median)
+    assert traces[2]["y"][at] == pytest.approx(alpha.generator_cpu_us_median)
+    # The discarded measurement is listed with why, and the page's header counts it.
+    assert f'data-discarded="{alpha.measurement_ids[-1]}"' in text and "1 discarded as noisy" in text
 
 
 def chart_traces(text: str, title: str) -> list[dict]:
@@ -319,10 +349,13 @@ def test_report_in_headless_chromium_offline(written):
         assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
         assert driver.execute_script("return typeof Plotly") == "object"
         charts = _check_charts(driver)
-        # throughput x2 (hello, echo), completed/mean latency/errors vs connections (hello), server CPU/RSS/MB/s vs
-        # connections x2, latency x6 (hello x2 levels, echo x2 sizes x2 levels), errors, over time x2, echo flood
-        assert len(charts) == 15
+        # cost per request (hello), throughput x2 (hello, echo), completed/mean latency/errors vs connections
+        # (hello), server CPU/RSS/MB/s vs connections x2, latency x6 (hello x2 levels, echo x2 sizes x2 levels),
+        # errors, over time x2, echo flood
+        assert len(charts) == 16
         by_title = {c["title"]: c for c in charts}
+        # server user, server system and generator, each for alpha, beta and gamma at 2 levels
+        assert by_title["hello: CPU per request"]["bars"] == 3 * 3 * 2
         flood = by_title["echo flood: completion time vs connections"]
         assert (flood["visible"], flood["points"], flood["lines"]) == (4, 8, 4)  # contestant x size, 2 points each
         assert by_title["hello: errors by class"]["bars"] == 4  # beta's reset and status at 2 levels
@@ -369,10 +402,11 @@ def test_compare_page_in_headless_chromium_offline(compared):
         requested = _open_offline(driver, path.as_uri())
         assert [u for u in requested if not u.startswith(("file:", "data:", "blob:", "about:"))] == []
         charts = _check_charts(driver)
-        assert len(charts) == 2  # hello and echo: throughput and p99 ratio bars
-        # hello: alpha, beta, gamma have ratios (delta none) -> 3 bars per metric; echo: alpha, gamma x 2 sizes x
-        # 2 levels -> 8 per metric.
-        assert sorted(c["bars"] for c in charts) == [2 * 3 * 2, 2 * 8]
+        assert len(charts) == 2  # hello and echo: ratio bars
+        # hello: alpha, beta, gamma have ratios (delta none) at 2 levels -> 6 bars per metric, of throughput, p99
+        # and server CPU per request; echo: alpha, gamma x 2 sizes x 2 levels -> 8 per metric, of throughput and
+        # p99 (no bytes received in these documents: no cost per MiB).
+        assert sorted(c["bars"] for c in charts) == [2 * 8, 3 * 3 * 2]
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert severe == []
         _full_page_screenshot(driver, ARTIFACTS / "compare.png")

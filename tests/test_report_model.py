@@ -13,7 +13,8 @@ from netarena.report import ReportError, load_report
 from netarena.report.model import ranks
 from netarena.report.terminal import render_text
 from netarena.store import Store
-from report_fixtures import ENVIRONMENT, INSTALL_LOG_TAIL, _record, generator_doc, histogram, monitor_doc, populate_run
+from report_fixtures import (DISCARDED_REASON, ENVIRONMENT, INSTALL_LOG_TAIL, _record, generator_doc, histogram,
+                             monitor_doc, populate_run)
 
 
 @pytest.fixture()
@@ -48,15 +49,51 @@ def test_every_figure_names_the_measurements_it_came_from(stored):
     report = load_report(results, run_id)
     db = sqlite3.connect(results / "netarena.sqlite")
     for g in report.groups:
-        rows = db.execute("SELECT id, status FROM measurements WHERE run_id=? AND contestant=? AND scenario=? AND "
-                          "level_key=? ORDER BY repeat_index", (run_id, g.contestant, g.scenario, g.level_key)).fetchall()
+        rows = db.execute("SELECT id, status, discarded FROM measurements WHERE run_id=? AND contestant=? AND "
+                          "scenario=? AND level_key=? ORDER BY repeat_index",
+                          (run_id, g.contestant, g.scenario, g.level_key)).fetchall()
         assert g.measurement_ids == [r[0] for r in rows]
-        assert g.ok_ids == [r[0] for r in rows if r[1] == "ok"]
+        assert g.ok_ids == [r[0] for r in rows if r[1] == "ok" and r[2] is None]
         if g.median_measurement_id is not None:
             assert g.median_measurement_id in g.ok_ids
     # gamma's crashed repeat is not behind its figures
     gamma = group(report, "gamma")
     assert len(gamma.measurement_ids) == 3 and len(gamma.ok_ids) == 2
+    # nor is alpha's discarded fourth measurement (1,000 req/s): listed, counted, said why, in no figure
+    alpha = group(report, "alpha")
+    assert len(alpha.measurement_ids) == 4 and len(alpha.ok_ids) == 3 and alpha.repeats_ok == 3
+    assert alpha.discarded == 1 and alpha.discarded_reasons == [f"#4: {DISCARDED_REASON}"]
+    assert alpha.requests_per_s_min == pytest.approx(19800) and "NOISY" not in alpha.badges
+
+
+def test_cost_per_request_is_the_median_of_the_counted_repeats(stored):
+    """The fixture's alpha at c=10: server CPU at 95% of a core over the 1.75 s its monitor samples span (60% user,
+    40% system), 3,500 voluntary and 280 involuntary switches there; the generator's 0.2 + 0.8 s of CPU over its
+    2 s window; 19,800, 20,000 and 20,200 req/s. Per request, median: the 20,000 req/s repeat's."""
+    results, run_id = stored
+    alpha = group(load_report(results, run_id), "alpha")
+    in_span = 20_000 * 2.0 * 1.75 / 2.0
+    assert alpha.cost_unit == "request"
+    assert alpha.server_cpu_us_median == pytest.approx(1e6 * 0.95 * 1.75 / in_span, rel=1e-2)
+    assert alpha.server_cpu_user_us_median == pytest.approx(0.6 * alpha.server_cpu_us_median, rel=1e-2)
+    assert alpha.server_cpu_sys_us_median == pytest.approx(0.4 * alpha.server_cpu_us_median, rel=1e-2)
+    assert alpha.server_ctx_voluntary_median == pytest.approx(3500 / in_span, rel=1e-3)
+    assert alpha.server_ctx_involuntary_median == pytest.approx(280 / in_span, rel=1e-3)
+    assert alpha.generator_cpu_us_median == pytest.approx(1e6 * 1.0 / (20_000 * 2.0), rel=1e-3)
+    assert alpha.server_cpu_us_cv is not None
+    # The Markdown export's table has the same figures in its own columns, and names the discarded measurement.
+    from netarena.report import fmt
+    from netarena.report.markdown import render_markdown
+
+    markdown = render_markdown(load_report(results, run_id))
+    header = next(line for line in markdown.splitlines() if line.startswith("| rank"))
+    assert "server CPU/req (user+sys)" in header and "generator CPU/req" in header
+    row = next(line for line in markdown.splitlines() if line.startswith("| 1 | alpha"))
+    assert (f"| {fmt.cpu_us(alpha.server_cpu_us_median)} ({fmt.cpu_us(alpha.server_cpu_user_us_median)}+"
+            f"{fmt.cpu_us(alpha.server_cpu_sys_us_median)}) |") in row
+    assert f"- discarded: alpha hello c=10,w=1: 1 measurement(s) kept out of the figures: #4: {DISCARDED_REASON}" \
+        in markdown
+    assert alpha.steal_pct_max == 0.0 and alpha.server_wait_share_max is not None
 
 
 def test_latency_comes_from_the_merged_histograms(stored):
@@ -161,7 +198,8 @@ def test_an_unfinished_run_is_marked_partial(tmp_path):
     store.set_run_status(run_id, "interrupted")
     text = " ".join(render_text(load_report(store, run_id)).split())
     store.close()
-    made = 3 * (2 * 4 + 2 * 2 * 2)  # 3 repeats of: hello x 2 levels x 4 contestants, echo x 2 sizes x 2 levels x 2
+    # 3 repeats of: hello x 2 levels x 4 contestants, echo x 2 sizes x 2 levels x 2; and alpha's discarded one
+    made = 3 * (2 * 4 + 2 * 2 * 2) + 1
     assert f"partial: the run is interrupted; {made} of 40 planned measurements made" in text
     assert "netarena run --resume 1 finishes it" in text
 

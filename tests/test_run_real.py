@@ -341,8 +341,11 @@ def test_compare_two_real_runs(tmp_path, cache_dir, generator_binary, no_leftove
     html_rows = re.findall(r'<tr data-contestant="([^"]+)" data-level="([^"]+)">(.*?)</tr>', page)
     assert sorted((c, level) for c, level, _ in html_rows) == [("fx-good", "c=4,w=1"), ("fx-other", "c=4,w=1")]
     for _, _, cells in html_rows:
-        assert len(re.findall(r">too few repeats<", cells)) == 2, cells  # throughput and p99 verdicts
-        assert len(re.findall(r"\d\.\d{3} \[\d+\.\d{3}–\d+\.\d{3}\]", cells)) == 2, cells
+        # throughput, p99 and server CPU per request: a verdict and a ratio [interval] each
+        assert len(re.findall(r">too few repeats<", cells)) == 3, cells
+        assert len(re.findall(r"\d\.\d{3} \[\d+\.\d{3}–\d+\.\d{3}\]", cells)) == 3, cells
+    # The terminal gives the server's CPU per request A→B of each contestant on a line under the table.
+    assert re.search(r"server CPU per req A→B \(B/A\): fx-good \S+→\S+ \d+\.\d\d", text), text
     # The reports were written at the end of each run, from the store.
     assert (results / "report-run-1.html").is_file() and (results / "report-run-2.html").is_file()
 

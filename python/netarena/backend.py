@@ -631,6 +631,14 @@ def conclude(record: dict, generator: dict | None, *, crashed: str | None, gen_e
             f"limit (duration_s = {limit:g} s); raise duration_s or lower requests"), log_path)
     record.update(_result_fields(generator))
     record["flags"] = stats.measurement_flags(generator, record.get("stop"))
+    # What each request (MiB) cost and how much the machine interfered, over the measured window; a noisy one
+    # is flagged here and may be discarded and re-measured by the runner.
+    record["cost"] = stats.cost_per_unit(generator, record.get("monitor"))
+    found = stats.contention(generator, record.get("monitor"))
+    found["noisy"] = stats.noisy_reason(found)
+    record["contention"] = found
+    if found["noisy"]:
+        record["flags"].append(stats.FLAG_NOISY)
     if generator["totals"]["requests"] == 0:
         return failed(record, "no_successful_requests",
                       "no successful request during the measured phase; errors: "

@@ -160,14 +160,16 @@ def register(cli_group: click.Group) -> None:
     @click.option("--fail-on-regression", is_flag=True,
                   help="Exit 1 when a significant change of a --metric goes the wrong way (a CI gate).")
     @click.option("--metric", "metric_opt", default="rps,p99", show_default=True,
-                  help="Comma-separated metrics the gate watches: rps (lower is worse), p99 (higher is worse).")
+                  help="Comma-separated metrics the gate watches: rps (lower is worse), p99 (higher is worse), "
+                       "cpu (the server's CPU per request; higher is worse).")
     @click.option("--confidence", "confidence_opt", default="95%", show_default=True, metavar="PCT",
                   help="Confidence of the bootstrap interval of B/A that decides significance (99% calls fewer "
                        "false alarms and misses more small changes).")
     @click.option("--json", "json_mode", is_flag=True, help="Print the comparison as JSON instead of tables.")
     def compare(run_a, run_b, results_dir, results_b, output, fail_on_regression, metric_opt, confidence_opt,
                 json_mode):
-        """Ratios B/A of throughput and p99 per contestant × scenario × level, with their intervals.
+        """Ratios B/A of throughput, p99 and server CPU per request per contestant × scenario × level, with their
+        intervals.
 
         A change is significant when the bootstrap interval of the ratio of medians excludes 1 (at least five
         ok repeats each; docs/reports.md). Exit codes: 0 ok (or no regression with --fail-on-regression);

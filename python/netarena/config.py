@@ -266,6 +266,11 @@ class Suite(Strict):
     warmup_until_steady: Annotated[float, Field(gt=0, lt=1)] | None = None
     warmup_max_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
+    # How many extra measurements each (contestant, scenario, level) may take to replace ones the machine made
+    # noisy (stats.noisy_reason: CPU steal, or the server or the generator waiting for a CPU); the noisy ones are
+    # stored as discarded. Only within time_budget_s (a suite without one keeps and badges them): none that would
+    # take the run past it. 0: badge them only.
+    noisy_retries: Annotated[int, Field(ge=0, le=10)] = 2
     cpus: Cpus | None = None
     services: dict[Literal["mongo"], ServiceOptions] = {}
     # Each netarena-load process's open-files limit, when lower than the hard limit it would have: a level

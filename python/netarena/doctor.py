@@ -19,9 +19,11 @@ import errno
 import json
 import os
 import resource
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 from rich.console import Console
 from rich.table import Table
 
@@ -342,6 +344,71 @@ def _check_io_uring() -> Check:
                  manual_only=None if disabled else "blocked outside the kernel's sysctl (seccomp or kernel build)")
 
 
+# How long doctor watches the machine's CPU steal, and how many timer wake-ups it times (each TIMER_SLEEP_S).
+STEAL_SAMPLE_S = 1.0
+TIMER_SAMPLES = 200
+TIMER_SLEEP_S = 0.001
+# Above this wake-up lateness p99 a timer-paced sender misses its schedule: netarena-load's open loop flags a
+# send lag p99 above 1 ms as rate_not_met.
+TIMER_LATE_P99_WARN_US = 1000.0
+
+
+def machine_steal_pct(seconds: float = STEAL_SAMPLE_S) -> float | None:
+    """CPU steal over `seconds`: the hypervisor's share of all CPUs' time (/proc/stat), as the run's monitor
+    summarizes it per measurement; None when no clock tick passed."""
+    before = psutil.cpu_times()
+    time.sleep(seconds)
+    after = psutil.cpu_times()
+    delta = {name: max(0.0, getattr(after, name) - getattr(before, name)) for name in after._fields}
+    total = sum(delta[name] for name in delta if name not in ("guest", "guest_nice"))  # already in user/nice
+    return 100.0 * delta.get("steal", 0.0) / total if total > 0 else None
+
+
+def timer_lateness_us(samples: int = TIMER_SAMPLES, sleep_s: float = TIMER_SLEEP_S) -> tuple[float, float]:
+    """(p50, p99) in µs of how late a sleep of `sleep_s` wakes up: the timer slack, the scheduler's wake-up
+    latency and any CPU steal at that moment, plus Python's own overhead (tens of µs, so an upper bound)."""
+    late = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        time.sleep(sleep_s)
+        late.append((time.perf_counter() - start - sleep_s) * 1e6)
+    late.sort()
+    return late[len(late) // 2], late[min(len(late) - 1, int(0.99 * len(late)))]
+
+
+def _check_noise() -> list[Check]:
+    """The machine's noise before a run: CPU steal now, and how late a timer wakes up."""
+    from .stats import NOISY_STEAL_PCT
+
+    steal = machine_steal_pct()
+    if steal is None:
+        steal_check = Check("CPU steal", "unknown", "no clock tick passed while sampling /proc/stat.", "warn",
+                            manual_only="nothing to change; run doctor again")
+    else:
+        noisy = steal > NOISY_STEAL_PCT
+        steal_check = Check(
+            "CPU steal", f"{steal:.1f}% over {STEAL_SAMPLE_S:g} s",
+            (f"the hypervisor ran something else for {steal:.1f}% of this VM's CPU time: throughput will vary "
+             f"with it; measurements above {NOISY_STEAL_PCT:g}% are badged NOISY and re-measured (CPU per request "
+             "still holds)." if noisy else
+             f"the hypervisor took {steal:.1f}% of the CPU time (measurements are called noisy above "
+             f"{NOISY_STEAL_PCT:g}%)."), "warn" if noisy else "ok",
+            "a dedicated or less loaded host (bare metal, dedicated vCPUs)" if noisy else None,
+            manual_only="steal is the host's, not a setting of this machine" if noisy else None)
+    p50_us, p99_us = timer_lateness_us()
+    late = p99_us > TIMER_LATE_P99_WARN_US
+    timer_check = Check(
+        "timer noise", f"late p50 {p50_us:.0f} µs, p99 {p99_us:.0f} µs",
+        f"{TIMER_SAMPLES} sleeps of {TIMER_SLEEP_S * 1e3:g} ms woke up this late (timer slack, wake-up latency, "
+        "steal, Python's overhead): " + (
+            f"above {TIMER_LATE_P99_WARN_US:g} µs at p99 an open-loop level cannot keep its schedule (RATE badge) "
+            "unless the generator busy-polls (--spin-us)." if late else
+            "fine for open-loop levels."), "warn" if late else "ok",
+        "a quieter machine, or CPUs nothing else runs on" if late else None,
+        manual_only="the machine's load and the host's scheduling, not a setting" if late else None)
+    return [steal_check, timer_check]
+
+
 def collect_checks() -> list[Check]:
     return [
         _check_open_files(),
@@ -353,6 +420,7 @@ def collect_checks() -> list[Check]:
         *_check_buffers(),
         *_check_cpus(),
         _check_io_uring(),
+        *_check_noise(),
     ]
 
 

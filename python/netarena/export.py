@@ -7,15 +7,28 @@ import io
 import json
 
 from . import stats
-from .reference import ratio, reference_of, server_cpu_us_per_req
+from .reference import ratio, reference_of
 from .store import Store, row_to_dict
 
 CSV_COLUMNS = ["run_id", "measurement_id", "contestant", "scenario", "level_key", "connections", "workers",
                "repeat_index", "status", "failure_kind", "requests_per_s", "error_rate", "latency_p50_us",
                "latency_p99_us", "errors_total", "unfinished", "no_answer_connections", "generator_busy_fraction", "generator_busy_fraction_max", "generator_saturated",
-               "server_cpu_user_s", "server_cpu_sys_s", "server_rss_peak_bytes", "server_cpu_us_per_req",
-               "requests_per_s_vs_reference", "server_cpu_per_req_vs_reference", "flags", "error", "started_at",
-               "ended_at"]
+               "server_cpu_user_s", "server_cpu_sys_s", "server_rss_peak_bytes",
+               # stats.cost_per_unit: per request, or per MiB echoed (cost_unit), over the measured phase
+               "cost_unit", "server_cpu_us_per_unit", "server_cpu_user_us_per_unit", "server_cpu_sys_us_per_unit",
+               "server_ctx_voluntary_per_unit", "server_ctx_involuntary_per_unit", "generator_cpu_us_per_unit",
+               # stats.contention over the measured phase, and why the measurement is out of the figures (if it is)
+               "steal_pct", "server_cpus_others_pct", "generator_cpus_others_pct", "server_wait_share",
+               "generator_wait_share", "noisy", "discarded",
+               # the figures relative to the run's reference pair (netarena.reference)
+               "requests_per_s_vs_reference", "server_cpu_per_req_vs_reference",
+               "flags", "error", "started_at", "ended_at"]
+# CSV column -> stats.cost_per_unit key
+_COST_COLUMNS = {"server_cpu_us_per_unit": "server_cpu_us", "server_cpu_user_us_per_unit": "server_cpu_user_us",
+                 "server_cpu_sys_us_per_unit": "server_cpu_sys_us",
+                 "server_ctx_voluntary_per_unit": "server_ctx_voluntary",
+                 "server_ctx_involuntary_per_unit": "server_ctx_involuntary",
+                 "generator_cpu_us_per_unit": "generator_cpu_us"}
 
 
 def run_summary(store: Store, run_id: int) -> dict:
@@ -30,7 +43,12 @@ def run_summary(store: Store, run_id: int) -> dict:
                                     "netarena_version", "git_sha", "backend", "server_cpus", "generator_cpus")},
         "measurements": {"planned": run["planned_measurements"], "ok": statuses.count("ok"),
                          "failed": statuses.count("failed"), "interrupted": statuses.count("interrupted"),
-                         "threshold_failed": sum(1 for r in rows if stats.FLAG_THRESHOLD_FAILED in (r["flags"] or []))},
+                         "threshold_failed": sum(1 for r in rows if stats.FLAG_THRESHOLD_FAILED in (r["flags"] or [])),
+                         # kept out of every figure (counted in ok/failed above too), each with why
+                         "discarded": sum(1 for r in rows if r.get("discarded")),
+                         "discarded_reasons": [f"{r['contestant']} {r['scenario']} {r['level_key']} "
+                                               f"#{r['repeat_index'] + 1}: {r['discarded']}"
+                                               for r in rows if r.get("discarded")]},
         "groups": [g.to_dict() for g in groups],
         "skipped": [{k: s[k] for k in ("contestant", "scenario", "level_key", "reason")} for s in store.skipped(run_id)],
     }
@@ -64,7 +82,8 @@ def export_csv(store: Store, run_id: int) -> str:
         m = row_to_dict(row)
         gen = m.get("generator") or {}
         server = ((m.get("monitor") or {}).get("summary") or {}).get("server") or {}
-        cpu_per_req_us = server_cpu_us_per_req(gen, m.get("monitor"))
+        cost = stats.measurement_cost(m) or {}
+        found = stats.measurement_contention(m) if m.get("generator") else {}
         writer.writerow({
             "run_id": run_id, "measurement_id": m["id"], "contestant": m["contestant"], "scenario": m["scenario"],
             "level_key": m["level_key"], "connections": m["connections"], "workers": m["workers"],
@@ -78,11 +97,17 @@ def export_csv(store: Store, run_id: int) -> str:
             "generator_busy_fraction_max": (gen.get("generator") or {}).get("busy_fraction_max"),
             "generator_saturated": gen.get("generator_saturated"),
             "server_cpu_user_s": server.get("cpu_user_s"), "server_cpu_sys_s": server.get("cpu_sys_s"),
-            "server_rss_peak_bytes": server.get("rss_peak_bytes"),
-            "server_cpu_us_per_req": cpu_per_req_us,
+            "server_rss_peak_bytes": server.get("rss_peak_bytes"), "cost_unit": cost.get("unit"),
+            **{column: cost.get(key) for column, key in _COST_COLUMNS.items()},
+            "steal_pct": found.get("steal_pct"), "server_cpus_others_pct": found.get("server_cpus_others_pct"),
+            "generator_cpus_others_pct": found.get("generator_cpus_others_pct"),
+            "server_wait_share": found.get("server_wait_share"),
+            "generator_wait_share": found.get("generator_wait_share"),
+            "noisy": found.get("noisy") or stats.noisy_reason(found) if found else None,
             "requests_per_s_vs_reference": ratio(m["requests_per_s"], reference.get("rps")),
-            "server_cpu_per_req_vs_reference": ratio(cpu_per_req_us, reference.get("server_cpu_us_per_req")),
-            "flags": " ".join(m.get("flags") or []),
+            "server_cpu_per_req_vs_reference": ratio(cost.get("server_cpu_us") if cost.get("unit") == "request"
+                                                     else None, reference.get("server_cpu_us_per_req")),
+            "discarded": m.get("discarded"), "flags": " ".join(m.get("flags") or []),
             "error": m["error"], "started_at": m["started_at"], "ended_at": m["ended_at"],
         })
     return out.getvalue()

@@ -3,8 +3,14 @@
 A background thread wakes every ``interval_s`` and records, for each watched process tree (the root
 and every descendant, including processes forked later and processes reparented away from the tree
 after we first saw them), cumulative CPU user/system seconds, summed RSS, process/thread/fd counts and
-cumulative context switches, and the CPUs its processes were allowed to run on (``cpus_allowed``); and system-wide (seed 000's vmstat table) context switches/s,
-interrupts/s, CPU user/system/idle/iowait % and each CPU's busy %.
+cumulative context switches, cumulative time its threads spent runnable but waiting for a CPU (``run_delay_s``,
+the second field of /proc/PID/task/TID/schedstat), and the CPUs its processes were allowed to run on
+(``cpus_allowed``); and system-wide (seed 000's vmstat table) context switches/s, interrupts/s, CPU
+user/system/idle/iowait/steal % and each CPU's busy % and process % (user + nice + system: what processes used
+it, for stats.contention's others on a side's CPUs).
+
+Reading each thread's schedstat beside its status file adds one small read per thread per sample to the cost
+below (bench/monitor_cost.py measures it).
 
 Process counters are read straight from /proc rather than through psutil.Process because the cost
 budget (< 1% of a core at 250 ms) and correctness both need it:
@@ -27,7 +33,7 @@ A process whose parent is gone (reaped outside the tree) keeps the last value we
 keeps every cumulative total from ever going backwards (e.g. a child auto-reaped with SIGCHLD
 ignored, whose time the kernel does not add to the parent): the drop is added back as an offset.
 Honest limits: CPU a process used after our last sample and before an unwaited exit is lost, and so
-are the context switches of threads that exited (the kernel does not expose them in /proc).
+are the context switches and run delay of threads that exited (the kernel does not expose them in /proc).
 
 RSS is summed over processes, so pages shared by forked workers are counted once per worker (an
 upper bound on real memory use; PSS would be exact but costs a page-table walk per process).
@@ -105,19 +111,22 @@ def _read_stat(pid: int) -> _Stat | None:
         return None
 
 
-def _read_ctx_switches(pid: int, num_threads: int) -> tuple[int, int]:
-    """Voluntary and involuntary switches summed over the process's live threads."""
-    voluntary = involuntary = 0
+def _read_threads(pid: int, num_threads: int) -> tuple[int, int, int]:
+    """Voluntary and involuntary switches, and run delay in ns (time runnable but waiting for a CPU), summed over
+    the process's live threads. Run delay is the second field of schedstat, kept per thread like the switches
+    (/proc/PID/schedstat is the main thread's only); 0 on a kernel without scheduler statistics
+    (CONFIG_SCHED_INFO off), where the file is missing."""
+    voluntary = involuntary = run_delay_ns = 0
     if num_threads == 1:
         # /proc/PID/status is the main thread's, i.e. all of a single-threaded process: no task listing.
-        paths = [f"/proc/{pid}/status"]
+        dirs = [f"/proc/{pid}"]
     else:
         try:
-            paths = [f"/proc/{pid}/task/{tid}/status" for tid in os.listdir(f"/proc/{pid}/task")]
+            dirs = [f"/proc/{pid}/task/{tid}" for tid in os.listdir(f"/proc/{pid}/task")]
         except OSError:
-            return 0, 0
-    for path in paths:
-        text = _read_proc(path)
+            return 0, 0, 0
+    for path in dirs:
+        text = _read_proc(path + "/status")
         if text is None:
             continue  # thread exited between listing and reading
         try:
@@ -126,8 +135,13 @@ def _read_ctx_switches(pid: int, num_threads: int) -> tuple[int, int]:
             voluntary += int(text[i : text.index(b"\n", i)])
             involuntary += int(text[j : text.index(b"\n", j)])
         except ValueError:
-            continue  # a kernel without these lines: leave the counts at what we have
-    return voluntary, involuntary
+            pass  # a kernel without these lines: leave the counts at what we have
+        schedstat = _read_proc(path + "/schedstat")
+        if schedstat is not None:
+            fields = schedstat.split()
+            if len(fields) >= 2:
+                run_delay_ns += int(fields[1])
+    return voluntary, involuntary, run_delay_ns
 
 
 def _count_fds(pid: int) -> int:
@@ -149,6 +163,7 @@ class _Proc:
     cpu_sys_ticks: int = 0
     ctx_voluntary: int = 0
     ctx_involuntary: int = 0
+    run_delay_ns: int = 0
 
 
 @dataclass
@@ -162,12 +177,13 @@ class _Tree:
     gone_sys_ticks: int = 0
     gone_voluntary: int = 0
     gone_involuntary: int = 0
+    gone_run_delay_ns: int = 0
     # Added back whenever a raw total would go down (see module docstring).
     offsets: dict[str, int] = field(
-        default_factory=lambda: {"user": 0, "sys": 0, "vol": 0, "invol": 0}
+        default_factory=lambda: {"user": 0, "sys": 0, "vol": 0, "invol": 0, "delay": 0}
     )
     previous: dict[str, int] = field(
-        default_factory=lambda: {"user": 0, "sys": 0, "vol": 0, "invol": 0}
+        default_factory=lambda: {"user": 0, "sys": 0, "vol": 0, "invol": 0, "delay": 0}
     )
     started: bool = False
     # CPUs any process of the tree was allowed to run on, read once per process when first seen: the record
@@ -226,14 +242,16 @@ class _Tree:
             if ancestor not in alive:
                 self.gone_user_ticks += proc.cpu_user_ticks
                 self.gone_sys_ticks += proc.cpu_sys_ticks
-            # Context switches are never handed to the parent.
+            # Context switches and run delay are never handed to the parent.
             self.gone_voluntary += proc.ctx_voluntary
             self.gone_involuntary += proc.ctx_involuntary
+            self.gone_run_delay_ns += proc.run_delay_ns
 
         user = self.gone_user_ticks
         sys_ = self.gone_sys_ticks
         vol = self.gone_voluntary
         invol = self.gone_involuntary
+        delay = self.gone_run_delay_ns
         rss_pages = threads = fds = 0
         for pid, st in alive.items():
             proc = self.tracked[pid]
@@ -245,13 +263,14 @@ class _Tree:
             rss_pages += st.rss_pages
             threads += st.num_threads
             if st.state != "Z":
-                proc.ctx_voluntary, proc.ctx_involuntary = _read_ctx_switches(pid, st.num_threads)
+                proc.ctx_voluntary, proc.ctx_involuntary, proc.run_delay_ns = _read_threads(pid, st.num_threads)
                 fds += _count_fds(pid)
             vol += proc.ctx_voluntary
             invol += proc.ctx_involuntary
+            delay += proc.run_delay_ns
 
         totals = {}
-        for name, raw in (("user", user), ("sys", sys_), ("vol", vol), ("invol", invol)):
+        for name, raw in (("user", user), ("sys", sys_), ("vol", vol), ("invol", invol), ("delay", delay)):
             value = raw + self.offsets[name]
             if value < self.previous[name]:
                 self.offsets[name] += self.previous[name] - value
@@ -269,6 +288,7 @@ class _Tree:
             "fds": fds,
             "ctx_voluntary": totals["vol"],
             "ctx_involuntary": totals["invol"],
+            "run_delay_s": totals["delay"] / 1e9,
         }
 
 
@@ -353,6 +373,9 @@ class _SystemSampler:
             "per_cpu_busy_pct": [
                 share(d, ("user", "nice", "system", "irq", "softirq", "steal")) for d in deltas
             ],
+            # Each CPU's time in processes (user, nice, system), without interrupts and steal: what the processes
+            # on it used, comparable with the watched trees' own CPU (stats.contention: others on their CPUs).
+            "per_cpu_task_pct": [share(d, ("user", "nice", "system")) for d in deltas],
         }
 
 
@@ -380,6 +403,9 @@ def summarize_tree(samples: list[dict]) -> dict | None:
         "ctx_voluntary": last["ctx_voluntary"] - first["ctx_voluntary"],
         "ctx_involuntary": last["ctx_involuntary"] - first["ctx_involuntary"],
         "processes_peak": max(s["processes"] for s in samples),
+        # Seconds its threads (summed) were runnable but waited for a CPU; None in records made before the
+        # monitor sampled it.
+        "run_delay_s": round(last["run_delay_s"] - first["run_delay_s"], 6) if "run_delay_s" in last else None,
     }
 
 
@@ -402,9 +428,15 @@ def summarize_system(samples: list[dict]) -> dict | None:
         "cpu_sys_pct_mean": mean("cpu_sys_pct"),
         "cpu_idle_pct_mean": mean("cpu_idle_pct"),
         "cpu_iowait_pct_mean": mean("cpu_iowait_pct"),
+        # Time the hypervisor ran something else while a virtual CPU wanted to run, % of all CPUs' time.
+        "cpu_steal_pct_mean": mean("cpu_steal_pct"),
         "per_cpu_busy_pct_mean": [
             known_mean([s["per_cpu_busy_pct"][i] for s in samples]) for i in range(cpu_count)
         ],
+        # None in records made before the monitor sampled it.
+        "per_cpu_task_pct_mean": [
+            known_mean([s["per_cpu_task_pct"][i] for s in samples]) for i in range(cpu_count)
+        ] if "per_cpu_task_pct" in samples[0] else None,
     }
 
 

@@ -10,6 +10,8 @@ well they carry from one host to another: docs/reports.md, "Calibration".
 
 from __future__ import annotations
 
+from .stats import cost_per_unit
+
 
 def reference_of(environment: dict | None) -> dict | None:
     """The run's reference-pair figures (rps, server_cpu_us_per_req, ...), or None when the run has none
@@ -19,13 +21,10 @@ def reference_of(environment: dict | None) -> dict | None:
 
 
 def server_cpu_us_per_req(generator: dict | None, monitor: dict | None) -> float | None:
-    """One measurement's server CPU (user + system, the measured phase) in µs per completed response."""
-    server = ((monitor or {}).get("summary") or {}).get("server") or {}
-    responses = ((generator or {}).get("totals") or {}).get("responses")
-    user_s, sys_s = server.get("cpu_user_s"), server.get("cpu_sys_s")
-    if not responses or user_s is None or sys_s is None:
-        return None
-    return (user_s + sys_s) * 1e6 / responses
+    """One measurement's server CPU (user + system, the measured phase) in µs per response: the cost per request
+    of netarena.stats.cost_per_unit, its one definition; None for echo (its cost is per MiB) or without samples."""
+    cost = cost_per_unit(generator, monitor) or {}
+    return cost.get("server_cpu_us") if cost.get("unit") == "request" else None
 
 
 def ratio(value: float | None, reference_value: float | None) -> float | None:

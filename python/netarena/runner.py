@@ -129,20 +129,23 @@ class Plan:
         suite_warmup = self.suite.warmup_s if item.level.warmup_s is None else item.level.warmup_s
         return self.timing(item)[0] > suite_warmup
 
-    def estimate_s(self) -> float:
-        def expected_s(item: Item) -> float:
-            warmup, duration = self.timing(item)
-            flood_bytes = item.level.param("bytes")
-            if flood_bytes:  # a fixed-size echo flood ends when its bytes are echoed; duration is only its limit
-                return min(duration, item.level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
-            if item.level.find_max_slo is not None:  # a search measures steps of `duration` until it brackets
-                return warmup + ESTIMATED_FIND_MAX_STEPS * duration
-            if item.level.param("conn_rate_steps"):  # each step: its connections at its rate (drains not counted)
-                n = item.level.param("conns_per_step")
-                return warmup + sum(n / rate for rate in sweep_rates(item.level.param("conn_rate_steps")))
-            return warmup + duration
+    def item_estimate_s(self, item: Item) -> float:
+        """How long one measurement of an item is expected to take, its overhead included."""
+        warmup, duration = self.timing(item)
+        flood_bytes = item.level.param("bytes")
+        if flood_bytes:  # a fixed-size echo flood ends when its bytes are echoed; duration is only its limit
+            expected = min(duration, item.level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
+        elif item.level.find_max_slo is not None:  # a search measures steps of `duration` until it brackets
+            expected = warmup + ESTIMATED_FIND_MAX_STEPS * duration
+        elif item.level.param("conn_rate_steps"):  # each step: its connections at its rate (drains not counted)
+            n = item.level.param("conns_per_step")
+            expected = warmup + sum(n / rate for rate in sweep_rates(item.level.param("conn_rate_steps")))
+        else:
+            expected = warmup + duration
+        return expected + ESTIMATED_OVERHEAD_S
 
-        one_round = sum(expected_s(i) + ESTIMATED_OVERHEAD_S for i in self.items)
+    def estimate_s(self) -> float:
+        one_round = sum(self.item_estimate_s(i) for i in self.items)
         return one_round * self.suite.repeat
 
     def estimate(self, jobs: int, installs: bool = True) -> Estimate:
@@ -540,8 +543,19 @@ class Runner:
         todo = [(r, i) for r, i in plan.rounds() if i in runnable and (i.contestant, i.scenario, i.level.key, r)
                 not in done]
         measuring_since = time.monotonic()  # the precision loop's time budget counts from here
+        # Re-measuring noisy measurements: how many each group has taken, and the next free repeat index (beyond
+        # the suite's repeats), both from what is stored so a resumed run goes on counting.
+        retries: dict[tuple, int] = {}
+        next_index: dict[tuple, int] = {}
+        for row in self.store.measurements(run_id):
+            key = (row["contestant"], row["scenario"], row["level_key"])
+            retries[key] = retries.get(key, 0) + (1 if row["discarded"] else 0)
+            next_index[key] = max(next_index.get(key, plan.suite.repeat), row["repeat_index"] + 1)
+        remaining_s = sum(plan.item_estimate_s(i) for _, i in todo)  # what the plan still has to measure
 
         def measure(repeat_index: int, item: Item) -> None:
+            nonlocal remaining_s
+            remaining_s = max(0.0, remaining_s - plan.item_estimate_s(item))
             if StopRequest.requested:
                 raise Interrupted()
             group = (item.contestant, item.scenario, item.level.key)
@@ -559,28 +573,32 @@ class Runner:
                                      generator_cpus, static_dir, log_dir, self.services,
                                      plan.suite.generator_open_files, plan.suite.warmup_until_steady,
                                      plan.suite.warmup_max_s)
-            self.ui.measuring(item, repeat_index)
-            started = now_iso()
-            try:
-                record = self.backend.measure(request, progress=self.ui.phase)
-            except KeyboardInterrupt:
-                at = now_iso()
-                self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
-                                                           ended_at=at, error="interrupted (Ctrl-C / SIGTERM)"))
-                raise Interrupted() from None
-            except StopRun as exc:
-                self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
-                                                           ended_at=now_iso(), error=str(exc)))
-                raise
-            except Exception as exc:  # a bug or an unforeseen failure: lose this measurement, not the run
-                self.stop_leftovers()
-                record = dict(base, status=STATUS_FAILED, failure_kind="internal_error", started_at=started,
-                              ended_at=now_iso(), error=f"internal error: {type(exc).__name__}: {exc}",
-                              stderr_tail=traceback_tail(exc), flags=[])
-            if plan.warmup_raised(item):
-                record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
-            if (record.get("warmup") or {}).get("settled") is False:
-                record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_UNSETTLED]
+            while True:
+                record = self._measure_one(run_id, request, item, base)
+                if plan.warmup_raised(item):
+                    record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
+                if (record.get("warmup") or {}).get("settled") is False:
+                    record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_UNSETTLED]
+                noisy = (record.get("contention") or {}).get("noisy") if record["status"] == "ok" else None
+                # Re-measuring spends time the plan did not count: only a suite with a time budget says how much
+                # it may spend, so without one a noisy measurement is kept and badged.
+                within_budget = plan.suite.time_budget_s is not None and (
+                    time.monotonic() - measuring_since + plan.item_estimate_s(item) + remaining_s
+                    <= plan.suite.time_budget_s)
+                if not noisy or retries.get(group, 0) >= plan.suite.noisy_retries or not within_budget \
+                        or StopRequest.requested:
+                    break  # kept: a noisy one left in is badged (FLAG_NOISY), never silently averaged in
+                # Stored, but out of every figure; the same (contestant, scenario, level) is measured again
+                # under the next free repeat index.
+                record["discarded"] = f"noisy ({noisy})"
+                self.store.record_measurement(run_id, record)
+                self.ui.warn(f"{item.contestant} {item.scenario} {item.level.key} #{request.repeat_index + 1}: "
+                             f"discarded as noisy ({noisy}); measuring it again")
+                retries[group] = retries.get(group, 0) + 1
+                index = next_index.get(group, plan.suite.repeat)
+                next_index[group] = index + 1
+                request = dataclasses.replace(request, repeat_index=index)
+                base = dict(base, repeat_index=index)
             self.store.record_measurement(run_id, record)
             if StopRequest.requested:  # the signal's exception was swallowed during the measurement
                 self.ui.measured(record)
@@ -633,6 +651,27 @@ class Runner:
                     measure(repeat_index, item)
                 self.ui.end_progress()
             repeat_index += 1
+
+    def _measure_one(self, run_id: int, request, item: Item, base: dict) -> dict:
+        """One measurement by the backend, as a record; an interruption is stored as such and raised."""
+        self.ui.measuring(item, request.repeat_index)
+        started = now_iso()
+        try:
+            return self.backend.measure(request, progress=self.ui.phase)
+        except KeyboardInterrupt:
+            at = now_iso()
+            self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
+                                                       ended_at=at, error="interrupted (Ctrl-C / SIGTERM)"))
+            raise Interrupted() from None
+        except StopRun as exc:
+            self.store.record_measurement(run_id, dict(base, status=STATUS_INTERRUPTED, started_at=started,
+                                                       ended_at=now_iso(), error=str(exc)))
+            raise
+        except Exception as exc:  # a bug or an unforeseen failure: lose this measurement, not the run
+            self.stop_leftovers()
+            return dict(base, status=STATUS_FAILED, failure_kind="internal_error", started_at=started,
+                        ended_at=now_iso(), error=f"internal error: {type(exc).__name__}: {exc}",
+                        stderr_tail=traceback_tail(exc), flags=[])
 
 
 def new_run(store: Store, plan: Plan, *, suite_path: str | None, args: dict, backend_name: str,

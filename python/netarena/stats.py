@@ -9,6 +9,7 @@ here (``median_interval``) and used by every output, by the rankings' ties and b
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from dataclasses import asdict, dataclass, field
 
@@ -31,6 +32,22 @@ FLAG_THRESHOLD_FAILED = "threshold_failed"  # a --threshold / suite `thresholds`
 # A sizeable share of the connections got no answer at all during the measured phase (netarena-load's
 # no_answer.flagged, judged at its NO_ANSWER_FLAG_FRACTION): the figures describe the connections served.
 FLAG_NO_ANSWER = "no_answer"
+# The machine took CPU time away from the measurement (steal, or the server or the generator waiting for a CPU
+# another process held): its throughput says as much about the machine as about the server (see noisy_reason).
+FLAG_NOISY = "noisy"
+
+# Noise thresholds (noisy_reason). Steal: the hypervisor's share of all CPUs' time over the measured window, in
+# %. Others: the share of a side's (server's or generator's) CPUs that processes other than that side used over
+# the window, in % of those CPUs: a competing process where the side was pinned. Not the side's wait for a CPU
+# (run delay, recorded beside them): a server with many threads on one CPU waits behind its own threads, which
+# is its design, not noise.
+NOISY_STEAL_PCT = 5.0
+NOISY_OTHERS_PCT = 10.0
+
+# The unit /proc reports CPU time in (utime, stime): it bounds how well a server's CPU over a window is known.
+_CLOCK_TICKS_PER_S = os.sysconf("SC_CLK_TCK")
+# Echo's cost is per MiB echoed (bytes received back by the generator), HTTP's per response.
+MIB_BYTES = 1 << 20
 
 
 # The distribution-free confidence interval of a median needs this many values for 95%: with n values the
@@ -132,6 +149,125 @@ def measurement_flags(generator: dict | None, stop: dict | None = None) -> list[
     return flags
 
 
+def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
+    """What one unit of work cost over the measured phase: per response (HTTP) or per MiB echoed (echo), the
+    server's CPU µs (user, system), its voluntary and involuntary context switches, and the generator's CPU µs.
+    The one definition every output uses; stored with each measurement (its `cost`).
+
+    Units are the generator's responses (echo: bytes received back) in its measured window. The server's
+    deltas are the monitor's, restricted to that window (monitor.restrict_to_window): they span the first to
+    the last sample inside it, up to one sampling interval short at each end, so the units are scaled to that
+    span (units x span / window), which assumes a steady rate inside the window. The error this leaves is the
+    rate's change across the missing ends (at most 2 intervals of the window: 0.5 s of 3 s at the default
+    0.25 s) plus the CPU counters' clock tick: user and system time are each read in ticks (1/SC_CLK_TCK s,
+    10 ms), so their sum over the span is known to within 2 ticks, given per unit as
+    `server_cpu_resolution_us` (a server that used 1 s of CPU for 10,000 requests: 100 µs ± 2 µs; a starved
+    one that used 20 ms: no better than ± 100%). The generator's CPU is its own, read by each load thread at
+    the start and the end of the same window: exact.
+
+    None when the generator served nothing; the server fields are None when the monitor has no window (too
+    short a measurement, an external server not watched)."""
+    if not generator:
+        return None
+    totals = generator.get("totals") or {}
+    echo = generator.get("mode") == "echo"
+    units = (totals.get("bytes_received") or 0) / MIB_BYTES if echo else (totals.get("responses") or 0)
+    duration_s = generator.get("duration_s") or 0
+    if units <= 0 or duration_s <= 0:
+        return None
+    gen = generator.get("generator") or {}
+    out: dict = {"unit": "MiB" if echo else "request", "units": round(units, 3),
+                 "generator_cpu_us": None, "server_cpu_user_us": None, "server_cpu_sys_us": None,
+                 "server_cpu_us": None, "server_ctx_voluntary": None, "server_ctx_involuntary": None,
+                 "server_cpu_resolution_us": None, "window_s": None}
+    if gen.get("cpu_user_s") is not None and gen.get("cpu_sys_s") is not None:
+        out["generator_cpu_us"] = round(1e6 * (gen["cpu_user_s"] + gen["cpu_sys_s"]) / units, 3)
+    summary = (monitor or {}).get("summary") or {}
+    window = summary.get("window") or {}
+    server = summary.get("server") or {}
+    if window.get("measured_only") and server.get("cpu_user_s") is not None:
+        span_s = window["end_s"] - window["start_s"]
+        if span_s > 0:
+            in_span = units * min(1.0, span_s / duration_s)
+            out.update(window_s=round(span_s, 4),
+                       server_cpu_user_us=round(1e6 * server["cpu_user_s"] / in_span, 3),
+                       server_cpu_sys_us=round(1e6 * server["cpu_sys_s"] / in_span, 3),
+                       server_cpu_us=round(1e6 * (server["cpu_user_s"] + server["cpu_sys_s"]) / in_span, 3),
+                       server_ctx_voluntary=round(server["ctx_voluntary"] / in_span, 4),
+                       server_ctx_involuntary=round(server["ctx_involuntary"] / in_span, 4),
+                       server_cpu_resolution_us=round(2e6 / _CLOCK_TICKS_PER_S / in_span, 3))
+    return out
+
+
+def _wait_share(run_delay_s: float | None, cpu_s: float | None) -> float | None:
+    if run_delay_s is None or cpu_s is None or run_delay_s + cpu_s <= 0:
+        return None
+    return round(run_delay_s / (run_delay_s + cpu_s), 4)
+
+
+def _others_pct(task_pct: list | None, cpus: list[int], own_pct: float | None) -> float | None:
+    """% of `cpus` used by processes other than a side whose own CPU (in % of one core) is `own_pct`: the CPUs'
+    process time (user + nice + system, never interrupts or steal: softirq work for the side's sockets is not
+    another process) minus the side's own, per CPU of the set."""
+    if not task_pct or not cpus or own_pct is None or any(c >= len(task_pct) or task_pct[c] is None for c in cpus):
+        return None
+    return round(max(0.0, sum(task_pct[c] for c in cpus) - own_pct) / len(cpus), 2)
+
+
+def contention(generator: dict | None, monitor: dict | None) -> dict:
+    """The machine's interference over the measured window: CPU steal (system-wide, % of all CPUs' time), the share
+    of each side's CPUs that other processes used (server: its tree's CPU from the monitor; generator: its load
+    threads' CPU from its own document, which covers every generator process of a spread level), and each side's
+    wait for a CPU (run_delay summed over its threads; the server's from the monitor, the generator's from its
+    document) with its wait share, run delay / (run delay + CPU time): recorded, not judged (see NOISY_OTHERS_PCT)."""
+    summary = (monitor or {}).get("summary") or {}
+    measured = (summary.get("window") or {}).get("measured_only")
+    server = (summary.get("server") or {}) if measured else {}
+    system = (summary.get("system") or {}) if measured else {}
+    allowed = (monitor or {}).get("cpus_allowed") or {}
+    gen = (generator or {}).get("generator") or {}
+    gen_cpu_s = gen["cpu_user_s"] + gen["cpu_sys_s"] if gen.get("cpu_user_s") is not None else None
+    server_cpu_s = server["cpu_user_s"] + server["cpu_sys_s"] if server.get("cpu_user_s") is not None else None
+    duration_s = (generator or {}).get("duration_s") or 0
+    gen_pct = 100.0 * gen_cpu_s / duration_s if gen_cpu_s is not None and duration_s > 0 else None
+    task_pct = system.get("per_cpu_task_pct_mean")
+    server_cpus, gen_cpus = allowed.get("server") or [], allowed.get("generator") or []
+
+    def with_services(own_pct: float | None, cpus: list[int]) -> float | None:
+        """A side's own CPU plus that of the backing services pinned inside its CPUs (a database runs on the
+        generator's CPUs by default): part of the measurement, not others."""
+        if own_pct is None:
+            return None
+        services = summary.get("services") or {}
+        return own_pct + sum((services.get(name) or {}).get("cpu_pct_mean") or 0.0
+                             for name, on in (allowed.get("services") or {}).items() if on and set(on) <= set(cpus))
+
+    return {
+        "steal_pct": system.get("cpu_steal_pct_mean"),
+        "server_cpus_others_pct": _others_pct(task_pct, server_cpus,
+                                              with_services(server.get("cpu_pct_mean"), server_cpus)),
+        "generator_cpus_others_pct": _others_pct(task_pct, gen_cpus, with_services(gen_pct, gen_cpus)),
+        "server_run_delay_s": server.get("run_delay_s"),
+        "server_wait_share": _wait_share(server.get("run_delay_s"), server_cpu_s),
+        "generator_run_delay_s": gen.get("run_delay_s"),
+        "generator_wait_share": _wait_share(gen.get("run_delay_s"), gen_cpu_s),
+    }
+
+
+def noisy_reason(found: dict) -> str | None:
+    """Why a measurement's figures are the machine's as much as the server's (a `contention` dict), or None.
+    Every reason past its threshold is named, with its value, e.g. "steal 14%, others used 31% of the server's
+    CPUs"."""
+    reasons = []
+    if (found.get("steal_pct") or 0) > NOISY_STEAL_PCT:
+        reasons.append(f"steal {found['steal_pct']:.0f}%")
+    for side in ("server", "generator"):
+        others = found.get(f"{side}_cpus_others_pct")
+        if others is not None and others > NOISY_OTHERS_PCT:
+            reasons.append(f"others used {others:.0f}% of the {side}'s CPUs")
+    return ", ".join(reasons) or None
+
+
 def merge_histograms(generators: list[dict], key: str = "latency") -> HdrHistogram | None:
     merged = None
     for gen in generators:
@@ -197,6 +333,25 @@ class GroupSummary:
     unanswered_connections: int = 0
     server_cpu_s_median: float | None = None
     server_rss_peak_bytes: int | None = None
+    # Cost per unit of work (cost_per_unit), median of the ok repeats; the unit is "request" or "MiB" (echo).
+    cost_unit: str | None = None
+    server_cpu_us_median: float | None = None
+    server_cpu_us_cv: float | None = None  # sample stdev / mean of server_cpu_us over the ok repeats
+    server_cpu_user_us_median: float | None = None
+    server_cpu_sys_us_median: float | None = None
+    server_ctx_voluntary_median: float | None = None
+    server_ctx_involuntary_median: float | None = None
+    generator_cpu_us_median: float | None = None
+    # The worst interference any counted repeat saw (contention): steal %, others' use of each side's CPUs (%),
+    # and each side's wait share.
+    steal_pct_max: float | None = None
+    server_cpus_others_pct_max: float | None = None
+    generator_cpus_others_pct_max: float | None = None
+    server_wait_share_max: float | None = None
+    generator_wait_share_max: float | None = None
+    # Measurements kept out of every figure (their `discarded` reason, e.g. noisy and re-measured).
+    discarded: int = 0
+    discarded_reasons: list[str] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -212,10 +367,14 @@ def summarize(rows: list[dict]) -> list[GroupSummary]:
             continue
         groups.setdefault((row["contestant"], row["scenario"], row["level_key"]), []).append(row)
     out = []
-    for (contestant, scenario, level_key), members in groups.items():
+    for (contestant, scenario, level_key), all_members in groups.items():
+        discarded = [m for m in all_members if m.get("discarded")]
+        members = [m for m in all_members if not m.get("discarded")]
         ok = [m for m in members if m["status"] == "ok" and m.get("generator")]
         failed = [m for m in members if m["status"] != "ok"]
         summary = GroupSummary(contestant, scenario, level_key, len(ok), len(failed))
+        summary.discarded = len(discarded)
+        summary.discarded_reasons = [f"#{m['repeat_index'] + 1}: {m['discarded']}" for m in discarded]
         summary.failures = [f"#{m['repeat_index'] + 1}: {m.get('failure_kind')}: {m.get('error')}" for m in failed]
         flags: set[str] = set()
         for m in members:
@@ -256,9 +415,51 @@ def summarize(rows: list[dict]) -> list[GroupSummary]:
             rss = [r for r in rss if r is not None]
             if rss:
                 summary.server_rss_peak_bytes = max(rss)
+            _summarize_cost(summary, ok)
         summary.flags = sorted(flags)
         out.append(summary)
     return out
+
+
+def measurement_cost(m: dict) -> dict | None:
+    """A stored measurement's cost per unit: as recorded, else (a record from before it was) computed from its
+    generator and monitor documents by the same definition."""
+    return m["cost"] if m.get("cost") is not None else cost_per_unit(m.get("generator"), m.get("monitor"))
+
+
+def measurement_contention(m: dict) -> dict:
+    return m["contention"] if m.get("contention") is not None else contention(m.get("generator"), m.get("monitor"))
+
+
+def _summarize_cost(summary: GroupSummary, ok: list[dict]) -> None:
+    costs = [c for c in (measurement_cost(m) for m in ok) if c is not None]
+    if costs:
+        summary.cost_unit = costs[0]["unit"]
+
+    def median_of(key: str) -> float | None:
+        values = [c[key] for c in costs if c.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    summary.server_cpu_us_median = median_of("server_cpu_us")
+    summary.server_cpu_user_us_median = median_of("server_cpu_user_us")
+    summary.server_cpu_sys_us_median = median_of("server_cpu_sys_us")
+    summary.server_ctx_voluntary_median = median_of("server_ctx_voluntary")
+    summary.server_ctx_involuntary_median = median_of("server_ctx_involuntary")
+    summary.generator_cpu_us_median = median_of("generator_cpu_us")
+    server_cpu = [c["server_cpu_us"] for c in costs if c.get("server_cpu_us") is not None]
+    if len(server_cpu) >= 2 and statistics.mean(server_cpu) > 0:
+        summary.server_cpu_us_cv = statistics.stdev(server_cpu) / statistics.mean(server_cpu)
+    found = [measurement_contention(m) for m in ok]
+
+    def worst(key: str) -> float | None:
+        values = [f[key] for f in found if f.get(key) is not None]
+        return max(values) if values else None
+
+    summary.steal_pct_max = worst("steal_pct")
+    summary.server_cpus_others_pct_max = worst("server_cpus_others_pct")
+    summary.generator_cpus_others_pct_max = worst("generator_cpus_others_pct")
+    summary.server_wait_share_max = worst("server_wait_share")
+    summary.generator_wait_share_max = worst("generator_wait_share")
 
 
 def _server_summary(monitor: dict | None) -> dict:

@@ -91,6 +91,9 @@ CREATE TABLE IF NOT EXISTS measurements (
     stop_json TEXT,                    -- process.StopOutcome: signal, exit code, killed, leftover processes
     services_json TEXT,                -- the backing services it talked to: label, backend, CPUs, versions
     warmup_json TEXT,                  -- warmup.warm_up(): the windows of a warm-up until steady, if one ran
+    cost_json TEXT,                    -- stats.cost_per_unit: server/generator CPU µs and switches per request (MiB)
+    contention_json TEXT,              -- stats.contention: steal, run delay and wait shares; "noisy": why, or null
+    discarded TEXT,                    -- why it is kept out of every figure (e.g. "noisy (steal 14%)"); NULL: counted
     error TEXT,
     stderr_tail TEXT,                  -- last bytes of the contestant's output, on failure
     log_path TEXT,
@@ -177,11 +180,14 @@ class Store:
 
     def _migrate(self) -> None:
         # Stores made before backing services existed lack this nullable column; adding it keeps them readable.
-        if "services_json" not in {r[1] for r in self.db.execute("PRAGMA table_info(measurements)")}:
+        measurement_columns = {r[1] for r in self.db.execute("PRAGMA table_info(measurements)")}
+        if "services_json" not in measurement_columns:
             self.db.execute("ALTER TABLE measurements ADD COLUMN services_json TEXT")
-        # Likewise for the warm-up until steady (added within schema version 1; NULL: a fixed warm-up).
-        if "warmup_json" not in {r[1] for r in self.db.execute("PRAGMA table_info(measurements)")}:
-            self.db.execute("ALTER TABLE measurements ADD COLUMN warmup_json TEXT")
+        # Added within schema version 1: the warm-up until steady (NULL: a fixed warm-up), cost per request and
+        # noise (older rows have NULL: reports compute the cost from their generator and monitor documents).
+        for column in ("warmup_json", "cost_json", "contention_json", "discarded"):
+            if column not in measurement_columns:
+                self.db.execute(f"ALTER TABLE measurements ADD COLUMN {column} TEXT")
         # Added within schema version 1: a NULL token (a row written before it existed) never proves a process ours.
         columns = {row[1] for row in self.db.execute("PRAGMA table_info(live_processes)")}
         if "token" not in columns:
@@ -268,7 +274,8 @@ class Store:
         columns = ["run_id", "contestant", "scenario", "level_key", "connections", "workers", "level_json",
                    "repeat_index", "status", "failure_kind", "flags_json", "requests_per_s", "error_rate",
                    "latency_p50_us", "latency_p99_us", "generator_argv_json", "generator_json", "monitor_json",
-                   "verification_json", "stop_json", "services_json", "warmup_json", "error", "stderr_tail", "log_path", "port", "started_at",
+                   "verification_json", "stop_json", "services_json", "warmup_json", "cost_json", "contention_json",
+                   "discarded", "error", "stderr_tail", "log_path", "port", "started_at",
                    "ended_at"]
         values = {
             "run_id": run_id, "contestant": m["contestant"], "scenario": m["scenario"], "level_key": m["level_key"],
@@ -280,7 +287,9 @@ class Store:
             "generator_argv_json": _json(m.get("generator_argv")), "generator_json": _json(m.get("generator")),
             "monitor_json": _json(m.get("monitor")), "verification_json": _json(m.get("verification")),
             "stop_json": _json(m.get("stop")), "services_json": _json(m.get("services")),
-            "warmup_json": _json(m.get("warmup")), "error": m.get("error"), "stderr_tail": m.get("stderr_tail"),
+            "warmup_json": _json(m.get("warmup")), "cost_json": _json(m.get("cost")),
+            "contention_json": _json(m.get("contention")),
+            "discarded": m.get("discarded"), "error": m.get("error"), "stderr_tail": m.get("stderr_tail"),
             "log_path": m.get("log_path"), "port": m.get("port"), "started_at": m["started_at"],
             "ended_at": m["ended_at"],
         }

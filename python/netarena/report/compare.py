@@ -102,6 +102,9 @@ class Row:
     # Relative to each run's own reference pair (netarena.reference); None unless both runs have one.
     throughput_vs_reference: Metric | None = None
     server_cpu_per_req_vs_reference: Metric | None = None
+    # The server's CPU µs per request (per MiB for echo), each repeat's stats.cost_per_unit: under a noisy machine
+    # throughput moves and this should not, so a change here is the server's own.
+    server_cpu_us: Metric | None = None
 
 
 @dataclass
@@ -158,6 +161,12 @@ def _throughput_values(report: Report, g: Group) -> list[float]:
     return [m.generator["throughput"]["requests_per_s"] for m in report.measurements if m.id in g.ok_ids]
 
 
+def _cpu_values(report: Report, g: Group) -> list[float]:
+    return [m.cost["server_cpu_us"] for m in report.measurements
+            if m.id in g.ok_ids and m.cost and m.cost.get("server_cpu_us") is not None]
+
+
+
 def _relative_values(report: Report, g: Group) -> tuple[list[float], list[float]]:
     """The group's ok repeats' requests/s and server CPU µs per request, each ÷ the run's reference figure."""
     reference = reference_of(report.run.environment)
@@ -179,7 +188,9 @@ def compare(a: Report, b: Report, confidence: float = DEFAULT_CONFIDENCE) -> Com
             throughput=metric_of(_throughput_values(a, ga), _throughput_values(b, gb), confidence=confidence),
             # The headline p99 is the merged histogram's; the test resamples the repeats' own p99s.
             p99=metric_of(ga.p99_us_by_repeat, gb.p99_us_by_repeat, ga.latency_p99_us, gb.latency_p99_us,
-                        confidence)))
+                        confidence),
+            server_cpu_us=metric_of(_cpu_values(a, ga), _cpu_values(b, gb), ga.server_cpu_us_median,
+                                    gb.server_cpu_us_median, confidence)))
     label = lambda k: " ".join(k)  # noqa: E731
     c = Comparison(a, b, rows, [label(k) for k in sorted(set(a_groups) - set(b_groups))],
                    [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b),
@@ -195,7 +206,7 @@ def compare(a: Report, b: Report, confidence: float = DEFAULT_CONFIDENCE) -> Com
 
 
 # The metrics a regression gate can watch: the Row attribute and the direction that is better.
-GATE_METRICS = {"rps": ("throughput", "higher"), "p99": ("p99", "lower")}
+GATE_METRICS = {"rps": ("throughput", "higher"), "p99": ("p99", "lower"), "cpu": ("server_cpu_us", "lower")}
 
 
 @dataclass
@@ -217,7 +228,7 @@ def regressions(c: Comparison, metrics: list[str]) -> list[Regression]:
         for name in metrics:
             attribute, better = GATE_METRICS[name]
             m = getattr(row, attribute)
-            if m.significant and m.verdict != better:
+            if m is not None and m.significant and m.verdict != better:
                 out.append(Regression(row, name))
     return out
 
@@ -236,6 +247,8 @@ def to_dict(c: Comparison, metrics: list[str]) -> dict:
         "rows": [{"contestant": r.contestant, "scenario": r.scenario, "level_key": r.level_key, "a_ids": r.a_ids,
                   "b_ids": r.b_ids, "rps": dict(asdict(r.throughput), significant=r.throughput.significant),
                   "p99_us": dict(asdict(r.p99), significant=r.p99.significant),
+                  "server_cpu_us_per_unit": dict(asdict(r.server_cpu_us), significant=r.server_cpu_us.significant)
+                  if r.server_cpu_us is not None else None,
                   **({"rps_vs_reference": dict(asdict(r.throughput_vs_reference),
                                                significant=r.throughput_vs_reference.significant),
                       "server_cpu_per_req_vs_reference": dict(asdict(r.server_cpu_per_req_vs_reference),
@@ -286,6 +299,15 @@ def _ratio_short(m: Metric) -> str:
 _SHORT_VERDICTS = {VERDICT_NONE: "n.s.", VERDICT_FEW: "few"}
 
 
+def _cpu_ratio(m: Metric | None) -> Text:
+    """The CPU-per-request ratio, short (the terminal has no room for its range), * when significant."""
+    if m is None or m.ratio is None:
+        return Text("-")
+    if not m.significant:
+        return Text(f"{m.ratio:.2f}")
+    return Text(f"{m.ratio:.2f}*", style="bold green" if m.verdict == "lower" else "bold red")
+
+
 def _verdict_text(m: Metric, better: str) -> Text:
     if not m.significant:
         return Text(_SHORT_VERDICTS.get(m.verdict, m.verdict), style="dim")
@@ -319,6 +341,14 @@ def renderables(c: Comparison) -> list:
                           _ratio_short(t), _verdict_text(t, "higher"), f"{fmt.us(p.a_median)}→{fmt.us(p.b_median)}",
                           _ratio_short(p), _verdict_text(p, "lower"))
         out += [Text(""), table]
+        # The table has no room left in 100 columns: the server's CPU per request is a line of its own.
+        cpu = [(r.contestant, r.server_cpu_us) for r in rows if r.server_cpu_us and r.server_cpu_us.ratio is not None]
+        if cpu:
+            line = Text(f"  server CPU per {'MiB' if scenario == 'echo' else 'req'} A→B (B/A): ")
+            for i, (contestant, m) in enumerate(cpu):
+                line.append(("; " if i else "") + f"{contestant} {fmt.cpu_us(m.a_median)}→{fmt.cpu_us(m.b_median)} ")
+                line.append(_cpu_ratio(m))
+            out.append(line)
     out += _relative_renderables(c)
     for label, items in (("only in A", c.only_in_a), ("only in B", c.only_in_b)):
         if items:
@@ -399,7 +429,7 @@ def render_html(c: Comparison) -> bytes:
     for scenario in sorted({r.scenario for r in c.rows}):
         rows = []
         for r in (r for r in c.rows if r.scenario == scenario):
-            t, p = r.throughput, r.p99
+            t, p, cpu = r.throughput, r.p99, r.server_cpu_us
             rows.append(
                 f'<tr data-contestant="{e(r.contestant)}" data-level="{e(r.level_key)}"><td>{e(r.contestant)}</td>'
                 f"<td>{e(r.level_key)}</td><td class=\"num\">{fmt.rps(t.a_median)} → {fmt.rps(t.b_median)}</td>"
@@ -408,17 +438,26 @@ def render_html(c: Comparison) -> bytes:
                 f'<td class="num">{fmt.us(p.a_median)} → {fmt.us(p.b_median)}</td>'
                 f'<td class="num">{spread(p, fmt.us)}</td><td class="num">{_ratio_text(p)}</td>'
                 f"<td>{verdict_html(p, 'lower')}</td>"
+                + (f'<td class="num" data-metric="server-cpu">{fmt.cpu_us(cpu.a_median)} → {fmt.cpu_us(cpu.b_median)}'
+                   f'</td><td class="num">{spread(cpu, fmt.cpu_us)}</td><td class="num">{_ratio_text(cpu)}</td>'
+                   f"<td>{verdict_html(cpu, 'lower')}</td>" if cpu else '<td>-</td><td>-</td><td>-</td><td></td>') +
                 f'<td class="ids">A {fmt.ids(r.a_ids)}<br>B {fmt.ids(r.b_ids)}</td></tr>')
         head = "".join(f"<th>{h}</th>" for h in ["contestant", "level", f"{fmt.throughput_unit(scenario)} A → B",
                                                   "repeats' range", "B/A", "", "p99 A → B", "repeats' range",
-                                                  "B/A", "", "from"])
+                                                  "B/A", "", "server CPU/"
+                                                  + ("MiB" if scenario == "echo" else "request") + " A → B",
+                                                  "repeats' range", "B/A", "", "from"])
         parts.append(f"<h2>{e(scenario)}</h2><table class=\"compare\"><thead><tr>{head}</tr></thead><tbody>"
                      + "".join(rows) + "</tbody></table>")
         fig = go.Figure()
         scenario_rows = [r for r in c.rows if r.scenario == scenario and r.throughput.ratio is not None]
         labels = [f"{r.contestant} {r.level_key}" for r in scenario_rows]
-        for name, metric in (("throughput B/A", lambda r: r.throughput), ("p99 B/A", lambda r: r.p99)):
+        for name, metric in (("throughput B/A", lambda r: r.throughput), ("p99 B/A", lambda r: r.p99),
+                             ("server CPU per request B/A", lambda r: r.server_cpu_us)):
             ms = [metric(r) for r in scenario_rows]
+            if not any(m is not None and m.ratio is not None for m in ms):
+                continue
+            ms = [m if m is not None and m.ratio is not None else Metric(*[None] * 9, "missing") for m in ms]
             fig.add_trace(go.Bar(
                 x=labels, y=[m.ratio for m in ms], name=name,
                 error_y={"type": "data", "symmetric": False,

@@ -100,9 +100,25 @@ def measured(verdict: dict) -> str:
     return f"{value:,.0f}" if unit == "count" else f"{value:g}"
 
 
-def us_per_req(value: float | None) -> str:
-    """CPU microseconds per request, two decimals (a few µs is common on loopback)."""
-    return "-" if value is None else f"{value:.2f}"
+def cpu_us(value: float | None) -> str:
+    """CPU time per request (or per MiB) in three significant digits: 4.27µs, 42.7µs, 427µs, 4.27ms."""
+    if value is None:
+        return "-"
+    if value >= 1000:
+        return us(value)
+    return f"{value:.2f}µs" if value < 10 else f"{value:.1f}µs" if value < 100 else f"{value:.0f}µs"
+
+
+def per_unit(value: float | None) -> str:
+    """A count per request (or per MiB), e.g. context switches: 0.0123, 1.23, 123."""
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if value < 1000 else f"{value:,.0f}"
+
+
+def cost_unit(unit: str | None) -> str:
+    """What the cost columns are per: "req", or "MiB" for echo."""
+    return "MiB" if unit == "MiB" else "req"
 
 
 def times_reference(value: float | None) -> str:

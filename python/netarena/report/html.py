@@ -206,7 +206,10 @@ def _summary(page: _Page, report: Report) -> None:
              f"{e(stats.interval_note())}; rank: {e(TIE_RULE)}; latency percentiles, mean, "
              "standard deviation and max from the repeats' merged HdrHistograms (never averaged); ok / errors = "
              "successful requests and errors summed over the repeats; error rate = errors / (successes + errors), "
-             "median of repeats; MB/s received (median); server CPU in % of the CPUs its processes were allowed on "
+             "median of repeats; MB/s received (median); server CPU per request (per MiB echoed for echo): its "
+             "CPU time, user + system, over the measured phase divided by the responses in it (median of repeats, "
+             "with the repeats' CV; below it the generator's, see Cost per request); "
+             "server CPU in % of the CPUs its processes were allowed on "
              "(median of repeats; 100% = all of them busy); peak RSS of the server's process tree over all repeats. "
              "<b>from</b> lists the measurement ids each row was computed from.</p>")
     rank = ranking(report.groups)
@@ -227,6 +230,7 @@ def _summary(page: _Page, report: Report) -> None:
                 f'<td class="num" data-field="rps">{fmt.rps(g.requests_per_s_median)}</td>',
                 f'<td class="num" data-field="interval">{fmt.rps_range(g.requests_per_s_ci_low, g.requests_per_s_ci_high)}'
                 f'<br><span class="note">{e(g.requests_per_s_ci_kind or "")}, CV {fmt.pct(g.cv, 1)}</span>{stopped}</td>',
+                f'<td class="num" data-field="cost">{_cost_cell(g)}</td>',
                 f'<td class="num" data-field="p50">{fmt.us(g.latency_p50_us)}</td>',
                 f'<td class="num" data-field="p99">{fmt.us(g.latency_p99_us)}</td>',
                 f'<td class="num">{fmt.us(g.latency_p99_9_us)}</td>',
@@ -242,9 +246,84 @@ def _summary(page: _Page, report: Report) -> None:
                 f"<td>{badges_html(g.badges)}</td>", f"<td>{ids_html(g.measurement_ids)}</td>"]
             rows.append(f'<tr{cls} data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}">'
                         + "".join(cells) + "</tr>")
-        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "interval", "p50", "p99", "p99.9",
+        page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "interval",
+                         "server CPU per " + ("MiB" if scenario == "echo" else "request"), "p50", "p99", "p99.9",
                          "mean ± stdev", "max", "ok / errors", "error rate", "MB/s", "server CPU", "peak RSS",
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
+
+
+def _cost_cell(g: Group) -> str:
+    if g.server_cpu_us_median is None and g.generator_cpu_us_median is None:
+        return "-"
+    return (f"{fmt.cpu_us(g.server_cpu_us_median)}<br><span class=\"note\">CV {fmt.pct(g.server_cpu_us_cv, 1)}; "
+            f"generator {fmt.cpu_us(g.generator_cpu_us_median)}</span>")
+
+
+def _pct_or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}%"
+
+
+def _cost_section(page: _Page, report: Report) -> None:
+    """What each request (MiB, for echo) cost the server and the generator, and how much the machine interfered:
+    throughput falls on a noisy machine, CPU time per request should not."""
+    groups = [g for g in report.groups if g.server_cpu_us_median is not None or g.generator_cpu_us_median is not None]
+    if not groups and not any(g.discarded for g in report.groups):
+        return
+    page.add('<h2 id="cost">Cost per request</h2>')
+    page.add('<p class="note">Over the measured phase only: the server\'s CPU time (user and system) and its voluntary '
+             "and involuntary context switches divided by the responses in that window (echo: by the MiB echoed), "
+             "and the generator's own CPU time likewise; medians of the counted repeats. Under CPU steal or a "
+             "competing process throughput falls but CPU time per request should not, so these compare servers "
+             "where throughput cannot. Steal is the machine's (all CPUs); others = the share of a side's CPUs "
+             "that other processes used; wait = the share of the time a side wanted a CPU that it spent waiting "
+             "for one (run delay, its own threads included); the worst counted repeat is shown. A measurement "
+             f"past steal {stats.NOISY_STEAL_PCT:g}% or others {stats.NOISY_OTHERS_PCT:g}% is noisy: re-measured "
+             "and discarded while the suite's time budget and noisy_retries allow, else badged NOISY.</p>")
+    rows = []
+    for g in sorted(report.groups, key=lambda g: (g.scenario, g.connections, g.level_key, g.contestant)):
+        per = fmt.cost_unit(g.cost_unit)
+        rows.append(
+            f'<tr data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}" data-scenario="{e(g.scenario)}">'
+            f"<td>{e(g.contestant)}</td><td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>"
+            f'<td class="num">{fmt.rps(g.requests_per_s_median)}</td>'
+            f'<td class="num" data-field="server-cpu">{fmt.cpu_us(g.server_cpu_us_median)}/{per}<br>'
+            f'<span class="note">CV {fmt.pct(g.server_cpu_us_cv, 1)}</span></td>'
+            f'<td class="num">{fmt.cpu_us(g.server_cpu_user_us_median)} + {fmt.cpu_us(g.server_cpu_sys_us_median)}</td>'
+            f'<td class="num">{fmt.per_unit(g.server_ctx_voluntary_median)} + '
+            f"{fmt.per_unit(g.server_ctx_involuntary_median)}</td>"
+            f'<td class="num" data-field="generator-cpu">{fmt.cpu_us(g.generator_cpu_us_median)}/{per}</td>'
+            f'<td class="num">{"-" if g.steal_pct_max is None else f"{g.steal_pct_max:.1f}%"}</td>'
+            f'<td class="num">{_pct_or_dash(g.server_cpus_others_pct_max)} / '
+            f"{_pct_or_dash(g.generator_cpus_others_pct_max)}</td>"
+            f'<td class="num">{fmt.pct(g.server_wait_share_max, 0)} / {fmt.pct(g.generator_wait_share_max, 0)}</td>'
+            f'<td data-field="discarded">{g.discarded}'
+            + (f'<br><span class="note">{e("; ".join(g.discarded_reasons))}</span>' if g.discarded else "")
+            + f"</td><td>{badges_html(g.badges)}</td><td>{ids_html(g.ok_ids)}</td></tr>")
+    page.add(_table(["contestant", "scenario", "level", "throughput (median)", "server CPU", "user + system",
+                     "context switches (vol + invol)", "generator CPU", "steal (max)",
+                     "others on server / generator CPUs (max)", "wait server / generator (max)",
+                     "discarded", "badges", "from"], rows, cls="cost"))
+    for scenario in report.scenarios():
+        members = [g for g in groups if g.scenario == scenario]
+        if not members:
+            continue
+        per = "MiB" if scenario == "echo" else "request"
+        names = [f"{g.contestant} {g.level_key}" for g in members]
+        ids = [fmt.ids(g.ok_ids) for g in members]
+        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
+                            subplot_titles=(f"server CPU µs per {per} (user + system, median)",
+                                            f"generator CPU µs per {per} (median)"))
+        for name, values, colour in (("user", [g.server_cpu_user_us_median for g in members], "#0969da"),
+                                     ("system", [g.server_cpu_sys_us_median for g in members], "#bf8700")):
+            fig.add_trace(go.Bar(x=names, y=values, name=f"server {name}", marker_color=colour, customdata=ids,
+                                 hovertemplate=f"%{{x}}: {name} %{{y:.2f}} µs<br>from %{{customdata}}<extra></extra>"),
+                          row=1, col=1)
+        fig.add_trace(go.Bar(x=names, y=[g.generator_cpu_us_median for g in members], name="generator",
+                             marker_color=[colour_for(g.contestant) for g in members], customdata=ids,
+                             hovertemplate="%{x}: %{y:.2f} µs<br>from %{customdata}<extra></extra>"), row=1, col=2)
+        fig.update_layout(barmode="stack")
+        fig.update_xaxes(tickangle=-40)
+        page.chart(fig, f"{scenario}: CPU per {per}")
 
 
 def _closed_loop(report: Report, scenario: str) -> list[Group]:
@@ -997,7 +1076,7 @@ def _relative(page: _Page, report: Report) -> None:
             f"<td>{e(g.contestant)}</td><td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>"
             f'<td class="num">{fmt.rps(g.requests_per_s_median)}</td>'
             f'<td class="num rel-rps">{fmt.times_reference(g.requests_per_s_vs_reference)}</td>'
-            f'<td class="num">{fmt.us_per_req(g.server_cpu_us_per_req_median)}</td>'
+            f'<td class="num">{fmt.cpu_us(g.server_cpu_us_median)}</td>'
             f'<td class="num rel-cpu">{fmt.times_reference(g.server_cpu_per_req_vs_reference)}</td></tr>'
             for g in sorted(groups, key=rank_key)]
     page.add(_table(["contestant", "scenario", "level", "req/s", "req/s × reference", "server CPU µs/req",
@@ -1037,10 +1116,14 @@ def _measurements(page: _Page, report: Report) -> None:
             f'<td class="num">{fmt.rps(m.requests_per_s)}</td><td class="num">{fmt.us(m.latency_p99_us)}</td>'
             f'<td class="num">{fmt.pct(m.error_rate)}</td>'
             f'<td class="num">{fmt.pct(_busiest_thread(gen), 0)}</td>'
-            f"<td>{e(' '.join(m.flags))}</td><td><code>{e(' '.join(map(str, m.generator_argv or [])))}</code></td>"
+            f'<td class="num">{fmt.cpu_us((m.cost or {}).get("server_cpu_us"))}</td>'
+            f"<td>{e(' '.join(m.flags))}"
+            + (f'<br><b data-discarded="{m.id}">discarded: {e(m.discarded)}</b>' if m.discarded else "") + "</td>"
+            f"<td><td><code>{e(' '.join(map(str, m.generator_argv or [])))}</code></td>"
             "</tr>")
     page.add(_table(["id", "contestant", "scenario", "level", "repeat", "status", "req/s", "p99", "errors",
-                     "generator busy (busiest thread)", "flags", "generator command line"], rows, cls="measurements"))
+                     "generator busy (busiest thread)", "server CPU per request (MiB)", "flags",
+                     "generator command line"], rows, cls="measurements"))
 
 
 # ----------------------------------------------------------------------------- the page
@@ -1051,6 +1134,7 @@ def render(report: Report) -> bytes:
     run = report.run
     _summary(page, report)
     _thresholds(page, report)
+    _cost_section(page, report)
     _throughput_charts(page, report)
     _rate_charts(page, report)
     _find_max_section(page, report)
@@ -1065,7 +1149,8 @@ def render(report: Report) -> bytes:
     _skipped(page, report)
     _measurements(page, report)
     body = "\n".join(page.parts)
-    sections = [("summary", "Summary"), ("thresholds", "Thresholds"), ("throughput", "Throughput"),
+    sections = [("summary", "Summary"), ("thresholds", "Thresholds"), ("cost", "Cost per request"),
+                ("throughput", "Throughput"),
                 ("rates", "Against rate"), ("find-max", "Highest rate"), ("requests", "Request counts"),
                 ("sweeps", "Sweeps"), ("latency", "Latency"), ("errors", "Errors"),
                 ("resources", "Over time"), ("echo", "Echo flood"),
@@ -1081,6 +1166,7 @@ def render(report: Report) -> bytes:
                    "is counted (no coordinated omission), and their contestants are ranked by p99, not "
                    "throughput.</p>")
     counts = {s: sum(1 for m in report.measurements if m.status == s) for s in ("ok", "failed", "interrupted")}
+    discarded = sum(1 for m in report.measurements if m.discarded)
     title = f"netarena run {run.id}: {run.suite_name}"
     partial = ""
     if run.status != "complete":
@@ -1096,7 +1182,8 @@ def render(report: Report) -> bytes:
             f'<script type="text/javascript">{_plotly_js()}</script></head><body>')
     header = (f"<h1>{e(title)}</h1><p class=\"meta\">{e(run.status)} · started {e(run.started_at)}"
               f"{' · ended ' + e(run.ended_at) if run.ended_at else ''} · {counts['ok']} ok, {counts['failed']} failed"
-              f"{', ' + str(counts['interrupted']) + ' interrupted' if counts['interrupted'] else ''} of "
+              f"{', ' + str(counts['interrupted']) + ' interrupted' if counts['interrupted'] else ''}"
+              f"{', ' + str(discarded) + ' discarded as noisy (see Cost per request)' if discarded else ''} of "
               f"{run.planned_measurements} planned · server CPUs {e(run.server_cpus)}, generator CPUs "
               f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p>"
               + (f'<p class="external" data-url="{e(run.args["external"]["url"])}"><b>{e(external_line(run))}</b></p>'

@@ -11,12 +11,21 @@ from . import fmt
 from .model import (BADGES, TIE_RULE, Report, find_max_line, level_title, rank_text, ranking, requests_line,
                     stopped_line, sweep_line)
 
-HEADERS = ["rank", "contestant", "{unit} (median)", "interval", "p50", "p99", "p99.9", "mean", "stdev", "max",
-           "ok", "errors", "error rate", "MB/s", "server CPU", "peak RSS", "badges", "from"]
+HEADERS = ["rank", "contestant", "{unit} (median)", "interval", "server CPU/{per} (user+sys)", "ctx switches/{per} "
+           "(vol+invol)", "generator CPU/{per}", "p50", "p99", "p99.9", "mean", "stdev", "max", "ok", "errors",
+           "error rate", "MB/s", "server CPU", "peak RSS", "badges", "from"]
+_TEXT_COLUMNS = (1, len(HEADERS) - 2, len(HEADERS) - 1)  # contestant, badges, from: left-aligned
 
 
 def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _cost(g) -> str:
+    if g.server_cpu_us_median is None:
+        return "-"
+    return (f"{fmt.cpu_us(g.server_cpu_us_median)} ({fmt.cpu_us(g.server_cpu_user_us_median)}+"
+            f"{fmt.cpu_us(g.server_cpu_sys_us_median)})")
 
 
 def render_markdown(report: Report) -> str:
@@ -25,21 +34,25 @@ def render_markdown(report: Report) -> str:
            f"{run.status}, started {run.started_at}; server CPUs {run.server_cpus}, generator CPUs "
            f"{run.generator_cpus}; netarena {run.netarena_version} (git {run.git_sha or 'unknown'}). Medians of "
            f"the repeats with their interval ({stats.interval_note()}); latency from the repeats' merged histograms; "
-           "ok / errors summed over the repeats; server CPU in % of the CPUs it was pinned to; #N = measurement id "
+           "ok / errors summed over the repeats; server CPU in % of the CPUs it was pinned to; CPU and context "
+           "switches per request (per MiB for echo) over the measured phase; #N = measurement id "
            f"in the store. Rank: {TIE_RULE}.", ""]
     rank = ranking(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
         for level_key, groups in report.levels_for(scenario):
             out += [f"## {level_title(scenario, groups[0])}", ""]
-            headers = [h.format(unit=fmt.throughput_unit(scenario)) for h in HEADERS]
+            per = fmt.cost_unit(groups[0].cost_unit)
+            headers = [h.format(unit=fmt.throughput_unit(scenario), per=per) for h in HEADERS]
             out.append("| " + " | ".join(headers) + " |")
-            out.append("|" + "|".join("---:" if i not in (1, 16, 17) else "---" for i in range(len(headers))) + "|")
+            out.append("|" + "|".join("---:" if i not in _TEXT_COLUMNS else "---" for i in range(len(headers))) + "|")
             for g in groups:
                 used.update(g.badges)
                 cells = [rank_text(rank, g), g.contestant,
                          fmt.rps(g.requests_per_s_median),
                          fmt.rps_range(g.requests_per_s_ci_low, g.requests_per_s_ci_high),
+                         _cost(g), f"{fmt.per_unit(g.server_ctx_voluntary_median)}+"
+                         f"{fmt.per_unit(g.server_ctx_involuntary_median)}", fmt.cpu_us(g.generator_cpu_us_median),
                          fmt.us(g.latency_p50_us), fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us),
                          fmt.us(g.latency_mean_us), fmt.us(g.latency_stdev_us), fmt.us(g.latency_max_us),
                          f"{g.requests_total:,}", f"{g.errors_total:,}", fmt.pct(g.error_rate_median),
@@ -55,6 +68,10 @@ def render_markdown(report: Report) -> str:
             out += found + ([""] if found else [])
     if used:
         out += ["Badges: " + "; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used), ""]
+    for g in report.groups:
+        if g.discarded:
+            out.append(f"- discarded: {g.contestant} {g.scenario} {g.level_key}: {g.discarded} measurement(s) kept "
+                       f"out of the figures: {'; '.join(g.discarded_reasons)}")
     for s in report.skipped:
         what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
         out.append(f"- skipped: {what}: {s.reason}")

@@ -27,7 +27,7 @@ from typing import Any
 from .. import precision, stats
 from . import fmt
 from ..scenarios import Level
-from ..reference import ratio, reference_of, server_cpu_us_per_req
+from ..reference import ratio, reference_of
 from ..store import DB_NAME, StoreError, check_store, row_to_dict, unreadable
 
 # Badge codes: short for the terminal, with a label and an explanation for the page's legend.
@@ -58,6 +58,11 @@ BADGES: dict[str, tuple[str, str]] = {
     "WARMUP": ("warm-up never settled", "the suite warms up until successive windows agree (warmup_until_steady); "
                                         "in at least one repeat they still did not at warmup_max_s, so the server "
                                         "may still have been warming up while measured"),
+    "NOISY": ("noisy machine", f"in at least one counted repeat the machine took CPU time from the measurement: "
+                               f"CPU steal above {stats.NOISY_STEAL_PCT:g}%, or other processes using more than "
+                               f"{stats.NOISY_OTHERS_PCT:g}% of the server's or the generator's CPUs, and no "
+                               "re-measurement was left (the suite's noisy_retries, its time_budget_s); its "
+                               "throughput is the machine's as much as the server's, CPU per request still holds"),
 }
 
 # failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
@@ -107,6 +112,9 @@ class Measurement:
     monitor: dict | None
     started_at: str
     level: dict = field(default_factory=dict)   # the store's level_json: params, threads, pipeline, ...
+    cost: dict | None = None                    # stats.cost_per_unit (as stored, else computed)
+    contention: dict | None = None              # stats.contention, with "noisy": the reason or None
+    discarded: str | None = None                # why it is out of every figure (noisy, re-measured), or None
 
 
 @dataclass
@@ -178,9 +186,25 @@ class Group:
     database_cpu_pct_median: float | None = None
     bound_by: str | None = None
 
-    # Server CPU (user + system, measured phase) per response, median of the ok repeats; and the figures
-    # relative to the run's reference pair (netarena.reference; None when the run has no calibration).
-    server_cpu_us_per_req_median: float | None = None
+    # Cost per unit of work (stats.cost_per_unit: per request, or per MiB for echo), median of the ok repeats, and
+    # the worst interference a counted repeat saw (stats.contention); see stats.GroupSummary.
+    cost_unit: str | None = None
+    server_cpu_us_median: float | None = None
+    server_cpu_us_cv: float | None = None
+    server_cpu_user_us_median: float | None = None
+    server_cpu_sys_us_median: float | None = None
+    server_ctx_voluntary_median: float | None = None
+    server_ctx_involuntary_median: float | None = None
+    generator_cpu_us_median: float | None = None
+    steal_pct_max: float | None = None
+    server_cpus_others_pct_max: float | None = None
+    generator_cpus_others_pct_max: float | None = None
+    server_wait_share_max: float | None = None
+    generator_wait_share_max: float | None = None
+    discarded: int = 0                  # measurements kept out of the figures (e.g. noisy, re-measured)
+    discarded_reasons: list[str] = field(default_factory=list)
+    # The figures relative to the run's reference pair (netarena.reference; None when the run has no calibration):
+    # throughput, and server_cpu_us_median (HTTP, per request) divided by the reference server's.
     requests_per_s_vs_reference: float | None = None
     server_cpu_per_req_vs_reference: float | None = None
     # Warm-up until steady (suite warmup_until_steady): each ok repeat's warm-up time and whether it settled.
@@ -484,7 +508,9 @@ def load_report(source, run_id: int) -> Report:
         failure_kind=m["failure_kind"], flags=m.get("flags") or [], error=m["error"],
         requests_per_s=m["requests_per_s"], error_rate=m["error_rate"], latency_p99_us=m["latency_p99_us"],
         generator_argv=m.get("generator_argv"), generator=m.get("generator"), monitor=m.get("monitor"),
-        started_at=m["started_at"], level=m.get("level") or {}) for m in rows]
+        started_at=m["started_at"], level=m.get("level") or {}, cost=stats.measurement_cost(m),
+        contention=stats.measurement_contention(m) if m.get("generator") else None,
+        discarded=m.get("discarded")) for m in rows]
     contestants = []
     for c in _rows(db, "SELECT * FROM contestants WHERE run_id=? ORDER BY name", (run_id,)):
         manifest = c.get("manifest") or {}
@@ -514,8 +540,8 @@ def apply_reference(groups: list[Group], reference: dict | None) -> None:
         return
     for g in groups:
         g.requests_per_s_vs_reference = ratio(g.requests_per_s_median, reference["rps"])
-        g.server_cpu_per_req_vs_reference = ratio(g.server_cpu_us_per_req_median,
-                                                  reference["server_cpu_us_per_req"])
+        per_request = g.server_cpu_us_median if g.cost_unit == "request" else None
+        g.server_cpu_per_req_vs_reference = ratio(per_request, reference["server_cpu_us_per_req"])
 
 
 # ----------------------------------------------------------------------------- groups
@@ -531,8 +557,9 @@ def build_groups(rows: list[dict]) -> list[Group]:
     for summary in stats.summarize(rows):
         members = sorted(by_key[(summary.contestant, summary.scenario, summary.level_key)],
                          key=lambda m: m["repeat_index"])
-        ok = [m for m in members if m["status"] == "ok" and m.get("generator")]
-        with_generator = [m for m in members if m.get("generator")]
+        # Discarded measurements (stats.summarize) stay in measurement_ids, never in the figures.
+        ok = [m for m in members if m["status"] == "ok" and m.get("generator") and not m.get("discarded")]
+        with_generator = [m for m in members if m.get("generator") and not m.get("discarded")]
         errors_by_class: dict[str, int] = {}
         for m in with_generator:
             for name, count in ((m["generator"].get("errors") or {}).get("by_class") or {}).items():
@@ -593,8 +620,7 @@ def build_groups(rows: list[dict]) -> list[Group]:
                         for t in (m["generator"].get("thresholds") or [])],
             database_cpu_pct_median=_median([_database_cpu_pct(m) for m in ok]),
             bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
-            server_cpu_us_per_req_median=_median([server_cpu_us_per_req(m["generator"], m.get("monitor"))
-                                                  for m in ok]),
+            **{name: getattr(summary, name) for name in COST_FIELDS},
             warmups=[{"repeat_index": m["repeat_index"], "used_s": m["warmup"]["used_s"],
                       "settled": m["warmup"]["settled"]} for m in ok if m.get("warmup")],
         )
@@ -607,6 +633,14 @@ def build_groups(rows: list[dict]) -> list[Group]:
             group.latency_uncorrected_p99_us = float(uncorrected.get_value_at_percentile(99))
         groups.append(group)
     return groups
+
+
+# The stats.GroupSummary fields a Group takes as they are: cost per unit, contention, discarded measurements.
+COST_FIELDS = ("cost_unit", "server_cpu_us_median", "server_cpu_us_cv", "server_cpu_user_us_median",
+               "server_cpu_sys_us_median", "server_ctx_voluntary_median", "server_ctx_involuntary_median",
+               "generator_cpu_us_median", "steal_pct_max", "server_cpus_others_pct_max",
+               "generator_cpus_others_pct_max", "server_wait_share_max", "generator_wait_share_max",
+               "discarded", "discarded_reasons")
 
 
 # A side (server, database) counts as saturated when its CPUs were at least this busy.
@@ -681,6 +715,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("WARM")
     if stats.FLAG_WARMUP_UNSETTLED in flags:
         out.append("WARMUP")
+    if stats.FLAG_NOISY in flags:
+        out.append("NOISY")
     return out
 
 
@@ -921,7 +957,11 @@ def summary_document(report: Report) -> dict:
         groups.append(data)
     run = to_jsonable(report.run)
     run.pop("environment", None)
+    # Measurements kept out of every figure (noisy, re-measured), counted with why: each group lists its own.
+    discarded = [f"{m.contestant} {m.scenario} {m.level_key} #{m.repeat_index + 1}: {m.discarded}"
+                 for m in report.measurements if m.discarded]
     return {"store": report.store_path, "run": run, "groups": groups,
+            "discarded": {"count": len(discarded), "reasons": discarded},
             "skipped": [to_jsonable(s) for s in report.skipped]}
 
 

@@ -45,7 +45,9 @@ def summary_renderables(report: Report) -> list:
             table.add_column("#", justify="right", no_wrap=True)
             table.add_column("contestant", overflow="fold", min_width=10)
             database = any(g.database_cpu_pct_median is not None for g in groups)
-            for name in (fmt.throughput_unit(scenario), "interval", "p50", "p99", "p99.9", "err", "cpu", "rss",
+            per = fmt.cost_unit(groups[0].cost_unit)
+            for name in (fmt.throughput_unit(scenario), "interval", f"cpu/{per}", "p50", "p99", "p99.9",
+                         "err", "cpu", "rss",
                          *(("db cpu", "bound") if database else ())):
                 table.add_column(name, justify="right", no_wrap=True)
             table.add_column("badges", min_width=6)
@@ -54,7 +56,8 @@ def summary_renderables(report: Report) -> list:
                 used.update(g.badges)
                 table.add_row(
                     rank_text(rank, g, "-"), g.contestant, fmt.rps_short(g.requests_per_s_median),
-                    _range(g.requests_per_s_ci_low, g.requests_per_s_ci_high), fmt.us(g.latency_p50_us),
+                    _range(g.requests_per_s_ci_low, g.requests_per_s_ci_high), fmt.cpu_us(g.server_cpu_us_median),
+                    fmt.us(g.latency_p50_us),
                     fmt.us(g.latency_p99_us), fmt.us(g.latency_p99_9_us), fmt.pct(g.error_rate_median, 1),
                     fmt.cpu_pct(g.server_cpu_capacity_pct_median), fmt.size_bytes(g.server_rss_peak_bytes),
                     *((fmt.cpu_pct(g.database_cpu_pct_median),
@@ -64,6 +67,10 @@ def summary_renderables(report: Report) -> list:
                     fmt.ids(g.measurement_ids))
             out.append(Text(""))
             out.append(table)
+            generator_cost = [f"{g.contestant} {fmt.cpu_us(g.generator_cpu_us_median)}" for g in groups
+                              if g.generator_cpu_us_median is not None]
+            if generator_cost:
+                out.append(Text(f"  generator CPU per {per}: " + " · ".join(generator_cost), style="dim"))
             out += [Text(f"  {find_max_line(g)}") for g in groups if g.find_max is not None]
             out += [Text(f"  {requests_line(g)}") for g in groups if g.requests_asked is not None]
             out += [Text(f"  {sweep_line(g)}") for g in groups if g.sweep is not None]
@@ -72,8 +79,10 @@ def summary_renderables(report: Report) -> list:
         legend = Text("badges: ", style="dim")
         legend.append("; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used))
         out.append(legend)
-    out.append(Text("cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server peak RSS "
-                    "over the repeats", style="dim"))
+    out.append(Text("cpu/req (cpu/MiB for echo) = server CPU time (user + system) per request over the measured "
+                    "phase, median of repeats (it holds when throughput falls to a noisy machine); "
+                    "cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server "
+                    "peak RSS over the repeats", style="dim"))
     if any(g.database_cpu_pct_median is not None for g in report.groups):
         out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
                         f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
@@ -97,6 +106,10 @@ def attention_lines(report: Report) -> list[Text]:
             more = f" (+{len(g.failures) - 1} more failed repeat(s))" if len(g.failures) > 1 else ""
             out.append(Text(f"failed: {g.contestant} {g.scenario} {g.level_key}: {g.failures[0]}{more}",
                             style="bold red"))
+    for g in report.groups:
+        if g.discarded:
+            out.append(Text(f"discarded: {g.contestant} {g.scenario} {g.level_key}: {g.discarded} measurement(s) kept "
+                            f"out of the figures: {'; '.join(g.discarded_reasons)}"))
     for g in report.groups:
         for t in g.thresholds:
             if not t.get("pass"):
@@ -135,7 +148,7 @@ def _calibration(report: Report) -> list:
         table.add_column(name, justify=justify, overflow="fold")
     for g in sorted(relative, key=rank_key):
         table.add_row(g.contestant, g.scenario, g.level_key, fmt.times_reference(g.requests_per_s_vs_reference),
-                      fmt.us_per_req(g.server_cpu_us_per_req_median),
+                      fmt.cpu_us(g.server_cpu_us_median),
                       fmt.times_reference(g.server_cpu_per_req_vs_reference))
     return [*out, Text(""), table]
 
