@@ -27,7 +27,7 @@ connections = [4]
 """
 
 
-def run_suite(tmp_path, cache_dir, contestants, precision="15%", repeat_max=6, budget=""):
+def run_suite(tmp_path, cache_dir, contestants, precision="30%", repeat_max=6, budget=""):
     path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(contestants), precision=precision,
                                                              repeat_max=repeat_max, budget=budget))
     results = tmp_path / "results"
@@ -44,8 +44,8 @@ def test_narrow_spread_stops_at_the_minimum_and_wide_spread_runs_to_the_repeat_b
     assert all(r["status"] == "ok" for r in rows), [tuple(r) for r in rows]
     steady = [r["repeat_index"] for r in rows if r["contestant"] == "fx-steady"]
     jitter = [r["repeat_index"] for r in rows if r["contestant"] == "fx-jitter"]
-    assert steady == [0, 1, 2]  # within ±15% after the minimum: no further round
-    assert jitter == [0, 1, 2, 3, 4, 5]  # never within ±15%: measured up to repeat_max
+    assert steady == [0, 1, 2]  # within ±30% after the minimum (a steady 50 ms per response: only a starved host moves it that far)
+    assert jitter == [0, 1, 2, 3, 4, 5]  # never within ±30% (each start draws 5-100 ms): measured up to repeat_max
     # the minimum rounds are interleaved (A B A B A B), the extra rounds hold only the imprecise group
     assert [r["contestant"] for r in rows[:6]] == ["fx-steady", "fx-jitter"] * 3
     report = load_report(results, 1)
