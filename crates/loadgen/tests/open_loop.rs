@@ -1090,23 +1090,28 @@ fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
     );
     // Most of the CPU it got went to those turns (wall time of turns that only polled): on an idle
     // machine that is most of its second; on a busy one the thread gets less CPU (others' work
-    // takes turns with it), and spins for most of what it gets ...
+    // takes turns with it), and spins for most of what it gets. Only while it is ahead of its
+    // schedule, though: a thread behind it (a machine too busy to give it a CPU when due: 972 of
+    // 1000 sends late was seen here at load 11) sends at once and never polls. So the bar is
+    // scaled by the share of sends it was early for, from its own figures ...
     let full_wait = f(&spinning["open_loop"]["spin_wait_s"]);
     let spin_cpu_s = spin_cpu.as_secs_f64();
+    let early_share =
+        early_sends(&spinning) as f64 / u(&spinning["open_loop"]["started"]).max(1) as f64;
     assert!(
-        full_wait >= 0.5 * spin_cpu_s,
-        "spin-wait {full_wait} s of {spin_cpu_s} s CPU\n{:#}",
+        full_wait >= 0.5 * spin_cpu_s * early_share,
+        "spin-wait {full_wait} s of {spin_cpu_s} s CPU, early for {early_share} of the sends\n{:#}",
         spinning["open_loop"]
     );
     // ... which is not work: the thread's busy time, waits for a CPU aside (those count as busy, a
-    // generator starved of CPU is one), stays under half the CPU it used. Counted as work, the
-    // polling would make it all of that CPU.
+    // generator starved of CPU is one), stays under half the CPU it used (scaled alike). Counted
+    // as work, the polling would make it all of that CPU.
     let gen = &spinning["generator"];
     let busy = f(&gen["busy_fraction_max"]);
     let cpu_wait = f(&gen["run_delay_fraction_max"]);
     let work_s = (busy - cpu_wait) * f(&spinning["duration_s"]);
     assert!(
-        work_s < 0.5 * spin_cpu_s,
+        work_s < (1.0 - 0.5 * early_share) * spin_cpu_s,
         "busy {busy} (waiting for a CPU {cpu_wait}): {work_s} s of work, spin-wait \
          left out, against {spin_cpu_s} s of CPU"
     );
