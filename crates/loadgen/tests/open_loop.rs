@@ -370,9 +370,11 @@ fn a_freezing_server_shows_in_corrected_latency_only() {
     assert!(u(&corrected["p99_us"]) >= 500_000, "{corrected:#}");
     assert!(u(&corrected["p99_9_us"]) >= 500_000, "{corrected:#}");
     // Only the 4 requests on the wire when it froze saw the stall from their actual send: they
-    // are there (max), but below the uncorrected p99.9, which stays far below the backlog's
-    // wait (a quarter of the stall: a busy machine's scheduling delays are tens of ms, not 250).
-    assert!(u(&uncorrected["p99_9_us"]) < 250_000, "{uncorrected:#}");
+    // are there (max), but fewer than the 0.1% the uncorrected p99.9 ignores, so it stays below
+    // half the stall. The bar is the stall's, not this machine's: what a slow or busy machine
+    // adds to a request's time from its send (scheduling delays, CPU quota periods) is a
+    // fraction of it, and the backlog's wait, which is of the stall's length, is left out.
+    assert!(u(&uncorrected["p99_9_us"]) < 500_000, "{uncorrected:#}");
     assert!(u(&uncorrected["max_us"]) >= 500_000, "{uncorrected:#}");
     // The sends held back by the stall were late, and the result says the schedule was not kept.
     assert!(u(&ol["late"]) > 1000, "{ol:#}");
@@ -926,9 +928,10 @@ fn steps_and_find_max_land_near_a_known_capacity() {
     // Above capacity the server answers at most ~CAPACITY/s and corrected latency climbs: the
     // queue of a 1.5x overload grows by 1000 requests in the step, half a second of the server's
     // work, on any machine (a slower one only queues more). At half the capacity nothing queues.
+    // Compared as a difference, not a ratio: what a slow or busy machine adds to every step's
+    // p99 (its own delays) is not the queue's, and it adds to both steps.
     assert!(tput[2] < 1.1 * CAPACITY, "{tput:?}");
-    assert!(p99[2] > 200_000, "{p99:?}");
-    assert!(p99[0] < p99[2] / 4, "{p99:?}");
+    assert!(p99[2] > p99[0] + 200_000, "{p99:?}");
     assert!(doc["open_loop"]["asked_rate_per_s"].is_null());
 }
 
@@ -1059,36 +1062,56 @@ fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
     assert_eq!(u(&sleeping["open_loop"]["spin_us"]), 20);
     assert_eq!(u(&spinning["open_loop"]["spin_us"]), 2000);
     for doc in [&sleeping, &spinning] {
+        // The whole schedule went out and was answered, however late a slow machine sent it:
+        // 1000 arrivals in the second, none dropped (that takes --timeout of lag), each answered.
+        let ol = &doc["open_loop"];
         assert_eq!(u(&doc["totals"]["errors"]), 0);
-        assert!(u(&doc["totals"]["requests"]) >= 990, "{:#}", doc["totals"]);
+        assert!((999..=1001).contains(&u(&ol["intended"])), "{ol:#}");
+        assert_eq!(u(&ol["dropped"]), 0, "{ol:#}");
+        assert_eq!(u(&doc["totals"]["requests"]), u(&ol["started"]), "{ol:#}");
     }
     // The spinning run really busy-polls: its open-loop thread never sleeps in the kernel between
-    // sends, while the sleeping one sleeps before each of its ~1000 sends. Counted in voluntary
-    // context switches, not CPU (a busy machine gives a spinning thread what it can spare). The
-    // other threads (main, the setup) switch a few dozen times; 500 sleeps separate the two runs.
+    // sends, while the sleeping one sleeps before each send it is early for (all but the late
+    // ones, which a thread behind its schedule sends at once). Counted in voluntary context
+    // switches, not CPU (a busy machine gives a spinning thread what it can spare), against each
+    // run's own figures: the other threads (main, the setup) switch a few dozen times, far fewer
+    // than the sends.
+    let early_sends = |doc: &Value| u(&doc["open_loop"]["started"]) - u(&doc["open_loop"]["late"]);
     assert!(
-        sleep_switches >= 500 && spin_switches < sleep_switches / 2,
-        "voluntary switches: sleeping {sleep_switches}, spinning {spin_switches}"
+        sleep_switches >= early_sends(&sleeping) / 2,
+        "sleeping: {sleep_switches} voluntary switches for {} sends on time\n{:#}",
+        early_sends(&sleeping),
+        sleeping["open_loop"]
+    );
+    assert!(
+        spin_switches < u(&spinning["open_loop"]["started"]) / 4,
+        "spinning: {spin_switches} voluntary switches\n{:#}",
+        spinning["open_loop"]
     );
     // Most of the CPU it got went to those turns (wall time of turns that only polled): on an idle
     // machine that is most of its second; on a busy one the thread gets less CPU (others' work
-    // takes turns with it), and spins for most of what it gets ...
+    // takes turns with it), and spins for most of what it gets. Only while it is ahead of its
+    // schedule, though: a thread behind it (a machine too busy to give it a CPU when due: 972 of
+    // 1000 sends late was seen here at load 11) sends at once and never polls. So the bar is
+    // scaled by the share of sends it was early for, from its own figures ...
     let full_wait = f(&spinning["open_loop"]["spin_wait_s"]);
     let spin_cpu_s = spin_cpu.as_secs_f64();
+    let early_share =
+        early_sends(&spinning) as f64 / u(&spinning["open_loop"]["started"]).max(1) as f64;
     assert!(
-        full_wait >= 0.5 * spin_cpu_s,
-        "spin-wait {full_wait} s of {spin_cpu_s} s CPU\n{:#}",
+        full_wait >= 0.5 * spin_cpu_s * early_share,
+        "spin-wait {full_wait} s of {spin_cpu_s} s CPU, early for {early_share} of the sends\n{:#}",
         spinning["open_loop"]
     );
     // ... which is not work: the thread's busy time, waits for a CPU aside (those count as busy, a
-    // generator starved of CPU is one), stays under half the CPU it used. Counted as work, the
-    // polling would make it all of that CPU.
+    // generator starved of CPU is one), stays under half the CPU it used (scaled alike). Counted
+    // as work, the polling would make it all of that CPU.
     let gen = &spinning["generator"];
     let busy = f(&gen["busy_fraction_max"]);
     let cpu_wait = f(&gen["run_delay_fraction_max"]);
     let work_s = (busy - cpu_wait) * f(&spinning["duration_s"]);
     assert!(
-        work_s < 0.5 * spin_cpu_s,
+        work_s < (1.0 - 0.5 * early_share) * spin_cpu_s,
         "busy {busy} (waiting for a CPU {cpu_wait}): {work_s} s of work, spin-wait \
          left out, against {spin_cpu_s} s of CPU"
     );
@@ -1108,14 +1131,18 @@ fn spin_us_busy_polls_for_the_next_send_without_looking_saturated() {
     // A window shorter than the gap: the timer wakes the thread 400 µs before each send and it
     // polls from there, so part of the second is spin-wait (about 40% on an idle machine, less
     // when the timer wakes it late) and less than an always-open window's. A thread woken at the
-    // send time itself would show none: 50 ms is 50 µs a send, far below any timer's lag.
+    // send time itself would show what the 20 µs window shows (next to nothing): with the same
+    // timer, a window 20 times wider polls for more than twice as long, whatever the machine's
+    // speed (what it loses to the timer's lag, the 20 µs window loses too).
     let mut part_args = base.to_vec();
     part_args.extend(["--spin-us", "400"]);
     let part = run_load(&part_args, LIMIT).json();
     let part_wait = f(&part["open_loop"]["spin_wait_s"]);
+    let sleep_wait = f(&sleeping["open_loop"]["spin_wait_s"]);
     assert!(
-        0.05 <= part_wait && part_wait < full_wait,
-        "spin-wait {part_wait} s with a 400 µs window at 1000/s ({full_wait} s always spinning)\n{:#}",
+        part_wait > 0.0 && part_wait > 2.0 * sleep_wait && part_wait < full_wait,
+        "spin-wait {part_wait} s with a 400 µs window at 1000/s ({full_wait} s always spinning, \
+         {sleep_wait} s with 20 µs)\n{:#}",
         part["open_loop"]
     );
 }

@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    echo_server, free_port, hello_server, io_args, run_load, spawn_load, validate_against_schema,
-    EchoFault, LoadRun,
+    echo_server, free_port, hello_server, http_server, io_args, loopback_listener, run_load,
+    spawn_load, validate_against_schema, wait_until, After, EchoFault, LoadRun,
 };
 use serde_json::Value;
 
@@ -18,6 +18,10 @@ const LIMIT: Duration = Duration::from_secs(60);
 const EXIT_USAGE: i32 = 2;
 const EXIT_THRESHOLD_FAILED: i32 = 99;
 const EXIT_INTERRUPTED: i32 = 105;
+/// The interrupted runs ask for 10 s and get their signal after measuring for 1 s or 5 s.
+const TEN_S: Duration = Duration::from_secs(10);
+const HALFWAY: Duration = Duration::from_secs(5);
+const ONE_S: Duration = Duration::from_secs(1);
 
 /// The result of a run that ended with `code`: printed in full and valid against the schema.
 fn judged(run: &LoadRun, code: i32) -> Value {
@@ -193,16 +197,27 @@ fn an_echo_flood_against_a_refused_port_fails_errors_eq_0() {
     );
 }
 
-/// The first SIGINT `after` into the run; returns the finished run (the process must end by itself).
-fn interrupt_after(args: &[&str], after: Duration) -> LoadRun {
+/// The run, interrupted by its first SIGINT once it has measured for `measured_for`: sent once
+/// `working` says the generator is at work (the server saw its traffic, so its signal thread is
+/// installed and the measured phase has begun), then `measured_for` later. Returns the finished run
+/// (the process must end by itself).
+fn interrupt_after(
+    args: &[&str],
+    working: impl FnMut() -> bool,
+    measured_for: Duration,
+) -> LoadRun {
     let running = spawn_load(args);
-    std::thread::sleep(after);
+    wait_until("the generator's first traffic", LIMIT, working);
+    std::thread::sleep(measured_for);
     running.signal(libc::SIGINT);
     running.finish(LIMIT)
 }
 
-/// The document of an interrupted run: exit 105, valid, marked, measured for `range` seconds.
-fn interrupted_doc(run: &LoadRun, range: std::ops::RangeInclusive<f64>) -> Value {
+/// The document of an interrupted run: exit 105, valid, marked, and measured from at least
+/// `measured_for` (the time between its first traffic and the signal) to less than the `asked`
+/// duration: the signal, not the clock, ended it. Speed plays no part: a slower machine only
+/// takes longer to notice the signal, and `asked` is far above `measured_for`.
+fn interrupted_doc(run: &LoadRun, measured_for: Duration, asked: Duration) -> Value {
     let doc = judged(run, EXIT_INTERRUPTED);
     // Under NETARENA_LOAD_TEST_IO the closed-loop http runs are that engine's; without --io, auto.
     assert_eq!(
@@ -214,8 +229,8 @@ fn interrupted_doc(run: &LoadRun, range: std::ops::RangeInclusive<f64>) -> Value
     assert_eq!(doc["interrupted"], true, "{}", run.describe());
     let d = doc["duration_s"].as_f64().unwrap();
     assert!(
-        range.contains(&d),
-        "duration_s {d} outside {range:?}\n{}",
+        measured_for.as_secs_f64() <= d && d < asked.as_secs_f64(),
+        "duration_s {d}: measured for {measured_for:?} before the signal, {asked:?} asked\n{}",
         run.describe()
     );
     assert!(run.stderr.contains("SIGINT"), "{}", run.describe());
@@ -227,6 +242,7 @@ fn sigint_halfway_through_a_10s_run_prints_what_was_measured() {
     let server = hello_server();
     let url = server.url("/hello");
     let connections = 2;
+    let working = || server.stats.requests() > 0;
     let run = interrupt_after(
         &[
             "http",
@@ -237,11 +253,10 @@ fn sigint_halfway_through_a_10s_run_prints_what_was_measured() {
             "10s",
             "--json",
         ],
-        Duration::from_secs(5),
+        working,
+        HALFWAY,
     );
-    // Ended about halfway (generous margins: a busy machine delays the start and the signal).
-    let doc = interrupted_doc(&run, 3.0..=8.0);
-    assert!(run.wall < Duration::from_secs(9), "{}", run.describe());
+    let doc = interrupted_doc(&run, HALFWAY, TEN_S);
     let responses = doc["totals"]["responses"].as_u64().unwrap();
     let seen = server.stats.requests();
     // Every request the server read was answered and counted, except those still in flight when
@@ -259,9 +274,11 @@ fn sigint_halfway_through_a_10s_run_prints_what_was_measured() {
     assert_eq!(doc["errors"]["total"], 0, "{doc:#}");
 
     // The human summary says so too.
+    let served_before = server.stats.requests();
     let run = interrupt_after(
         &["http", &url, "-c", "1", "-d", "10s"],
-        Duration::from_secs(1),
+        || server.stats.requests() > served_before,
+        Duration::ZERO,
     );
     assert_eq!(run.code, EXIT_INTERRUPTED, "{}", run.describe());
     assert!(run.stdout.contains("INTERRUPTED"), "{}", run.describe());
@@ -275,9 +292,10 @@ fn sigint_ends_the_open_loop_and_the_echo_flood_too() {
         &[
             "http", &url, "-c", "2", "--rate", "200", "-d", "10s", "--json",
         ],
-        Duration::from_millis(1500),
+        || server.stats.requests() > 0,
+        ONE_S,
     );
-    let doc = interrupted_doc(&run, 0.5..=6.0);
+    let doc = interrupted_doc(&run, ONE_S, TEN_S);
     // The schedule ended with the signal: the achieved rate is over the part that ran, not
     // diluted over the 10 s asked.
     let ol = &doc["open_loop"];
@@ -295,19 +313,20 @@ fn sigint_ends_the_open_loop_and_the_echo_flood_too() {
     let target = echo.host_port();
     let run = interrupt_after(
         &["echo", &target, "-c", "2", "-d", "10s", "--json"],
-        Duration::from_millis(1500),
+        || echo.stats.echoed_bytes() > 0,
+        ONE_S,
     );
-    let doc = interrupted_doc(&run, 0.5..=6.0);
+    let doc = interrupted_doc(&run, ONE_S, TEN_S);
     assert!(doc["echo"]["verified_bytes"].as_u64() > Some(0), "{doc:#}");
 }
 
 #[test]
 fn a_second_sigint_exits_at_once() {
-    // A listener that never accepts: connects complete in its backlog, requests are never answered,
-    // so after the first signal the open loop's drain would wait for them up to --timeout (60 s).
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/", silent.local_addr().unwrap());
-    let running = spawn_load(&[
+    // A server that reads each request and never answers, so after the first signal the open
+    // loop's drain would wait for them up to --timeout (60 s).
+    let silent = http_server(loopback_listener(), None, |_, _, _, _| Ok(After::Hold));
+    let url = silent.url("/");
+    let mut running = spawn_load(&[
         "http",
         &url,
         "-c",
@@ -320,9 +339,14 @@ fn a_second_sigint_exits_at_once() {
         "60s",
         "--json",
     ]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // The first signal once the generator is at work (its signal thread installed, requests out),
+    // the second once it has taken the first: it says so on stderr before it marks the stop, and
+    // only then looks for the next signal.
+    wait_until("a request at the silent server", LIMIT, || {
+        silent.stats.requests() > 0
+    });
     running.signal(libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(500));
+    running.wait_for_stderr("SIGINT: ending the measured phase", LIMIT);
     let second = std::time::Instant::now();
     running.signal(libc::SIGINT);
     let run = running.finish(LIMIT);

@@ -1322,7 +1322,7 @@ mod tests {
     #[test]
     fn the_largest_ring_can_be_set_up() {
         if let IoSupport::Unavailable(why) = support() {
-            eprintln!("SKIPPED: io_uring is not usable here ({why})");
+            crate::sys::feature_missing(&format!("io_uring is not usable here ({why})"));
             return;
         }
         build_ring(MAX_SQ_ENTRIES as u32).expect("a ring of MAX_SQ_ENTRIES");
@@ -1386,12 +1386,12 @@ mod tests {
     #[test]
     fn recycled_buffers_are_reused_first_where_the_kernel_takes_them_only_inside_enter() {
         if let IoSupport::Unavailable(why) = support() {
-            eprintln!("SKIPPED: io_uring is not usable here ({why})");
+            crate::sys::feature_missing(&format!("io_uring is not usable here ({why})"));
             return;
         }
         let (mut ring, task_run) = build_ring(8).unwrap();
         if task_run != TaskRun::InsideEnter {
-            eprintln!("SKIPPED: this kernel has no DEFER_TASKRUN");
+            crate::sys::feature_missing("this kernel has no DEFER_TASKRUN");
             return;
         }
         let mut bufs = BufRing::new(&ring, 64, HTTP_RECV_BUF_BYTES, task_run).unwrap();
@@ -1420,7 +1420,9 @@ mod tests {
         if !matches!(kernel_version(), Some(v) if v >= (6, 8))
             || !matches!(support(), IoSupport::Full | IoSupport::NoMinWait)
         {
-            eprintln!("SKIPPED: no IORING_REGISTER_PBUF_STATUS (Linux 6.8+) or no io_uring here");
+            crate::sys::feature_missing(
+                "no IORING_REGISTER_PBUF_STATUS (Linux 6.8+) or no io_uring here",
+            );
             return;
         }
         let (ring, task_run) = build_ring(8).unwrap();

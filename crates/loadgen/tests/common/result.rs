@@ -177,4 +177,19 @@ impl Result {
             self.context
         );
     }
+
+    /// The echo probe (`--probe-interval`) repeated and kept its interval: no catch-up burst, so at
+    /// most one probe per interval of the measured phase (plus the one at its start), and more
+    /// than one. Derived from the document's own duration, not from a rate this machine must
+    /// reach: a probe slower than its interval delays the next one, which only lowers the count.
+    pub fn assert_probes_kept_their_interval(&self) {
+        let interval_s = self.f64("/echo/probe/interval_s");
+        let duration_s = self.f64("/duration_s");
+        let attempts = self.u64("/echo/probe/attempts");
+        assert!(
+            2 <= attempts && attempts as f64 <= duration_s / interval_s + 1.0,
+            "{attempts} probes every {interval_s} s in {duration_s} s\n{}",
+            self.context
+        );
+    }
 }

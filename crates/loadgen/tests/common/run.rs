@@ -5,6 +5,7 @@
 
 use std::io::Read;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -142,6 +143,20 @@ pub fn feature_missing(what: &str) {
     eprintln!("SKIPPED: {what}");
 }
 
+/// Waits for `cond` to hold, looking every 10 ms; fails the test naming `what` if it does not within
+/// `limit`. For waiting on what a process did (a request served, a line printed) instead of
+/// sleeping for a time a slower machine might need more of: `limit` only bounds a hang.
+pub fn wait_until(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !cond() {
+        assert!(
+            started.elapsed() < limit,
+            "waited {limit:?} for {what}, in vain"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// Runs the real binary; kills it and fails the test if it is still running after `limit`.
 pub fn run_load(args: &[&str], limit: Duration) -> LoadRun {
     spawn_load(args).finish(limit)
@@ -153,8 +168,13 @@ pub struct RunningLoad {
     child: std::process::Child,
     args: Vec<String>,
     started: Instant,
-    out_reader: thread::JoinHandle<String>,
-    err_reader: thread::JoinHandle<String>,
+    /// The pipe readers: taken by `finish` (None after it).
+    out_reader: Option<thread::JoinHandle<String>>,
+    /// Everything printed on stderr so far, appended as it arrives (`wait_for_stderr` looks in it).
+    stderr: Arc<Mutex<Vec<u8>>>,
+    err_reader: Option<thread::JoinHandle<()>>,
+    /// Reaped by `finish`: a run dropped unfinished (a test failed while it ran) is killed.
+    reaped: bool,
 }
 
 /// Starts the real binary (with `io_args`) and returns at once.
@@ -185,17 +205,22 @@ pub fn spawn_load_with(args: &[&str], setup: impl FnOnce(&mut Command)) -> Runni
         let _ = out_pipe.read_to_string(&mut s);
         s
     });
+    let stderr = Arc::new(Mutex::new(Vec::new()));
+    let err_sink = stderr.clone();
     let err_reader = thread::spawn(move || {
-        let mut s = String::new();
-        let _ = err_pipe.read_to_string(&mut s);
-        s
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = err_pipe.read(&mut buf) {
+            err_sink.lock().unwrap().extend_from_slice(&buf[..n]);
+        }
     });
     RunningLoad {
         child,
         args,
         started,
-        out_reader,
-        err_reader,
+        out_reader: Some(out_reader),
+        stderr,
+        err_reader: Some(err_reader),
+        reaped: false,
     }
 }
 
@@ -210,6 +235,28 @@ impl RunningLoad {
         assert_eq!(unsafe { libc::kill(self.pid(), sig) }, 0, "kill({sig})");
     }
 
+    fn stderr_so_far(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until the generator has printed `needle` on stderr; fails the test if it has not after
+    /// `limit` (or exits first: then it never will).
+    pub fn wait_for_stderr(&mut self, needle: &str, limit: Duration) {
+        wait_until(&format!("{needle:?} on stderr"), limit, || {
+            if self.stderr_so_far().contains(needle) {
+                return true;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "netarena-load {} exited ({status}) without printing {needle:?}\n--- stderr ---\n{}",
+                    self.args.join(" "),
+                    self.stderr_so_far()
+                );
+            }
+            false
+        });
+    }
+
     /// Waits for the exit; kills it and fails the test if it is still running `limit` after its start.
     pub fn finish(mut self, limit: Duration) -> LoadRun {
         let status = loop {
@@ -219,8 +266,8 @@ impl RunningLoad {
             if self.started.elapsed() > limit {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                let stdout = self.out_reader.join().unwrap_or_default();
-                let stderr = self.err_reader.join().unwrap_or_default();
+                self.reaped = true;
+                let (stdout, stderr) = self.output();
                 panic!(
                     "netarena-load {} did not finish within {limit:?}; killed\n--- stdout ---\n{stdout}\n--- stderr ---\n{stderr}",
                     self.args.join(" ")
@@ -228,13 +275,37 @@ impl RunningLoad {
             }
             thread::sleep(Duration::from_millis(10));
         };
+        self.reaped = true;
         let wall = self.started.elapsed();
+        let (stdout, stderr) = self.output();
         LoadRun {
-            args: self.args,
+            args: std::mem::take(&mut self.args),
             code: status.code().unwrap_or(-1),
-            stdout: self.out_reader.join().unwrap_or_default(),
-            stderr: self.err_reader.join().unwrap_or_default(),
+            stdout,
+            stderr,
             wall,
+        }
+    }
+
+    /// Everything the exited process printed: (stdout, stderr), once its pipes are drained.
+    fn output(&mut self) -> (String, String) {
+        let stdout = self
+            .out_reader
+            .take()
+            .and_then(|r| r.join().ok())
+            .unwrap_or_default();
+        if let Some(r) = self.err_reader.take() {
+            let _ = r.join();
+        }
+        (stdout, self.stderr_so_far())
+    }
+}
+
+impl Drop for RunningLoad {
+    fn drop(&mut self) {
+        if !self.reaped {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
         }
     }
 }
