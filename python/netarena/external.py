@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import psutil
 
 from .backend import RealBackend, conclude, failed, timeouts
-from .config import SCENARIOS, Request, Start, Strict, Threads, Workers
+from .config import SCENARIOS, Install, Request, Start, Strict, Threads, Workers
 from .errors import ConfigError, did_you_mean
 from .process import available_cpus
 from .scenarios import Verification, load_spec, request_load_spec, verify, verify_request
@@ -36,7 +36,8 @@ FIRST_CHECK_TIMEOUT_S = 5.0
 
 class ExternalManifest(Strict):
     """What is stored as the external server's manifest (contestants.manifest_json): enough for the reports,
-    and the `start`/`workers`/`threads`/`unsupported` a contestant's plan reads, at their neutral defaults."""
+    and what a contestant's plan reads (`start`, `workers`, `threads`, `unsupported`, `install`'s optional
+    parts, `serves_from_static_set`), at their neutral defaults: netarena installs and serves nothing for it."""
 
     name: str
     display_name: str
@@ -55,6 +56,8 @@ class ExternalManifest(Strict):
     start: Start = Start()
     workers: Workers = Workers(supported=False, how="an external server runs as it was started")
     threads: Threads = Threads()
+    install: Install = Install()
+    serves_from_static_set: list[str] = []
 
 
 @dataclass
@@ -254,7 +257,7 @@ class ExternalBackend(RealBackend):
 
     name = "external"
 
-    def prepare(self, server: ExternalServer, allow_apt: bool, say) -> dict:
+    def prepare(self, server: ExternalServer, allow_apt: bool, say, parts=()) -> dict:
         return server.describe()
 
     def measure(self, req, progress=lambda text: None) -> dict:
