@@ -71,6 +71,7 @@ def reference_pair(generator: Path, server_cpus: list[int], generator_cpus: list
         not_ready = server.wait_port(port, REFERENCE_READY_S)
         if not_ready:
             return {"error": f"reference server: {not_ready}"}
+        # --quiet: the one load netarena runs quietly (tests/fixtures/broken_generator.sh tells it by that).
         argv = generator_argv(generator, "http", f"http://127.0.0.1:{port}/hello",
                               ["-c", str(REFERENCE_CONNECTIONS), "-t", "1", "--expect-status", "200", "--quiet"],
                               warmup_s=0, duration_s=REFERENCE_DURATION_S, timeout_s=REFERENCE_TIMEOUT_S,
