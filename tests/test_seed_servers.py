@@ -177,10 +177,10 @@ threads = [threading.Thread(target=first_request) for _ in range(32)]
 for t in threads: t.start()
 for t in threads: t.join()
 parent = set(seen)
+parent_client = sync_docs_collection().database.client  # held, so the child cannot reuse its address
 pid = os.fork()
 if pid == 0:  # a worker forked after the parent made its client gets a client of its own
-    child = id(sync_docs_collection().database.client)
-    os._exit(0 if child not in parent else 3)
+    os._exit(0 if sync_docs_collection().database.client is not parent_client else 3)
 _, status = os.waitpid(pid, 0)
 print(json.dumps({"clients": len(parent), "calls": len(seen), "errors": errors,
                   "child_exit": os.waitstatus_to_exitcode(status)}))
