@@ -48,7 +48,6 @@ def significance_rule(confidence: float = DEFAULT_CONFIDENCE) -> str:
             "ok repeats each")
 
 
-SIGNIFICANCE_RULE = significance_rule()
 
 
 def bootstrap_ratio_interval(a_values: list[float], b_values: list[float], confidence: float = DEFAULT_CONFIDENCE,
