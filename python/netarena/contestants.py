@@ -25,11 +25,13 @@ INSTALL_TIMEOUT_S = 1800  # pip builds from source (uwsgi ~30 s), cargo/go build
 # What older versions wrote into a contestant's folder after its install steps; nothing is written there now
 # (the cache's steps.stamp says it all), but a checkout may still hold one: never hashed.
 INSTALL_MARKER = ".netarena-installed"
-# Rough first-install times by language, for the run's estimate when this cache has no time of its own for a
-# contestant (install-time.json, written by each install that did work): from one fresh 2-core machine, the
-# optional parts ([install.optional]) not included.
-DEFAULT_INSTALL_S = {"rust": 180.0, "python": 60.0, "scala": 120.0, "java": 90.0, "go": 80.0, "javascript": 30.0,
-                     "erlang": 20.0, "ruby": 30.0, "c": 10.0}
+# First-install times by language, for the run's estimate when this cache has no time of its own for a contestant
+# (install-time.json, written by each install that did work), optional parts ([install.optional]) not included:
+# each language's mean in the quick suite's first run on a fresh 2-core machine (empty caches, 2 installs at a
+# time; 2026-11-28: Python 4-32 s, mean 10; Go 7-65 s, mean 39; rust-hyper 19 s; play-scala 42 s; java-netty
+# 12 s; Node 2-4 s), times 1.5 for slower hosts. The whole phase was 3 min 29 s; these give an estimate of about 5 min.
+DEFAULT_INSTALL_S = {"rust": 30.0, "python": 15.0, "scala": 65.0, "java": 20.0, "go": 60.0, "javascript": 5.0,
+                     "erlang": 5.0, "ruby": 10.0, "c": 5.0}
 DEFAULT_INSTALL_PART_S = 120.0  # an optional part (a database driver) without a time of its own
 # Build tools whose shared cache two builds must not write at once: their steps hold a lock named after the
 # tool while they run, also when installs run concurrently. Cargo, Go, npm and pip lock (or do not share)
