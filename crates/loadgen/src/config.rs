@@ -9,7 +9,7 @@ pub use crate::cli::{Coalesce, IoBackend, IoChoice};
 use crate::http::urls::{Requests, UrlOrder};
 use crate::http::{self, Expectation};
 use crate::parse::{parse_cpu_list, parse_ip_list};
-use crate::schedule::{self, Arrival, Slo};
+use crate::load::schedule::{self, Arrival, Slo};
 use crate::target::{self, HttpUrl};
 use crate::threshold::{self, Threshold};
 

@@ -9,7 +9,7 @@
 //! (the document, the human summary, the thresholds).
 //!
 //! Layers, each importing only from those below it: `result` → `load` → `io` → `exchange` → `http`
-//! → the base modules (`calibrate`, `cli`, `config`, `error`, `limits`, `parse`, `progress`, `schedule`,
+//! → the base modules (`calibrate`, `cli`, `config`, `error`, `limits`, `parse`, `progress`,
 //! `signals`, `stats`, `sys`, `target`, `threshold`). The contract with the outside world is
 //! `docs/load-generator.md` and its JSON Schema.
 
@@ -25,7 +25,6 @@ pub mod load;
 pub mod parse;
 pub mod progress;
 pub mod result;
-pub mod schedule;
 pub mod signals;
 pub mod stats;
 pub mod sys;

@@ -11,6 +11,4 @@ pub mod open_io;
 pub mod page;
 pub mod uring;
 pub mod uring_echo;
-pub mod uring_open;
-pub mod window_trial;
 pub mod worker;

@@ -9,7 +9,7 @@
 //!
 //! The schedule is written once, for either engine: how bytes move (connect, send, receive, close,
 //! wait until a time or an event) is `io::open_io::OpenIo`, with an epoll backend (mio + a timerfd,
-//! `EpollOpen`) and an io_uring one (`io::uring_open::UringOpen`). `Worker` is generic over it, so
+//! `EpollOpen`) and an io_uring one (`io::uring::open::UringOpen`). `Worker` is generic over it, so
 //! phases, backlog, dispatch, drain, sweep and accounting cannot differ between engines.
 //!
 //! Per thread: a long-lived worker opens its connections once, then runs the phases the main
@@ -31,12 +31,12 @@ use hdrhistogram::Histogram;
 use crate::config::{IoBackend, LoadKind, SpinWindow};
 use crate::exchange::{Exchange, ExchangeConn, Outcome};
 use crate::io::open_io::{EpollOpen, IoEvent, OpenIo};
-use crate::io::uring_open::UringOpen;
+use crate::io::uring::open::UringOpen;
 use crate::io::worker::{
     back_off, sweep_action, Phase, SweepAction, ThreadConns, ThreadSummary, WorkerResult,
     SWEEP_INTERVAL,
 };
-use crate::schedule::{Arrival, Rng, Schedule};
+use crate::load::schedule::{Arrival, Rng, Schedule};
 use crate::stats::{self, ErrorClass, ThreadStats};
 use crate::sys;
 

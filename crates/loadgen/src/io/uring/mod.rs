@@ -1,5 +1,5 @@
 //! `--io uring`: the HTTP closed loop and the echo flood on io_uring instead of epoll (Linux 6.0+),
-//! and the ring plumbing the open loop's io_uring backend (`uring_open`) shares with them: the
+//! and the ring plumbing the open loop's io_uring backend (`open`) shares with them: the
 //! ring, the provided-buffer ring, `user_data` with generations, the registered file table, the
 //! error each failed completion is, and the cancellation at the end.
 //!
@@ -25,7 +25,7 @@
 //!   (io_uring min-wait, 6.12+): the biggest saving measured, but it makes arrivals burstier and adds
 //!   up to the window to a response's measured latency. So it is opt-in; `auto` keeps the window at
 //!   5% of the fastest recent latency (see `auto_window_us`), and uses it only while a trial of its
-//!   CPU cost per response shows it saves (`window_trial`); the largest window used is reported
+//!   CPU cost per response shows it saves (`window`); the largest window used is reported
 //!   (`generator.batch_wait_max_us`) as the bound on what it added, and the share of the time it
 //!   was used (`generator.batch_wait_share`).
 //!
@@ -53,7 +53,7 @@ use crate::config::{Coalesce, HttpConfig, IoSupport};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::io::http;
 use crate::io::page::PageBuf;
-use crate::io::window_trial::WindowTrial;
+use crate::io::uring::window::WindowTrial;
 // The same ramp, back-off and time-keeping as the epoll engine (see io/worker.rs for the reasons).
 use crate::io::worker::{
     after_failure, connect_failed, connection_finished, new_tcp_socket, ramp_room, sweep_action,
@@ -62,6 +62,9 @@ use crate::io::worker::{
 };
 use crate::stats::{ErrorClass, ThreadStats};
 use crate::sys;
+
+pub mod open;
+pub mod window;
 
 /// Bytes per provided receive buffer for HTTP. A response larger than this simply arrives in
 /// several completions; 16 KiB keeps big bodies at few completions without much memory per thread.
