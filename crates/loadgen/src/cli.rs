@@ -116,7 +116,7 @@ pub struct CommonArgs {
 pub enum Coalesce {
     Off,
     Fixed(u32),
-    /// A window that follows the latencies measured (see `uring::auto_window_us`).
+    /// A window that follows the latencies measured (see `uring::window::auto_window_us`).
     Auto,
 }
 

@@ -6,10 +6,10 @@ use std::process::ExitCode;
 use clap::{CommandFactory, Parser};
 use netarena_load::config::{self, Mode};
 use netarena_load::error::RunError;
-use netarena_load::io::uring;
+use netarena_load::io::uring::ring as uring;
 use netarena_load::load::{open_run, run};
 use netarena_load::result::document::{self, Document};
-use netarena_load::result::thresholds;
+use netarena_load::result::{human, thresholds};
 use netarena_load::{cli, limits, progress, signals};
 
 /// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
@@ -131,7 +131,7 @@ fn report(cfg: &config::Config, mut doc: Document) -> ExitCode {
             serde_json::to_string(&doc).expect("the result document serializes")
         );
     } else {
-        print!("{}", document::human(&doc));
+        print!("{}", human::human(&doc));
     }
     if doc.interrupted {
         return ExitCode::from(EXIT_INTERRUPTED);

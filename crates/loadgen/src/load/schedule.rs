@@ -1,6 +1,6 @@
 //! Open-loop load models: when each request (or connection) is meant to start, independent of how
-//! fast the server answers. Also the small languages that describe a rate sweep: `--steps`,
-//! `--slo` and `--max-errors`.
+//! fast the server answers (the seeded RNG is `rng`'s; the rate sweep's `--steps`, `--slo` and
+//! `--max-errors` are parsed in `sweep`).
 //!
 //! Intended times are computed from the phase start and the arrival index (uniform) or by summing
 //! seeded exponential gaps (poisson), never from the time a previous request actually went out:
@@ -9,59 +9,8 @@
 
 use std::time::{Duration, Instant};
 
-/// SplitMix64 (Steele, Lea, Flood 2014): tiny, fast, and every seed (0 included) gives a
-/// full-period, well-mixed stream. Used for poisson gaps and random URL picks, so a run is
-/// repeatable from its recorded seed.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// Independent stream for thread `index` of a run seeded with `seed`.
-    pub fn for_thread(seed: u64, index: usize, purpose: u64) -> Self {
-        let mut r = Rng(seed ^ purpose.wrapping_mul(0xA076_1D64_78BD_642F));
-        for _ in 0..=index {
-            r.next_u64();
-        }
-        Rng(r.next_u64())
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1]: never 0, so `-ln(u)` is finite.
-    pub fn next_open01(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Uniform in 0..n (Lemire's multiply-shift; the bias for n << 2^64 is negligible).
-    pub fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Arrival {
-    Uniform,
-    Poisson,
-}
-
-impl Arrival {
-    pub fn name(self) -> &'static str {
-        match self {
-            Arrival::Uniform => "uniform",
-            Arrival::Poisson => "poisson",
-        }
-    }
-}
+use crate::config::Arrival;
+use crate::rng::Rng;
 
 /// The intended start times of one thread's share of a phase.
 pub struct Schedule {
@@ -135,106 +84,6 @@ impl Schedule {
         };
         t
     }
-}
-
-/// `--steps LOW:HIGH:STEP`: LOW, LOW+STEP, ... up to HIGH inclusive (a last partial step is not
-/// added: the rates are exactly the ones the user can compute by hand).
-pub fn parse_steps(text: &str) -> Result<Vec<f64>, String> {
-    let bad = |why: &str| {
-        format!("--steps '{text}': {why}; write LOW:HIGH:STEP in requests (or connections) per second, e.g. 50:1500:50")
-    };
-    let parts: Vec<&str> = text.split(':').collect();
-    if parts.len() != 3 {
-        return Err(bad("expected three numbers separated by ':'"));
-    }
-    let mut v = [0.0f64; 3];
-    for (slot, p) in v.iter_mut().zip(&parts) {
-        *slot = p
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x > 0.0)
-            .ok_or_else(|| bad(&format!("'{p}' is not a positive number")))?;
-    }
-    let [low, high, step] = v;
-    if high < low {
-        return Err(bad("HIGH is below LOW"));
-    }
-    let count = ((high - low) / step + 1e-9).floor() as u64 + 1;
-    if count > MAX_STEPS as u64 {
-        return Err(bad(&format!(
-            "that is {count} steps, more than {MAX_STEPS}; use a larger STEP"
-        )));
-    }
-    Ok((0..count).map(|i| low + i as f64 * step).collect())
-}
-
-pub const MAX_STEPS: usize = 1000;
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Slo {
-    /// Percentile in (0, 100), e.g. 99.0 or 99.9.
-    pub percentile: f64,
-    pub max_latency: Duration,
-}
-
-impl Slo {
-    pub fn describe(&self) -> String {
-        format!("p{}<={:?}", self.percentile, self.max_latency)
-    }
-}
-
-/// `--slo 'p99<=50ms'`: a latency percentile and its bound.
-pub fn parse_slo(text: &str) -> Result<Slo, String> {
-    let bad = |why: String| {
-        format!("--slo '{text}': {why}; write pPERCENTILE<=DURATION, e.g. 'p99<=50ms' or 'p99.9<=200ms'")
-    };
-    let t = text.trim();
-    let rest = t
-        .strip_prefix('p')
-        .or_else(|| t.strip_prefix('P'))
-        .ok_or_else(|| bad("it must start with p".into()))?;
-    let (pct, bound) = rest
-        .split_once("<=")
-        .ok_or_else(|| bad("missing '<='".into()))?;
-    let percentile: f64 = pct
-        .trim()
-        .parse()
-        .ok()
-        .filter(|p: &f64| *p > 0.0 && *p < 100.0)
-        .ok_or_else(|| bad(format!("'{pct}' is not a percentile between 0 and 100")))?;
-    let max_latency = crate::parse::parse_duration(bound.trim()).map_err(bad)?;
-    if max_latency.is_zero() {
-        return Err(bad("the bound must be longer than 0".into()));
-    }
-    Ok(Slo {
-        percentile,
-        max_latency,
-    })
-}
-
-/// `--max-errors 0.1%` (or a fraction, 0.001): errors / (requests answered + errors) allowed.
-pub fn parse_error_budget(text: &str) -> Result<f64, String> {
-    parse_fraction(text).map_err(|e| format!("--max-errors {e}"))
-}
-
-/// A share of something: a percentage (`0.1%`) or a fraction (`0.001`), between 0 and 100%; the
-/// value returned is the fraction. The error starts with the text quoted, for the caller to prefix
-/// with the option it came from.
-pub fn parse_fraction(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (num, scale) = match t.strip_suffix('%') {
-        Some(n) => (n, 100.0),
-        None => (t, 1.0),
-    };
-    num.trim()
-        .parse::<f64>()
-        .ok()
-        .map(|x| x / scale)
-        .filter(|x| (0.0..=1.0).contains(x))
-        .ok_or_else(|| {
-            format!("'{text}': give a percentage like 0.1% or a fraction like 0.001, between 0 and 100%")
-        })
 }
 
 #[cfg(test)]
@@ -312,94 +161,5 @@ mod tests {
             .with_offset(Duration::from_millis(5))
             .next();
         assert_eq!(a, b);
-    }
-
-    #[test]
-    fn thread_streams_differ() {
-        let mut a = Rng::for_thread(7, 0, 1);
-        let mut b = Rng::for_thread(7, 1, 1);
-        let mut c = Rng::for_thread(7, 0, 2);
-        let (x, y, z) = (a.next_u64(), b.next_u64(), c.next_u64());
-        assert!(x != y && x != z && y != z);
-        assert_eq!(Rng::for_thread(7, 0, 1).next_u64(), x);
-        let mut r = Rng::new(3);
-        let mut seen = [0u32; 5];
-        for _ in 0..50_000 {
-            seen[r.below(5)] += 1;
-        }
-        assert!(
-            seen.iter().all(|&n| (9_000..11_000).contains(&n)),
-            "{seen:?}"
-        );
-    }
-
-    #[test]
-    fn steps_parse() {
-        assert_eq!(
-            parse_steps("50:200:50").unwrap(),
-            vec![50.0, 100.0, 150.0, 200.0]
-        );
-        assert_eq!(parse_steps("100:250:100").unwrap(), vec![100.0, 200.0]);
-        assert_eq!(parse_steps("0.5:1.5:0.5").unwrap(), vec![0.5, 1.0, 1.5]);
-        assert_eq!(parse_steps("7:7:1").unwrap(), vec![7.0]);
-        for bad in [
-            "", "1:2", "1:2:3:4", "a:2:1", "5:1:1", "0:10:1", "1:10:0", "1:1e9:1", "-1:2:1",
-        ] {
-            let e = parse_steps(bad).unwrap_err();
-            assert!(
-                e.contains("--steps") && e.contains("LOW:HIGH:STEP"),
-                "{bad}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn slo_parse() {
-        assert_eq!(
-            parse_slo("p99<=50ms").unwrap(),
-            Slo {
-                percentile: 99.0,
-                max_latency: Duration::from_millis(50)
-            }
-        );
-        assert_eq!(
-            parse_slo(" p99.9 <= 200ms ").unwrap(),
-            Slo {
-                percentile: 99.9,
-                max_latency: Duration::from_millis(200)
-            }
-        );
-        assert_eq!(
-            parse_slo("p50<=1.5").unwrap().max_latency,
-            Duration::from_millis(1500)
-        );
-        for bad in [
-            "99<=50ms",
-            "p99<50ms",
-            "p100<=1s",
-            "p0<=1s",
-            "px<=1s",
-            "p99<=fast",
-            "p99<=0ms",
-            "",
-        ] {
-            let e = parse_slo(bad).unwrap_err();
-            assert!(e.contains("--slo") && e.contains("p99<=50ms"), "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn error_budget_parse() {
-        assert!((parse_error_budget("0.1%").unwrap() - 0.001).abs() < 1e-12);
-        assert_eq!(parse_error_budget("0").unwrap(), 0.0);
-        assert!((parse_error_budget("0.05").unwrap() - 0.05).abs() < 1e-12);
-        for bad in ["", "x%", "101%", "-1%", "2"] {
-            assert!(
-                parse_error_budget(bad)
-                    .unwrap_err()
-                    .contains("--max-errors"),
-                "{bad}"
-            );
-        }
     }
 }
