@@ -3,7 +3,9 @@
 
 use crate::load::open::LATE_THRESHOLD;
 use crate::parse::{fmt_bytes, fmt_us};
-use crate::result::document::*;
+use crate::result::document::{
+    Document, SpinAutoDoc, NOTABLE_RUN_DELAY_FRACTION, SATURATION_BUSY_FRACTION,
+};
 use crate::result::thresholds;
 
 /// What `--spin-us auto` found and did, in words.
