@@ -406,53 +406,14 @@ fn secs(d: Duration) -> f64 {
     d.as_secs_f64()
 }
 
-pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
-    let s = &run.stats;
-    let duration_s = secs(run.duration);
-    let per_s = |n: u64| {
-        if duration_s > 0.0 {
-            n as f64 / duration_s
-        } else {
-            0.0
-        }
-    };
-
-    // Every second of the measured phase gets an entry, zeros included: a stall must show.
-    let seconds = (duration_s.ceil() as usize).max(s.timeline.len());
-    let timeline = (0..seconds)
-        .map(|i| {
-            let sec = s.timeline.get(i).copied().unwrap_or_default();
-            // The last second may be partial: its entry ends at duration_s.
-            let end = (i + 1) as f64;
-            let t_s = if end > duration_s && duration_s > i as f64 {
-                duration_s
-            } else {
-                end
-            };
-            TimelineEntry {
-                t_s,
-                requests: sec.requests,
-                bytes_received: sec.bytes_received,
-                errors: sec.errors,
-            }
-        })
-        .collect();
-
-    let gen = generator_cpu(&run.threads);
-    let saturated = is_saturated(gen.busy_max);
-    let batchings = || run.threads.iter().filter_map(|t| t.batching);
-    let by_class = ErrorClass::ALL
-        .iter()
-        .map(|&c| (c.name(), s.errors[c as usize]))
-        .collect();
-    let examples = s.examples.clone();
-
+/// The document's `config`: the run as configured, defaults applied (also what `check` prints).
+pub fn config_doc(cfg: &Config) -> ConfigDoc {
     let (http, echo_cfg) = match &cfg.mode {
         Mode::Http(h) => (Some(h), None),
         Mode::Echo(e) => (None, Some(e)),
     };
     let open = http.and_then(|h| h.open.as_ref());
-    let config = ConfigDoc {
+    ConfigDoc {
         target: cfg.target.clone(),
         connections: cfg.connections,
         threads: cfg.threads,
@@ -499,7 +460,56 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         coalesce: cfg.coalesce.name(),
         io_requested: cfg.io_requested.name(),
         io_reason: cfg.io_reason.clone(),
+    }
+}
+
+pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
+    let s = &run.stats;
+    let duration_s = secs(run.duration);
+    let per_s = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s
+        } else {
+            0.0
+        }
     };
+
+    // Every second of the measured phase gets an entry, zeros included: a stall must show.
+    let seconds = (duration_s.ceil() as usize).max(s.timeline.len());
+    let timeline = (0..seconds)
+        .map(|i| {
+            let sec = s.timeline.get(i).copied().unwrap_or_default();
+            // The last second may be partial: its entry ends at duration_s.
+            let end = (i + 1) as f64;
+            let t_s = if end > duration_s && duration_s > i as f64 {
+                duration_s
+            } else {
+                end
+            };
+            TimelineEntry {
+                t_s,
+                requests: sec.requests,
+                bytes_received: sec.bytes_received,
+                errors: sec.errors,
+            }
+        })
+        .collect();
+
+    let gen = generator_cpu(&run.threads);
+    let saturated = is_saturated(gen.busy_max);
+    let batchings = || run.threads.iter().filter_map(|t| t.batching);
+    let by_class = ErrorClass::ALL
+        .iter()
+        .map(|&c| (c.name(), s.errors[c as usize]))
+        .collect();
+    let examples = s.examples.clone();
+
+    let (http, echo_cfg) = match &cfg.mode {
+        Mode::Http(h) => (Some(h), None),
+        Mode::Echo(e) => (None, Some(e)),
+    };
+    let open = http.and_then(|h| h.open.as_ref());
+    let config = config_doc(cfg);
 
     let echo = echo_cfg.map(|e| EchoDoc {
         bytes_per_connection: e.bytes_per_connection,
