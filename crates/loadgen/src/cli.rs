@@ -25,6 +25,9 @@ pub enum Command {
     Http(HttpArgs),
     /// TCP echo flood, verified byte for byte
     Echo(EchoArgs),
+    /// Validate a run without sending anything: print its resolved configuration as JSON (exit 0), or exit 2 with the reason
+    #[command(subcommand)]
+    Check(CheckCommand),
     /// Fixed yardsticks for a run's calibration: a CPU loop, a reference server
     #[command(subcommand)]
     Calibrate(CalibrateCommand),
@@ -33,6 +36,26 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// `check`: the arguments of a run, after the same subcommand (`check http URL ...`, `check echo ...`).
+#[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
+pub enum CheckCommand {
+    /// The arguments of an `http` run
+    Http(HttpArgs),
+    /// The arguments of an `echo` run
+    Echo(EchoArgs),
+}
+
+impl CheckCommand {
+    /// The run these arguments describe.
+    pub fn run(self) -> Command {
+        match self {
+            CheckCommand::Http(a) => Command::Http(a),
+            CheckCommand::Echo(a) => Command::Echo(a),
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -116,7 +139,7 @@ pub struct CommonArgs {
 pub enum Coalesce {
     Off,
     Fixed(u32),
-    /// A window that follows the latencies measured (see `uring::auto_window_us`).
+    /// A window that follows the latencies measured (see `uring::window::auto_window_us`).
     Auto,
 }
 

@@ -9,7 +9,7 @@ pub use crate::cli::{Coalesce, IoBackend, IoChoice};
 use crate::http::urls::{Requests, UrlOrder};
 use crate::http::{self, Expectation};
 use crate::parse::{parse_cpu_list, parse_ip_list};
-use crate::schedule::{self, Arrival, Slo};
+use crate::sweep::{self, Slo};
 use crate::target::{self, HttpUrl};
 use crate::threshold::{self, Threshold};
 
@@ -54,6 +54,22 @@ impl HttpConfig {
             .expect("the request list is shared only once the load threads start");
         requests.expect = vec![expect.clone()];
         self.expect = expect;
+    }
+}
+
+/// `--arrival`: how the open loop spaces its arrivals (`load::schedule` times them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    Uniform,
+    Poisson,
+}
+
+impl Arrival {
+    pub fn name(self) -> &'static str {
+        match self {
+            Arrival::Uniform => "uniform",
+            Arrival::Poisson => "poisson",
+        }
     }
 }
 
@@ -214,7 +230,7 @@ pub enum LoadKind {
     ConnRate { requests_per_conn: u32 },
 }
 
-/// What this process can use of io_uring (`uring::support`, probed once before anything is sent).
+/// What this process can use of io_uring (`uring::ring::support`, probed once before anything is sent).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IoSupport {
     /// Everything the engine needs, and min-wait (Linux 6.12+) for coalescing.
@@ -349,6 +365,7 @@ pub fn from_cli(
             Err("completions print a script and run nothing; main handles them first".into())
         }
         Command::Calibrate(_) => Err("calibrate runs no load; main handles it first".into()),
+        Command::Check(_) => Err("check runs no load; main hands its run's arguments over".into()),
         Command::Echo(a) => {
             let (host, port) = target::split_host_port(&a.target, None)
                 .map_err(|e| format!("echo target '{}': {e}", a.target))?;
@@ -398,7 +415,7 @@ enum LoadModel {
     Closed,
     /// `--rate`, `--conn-rate`: auto keeps epoll (measured cheaper, see `resolve_io`); never coalesces.
     Open,
-    /// The echo flood (`io::uring_echo`).
+    /// The echo flood (`io::echo`, both engines).
     Echo,
 }
 
@@ -722,7 +739,7 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             .ok_or("--find-max needs an objective: add --slo 'p99<=50ms' (or another percentile and bound)")?;
         let resolution = match &a.find_max_resolution {
             None => DEFAULT_FIND_MAX_RESOLUTION,
-            Some(t) => schedule::parse_error_budget(t)
+            Some(t) => sweep::parse_error_budget(t)
                 .ok()
                 .filter(|f| *f > 0.0 && *f < 1.0)
                 .ok_or_else(|| format!("--find-max-resolution '{t}': give a percentage like 5% or a fraction like 0.05, above 0 and below 100%"))?,
@@ -735,10 +752,10 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
             ));
         }
         Some(FindMax {
-            slo: schedule::parse_slo(slo_text)?,
+            slo: sweep::parse_slo(slo_text)?,
             max_errors: match &a.max_errors {
                 None => DEFAULT_MAX_ERRORS,
-                Some(t) => schedule::parse_error_budget(t)?,
+                Some(t) => sweep::parse_error_budget(t)?,
             },
             resolution,
             limit,
@@ -746,7 +763,7 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
     } else {
         None
     };
-    let steps = a.steps.as_deref().map(schedule::parse_steps).transpose()?;
+    let steps = a.steps.as_deref().map(sweep::parse_steps).transpose()?;
     if c.threads > c.connections {
         return Err(format!(
             "--threads {} is more than --connections {}",

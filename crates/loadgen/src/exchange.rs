@@ -21,8 +21,9 @@ use crate::config::HttpConfig;
 use crate::http::{Response, ResponseParser, Step, Verdict};
 use hdrhistogram::Histogram;
 
+use crate::histogram::{micros, new_histogram};
 use crate::http::urls::{Requests, UrlPicker};
-use crate::stats::{micros, new_histogram, ErrorClass, ThreadStats};
+use crate::stats::{ErrorClass, ThreadStats};
 
 /// What the requests and their answers must be; one per thread, built once from the config.
 pub struct Exchange {

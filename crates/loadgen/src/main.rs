@@ -1,15 +1,16 @@
 //! netarena-load: parse → validate → check limits → run → print → exit code (thresholds,
-//! interruption). See docs/load-generator.md, "Exit codes" for every code returned here.
+//! interruption); `check` stops after the limits and prints the configuration. See
+//! docs/load-generator.md, "Exit codes" for every code returned here.
 
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 use netarena_load::config::{self, Mode};
 use netarena_load::error::RunError;
-use netarena_load::io::uring;
+use netarena_load::io::uring::ring as uring;
 use netarena_load::load::{open_run, run};
 use netarena_load::result::document::{self, Document};
-use netarena_load::result::thresholds;
+use netarena_load::result::{human, thresholds};
 use netarena_load::{cli, limits, progress, signals};
 
 /// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
@@ -29,6 +30,9 @@ fn main() -> ExitCode {
     }
     if let cli::Command::Calibrate(what) = cli.command {
         return calibrate(what);
+    }
+    if let cli::Command::Check(run) = cli.command {
+        return check(run.run(), argv);
     }
     // Before any other thread starts: they inherit the blocked signals (see `signals`).
     if let Err(e) = signals::install() {
@@ -63,15 +67,34 @@ fn calibrate(what: cli::CalibrateCommand) -> ExitCode {
     }
 }
 
-/// Everything before the result: validate, check limits, learn the expectation, run.
-fn prepare_and_run(
-    cli: cli::Cli,
-    argv: Vec<String>,
-) -> Result<(config::Config, Document), RunError> {
-    let mut cfg = config::from_cli(cli, argv, uring::support).map_err(RunError::Usage)?;
-    if progress::wanted(cfg.quiet) {
-        progress::enable();
+/// `netarena-load check http|echo ...`: what a run with these arguments does before it sends
+/// anything (the configuration and its defaults, the target's and the limits' checks, the
+/// `--threshold` expressions), then that configuration as one JSON object instead of the run.
+/// Nothing is sent: no `--verify-learn` request, no `--prepare` wait, no connection.
+fn check(run: cli::Command, argv: Vec<String>) -> ExitCode {
+    match configure(cli::Cli { command: run }, argv) {
+        Ok(cfg) => {
+            let thresholds: Vec<serde_json::Value> = cfg
+                .thresholds
+                .iter()
+                .map(|t| serde_json::json!({ "expr": t.expr, "metric": t.metric_name }))
+                .collect();
+            let doc = serde_json::json!({
+                "mode": cfg.mode_name(),
+                "command_line": cfg.command_line,
+                "config": document::config_doc(&cfg),
+                "thresholds": thresholds,
+            });
+            println!("{doc}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => stop(e),
     }
+}
+
+/// The run's configuration, validated, with the limits it needs checked: all before any I/O.
+fn configure(cli: cli::Cli, argv: Vec<String>) -> Result<config::Config, RunError> {
+    let cfg = config::from_cli(cli, argv, uring::support).map_err(RunError::Usage)?;
     let fd_limit = limits::raise_fd_limit();
     let probe_sockets = match &cfg.mode {
         Mode::Echo(e) if e.probe_interval.is_some() => 1,
@@ -86,6 +109,18 @@ fn prepare_and_run(
         cfg.source_ips.len() as u64,
     )
     .map_err(RunError::Usage)?;
+    Ok(cfg)
+}
+
+/// Everything before the result: validate, check limits, learn the expectation, run.
+fn prepare_and_run(
+    cli: cli::Cli,
+    argv: Vec<String>,
+) -> Result<(config::Config, Document), RunError> {
+    let mut cfg = configure(cli, argv)?;
+    if progress::wanted(cfg.quiet) {
+        progress::enable();
+    }
     if let Mode::Http(h) = &mut cfg.mode {
         if h.verify_learn {
             let expect = run::learn_expectation(h, cfg.target_addr, cfg.timeout)
@@ -131,7 +166,7 @@ fn report(cfg: &config::Config, mut doc: Document) -> ExitCode {
             serde_json::to_string(&doc).expect("the result document serializes")
         );
     } else {
-        print!("{}", document::human(&doc));
+        print!("{}", human::human(&doc));
     }
     if doc.interrupted {
         return ExitCode::from(EXIT_INTERRUPTED);

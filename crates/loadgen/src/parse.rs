@@ -141,6 +141,25 @@ pub fn fmt_bytes(b: f64) -> String {
     format!("{v:.2} {}", UNITS[u])
 }
 
+/// A share of something: a percentage (`0.1%`) or a fraction (`0.001`), between 0 and 100%; the
+/// value returned is the fraction. The error starts with the text quoted, for the caller to prefix
+/// with the option it came from.
+pub fn parse_fraction(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (num, scale) = match t.strip_suffix('%') {
+        Some(n) => (n, 100.0),
+        None => (t, 1.0),
+    };
+    num.trim()
+        .parse::<f64>()
+        .ok()
+        .map(|x| x / scale)
+        .filter(|x| (0.0..=1.0).contains(x))
+        .ok_or_else(|| {
+            format!("'{text}': give a percentage like 0.1% or a fraction like 0.001, between 0 and 100%")
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::serialization::Deserializer;
 
+use crate::histogram::new_histogram;
 use crate::parse::fmt_us;
-use crate::stats::new_histogram;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static REGISTRY: Mutex<Vec<Arc<Live>>> = Mutex::new(Vec::new());

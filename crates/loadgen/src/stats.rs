@@ -10,12 +10,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::serialization::Serializer as _;
 use hdrhistogram::Histogram;
 
+use crate::histogram::{micros, new_histogram};
 use crate::progress::{self, Live};
 
-/// Histogram range: 1 µs to 1 h at 3 significant digits (0.1% resolution).
-pub const HIST_LOWEST_US: u64 = 1;
-pub const HIST_HIGHEST_US: u64 = 3_600_000_000;
-pub const HIST_SIGFIG: u8 = 3;
 /// A measurement in which at least this fraction of the connections got no answer at all during
 /// the measured phase (they were still waiting at the end) is flagged `no_answer.flagged`: its
 /// throughput and percentiles describe the connections the server did serve. In a fair run every
@@ -33,17 +30,6 @@ pub fn no_answer_flagged(connections: u64, of_connections: u64) -> bool {
 pub const MAX_ERROR_EXAMPLES: usize = 5;
 /// `--interval` default.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
-
-/// A latency as a histogram value: whole µs, within the histogram's range.
-#[inline]
-pub fn micros(d: Duration) -> u64 {
-    (d.as_micros().min(u128::from(HIST_HIGHEST_US)) as u64).max(HIST_LOWEST_US)
-}
-
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(HIST_LOWEST_US, HIST_HIGHEST_US, HIST_SIGFIG)
-        .expect("valid histogram bounds")
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorClass {

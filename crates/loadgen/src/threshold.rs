@@ -8,8 +8,8 @@
 //! metric has one unit, used for both `limit` and `measured` in the JSON (docs/load-generator.md,
 //! "Thresholds").
 
+use crate::parse::parse_fraction;
 use crate::parse::{parse_bytes, parse_duration};
-use crate::schedule::parse_fraction;
 
 /// The metrics and operators, as listed in every parse error.
 pub const METRICS_HELP: &str = "metrics: pN (a latency percentile, 0 < N < 100, e.g. p50, p99, p99.9), min, max, mean (latency: give a unit, us, ms or s), \

@@ -19,6 +19,13 @@ use common::*;
 /// Upper bound for any single generator run in this file; runs are 0.5–1.5 s of load.
 const RUN_LIMIT: Duration = Duration::from_secs(20);
 
+/// `netarena-load http URL -c CONNECTIONS ARGS... --json` within RUN_LIMIT: its checked result.
+fn http_json(url: &str, connections: &str, args: &[&str]) -> Result {
+    let mut all = vec!["http", url, "-c", connections];
+    all.extend_from_slice(args);
+    run_json(&all, RUN_LIMIT)
+}
+
 fn count_fault(stats: &Stats) {
     stats.misbehaved.fetch_add(1, Ordering::SeqCst);
 }
@@ -139,7 +146,7 @@ fn correct_server_keep_alive_for_a_duration() {
 fn requests_n_counts_exactly_n_responses() {
     let server = hello_server();
     let url = server.url("/hello");
-    let r = run_json(&["http", &url, "-c", "3", "--requests", "137"], RUN_LIMIT);
+    let r = http_json(&url, "3", &["--requests", "137"]);
     assert_eq!(r.u64("/totals/responses"), 137, "{}", r.context);
     assert_eq!(r.u64("/totals/requests"), 137, "{}", r.context);
     assert_eq!(r.u64("/latency/count"), 137, "{}", r.context);
@@ -152,10 +159,7 @@ fn requests_n_counts_exactly_n_responses() {
 fn close_mode_opens_one_connection_per_request() {
     let server = hello_server();
     let url = server.url("/hello");
-    let r = run_json(
-        &["http", &url, "-c", "2", "--requests", "50", "--close"],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "2", &["--requests", "50", "--close"]);
     assert_eq!(r.u64("/totals/requests"), 50, "{}", r.context);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     // The last connections may have been opened for requests that the stop made unnecessary.
@@ -183,12 +187,10 @@ fn close_mode_opens_one_connection_per_request() {
 fn requests_carry_method_headers_and_body() {
     let server = hello_server();
     let url = server.url("/submit?x=1");
-    let r = run_json(
+    let r = http_json(
+        &url,
+        "1",
         &[
-            "http",
-            &url,
-            "-c",
-            "1",
             "--requests",
             "3",
             "-m",
@@ -198,7 +200,6 @@ fn requests_carry_method_headers_and_body() {
             "--body",
             "abc=123",
         ],
-        RUN_LIMIT,
     );
     assert_eq!(r.u64("/totals/requests"), 3, "{}", r.context);
     let first = server.stats.first_requests.lock().unwrap().clone();
@@ -231,20 +232,10 @@ fn body_file_is_sent_byte_for_byte() {
     let server = hello_server();
     let url = server.url("/upload");
     let path_s = path.to_str().unwrap();
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "-c",
-            "1",
-            "--requests",
-            "3",
-            "-m",
-            "PUT",
-            "--body-file",
-            path_s,
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &url,
+        "1",
+        &["--requests", "3", "-m", "PUT", "--body-file", path_s],
     );
     std::fs::remove_file(&path).ok();
     assert_eq!(r.u64("/totals/requests"), 3, "{}", r.context);
@@ -335,10 +326,7 @@ fn cpus_pins_each_load_thread() {
 fn warmup_requests_are_sent_but_not_counted() {
     let server = hello_server();
     let url = server.url("/hello");
-    let r = run_json(
-        &["http", &url, "-c", "2", "--warmup", "700ms", "-d", "700ms"],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "2", &["--warmup", "700ms", "-d", "700ms"]);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     assert!((r.f64("/warmup_s") - 0.7).abs() < 0.2, "{}", r.context);
     let reported = r.u64("/totals/requests");
@@ -375,19 +363,7 @@ fn warmup_requests_are_sent_but_not_counted() {
 fn pipelined_requests_all_answered() {
     let server = hello_server();
     let url = server.url("/hello");
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "-c",
-            "2",
-            "--pipeline",
-            "4",
-            "--requests",
-            "200",
-        ],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "2", &["--pipeline", "4", "--requests", "200"]);
     assert_eq!(r.u64("/totals/responses"), 200, "{}", r.context);
     assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
@@ -437,18 +413,10 @@ fn chunked_body_split_across_writes_is_parsed_and_verified() {
     let server = split_chunked_server();
     let url = server.url("/chunked");
     let digest = sha256_hex(HELLO);
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "-c",
-            "2",
-            "--requests",
-            "20",
-            "--expect-body-sha256",
-            &digest,
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &url,
+        "2",
+        &["--requests", "20", "--expect-body-sha256", &digest],
     );
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     assert_eq!(r.u64("/totals/requests"), 20, "{}", r.context);
@@ -459,19 +427,7 @@ fn chunked_body_split_across_writes_is_parsed_and_verified() {
         r.context
     );
 
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "-c",
-            "2",
-            "--requests",
-            "20",
-            "--expect-body-size",
-            "13",
-        ],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "2", &["--requests", "20", "--expect-body-size", "13"]);
     assert_eq!(
         r.u64("/errors/total"),
         0,
@@ -480,18 +436,10 @@ fn chunked_body_split_across_writes_is_parsed_and_verified() {
     );
 
     let wrong = sha256_hex(b"Hello, World?");
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "-c",
-            "2",
-            "--requests",
-            "20",
-            "--expect-body-sha256",
-            &wrong,
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &url,
+        "2",
+        &["--requests", "20", "--expect-body-sha256", &wrong],
     );
     assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
     assert_eq!(r.u64("/totals/responses"), 20, "{}", r.context);
@@ -517,12 +465,10 @@ fn close_delimited_body_is_a_success() {
     let digest = sha256_hex(HELLO);
     // A duration rather than --requests, so that a generator that misses the close fails this test
     // with `timeout` errors in its result instead of running until it is killed.
-    let r = run_json(
+    let r = http_json(
+        &url,
+        "2",
         &[
-            "http",
-            &url,
-            "-c",
-            "2",
             "-d",
             "1s",
             "--timeout",
@@ -530,7 +476,6 @@ fn close_delimited_body_is_a_success() {
             "--expect-body-sha256",
             &digest,
         ],
-        RUN_LIMIT,
     );
     r.assert_only_errors(&[]);
     let requests = r.u64("/totals/requests");
@@ -588,12 +533,10 @@ fn transfer_encoding_final_coding_decides_the_framing() {
         let digest = sha256_hex(HELLO);
         // A duration, not --requests: a framing that waits for bytes that never come must end as
         // `timeout` errors in the result, not as a run killed at RUN_LIMIT.
-        let r = run_json(
+        let r = http_json(
+            &url,
+            "2",
             &[
-                "http",
-                &url,
-                "-c",
-                "2",
                 "-d",
                 "500ms",
                 "--timeout",
@@ -601,7 +544,6 @@ fn transfer_encoding_final_coding_decides_the_framing() {
                 "--expect-body-sha256",
                 &digest,
             ],
-            RUN_LIMIT,
         );
         r.assert_only_errors(&[]);
         let requests = r.u64("/totals/requests");
@@ -645,7 +587,7 @@ fn reset_mid_response_is_reset() {
         }
     });
     let url = server.url("/hello");
-    let r = run_json(&["http", &url, "-c", "2", "--requests", "30"], RUN_LIMIT);
+    let r = http_json(&url, "2", &["--requests", "30"]);
     assert_eq!(
         r.u64("/totals/requests"),
         30,
@@ -676,10 +618,7 @@ fn close_before_or_during_response_is_closed_early() {
     });
     let url = server.url("/hello");
     // A duration rather than --requests: see close_delimited_body_is_a_success.
-    let r = run_json(
-        &["http", &url, "-c", "2", "-d", "1s", "--timeout", "500ms"],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "2", &["-d", "1s", "--timeout", "500ms"]);
     assert_faults_counted(&r, "closed_early", server.stats.misbehaved(), 2);
     assert!(
         r.u64("/totals/requests") >= 10,
@@ -703,10 +642,7 @@ fn accept_then_fin_at_once_is_closed_early_not_refused() {
     let url = server.url("/hello");
     // Many connections, each failing at once and replaced: hundreds of connects in the second,
     // so both orders (FIN with the connect, FIN after the request) occur.
-    let r = run_json(
-        &["http", &url, "-c", "20", "-d", "1s", "--timeout", "500ms"],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "20", &["-d", "1s", "--timeout", "500ms"]);
     assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
     assert_faults_counted(&r, "closed_early", server.stats.misbehaved(), 20);
     assert!(
@@ -726,10 +662,7 @@ fn accept_then_close_at_once_is_never_a_connect_error() {
         drop(s);
     });
     let url = server.url("/hello");
-    let r = run_json(
-        &["http", &url, "-c", "20", "-d", "1s", "--timeout", "500ms"],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "20", &["-d", "1s", "--timeout", "500ms"]);
     assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
     r.assert_only_errors(&["closed_early", "reset"]);
     assert!(
@@ -758,19 +691,7 @@ fn invalid_http_is_parse_error() {
         Ok(After::Hold)
     });
     let url = server.url("/hello");
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "-c",
-            "2",
-            "--requests",
-            "30",
-            "--timeout",
-            "3s",
-        ],
-        RUN_LIMIT,
-    );
+    let r = http_json(&url, "2", &["--requests", "30", "--timeout", "3s"]);
     assert_eq!(r.u64("/totals/requests"), 30, "{}", r.context);
     assert!(
         server.stats.misbehaved() >= 10,
@@ -784,11 +705,15 @@ fn invalid_http_is_parse_error() {
 // Verification
 // ---------------------------------------------------------------------------------------------
 
-/// Every third response (from the third on) carries `bad` instead of "Hello, World!".
-fn sometimes_wrong_body(bad: &'static [u8]) -> TestServer {
+/// Every third response (from the third on) is what `fault` writes, counted as a fault, and the
+/// connection is kept; the others are "Hello, World!".
+fn every_third_faulty<F>(fault: F) -> TestServer
+where
+    F: Fn(&mut TcpStream) -> std::io::Result<()> + Send + Sync + 'static,
+{
     http_server(loopback_listener(), None, move |n, _, s, stats| {
         if n % 3 == 2 {
-            write_response(s, 200, "OK", bad)?;
+            fault(s)?;
             count_fault(stats);
             Ok(After::KeepAlive)
         } else {
@@ -797,22 +722,19 @@ fn sometimes_wrong_body(bad: &'static [u8]) -> TestServer {
     })
 }
 
+/// Every third response (from the third on) carries `bad` instead of "Hello, World!".
+fn sometimes_wrong_body(bad: &'static [u8]) -> TestServer {
+    every_third_faulty(move |s| write_response(s, 200, "OK", bad))
+}
+
 #[test]
 fn wrong_bytes_same_length_fail_sha256() {
     let server = sometimes_wrong_body(b"Hello, World?");
     let digest = sha256_hex(HELLO);
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "2",
-            "--requests",
-            "30",
-            "--expect-body-sha256",
-            &digest,
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &server.url("/hello"),
+        "2",
+        &["--requests", "30", "--expect-body-sha256", &digest],
     );
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "verification_mismatch", server.stats.misbehaved(), 2);
@@ -824,18 +746,15 @@ fn wrong_bytes_same_length_fail_sha256() {
     );
     r.assert_only_errors(&["verification_mismatch"]);
     // Upper-case hex is the same digest.
-    let r = run_json(
+    let r = http_json(
+        &server.url("/hello"),
+        "1",
         &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "1",
             "--requests",
             "2",
             "--expect-body-sha256",
             &digest.to_uppercase(),
         ],
-        RUN_LIMIT,
     );
     assert_eq!(
         r.u64("/errors/total"),
@@ -848,18 +767,10 @@ fn wrong_bytes_same_length_fail_sha256() {
 #[test]
 fn wrong_length_fails_expect_body_size() {
     let server = sometimes_wrong_body(b"Hello, World!!");
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "2",
-            "--requests",
-            "30",
-            "--expect-body-size",
-            "13",
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &server.url("/hello"),
+        "2",
+        &["--requests", "30", "--expect-body-size", "13"],
     );
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "verification_mismatch", server.stats.misbehaved(), 2);
@@ -870,17 +781,10 @@ fn wrong_length_fails_expect_body_size() {
 fn verify_learn_flags_responses_that_differ_from_the_first() {
     // Requests 0 and 1 are answered correctly, so whichever completes first is the right one.
     let server = sometimes_wrong_body(b"Hello, World?");
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "2",
-            "--requests",
-            "30",
-            "--verify-learn",
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &server.url("/hello"),
+        "2",
+        &["--requests", "30", "--verify-learn"],
     );
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "verification_mismatch", server.stats.misbehaved(), 2);
@@ -888,36 +792,18 @@ fn verify_learn_flags_responses_that_differ_from_the_first() {
 
     // And a server that never changes passes --verify-learn cleanly.
     let server = hello_server();
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "2",
-            "--requests",
-            "30",
-            "--verify-learn",
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &server.url("/hello"),
+        "2",
+        &["--requests", "30", "--verify-learn"],
     );
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
 }
 
 #[test]
 fn non_2xx_status_is_counted_by_code() {
-    let server = http_server(loopback_listener(), None, |n, _, s, stats| {
-        if n % 3 == 2 {
-            write_response(s, 503, "Service Unavailable", b"busy")?;
-            count_fault(stats);
-            Ok(After::KeepAlive)
-        } else {
-            write_hello(s, stats)
-        }
-    });
-    let r = run_json(
-        &["http", &server.url("/hello"), "-c", "2", "--requests", "30"],
-        RUN_LIMIT,
-    );
+    let server = every_third_faulty(|s| write_response(s, 503, "Service Unavailable", b"busy"));
+    let r = http_json(&server.url("/hello"), "2", &["--requests", "30"]);
     assert_eq!(r.u64("/totals/responses"), 30, "{}", r.context);
     assert_faults_counted(&r, "status", server.stats.misbehaved(), 2);
     let codes = r.status_codes();
@@ -939,21 +825,10 @@ fn non_2xx_status_is_counted_by_code() {
 
 #[test]
 fn redirect_is_success_by_default_and_an_error_under_expect_status() {
-    let server = http_server(loopback_listener(), None, |n, _, s, stats| {
-        if n % 3 == 2 {
-            s.write_all(
-                b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n",
-            )?;
-            count_fault(stats);
-            Ok(After::KeepAlive)
-        } else {
-            write_hello(s, stats)
-        }
+    let server = every_third_faulty(|s| {
+        s.write_all(b"HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\n\r\n")
     });
-    let r = run_json(
-        &["http", &server.url("/hello"), "-c", "2", "--requests", "30"],
-        RUN_LIMIT,
-    );
+    let r = http_json(&server.url("/hello"), "2", &["--requests", "30"]);
     assert_eq!(
         r.u64("/errors/total"),
         0,
@@ -962,18 +837,10 @@ fn redirect_is_success_by_default_and_an_error_under_expect_status() {
     );
 
     let before = server.stats.misbehaved();
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "2",
-            "--requests",
-            "30",
-            "--expect-status",
-            "200",
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &server.url("/hello"),
+        "2",
+        &["--requests", "30", "--expect-status", "200"],
     );
     assert_faults_counted(&r, "status", server.stats.misbehaved() - before, 2);
     assert_eq!(
@@ -998,18 +865,10 @@ fn reply_slower_than_timeout_is_timeout_and_connection_replaced() {
         }
         write_hello(s, stats)
     });
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "2",
-            "-d",
-            "1500ms",
-            "--timeout",
-            "300ms",
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &server.url("/hello"),
+        "2",
+        &["-d", "1500ms", "--timeout", "300ms"],
     );
     assert_eq!(
         r.class("timeout"),
@@ -1035,18 +894,10 @@ fn stall_within_timeout_shows_in_latency_not_errors() {
         }
         write_hello(s, stats)
     });
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/hello"),
-            "-c",
-            "1",
-            "--requests",
-            "40",
-            "--timeout",
-            "2s",
-        ],
-        RUN_LIMIT,
+    let r = http_json(
+        &server.url("/hello"),
+        "1",
+        &["--requests", "40", "--timeout", "2s"],
     );
     assert_eq!(r.u64("/errors/total"), 0, "{}", r.context);
     let max_us = r.f64("/latency/max_us");

@@ -20,6 +20,21 @@ use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
+/// `netarena-load http URL ARGS... --json` within LIMIT: its result document (exit 0 required).
+fn http_doc(url: &str, args: &[&str]) -> Value {
+    let mut all = vec!["http", url];
+    all.extend_from_slice(args);
+    all.push("--json");
+    run_load(&all, LIMIT).json()
+}
+
+/// `http_doc`, validated against the JSON Schema.
+fn valid_http_doc(url: &str, args: &[&str]) -> Value {
+    let doc = http_doc(url, args);
+    validate_against_schema(&doc);
+    doc
+}
+
 /// cargo runs the tests of this file two at a time on this 2-core machine. The ones whose figures
 /// need the CPU to themselves (the 10k req/s schedule within 1 ms of lag; the spinning generator,
 /// which takes a whole core) run alone (`cpu_alone`), every other test takes a shared turn
@@ -210,14 +225,7 @@ fn a_10k_schedule_is_exact_and_classified_by_its_own_figures() {
     let _cpu = cpu_alone();
     let s = server(Behaviour::default());
     let url = url(&s);
-    let doc = run_load(
-        &[
-            "http", &url, "--rate", "10000", "-c", "20", "-d", "2s", "--json",
-        ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    let doc = valid_http_doc(&url, &["--rate", "10000", "-c", "20", "-d", "2s"]);
     let ol = &doc["open_loop"];
     assert_eq!(ol["kind"], "rate");
     assert_eq!(doc["latency_corrected"], true);
@@ -293,36 +301,15 @@ fn spin_auto_measures_the_timer_and_a_given_window_does_not() {
     let url = url(&s);
     // 50/s on one thread: 20 ms between sends, far beyond any timer lag a working machine has,
     // so auto measures the timer and keeps the default window.
-    let doc = run_load(
-        &[
-            "http", &url, "--rate", "50", "-c", "2", "-d", "500ms", "--json",
-        ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    let doc = valid_http_doc(&url, &["--rate", "50", "-c", "2", "-d", "500ms"]);
     let ol = &doc["open_loop"];
     assert_eq!(u(&ol["spin_auto"]["send_gap_us"]), 20_000, "{ol:#}");
     assert_spin_auto_follows_its_figures(ol);
     // A window given on the command line is used as it is; nothing is measured.
-    let given = run_load(
-        &[
-            "http",
-            &url,
-            "--rate",
-            "50",
-            "-c",
-            "2",
-            "-d",
-            "500ms",
-            "--spin-us",
-            "300",
-            "--json",
-        ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&given);
+    let given = valid_http_doc(
+        &url,
+        &["--rate", "50", "-c", "2", "-d", "500ms", "--spin-us", "300"],
+    );
     assert_eq!(u(&given["open_loop"]["spin_us"]), 300);
     assert!(
         given["open_loop"]["spin_auto"].is_null(),
@@ -344,14 +331,7 @@ fn a_freezing_server_shows_in_corrected_latency_only() {
     // exactly one request per connection on the wire (4 = 0.05% of them, under the 0.1% that
     // p99.9 ignores), while ~4,000 requests fall due during it and wait in the backlog. The
     // second freeze (t = 3 s) comes after the run.
-    let doc = run_load(
-        &[
-            "http", &url, "--rate", "4000", "-c", "4", "-d", "2s", "--json",
-        ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    let doc = valid_http_doc(&url, &["--rate", "4000", "-c", "4", "-d", "2s"]);
     let corrected = &doc["latency"];
     let uncorrected = &doc["open_loop"]["latency_uncorrected"];
     let ol = &doc["open_loop"];
@@ -388,10 +368,9 @@ fn conn_rate_counts_connections_and_requests_exactly() {
     let _cpu = cpu_shared();
     let s = server(Behaviour::default());
     let url = url(&s);
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url,
         &[
-            "http",
-            &url,
             "--conn-rate",
             "200",
             "--requests-per-conn",
@@ -400,12 +379,8 @@ fn conn_rate_counts_connections_and_requests_exactly() {
             "1s",
             "-t",
             "2",
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     let c = &doc["open_loop"]["connections"];
     assert_eq!(u(&c["started"]), 200, "{c:#}");
     assert_eq!(u(&c["completed"]), 200, "{c:#}");
@@ -422,10 +397,9 @@ fn conn_rate_reply_timeout_is_an_error_of_its_own() {
     // Accepted by the kernel, never read: every request waits for a reply that never comes.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", silent.local_addr().unwrap());
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url,
         &[
-            "http",
-            &url,
             "--conn-rate",
             "10",
             "--requests-per-conn",
@@ -434,12 +408,8 @@ fn conn_rate_reply_timeout_is_an_error_of_its_own() {
             "500ms",
             "--timeout",
             "300ms",
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     assert_eq!(
         u(&doc["errors"]["by_class"]["timeout"]),
         5,
@@ -523,10 +493,9 @@ fn url_lists_are_repeatable_with_a_seed() {
             .replace(&s0.addr.to_string(), &s.addr.to_string());
         let l2 = dir.join(format!("urls-{}.txt", s.addr.port()));
         std::fs::write(&l2, t).unwrap();
-        let doc = run_load(
+        let doc = valid_http_doc(
+            &url(&s),
             &[
-                "http",
-                &url(&s),
                 "--rate",
                 "400",
                 "-c",
@@ -539,12 +508,8 @@ fn url_lists_are_repeatable_with_a_seed() {
                 order,
                 "--seed",
                 seed,
-                "--json",
             ],
-            LIMIT,
-        )
-        .json();
-        validate_against_schema(&doc);
+        );
         assert_eq!(u(&doc["config"]["url_count"]), 10);
         let p = paths_of(&s);
         assert!(p.len() >= 100, "{} requests", p.len());
@@ -619,10 +584,9 @@ fn url_lines_carry_the_size_and_digest_each_response_must_have() {
     )
     .unwrap();
     let s = server(Behaviour::default());
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url(&s),
         &[
-            "http",
-            &url(&s),
             "--rate",
             "300",
             "-c",
@@ -633,12 +597,8 @@ fn url_lines_carry_the_size_and_digest_each_response_must_have() {
             list.to_str().unwrap(),
             "--url-order",
             "round-robin",
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     let responses = u(&doc["totals"]["responses"]);
     let mismatches = u(&doc["errors"]["by_class"]["verification_mismatch"]);
     assert!(responses >= 60, "{responses} responses");
@@ -703,10 +663,9 @@ fn hlog_reads_back_with_the_intervals_of_the_result() {
     use hdrhistogram::serialization::Deserializer;
     let s = server(Behaviour::default());
     let path = std::env::temp_dir().join(format!("netarena-{}.hlog", std::process::id()));
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url(&s),
         &[
-            "http",
-            &url(&s),
             "--rate",
             "2000",
             "-c",
@@ -717,12 +676,8 @@ fn hlog_reads_back_with_the_intervals_of_the_result() {
             "250ms",
             "--hlog",
             path.to_str().unwrap(),
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     let entries = doc["intervals"]["entries"].as_array().unwrap();
     assert!(
         (4..=5).contains(&entries.len()),
@@ -856,10 +811,9 @@ fn steps_and_find_max_land_near_a_known_capacity() {
         capacity_per_s: Some(CAPACITY),
     });
     let url = url(&s);
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url,
         &[
-            "http",
-            &url,
             "--rate",
             "250",
             "-c",
@@ -875,12 +829,8 @@ fn steps_and_find_max_land_near_a_known_capacity() {
             "10%",
             "--timeout",
             "2s",
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     let fm = &doc["find_max"];
     let rates: Vec<f64> = fm["verdicts"]
         .as_array()
@@ -897,10 +847,9 @@ fn steps_and_find_max_land_near_a_known_capacity() {
     // capacity can pass, however fast the machine.
     assert_find_max_bookkeeping(fm, 0.10, 1.1 * CAPACITY);
 
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url,
         &[
-            "http",
-            &url,
             "-c",
             "100",
             "--rate",
@@ -911,12 +860,8 @@ fn steps_and_find_max_land_near_a_known_capacity() {
             "1s",
             "--timeout",
             "2s",
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     let steps = doc["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3);
     let p99: Vec<u64> = steps.iter().map(|s| u(&s["latency"]["p99_us"])).collect();
@@ -1156,24 +1101,10 @@ fn the_spin_window_opens_only_before_a_send() {
     // whole second would be spin-wait.
     let s = server(Behaviour::default());
     let url = url(&s);
-    let doc = run_load(
-        &[
-            "http",
-            &url,
-            "--rate",
-            "20",
-            "-c",
-            "2",
-            "-d",
-            "1s",
-            "--spin-us",
-            "10000",
-            "--json",
-        ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    let doc = valid_http_doc(
+        &url,
+        &["--rate", "20", "-c", "2", "-d", "1s", "--spin-us", "10000"],
+    );
     let ol = &doc["open_loop"];
     assert_eq!(u(&ol["spin_us"]), 10_000, "{ol:#}");
     assert_eq!(u(&doc["totals"]["errors"]), 0, "{:#}", doc["errors"]);
@@ -1336,10 +1267,9 @@ fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
         capacity_per_s: Some(CAPACITY_REQ),
     });
     let url = url(&s);
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url,
         &[
-            "http",
-            &url,
             "--conn-rate",
             "50",
             "--requests-per-conn",
@@ -1350,12 +1280,8 @@ fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
             "1s",
             "--timeout",
             "5s",
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     let steps = doc["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3);
     for (k, st) in steps.iter().enumerate() {
@@ -1492,10 +1418,9 @@ fn conns_per_step_opens_exactly_that_many_connections_per_step() {
     const N: u64 = 60;
     let s = server(Behaviour::default());
     let url = url(&s);
-    let doc = run_load(
+    let doc = valid_http_doc(
+        &url,
         &[
-            "http",
-            &url,
             "--conn-rate",
             "100",
             "--requests-per-conn",
@@ -1508,12 +1433,8 @@ fn conns_per_step_opens_exactly_that_many_connections_per_step() {
             "2",
             "--timeout",
             "5s",
-            "--json",
         ],
-        LIMIT,
-    )
-    .json();
-    validate_against_schema(&doc);
+    );
     assert_eq!(u(&doc["config"]["conns_per_step"]), N);
     assert!(
         doc["config"]["step_duration_s"].is_null(),
@@ -1541,19 +1462,7 @@ fn conns_per_step_opens_exactly_that_many_connections_per_step() {
     assert_eq!(s.requests.load(Ordering::Relaxed), 3 * 3 * N);
 
     // A single rate takes it too; the count goes with --conn-rate and fixed gaps only.
-    let one = run_load(
-        &[
-            "http",
-            &url,
-            "--conn-rate",
-            "200",
-            "--conns-per-step",
-            "25",
-            "--json",
-        ],
-        LIMIT,
-    )
-    .json();
+    let one = http_doc(&url, &["--conn-rate", "200", "--conns-per-step", "25"]);
     assert_eq!(u(&one["open_loop"]["connections"]["started"]), 25);
     for (bad, why) in [
         (

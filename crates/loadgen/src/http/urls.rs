@@ -5,7 +5,7 @@
 //! wrong file is the same `verification_mismatch` whichever loop fetched it.
 
 use crate::http::{self, Expectation, RequestSpec};
-use crate::schedule::Rng;
+use crate::rng::Rng;
 use crate::target::{self, HttpUrl};
 
 /// `--urls` files longer than this are refused (each URL's request is prebuilt in memory).

@@ -143,17 +143,8 @@ impl<P: Protocol> Worker<P> {
                 self.on_event(ev.token().0, ev);
             }
         };
-        if clock.measuring() {
-            let end = clock.measured_end(stopped_at);
-            let by_time = clock.past_end(stopped_at);
-            for slot in &self.slots {
-                if let Some(connecting) = slot.phase.waiting_at_end(by_time) {
-                    self.proto
-                        .end_of_phase(&slot.conn, connecting, end, &mut self.stats);
-                }
-            }
-        }
-        self.stats.intervals.flush();
+        let conns = self.slots.iter().map(|s| (s.phase, &s.conn));
+        clock.finish(&self.proto, conns, stopped_at, &mut self.stats);
         Ok(clock.result(self.stats, cpu, stopped_at, None))
     }
 

@@ -1,17 +1,24 @@
-//! HTTP on the epoll engine: reads and writes for the shared `Exchange`, for both load models
-//! (the closed loop's `HttpProtocol`; the open loop's `open_io::EpollOpen` calls `flush` and
-//! `read_responses` itself).
+//! HTTP on both engines, around the shared `Exchange`: on epoll, reads and writes for both load
+//! models (the closed loop's `HttpProtocol`; the open loop's `open_io::EpollOpen` calls `flush` and
+//! `read_responses` itself); on io_uring, the closed loop's `HttpParams` (the open loop's
+//! `uring::open::UringOpen` drives the exchange itself, with the error classes of `read_failed` and
+//! `write_failed` here).
 
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
 use mio::net::TcpStream;
 
+use crate::config::{Coalesce, HttpConfig};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::http::SCRATCH_BYTES;
 use crate::io::epoll::Protocol;
+use crate::io::uring::closed::{SendBuf, UringProtocol};
+use crate::io::uring::ring::HTTP_RECV_BUF_BYTES;
+use crate::io::uring::window::{auto_window_us, WindowTrial, AUTO_SAMPLE};
 use crate::io::worker::ConnRules;
 use crate::stats::{ErrorClass, ThreadStats};
+use crate::sys;
 
 /// What is left to write of a connection's batch: bytes `off..len` of the exchange's `wire`.
 #[derive(Default)]
@@ -237,5 +244,138 @@ impl Protocol for HttpProtocol {
             peer_closed,
             |ex, ec, sock, now, stats| send_next_batch(ex, ec, w, sock, now, stats),
         )
+    }
+}
+
+/// HTTP on io_uring's closed loop: the exchange (shared with the epoll engine) and that engine's
+/// own setting.
+pub struct HttpParams {
+    ex: Exchange,
+    coalesce: Coalesce,
+    /// `--coalesce-us auto`: the current window (µs), starting at 0 until latencies are known.
+    auto_window_us: u32,
+    /// `--coalesce-us auto`: whether the window is used at all, tried against none by CPU time.
+    trial: WindowTrial,
+}
+
+impl HttpParams {
+    pub fn new(h: &HttpConfig, coalesce: Coalesce, thread_index: usize) -> HttpParams {
+        HttpParams {
+            ex: Exchange::for_config(h, thread_index),
+            coalesce,
+            auto_window_us: 0,
+            trial: WindowTrial::default(),
+        }
+    }
+}
+
+impl ConnRules for HttpParams {
+    type Conn = ExchangeConn;
+
+    fn new_conn(&self, _index: usize) -> ExchangeConn {
+        self.ex.new_conn()
+    }
+
+    fn nodelay(&self) -> bool {
+        !self.ex.close_each()
+    }
+
+    fn replace_failed(&self) -> bool {
+        true
+    }
+
+    fn reset(&mut self, c: &mut ExchangeConn) {
+        self.ex.reset(c);
+    }
+
+    fn busy_since(&self, c: &ExchangeConn) -> Option<Instant> {
+        self.ex.busy_since(c)
+    }
+
+    fn thread_done(&self, stats: &ThreadStats) -> bool {
+        stats.quota_reached()
+    }
+
+    fn end_of_phase(
+        &self,
+        c: &ExchangeConn,
+        connecting: bool,
+        end: Instant,
+        stats: &mut ThreadStats,
+    ) {
+        self.ex.end_of_phase(c, connecting, end, stats);
+    }
+}
+
+impl UringProtocol for HttpParams {
+    const RECV_BUF_BYTES: usize = HTTP_RECV_BUF_BYTES;
+
+    fn sending(&self, c: &ExchangeConn) -> bool {
+        self.ex.inflight(c) > 0
+    }
+
+    fn on_connected(
+        &mut self,
+        _c: &mut ExchangeConn,
+        _now: Instant,
+        _s: &mut ThreadStats,
+    ) -> Received {
+        Received::Ok { send_next: true }
+    }
+
+    fn on_bytes(
+        &mut self,
+        c: &mut ExchangeConn,
+        data: &[u8],
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Received {
+        self.ex.on_bytes(c, data, now, stats)
+    }
+
+    fn on_eof(&mut self, c: &mut ExchangeConn, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        self.ex.on_eof(c, now, stats)
+    }
+
+    fn read_failed(&self, e: &io::Error) -> Outcome {
+        read_failed(e)
+    }
+
+    fn write_failed(&self, e: &io::Error) -> Outcome {
+        write_failed(e)
+    }
+
+    /// The next batch of requests, if the `--requests` quota allows. The wire bytes stay where they
+    /// are for the whole run (in the exchange, or in the connection's batch buffer, never
+    /// reallocated).
+    fn next_send(
+        &mut self,
+        c: &mut ExchangeConn,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Option<SendBuf> {
+        let len = self.ex.start_batch(c, now, stats)?;
+        stats.sent(now, len);
+        Some(SendBuf::of(&self.ex.wire(c)[..len], false))
+    }
+
+    fn batch_wait(&mut self, now: Instant) -> (u32, usize) {
+        let window_us = match self.coalesce {
+            Coalesce::Off => 0,
+            Coalesce::Fixed(us) => us,
+            Coalesce::Auto => {
+                if let Some(fastest) = self.ex.take_fastest_recent(AUTO_SAMPLE) {
+                    self.auto_window_us = auto_window_us(fastest);
+                }
+                let completed = self.ex.completed_total();
+                if self.trial.window_on(now, completed, sys::thread_cpu_time) {
+                    self.auto_window_us
+                } else {
+                    0
+                }
+            }
+        };
+        // Half of what is in flight.
+        (window_us, (self.ex.inflight_total() as usize / 2).max(1))
     }
 }

@@ -1,7 +1,7 @@
 //! How the open loop's bytes move, behind one small trait (`OpenIo`), so the schedule (in
 //! `load::open`: phases, backlog, pool, drain, accounting) exists once and runs on either engine:
 //! `EpollOpen` here (mio readiness + a timerfd for sub-millisecond wake-ups) or
-//! `uring_open::UringOpen` (sends as SQEs, multishot receives into a provided-buffer ring, waits
+//! `uring::open::UringOpen` (sends as SQEs, multishot receives into a provided-buffer ring, waits
 //! bounded by io_uring_enter's own timeout).
 //!
 //! The backend owns the sockets of the worker's connection slots (slot i is the worker's slot i)

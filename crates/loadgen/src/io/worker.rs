@@ -127,7 +127,7 @@ pub struct Batching {
 }
 
 /// What a protocol (HTTP or echo) tells any closed-loop engine about its connections, whatever moves
-/// the bytes: each engine's own trait (`epoll::Protocol`, `uring::UringProtocol`) adds how bytes
+/// the bytes: each engine's own trait (`epoll::Protocol`, `uring::closed::UringProtocol`) adds how bytes
 /// are exchanged.
 pub trait ConnRules {
     type Conn;
@@ -254,6 +254,30 @@ impl LoopClock {
             wait = wait.min(end.saturating_duration_since(now));
         }
         wait
+    }
+
+    /// The end of the loop, the same for every engine: if the measured phase began, each
+    /// connection still waiting for the server (`Phase::waiting_at_end`) counts what it had in
+    /// flight (`ConnRules::end_of_phase`); then the live interval histogram joins the finished ones.
+    pub(crate) fn finish<'a, R: ConnRules>(
+        &self,
+        rules: &R,
+        conns: impl Iterator<Item = (Phase, &'a R::Conn)>,
+        stopped_at: Instant,
+        stats: &mut ThreadStats,
+    ) where
+        R::Conn: 'a,
+    {
+        if self.measuring() {
+            let end = self.measured_end(stopped_at);
+            let by_time = self.past_end(stopped_at);
+            for (phase, conn) in conns {
+                if let Some(connecting) = phase.waiting_at_end(by_time) {
+                    rules.end_of_phase(conn, connecting, end, stats);
+                }
+            }
+        }
+        stats.intervals.flush();
     }
 
     /// The thread's result: its counters and its CPU, run-delay and wall time over the measured

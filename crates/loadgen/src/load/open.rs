@@ -9,7 +9,7 @@
 //!
 //! The schedule is written once, for either engine: how bytes move (connect, send, receive, close,
 //! wait until a time or an event) is `io::open_io::OpenIo`, with an epoll backend (mio + a timerfd,
-//! `EpollOpen`) and an io_uring one (`io::uring_open::UringOpen`). `Worker` is generic over it, so
+//! `EpollOpen`) and an io_uring one (`io::uring::open::UringOpen`). `Worker` is generic over it, so
 //! phases, backlog, dispatch, drain, sweep and accounting cannot differ between engines.
 //!
 //! Per thread: a long-lived worker opens its connections once, then runs the phases the main
@@ -28,16 +28,19 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::config::{IoBackend, LoadKind, SpinWindow};
+use crate::config::{Arrival, IoBackend, LoadKind, SpinWindow};
 use crate::exchange::{Exchange, ExchangeConn, Outcome};
+use crate::histogram;
 use crate::io::open_io::{EpollOpen, IoEvent, OpenIo};
-use crate::io::uring_open::UringOpen;
+use crate::io::uring::open::UringOpen;
 use crate::io::worker::{
     back_off, sweep_action, Phase, SweepAction, ThreadConns, ThreadSummary, WorkerResult,
     SWEEP_INTERVAL,
 };
-use crate::schedule::{Arrival, Rng, Schedule};
-use crate::stats::{self, ErrorClass, ThreadStats};
+use crate::io::{on_engine, OnEngine};
+use crate::load::schedule::Schedule;
+use crate::rng::Rng;
+use crate::stats::{ErrorClass, ThreadStats};
 use crate::sys;
 
 /// A send whose schedule lag (actual − intended send time) exceeds this is counted as late.
@@ -134,9 +137,9 @@ pub struct SpinAuto {
 impl OpenStats {
     pub fn new() -> Self {
         OpenStats {
-            uncorrected: stats::new_histogram(),
-            lag: stats::new_histogram(),
-            lifetime: stats::new_histogram(),
+            uncorrected: histogram::new_histogram(),
+            lag: histogram::new_histogram(),
+            lifetime: histogram::new_histogram(),
             intended: 0,
             started: 0,
             started_in_schedule: 0,
@@ -252,23 +255,60 @@ pub fn run_open_worker(
     let index = cfg.conns.thread_index;
     let result = (|| -> io::Result<()> {
         cfg.conns.pin_this_thread()?;
-        // Slots the thread may have at once: the pool, or the `--conn-rate` cap.
-        let (target, cap) = (cfg.conns.target, cfg.conns.connections);
-        match cfg.io {
-            IoBackend::Epoll => serve(
-                Worker::new(cfg, exchange, EpollOpen::new(target, 0)?),
+        on_engine(
+            cfg.io,
+            OpenThread {
+                cfg,
+                exchange,
                 plans,
-                &reports,
-            ),
-            IoBackend::Uring => serve(
-                Worker::new(cfg, exchange, UringOpen::new(target, cap)?),
-                plans,
-                &reports,
-            ),
-        }
+                reports: &reports,
+            },
+        )
     })();
     if let Err(e) = result {
         reports.send((index, Err(e))).ok();
+    }
+}
+
+/// An open-loop thread's life on the engine `io::on_engine` chooses: its `OpenIo` backend.
+struct OpenThread<'a> {
+    cfg: OpenWorkerConfig,
+    exchange: Exchange,
+    plans: Receiver<PhasePlan>,
+    reports: &'a Sender<(usize, io::Result<WorkerMsg>)>,
+}
+
+impl OpenThread<'_> {
+    /// `serve` on the backend `backend` makes from the target and the thread's slot count.
+    fn serve_on<B: OpenIo>(
+        self,
+        backend: impl FnOnce(SocketAddr, usize) -> io::Result<B>,
+    ) -> io::Result<()> {
+        let OpenThread {
+            cfg,
+            exchange,
+            plans,
+            reports,
+        } = self;
+        // Slots the thread may have at once: the pool, or the `--conn-rate` cap.
+        let (target, cap) = (cfg.conns.target, cfg.conns.connections);
+        serve(
+            Worker::new(cfg, exchange, backend(target, cap)?),
+            plans,
+            reports,
+        )
+    }
+}
+
+impl OnEngine for OpenThread<'_> {
+    type Output = io::Result<()>;
+
+    fn epoll(self) -> io::Result<()> {
+        self.serve_on(|target, _| EpollOpen::new(target, 0))
+    }
+
+    fn uring(self) -> io::Result<()> {
+        self.serve_on(UringOpen::new)
     }
 }
 
@@ -598,7 +638,7 @@ impl<B: OpenIo> Worker<B> {
         }
         self.open
             .lag
-            .saturating_record(lag.as_micros().min(u128::from(stats::HIST_HIGHEST_US)) as u64);
+            .saturating_record(lag.as_micros().min(u128::from(histogram::HIST_HIGHEST_US)) as u64);
     }
 
     /// Send the next request on open slot `i`, meant to go out at `intended`.
@@ -724,7 +764,9 @@ impl<B: OpenIo> Worker<B> {
                     if slot.requests_left == 0 {
                         let now = Instant::now();
                         let life = now.saturating_duration_since(slot.conn_intended);
-                        self.open.lifetime.saturating_record(stats::micros(life));
+                        self.open
+                            .lifetime
+                            .saturating_record(histogram::micros(life));
                         self.open.conns_completed += 1;
                         return Outcome::Finished;
                     }

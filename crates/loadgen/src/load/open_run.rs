@@ -408,7 +408,7 @@ pub fn find_max(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schedule::parse_slo;
+    use crate::sweep::parse_slo;
 
     fn fm() -> FindMax {
         FindMax {

@@ -10,15 +10,15 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Config, HttpConfig, IoBackend, LoadKind, Mode};
+use crate::config::{Config, HttpConfig, LoadKind, Mode};
 use crate::error::RunError;
 use crate::exchange::Exchange;
 use crate::http::{Expectation, ResponseParser, Step};
 use crate::io::echo::{self, Echo, EchoProtocol, ProbeResult};
-use crate::io::epoll;
-use crate::io::http::HttpProtocol;
-use crate::io::uring;
+use crate::io::http::{HttpParams, HttpProtocol};
+use crate::io::uring::closed;
 use crate::io::worker::{ThreadConns, ThreadSummary, WorkerConfig, WorkerResult};
+use crate::io::{epoll, on_engine, OnEngine};
 use crate::load::open::OpenStats;
 use crate::stats::ThreadStats;
 use crate::{progress, signals, sys};
@@ -128,6 +128,46 @@ where
         .map_err(|e| RunError::Failure(format!("cannot start load thread {index}: {e}")))
 }
 
+/// Load thread `t` of the closed loop or echo, started on the engine `io::on_engine` chooses: its
+/// protocol is built here and moved to the thread.
+struct ClosedThread<'a> {
+    cfg: &'a Config,
+    t: usize,
+    wc: WorkerConfig,
+}
+
+impl OnEngine for ClosedThread<'_> {
+    type Output = Result<JoinHandle<std::io::Result<WorkerResult>>, RunError>;
+
+    fn epoll(self) -> Self::Output {
+        let ClosedThread { cfg, t, wc } = self;
+        match &cfg.mode {
+            Mode::Http(h) => {
+                let proto = HttpProtocol::new(Exchange::for_config(h, t));
+                spawn_load_thread(t, move || epoll::run_worker(wc, proto))
+            }
+            Mode::Echo(e) => {
+                let proto = EchoProtocol::new(e.bytes_per_connection, e.chunk_bytes);
+                spawn_load_thread(t, move || epoll::run_worker(wc, proto))
+            }
+        }
+    }
+
+    fn uring(self) -> Self::Output {
+        let ClosedThread { cfg, t, wc } = self;
+        match &cfg.mode {
+            Mode::Http(h) => {
+                let params = HttpParams::new(h, cfg.coalesce, t);
+                spawn_load_thread(t, move || closed::run_worker(wc, params))
+            }
+            Mode::Echo(e) => {
+                let echo = Echo::new(e.bytes_per_connection, e.chunk_bytes);
+                spawn_load_thread(t, move || closed::run_worker(wc, echo))
+            }
+        }
+    }
+}
+
 /// What the threads measured, merged once: one set of counters, one summary per thread.
 pub fn merge_threads(results: Vec<WorkerResult>) -> (ThreadStats, Vec<ThreadSummary>) {
     let mut threads = Vec::with_capacity(results.len());
@@ -184,24 +224,7 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, RunErr
             measure_end,
             response_quota: share.response_quota,
         };
-        let handle = match &cfg.mode {
-            Mode::Http(h) if cfg.io == IoBackend::Uring => {
-                let params = uring::HttpParams::new(h, cfg.coalesce, t);
-                spawn_load_thread(t, move || uring::run_worker(wc, params))
-            }
-            Mode::Http(h) => {
-                let proto = HttpProtocol::new(Exchange::for_config(h, t));
-                spawn_load_thread(t, move || epoll::run_worker(wc, proto))
-            }
-            Mode::Echo(e) if cfg.io == IoBackend::Uring => {
-                let echo = Echo::new(e.bytes_per_connection, e.chunk_bytes);
-                spawn_load_thread(t, move || uring::run_worker(wc, echo))
-            }
-            Mode::Echo(e) => {
-                let proto = EchoProtocol::new(e.bytes_per_connection, e.chunk_bytes);
-                spawn_load_thread(t, move || epoll::run_worker(wc, proto))
-            }
-        };
+        let handle = on_engine(cfg.io, ClosedThread { cfg, t, wc });
         handles.push(handle?);
     }
 

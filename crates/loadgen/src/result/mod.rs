@@ -1,6 +1,7 @@
 //! The result: the document (`document`: the JSON contract, docs/load-generator.md and its schema,
-//! the human summary, the HdrHistogram log) and the `--threshold` verdicts on it (`thresholds`).
-//! Pure functions of the configuration and the outcomes the load models return.
+//! the HdrHistogram log), the human summary of it (`human`) and the `--threshold` verdicts on it
+//! (`thresholds`). Pure functions of the configuration and the outcomes the load models return.
 
 pub mod document;
+pub mod human;
 pub mod thresholds;

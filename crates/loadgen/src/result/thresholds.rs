@@ -1,24 +1,8 @@
 //! The `--threshold` verdicts on a finished result document (the expressions: `threshold`).
 
-use serde::Serialize;
-
 use crate::parse::{fmt_bytes, fmt_us};
-use crate::result::document::{self, Document};
+use crate::result::document::{self, Document, ThresholdDoc};
 use crate::threshold::{Metric, Threshold};
-
-/// A threshold's verdict, as it appears in the result's `thresholds` list.
-#[derive(Serialize, Clone, Debug)]
-pub struct ThresholdDoc {
-    pub expr: String,
-    pub metric: String,
-    pub op: &'static str,
-    pub limit: f64,
-    pub unit: &'static str,
-    /// None when the run has nothing to judge: no successful response for a latency metric, or no
-    /// attempt at all for `errors`. Such a threshold fails.
-    pub measured: Option<f64>,
-    pub pass: bool,
-}
 
 /// The verdict of every threshold on a finished result, in the order given.
 pub fn evaluate(thresholds: &[Threshold], doc: &Document) -> Vec<ThresholdDoc> {

@@ -2,7 +2,7 @@
 //! the same as on epoll. Only on request: `--io auto` keeps the open loop on epoll, which measured
 //! cheaper (about 28% less CPU at the same spin window) and more punctual (bench/RESULTS.md).
 //!
-//! The closed loop's mechanics (`uring`): one ring per thread, registered files (slot i of the
+//! The closed loop's mechanics (`closed`, over `ring`): one ring per thread, registered files (slot i of the
 //! ring's file table is slot i's socket), connects as `IORING_OP_CONNECT` on blocking sockets, one
 //! multishot recv per connection filling buffers from a provided-buffer ring, sends as SQEs with
 //! `MSG_WAITALL` and `IOSQE_CQE_SKIP_SUCCESS`, generations in `user_data` so completions for a
@@ -38,7 +38,7 @@ use socket2::{SockAddr, Socket};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::io::http;
 use crate::io::open_io::{IoEvent, OpenIo};
-use crate::io::uring::{
+use crate::io::uring::ring::{
     build_ring, completion_error, connect_failure, decode, files_update, files_update_error,
     new_socket, recv_buffers, recv_error, register_files, shut_down_all, sq_entries, user_data,
     with_buffers, BufRing, BUF_GROUP, GEN_MASK, HTTP_RECV_BUF_BYTES, OP_CONNECT, OP_FILES_UPDATE,
@@ -77,7 +77,7 @@ pub struct UringOpen {
     target: SocketAddr,
     /// Boxed: CONNECT SQEs point at it until they complete.
     target_sockaddr: Box<SockAddr>,
-    /// See `uring::Worker::slot_fds` (sized for `capacity`, never reallocated).
+    /// See `uring::closed::Worker::slot_fds` (sized for `capacity`, never reallocated).
     slot_fds: Option<Vec<RawFd>>,
     /// Closed sockets whose descriptors are released after the next submit.
     graveyard: Vec<Socket>,

@@ -121,6 +121,21 @@ impl WindowTrial {
     }
 }
 
+/// `--coalesce-us auto`: responses per re-estimate of the window.
+pub(crate) const AUTO_SAMPLE: u32 = 256;
+/// `--coalesce-us auto`: the window is at most 1/AUTO_FRACTION_DIV (5%) of the fastest response
+/// latency among the last AUTO_SAMPLE, so what batching adds to a measured latency stays within 5%
+/// of it, far inside this machine's run-to-run noise (15-40%).
+const AUTO_FRACTION_DIV: u128 = 20;
+/// `--coalesce-us auto` never waits longer than this (most of the saving is reached well below).
+const AUTO_MAX_US: u32 = 50;
+
+/// The automatic coalescing window for a fastest recent latency: 5% of it, at most AUTO_MAX_US;
+/// below 1 µs (sub-20 µs exchanges, e.g. one connection) there is no coalescing at all.
+pub fn auto_window_us(fastest: Duration) -> u32 {
+    (fastest.as_micros() / AUTO_FRACTION_DIV).min(u128::from(AUTO_MAX_US)) as u32
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +234,19 @@ mod tests {
         });
         assert!(!cpu_read, "an epoch of 1 response must not end");
         assert!(trial.on && trial.costs.is_empty());
+    }
+
+    #[test]
+    fn auto_window_is_five_percent_of_the_fastest_latency_capped() {
+        let us = Duration::from_micros;
+        assert_eq!(
+            auto_window_us(us(19)),
+            0,
+            "one fast connection: no coalescing"
+        );
+        assert_eq!(auto_window_us(us(40)), 2);
+        assert_eq!(auto_window_us(us(700)), 35);
+        assert_eq!(auto_window_us(us(5_000)), AUTO_MAX_US);
+        assert_eq!(auto_window_us(Duration::MAX), AUTO_MAX_US);
     }
 }
