@@ -10,7 +10,7 @@ Method
 * On each server, netarena-load takes turns in two configurations, pinned to the client CPU (default 1),
   one thread, 50 keep-alive connections (the quick suite's), 1 s warm-up, ``--duration`` measured:
   - ``default``: no option (``--io auto``: io_uring with ``--coalesce-us auto``, whose trial keeps the
-    window only while it measurably saves CPU per response, src/io/window_trial.rs);
+    window only while it measurably saves CPU per response, src/io/uring/window.rs);
   - ``no-window``: ``--io uring --coalesce-us 0``.
   Who goes first alternates from round to round.
 * CPU per request = the generator's user + system time (its document's ``generator.cpu_user_s`` and
