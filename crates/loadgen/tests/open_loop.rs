@@ -268,8 +268,9 @@ fn a_10k_schedule_is_exact_and_classified_by_its_own_figures() {
         ol["rate_not_met"]
     );
     // Two whole seconds, plus a sliver for the responses of the last sends (the drain).
+    // (The drain lasts at most the 5 s default timeout, more intervals on a slow host.)
     let intervals = doc["intervals"]["entries"].as_array().unwrap().len();
-    assert!((2..=3).contains(&intervals), "{intervals} intervals");
+    assert!((2..=7).contains(&intervals), "{intervals} intervals");
     assert_spin_auto_follows_its_figures(ol);
 }
 
@@ -927,23 +928,37 @@ fn draining_against_a_stalled_server_does_not_spin() {
     // unfinished (tests/unfinished.rs checks those counts exactly).
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", silent.local_addr().unwrap());
-    let (code, stdout, cpu, wall, _) = run_with_cpu(&[
-        "http",
-        &url,
-        "--rate",
-        "100",
-        "-c",
-        "4",
-        "-d",
-        "200ms",
-        "--timeout",
-        "1500ms",
-        // A fixed window: `auto` widens it on a machine whose timer lags (a busy one) and then
-        // spins before every send on purpose, which is not what this test looks for.
-        "--spin-us",
-        "20",
-        "--json",
-    ]);
+    let args = |url: &str| -> Vec<String> {
+        [
+            "http",
+            url,
+            "--rate",
+            "100",
+            "-c",
+            "4",
+            "-d",
+            "200ms",
+            "--timeout",
+            "1500ms",
+            // A fixed window: `auto` widens it on a machine whose timer lags (a busy one) and then
+            // spins before every send on purpose, which is not what this test looks for.
+            "--spin-us",
+            "20",
+            "--json",
+        ]
+        .iter()
+        .map(|a| a.to_string())
+        .collect()
+    };
+    // The same run against a server that answers, on the same machine: what the start-up, the
+    // sends and the result cost here, with no drain to wait through.
+    let answering = server(Behaviour::default());
+    let control: Vec<String> = args(&format!("http://{}/", answering.addr));
+    let control: Vec<&str> = control.iter().map(String::as_str).collect();
+    let (_, _, control_cpu, _, _) = run_with_cpu(&control);
+    let stalled: Vec<String> = args(&url);
+    let stalled: Vec<&str> = stalled.iter().map(String::as_str).collect();
+    let (code, stdout, cpu, wall, _) = run_with_cpu(&stalled);
     assert_eq!(code, 0, "{stdout}");
     let doc: Value = serde_json::from_str(stdout.trim()).unwrap();
     validate_against_schema(&doc);
@@ -963,13 +978,15 @@ fn draining_against_a_stalled_server_does_not_spin() {
         "{:#}",
         doc["open_loop"]
     );
-    // Waiting is sleeping. Measured on the shared 2-core machine (when the drain still waited
+    // Waiting is sleeping: the 1.5 s of drain cost next to nothing beyond what the same run costs
+    // against a server that answers at once (the control, measured on this machine just before, so
+    // a slower CPU raises both). Measured on the shared 2-core machine (when the drain still waited
     // past its deadline for the last timeouts): the loop that re-armed its timer at `now` used
     // 301 ms of CPU in 3.07 s (all it could get while other processes ran), the fixed one 16 ms.
-    // 3% of the wall separates the two.
     assert!(
-        cpu.as_secs_f64() < 0.03 * wall.as_secs_f64(),
-        "generator used {cpu:?} of CPU in {wall:?} while waiting for a stalled server"
+        cpu < control_cpu * 2 + Duration::from_millis(30),
+        "generator used {cpu:?} of CPU in {wall:?} while waiting for a stalled server, against \
+         {control_cpu:?} for the same run against one that answers"
     );
     drop(silent);
 }
