@@ -93,7 +93,7 @@ def test_a_stop_whose_exception_was_swallowed_still_stops_the_run(tmp_path, cach
 
     from click.testing import CliRunner
 
-    from netarena.backend import MockBackend
+    from netarena.backends.mock import MockBackend
     from netarena.cli import main as cli
     from netarena.errors import EXIT_INTERRUPTED
 

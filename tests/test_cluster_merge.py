@@ -11,8 +11,9 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from conftest import FIXTURE_CONTESTANTS, run_cli
-from netarena.backend import MeasureRequest, MockBackend
-from netarena.cluster.backend import merge_documents, share_level, split_evenly
+from netarena.backends.base import MeasureRequest
+from netarena.backends.mock import MockBackend
+from netarena.backends.cluster import merge_documents, share_level, split_evenly
 from netarena.cluster.certs import make_certs
 from netarena.cluster.spec import load_cluster
 from netarena.config import load_manifest
@@ -111,7 +112,7 @@ def test_the_workers_seen_are_never_the_clients_cached_summary():
     import dask
     from distributed import Client, LocalCluster
 
-    from netarena.cluster.backend import ClusterBackend
+    from netarena.backends.cluster import ClusterBackend
 
     with dask.config.set({"distributed.client.scheduler-info-interval": "1ms"}), \
             LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",

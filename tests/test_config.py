@@ -350,7 +350,7 @@ def test_suite_threads_axis_multiplies_the_levels(tmp_path):
 def test_entry_contestants_narrow_the_suite_and_a_typo_exits_2(tmp_path, cache_dir):
     """A [[measure]] entry's own contestants/exclude (seed 002: gunicorn sync at 9 workers, the others at 1)."""
     from netarena import contestants as ct
-    from netarena.runner import build_plan
+    from netarena.plan.suite import build_plan
 
     text = SUITE + ('exclude = ["fx-other"]\n\n[[measure]]\nscenario = "hello"\ncontestants = ["fx-other"]\n'
                     'connections = [8]\n')
@@ -398,7 +398,7 @@ def test_requests_on_echo_is_refused(tmp_path):
 
 
 def test_requests_level_passes_n_and_keeps_the_duration_as_limit(tmp_path):
-    from netarena.backend import generator_argv
+    from netarena.backends.base import generator_argv
     from netarena.scenarios import levels_for, load_spec
 
     suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE + "requests = 5000\n"))
@@ -412,7 +412,7 @@ def test_requests_level_passes_n_and_keeps_the_duration_as_limit(tmp_path):
 
 
 def test_connections_per_step_makes_one_sweep_level(tmp_path):
-    from netarena.backend import generator_argv, generator_time_limit_s
+    from netarena.backends.base import generator_argv, generator_time_limit_s
     from netarena.scenarios import levels_for, load_spec
 
     suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE + "conn_rate = [50, 100, 150]\n"
@@ -432,7 +432,7 @@ def test_connections_per_step_makes_one_sweep_level(tmp_path):
 
 def test_generator_threads_above_the_generator_cpus_are_capped_and_said(tmp_path):
     from netarena.contestants import load
-    from netarena.runner import build_plan
+    from netarena.plan.suite import build_plan
 
     suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE.replace("[4]", "[8]") + "generator_threads = 4\n"))
     contestants = load(FIXTURE_CONTESTANTS, ["fx-good"])

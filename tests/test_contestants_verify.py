@@ -123,7 +123,7 @@ def test_two_workers_both_serve(name, availability, tmp_path):
     import time
 
     from netarena import contestants as ct
-    from netarena.backend import RealBackend
+    from netarena.backends.real import RealBackend
     from netarena.ports import free_port
     from netarena.process import available_cpus
 
@@ -182,12 +182,12 @@ LISTEN_TEST_HOST = "127.0.0.3"
 def test_contestant_listens_on_the_host_it_is_given(name, availability, tmp_path):
     """{host} reaches the server: started with host 127.0.0.3, it accepts there and nowhere else on loopback, so
     on a cluster's server host (host 0.0.0.0) the generators of other hosts can reach it (docs/many-machines.md)."""
-    from netarena.backend import RealBackend
+    from netarena.backends.real import RealBackend
     from netarena.contestants import cache_root, default_contestants_dir, install, load
     from netarena.ports import free_port
     from netarena.process import available_cpus
     from netarena.scenarios import STATIC_SET_VERSION
-    from netarena.server_user import for_servers
+    from netarena.contestants import for_servers
 
     row = availability[name]
     if not row["runnable"]:

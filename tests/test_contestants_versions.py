@@ -90,7 +90,7 @@ def _installed(name):
     """Install the contestant exactly as `netarena verify` does (a cache hit after test_contestants_verify);
     skipped where it cannot run here, as there."""
     from netarena import contestants as ct
-    from netarena.server_user import for_servers
+    from netarena.contestants import for_servers
 
     contestant = ct.load(CONTESTANTS, [name])[0]
     av = ct.availability(contestant)

@@ -20,7 +20,8 @@ import pytest
 
 from conftest import FIXTURE_CONTESTANTS, REPO, db_rows, run_cli, write_suite
 from netarena import stats
-from netarena.backend import MeasureRequest, RealBackend
+from netarena.backends.base import MeasureRequest
+from netarena.backends.real import RealBackend
 from netarena.config import load_manifest
 from netarena.contestants import Contestant
 from netarena.scenarios import Level

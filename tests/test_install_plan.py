@@ -16,7 +16,7 @@ from conftest import FIXTURE_CONTESTANTS, REPO, db_rows, run_cli, write_suite
 from netarena import contestants as ct
 from netarena.config import Suite
 from netarena.errors import ConfigError
-from netarena.runner import build_plan, install_phase_s
+from netarena.plan.suite import build_plan, install_phase_s
 
 # A contestant whose base step and optional `mongo` part each append a line to {env_dir}/runs, so a test sees
 # exactly which ran and how often.

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from netarena import contestants as ct
-from netarena.backend import RealBackend
+from netarena.backends.real import RealBackend
 from netarena.ports import free_port
 from netarena.process import available_cpus
 
@@ -123,7 +123,7 @@ def test_quick_suite_warms_pypy_twisted_up_past_its_jit_and_says_so():
     """pypy-twisted declares start.warmup_min_s: the quick suite's 1 s warm-up is raised for it (badge WARM),
     not for CPython's Twisted."""
     from netarena.config import load_suite
-    from netarena.runner import build_plan
+    from netarena.plan.suite import build_plan
 
     suite, _ = load_suite(REPO / "suites" / "quick.toml")
     pypy, cpython = ct.load(REPO / "contestants", ["pypy-twisted", "python-twisted"])

@@ -162,7 +162,7 @@ def test_children_start_with_the_open_files_hard_limit_or_the_one_given():
 def test_a_level_a_server_cannot_hold_is_skipped_for_it_alone():
     from netarena.config import Suite
     from netarena.contestants import default_contestants_dir, load
-    from netarena.runner import build_plan
+    from netarena.plan.suite import build_plan
 
     suite = Suite.model_validate({"name": "big", "measure": [
         {"scenario": "echo", "connections": [100, 32768], "workers": [1, 2]}]})

@@ -41,7 +41,7 @@ def test_quick_suite_fits_its_time_budget_with_every_contestant():
     (measured: 475 s estimated, 420 s measuring and 448 s wall for 111 measurements on this 2-core VM) must stay
     inside the suite's time_budget_s when contestants or measurements are added."""
     from netarena.contestants import load
-    from netarena.runner import build_plan
+    from netarena.plan.suite import build_plan
 
     path = REPO / "suites" / "quick.toml"
     suite, _ = load_suite(path)

@@ -21,7 +21,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from .backend import GENERATOR_GRACE_S, generator_argv, parse_document
+from .backends.base import GENERATOR_GRACE_S, generator_argv, parse_document
 from .ports import free_port
 from .process import ManagedProcess, tree_cpu_s
 

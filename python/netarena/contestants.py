@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .config import SCENARIOS, Manifest, load_manifest
 from .errors import ConfigError, did_you_mean
+from .server_user import ServerUser, check_reachable, reachable, reachable_executable, server_user
 
 MANIFEST_NAME = "contestant.toml"
 INSTALL_TIMEOUT_S = 1800  # pip builds from source (uwsgi ~30 s), cargo/go builds: generous but bounded
@@ -310,8 +311,6 @@ def install_parts(contestant: Contestant, scenarios) -> list[str]:
 def _venv_current(contestant: Contestant, user=None) -> bool:
     """The venv matches the requirements and, when servers run as `user`, was made from an interpreter that
     user can run (a venv's python links to it: one under /root, such as pyenv's, is out of its reach)."""
-    from .server_user import reachable
-
     stamp = contestant.env_dir / "venv.stamp"
     if not (stamp.is_file() and stamp.read_text() == _venv_stamp(contestant)
             and (contestant.venv_dir / "bin" / "python").exists()):
@@ -547,8 +546,6 @@ def install(contestant: Contestant, allow_apt: bool = True, say=lambda msg: None
 
 
 def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: tuple[str, ...]) -> dict:
-    from .server_user import reachable_executable
-
     manifest = contestant.manifest
     log = contestant.env_dir / "install.log"
     record: dict = {"env_dir": str(contestant.env_dir), "install_log": str(log)}
@@ -765,3 +762,13 @@ def markdown_catalog(contestants: list[Contestant]) -> str:
 __all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts",
            "install_current", "install_estimate_s", "install_concurrently", "default_install_jobs", "select", "load", "list_names",
            "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note", "markdown_catalog"]
+
+
+def for_servers(run_as_root: bool, contestants) -> ServerUser | None:
+    """The user the servers of `contestants` will run as, once it is known to reach what they need."""
+    user = server_user(run_as_root)
+    paths = {"the cache": cache_root()}
+    for contestant in contestants:
+        paths[f"{contestant.name}'s folder"] = contestant.dir
+    check_reachable(paths, user)
+    return user

@@ -371,3 +371,11 @@ def collect(extra: dict | None = None) -> dict:
     if extra:
         info.update(extra)
     return info
+
+
+def collect_environment(extra: dict) -> dict:
+    """collect(extra), or the error that kept it from being collected with `extra`."""
+    try:
+        return collect(extra=extra)
+    except Exception as exc:  # the fingerprint is context, not a reason to lose the run
+        return {"error": f"envinfo.collect failed: {type(exc).__name__}: {exc}", **extra}

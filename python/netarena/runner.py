@@ -1,4 +1,5 @@
-"""The run: plan the matrix, install, measure in interleaved rounds, store each result as it ends."""
+"""The run: install what the plan (netarena.plan) needs, measure it in interleaved rounds through a backend
+(netarena.backends), store each result as it ends."""
 
 from __future__ import annotations
 
@@ -8,28 +9,24 @@ import os
 import subprocess
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 from . import __version__, precision, stats
-from .config import SERVICE_SCENARIOS, Suite
-from .contestants import (Contestant, Installed, InstallError, availability, cache_root, entry_measures,
-                          INSTALLED, install_concurrently, install_current, install_estimate_s, install_parts, repo_root,
-                          scenario_note)
-from .doctor import FD_SPARE
+from .backends.base import MeasureRequest, StopRun
+from .calibration import calibrate
+from .config import SERVICE_SCENARIOS
+from .contestants import (Contestant, Installed, InstallError, availability, cache_root, install_concurrently,
+                          install_current, repo_root)
+from .envinfo import collect_environment
 from .errors import ConfigError
+from .plan.suite import Item, Plan, minutes_seconds
 from .process import StopRequest, available_cpus, group_members, kill_group, process_start_time
-from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready, sweep_rates
+from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
+from .services import ServiceManager, load_all, service_availability
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso, row_to_dict
 
-# Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
-ESTIMATED_OVERHEAD_S = 1.0
-# Steps a find-max search usually measures: doubling from 100 req/s to a few thousand, then bisecting to 5%.
-ESTIMATED_FIND_MAX_STEPS = 10
-# Only for the time estimate of fixed-size echo floods: a middling echo server on loopback.
-ESTIMATED_ECHO_BYTES_PER_S = 100e6
 # A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
 # of the same (contestant, scenario, level) are recorded as not attempted instead of paying the timeout again.
 # Failures that the next repeat of the same level would repeat: it is not attempted, and says why. A level whose
@@ -43,226 +40,8 @@ TRACEBACK_TAIL_CHARS = 4000
 INSTALL_LOG_TAIL_LINES = 12
 
 
-def minutes_seconds(seconds: float) -> str:
-    """42.0 s, or 3 min 07 s from a minute on: how phase times and estimates are shown."""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(int(round(seconds)), 60)
-    return f"{minutes} min {rest:02d} s"
-
-
 def traceback_tail(exc: BaseException) -> str:
     return "".join(traceback.format_exception(exc))[-TRACEBACK_TAIL_CHARS:]
-
-
-@dataclass(frozen=True)
-class Item:
-    contestant: str
-    scenario: str
-    level: Level
-
-
-@dataclass
-class Estimate:
-    """A run's time, stated before it starts: its installs (from the cache's state: nothing for a contestant
-    installed at its current hash with the parts the plan needs) and its measurements."""
-
-    installs_s: float  # the install phase with `jobs` at once (longest first, each to the least-loaded job)
-    measuring_s: float
-    jobs: int
-    # Per contestant to install: (name, seconds, where the figure comes from); installed ones are left out.
-    installs: list[tuple[str, float, str]] = field(default_factory=list)
-
-    @property
-    def total_s(self) -> float:
-        return self.installs_s + self.measuring_s
-
-    def describe(self, longest: int = 3) -> str:
-        """'installs 3 min 10 s (5 contestants, 2 at a time; longest: rust-hyper 3 min 00 s (default for rust),
-        ...) + measuring ...': the `longest` installs named, with where each figure comes from."""
-        if not self.installs:
-            installs = "installs: none needed"
-        else:
-            ranked = sorted(self.installs, key=lambda one: -one[1])
-            named = ", ".join(f"{name} {minutes_seconds(s)} ({source})" for name, s, source in ranked[:longest])
-            installs = (f"installs {minutes_seconds(self.installs_s)} ({len(self.installs)} contestant(s), "
-                        f"{self.jobs} at a time; longest: {named})")
-        return f"{installs} + measuring {minutes_seconds(self.measuring_s)}"
-
-
-def install_phase_s(seconds: list[float], jobs: int) -> float:
-    """How long installs of these durations take `jobs` at a time: the longest first, each to the job that
-    frees up first (what the pool does, up to the order it is given)."""
-    lanes = [0.0] * max(1, jobs)
-    for one in sorted(seconds, reverse=True):
-        lanes[lanes.index(min(lanes))] += one
-    return max(lanes)
-
-
-@dataclass
-class Plan:
-    suite: Suite
-    contestants: list[Contestant]
-    items: list[Item]  # one round; every repeat runs the whole round (A B C A B C, never A A A)
-    skips: list[tuple[str, str | None, str | None, str]] = field(default_factory=list)
-    # What the plan changed from the suite and the run's output must say (a capped generator_threads).
-    notices: list[str] = field(default_factory=list)
-
-    @property
-    def total(self) -> int:
-        return len(self.items) * self.suite.repeat
-
-    def timing(self, item: Item) -> tuple[float, float]:
-        """(warm-up, duration) of an item: its [[measure]] entry's own, else the suite's; the warm-up raised to
-        the contestant's start.warmup_min_s (a fixed-size echo flood has no warm-up to raise)."""
-        level = item.level
-        warmup = self.suite.warmup_s if level.warmup_s is None else level.warmup_s
-        duration = self.suite.duration_s if level.duration_s is None else level.duration_s
-        if not level.param("bytes"):
-            warmup = max(warmup, self.warmup_min_s(item.contestant))
-        return warmup, duration
-
-    def warmup_min_s(self, contestant: str) -> float:
-        return next(c.manifest.start.warmup_min_s for c in self.contestants if c.name == contestant)
-
-    def warmup_raised(self, item: Item) -> bool:
-        suite_warmup = self.suite.warmup_s if item.level.warmup_s is None else item.level.warmup_s
-        return self.timing(item)[0] > suite_warmup
-
-    def item_estimate_s(self, item: Item) -> float:
-        """How long one measurement of an item is expected to take, its overhead included."""
-        warmup, duration = self.timing(item)
-        flood_bytes = item.level.param("bytes")
-        if flood_bytes:  # a fixed-size echo flood ends when its bytes are echoed; duration is only its limit
-            expected = min(duration, item.level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
-        elif item.level.find_max_slo is not None:  # a search measures steps of `duration` until it brackets
-            expected = warmup + ESTIMATED_FIND_MAX_STEPS * duration
-        elif item.level.param("conn_rate_steps"):  # each step: its connections at its rate (drains not counted)
-            n = item.level.param("conns_per_step")
-            expected = warmup + sum(n / rate for rate in sweep_rates(item.level.param("conn_rate_steps")))
-        else:
-            expected = warmup + duration
-        return expected + ESTIMATED_OVERHEAD_S
-
-    def estimate_s(self) -> float:
-        one_round = sum(self.item_estimate_s(i) for i in self.items)
-        return one_round * self.suite.repeat
-
-    def estimate(self, jobs: int, installs: bool = True) -> Estimate:
-        """The measurements' time and, with `installs` (contestants installed on this machine), what installing
-        the planned contestants would take now, `jobs` at a time."""
-        todo = []
-        if installs:
-            for contestant in self.contestants:
-                if any(i.contestant == contestant.name for i in self.items):
-                    seconds, source = install_estimate_s(contestant, self.install_parts(contestant))
-                    if source != INSTALLED:
-                        todo.append((contestant.name, seconds, source))
-        return Estimate(install_phase_s([s for _, s, _ in todo], jobs), self.estimate_s(), jobs, todo)
-
-    def install_parts(self, contestant: Contestant) -> list[str]:
-        """The contestant's optional install parts that the planned scenarios need (a database driver only
-        where a mongo or gridfs level is planned)."""
-        return install_parts(contestant, {i.scenario for i in self.items if i.contestant == contestant.name})
-
-    def rounds(self):
-        for repeat_index in range(self.suite.repeat):
-            for item in self.items:
-                yield repeat_index, item
-
-    def needed_services(self) -> list[str]:
-        """The services (e.g. "mongo") that some planned measurement's contestant needs."""
-        return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
-
-    def needs_static(self) -> bool:
-        """Whether a planned measurement reads the static file set: static and gridfs always, and any scenario a
-        contestant's manifest says it serves from the set (serves_from_static_set: nginx's bytes)."""
-        from_set = {c.name: set(c.manifest.serves_from_static_set) for c in self.contestants}
-        return any(i.scenario in ("static", "gridfs") or i.scenario in from_set.get(i.contestant, ())
-                   for i in self.items)
-
-
-def server_cannot_hold(contestant: Contestant, level: Level, open_files: int) -> str | None:
-    """Why a contestant's server cannot hold a level's connections with `open_files` descriptors per process
-    (servers start with their soft limit raised to the hard one: process.child_setup), or None when it can.
-
-    One process holds them all unless the contestant's {workers} are processes (workers.processes), which
-    share them; the shares are taken as even (the kernel's or the server's balance may be worse, and a worker
-    running out of descriptors then shows as errors of that measurement)."""
-    processes = level.workers if contestant.manifest.workers.processes else 1
-    per_process = open_files - FD_SPARE
-    held = -(-(level.connections + (1 if level.probe_interval_s else 0)) // processes)
-    if held <= per_process:
-        return None
-    shape = (f"{processes} worker processes share them ({held:,} each)" if processes > 1 else
-             "they all land in one server process" + (
-                 f" (its {level.workers} workers are threads or schedulers of one process)" if level.workers > 1
-                 else ""))
-    return (f"cannot hold {level.connections:,} connections here: {shape}, and one process may open "
-            f"{open_files:,} files (the open-files hard limit; {FD_SPARE} kept for the server itself); "
-            "raise the hard limit (`netarena doctor`)"
-            + (" or measure it with more workers" if contestant.manifest.workers.processes else ""))
-
-
-def cap_generator_threads(level: Level, generator_cpus: list[int] | None) -> Level:
-    """A level asking more generator threads than the generator has CPUs runs with one thread per CPU: the
-    others would only take turns on the same CPUs, and the figures would measure that. The number asked stays
-    in the level (generator_threads_asked, stored with every measurement) and Plan.notices says it."""
-    if not generator_cpus or level.generator_threads <= len(generator_cpus):
-        return level
-    return dataclasses.replace(level, generator_threads=len(generator_cpus),
-                               generator_threads_asked=level.generator_threads)
-
-
-def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: list[str] | None = None,
-               server_open_files: int | None = None, generator_cpus: list[int] | None = None) -> Plan:
-    """One round of (contestant, scenario, level) items and what is skipped, with why. `server_open_files`:
-    the open-files limit servers get here (None: not checked, e.g. servers on other hosts). `generator_cpus`:
-    the generator's CPUs here, which cap generator_threads (None: not capped, e.g. generators on other hosts)."""
-    plan = Plan(suite, contestants, [])
-    for contestant in contestants:
-        for entry in suite.measure:
-            if scenario_filter and entry.scenario not in scenario_filter:
-                continue
-            if not entry_measures(entry, contestant.name):
-                continue
-            reason = scenario_note(contestant, entry.scenario)
-            if reason is not None:
-                skip = (contestant.name, entry.scenario, None, f"does not implement {entry.scenario}: {reason}")
-                if skip not in plan.skips:
-                    plan.skips.append(skip)
-                continue
-            for level in levels_for(entry):
-                level = cap_generator_threads(level, generator_cpus)
-                if level.generator_threads_asked is not None:
-                    notice = (f"{entry.scenario} {level.key}: generator_threads = {level.generator_threads_asked} "
-                              f"capped to {level.generator_threads}, the generator's CPUs here ({generator_cpus}); "
-                              "the number asked is stored with the level")
-                    if notice not in plan.notices:
-                        plan.notices.append(notice)
-                if level.workers > 1 and not contestant.manifest.workers.supported:
-                    plan.skips.append((contestant.name, entry.scenario, level.key,
-                                       "runs a single worker only (workers.supported = false)"))
-                    continue
-                if level.threads is not None and not contestant.manifest.threads.supported:
-                    plan.skips.append((contestant.name, entry.scenario, level.key,
-                                       "has no thread pool to size (threads.supported = false)"))
-                    continue
-                cannot = None if server_open_files is None else \
-                    server_cannot_hold(contestant, level, server_open_files)
-                if cannot is not None:
-                    plan.skips.append((contestant.name, entry.scenario, level.key, cannot))
-                    continue
-                item = Item(contestant.name, entry.scenario, level)
-                if item not in plan.items:
-                    plan.items.append(item)
-    # Interleave contestants inside a round too: for each (scenario, level) every contestant in turn.
-    order = {c.name: i for i, c in enumerate(contestants)}
-    first_seen: dict[tuple, int] = {}
-    for index, item in enumerate(plan.items):
-        first_seen.setdefault((item.scenario, item.level.key), index)
-    plan.items.sort(key=lambda i: (first_seen[(i.scenario, i.level.key)], order[i.contestant]))
-    return plan
 
 
 def resolve_cpus(server: list[int] | None, generator: list[int] | None) -> tuple[list[int], list[int], str | None]:
@@ -297,17 +76,6 @@ def git_sha() -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
-def collect_environment(extra: dict) -> dict:
-    try:
-        from .envinfo import collect
-    except ImportError as exc:
-        return {"error": f"netarena.envinfo unavailable: {exc}", **extra}
-    try:
-        return collect(extra=extra)
-    except Exception as exc:  # the fingerprint is context, not a reason to lose the run
-        return {"error": f"envinfo.collect failed: {type(exc).__name__}: {exc}", **extra}
-
-
 def orchestrator_alive(run) -> bool:
     pid, started = run["orchestrator_pid"], run["orchestrator_start_time"]
     if not pid or pid == os.getpid():
@@ -332,12 +100,6 @@ def cleanup_orphans(store: Store, say) -> None:
 
 class Interrupted(Exception):
     pass
-
-
-class StopRun(Exception):
-    """A backend's word that the run cannot go on now (netarena.cluster: the server host is gone, too few
-    generator hosts are left). The measurement in progress is recorded as interrupted and the run stops like
-    on Ctrl-C, so `--resume` continues it once the cause is fixed; the message says what to fix."""
 
 
 class Runner:
@@ -443,8 +205,6 @@ class Runner:
                 "skipped": f"the {self.backend.name} backend: calibration runs only with the server on this "
                            "machine (the real backend)"})
             return
-        from .calibration import calibrate
-
         self.ui.info("calibrating: a fixed CPU loop and the reference server (a few seconds)")
         figures = calibrate(Path(generator), server_cpus, generator_cpus, self.track, self.untrack)
         self.store.add_to_run_environment(run_id, "calibration", figures)
@@ -455,8 +215,6 @@ class Runner:
     def prepare_services(self, plan: Plan, results_dir: Path, cpus: list[int]) -> None:
         """Install (build) the services the plan needs; one that cannot be had makes its contestants skip
         with the reason (self.unusable_services)."""
-        from .services import ServiceManager, load_all, service_availability
-
         self.unusable_services: dict[str, str] = {}
         needed = plan.needed_services()
         backends = {name: options.backend for name, options in plan.suite.services.items() if options.backend}
@@ -520,8 +278,6 @@ class Runner:
 
     def _measure(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int],
                  static_dir: Path, unusable: dict[str, str]):
-        from .backend import MeasureRequest
-
         by_name = {c.name: c for c in plan.contestants}
         done = self.store.done_keys(run_id)
         failed_before: dict[tuple, str] = {}

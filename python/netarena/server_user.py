@@ -121,15 +121,3 @@ def prepare_run_dir(run_dir: Path, user: ServerUser | None) -> Path:
                 if os.lstat(name).st_uid != user.uid:
                     os.lchown(name, user.uid, user.gid)
     return run_dir
-
-
-def for_servers(run_as_root: bool, contestants) -> ServerUser | None:
-    """The user the servers of `contestants` will run as, once it is known to reach what they need."""
-    from .contestants import cache_root
-
-    user = server_user(run_as_root)
-    paths = {"the cache": cache_root()}
-    for contestant in contestants:
-        paths[f"{contestant.name}'s folder"] = contestant.dir
-    check_reachable(paths, user)
-    return user

@@ -2,12 +2,13 @@
 
 - spec.py: the cluster file (`netarena run --cluster FILE`, `netarena cluster check FILE`).
 - certs.py: the TLS certificates of the control plane (`netarena cluster certs DIR`).
-- tasks.py: what runs on the hosts, as Dask tasks pinned to one worker each: the contestant started,
-  verified and monitored on the server host with the single-host backend's own code (backend.RealBackend),
-  netarena-load with its `--prepare` start barrier on each generator host.
-- backend.py: the orchestrator's side, a backend like backend.RealBackend for runner.Runner: one start
-  time for every generator, the documents merged exactly, hosts lost mid-measurement noticed.
 - lab.py: a cluster of network namespaces on one machine (`netarena lab up|down`).
+
+The backend that runs a suite on a cluster is netarena.backends.cluster (the orchestrator's side: one start
+time for every generator, the documents merged exactly, hosts lost mid-measurement noticed) with
+netarena.backends.cluster_tasks (what runs on the hosts, as Dask tasks pinned to one worker each: the
+contestant started, verified and monitored on the server host with the real backend's own code,
+netarena-load with its `--prepare` start barrier on each generator host).
 
 docs/many-machines.md describes all of it for users.
 """

@@ -65,7 +65,7 @@ BADGES: dict[str, tuple[str, str]] = {
                                "throughput is the machine's as much as the server's, CPU per request still holds"),
 }
 
-# failure_kind (store.py / backend.py) -> badge; any other kind counts as a plain failed repeat.
+# failure_kind (store.py / backends/base.py) -> badge; any other kind counts as a plain failed repeat.
 _FAILURE_BADGES = {"verify_failed": "VERIFY", "crashed": "CRASH", "hung": "HUNG"}
 
 

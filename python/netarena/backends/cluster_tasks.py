@@ -9,10 +9,29 @@ per host), "<mid>/loaded" (the load is over: stop the server).
 
 from __future__ import annotations
 
+import http.client
 import json
 import socket
+import tempfile
 import time
 from pathlib import Path
+
+from .. import __version__
+from ..contestants import InstallError, cache_root, default_contestants_dir, install, load, tail
+from ..envinfo import collect_environment
+from ..errors import ConfigError
+from ..monitor import Monitor, MonitorError
+from ..ports import free_port
+from ..process import ManagedProcess, available_cpus
+from ..scenarios import STATIC_SET_VERSION, build_static_files, load_spec, static_set_ready
+from ..services import ServiceManager, load_all, service_availability
+from ..spread import read_ready
+from .base import (GENERATOR_GRACE_S, STDERR_TAIL_BYTES, GeneratorMissing, MeasureRequest, _safe, find_generator,
+                   generator_argv, generator_version, used_services)
+from .real import RealBackend
+
+# distributed (Dask) is imported inside the tasks that use it: it takes about a second to import, and the
+# orchestrator imports this module for the tasks' names only.
 
 # How long a task waits for the orchestrator's next word beyond the measurement's own time before it gives
 # up by itself, so that no task (and no server or generator) outlives an orchestrator that vanished.
@@ -22,11 +41,6 @@ STDERR_KEEP_BYTES = 4000
 
 def worker_facts() -> dict:
     """This host as the orchestrator records it: versions, CPUs, limits, clock, environment."""
-    from .. import __version__
-    from ..backend import GeneratorMissing, find_generator, generator_version
-    from ..process import available_cpus
-    from ..runner import collect_environment
-
     try:
         generator = find_generator()
         gen = {"path": str(generator), "version": generator_version(generator)}
@@ -43,8 +57,6 @@ def clock_probe() -> float:
 def install_task(contestant_name: str, allow_apt: bool, parts: list[str] = ()) -> dict:
     """Install a contestant on this host (the server host), as the single-host run does, with the optional
     install parts the run's plan needs."""
-    from ..contestants import default_contestants_dir, install, load
-
     contestant = load(default_contestants_dir(), [contestant_name])[0]
     return install(contestant, allow_apt=allow_apt, parts=parts)
 
@@ -59,13 +71,6 @@ _SERVICES: dict = {}
 
 def services_install_task(run_key: str, needed: list[str], backends: dict[str, str], allow_apt: bool) -> dict:
     """Install what each needed service takes on this host; {provides: None, or why it cannot be had}."""
-    import tempfile
-
-    from ..contestants import InstallError
-    from ..errors import ConfigError
-    from ..process import available_cpus
-    from ..services import ServiceManager, load_all, service_availability
-
     for key in [k for k in _SERVICES if k != run_key]:  # a run whose orchestrator vanished
         _SERVICES.pop(key).stop_all()
     manager = _SERVICES.get(run_key)
@@ -97,9 +102,6 @@ def services_stop_task(run_key: str) -> bool:
 
 
 def _static_dir() -> Path:
-    from ..contestants import cache_root
-    from ..scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
-
     static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
     static_dir.mkdir(parents=True, exist_ok=True)
     if not static_set_ready(static_dir):
@@ -110,8 +112,6 @@ def _static_dir() -> Path:
 def _read_status(port: int, path: str | None, timeout_s: float) -> str | None:
     if not path:
         return None
-    import http.client
-
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s)
     try:
         conn.request("GET", path)
@@ -127,12 +127,6 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
     """Start, verify and monitor the contestant here, listening on every address; stop it once the
     orchestrator sets "<mid>/loaded" (or wait_s passed). Returns the server side of the record."""
     from distributed import Event, Variable
-
-    from ..backend import MeasureRequest, RealBackend, STDERR_TAIL_BYTES, _safe, used_services
-    from ..contestants import default_contestants_dir, load, tail
-    from ..monitor import Monitor, MonitorError
-    from ..ports import free_port
-    from ..process import available_cpus
 
     contestant = load(default_contestants_dir(), [contestant_name])[0]
     cpus = available_cpus()
@@ -211,11 +205,6 @@ def generator_task(mid: str, host: str, scenario: str, level, address: str, port
     READY is announced as "<mid>/ready/<host>", the start time read from "<mid>/start". Returns its document."""
     from distributed import Variable
 
-    from ..backend import GENERATOR_GRACE_S, find_generator, generator_argv
-    from ..process import ManagedProcess, available_cpus
-    from ..scenarios import load_spec
-    from ..spread import read_ready
-
     cpus = available_cpus()
     spec = load_spec(scenario, level, port, _static_dir(), host=address)
     argv = generator_argv(find_generator(), spec.mode, spec.target, spec.args, warmup_s=warmup_s,
@@ -254,4 +243,3 @@ def generator_task(mid: str, host: str, scenario: str, level, address: str, port
     finally:
         if gen.alive:
             gen.kill()
-

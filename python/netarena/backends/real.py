@@ -1,188 +1,33 @@
-"""Measurement backends: the real one (start the contestant, verify, run netarena-load, stop) and a mock.
-
-A backend turns one planned measurement into one plain record (a dict, stored as it is). The mock one
-returns deterministic generator-shaped results without starting anything, for fast CLI tests
-(hyperfine's MockExecutor); it is selected with NETARENA_BACKEND=mock or the hidden --backend flag.
-"""
+"""The real backend: start the contestant on this machine, verify it, run netarena-load against it (spread over
+several processes when one cannot hold the level), monitor both, stop it."""
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import os
-import re
-import shutil
 import subprocess
 import time
-from dataclasses import dataclass
-from datetime import datetime
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from hdrh.histogram import HdrHistogram
+from .. import warmup
+from ..contestants import Contestant, expand, install
+from ..fixtures import gridfs_fixture_intact, load_gridfs_fixture, load_mongo_fixture, mongo_fixture_intact
+from ..monitor import Monitor, MonitorError
+from ..ports import free_port
+from ..process import ManagedProcess, group_members, wait_until_idle
+from ..scenarios import accept_queue, load_spec, verify
+from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
+from ..services import ServiceError
+from ..spread import (READY_MARGIN_S, START_LEAD_S, is_loopback_host, merge_documents, plan_for, read_ready,
+                      share_level)
+from ..store import now_iso
+from .base import (MeasureRequest, _safe, conclude, failed, generator_argv, generator_time_limit_s, parse_document,
+                   timeouts, too_slow, used_services, window)
 
-from . import stats, warmup
-from .config import SERVICE_SCENARIOS
-from .contestants import Contestant, expand, install, repo_root, tail
-from .ports import free_port
-from .process import ManagedProcess, group_members, wait_until_idle
-from .scenarios import Level, accept_queue, load_spec, verify
-from .server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
-from .spread import (READY_MARGIN_S, START_LEAD_S, is_loopback_host, merge_documents, plan_for, read_ready,
-                     share_level)
-from .store import STATUS_FAILED, STATUS_OK, now_iso
-
-# Extra time the generator gets beyond warm-up + duration + its own request timeout before we kill it.
-GENERATOR_GRACE_S = 30.0
 # With workers > 1, how long readiness may wait for the server's process tree to go idle (all workers started).
 WORKERS_SETTLE_MAX_S = 5.0
-STDERR_TAIL_BYTES = 4000
-# netarena-load's exit code when its run finished and a --threshold failed (docs/load-generator.md).
-GENERATOR_EXIT_THRESHOLD_FAILED = 99
-
-
-class GeneratorMissing(Exception):
-    pass
-
-
-def find_generator() -> Path:
-    """netarena-load: $NETARENA_LOAD, else this checkout's target/release, else PATH."""
-    explicit = os.environ.get("NETARENA_LOAD")
-    if explicit:
-        path = Path(explicit)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise GeneratorMissing(f"NETARENA_LOAD={explicit} is not an executable file")
-        return path
-    root = repo_root()
-    if root is not None:
-        built = root / "target" / "release" / "netarena-load"
-        if built.is_file() and os.access(built, os.X_OK):
-            return built
-    found = shutil.which("netarena-load")
-    if found:
-        return Path(found)
-    raise GeneratorMissing("netarena-load not found: build it with `cargo build --release -p netarena-load` "
-                           "(from the repository root) or install netarena with `pip install .`")
-
-
-def generator_version(path: Path) -> str | None:
-    try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
-
-
-def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
-    """netarena-load's own verdict on --threshold expressions, before anything starts: None when it accepts them
-    all, else its message. It parses them with the rest of its command line and exits 2 on a bad one before any
-    load; accepted, the probe is one connection attempt for a millisecond to a port nothing listens on."""
-    if not expressions:
-        return None
-    argv = [str(binary), "http", f"http://127.0.0.1:{free_port()}/", "-c", "1", "--duration", "1ms",
-            "--timeout", "100ms", "--json"]
-    for expression in expressions:
-        argv += ["--threshold", expression]
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"could not run {binary} to check the thresholds: {exc}"
-    if out.returncode == 2:
-        return out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "netarena-load refused them (exit 2)"
-    return None
-
-
-@dataclass
-class MeasureRequest:
-    contestant: Contestant
-    scenario: str
-    level: Level
-    repeat_index: int
-    warmup_s: float
-    duration_s: float
-    timeout_s: float
-    server_cpus: list[int]
-    generator_cpus: list[int]
-    static_dir: Path
-    log_dir: Path
-    services: object | None = None  # services.ServiceManager of the run, for contestants that `need` one
-    # The suite's generator_open_files: each netarena-load process's open-files limit (None: the hard limit).
-    generator_open_files: int | None = None
-    # The suite's warmup_until_steady (a tolerance) and warmup_max_s: warm up until steady (netarena.warmup),
-    # warmup_s being the minimum; None: a fixed warm-up of warmup_s.
-    steady_tolerance: float | None = None
-    warmup_max_s: float | None = None
-
-    def base_record(self) -> dict:
-        return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,
-                "level": self.level.to_dict(), "repeat_index": self.repeat_index}
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g}"
-
-
-def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, warmup_s: float, duration_s: float,
-                   timeout_s: float, cpus: list[int]) -> list[str]:
-    # A fixed-size echo flood (--bytes) ends when every connection is done: its bytes are the measurement,
-    # so it takes neither a duration nor a warm-up (the caller bounds it by duration_s instead).
-    # A find-max search measures steps of duration_s each, as many as it needs (FIND_MAX_MAX_STEPS at most).
-    if "--bytes" in args:
-        timing = []
-    elif "--conns-per-step" in args:  # each step lasts its connections / its rate: no length to give
-        timing = ["--warmup", _seconds(warmup_s)]
-    elif "--find-max" in args:
-        timing = ["--step-duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
-    else:
-        timing = ["--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
-    argv = [str(binary), mode, target, *args, *timing, "--timeout", _seconds(timeout_s), "--json"]
-    if cpus:
-        argv += ["--cpus", ",".join(str(c) for c in cpus)]
-    return argv
-
-
-# netarena-load's FIND_MAX_MAX_STEPS (crates/loadgen/src/load/open_run.rs): a search measures at most this many steps.
-FIND_MAX_MAX_STEPS = 40
-
-
-def generator_time_limit_s(argv: list[str], warmup_s: float, duration_s: float, timeout_s: float) -> float:
-    """How long the generator may take before it is killed: its warm-up, its measured time (a find-max search:
-    every step it may measure, each followed by a drain of up to timeout_s) and a grace period."""
-    if "--find-max" in argv:
-        return warmup_s + FIND_MAX_MAX_STEPS * (duration_s + timeout_s) + GENERATOR_GRACE_S
-    if "--conns-per-step" in argv:
-        return warmup_s + sweep_seconds(argv, timeout_s) + GENERATOR_GRACE_S
-    return warmup_s + duration_s + timeout_s + GENERATOR_GRACE_S
-
-
-def sweep_seconds(argv: list[str], timeout_s: float) -> float:
-    """The longest a --steps --conns-per-step sweep takes: each step's N connections at its rate, then a drain
-    of up to timeout_s."""
-    from .scenarios import sweep_rates
-
-    n = int(argv[argv.index("--conns-per-step") + 1])
-    return sum(n / rate + timeout_s for rate in sweep_rates(argv[argv.index("--steps") + 1]))
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)
-
-
-def _result_fields(generator: dict) -> dict:
-    latency = generator.get("latency") or {}
-    return {"requests_per_s": generator["throughput"]["requests_per_s"], "error_rate": stats.error_rate(generator),
-            "latency_p50_us": latency.get("p50_us"), "latency_p99_us": latency.get("p99_us")}
-
-
-def used_services(req: MeasureRequest) -> list[str]:
-    """The services this measurement's scenario talks to (a contestant may need one for some scenarios only)."""
-    return [n for n in req.contestant.manifest.needs if SERVICE_SCENARIOS.get(req.scenario) == n]
-
-
-def timeouts(generator: dict | None) -> int:
-    by_class = ((generator or {}).get("errors") or {}).get("by_class", {})
-    return by_class.get("timeout", 0) + by_class.get("connect_timeout", 0)
 
 
 class RealBackend:
@@ -383,9 +228,6 @@ class RealBackend:
     def _services_for(self, req: MeasureRequest, record: dict, progress) -> tuple[dict[str, str], dict | None]:
         """({name}_url placeholders, None) with every service the contestant needs running and holding its
         fixture (a dead one is started afresh); or (_, the failed record) when one cannot be had."""
-        from .fixtures import gridfs_fixture_intact, load_gridfs_fixture, load_mongo_fixture, mongo_fixture_intact
-        from .services import ServiceError
-
         needs = used_services(req)
         urls: dict[str, str] = {}
         if not needs:
@@ -443,8 +285,6 @@ class RealBackend:
 
     def _start_monitor(self, server_pid: int | None, generator_pid: int, req: MeasureRequest):
         """(the Monitor watching the server's and the generator's process trees, None) or (None, why not)."""
-        from .monitor import Monitor, MonitorError
-
         try:
             if server_pid is None:
                 raise MonitorError("no server process to watch (an external server whose process was not "
@@ -484,8 +324,6 @@ class RealBackend:
         """Several `netarena-load --prepare` processes: each announces READY, all get one start time, their
         documents are merged (merge_documents). `about` (the Spread, with the start time and the process the
         monitor watches added) goes into the merged document as "spread"."""
-        from concurrent.futures import ThreadPoolExecutor
-
         gens: list[ManagedProcess] = []
         monitor, monitor_result = None, None
         try:
@@ -555,156 +393,7 @@ def _communicate(gen: ManagedProcess, timeout_s: float) -> tuple[bytes, bytes, b
         return (*gen.proc.communicate(), True)
 
 
-def too_slow(argv: list[str]) -> str:
-    limit = "a fixed-size echo flood must end within duration_s" if "--bytes" in argv else \
-        "warm-up + duration + timeout"
-    return f"netarena-load did not finish in time ({limit}) and was killed"
-
-
-def parse_document(returncode: int, stdout: bytes, stderr: bytes) -> tuple[dict | None, str | None]:
-    """A finished netarena-load's document, or why there is none."""
-    # 99: the run finished and a --threshold failed; the result is as complete as with 0.
-    if returncode not in (0, GENERATOR_EXIT_THRESHOLD_FAILED):
-        message = stderr.decode("utf-8", "replace").strip()[-2000:]
-        return None, f"netarena-load exited with code {returncode}: {message}"
-    try:
-        return json.loads(stdout), None
-    except ValueError as exc:
-        return None, f"netarena-load printed no valid JSON ({exc}): {stdout[:200]!r}"
-
-
-def window(monitor_result: dict | None, generator: dict | None) -> dict | None:
-    """The monitor's samples cut to the generator's measured phase."""
-    from .monitor import restrict_to_window
-
-    if generator is None or not monitor_result or "error" in monitor_result:
-        return monitor_result
-    measured = [datetime.fromisoformat(generator[k]).timestamp() for k in ("started_at", "ended_at")]
-    return restrict_to_window(monitor_result, *measured)
-
-
 def loopback_target(spec) -> bool:
     """Whether a LoadSpec's target (host:port, or a URL) is a loopback address."""
     netloc = spec.target if spec.mode == "echo" else urlsplit(spec.target).netloc
     return is_loopback_host(netloc.rsplit(":", 1)[0].strip("[]"))
-
-
-def failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:
-    """Mark a record failed with its kind and reason; the contestant's log tail when the log is here."""
-    record["status"] = STATUS_FAILED
-    record["failure_kind"] = kind
-    record["error"] = error
-    if log_path is not None:
-        record["stderr_tail"] = tail(log_path, STDERR_TAIL_BYTES)
-    if record.get("generator"):
-        record.update(_result_fields(record["generator"]))
-        record["flags"] = stats.measurement_flags(record["generator"], record.get("stop"))
-    else:
-        record["flags"] = stats.measurement_flags(None, record.get("stop"))
-    record["ended_at"] = now_iso()
-    return record
-
-
-def conclude(record: dict, generator: dict | None, *, crashed: str | None, gen_error: str | None,
-             hang: dict | None, timeout_s: float, log_path: Path | None) -> dict:
-    """The verdict of a measurement whose load has run and whose server is stopped (record["stop"]), on one
-    machine, across hosts (netarena.cluster) or of an external server (netarena.external): crashed (`crashed` says
-    how), generator failed, hung, nothing answered, or ok."""
-    if crashed is not None:
-        return failed(record, "crashed", crashed, log_path)
-    if gen_error is not None:
-        return failed(record, "generator_failed", gen_error, log_path)
-    if hang is not None and not hang["ok"]:
-        killed = " and ignored its stop signal (stopped with SIGKILL)" if (record.get("stop") or {}).get("killed") \
-            else ""
-        return failed(record, "hung", (
-            f"the server stopped answering: {timeouts(generator)} request(s) timed out under load "
-            f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
-            f"valid answer within timeout_s={timeout_s:g} s ({hang['reason']}){killed}"), log_path)
-    asked = (generator.get("config") or {}).get("requests")
-    if asked and generator["totals"]["responses"] < asked and not generator.get("interrupted"):
-        # -n N with duration_s as the time limit: a run that ended by time measured fewer responses than
-        # asked, and its time is the limit, not the time N took. Its figures stay with it, marked failed.
-        limit = (generator.get("config") or {}).get("duration_s")
-        return failed(record, "requests_not_reached", (
-            f"{generator['totals']['responses']:,} of the {asked:,} requests asked were answered within the time "
-            f"limit (duration_s = {limit:g} s); raise duration_s or lower requests"), log_path)
-    record.update(_result_fields(generator))
-    record["flags"] = stats.measurement_flags(generator, record.get("stop"))
-    # What each request (MiB) cost and how much the machine interfered, over the measured window; a noisy one
-    # is flagged here and may be discarded and re-measured by the runner.
-    record["cost"] = stats.cost_per_unit(generator, record.get("monitor"))
-    found = stats.contention(generator, record.get("monitor"))
-    found["noisy"] = stats.noisy_reason(found)
-    record["contention"] = found
-    if found["noisy"]:
-        record["flags"].append(stats.FLAG_NOISY)
-    if generator["totals"]["requests"] == 0:
-        return failed(record, "no_successful_requests",
-                      "no successful request during the measured phase; errors: "
-                      + json.dumps({k: v for k, v in generator["errors"]["by_class"].items() if v}), log_path)
-    record["status"] = STATUS_OK
-    record["ended_at"] = now_iso()
-    return record
-
-
-class MockBackend:
-    """Deterministic, instant results shaped like netarena-load's JSON; starts nothing."""
-
-    name = "mock"
-
-    def __init__(self, generator: Path | None = None, **_):
-        self.generator = generator
-
-    concurrent_installs = True
-
-    def prepare(self, contestant: Contestant, allow_apt: bool, say, parts=()) -> dict:
-        return {"mock": True}
-
-    def measure(self, req: MeasureRequest, progress=lambda text: None) -> dict:
-        record = req.base_record()
-        record["started_at"] = now_iso()
-        seed = int(hashlib.sha256(f"{req.contestant.name}/{req.scenario}/{req.level.key}".encode()).hexdigest()[:8], 16)
-        base_rps = 1000 + seed % 9000
-        # Repeats differ by -2%, 0, +2%: a stable contestant (CV below the flag threshold).
-        rps = base_rps * (1 + 0.02 * ((req.repeat_index % 3) - 1))
-        requests = int(rps * req.duration_s)
-        hist = HdrHistogram(1, 3_600_000_000, 3)
-        latency_us = max(1, int(req.level.connections / rps * 1e6))
-        hist.record_value(latency_us, requests)
-        hist.record_value(latency_us * 4, max(1, requests // 100))
-        generator = {
-            "schema_version": 1, "tool": {"name": "netarena-load (mock backend)", "version": "0"},
-            "mode": "echo" if req.scenario == "echo" else "http", "command_line": [],
-            "config": {"connections": req.level.connections, "duration_s": req.duration_s},
-            "started_at": record["started_at"], "ended_at": record["started_at"], "duration_s": req.duration_s,
-            "warmup_s": req.warmup_s,
-            "totals": {"requests": requests, "responses": requests, "bytes_sent": 0, "bytes_received": 0,
-                       "connections_opened": req.level.connections, "errors": 0},
-            "throughput": {"requests_per_s": rps, "bytes_per_s": 0.0},
-            "latency": {"count": hist.get_total_count(), "p50_us": hist.get_value_at_percentile(50),
-                        "p99_us": hist.get_value_at_percentile(99), "max_us": hist.get_max_value(),
-                        "histogram": {"encoding": "hdrhistogram-v2-deflate-base64", "unit": "us",
-                                      "lowest_trackable": 1, "highest_trackable": 3_600_000_000,
-                                      "significant_digits": 3, "data": hist.encode().decode()}},
-            "timeline": [], "errors": {"total": 0, "by_class": {}, "status_codes": {}, "examples": []},
-            "generator": {"threads": 1, "cpus": req.generator_cpus, "busy_fraction": 0.5,
-                          "busy_fraction_max": 0.5, "saturated": False},
-            "generator_saturated": False, "echo": None,
-        }
-        record.update({"status": STATUS_OK, "generator": generator, "generator_argv": ["(mock)"],
-                       "flags": stats.measurement_flags(generator), "ended_at": now_iso()})
-        record.update(_result_fields(generator))
-        return record
-
-
-def make_backend(name: str, **kwargs):
-    if name == "mock":
-        return MockBackend(**kwargs)
-    if name == "real":
-        return RealBackend(**kwargs)
-    if name == "external":
-        from .external import ExternalBackend
-
-        return ExternalBackend(**kwargs)
-    raise ValueError(f"unknown backend {name!r} (real | mock | external)")

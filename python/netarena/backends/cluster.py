@@ -1,11 +1,11 @@
-"""The orchestrator's side of a run across hosts: a backend for runner.Runner like backend.RealBackend.
+"""The orchestrator's side of a run across hosts: a backend for runner.Runner like real.RealBackend.
 
 One measurement: the server task starts, verifies and monitors the contestant on the server host and
 announces its port; one generator task per live generator host runs netarena-load --prepare with its share
 of the connections (and of an open-loop rate) against the server host's address; when every one has
 announced READY, one start time (the orchestrator's clock plus each host's estimated offset) goes to all;
 their documents are merged exactly (merge_documents) and the server stopped. The verdict comes from the
-same code as on one machine (backend.conclude). Hosts are watched while waiting: a worker that leaves the
+same code as on one machine (base.conclude). Hosts are watched while waiting: a worker that leaves the
 cluster fails the measurement at once (HostLost), never a hang.
 """
 
@@ -15,14 +15,20 @@ import ctypes
 import os
 import time
 import uuid
+from datetime import datetime
 
 from .. import __version__
-from ..backend import GENERATOR_GRACE_S, conclude, failed, timeouts
-from ..runner import StopRun
+from ..cluster import ClusterError
+from ..cluster.spec import ClusterSpec, security
+from ..contestants import InstallError
+from ..monitor import restrict_to_window
 from ..spread import merge_documents, share_level, split_evenly
 from ..store import now_iso
-from . import ClusterError, tasks
-from .spec import ClusterSpec, security
+from . import cluster_tasks as tasks
+from .base import GENERATOR_GRACE_S, StopRun, conclude, failed, timeouts
+
+# distributed (Dask) is imported where it is used: it takes about a second to import, and only a run across
+# hosts needs it.
 
 CONNECT_TIMEOUT_S = 20.0
 # The start time is this far after the last READY: long enough for the start message to reach every host.
@@ -225,8 +231,6 @@ class ClusterBackend:
         return gens
 
     def prepare(self, contestant, allow_apt: bool, say, parts=()) -> dict:
-        from ..contestants import InstallError
-
         self.ensure_usable()
         start = contestant.manifest.start
         if not any("{host}" in word for word in [*(start.command or []), *(start.echo_command or [])]):
@@ -344,10 +348,6 @@ class ClusterBackend:
         generator = merge_documents(parts) if not errors else None
         record["generator"] = generator
         if generator is not None and isinstance(record.get("monitor"), dict) and "error" not in record["monitor"]:
-            from datetime import datetime
-
-            from ..monitor import restrict_to_window
-
             window = [datetime.fromisoformat(generator[k]).timestamp() for k in ("started_at", "ended_at")]
             status = record["monitor"].pop("server_status", None)
             # The server host's samples are in its clock: shift the window by its offset.

@@ -1,4 +1,5 @@
-"""Measuring a server netarena did not start: `netarena run --url URL [--pid N | --process-name NAME]`.
+"""Planning the measurement of a server netarena did not start: `netarena run --url URL [--pid N |
+--process-name NAME]` (the external backend, netarena.backends.external, measures it).
 
 The server is already running, so there is no install, start or stop. Everything else is a run like any
 other: the scenarios' responses are verified first (and before each measurement), netarena-load runs on
@@ -14,19 +15,24 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import psutil
+from pydantic import ValidationError
 
-from .backend import RealBackend, conclude, failed, timeouts
-from .config import SCENARIOS, Install, Request, Start, Strict, Threads, Workers
-from .errors import ConfigError, did_you_mean
-from .process import available_cpus
-from .scenarios import Verification, load_spec, request_load_spec, verify, verify_request
-from .store import now_iso
+from ..config import (NAME_PATTERN, SCENARIOS, Install, Measure, Request, Start, Strict, Suite, Threads, Workers,
+                      load_request)
+from ..contestants import cache_root
+from ..errors import ConfigError, did_you_mean
+from ..process import available_cpus
+from ..scenarios import (STATIC_SET_VERSION, Verification, build_static_files, levels_for, load_spec,
+                         request_load_spec, static_set_ready, verify, verify_request)
+from ..store import now_iso
+from .suite import Item, Plan, build_plan
 
 DEFAULT_NAME = "external"
 DEFAULT_CONNECTIONS = [50]
@@ -222,10 +228,6 @@ def pick_cpus(pid: int | None, generator: list[int] | None) -> tuple[list[int], 
 def build_request(request_file: Path | None, method: str | None, path: str, headers: tuple[str, ...],
                   body: str | None, expect_status: int | None, expect_body: str | None) -> Request | None:
     """--request FILE, or the request flags (not both) with the URL's path; None when neither is given."""
-    from pydantic import ValidationError
-
-    from .config import load_request
-
     flags = {"method": method, "headers": list(headers) or None, "body": body, "expect_status": expect_status,
              "expect_body": expect_body}
     given = {k: v for k, v in flags.items() if v is not None}
@@ -249,43 +251,6 @@ def _option(field_name: str) -> str:
     return "--header" if field_name == "headers" else "--" + field_name.replace("_", "-")
 
 
-# ----------------------------------------------------------------------------- measuring
-
-
-class ExternalBackend(RealBackend):
-    """RealBackend's load and monitoring against a server that is already running (nothing started or stopped)."""
-
-    name = "external"
-
-    def prepare(self, server: ExternalServer, allow_apt: bool, say, parts=()) -> dict:
-        return server.describe()
-
-    def measure(self, req, progress=lambda text: None) -> dict:
-        server: ExternalServer = req.contestant
-        record = req.base_record()
-        record["started_at"] = now_iso()
-        record["port"] = server.port
-        progress("verifying")
-        verification = server.verify(req.scenario, req.static_dir, req.timeout_s)
-        record["verification"] = verification.to_dict()
-        if not verification.ok:
-            kind = "not_ready" if verification.retryable else "verify_failed"
-            return failed(record, kind, f"{server.url}: {verification.reason}", None)
-        generator, gen_error = self.load(record, lambda level: server.load_spec(req.scenario, level, req.static_dir),
-                                         server.pid, req, progress)
-        crashed = None
-        if server.pid is not None and not psutil.pid_exists(server.pid):
-            crashed = f"the server process {server.pid} exited while under load"
-        hang = None
-        if crashed is None and gen_error is None and timeouts(generator):
-            progress("checking")
-            after = server.verify(req.scenario, req.static_dir, req.timeout_s)
-            hang = {"ok": after.ok, "reason": None if after.ok else after.reason}
-            record["verification"] = dict(record["verification"], after_load=hang)
-        return conclude(record, generator, crashed=crashed, gen_error=gen_error, hang=hang,
-                        timeout_s=req.timeout_s, log_path=None)
-
-
 # ----------------------------------------------------------------------------- the plan
 
 
@@ -297,13 +262,6 @@ def plan_external(*, url: str, scenarios: list[str] | None, connections: str | N
     answering every scenario correctly), the suite the options describe (`overrides(base)` applies --repeat,
     --duration, --warmup and --threshold the way they apply to a suite file) and its plan.
     Returns (server, suite, plan, how the server's process was found); a ConfigError on any problem."""
-    import re
-
-    from .config import NAME_PATTERN, Measure, Suite
-    from .contestants import cache_root
-    from .runner import Item, build_plan
-    from .scenarios import STATIC_SET_VERSION, build_static_files, levels_for, static_set_ready
-
     origin, host, port, prefix = parse_url(url)
     check_loopback(host, allow_target)
     name = name or DEFAULT_NAME
@@ -362,6 +320,4 @@ def plan_external(*, url: str, scenarios: list[str] | None, connections: str | N
 
 
 def _empty_plan(suite, server):
-    from .runner import Plan
-
     return Plan(suite, [server], [])
