@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from hdrh.histogram import HdrHistogram
 
 from . import stats, warmup
-from .config import SERVICE_SCENARIOS
+from .scenarios import registry
 from .contestants import Contestant, expand, install, repo_root, tail
 from .ports import free_port
 from .process import ManagedProcess, group_members, wait_until_idle
@@ -177,7 +177,7 @@ def _result_fields(generator: dict) -> dict:
 
 def used_services(req: MeasureRequest) -> list[str]:
     """The services this measurement's scenario talks to (a contestant may need one for some scenarios only)."""
-    return [n for n in req.contestant.manifest.needs if SERVICE_SCENARIOS.get(req.scenario) == n]
+    return [n for n in req.contestant.manifest.needs if registry.kind(req.scenario).service == n]
 
 
 def timeouts(generator: dict | None) -> int:
@@ -383,7 +383,7 @@ class RealBackend:
     def _services_for(self, req: MeasureRequest, record: dict, progress) -> tuple[dict[str, str], dict | None]:
         """({name}_url placeholders, None) with every service the contestant needs running and holding its
         fixture (a dead one is started afresh); or (_, the failed record) when one cannot be had."""
-        from .fixtures import gridfs_fixture_intact, load_gridfs_fixture, load_mongo_fixture, mongo_fixture_intact
+        from .fixtures import load_mongo_fixture, mongo_fixture_intact
         from .services import ServiceError
 
         needs = used_services(req)
@@ -398,20 +398,11 @@ class RealBackend:
                 running = req.services.ensure(name)
                 urls[f"{name}_url"] = running.url
                 # Each contestant measures against the same data: a previous one may have written into it.
-                if name == "mongo" and mongo_fixture_intact(running.url) is not None:
+                if name == "mongo" and mongo_fixture_intact(running.url) is not None:  # not a scenario: the service
                     running.fixture.update(load_mongo_fixture(running.url), reloaded=True)  # GridFS's stays
-                files = req.level.param("gridfs_files")
-                if req.scenario == "gridfs" and (running.fixture.get("gridfs", {}).get("files") != files or
-                                                 gridfs_fixture_intact(running.url, req.static_dir, files)):
-                    # Loaded when a gridfs level first needs it (and again when its file count differs, the
-                    # service was restarted, or a contestant changed the bucket): thousands of inserts.
-                    say = getattr(req.services, "say", lambda message: None)
-                    step = max(1, files // 10)
-                    say(f"loading {files} files into GridFS ...")
-                    running.fixture["gridfs"] = load_gridfs_fixture(
-                        running.url, req.static_dir, files,
-                        lambda done, total: done % step == 0 and say(f"GridFS fixture: {done}/{total} files"))
-                    say(f"GridFS fixture: {files} files loaded in {running.fixture['gridfs']['load_s']:.1f} s")
+                # What the scenario reads beyond the service's own fixture (gridfs: the bucket's files).
+                registry.get(req.scenario).ensure_fixture(running, req.level, req.static_dir,
+                                                          getattr(req.services, "say", lambda message: None))
             record["services"] = req.services.records()
         except ServiceError as exc:
             record = failed(record, "service_failed", str(exc), None)
@@ -585,7 +576,7 @@ def window(monitor_result: dict | None, generator: dict | None) -> dict | None:
 
 def loopback_target(spec) -> bool:
     """Whether a LoadSpec's target (host:port, or a URL) is a loopback address."""
-    netloc = spec.target if spec.mode == "echo" else urlsplit(spec.target).netloc
+    netloc = urlsplit(spec.target).netloc if spec.mode == "http" else spec.target
     return is_loopback_host(netloc.rsplit(":", 1)[0].strip("[]"))
 
 
@@ -675,7 +666,7 @@ class MockBackend:
         hist.record_value(latency_us * 4, max(1, requests // 100))
         generator = {
             "schema_version": 1, "tool": {"name": "netarena-load (mock backend)", "version": "0"},
-            "mode": "echo" if req.scenario == "echo" else "http", "command_line": [],
+            "mode": "http" if registry.kind(req.scenario).is_http else "echo", "command_line": [],
             "config": {"connections": req.level.connections, "duration_s": req.duration_s},
             "started_at": record["started_at"], "ended_at": record["started_at"], "duration_s": req.duration_s,
             "warmup_s": req.warmup_s,
@@ -690,7 +681,7 @@ class MockBackend:
             "timeline": [], "errors": {"total": 0, "by_class": {}, "status_codes": {}, "examples": []},
             "generator": {"threads": 1, "cpus": req.generator_cpus, "busy_fraction": 0.5,
                           "busy_fraction_max": 0.5, "saturated": False},
-            "generator_saturated": False, "echo": None,
+            "generator_saturated": False, "echo": None,  # not a scenario: the generator result's field
         }
         record.update({"status": STATUS_OK, "generator": generator, "generator_argv": ["(mock)"],
                        "flags": stats.measurement_flags(generator), "ended_at": now_iso()})

@@ -22,6 +22,7 @@ from rich.table import Table
 
 from . import __version__
 from .config import SCENARIOS, SERVICE_SCENARIOS, Suite, check_suite, load_suite, value_line
+from .scenarios import registry
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir, install, list_names, load,
                           scenario_note,
                           repo_root, select, tail)
@@ -936,7 +937,9 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
                 table.add_row(contestant.name, s, FAIL, f"install failed: {exc}")
             failed_logs.append(contestant.env_dir / "install.log")
             continue
-        if "static" in scenarios and not static_set_ready(static_dir):
+        # verify starts no database: only the self-contained scenarios' static set is needed here.
+        if any(registry.get(s).static_set and s not in SERVICE_SCENARIOS for s in scenarios) \
+                and not static_set_ready(static_dir):
             console.print(f"generating the static file set in {static_dir} (once)")
             build_static_files(static_dir)
         for scenario in scenarios:
@@ -1064,7 +1067,7 @@ def export(run_id, results_dir, fmt, output):
 
             data = render_markdown(load_report(store, selected))
         else:
-            data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
+            data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)  # not a scenario
     except sqlite3.DatabaseError as exc:  # damage the open's quick_check did not see
         fail_bad_input(unreadable(db, exc))
         return

@@ -21,7 +21,8 @@ from .contestants import (Contestant, Installed, InstallError, availability, cac
 from .doctor import FD_SPARE
 from .errors import ConfigError
 from .process import StopRequest, available_cpus, group_members, kill_group, process_start_time
-from .scenarios import STATIC_SET_VERSION, Level, build_static_files, levels_for, static_set_ready, sweep_rates
+from .scenarios import (STATIC_SET_VERSION, Level, build_static_files, levels_for, registry, static_set_ready,
+                        sweep_rates)
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso, row_to_dict
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
@@ -175,10 +176,11 @@ class Plan:
         return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
 
     def needs_static(self) -> bool:
-        """Whether a planned measurement reads the static file set: static and gridfs always, and any scenario a
-        contestant's manifest says it serves from the set (serves_from_static_set: nginx's bytes)."""
+        """Whether a planned measurement reads the static file set: the scenarios with `static_set` (static, gridfs)
+        always, and any scenario a contestant's manifest says it serves from the set (serves_from_static_set:
+        nginx's bytes)."""
         from_set = {c.name: set(c.manifest.serves_from_static_set) for c in self.contestants}
-        return any(i.scenario in ("static", "gridfs") or i.scenario in from_set.get(i.contestant, ())
+        return any(registry.kind(i.scenario).static_set or i.scenario in from_set.get(i.contestant, ())
                    for i in self.items)
 
 
