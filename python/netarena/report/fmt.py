@@ -86,7 +86,7 @@ def throughput_unit(scenario: str) -> str:
     return registry.kind(scenario).throughput_unit
 
 
-def cost_unit(scenario: str, short: bool = False) -> str:
+def cpu_per(scenario: str, short: bool = False) -> str:
     """What the server's CPU time is given per: a request, or for the echo flood a MiB echoed."""
     kind = registry.kind(scenario)
     return kind.cost_unit_short if short else kind.cost_unit

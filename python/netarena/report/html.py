@@ -248,7 +248,7 @@ def _summary(page: _Page, report: Report) -> None:
             rows.append(f'<tr{cls} data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}">'
                         + "".join(cells) + "</tr>")
         page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "interval",
-                         "server CPU per " + fmt.cost_unit(scenario), "p50", "p99", "p99.9",
+                         "server CPU per " + fmt.cpu_per(scenario), "p50", "p99", "p99.9",
                          "mean ± stdev", "max", "ok / errors", "error rate", "MB/s", "server CPU", "peak RSS",
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
 
@@ -308,7 +308,7 @@ def _cost_section(page: _Page, report: Report) -> None:
         members = [g for g in groups if g.scenario == scenario]
         if not members:
             continue
-        per = fmt.cost_unit(scenario)
+        per = fmt.cpu_per(scenario)
         names = [f"{g.contestant} {g.level_key}" for g in members]
         ids = [fmt.ids(g.ok_ids) for g in members]
         fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
