@@ -28,6 +28,7 @@ from .cluster.certs import ROLES, make_certs
 from .cluster.lab import down, up
 from .cluster.spec import load_cluster
 from .config import SCENARIOS, SERVICE_SCENARIOS
+from .scenarios import registry
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir,
                           default_install_jobs, for_servers, install, install_concurrently, install_parts, list_names,
                           load, scenario_note, select, tail)
@@ -349,7 +350,9 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
                 table.add_row(contestant.name, s, FAIL, f"install failed: {exc}")
             failed_logs.append(contestant.env_dir / "install.log")
             continue
-        if "static" in scenarios and not static_set_ready(static_dir):
+        # verify starts no database: only the self-contained scenarios' static set is needed here.
+        if any(registry.get(s).static_set and s not in SERVICE_SCENARIOS for s in scenarios) \
+                and not static_set_ready(static_dir):
             console.print(f"generating the static file set in {static_dir} (once)")
             build_static_files(static_dir)
         for scenario in scenarios:
@@ -470,7 +473,7 @@ def export(run_id, results_dir, fmt, output):
         if fmt == "markdown":
             data = render_markdown(load_report(store, selected))
         else:
-            data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)
+            data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)  # not a scenario
     except sqlite3.DatabaseError as exc:  # damage the open's quick_check did not see
         fail_bad_input(unreadable(db, exc))
         return

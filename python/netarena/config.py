@@ -14,19 +14,20 @@ import typing
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import ConfigError, did_you_mean
+from .scenarios import registry
+from .scenarios.static_set import BYTES_SIZES
 
-SCENARIOS = ("echo", "hello", "bytes", "json", "static", "sleep", "mongo", "gridfs")
-HTTP_SCENARIOS = tuple(s for s in SCENARIOS if s != "echo")
+# The catalog, from the scenario registry (python/netarena/scenarios/, one module per scenario).
+SCENARIOS = registry.names()
+HTTP_SCENARIOS = tuple(s.name for s in registry.all() if s.is_http)
 # Scenarios that need a backing service (services/*/service.toml), by the name contestants give in `needs`.
 # A contestant may leave them out without a reason under [unsupported]: not every framework has a driver,
 # and leaving one out says only "not implemented".
-SERVICE_SCENARIOS = {"mongo": "mongo", "gridfs": "mongo"}
-BYTES_SIZES = (40, 10000, 524288)
-MONGO_DOCS = ("small", "big")
-SERVICE_NAMES = tuple(dict.fromkeys(SERVICE_SCENARIOS.values()))
+SERVICE_SCENARIOS = {s.name: s.service for s in registry.all() if s.service is not None}
+SERVICE_NAMES = registry.services()
 PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
                 *(f"{name}_url" for name in SERVICE_NAMES))
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python")
@@ -35,7 +36,8 @@ NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # `-oAPT::Get::...` (which can run commands) out of a command netarena runs as root.
 DEBIAN_PACKAGE_PATTERN = r"^[a-z0-9][a-z0-9+.-]+$"
 
-ScenarioName = Literal["echo", "hello", "bytes", "json", "static", "sleep", "mongo", "gridfs"]
+ScenarioName = Literal[SCENARIOS]
+ServiceName = Literal[SERVICE_NAMES]
 
 
 class Strict(BaseModel):
@@ -129,7 +131,7 @@ class Manifest(Strict):
     threads: Threads = Threads()
     # Backing services the contestant talks to (e.g. "mongo"): started by the orchestrator before it, their
     # address given as {mongo_url} in start.command / start.env.
-    needs: list[Literal["mongo"]] = []
+    needs: list[ServiceName] = []
     # Scenarios besides static and gridfs whose answers the server reads from the static file set (nginx serves
     # /bytes/{n} as files): a run planning one of them generates the set first, as it does for static.
     serves_from_static_set: list[ScenarioName] = []
@@ -169,7 +171,9 @@ def error_budget_fraction(text: str) -> float | None:
     return value if 0.0 <= value <= 1.0 else None
 
 
-class Measure(Strict):
+class _MeasureCommon(Strict):
+    """A suite [[measure]] entry's fields that are not one scenario's own."""
+
     scenario: ScenarioName
     # Which of the suite's contestants this entry measures (names or globs), minus `exclude`; unset: all of them.
     # Seed 002 ran gunicorn's sync workers at 9 processes beside servers of one: two entries.
@@ -180,17 +184,9 @@ class Measure(Strict):
     # Thread-pool size per worker ({threads}) of contestants with [threads] supported = true; one level per value.
     # Unset: each contestant's own default. A contestant without a thread pool is skipped for these levels.
     threads: Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(min_length=1)] | None = None
-    # Scenario parameters; each is only allowed with its scenario (checked after validation).
-    sizes: list[Literal[40, 10000, 524288]] | None = None
-    sleep_ms: list[Annotated[int, Field(ge=0, le=60_000)]] | None = None
-    static_path: str | None = None
-    # mongo: which fixture document each request reads (docs/scenarios.md); one level per value.
-    doc: list[Literal["small", "big"]] | None = None
-    # gridfs: the static set's img/ files the bucket holds (the first N; the database's cost grows with N, see
-    # docs/scenarios.md) and what each request asks for: one file ("img/00042.jpg") or "img/" (a random one of
-    # the N per request, in the closed or the open loop, as static_path).
-    gridfs_files: Annotated[int, Field(ge=3, le=10_000)] | None = None  # >= the files verified
-    gridfs_path: str | None = None
+    # Each scenario's own parameters (its module's `params`: sizes, sleep_ms, static_path, doc, gridfs_files,
+    # gridfs_path, echo_bytes, probe_interval_s, ...) are added below (Measure); each is only allowed with its
+    # scenario (checked after validation).
     # netarena-load threads (-t). More than the generator has CPUs is capped to their number when the run is
     # planned (runner.cap_generator_threads), the asked number kept in the level and said in the run's output.
     generator_threads: Annotated[int, Field(ge=1, le=256)] = 1
@@ -206,10 +202,6 @@ class Measure(Strict):
     pipeline: Annotated[int, Field(ge=1, le=1024)] = 1
     close: bool = False
     echo_chunk_bytes: Annotated[int, Field(ge=1, le=16 * 1024 * 1024)] = 32768
-    # echo: fixed-size floods (seed 000): each connection sends this many bytes, then the measurement ends
-    # (no warm-up, duration_s is the time limit); one level per value. Unset: flood for duration_s.
-    echo_bytes: list[Annotated[int, Field(ge=1, le=1 << 40)]] | None = None
-    probe_interval_s: Annotated[float, Field(gt=0, le=3600)] | None = None
     # Open loop (HTTP scenarios): constant request rates (req/s, on the `connections` pool) or connection
     # rates (connections/s, each doing requests_per_conn requests, `connections` = most open at once);
     # one level per value. Latency then counts from each request's intended send time.
@@ -238,6 +230,11 @@ class Measure(Strict):
     # only one: `netarena run` has the generator check them before anything starts), e.g. "p99<=5ms",
     # "errors<=0.1%", "rps>=50000". A failed one is stored with the measurement and makes `netarena run` exit 99.
     thresholds: list[Annotated[str, Field(min_length=1)]] = []
+
+
+# A suite entry: the common fields above and every scenario's own (registry.suite_params).
+Measure = create_model("Measure", __base__=_MeasureCommon, __module__=__name__,
+                       **{name: spec for name, (_, spec) in registry.suite_params().items()})
 
 
 class ServiceOptions(Strict):
@@ -272,7 +269,7 @@ class Suite(Strict):
     # take the run past it. 0: badge them only.
     noisy_retries: Annotated[int, Field(ge=0, le=10)] = 2
     cpus: Cpus | None = None
-    services: dict[Literal["mongo"], ServiceOptions] = {}
+    services: dict[ServiceName, ServiceOptions] = {}
     # Each netarena-load process's open-files limit, when lower than the hard limit it would have: a level
     # beyond it is spread over several processes (docs/load-generator.md, "Levels beyond one process").
     generator_open_files: Annotated[int, Field(ge=128, le=1 << 30)] | None = None
@@ -545,8 +542,8 @@ def load_manifest(path: Path) -> Manifest:
                  did_you_mean(key, SCENARIOS))
         if key in manifest.scenarios:
             fail(("unsupported", key), f"'{key}' is both implemented (scenarios) and unsupported")
-    # echo has no request/response rhythm and sleep waits on purpose: neither gets a Nagle check.
-    nagle_checked = [s for s in manifest.scenarios if s in HTTP_SCENARIOS and s != "sleep"]
+    # Scenarios without a Nagle check (echo has no request/response rhythm, sleep waits on purpose) take no nagle_stall.
+    nagle_checked = [s for s in manifest.scenarios if registry.get(s).nagle_path is not None]
     for key in manifest.nagle_stall:
         if key not in nagle_checked:
             fail(("nagle_stall", key), f"'{key}' is not one of this contestant's Nagle-checked scenarios "
@@ -559,10 +556,12 @@ def load_manifest(path: Path) -> Manifest:
     claims_http = any(s in HTTP_SCENARIOS for s in manifest.scenarios)
     if claims_http and manifest.start.command is None:
         fail(("start", "command"), "required when an HTTP scenario is listed in scenarios")
-    if "echo" in manifest.scenarios and manifest.start.echo_command is None:
-        fail(("start", "echo_command"), "required when 'echo' is listed in scenarios")
-    if "echo" not in manifest.scenarios and manifest.start.echo_command is not None:
-        fail(("start", "echo_command"), "given but 'echo' is not in scenarios")
+    claims_tcp = [s for s in manifest.scenarios if not registry.get(s).is_http]
+    tcp_names = " or ".join(f"'{s.name}'" for s in registry.all() if not s.is_http)
+    if claims_tcp and manifest.start.echo_command is None:
+        fail(("start", "echo_command"), f"required when {tcp_names} is listed in scenarios")
+    if not claims_tcp and manifest.start.echo_command is not None:
+        fail(("start", "echo_command"), f"given but {tcp_names} is not in scenarios")
     if manifest.install.python_requirements is None and "python_runtime" in data.get("install", {}):
         fail(("install", "python_runtime"), "only meaningful with install.python_requirements")
     for index, package in enumerate(manifest.install.debian):
@@ -664,17 +663,6 @@ def _check_precision(suite: Suite, fail) -> None:
         fail(("repeat_max",), f"repeat_max ({repeat_max}) is below repeat ({suite.repeat}), the minimum")
 
 
-def _check_gridfs_path(entry: Measure, fail) -> None:
-    from .fixtures import GRIDFS_DEFAULT_FILES, GRIDFS_FOLDER, gridfs_file_names
-
-    files = entry.gridfs_files or GRIDFS_DEFAULT_FILES
-    # The folder (a random file per request, from a --urls list) goes with the closed loop (siege's) and the
-    # open loop alike.
-    if entry.gridfs_path != GRIDFS_FOLDER and entry.gridfs_path not in gridfs_file_names(files):
-        fail(f"\"{entry.gridfs_path}\" is not in the bucket: give \"{GRIDFS_FOLDER}\" or one of img/00000.jpg to "
-             f"img/{files - 1:05d}.jpg (the first gridfs_files = {files} files of the static set)")
-
-
 def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
     lines = key_lines(text)
 
@@ -683,14 +671,15 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
 
     _check_precision(suite, fail)
 
-    only = {"sizes": "bytes", "sleep_ms": "sleep", "static_path": "static", "probe_interval_s": "echo",
-            "echo_bytes": "echo", "doc": "mongo", "gridfs_files": "gridfs", "gridfs_path": "gridfs"}
+    # Each scenario's own parameters (its module's `params`) are allowed with it only.
+    only = {param: scenario for param, (scenario, _) in registry.suite_params().items()}
     for index, entry in enumerate(suite.measure):
+        definition = registry.get(entry.scenario)
         for param, scenario in only.items():
             if getattr(entry, param) is not None and entry.scenario != scenario:
                 fail(("measure", index, param), f"only allowed with scenario = \"{scenario}\" "
                      f"(this entry is \"{entry.scenario}\")")
-        if entry.scenario == "echo" and (entry.close or entry.pipeline != 1):
+        if not definition.is_http and (entry.close or entry.pipeline != 1):
             fail(("measure", index, "scenario"), "close and pipeline apply to HTTP scenarios, not echo")
         open_loop = entry.rate is not None or entry.conn_rate is not None or entry.find_max is not None
         if entry.find_max is not None:
@@ -698,13 +687,13 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if entry.rate is not None and entry.conn_rate is not None:
             fail(("measure", index, "conn_rate"), "give either rate (requests/s) or conn_rate (connections/s), "
                  "not both")
-        if open_loop and entry.scenario == "echo":
+        if open_loop and not definition.is_http:
             fail(("measure", index, "rate" if entry.rate is not None else "conn_rate"),
                  "open-loop rates apply to HTTP scenarios, not echo")
         if open_loop and (entry.close or entry.pipeline != 1):
             fail(("measure", index, "close" if entry.close else "pipeline"),
                  "close and pipeline describe the closed loop; with conn_rate use requests_per_conn instead")
-        if entry.generator_io == "uring-auto" and entry.scenario == "echo":
+        if entry.generator_io == "uring-auto" and not definition.is_http:
             fail(("measure", index, "generator_io"), "an echo flood on io_uring has no coalescing window: "
                  'use generator_io = "uring" (or "auto")')
         elif entry.generator_io == "uring-auto" and open_loop:
@@ -721,11 +710,7 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
                  "loop sends as soon as a response arrives, there is no schedule to wait for")
         if entry.arrival != "uniform" and not open_loop:
             fail(("measure", index, "arrival"), "only meaningful with rate or conn_rate")
-        if entry.gridfs_path is not None:
-            _check_gridfs_path(entry, lambda message: fail(("measure", index, "gridfs_path"), message))
-        if entry.static_path is not None and (entry.static_path.startswith("/") or ".." in entry.static_path):
-            fail(("measure", index, "static_path"), "must be a relative path inside the static file set, "
-                 "e.g. \"bytes/10000\" or \"img/00042.jpg\"")
+        definition.check_entry(entry, lambda field, message: fail(("measure", index, field), message))
     if suite.cpus is not None:
         overlap = set(suite.cpus.server) & set(suite.cpus.generator)
         if overlap:
@@ -739,7 +724,7 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
 
 def _check_requests(entry: Measure, open_loop: bool, fail) -> None:
     """`requests = N` counts the responses of the closed loop (netarena-load -n)."""
-    if entry.scenario == "echo":
+    if not registry.get(entry.scenario).is_http:
         fail("counts HTTP responses; an echo flood's fixed size is echo_bytes")
     if open_loop:
         fail("counts responses of the closed loop; an open-loop level's length is its schedule (duration_s, or "
@@ -786,7 +771,7 @@ def _check_find_max(entry: Measure, loc: tuple, fail) -> None:
     if error_budget_fraction(entry.find_max.max_errors) is None:
         fail(loc + ("find_max", "max_errors"), f"{entry.find_max.max_errors!r} is not an error budget: give a "
              "percentage like \"0.1%\" or a fraction like \"0.001\", between 0 and 100%")
-    if entry.scenario == "echo":
+    if not registry.get(entry.scenario).is_http:
         fail(loc + ("find_max",), "find_max searches an HTTP request rate; echo floods have none")
     for name in ("rate", "conn_rate"):
         values = getattr(entry, name)
@@ -809,7 +794,7 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "MONGO_DOCS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite",
+    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite",
     "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",
 ]

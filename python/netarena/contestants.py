@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import SCENARIOS, Manifest, load_manifest
+from .scenarios import registry
 from .errors import ConfigError, did_you_mean
 from .server_user import ServerUser, check_reachable, reachable, reachable_executable, server_user
 
@@ -126,7 +127,7 @@ class Contestant:
 
     def command(self, scenario: str) -> list[str]:
         start = self.manifest.start
-        return list(start.echo_command if scenario == "echo" else start.command)
+        return list(start.command if registry.kind(scenario).is_http else start.echo_command)
 
 
 def expand(word: str, values: dict[str, str]) -> str:

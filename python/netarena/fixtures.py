@@ -142,7 +142,7 @@ def load_gridfs_fixture(url: str, static_dir: Path, count: int, progress=lambda 
             progress(done, count)
         # GridFS's drivers create this index on their first write; made sure of here, as docs/scenarios.md describes the bucket.
         database[f"{GRIDFS_BUCKET}.chunks"].create_index([("files_id", 1), ("n", 1)], unique=True)
-        return {"bucket": GRIDFS_BUCKET, "files": count, "bytes": total_bytes,
+        return {"bucket": GRIDFS_BUCKET, "files": count, "bytes": total_bytes,  # not a scenario: a byte count
                 "chunk_bytes": GRIDFS_CHUNK_BYTES, "load_s": round(time.monotonic() - started, 3)}
     finally:
         client.close()

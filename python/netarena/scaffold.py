@@ -18,21 +18,25 @@ from pathlib import Path
 from .config import NAME_PATTERN, SCENARIOS, SERVICE_SCENARIOS, load_manifest
 from .contestants import MANIFEST_NAME
 from .errors import ConfigError, did_you_mean
+from .scenarios import registry
 
 # The scenarios a template can serve on its own: those that need a backing service (a database) need a driver
 # the standard-library templates do not have (docs/services.md says how to add one).
 SELF_CONTAINED = tuple(s for s in SCENARIOS if s not in SERVICE_SCENARIOS)
 
-# The scenarios each template's server implements (every self-contained one but static where serving files by
-# hand would make the template long); --scenarios may claim any of them.
+# The self-contained scenarios but those reading the static set (static), where serving files by hand would make
+# the template long.
+WITHOUT_FILES = tuple(s for s in SELF_CONTAINED if not registry.get(s).static_set)
+# The scenarios each template's server implements (a new self-contained scenario needs a handler in each of
+# python/netarena/templates/*/); --scenarios may claim any of them.
 TEMPLATES: dict[str, tuple[str, ...]] = {
     "python": SELF_CONTAINED,
     "node": SELF_CONTAINED,
     "go": SELF_CONTAINED,
-    "rust": ("echo", "hello", "bytes", "json", "sleep"),
-    "java": ("echo", "hello", "bytes", "json", "sleep"),
-    "ruby": ("echo", "hello", "bytes", "json", "sleep"),
-    "erlang": ("echo", "hello", "bytes", "json", "sleep"),
+    "rust": WITHOUT_FILES,
+    "java": WITHOUT_FILES,
+    "ruby": WITHOUT_FILES,
+    "erlang": WITHOUT_FILES,
 }
 DEFAULT_SCENARIOS = ("hello",)
 
@@ -76,7 +80,9 @@ def create(name: str, language: str, scenarios: list[str], contestants_dir: Path
         # A scenario needing a service may be left out without a reason (it needs a driver, not a refusal).
         "__UNSUPPORTED__": "\n".join(f'{s} = "{_unsupported(s, language)}"' for s in SELF_CONTAINED
                                      if s not in scenarios),
-        "__ECHO__": "" if "echo" in scenarios else "# claim \"echo\" in scenarios to use: ",
+        "__ECHO__": "" if any(not registry.get(s).is_http for s in scenarios) else
+                    "# claim " + " or ".join(f'"{s}"' for s in SELF_CONTAINED if not registry.get(s).is_http)
+                    + " in scenarios to use: ",
     }
     # Written and validated under a hidden folder, then moved into place: a failure leaves nothing behind.
     staging_root = Path(tempfile.mkdtemp(prefix=".netarena-new-", dir=contestants_dir))

@@ -170,7 +170,7 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
     if not generator:
         return None
     totals = generator.get("totals") or {}
-    echo = generator.get("mode") == "echo"
+    echo = generator.get("mode") == "echo"  # not a scenario: netarena-load's mode
     units = (totals.get("bytes_received") or 0) / MIB_BYTES if echo else (totals.get("responses") or 0)
     duration_s = generator.get("duration_s") or 0
     if units <= 0 or duration_s <= 0:

@@ -14,11 +14,10 @@ from datetime import datetime
 from pathlib import Path
 
 from .. import stats
-from ..config import SERVICE_SCENARIOS
 from ..contestants import Contestant, repo_root, tail
 from ..monitor import restrict_to_window
 from ..ports import free_port
-from ..scenarios import Level, sweep_rates
+from ..scenarios import Level, registry, sweep_rates
 from ..store import STATUS_FAILED, STATUS_OK, now_iso
 
 
@@ -162,7 +161,7 @@ def _result_fields(generator: dict) -> dict:
 
 def used_services(req: MeasureRequest) -> list[str]:
     """The services this measurement's scenario talks to (a contestant may need one for some scenarios only)."""
-    return [n for n in req.contestant.manifest.needs if SERVICE_SCENARIOS.get(req.scenario) == n]
+    return [n for n in req.contestant.manifest.needs if registry.kind(req.scenario).service == n]
 
 
 def timeouts(generator: dict | None) -> int:

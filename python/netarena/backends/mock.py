@@ -10,6 +10,7 @@ from hdrh.histogram import HdrHistogram
 
 from .. import stats
 from ..contestants import Contestant
+from ..scenarios import registry
 from ..store import STATUS_OK, now_iso
 from .base import MeasureRequest, _result_fields
 
@@ -41,7 +42,7 @@ class MockBackend:
         hist.record_value(latency_us * 4, max(1, requests // 100))
         generator = {
             "schema_version": 1, "tool": {"name": "netarena-load (mock backend)", "version": "0"},
-            "mode": "echo" if req.scenario == "echo" else "http", "command_line": [],
+            "mode": "http" if registry.kind(req.scenario).is_http else "echo", "command_line": [],
             "config": {"connections": req.level.connections, "duration_s": req.duration_s},
             "started_at": record["started_at"], "ended_at": record["started_at"], "duration_s": req.duration_s,
             "warmup_s": req.warmup_s,
@@ -56,7 +57,7 @@ class MockBackend:
             "timeline": [], "errors": {"total": 0, "by_class": {}, "status_codes": {}, "examples": []},
             "generator": {"threads": 1, "cpus": req.generator_cpus, "busy_fraction": 0.5,
                           "busy_fraction_max": 0.5, "saturated": False},
-            "generator_saturated": False, "echo": None,
+            "generator_saturated": False, "echo": None,  # not a scenario: the generator result's field
         }
         record.update({"status": STATUS_OK, "generator": generator, "generator_argv": ["(mock)"],
                        "flags": stats.measurement_flags(generator), "ended_at": now_iso()})

@@ -13,11 +13,11 @@ from urllib.parse import urlsplit
 
 from .. import warmup
 from ..contestants import Contestant, expand, install
-from ..fixtures import gridfs_fixture_intact, load_gridfs_fixture, load_mongo_fixture, mongo_fixture_intact
+from ..fixtures import load_mongo_fixture, mongo_fixture_intact
 from ..monitor import Monitor, MonitorError
 from ..ports import free_port
 from ..process import ManagedProcess, group_members, wait_until_idle
-from ..scenarios import accept_queue, load_spec, verify
+from ..scenarios import accept_queue, load_spec, registry, verify
 from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from ..services import ServiceError
 from ..spread import (READY_MARGIN_S, START_LEAD_S, is_loopback_host, merge_documents, plan_for, read_ready,
@@ -240,20 +240,11 @@ class RealBackend:
                 running = req.services.ensure(name)
                 urls[f"{name}_url"] = running.url
                 # Each contestant measures against the same data: a previous one may have written into it.
-                if name == "mongo" and mongo_fixture_intact(running.url) is not None:
+                if name == "mongo" and mongo_fixture_intact(running.url) is not None:  # not a scenario: the service
                     running.fixture.update(load_mongo_fixture(running.url), reloaded=True)  # GridFS's stays
-                files = req.level.param("gridfs_files")
-                if req.scenario == "gridfs" and (running.fixture.get("gridfs", {}).get("files") != files or
-                                                 gridfs_fixture_intact(running.url, req.static_dir, files)):
-                    # Loaded when a gridfs level first needs it (and again when its file count differs, the
-                    # service was restarted, or a contestant changed the bucket): thousands of inserts.
-                    say = getattr(req.services, "say", lambda message: None)
-                    step = max(1, files // 10)
-                    say(f"loading {files} files into GridFS ...")
-                    running.fixture["gridfs"] = load_gridfs_fixture(
-                        running.url, req.static_dir, files,
-                        lambda done, total: done % step == 0 and say(f"GridFS fixture: {done}/{total} files"))
-                    say(f"GridFS fixture: {files} files loaded in {running.fixture['gridfs']['load_s']:.1f} s")
+                # What the scenario reads beyond the service's own fixture (gridfs: the bucket's files).
+                registry.get(req.scenario).ensure_fixture(running, req.level, req.static_dir,
+                                                          getattr(req.services, "say", lambda message: None))
             record["services"] = req.services.records()
         except ServiceError as exc:
             record = failed(record, "service_failed", str(exc), None)
@@ -395,5 +386,5 @@ def _communicate(gen: ManagedProcess, timeout_s: float) -> tuple[bytes, bytes, b
 
 def loopback_target(spec) -> bool:
     """Whether a LoadSpec's target (host:port, or a URL) is a loopback address."""
-    netloc = spec.target if spec.mode == "echo" else urlsplit(spec.target).netloc
+    netloc = urlsplit(spec.target).netloc if spec.mode == "http" else spec.target
     return is_loopback_host(netloc.rsplit(":", 1)[0].strip("[]"))

@@ -29,7 +29,7 @@ from ..config import (NAME_PATTERN, SCENARIOS, Install, Measure, Request, Start,
 from ..contestants import cache_root
 from ..errors import ConfigError, did_you_mean
 from ..process import available_cpus
-from ..scenarios import (STATIC_SET_VERSION, Verification, build_static_files, levels_for, load_spec,
+from ..scenarios import (STATIC_SET_VERSION, Verification, build_static_files, levels_for, load_spec, registry,
                          request_load_spec, static_set_ready, verify, verify_request)
 from ..store import now_iso
 from .suite import Item, Plan, build_plan
@@ -286,7 +286,9 @@ def plan_external(*, url: str, scenarios: list[str] | None, connections: str | N
     # Built as a suite so --repeat/--duration/--warmup/--threshold and their checks are the ones of a suite file;
     # a custom request's levels come from the same entry settings (its name is not a catalog scenario).
     entries = [{"scenario": s, "connections": counts} for s in scenarios or []]
-    template = {"scenario": "hello", "connections": counts}
+    # A custom request's entry borrows the first plain HTTP scenario's name (no parameters, no service, no files).
+    plain = next(s.name for s in registry.all() if s.is_http and not s.params and not s.service and not s.static_set)
+    template = {"scenario": plain, "connections": counts}
     try:
         base = Suite.model_validate({"name": "external", "description": f"netarena run --url {url}",
                                      "contestants": [name], "measure": entries or [template]})
@@ -304,7 +306,8 @@ def plan_external(*, url: str, scenarios: list[str] | None, connections: str | N
     if request is not None:
         plan.items += [Item(name, request.name, level) for level in levels_for(request_entry)]
     static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
-    if "static" in (scenarios or []) and not static_set_ready(static_dir):
+    if any(registry.get(s).static_set and registry.get(s).service is None for s in scenarios or []) \
+            and not static_set_ready(static_dir):
         static_dir.mkdir(parents=True, exist_ok=True)
         build_static_files(static_dir)
     for scenario in manifest.scenarios:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from ..config import SERVICE_SCENARIOS, Suite
 from ..contestants import INSTALLED, Contestant, entry_measures, install_estimate_s, install_parts, scenario_note
 from ..doctor import FD_SPARE
-from ..scenarios import Level, levels_for, sweep_rates
+from ..scenarios import Level, levels_for, registry, sweep_rates
 
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
@@ -152,10 +152,11 @@ class Plan:
         return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
 
     def needs_static(self) -> bool:
-        """Whether a planned measurement reads the static file set: static and gridfs always, and any scenario a
-        contestant's manifest says it serves from the set (serves_from_static_set: nginx's bytes)."""
+        """Whether a planned measurement reads the static file set: the scenarios with `static_set` (static, gridfs)
+        always, and any scenario a contestant's manifest says it serves from the set (serves_from_static_set:
+        nginx's bytes)."""
         from_set = {c.name: set(c.manifest.serves_from_static_set) for c in self.contestants}
-        return any(i.scenario in ("static", "gridfs") or i.scenario in from_set.get(i.contestant, ())
+        return any(registry.kind(i.scenario).static_set or i.scenario in from_set.get(i.contestant, ())
                    for i in self.items)
 
 

@@ -343,7 +343,7 @@ def renderables(c: Comparison) -> list:
         # The table has no room left in 100 columns: the server's CPU per request is a line of its own.
         cpu = [(r.contestant, r.server_cpu_us) for r in rows if r.server_cpu_us and r.server_cpu_us.ratio is not None]
         if cpu:
-            line = Text(f"  server CPU per {'MiB' if scenario == 'echo' else 'req'} A→B (B/A): ")
+            line = Text(f"  server CPU per {fmt.cpu_per(scenario, short=True)} A→B (B/A): ")
             for i, (contestant, m) in enumerate(cpu):
                 line.append(("; " if i else "") + f"{contestant} {fmt.cpu_us(m.a_median)}→{fmt.cpu_us(m.b_median)} ")
                 line.append(_cpu_ratio(m))
@@ -444,7 +444,7 @@ def render_html(c: Comparison) -> bytes:
         head = "".join(f"<th>{h}</th>" for h in ["contestant", "level", f"{fmt.throughput_unit(scenario)} A → B",
                                                   "repeats' range", "B/A", "", "p99 A → B", "repeats' range",
                                                   "B/A", "", "server CPU/"
-                                                  + ("MiB" if scenario == "echo" else "request") + " A → B",
+                                                  + fmt.cpu_per(scenario) + " A → B",
                                                   "repeats' range", "B/A", "", "from"])
         parts.append(f"<h2>{e(scenario)}</h2><table class=\"compare\"><thead><tr>{head}</tr></thead><tbody>"
                      + "".join(rows) + "</tbody></table>")

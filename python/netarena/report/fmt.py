@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..scenarios import registry
+
 
 def rps(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
@@ -80,8 +82,14 @@ def ids(values: list[int]) -> str:
 
 
 def throughput_unit(scenario: str) -> str:
-    # The echo flood counts echoed chunks, not HTTP requests (docs/load-generator.md).
-    return "chunks/s" if scenario == "echo" else "req/s"
+    # The scenario's own (the echo flood counts echoed chunks, not HTTP requests: docs/load-generator.md).
+    return registry.kind(scenario).throughput_unit
+
+
+def cpu_per(scenario: str, short: bool = False) -> str:
+    """What the server's CPU time is given per: a request, or for the echo flood a MiB echoed."""
+    kind = registry.kind(scenario)
+    return kind.cost_unit_short if short else kind.cost_unit
 
 
 def measured(verdict: dict) -> str:

@@ -21,6 +21,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from .. import stats
+from ..scenarios import registry
 from . import fmt
 from .model import (BADGES, OPEN_LOOP_NOTE, TIE_RULE, Group, Measurement, Report, capacity_pct, external_line,
                     found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
@@ -247,7 +248,7 @@ def _summary(page: _Page, report: Report) -> None:
             rows.append(f'<tr{cls} data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}">'
                         + "".join(cells) + "</tr>")
         page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "interval",
-                         "server CPU per " + ("MiB" if scenario == "echo" else "request"), "p50", "p99", "p99.9",
+                         "server CPU per " + fmt.cpu_per(scenario), "p50", "p99", "p99.9",
                          "mean ± stdev", "max", "ok / errors", "error rate", "MB/s", "server CPU", "peak RSS",
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
 
@@ -307,7 +308,7 @@ def _cost_section(page: _Page, report: Report) -> None:
         members = [g for g in groups if g.scenario == scenario]
         if not members:
             continue
-        per = "MiB" if scenario == "echo" else "request"
+        per = fmt.cpu_per(scenario)
         names = [f"{g.contestant} {g.level_key}" for g in members]
         ids = [fmt.ids(g.ok_ids) for g in members]
         fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
@@ -363,7 +364,7 @@ def _throughput_charts(page: _Page, report: Report) -> None:
         fig.update_xaxes(type="log", title="connections")
         fig.update_yaxes(title=fmt.throughput_unit(scenario), rangemode="tozero")
         page.chart(fig, f"{scenario}: throughput vs connections")
-        if scenario != "echo":  # echo floods have their own section (completion time, probe), no requests
+        if registry.kind(scenario).is_http:  # echo floods have their own section (completion time, probe), no requests
             _completed_latency_errors(page, scenario, groups)
         _load_resources(page, scenario, groups, lambda g: g.connections, "connections", log_x=True)
 
@@ -900,7 +901,7 @@ def _flood_label(series_key: str, bytes_per_connection: int | None) -> str:
 
 
 def _echo(page: _Page, report: Report) -> None:
-    groups = [g for g in report.groups if g.scenario == "echo"]
+    groups = [g for g in report.groups if not registry.kind(g.scenario).is_http]
     flood = [g for g in groups if g.echo_completion_s]
     probes = [g for g in groups if g.probe]
     if not flood and not probes:
