@@ -2,10 +2,10 @@
 above it (docs/architecture.md).
 
 Every module under python/netarena is parsed (ast, nothing imported), its imports of netarena read wherever
-they stand (at the top or inside a function: an import deferred into a function is still a dependency), and
-each one mapped to a node: a top-level module (netarena.runner) or a top-level package taken whole
-(netarena.backends, netarena.cluster, netarena.report, netarena.plan, and netarena.scenarios once it is a
-package). Imports within one node are its own business.
+they stand (at the top or inside a function: an import deferred into a function is still a dependency; only
+those under `if TYPE_CHECKING:`, for annotations, are not), and each one mapped to a node: a top-level module
+(netarena.runner) or a top-level package taken whole (netarena.backends, netarena.cluster, netarena.report,
+netarena.plan, netarena.scenarios). Imports within one node are its own business.
 """
 
 from __future__ import annotations
@@ -80,7 +80,15 @@ def imports(modules: dict[str, Path]) -> dict[tuple[str, str], list[str]]:
     edges: dict[tuple[str, str], list[str]] = {}
     for name, path in modules.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-        for stmt in ast.walk(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        # Imports under `if TYPE_CHECKING:` are for annotations only: never run, they order nothing at import
+        # time and carry no behaviour, so they are not edges (a type named in a signature, e.g. config.Request).
+        type_only = {id(node) for block in ast.walk(tree)
+                     if isinstance(block, ast.If) and isinstance(block.test, ast.Name) and block.test.id == "TYPE_CHECKING"
+                     for child in block.body for node in ast.walk(child)}
+        for stmt in ast.walk(tree):
+            if id(stmt) in type_only:
+                continue
             if isinstance(stmt, ast.Import):
                 targets = [alias.name for alias in stmt.names]
             elif isinstance(stmt, ast.ImportFrom):

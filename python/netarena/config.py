@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import ConfigError, did_you_mean
 from .scenarios import registry
+from .scenarios.levels import conn_rate_steps
 from .scenarios.static_set import BYTES_SIZES
 
 # The catalog, from the scenario registry (python/netarena/scenarios/, one module per scenario).
@@ -156,7 +157,7 @@ class FindMax(Strict):
     max_errors: str = "0.1%"     # errors / (successes + errors) allowed per step: "0.1%" or "0.001"
 
 
-# The forms netarena-load accepts for --slo and --max-errors (schedule::parse_slo / parse_error_budget), checked
+# The forms netarena-load accepts for --slo and --max-errors (sweep::parse_slo / parse_error_budget), checked
 # here so a typo is a suite error before anything starts, not a failed measurement per contestant.
 SLO_PATTERN = re.compile(r"^p(\d+(?:\.\d+)?)<=(\d+(?:\.\d+)?)(ms|s|m|h)$")
 ERROR_BUDGET_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)(%?)$")
@@ -731,18 +732,7 @@ def _check_requests(entry: Measure, open_loop: bool, fail) -> None:
              "connections_per_step with conn_rate): remove requests or rate/conn_rate/find_max")
 
 
-def conn_rate_steps(rates: list[float]) -> tuple[float, float, float] | None:
-    """(low, high, step) of evenly spaced, rising rates (netarena-load --steps LOW:HIGH:STEP); None otherwise.
-    One rate is a sweep of one step."""
-    if len(rates) == 1:
-        return rates[0], rates[0], rates[0]
-    step = rates[1] - rates[0]
-    if step <= 0 or any(abs((b - a) - step) > 1e-9 * max(1.0, step) for a, b in zip(rates, rates[1:])):
-        return None
-    return rates[0], rates[-1], step
-
-
-# netarena-load's schedule::MAX_STEPS: a sweep measures at most this many rates.
+# netarena-load's sweep::MAX_STEPS: a sweep measures at most this many rates.
 MAX_SWEEP_STEPS = 1000
 
 

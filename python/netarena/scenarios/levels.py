@@ -109,10 +109,19 @@ class Level:
         return out
 
 
+def conn_rate_steps(rates: list[float]) -> tuple[float, float, float] | None:
+    """(low, high, step) of evenly spaced, rising rates (netarena-load --steps LOW:HIGH:STEP); None otherwise.
+    One rate is a sweep of one step."""
+    if len(rates) == 1:
+        return rates[0], rates[0], rates[0]
+    step = rates[1] - rates[0]
+    if step <= 0 or any(abs((b - a) - step) > 1e-9 * max(1.0, step) for a, b in zip(rates, rates[1:])):
+        return None
+    return rates[0], rates[-1], step
+
+
 def levels_for(measure) -> list[Level]:
     """Expand one suite [[measure]] entry into its levels (every combination, in a stable order)."""
-    from ..config import conn_rate_steps
-
     params = registry.get(measure.scenario).level_params(measure)
     # Open-loop rates multiply the levels like any other parameter. A find-max search starts at its one rate
     # (validated in config.check_suite), by default netarena-load's own start: --rate 100.
@@ -144,7 +153,7 @@ def levels_for(measure) -> list[Level]:
 
 
 def sweep_rates(steps: str) -> list[float]:
-    """The rates of netarena-load --steps LOW:HIGH:STEP, as it computes them (schedule::parse_steps)."""
+    """The rates of netarena-load --steps LOW:HIGH:STEP, as it computes them (sweep::parse_steps)."""
     low, high, step = (float(x) for x in steps.split(":"))
     return [low + i * step for i in range(int((high - low) / step + 1e-9) + 1)]
 
