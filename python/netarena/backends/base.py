@@ -62,12 +62,11 @@ def generator_version(path: Path) -> str | None:
 
 def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
     """netarena-load's own verdict on --threshold expressions, before anything starts: None when it accepts them
-    all, else its message. It parses them with the rest of its command line and exits 2 on a bad one before any
-    load; accepted, the probe is one connection attempt for a millisecond to a port nothing listens on."""
+    all, else its message. `netarena-load check` parses them with a run's command line and exits 2 on a bad one,
+    sending nothing (docs/load-generator.md, "Checking a run"): the rule is the generator's alone."""
     if not expressions:
         return None
-    argv = [str(binary), "http", f"http://127.0.0.1:{free_port()}/", "-c", "1", "--duration", "1ms",
-            "--timeout", "100ms", "--json"]
+    argv = [str(binary), "check", "http", f"http://127.0.0.1:{free_port()}/", "-c", "1"]
     for expression in expressions:
         argv += ["--threshold", expression]
     try:
@@ -76,6 +75,8 @@ def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
         return f"could not run {binary} to check the thresholds: {exc}"
     if out.returncode == 2:
         return out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "netarena-load refused them (exit 2)"
+    if out.returncode != 0:
+        return f"{binary} check exited with code {out.returncode}: {out.stderr.strip()[-500:]}"
     return None
 
 
