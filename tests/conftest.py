@@ -131,7 +131,7 @@ def start_cli(args: list[str], cache_dir: Path, **env) -> subprocess.Popen:
 @pytest.fixture(scope="session")
 def generator_binary() -> Path:
     """The real netarena-load. Missing or not working is a failure, never a silent skip."""
-    from netarena.backends.base import GeneratorMissing, find_generator
+    from netarena.generator import GeneratorMissing, find_generator
 
     try:
         path = find_generator()

@@ -21,7 +21,8 @@ import json
 import subprocess
 from pathlib import Path
 
-from .backends.base import GENERATOR_GRACE_S, generator_argv, parse_document
+from .backends.base import GENERATOR_GRACE_S, parse_document
+from .generator import generator_argv
 from .ports import free_port
 from .process import ManagedProcess, tree_cpu_s
 

@@ -17,8 +17,10 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import ConfigError, did_you_mean
+from .generator import GeneratorMissing, check_argv, find_generator, generator_argv
 from .scenarios import registry
-from .scenarios.levels import conn_rate_steps
+from .scenarios.levels import conn_rate_steps, levels_for
+from .scenarios.load import OPTION_FIELDS, level_options
 from .scenarios.static_set import BYTES_SIZES
 
 # The catalog, from the scenario registry (python/netarena/scenarios/, one module per scenario).
@@ -157,21 +159,6 @@ class FindMax(Strict):
     max_errors: str = "0.1%"     # errors / (successes + errors) allowed per step: "0.1%" or "0.001"
 
 
-# The forms netarena-load accepts for --slo and --max-errors (sweep::parse_slo / parse_error_budget), checked
-# here so a typo is a suite error before anything starts, not a failed measurement per contestant.
-SLO_PATTERN = re.compile(r"^p(\d+(?:\.\d+)?)<=(\d+(?:\.\d+)?)(ms|s|m|h)$")
-ERROR_BUDGET_PATTERN = re.compile(r"^(\d+(?:\.\d+)?)(%?)$")
-
-
-def error_budget_fraction(text: str) -> float | None:
-    """'0.1%' or '0.001' -> 0.001; None when it is not one of those forms or not between 0 and 100%."""
-    match = ERROR_BUDGET_PATTERN.match(text.strip())
-    if not match:
-        return None
-    value = float(match.group(1)) / (100.0 if match.group(2) else 1.0)
-    return value if 0.0 <= value <= 1.0 else None
-
-
 class _MeasureCommon(Strict):
     """A suite [[measure]] entry's fields that are not one scenario's own."""
 
@@ -220,7 +207,7 @@ class _MeasureCommon(Strict):
     # timer is coarse for the rate; 20 µs for levels reading a database, which shares the generator's CPU).
     # Above the machine's timer wake-up lag the schedule lag p99 drops to a few µs, at up to a core per
     # generator thread (docs/load-generator.md).
-    generator_spin_us: Annotated[int, Field(ge=0, le=10_000)] | None = None
+    generator_spin_us: int | None = None  # netarena-load --spin-us: its range is the generator's
     # The highest rate that holds (seed 003's "requests per second handled without errors"): search it per
     # contestant, starting at this entry's one rate / conn_rate (default 100 req/s); each step lasts duration_s.
     find_max: FindMax | None = None
@@ -680,35 +667,28 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
             if getattr(entry, param) is not None and entry.scenario != scenario:
                 fail(("measure", index, param), f"only allowed with scenario = \"{scenario}\" "
                      f"(this entry is \"{entry.scenario}\")")
-        if not definition.is_http and (entry.close or entry.pipeline != 1):
-            fail(("measure", index, "scenario"), "close and pipeline apply to HTTP scenarios, not echo")
+        # The suite's own rules: fields netarena-load never sees in the combination given (levels_for and
+        # level_options drop them), and the suite's choices beyond the generator's (close stays closed-loop).
+        # Everything a level passes to netarena-load is checked by it below (_check_loads).
+        if not definition.is_http:
+            for name in HTTP_ONLY_FIELDS:
+                if getattr(entry, name) != type(entry).model_fields[name].default:
+                    fail(("measure", index, name), f"{name} applies to HTTP scenarios, not {entry.scenario} (its "
+                         f"load is sized by connections, duration_s and its own parameters: "
+                         f"{', '.join(definition.params) or 'none'})")
         open_loop = entry.rate is not None or entry.conn_rate is not None or entry.find_max is not None
         if entry.find_max is not None:
             _check_find_max(entry, ("measure", index), fail)
         if entry.rate is not None and entry.conn_rate is not None:
             fail(("measure", index, "conn_rate"), "give either rate (requests/s) or conn_rate (connections/s), "
                  "not both")
-        if open_loop and not definition.is_http:
-            fail(("measure", index, "rate" if entry.rate is not None else "conn_rate"),
-                 "open-loop rates apply to HTTP scenarios, not echo")
-        if open_loop and (entry.close or entry.pipeline != 1):
-            fail(("measure", index, "close" if entry.close else "pipeline"),
-                 "close and pipeline describe the closed loop; with conn_rate use requests_per_conn instead")
-        if entry.generator_io == "uring-auto" and not definition.is_http:
-            fail(("measure", index, "generator_io"), "an echo flood on io_uring has no coalescing window: "
-                 'use generator_io = "uring" (or "auto")')
-        elif entry.generator_io == "uring-auto" and open_loop:
-            fail(("measure", index, "generator_io"), "uring-auto coalesces completions, which the open loop "
-                 "refuses (it would add to the latency measured against the schedule): use \"uring\" or \"auto\"")
-        if entry.requests is not None:
-            _check_requests(entry, open_loop, lambda message: fail(("measure", index, "requests"), message))
+        if open_loop and entry.close:
+            fail(("measure", index, "close"), "close describes the closed loop; with conn_rate use "
+                 "requests_per_conn instead")
         if entry.connections_per_step is not None:
             _check_connections_per_step(entry, lambda field, message: fail(("measure", index, field), message))
         if entry.requests_per_conn != 1 and entry.conn_rate is None:
             fail(("measure", index, "requests_per_conn"), "only meaningful with conn_rate")
-        if entry.generator_spin_us is not None and not open_loop:
-            fail(("measure", index, "generator_spin_us"), "only meaningful with rate or conn_rate: the closed "
-                 "loop sends as soon as a response arrives, there is no schedule to wait for")
         if entry.arrival != "uniform" and not open_loop:
             fail(("measure", index, "arrival"), "only meaningful with rate or conn_rate")
         definition.check_entry(entry, lambda field, message: fail(("measure", index, field), message))
@@ -721,19 +701,56 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
             fail(("cpus", "services"), f"services and server CPU sets overlap on "
                  f"{sorted(set(suite.cpus.services) & set(suite.cpus.server))}; the database would take the "
                  "server's CPU time and its figures with it")
+    _check_loads(suite, fail)
 
 
-def _check_requests(entry: Measure, open_loop: bool, fail) -> None:
-    """`requests = N` counts the responses of the closed loop (netarena-load -n)."""
-    if not registry.get(entry.scenario).is_http:
-        fail("counts HTTP responses; an echo flood's fixed size is echo_bytes")
-    if open_loop:
-        fail("counts responses of the closed loop; an open-loop level's length is its schedule (duration_s, or "
-             "connections_per_step with conn_rate): remove requests or rate/conn_rate/find_max")
+# An echo entry's fields that only HTTP loads take: refused there, since netarena-load never sees them.
+HTTP_ONLY_FIELDS = ("close", "pipeline", "rate", "conn_rate", "find_max", "requests", "requests_per_conn",
+                    "generator_spin_us", "arrival")
+# A placeholder server for `netarena-load check`: it connects to nothing, but the target must be loopback.
+_CHECK_HOST = "127.0.0.1:9"
 
 
-# netarena-load's sweep::MAX_STEPS: a sweep measures at most this many rates.
-MAX_SWEEP_STEPS = 1000
+def _check_loads(suite: Suite, fail) -> None:
+    """Every level's load as netarena-load would run it, checked by netarena-load itself (`check`, sending
+    nothing): the rules of its options are its own (which go together, their ranges, the threshold expressions),
+    so a suite is refused for the reason a run would be, at the line of the field that set the option. Limits
+    (open files, ports) are the plan's: a level beyond one process is spread over several."""
+    try:
+        binary = find_generator()
+    except GeneratorMissing as exc:
+        fail(("measure",), f"netarena-load checks the suite's loads and is missing: {exc}")
+    checked: set[tuple] = set()
+    for index, entry in enumerate(suite.measure):
+        definition = registry.get(entry.scenario)
+        for level in levels_for(entry):
+            mode, options = level_options(entry.scenario, level)
+            target = f"http://{_CHECK_HOST}/" if definition.is_http else _CHECK_HOST
+            argv = generator_argv(binary, mode, target, options, timeout_s=suite.timeout_s, cpus=[],
+                                  warmup_s=suite.warmup_s if level.warmup_s is None else level.warmup_s,
+                                  duration_s=suite.duration_s if level.duration_s is None else level.duration_s)
+            if tuple(argv) in checked:
+                continue
+            checked.add(tuple(argv))
+            _, refused = check_argv(argv, skip_limits=True)
+            if refused:
+                field = _option_field(refused, {**OPTION_FIELDS, **definition.option_fields})
+                if field is None:
+                    loc: tuple = ("measure", index)
+                elif field in ("timeout_s", "warmup_s", "duration_s") and getattr(entry, field, None) is None:
+                    loc = (field,)  # the suite's own value
+                else:
+                    loc = ("measure", index, *field.split("."))
+                fail(loc, f"netarena-load refuses this entry's load: {refused}",
+                     f"the load it was given: netarena-load {' '.join(a for a in argv[1:] if a != '--json')}")
+
+
+def _option_field(message: str, fields: dict[str, str]) -> str | None:
+    """The suite field behind the first netarena-load option the message names (None: it names none we set)."""
+    for option in re.findall(r"(?<![\w-])(--?[a-z][a-z0-9-]*)", message):
+        if option in fields:
+            return fields[option]
+    return None
 
 
 def _check_connections_per_step(entry: Measure, fail) -> None:
@@ -742,27 +759,13 @@ def _check_connections_per_step(entry: Measure, fail) -> None:
              "this many connections")
     if entry.find_max is not None:
         fail("connections_per_step", "a find_max search's steps last duration_s each; remove one of them")
-    if entry.arrival != "uniform":
-        fail("arrival", "connections_per_step needs uniform arrivals: with poisson gaps N connections take a random "
-             "time, not connections_per_step / conn_rate")
     if conn_rate_steps(entry.conn_rate) is None:
         fail("conn_rate", "with connections_per_step the rates are one sweep (netarena-load --steps LOW:HIGH:STEP): "
              "give them evenly spaced and rising, e.g. [50, 100, 150, 200]")
-    if len(entry.conn_rate) > MAX_SWEEP_STEPS:
-        fail("conn_rate", f"{len(entry.conn_rate)} rates are more than a sweep measures ({MAX_SWEEP_STEPS})")
 
 
 def _check_find_max(entry: Measure, loc: tuple, fail) -> None:
-    slo = entry.find_max.slo.strip()
-    match = SLO_PATTERN.match(slo)
-    if not match or not 0 < float(match.group(1)) < 100 or float(match.group(2)) <= 0:
-        fail(loc + ("find_max", "slo"), f"{entry.find_max.slo!r} is not a latency objective: write "
-             "pPERCENTILE<=DURATION with a percentile between 0 and 100 and a unit (ms, s, m, h), e.g. \"p99<=100ms\"")
-    if error_budget_fraction(entry.find_max.max_errors) is None:
-        fail(loc + ("find_max", "max_errors"), f"{entry.find_max.max_errors!r} is not an error budget: give a "
-             "percentage like \"0.1%\" or a fraction like \"0.001\", between 0 and 100%")
-    if not registry.get(entry.scenario).is_http:
-        fail(loc + ("find_max",), "find_max searches an HTTP request rate; echo floods have none")
+    # The objective and the error budget are netarena-load's --slo and --max-errors: it checks them (_check_loads).
     for name in ("rate", "conn_rate"):
         values = getattr(entry, name)
         if values is not None and len(values) != 1:

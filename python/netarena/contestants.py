@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .checkout import repo_root
 from .config import SCENARIOS, Manifest, load_manifest
 from .scenarios import registry
 from .errors import ConfigError, did_you_mean
@@ -52,12 +53,6 @@ def cache_root() -> Path:
     if explicit:
         return Path(explicit).absolute()
     return ROOT_CACHE if os.geteuid() == 0 else Path.home() / ".cache" / "netarena"
-
-
-def repo_root() -> Path | None:
-    """The checkout this package runs from, when it runs from one (python/netarena/ inside it)."""
-    here = Path(__file__).resolve().parent.parent.parent
-    return here if (here / "pyproject.toml").is_file() and (here / "contestants").is_dir() else None
 
 
 def default_contestants_dir() -> Path:

@@ -23,14 +23,16 @@ from pydantic import ValidationError
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from .backends import make_backend
-from .backends.base import GeneratorMissing, StopRun, check_thresholds, find_generator, generator_version
+from .backends.base import StopRun
+from .generator import GeneratorMissing, check_thresholds, find_generator, generator_version
 from .backends.cluster import ClusterBackend
 from .cli_common import exit_interrupted, fail_bad_input, ignore_stop_signals, parse_cpus, split_list
 from .cli_report import measured_any, report_after_run, summary_after_run
 from .cluster import ClusterError
 from .cluster.spec import load_cluster
 from .config import SCENARIOS, Suite, check_suite, load_suite, value_line
-from .contestants import default_contestants_dir, for_servers, load, repo_root, select
+from .checkout import repo_root
+from .contestants import default_contestants_dir, for_servers, load, select
 from .errors import EXIT_FAILED, EXIT_THRESHOLD_FAILED, ConfigError, did_you_mean
 from .export import run_summary
 from .plan.external import pick_cpus, plan_external

@@ -26,7 +26,8 @@ from typing import Annotated, Literal
 from pydantic import Field
 
 from .config import NAME_PATTERN, Install, Strict, _placeholders, _validate, key_lines, read_toml
-from .contestants import Contestant, InstallError, availability, cache_root, expand, install, repo_root, tail
+from .checkout import repo_root
+from .contestants import Contestant, InstallError, availability, cache_root, expand, install, tail
 from .errors import ConfigError
 from .ports import free_port
 from .process import ManagedProcess, child_setup, group_members

@@ -26,8 +26,7 @@ pub enum Command {
     /// TCP echo flood, verified byte for byte
     Echo(EchoArgs),
     /// Validate a run without sending anything: print its resolved configuration as JSON (exit 0), or exit 2 with the reason
-    #[command(subcommand)]
-    Check(CheckCommand),
+    Check(CheckArgs),
     /// Fixed yardsticks for a run's calibration: a CPU loop, a reference server
     #[command(subcommand)]
     Calibrate(CalibrateCommand),
@@ -38,7 +37,18 @@ pub enum Command {
     },
 }
 
-/// `check`: the arguments of a run, after the same subcommand (`check http URL ...`, `check echo ...`).
+/// `check [--skip-limits] http|echo ...`: the arguments of a run, after the same subcommand.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Leave out the open-files and port limits: check the options' rules only (a suite's level is
+    /// checked before it is split over processes, each of which gets its own limits)
+    #[arg(long)]
+    pub skip_limits: bool,
+    #[command(subcommand)]
+    pub run: CheckCommand,
+}
+
+/// The run `check` looks at: `check http URL ...`, `check echo ...`.
 #[derive(Subcommand, Debug)]
 #[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum CheckCommand {

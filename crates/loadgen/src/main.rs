@@ -31,8 +31,8 @@ fn main() -> ExitCode {
     if let cli::Command::Calibrate(what) = cli.command {
         return calibrate(what);
     }
-    if let cli::Command::Check(run) = cli.command {
-        return check(run.run(), argv);
+    if let cli::Command::Check(args) = cli.command {
+        return check(args.run.run(), args.skip_limits, argv);
     }
     // Before any other thread starts: they inherit the blocked signals (see `signals`).
     if let Err(e) = signals::install() {
@@ -70,9 +70,15 @@ fn calibrate(what: cli::CalibrateCommand) -> ExitCode {
 /// `netarena-load check http|echo ...`: what a run with these arguments does before it sends
 /// anything (the configuration and its defaults, the target's and the limits' checks, the
 /// `--threshold` expressions), then that configuration as one JSON object instead of the run.
-/// Nothing is sent: no `--verify-learn` request, no `--prepare` wait, no connection.
-fn check(run: cli::Command, argv: Vec<String>) -> ExitCode {
-    match configure(cli::Cli { command: run }, argv) {
+/// Nothing is sent: no `--verify-learn` request, no `--prepare` wait, no connection. With
+/// `--skip-limits`, the options' rules only.
+fn check(run: cli::Command, skip_limits: bool, argv: Vec<String>) -> ExitCode {
+    let configured = if skip_limits {
+        config::from_cli(cli::Cli { command: run }, argv, uring::support).map_err(RunError::Usage)
+    } else {
+        configure(cli::Cli { command: run }, argv)
+    };
+    match configured {
         Ok(cfg) => {
             let thresholds: Vec<serde_json::Value> = cfg
                 .thresholds

@@ -117,3 +117,37 @@ fn check_refuses_what_a_run_refuses_with_exit_2_and_sends_nothing() {
     assert!(run.stderr.contains("--allow-target"), "{}", run.describe());
     assert_no_connection(&server);
 }
+
+#[test]
+fn skip_limits_checks_the_rules_only() {
+    let server = hello_server();
+    let url = server.url("/hello");
+    // More connections than one process may open (the hard limit is far below a million here and on
+    // any host): refused with the limits, accepted with --skip-limits, whose rules still hold.
+    let many = ["-c", "1000000"];
+    let with_limits = run_load(&[&["check", "http", url.as_str()][..], &many].concat(), LIMIT);
+    assert_eq!(with_limits.code, 2, "{}", with_limits.describe());
+    assert!(
+        with_limits.stderr.contains("file descriptors"),
+        "{}",
+        with_limits.describe()
+    );
+    let rules_only = run_load(
+        &[&["check", "--skip-limits", "http", url.as_str()][..], &many].concat(),
+        LIMIT,
+    );
+    assert_eq!(rules_only.code, 0, "{}", rules_only.describe());
+    assert_eq!(rules_only.json()["config"]["connections"], 1_000_000);
+    let broken = run_load(
+        &[
+            &["check", "--skip-limits", "http", url.as_str()][..],
+            &many,
+            &["--pipeline", "2", "--close"],
+        ]
+        .concat(),
+        LIMIT,
+    );
+    assert_eq!(broken.code, 2, "{}", broken.describe());
+    assert!(broken.stderr.contains("--close"), "{}", broken.describe());
+    assert_no_connection(&server);
+}

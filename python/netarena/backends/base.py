@@ -7,16 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from .. import stats
-from ..contestants import Contestant, repo_root, tail
+from ..contestants import Contestant, tail
 from ..monitor import restrict_to_window
-from ..ports import free_port
 from ..scenarios import Level, registry, sweep_rates
 from ..store import STATUS_FAILED, STATUS_OK, now_iso
 
@@ -26,58 +23,6 @@ GENERATOR_GRACE_S = 30.0
 STDERR_TAIL_BYTES = 4000
 # netarena-load's exit code when its run finished and a --threshold failed (docs/load-generator.md).
 GENERATOR_EXIT_THRESHOLD_FAILED = 99
-
-
-class GeneratorMissing(Exception):
-    pass
-
-
-def find_generator() -> Path:
-    """netarena-load: $NETARENA_LOAD, else this checkout's target/release, else PATH."""
-    explicit = os.environ.get("NETARENA_LOAD")
-    if explicit:
-        path = Path(explicit)
-        if not (path.is_file() and os.access(path, os.X_OK)):
-            raise GeneratorMissing(f"NETARENA_LOAD={explicit} is not an executable file")
-        return path
-    root = repo_root()
-    if root is not None:
-        built = root / "target" / "release" / "netarena-load"
-        if built.is_file() and os.access(built, os.X_OK):
-            return built
-    found = shutil.which("netarena-load")
-    if found:
-        return Path(found)
-    raise GeneratorMissing("netarena-load not found: build it with `cargo build --release -p netarena-load` "
-                           "(from the repository root) or install netarena with `pip install .`")
-
-
-def generator_version(path: Path) -> str | None:
-    try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
-
-
-def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
-    """netarena-load's own verdict on --threshold expressions, before anything starts: None when it accepts them
-    all, else its message. `netarena-load check` parses them with a run's command line and exits 2 on a bad one,
-    sending nothing (docs/load-generator.md, "Checking a run"): the rule is the generator's alone."""
-    if not expressions:
-        return None
-    argv = [str(binary), "check", "http", f"http://127.0.0.1:{free_port()}/", "-c", "1"]
-    for expression in expressions:
-        argv += ["--threshold", expression]
-    try:
-        out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"could not run {binary} to check the thresholds: {exc}"
-    if out.returncode == 2:
-        return out.stderr.strip().splitlines()[-1] if out.stderr.strip() else "netarena-load refused them (exit 2)"
-    if out.returncode != 0:
-        return f"{binary} check exited with code {out.returncode}: {out.stderr.strip()[-500:]}"
-    return None
 
 
 @dataclass
@@ -104,29 +49,6 @@ class MeasureRequest:
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,
                 "level": self.level.to_dict(), "repeat_index": self.repeat_index}
-
-
-def _seconds(value: float) -> str:
-    return f"{value:g}"
-
-
-def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, warmup_s: float, duration_s: float,
-                   timeout_s: float, cpus: list[int]) -> list[str]:
-    # A fixed-size echo flood (--bytes) ends when every connection is done: its bytes are the measurement,
-    # so it takes neither a duration nor a warm-up (the caller bounds it by duration_s instead).
-    # A find-max search measures steps of duration_s each, as many as it needs (FIND_MAX_MAX_STEPS at most).
-    if "--bytes" in args:
-        timing = []
-    elif "--conns-per-step" in args:  # each step lasts its connections / its rate: no length to give
-        timing = ["--warmup", _seconds(warmup_s)]
-    elif "--find-max" in args:
-        timing = ["--step-duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
-    else:
-        timing = ["--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
-    argv = [str(binary), mode, target, *args, *timing, "--timeout", _seconds(timeout_s), "--json"]
-    if cpus:
-        argv += ["--cpus", ",".join(str(c) for c in cpus)]
-    return argv
 
 
 # netarena-load's FIND_MAX_MAX_STEPS (crates/loadgen/src/load/open_run.rs): a search measures at most this many steps.

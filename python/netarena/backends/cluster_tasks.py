@@ -26,8 +26,8 @@ from ..process import ManagedProcess, available_cpus
 from ..scenarios import STATIC_SET_VERSION, build_static_files, load_spec, static_set_ready
 from ..services import ServiceManager, load_all, service_availability
 from ..spread import read_ready
-from .base import (GENERATOR_GRACE_S, STDERR_TAIL_BYTES, GeneratorMissing, MeasureRequest, _safe, find_generator,
-                   generator_argv, generator_version, used_services)
+from ..generator import GeneratorMissing, find_generator, generator_argv, generator_version
+from .base import GENERATOR_GRACE_S, STDERR_TAIL_BYTES, MeasureRequest, _safe, used_services
 from .real import RealBackend
 
 # distributed (Dask) is imported inside the tasks that use it: it takes about a second to import, and the

@@ -23,8 +23,9 @@ from ..services import ServiceError
 from ..spread import (READY_MARGIN_S, START_LEAD_S, is_loopback_host, merge_documents, plan_for, read_ready,
                       share_level)
 from ..store import now_iso
-from .base import (MeasureRequest, _safe, conclude, failed, generator_argv, generator_time_limit_s, parse_document,
-                   timeouts, too_slow, used_services, window)
+from ..generator import generator_argv
+from .base import (MeasureRequest, _safe, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
+                   used_services, window)
 
 # With workers > 1, how long readiness may wait for the server's process tree to go idle (all workers started).
 WORKERS_SETTLE_MAX_S = 5.0

@@ -16,7 +16,7 @@ from . import registry
 from .checks import (FETCH_MAX_BODY_BYTES, JSON_CONTENT_TYPE, MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS,
                      NAGLE_MIN_STALL_MS, Check, Verification, verify, verify_request)
 from .levels import FIND_MAX_DEFAULT_START_RATE, Level, levels_for, sweep_rates
-from .load import GENERATOR_IO_ARGS, SERVICE_LEVEL_SPIN_US, LoadSpec, load_spec, request_load_spec
+from .load import GENERATOR_IO_ARGS, SERVICE_LEVEL_SPIN_US, LoadSpec, level_options, load_spec, request_load_spec
 from .socket_diag import accept_queue, listen_backlogs
 from .static_set import (BYTES_FILL, BYTES_SIZES, STATIC_FILE_COUNT, STATIC_MAX_BYTES, STATIC_MEDIAN_BYTES,
                          STATIC_MIN_BYTES, STATIC_SEED, STATIC_SET_VERSION, STATIC_SIGMA, build_static_files,
@@ -38,7 +38,7 @@ NAGLE_CHECK_PATHS = {s.name: s.nagle_path for s in registry.all() if s.nagle_pat
 
 __all__ = [
     "registry", "Check", "Verification", "verify", "verify_request", "Level", "levels_for", "sweep_rates",
-    "LoadSpec", "load_spec", "request_load_spec", "accept_queue", "listen_backlogs", "build_static_files",
+    "LoadSpec", "level_options", "load_spec", "request_load_spec", "accept_queue", "listen_backlogs", "build_static_files",
     "static_file_bytes", "static_file_sizes", "static_set_ready", "url_list", "sha256_hex", "echo_pattern",
     "FETCH_MAX_BODY_BYTES", "JSON_CONTENT_TYPE", "MIN_LISTEN_BACKLOG", "NAGLE_CHECK_REQUESTS", "NAGLE_MIN_STALL_MS",
     "NAGLE_CHECK_PATHS", "FIND_MAX_DEFAULT_START_RATE", "GENERATOR_IO_ARGS", "SERVICE_LEVEL_SPIN_US", "BYTES_FILL",

@@ -81,12 +81,17 @@ class Echo(Scenario):
             return [(("bytes", b),) for b in measure.echo_bytes]
         return [()]
 
-    def load(self, level, target, static_dir, args):
-        args = args + ["--chunk", str(level.echo_chunk_bytes)]
+    option_fields = {"--bytes": "echo_bytes", "--probe-interval": "probe_interval_s"}
+
+    def level_options(self, level):
+        args = ["--chunk", str(level.echo_chunk_bytes)]
         if level.param("bytes"):
             args += ["--bytes", str(level.param("bytes"))]
         if level.probe_interval_s:
             args += ["--probe-interval", f"{level.probe_interval_s}"]
+        return args
+
+    def load(self, level, target, static_dir, args):
         return LoadSpec("echo", target, args, {"echo": "byte-for-byte"})
 
     def check_stream(self, port, host, timeout_s, checks):

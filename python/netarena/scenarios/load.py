@@ -74,17 +74,31 @@ def http_level_args(level: Level) -> list[str]:
 
 
 
-def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: str = "127.0.0.1",
-              base_url: str | None = None) -> LoadSpec:
-    """The load for a catalog scenario on a server at host:port (127.0.0.1 on one machine, the server host's
-    address across hosts), or at `base_url` (scheme://host:port and an optional path prefix) for a server
-    netarena did not start."""
+# The suite entry's field behind each generic netarena-load option a level sets (level_options, generator_argv):
+# where a suite is refused when netarena-load refuses one (config.check_suite). A scenario's own options are in
+# its option_fields.
+OPTION_FIELDS = {
+    "-c": "connections", "-t": "generator_threads", "--threshold": "thresholds", "--io": "generator_io",
+    "--coalesce-us": "generator_io", "--pipeline": "pipeline", "--close": "close", "--rate": "rate",
+    "--arrival": "arrival", "--conn-rate": "conn_rate", "--steps": "conn_rate", "--requests-per-conn": "requests_per_conn",
+    "--conns-per-step": "connections_per_step", "-n": "requests", "--requests": "requests",
+    "--spin-us": "generator_spin_us", "--find-max": "find_max", "--slo": "find_max.slo",
+    "--max-errors": "find_max.max_errors", "--step-duration": "duration_s", "--duration": "duration_s",
+    "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes",
+}
+
+# netarena-load's mode for each scenario protocol.
+GENERATOR_MODES = {"http": "http", "tcp": "echo"}
+
+
+def level_options(scenario: str, level: Level) -> tuple[str, list[str]]:
+    """netarena-load's mode and the options a level of a catalog scenario sets, whatever the server: everything
+    the suite entry decides (config.check_suite has netarena-load check them), nothing read from files."""
     definition = registry.get(scenario)
-    base = base_url.rstrip("/") if base_url else f"http://{host}:{port}"
     if not definition.is_http:
-        # A raw TCP stream (netarena-load's echo mode): host:port, the level's generic options.
-        target = urlsplit(base_url).netloc if base_url else f"{host}:{port}"
-        return definition.load(level, target, static_dir, level_args(level) + GENERATOR_IO_ARGS[level.generator_io])
+        # A raw TCP stream (netarena-load's echo mode): the level's generic options and the scenario's own.
+        return GENERATOR_MODES[definition.protocol], (level_args(level) + GENERATOR_IO_ARGS[level.generator_io]
+                                                      + definition.level_options(level))
     http_args = http_level_args(level)
     if definition.service is not None and level.generator_spin_us is None and (
             level.param("rate") or level.param("conn_rate")):
@@ -92,7 +106,21 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
         # default (--spin-us auto) may busy-poll a whole core at high rates, which would be taken from the
         # database and show as its slowness. The sleeping window here; a suite's generator_spin_us wins.
         http_args += ["--spin-us", str(SERVICE_LEVEL_SPIN_US)]
-    return definition.load(level, base, static_dir, http_args)
+    return GENERATOR_MODES[definition.protocol], http_args + definition.level_options(level)
+
+
+def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: str = "127.0.0.1",
+              base_url: str | None = None) -> LoadSpec:
+    """The load for a catalog scenario on a server at host:port (127.0.0.1 on one machine, the server host's
+    address across hosts), or at `base_url` (scheme://host:port and an optional path prefix) for a server
+    netarena did not start."""
+    definition = registry.get(scenario)
+    _, options = level_options(scenario, level)
+    if not definition.is_http:
+        target = urlsplit(base_url).netloc if base_url else f"{host}:{port}"
+        return definition.load(level, target, static_dir, options)
+    base = base_url.rstrip("/") if base_url else f"http://{host}:{port}"
+    return definition.load(level, base, static_dir, options)
 
 
 def body_load(url: str, http_args: list[str], body: bytes) -> LoadSpec:

@@ -75,6 +75,15 @@ class Scenario:
 
     # ---------------------------------------------------------------- load
 
+    # The suite entry's field behind each of this scenario's own netarena-load options (level_options), so a
+    # refusal of one by netarena-load points at the line that set it.
+    option_fields: dict[str, str] = {}
+
+    def level_options(self, level: "Level") -> list[str]:
+        """netarena-load options this scenario takes from a level beyond the generic ones (load.level_options):
+        from the suite entry only, never from files, so netarena-load can check them when the suite is read."""
+        return []
+
     def load(self, level: "Level", base: str, static_dir: "Path", http_args: list[str]) -> "LoadSpec":
         """The netarena-load request for a level on the server at `base` (scheme://host:port[/prefix]): an HTTP
         scenario's URL, arguments and expectation, `http_args` being the level's own options (load.http_level_args)."""

@@ -1,0 +1,106 @@
+"""netarena-load as a program: where it is, the command line of a run, and what it says of a command line
+without running it (`netarena-load check`, docs/load-generator.md "Checking a run").
+
+The generator owns the rules of its options (which go together, their ranges, the threshold expressions): the
+orchestrator asks it instead of repeating them, so a suite entry is refused for the reason a run would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .checkout import repo_root
+from .ports import free_port
+
+# How long `netarena-load check` may take: it parses, probes io_uring and reads limits; nothing is sent.
+CHECK_TIMEOUT_S = 30
+
+
+class GeneratorMissing(Exception):
+    pass
+
+
+def find_generator() -> Path:
+    """netarena-load: $NETARENA_LOAD, else this checkout's target/release, else PATH."""
+    explicit = os.environ.get("NETARENA_LOAD")
+    if explicit:
+        path = Path(explicit)
+        if not (path.is_file() and os.access(path, os.X_OK)):
+            raise GeneratorMissing(f"NETARENA_LOAD={explicit} is not an executable file")
+        return path
+    root = repo_root()
+    if root is not None:
+        built = root / "target" / "release" / "netarena-load"
+        if built.is_file() and os.access(built, os.X_OK):
+            return built
+    found = shutil.which("netarena-load")
+    if found:
+        return Path(found)
+    raise GeneratorMissing("netarena-load not found: build it with `cargo build --release -p netarena-load` "
+                           "(from the repository root) or install netarena with `pip install .`")
+
+
+def generator_version(path: Path) -> str | None:
+    try:
+        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, warmup_s: float, duration_s: float,
+                   timeout_s: float, cpus: list[int]) -> list[str]:
+    # A fixed-size echo flood (--bytes) ends when every connection is done: its bytes are the measurement,
+    # so it takes neither a duration nor a warm-up (the caller bounds it by duration_s instead).
+    # A find-max search measures steps of duration_s each, as many as it needs (FIND_MAX_MAX_STEPS at most).
+    if "--bytes" in args:
+        timing = []
+    elif "--conns-per-step" in args:  # each step lasts its connections / its rate: no length to give
+        timing = ["--warmup", _seconds(warmup_s)]
+    elif "--find-max" in args:
+        timing = ["--step-duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
+    else:
+        timing = ["--duration", _seconds(duration_s), "--warmup", _seconds(warmup_s)]
+    argv = [str(binary), mode, target, *args, *timing, "--timeout", _seconds(timeout_s), "--json"]
+    if cpus:
+        argv += ["--cpus", ",".join(str(c) for c in cpus)]
+    return argv
+
+
+def check_argv(argv: list[str], *, skip_limits: bool = False) -> tuple[dict | None, str | None]:
+    """netarena-load's verdict on a run's command line (as generator_argv builds it), sending nothing: (the
+    check's JSON, None) when it would run, (None, its reason) when it would refuse. `skip_limits` leaves out the
+    open-files and port limits (a level beyond one process is split over several, each with its own)."""
+    binary, rest = argv[0], argv[1:]
+    command = [binary, "check", *(["--skip-limits"] if skip_limits else []), *rest]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"could not run {binary} check: {exc}"
+    if out.returncode == 2:
+        lines = out.stderr.strip().splitlines()
+        reason = lines[-1] if lines else "netarena-load refused it (exit 2)"
+        return None, reason.removeprefix("netarena-load: ")
+    if out.returncode != 0:
+        return None, f"{binary} check exited with code {out.returncode}: {out.stderr.strip()[-500:]}"
+    return json.loads(out.stdout), None
+
+
+def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
+    """netarena-load's own verdict on --threshold expressions, before anything starts: None when it accepts them
+    all, else its message (the rule is the generator's alone)."""
+    if not expressions:
+        return None
+    argv = [str(binary), "http", f"http://127.0.0.1:{free_port()}/", "-c", "1"]
+    for expression in expressions:
+        argv += ["--threshold", expression]
+    _, refused = check_argv(argv)
+    return refused
