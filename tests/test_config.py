@@ -411,7 +411,7 @@ def test_requests_level_passes_n_and_keeps_the_duration_as_limit(tmp_path):
     assert argv[argv.index("--duration") + 1] == "30"
 
 
-def test_connections_per_step_makes_one_sweep_level(tmp_path):
+def test_connections_per_step_makes_one_sweep_level(tmp_path, generator_binary):
     from netarena.backends.base import generator_time_limit_s
     from netarena.generator import generator_argv
     from netarena.scenarios import levels_for, load_spec
@@ -424,11 +424,28 @@ def test_connections_per_step_makes_one_sweep_level(tmp_path):
     args = load_spec("hello", level, 8080, tmp_path).args
     assert args[args.index("--steps") + 1] == "50:150:50" and args[args.index("--conns-per-step") + 1] == "300"
     assert args[args.index("--requests-per-conn") + 1] == "10"
-    argv = generator_argv(Path("netarena-load"), "http", "http://127.0.0.1:8080/hello", args, warmup_s=0,
+    argv = generator_argv(generator_binary, "http", "http://127.0.0.1:8080/hello", args, warmup_s=0,
                           duration_s=3, timeout_s=5, cpus=[1])
     assert "--duration" not in argv and "--step-duration" not in argv
-    # Each step's connections at its rate (6 + 3 + 2 s), each with a drain of up to timeout_s, and the grace.
+    # Each step's connections at its rate (6 + 3 + 2 s), each with a drain of up to timeout_s, and the grace:
+    # netarena-load's own account of the sweep (check's longest_s).
     assert generator_time_limit_s(argv, 0, 3, 5) == pytest.approx(11 + 3 * 5 + 30)
+
+
+def test_the_generator_time_limit_is_netarena_loads_own_account(generator_binary):
+    from netarena.backends.base import GENERATOR_GRACE_S, generator_time_limit_s
+    from netarena.generator import generator_argv
+
+    def limit(args, warmup_s=1, duration_s=3, timeout_s=5, mode="http", target="http://127.0.0.1:9/"):
+        argv = generator_argv(generator_binary, mode, target, args, warmup_s=warmup_s, duration_s=duration_s,
+                              timeout_s=timeout_s, cpus=[])
+        return generator_time_limit_s(argv, warmup_s, duration_s, timeout_s) - GENERATOR_GRACE_S
+
+    assert limit(["-c", "4"]) == pytest.approx(1 + 3 + 5)  # warm-up, the measured phase, its drain
+    # A find-max search may measure up to 40 steps (netarena-load's FIND_MAX_MAX_STEPS), each with its drain.
+    assert limit(["--rate", "100", "--find-max", "--slo", "p99<=5ms"]) == pytest.approx(1 + 40 * (3 + 5))
+    # A fixed-size echo flood is not bounded by time: the measurement's own duration bounds it.
+    assert limit(["--bytes", "1m"], mode="echo", target="127.0.0.1:9") == pytest.approx(1 + 3 + 5)
 
 
 def test_generator_threads_above_the_generator_cpus_are_capped_and_said(tmp_path):

@@ -145,7 +145,9 @@ def read_ready(gen, deadline: float) -> tuple[int | None, bytes, str | None]:
 
 
 def split_evenly(total: int, parts: int, index: int) -> int:
-    """The same split as netarena-load's over its threads: the first total % parts get one more."""
+    """Part `index` of `total` (connections, -n requests) shared among generator processes or hosts: the first
+    total % parts get one more. The orchestrator's own rule: inside each process netarena-load shares its part
+    among its threads by its rule, and nothing depends on the two agreeing."""
     return total // parts + (1 if index < total % parts else 0)
 
 

@@ -139,7 +139,7 @@ impl OpenConfig {
     pub fn base_rate(&self) -> f64 {
         self.rate
             .or(self.conn_rate)
-            .unwrap_or(DEFAULT_FIND_MAX_START)
+            .expect("an open loop has --rate or --conn-rate (open_config refuses it otherwise)")
     }
 }
 
@@ -154,9 +154,10 @@ pub struct FindMax {
 /// dropped (and counted); well inside the 20000 open files this machine allows.
 pub const DEFAULT_CONN_RATE_MAX_OPEN: usize = 10_000;
 pub const DEFAULT_STEP_DURATION: Duration = Duration::from_secs(5);
-pub const DEFAULT_FIND_MAX_START: f64 = 100.0;
 pub const DEFAULT_FIND_MAX_RESOLUTION: f64 = 0.05;
 pub const DEFAULT_FIND_MAX_LIMIT: f64 = 1_000_000.0;
+/// `--find-max` measures at most this many steps.
+pub const FIND_MAX_MAX_STEPS: usize = 40;
 pub const DEFAULT_MAX_ERRORS: f64 = 0.001;
 /// `--spin-us` default: below this a sleep/wake round trip costs about as much as it would wait, so
 /// polling without sleeping adds no lag and almost no CPU.
@@ -218,6 +219,35 @@ impl Config {
             Mode::Http(_) => "http",
             Mode::Echo(_) => "echo",
         }
+    }
+
+    /// The longest this run may take from its start to its result: the warm-up, every measured
+    /// phase (a sweep's steps, the most steps a find-max search measures) and each phase's drain of
+    /// up to `timeout`. None when time does not bound it: `--requests` without `--duration`, an echo
+    /// flood of `--bytes` (whoever runs it bounds it). `check` reports it (`longest_s`), so a caller
+    /// that must stop a stuck run knows when without knowing the load models.
+    pub fn longest(&self) -> Option<Duration> {
+        let drain = self.timeout;
+        let open = match &self.mode {
+            Mode::Http(h) => h.open.as_ref(),
+            Mode::Echo(_) => None,
+        };
+        let measured = match open {
+            Some(o) if o.find_max.is_some() => {
+                let step = o.step_duration.unwrap_or(DEFAULT_STEP_DURATION);
+                Some((step + drain) * FIND_MAX_MAX_STEPS as u32)
+            }
+            Some(o) if o.conns_per_step.is_some() || o.steps.is_some() => {
+                let rates = o.steps.clone().unwrap_or_else(|| vec![o.base_rate()]);
+                let step_length = |rate: f64| match o.conns_per_step {
+                    Some(n) => Duration::from_secs_f64(n as f64 / rate),
+                    None => o.step_duration.unwrap_or(DEFAULT_STEP_DURATION),
+                };
+                Some(rates.iter().map(|&rate| step_length(rate) + drain).sum())
+            }
+            _ => self.duration.map(|d| d + drain),
+        };
+        measured.map(|m| m + self.warmup)
     }
 }
 
@@ -744,7 +774,10 @@ fn open_config(a: &HttpArgs, c: &mut Config) -> Result<Option<OpenConfig>, Strin
                 .filter(|f| *f > 0.0 && *f < 1.0)
                 .ok_or_else(|| format!("--find-max-resolution '{t}': give a percentage like 5% or a fraction like 0.05, above 0 and below 100%"))?,
         };
-        let start = a.rate.or(a.conn_rate).unwrap_or(DEFAULT_FIND_MAX_START);
+        let start = a
+            .rate
+            .or(a.conn_rate)
+            .ok_or("--find-max needs --rate START or --conn-rate START")?;
         let limit = a.find_max_limit.unwrap_or(DEFAULT_FIND_MAX_LIMIT);
         if limit < start {
             return Err(format!(

@@ -90,6 +90,7 @@ fn check(run: cli::Command, skip_limits: bool, argv: Vec<String>) -> ExitCode {
                 "command_line": cfg.command_line,
                 "config": document::config_doc(&cfg),
                 "thresholds": thresholds,
+                "longest_s": cfg.longest().map(|d| d.as_secs_f64()),
             });
             println!("{doc}");
             ExitCode::SUCCESS

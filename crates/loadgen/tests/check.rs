@@ -125,7 +125,10 @@ fn skip_limits_checks_the_rules_only() {
     // More connections than one process may open (the hard limit is far below a million here and on
     // any host): refused with the limits, accepted with --skip-limits, whose rules still hold.
     let many = ["-c", "1000000"];
-    let with_limits = run_load(&[&["check", "http", url.as_str()][..], &many].concat(), LIMIT);
+    let with_limits = run_load(
+        &[&["check", "http", url.as_str()][..], &many].concat(),
+        LIMIT,
+    );
     assert_eq!(with_limits.code, 2, "{}", with_limits.describe());
     assert!(
         with_limits.stderr.contains("file descriptors"),

@@ -14,7 +14,8 @@ from pathlib import Path
 from .. import stats
 from ..contestants import Contestant, tail
 from ..monitor import restrict_to_window
-from ..scenarios import Level, registry, sweep_rates
+from ..generator import check_argv
+from ..scenarios import Level, registry
 from ..store import STATUS_FAILED, STATUS_OK, now_iso
 
 
@@ -51,25 +52,16 @@ class MeasureRequest:
                 "level": self.level.to_dict(), "repeat_index": self.repeat_index}
 
 
-# netarena-load's FIND_MAX_MAX_STEPS (crates/loadgen/src/load/open_run.rs): a search measures at most this many steps.
-FIND_MAX_MAX_STEPS = 40
-
-
 def generator_time_limit_s(argv: list[str], warmup_s: float, duration_s: float, timeout_s: float) -> float:
-    """How long the generator may take before it is killed: its warm-up, its measured time (a find-max search:
-    every step it may measure, each followed by a drain of up to timeout_s) and a grace period."""
-    if "--find-max" in argv:
-        return warmup_s + FIND_MAX_MAX_STEPS * (duration_s + timeout_s) + GENERATOR_GRACE_S
-    if "--conns-per-step" in argv:
-        return warmup_s + sweep_seconds(argv, timeout_s) + GENERATOR_GRACE_S
-    return warmup_s + duration_s + timeout_s + GENERATOR_GRACE_S
-
-
-def sweep_seconds(argv: list[str], timeout_s: float) -> float:
-    """The longest a --steps --conns-per-step sweep takes: each step's N connections at its rate, then a drain
-    of up to timeout_s."""
-    n = int(argv[argv.index("--conns-per-step") + 1])
-    return sum(n / rate + timeout_s for rate in sweep_rates(argv[argv.index("--steps") + 1]))
+    """How long the generator may take before it is killed: the longest its run can take by netarena-load's own
+    account (`check`'s longest_s: the warm-up, every phase it may measure, a find-max search's most steps, each
+    phase's drain of up to timeout_s), and a grace period. A run that time does not bound (a fixed-size echo
+    flood) gets the measurement's warm-up, duration and timeout."""
+    checked, _ = check_argv(argv, skip_limits=True)
+    longest = (checked or {}).get("longest_s")
+    if longest is None:
+        longest = warmup_s + duration_s + timeout_s
+    return longest + GENERATOR_GRACE_S
 
 
 def _safe(text: str) -> str:

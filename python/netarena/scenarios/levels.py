@@ -124,7 +124,7 @@ def levels_for(measure) -> list[Level]:
     """Expand one suite [[measure]] entry into its levels (every combination, in a stable order)."""
     params = registry.get(measure.scenario).level_params(measure)
     # Open-loop rates multiply the levels like any other parameter. A find-max search starts at its one rate
-    # (validated in config.check_suite), by default netarena-load's own start: --rate 100.
+    # (validated in config.check_suite), by default the suite's: --rate FIND_MAX_DEFAULT_START_RATE.
     find_max = getattr(measure, "find_max", None)
     if find_max is not None and not (measure.rate or measure.conn_rate):
         params = [p + (("rate", FIND_MAX_DEFAULT_START_RATE),) for p in params]
@@ -158,5 +158,6 @@ def sweep_rates(steps: str) -> list[float]:
     return [low + i * step for i in range(int((high - low) / step + 1e-9) + 1)]
 
 
-# Where a find-max search starts without a rate in its suite entry (netarena-load's DEFAULT_FIND_MAX_START).
+# Where a find-max search starts without a rate in its suite entry: the suite's own default (netarena-load has
+# none: it searches from the --rate or --conn-rate it is given).
 FIND_MAX_DEFAULT_START_RATE = 100

@@ -5,7 +5,7 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::{Config, FindMax, HttpConfig, LoadKind, Mode, OpenConfig};
+use crate::config::{Config, FindMax, HttpConfig, LoadKind, Mode, OpenConfig, FIND_MAX_MAX_STEPS};
 use crate::error::RunError;
 use crate::exchange::Exchange;
 use crate::load::open::{
@@ -24,8 +24,6 @@ pub const LAG_P99_LIMIT: Duration = Duration::from_millis(1);
 const PHASE_LEAD: Duration = Duration::from_millis(5);
 /// `--find-max` doubles the rate while it passes.
 pub const FIND_MAX_GROWTH: f64 = 2.0;
-/// `--find-max` measures at most this many steps.
-pub const FIND_MAX_MAX_STEPS: usize = 40;
 
 struct Workers {
     plans: Vec<mpsc::Sender<PhasePlan>>,
