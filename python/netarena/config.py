@@ -7,6 +7,7 @@ and the near miss when there is one.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 import types
@@ -724,7 +725,9 @@ def _check_loads(suite: Suite, fail) -> None:
     for index, entry in enumerate(suite.measure):
         definition = registry.get(entry.scenario)
         for level in levels_for(entry):
-            mode, options = level_options(entry.scenario, level)
+            # The thread count is the plan's (generator_threads capped to the generator's CPUs here), not the
+            # entry's: checked with one thread, as it is with whatever the plan gives it when it runs.
+            mode, options = level_options(entry.scenario, dataclasses.replace(level, generator_threads=1))
             target = f"http://{_CHECK_HOST}/" if definition.is_http else _CHECK_HOST
             argv = generator_argv(binary, mode, target, options, timeout_s=suite.timeout_s, cpus=[],
                                   warmup_s=suite.warmup_s if level.warmup_s is None else level.warmup_s,
