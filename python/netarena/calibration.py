@@ -12,7 +12,7 @@ this moment, so a run's figures can also be read relative to them (docs/reports.
   would follow the distribution, and nginx may be missing).
 
 Each part that fails is recorded with why (``error``) instead of its figures: calibration is context, and a
-run is not lost for it. Bounded: about CPU_UNITS units of a few ms each plus REFERENCE_DURATION_S.
+run is not lost for it. Bounded: about CPU_UNITS units of a few ms each plus REFERENCE_SAMPLES × REFERENCE_DURATION_S.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from statistics import median
 
 from .backends.base import GENERATOR_GRACE_S, parse_document
 from .generator import generator_argv
@@ -31,9 +32,12 @@ CPU_UNITS = 25
 # The reference pair: a closed loop of REFERENCE_CONNECTIONS keep-alive connections on one generator thread for
 # REFERENCE_DURATION_S, no warm-up (the reference server is native code with nothing to warm but its
 # threads, and without a warm-up the server's CPU counted from before the load to after it covers exactly the
-# requests the generator counts).
+# requests the generator counts), REFERENCE_SAMPLES times on one server start; the figures are the samples'
+# medians. One 2 s sample swung by 30% between runs on a VM with a noisy neighbour: the median of five keeps
+# one disturbed second from moving the yardstick every figure is divided by.
 REFERENCE_CONNECTIONS = 16
-REFERENCE_DURATION_S = 2.0
+REFERENCE_DURATION_S = 1.0
+REFERENCE_SAMPLES = 5
 REFERENCE_TIMEOUT_S = 5.0
 # Waiting for the reference server's port: generous for a slow or starved machine, only a hang bound.
 REFERENCE_READY_S = 30.0
@@ -62,12 +66,14 @@ def cpu_loop(generator: Path, cpus: list[int]) -> dict:
 
 def reference_pair(generator: Path, server_cpus: list[int], generator_cpus: list[int], on_spawn=None,
                    on_reaped=None) -> dict:
-    """netarena-load against the reference server: requests/s and CPU µs per request of each side."""
+    """netarena-load against the reference server, REFERENCE_SAMPLES times: requests/s and CPU µs per request of
+    each side (each the samples' median), with every sample's figures."""
     port = free_port()
     server = ManagedProcess([str(generator), "calibrate", "serve", "--listen", f"127.0.0.1:{port}"],
                             cpus=server_cpus or None)
     if on_spawn:
         on_spawn(server, "calibration-server")
+    samples = []
     try:
         not_ready = server.wait_port(port, REFERENCE_READY_S)
         if not_ready:
@@ -77,39 +83,61 @@ def reference_pair(generator: Path, server_cpus: list[int], generator_cpus: list
                               ["-c", str(REFERENCE_CONNECTIONS), "-t", "1", "--expect-status", "200", "--quiet"],
                               warmup_s=0, duration_s=REFERENCE_DURATION_S, timeout_s=REFERENCE_TIMEOUT_S,
                               cpus=generator_cpus[:1])
-        server_cpu_before_s = tree_cpu_s(server.pid)
-        try:
-            done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL,
-                                  timeout=REFERENCE_DURATION_S + REFERENCE_TIMEOUT_S + GENERATOR_GRACE_S)
-        except subprocess.TimeoutExpired:
-            return {"error": "the reference client did not finish in time"}
-        server_cpu_s = tree_cpu_s(server.pid) - server_cpu_before_s
+        for _ in range(REFERENCE_SAMPLES):
+            server_cpu_before_s = tree_cpu_s(server.pid)
+            try:
+                done = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL,
+                                      timeout=REFERENCE_DURATION_S + REFERENCE_TIMEOUT_S + GENERATOR_GRACE_S)
+            except subprocess.TimeoutExpired:
+                return {"error": "the reference client did not finish in time"}
+            server_cpu_s = tree_cpu_s(server.pid) - server_cpu_before_s
+            doc, why = parse_document(done.returncode, done.stdout, done.stderr)
+            if doc is None:
+                return {"error": f"reference client: {why}"}
+            sample = sample_figures(doc, server_cpu_s)
+            if "error" in sample:
+                return sample
+            samples.append(sample)
     finally:
         server.stop("SIGTERM", timeout_s=5)
         if on_reaped:
             on_reaped(server)
-    doc, why = parse_document(done.returncode, done.stdout, done.stderr)
-    if doc is None:
-        return {"error": f"reference client: {why}"}
-    return reference_figures(doc, server_cpu_s)
+    return reference_figures(samples)
 
 
-def reference_figures(doc: dict, server_cpu_s: float) -> dict:
-    """The reference pair's figures from the generator's document and the server's CPU seconds meanwhile."""
+def sample_figures(doc: dict, server_cpu_s: float) -> dict:
+    """One sample's figures from the generator's document and the server's CPU seconds meanwhile."""
     responses = doc["totals"]["responses"]
-    errors = doc["errors"]["total"]
     if not responses:
         return {"error": "the reference client completed no request"}
     generator = doc["generator"]
     return {
-        "connections": REFERENCE_CONNECTIONS,
         "duration_s": doc["duration_s"],
         "responses": responses,
-        "errors": errors,
+        "errors": doc["errors"]["total"],
         "rps": round(responses / doc["duration_s"], 1),
         "server_cpu_us_per_req": round(server_cpu_s * 1e6 / responses, 3),
         "generator_cpu_us_per_req": round((generator["cpu_user_s"] + generator["cpu_sys_s"]) * 1e6 / responses, 3),
         "generator_io": doc["config"].get("io_backend"),
+    }
+
+
+def reference_figures(samples: list[dict]) -> dict:
+    """The reference pair's figures: each the median of the samples', counts summed, and the samples themselves
+    (their spread says how steady the machine was meanwhile)."""
+    def figure(name: str) -> float:
+        return round(median(s[name] for s in samples), 3)
+
+    return {
+        "connections": REFERENCE_CONNECTIONS,
+        "duration_s": round(sum(s["duration_s"] for s in samples), 3),
+        "responses": sum(s["responses"] for s in samples),
+        "errors": sum(s["errors"] for s in samples),
+        "rps": round(median(s["rps"] for s in samples), 1),
+        "server_cpu_us_per_req": figure("server_cpu_us_per_req"),
+        "generator_cpu_us_per_req": figure("generator_cpu_us_per_req"),
+        "generator_io": samples[0]["generator_io"],
+        "samples": [{k: s[k] for k in ("rps", "server_cpu_us_per_req", "generator_cpu_us_per_req")} for s in samples],
     }
 
 

@@ -171,6 +171,6 @@ def calibration_pairs(environment: dict) -> list[tuple[str, str]]:
         pairs.append(("calibration: reference pair",
                       f"{reference['rps']:,.0f} req/s; server {reference['server_cpu_us_per_req']:.2f} µs CPU/req, "
                       f"generator {reference['generator_cpu_us_per_req']:.2f} µs CPU/req "
-                      f"({reference['connections']} connections, {reference['duration_s']:g} s, "
-                      f"{reference['generator_io']})"))
+                      f"({reference['connections']} connections, median of {len(reference.get('samples') or [1])} "
+                      f"samples over {reference['duration_s']:g} s, {reference['generator_io']})"))
     return pairs
