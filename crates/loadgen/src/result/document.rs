@@ -33,7 +33,7 @@ pub const SATURATION_BUSY_FRACTION: f64 = 0.90;
 /// work: the human summary says so, since more threads will not help, CPUs of its own will.
 pub const NOTABLE_RUN_DELAY_FRACTION: f64 = 0.10;
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Document {
     pub schema_version: u32,
     pub tool: Tool,
@@ -92,7 +92,7 @@ pub struct ThresholdDoc {
 
 /// Connections the server left waiting: still waiting at the end of the measured phase (a request
 /// in flight, or the connect not complete), without a single answer during it.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct NoAnswerDoc {
     pub connections: u64,
     /// Of how many: `-c` (closed loop, `--rate` pool); connections started (`--conn-rate`).
@@ -118,7 +118,7 @@ pub fn no_answer_doc(connections: u64, of_connections: u64) -> NoAnswerDoc {
     }
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct IntervalsDoc {
     pub interval_s: f64,
     pub encoding: String,
@@ -126,7 +126,7 @@ pub struct IntervalsDoc {
     pub entries: Vec<IntervalEntry>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct IntervalEntry {
     /// Start of the interval, seconds after the start of the measured phase.
     pub t_s: f64,
@@ -138,7 +138,7 @@ pub struct IntervalEntry {
     pub data: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct OpenLoopDoc {
     pub kind: String,
     pub arrival: String,
@@ -170,7 +170,7 @@ pub struct OpenLoopDoc {
 
 /// `open_loop.spin_auto`: the timer measured by each load thread before it connected, and the
 /// window chosen from it for this phase's rate (`config::SpinWindow::window`).
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct SpinAutoDoc {
     /// The largest of the threads' timer wake-up lag p99 (µs).
     pub timer_lag_p99_us: u64,
@@ -180,7 +180,7 @@ pub struct SpinAutoDoc {
     pub widened: bool,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct ConnRateDoc {
     pub requests_per_conn: u32,
     pub started: u64,
@@ -192,7 +192,7 @@ pub struct ConnRateDoc {
     pub lifetime: Latency,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct FindMaxDoc {
     pub method: String,
     pub slo: String,
@@ -211,13 +211,13 @@ pub struct FindMaxDoc {
     pub stopped_because: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Tool {
     pub name: String,
     pub version: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct ConfigDoc {
     pub target: String,
     pub connections: usize,
@@ -265,7 +265,7 @@ pub struct ConfigDoc {
     pub io_reason: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Totals {
     pub requests: u64,
     pub responses: u64,
@@ -277,13 +277,13 @@ pub struct Totals {
     pub unfinished: u64,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Throughput {
     pub requests_per_s: f64,
     pub bytes_per_s: f64,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Latency {
     /// Entries, censored ones included.
     pub count: u64,
@@ -304,7 +304,7 @@ pub struct Latency {
     pub histogram: HistogramDoc,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct HistogramDoc {
     pub encoding: String,
     pub unit: String,
@@ -314,7 +314,7 @@ pub struct HistogramDoc {
     pub data: String,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct TimelineEntry {
     pub t_s: f64,
     pub requests: u64,
@@ -322,7 +322,7 @@ pub struct TimelineEntry {
     pub errors: u64,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Errors {
     pub total: u64,
     pub by_class: BTreeMap<String, u64>,
@@ -330,7 +330,7 @@ pub struct Errors {
     pub examples: Vec<String>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Generator {
     pub threads: usize,
     pub cpus: Vec<usize>,
@@ -356,7 +356,7 @@ pub struct Generator {
     pub batch_wait_share: Option<f64>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct EchoDoc {
     pub bytes_per_connection: Option<u64>,
     pub chunk_bytes: u64,
@@ -366,7 +366,7 @@ pub struct EchoDoc {
     pub probe: Option<ProbeDoc>,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct ProbeDoc {
     pub interval_s: f64,
     pub attempts: u64,
