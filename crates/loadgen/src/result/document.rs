@@ -899,19 +899,22 @@ pub fn intervals_doc(
         entries: hists
             .iter()
             .enumerate()
-            .map(|(i, h)| {
-                let l = latency_doc(h);
-                IntervalEntry {
-                    t_s: i as f64 * secs(interval),
-                    count: l.count,
-                    p50_us: l.p50_us,
-                    p99_us: l.p99_us,
-                    p99_9_us: l.p99_9_us,
-                    max_us: l.max_us,
-                    data: l.histogram.data,
-                }
-            })
+            .map(|(i, h)| interval_entry(i as f64 * secs(interval), h))
             .collect(),
+    }
+}
+
+/// The entry of `intervals` for the interval starting at `t_s` whose latencies `h` holds.
+pub fn interval_entry(t_s: f64, h: &Histogram<u64>) -> IntervalEntry {
+    let l = latency_doc(h);
+    IntervalEntry {
+        t_s,
+        count: l.count,
+        p50_us: l.p50_us,
+        p99_us: l.p99_us,
+        p99_9_us: l.p99_9_us,
+        max_us: l.max_us,
+        data: l.histogram.data,
     }
 }
 

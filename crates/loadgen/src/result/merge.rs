@@ -596,20 +596,31 @@ fn merge_intervals(docs: &[&Document], settings: &HistogramDoc) -> Result<Interv
                 .filter_map(|d| d.intervals.entries.get(i))
                 .collect();
             let h = merged_histogram(settings, parts.iter().map(|e| e.data.as_str()))?;
-            let l = document::latency_doc(&h);
-            Ok(IntervalEntry {
-                t_s: parts[0].t_s,
-                count: l.count,
-                p50_us: l.p50_us,
-                p99_us: l.p99_us,
-                p99_9_us: l.p99_9_us,
-                max_us: l.max_us,
-                data: l.histogram.data,
-            })
+            Ok(document::interval_entry(parts[0].t_s, &h))
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok(IntervalsDoc {
         entries,
         ..docs[0].intervals.clone()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_shares_are_weighted_by_threads_over_the_parts_that_know_them() {
+        // One part of 3 threads at 90%, one of 1 thread at 10%: the mean over the 4 threads is 70%.
+        let mean = thread_weighted([(Some(0.9), 3), (Some(0.1), 1)].into_iter()).unwrap();
+        assert!((mean - 0.7).abs() < 1e-12, "{mean}");
+        // A part without the figure (epoll: no batching) is left out, not counted as 0.
+        assert_eq!(
+            thread_weighted([(None, 3), (Some(0.25), 1)].into_iter()),
+            Some(0.25)
+        );
+        assert_eq!(thread_weighted([(None, 2)].into_iter()), None);
+        // One part's figure is its own, to the bit.
+        assert_eq!(thread_weighted([(Some(0.7), 3)].into_iter()), Some(0.7));
+    }
 }
