@@ -54,6 +54,13 @@ fn added(datas: &[&Value]) -> Histogram<u64> {
     h
 }
 
+fn entries(d: &Value) -> Vec<Value> {
+    d["intervals"]["entries"]
+        .as_array()
+        .expect("entries")
+        .clone()
+}
+
 fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("{v} is not a count"))
 }
@@ -168,12 +175,6 @@ fn two_runs_merge_into_one_document_of_the_whole_load() {
     );
 
     // Interval i of the merged document holds interval i of both runs.
-    let entries = |d: &Value| {
-        d["intervals"]["entries"]
-            .as_array()
-            .expect("entries")
-            .clone()
-    };
     let (ea, eb, em) = (entries(&a), entries(&b), entries(&m));
     assert_eq!(em.len(), ea.len().max(eb.len()), "{ctx}");
     assert!(em.len() >= 2, "{ctx}");
@@ -260,12 +261,6 @@ fn one_document_merged_alone_is_itself() {
         hist(&a["latency"]["histogram"]["data"]),
         "{ctx}"
     );
-    let entries = |d: &Value| {
-        d["intervals"]["entries"]
-            .as_array()
-            .expect("entries")
-            .clone()
-    };
     assert_eq!(entries(&m).len(), entries(&a).len(), "{ctx}");
     for (e, ae) in entries(&m).iter().zip(&entries(&a)) {
         for key in ["t_s", "count", "p50_us", "p99_us", "p99_9_us", "max_us"] {
