@@ -7,6 +7,7 @@ stays a skip, and pytest lists every one with its reason (-rs in pyproject.toml)
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sqlite3
@@ -156,3 +157,14 @@ def db_rows(results: Path, query: str, params=()) -> list[sqlite3.Row]:
         return db.execute(query, params).fetchall()
     finally:
         db.close()
+
+
+def generator_percentile(hist, percentile: float) -> int:
+    """The value at `percentile` of an hdrh histogram as netarena-load computes it (Rust hdrhistogram's
+    value_at_quantile: the first value with at least ceil(q * count) entries at or below it). hdrh's own
+    get_value_at_percentile rounds the count instead (int(q * count + 0.5)), one entry lower at times, which on a
+    small histogram is another bucket: a document's percentiles are the generator's."""
+    count = hist.get_total_count()
+    at = max(1, math.ceil(percentile / 100 * count))
+    # hdrh finds the value for exactly `at` entries when asked for the percentile `at` is of the count.
+    return hist.get_value_at_percentile(at * 100 / count)

@@ -1,19 +1,23 @@
-"""The parts of runs across hosts that need no lab: merging generator documents exactly, splitting a level
-over hosts, the cluster file's checks, the certificates, and how the backend sees which workers are connected
-(against a plain local Dask cluster on loopback). The lab tests (test_cluster_lab.py) run it all."""
+"""The parts of runs across hosts that need no lab: merging generator documents exactly (by the real
+netarena-load merge, on the mock backend's complete documents), splitting a level over hosts, the cluster
+file's checks, the certificates, and how the backend sees which workers are connected (against a plain
+local Dask cluster on loopback). The lab tests (test_cluster_lab.py) run it all."""
 
 from __future__ import annotations
 
+import json
 import ssl
 from pathlib import Path
 
+import jsonschema
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from conftest import FIXTURE_CONTESTANTS, run_cli
+from conftest import FIXTURE_CONTESTANTS, REPO, generator_percentile, run_cli
 from netarena.backends.base import MeasureRequest
 from netarena.backends.mock import MockBackend
 from netarena.backends.cluster import merge_documents, share_level, split_evenly
+from netarena.spread import MergeFailed
 from netarena.cluster.certs import make_certs
 from netarena.cluster.spec import load_cluster
 from netarena.config import load_manifest
@@ -22,17 +26,24 @@ from netarena.errors import ConfigError
 from netarena.scenarios import Level
 
 
-def _document(connections: int, repeat_index: int) -> dict:
+def _document(connections: int, repeat_index: int, scenario: str = "hello") -> dict:
     contestant = Contestant(load_manifest(FIXTURE_CONTESTANTS / "fx-good" / "contestant.toml"),
                             FIXTURE_CONTESTANTS / "fx-good")
-    req = MeasureRequest(contestant, "hello", Level(connections=connections), repeat_index, 0, 2.0, 5, [0], [1],
+    req = MeasureRequest(contestant, scenario, Level(connections=connections), repeat_index, 0, 2.0, 5, [0], [1],
                          Path("/nonexistent"), Path("/nonexistent"))
     return MockBackend().measure(req)["generator"]
 
 
-def test_merge_sums_counts_and_merges_histograms_exactly():
+def test_mock_documents_are_complete_generator_documents():
+    """One definition of the document: the mock's validates against netarena-load's schema."""
+    schema = json.loads((REPO / "docs" / "schema" / "netarena-load.schema.json").read_text())
+    for scenario in ("hello", "echo"):
+        jsonschema.validate(_document(10, 0, scenario), schema)
+
+
+def test_merge_sums_counts_and_merges_histograms_exactly(generator_binary):
     a, b = _document(10, 0), _document(40, 2)
-    merged = merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}])
+    merged = merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}], generator_binary)
     assert merged["totals"]["requests"] == a["totals"]["requests"] + b["totals"]["requests"]
     assert merged["throughput"]["requests_per_s"] == a["throughput"]["requests_per_s"] + b["throughput"]["requests_per_s"]
     assert merged["config"]["connections"] == 50
@@ -41,18 +52,24 @@ def test_merge_sums_counts_and_merges_histograms_exactly():
     for doc in (a, b):
         expected.decode_and_add(doc["latency"]["histogram"]["data"])
     assert merged["latency"]["count"] == expected.get_total_count() == a["latency"]["count"] + b["latency"]["count"]
-    assert merged["latency"]["p99_us"] == expected.get_value_at_percentile(99)
-    assert merged["latency"]["p50_us"] == expected.get_value_at_percentile(50)
+    assert merged["latency"]["p99_us"] == generator_percentile(expected, 99)
+    assert merged["latency"]["p50_us"] == generator_percentile(expected, 50)
     assert [h["host"] for h in merged["hosts"]] == ["g1", "g2"]
     assert merged["hosts"][1]["document"] is b
 
 
-def test_one_saturated_host_flags_the_measurement():
+def test_one_saturated_host_flags_the_measurement(generator_binary):
     a, b = _document(10, 0), _document(10, 1)
     b["generator"]["saturated"] = True
-    merged = merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}])
+    merged = merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}], generator_binary)
     assert merged["generator"]["saturated"] and merged["generator_saturated"]
     assert [h["saturated"] for h in merged["hosts"]] == [False, True]
+
+
+def test_documents_the_generator_cannot_merge_are_a_merge_failure(generator_binary):
+    a, b = _document(10, 0), _document(10, 0, "echo")
+    with pytest.raises(MergeFailed, match="mode echo"):
+        merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}], generator_binary)
 
 
 def test_connections_and_rate_split_over_hosts():

@@ -303,6 +303,10 @@ def _across_hosts(setup: Setup, o: RunOptions) -> None:
                           hint="run the sweep without --cluster")
     setup.cluster = load_cluster(setup.cluster_file)
     setup.backend_kind = "cluster"
+    try:  # the generator hosts' documents are merged on this host, by its netarena-load (spread.merge_documents)
+        find_generator()
+    except GeneratorMissing as exc:
+        raise ConfigError(f"this host merges the generator hosts' results with netarena-load: {exc}") from None
 
 
 def _check_generator(setup: Setup, o: RunOptions) -> None:

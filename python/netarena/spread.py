@@ -4,23 +4,27 @@ A level may need more connections than one process may open (its open-files limi
 address has ephemeral ports to one target. `plan_spread` decides, per level, how many generator processes
 share it and which loopback source addresses each binds to (`--source-ips`, a range of its own per process,
 since processes sharing an address would share its ports). Every process runs with `--prepare` and gets
-one start time, so they measure the same phase; `merge_documents` makes one result of their documents
-exactly (counts summed, histograms merged). Across hosts (netarena.cluster) the same split and merge serve
-the generator hosts. docs/load-generator.md ("Levels beyond one process") describes it for users.
+one start time, so they measure the same phase; `merge_documents` has `netarena-load merge` make one result
+of their documents (the generator owns its document and every rule of merging it: counts summed, histograms
+merged; docs/load-generator.md, "Merging results") and adds only what the orchestrator knows, each part's
+host and CPUs, under "hosts". Across hosts (netarena.cluster) the same split and merge serve the generator
+hosts. docs/load-generator.md ("Levels beyond one process") describes it for users.
 """
 
 from __future__ import annotations
 
-import copy
 import ipaddress
+import json
 import math
 import os
 import resource
 import select
+import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from . import stats
 from .doctor import FD_SPARE, port_range_size
 from .errors import ConfigError
 
@@ -168,176 +172,37 @@ def share_level(level, hosts: int, index: int):
 # ----------------------------------------------------------------------------- merging
 
 
-_LATENCY_FIELDS = (("min_us", None), ("p50_us", 50), ("p75_us", 75), ("p90_us", 90), ("p99_us", 99),
-                   ("p99_9_us", 99.9), ("p99_99_us", 99.99))
+class MergeFailed(Exception):
+    """netarena-load merge refused the parts' documents or could not run; the message says why."""
 
 
-def _merged_latency(docs: list[dict], path: tuple[str, ...]) -> dict | None:
-    """The latency block at `path` of every document, from their histograms merged (stats.merge_histograms)."""
-    parts = []
-    for doc in docs:
-        block = doc
-        for key in path:
-            block = (block or {}).get(key)
-        if block:
-            parts.append({"latency": block})
-    if not parts:
-        return None
-    merged = stats.merge_histograms(parts)
-    out = copy.deepcopy(parts[0]["latency"])
-    if merged is None:
-        return out
-    out["count"] = merged.get_total_count()
-    for name, pct in _LATENCY_FIELDS:
-        out[name] = merged.get_min_value() if pct is None else merged.get_value_at_percentile(pct)
-    out["max_us"] = merged.get_max_value()
-    out["mean_us"] = merged.get_mean_value()
-    out["stdev_us"] = merged.get_stddev()
-    out["histogram"]["data"] = merged.encode().decode()
-    return out
+# Generous: merging reads a few documents and their histograms, well under a second each.
+MERGE_TIMEOUT_S = 120.0
 
 
-# The counters of the echo and open-loop blocks (summed over hosts); their other fields are settings, the
-# same on every host, and are taken from the first.
-_ECHO_COUNTERS = ("connections_completed", "verified_bytes")
-_OPEN_LOOP_COUNTERS = ("asked_rate_per_s", "achieved_rate_per_s", "intended", "started", "late", "dropped",
-                       "dropped_overflow", "dropped_unsent", "spin_wait_s")
-_CONN_RATE_COUNTERS = ("started", "completed", "ended_early", "failed")
-
-
-def _sum_numbers(blocks: list[dict], keys=None) -> dict:
-    """The first block with `keys` (default: every number in it) summed over all blocks."""
-    out = copy.deepcopy(blocks[0])
-    for key, value in blocks[0].items():
-        if keys is not None and key not in keys:
-            continue
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = sum((b.get(key) or 0) for b in blocks)
-    return out
-
-
-def _merged_intervals(docs: list[dict]) -> dict | None:
-    """Every document's per-interval histograms merged interval by interval. The parts started together
-    (--prepare and one start time), so interval i covers the same span of every part."""
-    blocks = [d.get("intervals") for d in docs]
-    if not blocks or not all(b and b.get("entries") is not None for b in blocks):
-        return None
-    settings = (docs[0].get("latency") or {}).get("histogram") or {}
-    out = copy.deepcopy(blocks[0])
-    out["entries"] = []
-    for index in range(max(len(b["entries"]) for b in blocks)):
-        entries = [b["entries"][index] for b in blocks if index < len(b["entries"])]
-        merged = stats.merge_histograms([{"latency": {"histogram": dict(settings, data=e["data"])}}
-                                         for e in entries if e.get("data")])
-        entry = {"t_s": entries[0]["t_s"], "count": sum(e["count"] for e in entries)}
-        if merged is None or not merged.get_total_count():
-            entry.update(p50_us=0, p99_us=0, p99_9_us=0, max_us=0, data=entries[0].get("data", ""))
-        else:
-            entry.update(p50_us=merged.get_value_at_percentile(50), p99_us=merged.get_value_at_percentile(99),
-                         p99_9_us=merged.get_value_at_percentile(99.9), max_us=merged.get_max_value(),
-                         data=merged.encode().decode())
-        out["entries"].append(entry)
-    return out
-
-
-def _merged_timeline(docs: list[dict]) -> list[dict]:
-    """The per-second timelines summed second by second (the parts started together, as above)."""
-    timelines = [d.get("timeline") or [] for d in docs]
-    merged = []
-    for index in range(max((len(t) for t in timelines), default=0)):
-        seconds = [t[index] for t in timelines if index < len(t)]
-        merged.append({"t_s": seconds[0]["t_s"],
-                       **{key: sum(s[key] for s in seconds) for key in ("requests", "bytes_received", "errors")}})
-    return merged
-
-
-def _merged_generator(docs: list[dict]) -> dict:
-    """The generator block over every part: CPU times and CPU waits summed, the busy fraction a mean weighted by
-    threads (its definition), the busiest thread's figures the maximum, saturated when any part was. Each part's
-    CPUs stay in its own document (under "hosts"): CPU numbers of different hosts do not add up to a set."""
-    gens = [d.get("generator") or {} for d in docs]
-    threads = sum(g.get("threads") or 0 for g in gens)
-    run_delays = [g.get("run_delay_s") for g in gens]
-    fractions = [g.get("run_delay_fraction_max") for g in gens]
-    return {
-        "threads": threads, "cpus": [],
-        "cpu_user_s": sum(g.get("cpu_user_s") or 0 for g in gens),
-        "cpu_sys_s": sum(g.get("cpu_sys_s") or 0 for g in gens),
-        "busy_fraction": _thread_weighted([(g.get("busy_fraction"), g.get("threads") or 0) for g in gens]) or 0.0,
-        "busy_fraction_max": max((g.get("busy_fraction_max") or 0) for g in gens),
-        "run_delay_s": None if None in run_delays else sum(run_delays),
-        "run_delay_fraction_max": None if None in fractions else max(fractions),
-        "busy_counts_run_delay": all(g.get("busy_counts_run_delay") for g in gens),
-        "saturated": any(g.get("saturated") for g in gens),
-        "batch_wait_max_us": max((g["batch_wait_max_us"] for g in gens if g.get("batch_wait_max_us") is not None),
-                                 default=None),
-        # Each host's share weighted by its threads: every thread measured the same phase.
-        "batch_wait_share": _thread_weighted([(g.get("batch_wait_share"), g.get("threads") or 0) for g in gens]),
-    }
-
-
-def _thread_weighted(values: list[tuple[float | None, int]]) -> float | None:
-    """The mean of per-host values weighted by each host's threads, over the hosts that have a value; None if none."""
-    known = [(v, n) for v, n in values if v is not None]
-    total = sum(n for _, n in known)
-    return sum(v * n for v, n in known) / total if total else None
-
-
-def merge_documents(parts: list[dict]) -> dict:
-    """One netarena-load document from the generator hosts' ones: counts and byte totals summed, rates summed
-    (every host measured the same phase, started together), latencies from the merged HdrHistograms, errors
-    summed by class, the generator flagged saturated when any host was. Each host's own document, CPU and
-    flags are kept under "hosts"."""
+def merge_documents(parts: list[dict], generator: Path) -> dict:
+    """One netarena-load document from the parts' ones (each {"host": label, "document": ...}, plus "hostname"
+    and "cpus" across hosts), made by the generator itself: `netarena-load merge --label HOST ... FILE...`
+    (docs/load-generator.md, "Merging results": every block's rule is the generator's, the orchestrator knows
+    none of its fields). What only the orchestrator knows is added under "hosts": each part's host, hostname,
+    CPUs, CPU times, saturation and own document. MergeFailed when the generator refuses the parts."""
     docs = [p["document"] for p in parts]
-    merged = copy.deepcopy(docs[0])
-    merged["totals"] = _sum_numbers([d["totals"] for d in docs])
-    merged["throughput"] = _sum_numbers([d["throughput"] for d in docs])
-    merged["latency"] = _merged_latency(docs, ("latency",))
-    errors = {"total": sum(d["errors"]["total"] for d in docs), "by_class": {}, "status_codes": {}, "examples": []}
-    for d in docs:
-        for group in ("by_class", "status_codes"):
-            for key, count in (d["errors"].get(group) or {}).items():
-                errors[group][key] = errors[group].get(key, 0) + count
-        errors["examples"] += d["errors"].get("examples") or []
-    errors["examples"] = errors["examples"][:10]
-    merged["errors"] = errors
-    merged["generator"] = _merged_generator(docs)
-    answers = [d["no_answer"] for d in docs if d.get("no_answer")]
-    if answers:  # connections that never got an answer, over every part; flagged on the merged fraction
-        waiting, of = sum(a["connections"] for a in answers), sum(a["of_connections"] for a in answers)
-        merged["no_answer"] = dict(answers[0], connections=waiting, of_connections=of,
-                                   fraction=waiting / of if of else 0.0)
-        merged["no_answer"]["flagged"] = waiting > 0 and merged["no_answer"]["fraction"] >= answers[0]["flag_fraction"]
-    merged["generator_saturated"] = any(d.get("generator_saturated") or (d.get("generator") or {}).get("saturated")
-                                        for d in docs)
-    merged["started_at"] = min(d["started_at"] for d in docs)
-    merged["ended_at"] = max(d["ended_at"] for d in docs)
-    merged["duration_s"] = max(d["duration_s"] for d in docs)
-    merged["config"] = dict(merged["config"], connections=sum(d["config"]["connections"] for d in docs))
-    if merged["config"].get("requests") is not None:  # -n N was shared like the connections
-        merged["config"]["requests"] = sum(d["config"].get("requests") or 0 for d in docs)
-    if merged.get("echo"):
-        merged["echo"] = _sum_numbers([d["echo"] for d in docs], _ECHO_COUNTERS)
-        times = [d["echo"].get("completion_time_s") for d in docs]
-        merged["echo"]["completion_time_s"] = None if None in times else max(times)
-        probes = [d["echo"]["probe"] for d in docs if d["echo"].get("probe")]
-        if probes:  # every host probes on its own: attempts and errors summed, latencies merged
-            merged["echo"]["probe"] = _sum_numbers(probes, ("attempts", "completed", "errors"))
-            merged["echo"]["probe"]["latency"] = _merged_latency(docs, ("echo", "probe", "latency"))
-    if merged.get("open_loop"):
-        loops = [d["open_loop"] for d in docs]
-        ol = _sum_numbers(loops, _OPEN_LOOP_COUNTERS)
-        if ol.get("connections"):
-            ol["connections"] = _sum_numbers([o["connections"] for o in loops], _CONN_RATE_COUNTERS)
-            ol["connections"]["lifetime"] = _merged_latency(docs, ("open_loop", "connections", "lifetime"))
-        ol["rate_not_met"] = any(o.get("rate_not_met") for o in loops)
-        ol["rate_not_met_reasons"] = [f"{p['host']}: {r}" for p, o in zip(parts, loops)
-                                      for r in o.get("rate_not_met_reasons") or []]
-        for key in ("latency_uncorrected", "schedule_lag"):
-            ol[key] = _merged_latency(docs, ("open_loop", key))
-        merged["open_loop"] = ol
-    merged["timeline"] = _merged_timeline(docs)
-    merged["intervals"] = _merged_intervals(docs)
+    with tempfile.TemporaryDirectory(prefix="netarena-merge-") as folder:
+        argv = [str(generator), "merge"]
+        files = []
+        for i, (part, doc) in enumerate(zip(parts, docs)):
+            path = Path(folder) / f"part-{i + 1}.json"
+            path.write_text(json.dumps(doc))
+            argv += ["--label", str(part["host"])]
+            files.append(str(path))
+        try:
+            out = subprocess.run(argv + files, capture_output=True, text=True, timeout=MERGE_TIMEOUT_S)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise MergeFailed(f"could not run {generator} merge: {exc}") from None
+    if out.returncode != 0:
+        raise MergeFailed(f"netarena-load merge exited with code {out.returncode}: "
+                          f"{out.stderr.strip()[-2000:]}")
+    merged = json.loads(out.stdout)
     merged["hosts"] = [{"host": p["host"], "hostname": p.get("hostname"), "cpus": p.get("cpus"),
                         "cpu_user_s": (d.get("generator") or {}).get("cpu_user_s"),
                         "cpu_sys_s": (d.get("generator") or {}).get("cpu_sys_s"),

@@ -30,6 +30,8 @@ pub enum Command {
     /// Fixed yardsticks for a run's calibration: a CPU loop, a reference server
     #[command(subcommand)]
     Calibrate(CalibrateCommand),
+    /// Merge the result documents (--json) of one measurement spread over several generator processes or hosts into one document (JSON on stdout), or exit 2 naming the file that cannot be merged
+    Merge(MergeArgs),
     /// Print a shell completion script: netarena-load completions bash > ~/.local/share/bash-completion/completions/netarena-load
     Completions {
         #[arg(value_enum)]
@@ -66,6 +68,18 @@ impl CheckCommand {
             CheckCommand::Echo(a) => Command::Echo(a),
         }
     }
+}
+
+/// `merge`: the parts' documents, and a name for each.
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// Name of the part in the same position among the files (repeatable; default: the file's
+    /// path); each open_loop.rate_not_met_reasons entry is prefixed with its part's name
+    #[arg(long = "label", value_name = "NAME")]
+    pub labels: Vec<String>,
+    /// Result documents of netarena-load --json, one per part, all of the same run
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<std::path::PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]

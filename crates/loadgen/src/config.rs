@@ -396,6 +396,7 @@ pub fn from_cli(
         }
         Command::Calibrate(_) => Err("calibrate runs no load; main handles it first".into()),
         Command::Check(_) => Err("check runs no load; main hands its run's arguments over".into()),
+        Command::Merge(_) => Err("merge runs no load; main handles it first".into()),
         Command::Echo(a) => {
             let (host, port) = target::split_host_port(&a.target, None)
                 .map_err(|e| format!("echo target '{}': {e}", a.target))?;

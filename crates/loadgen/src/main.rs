@@ -1,5 +1,6 @@
 //! netarena-load: parse → validate → check limits → run → print → exit code (thresholds,
-//! interruption); `check` stops after the limits and prints the configuration. See
+//! interruption); `check` stops after the limits and prints the configuration; `merge` makes one
+//! document of several runs' documents (`result::merge`). See
 //! docs/load-generator.md, "Exit codes" for every code returned here.
 
 use std::process::ExitCode;
@@ -10,7 +11,7 @@ use netarena_load::error::RunError;
 use netarena_load::io::uring::ring as uring;
 use netarena_load::load::{open_run, run};
 use netarena_load::result::document::{self, Document};
-use netarena_load::result::{human, thresholds};
+use netarena_load::result::{human, merge, thresholds};
 use netarena_load::{cli, limits, progress, signals};
 
 /// The run finished and its result was printed, but a `--threshold` failed (k6's code for the same).
@@ -30,6 +31,9 @@ fn main() -> ExitCode {
     }
     if let cli::Command::Calibrate(what) = cli.command {
         return calibrate(what);
+    }
+    if let cli::Command::Merge(args) = cli.command {
+        return merge(args);
     }
     if let cli::Command::Check(args) = cli.command {
         return check(args.run.run(), args.skip_limits, argv);
@@ -96,6 +100,22 @@ fn check(run: cli::Command, skip_limits: bool, argv: Vec<String>) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => stop(e),
+    }
+}
+
+/// `netarena-load merge [--label NAME]... FILE...`: one document from the parts' documents, on
+/// stdout as a run's `--json`; input that cannot be merged is a usage error (exit 2) naming the file,
+/// with nothing on stdout.
+fn merge(args: cli::MergeArgs) -> ExitCode {
+    match merge::merge_files(&args.files, &args.labels) {
+        Ok(doc) => {
+            println!(
+                "{}",
+                serde_json::to_string(&doc).expect("the result document serializes")
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => stop(RunError::Usage(format!("merge: {e}"))),
     }
 }
 

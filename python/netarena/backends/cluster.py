@@ -4,9 +4,9 @@ One measurement: the server task starts, verifies and monitors the contestant on
 announces its port; one generator task per live generator host runs netarena-load --prepare with its share
 of the connections (and of an open-loop rate) against the server host's address; when every one has
 announced READY, one start time (the orchestrator's clock plus each host's estimated offset) goes to all;
-their documents are merged exactly (merge_documents) and the server stopped. The verdict comes from the
-same code as on one machine (base.conclude). Hosts are watched while waiting: a worker that leaves the
-cluster fails the measurement at once (HostLost), never a hang.
+their documents are merged exactly (merge_documents: netarena-load merge, run on this host) and the server
+stopped. The verdict comes from the same code as on one machine (base.conclude). Hosts are watched while
+waiting: a worker that leaves the cluster fails the measurement at once (HostLost), never a hang.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from ..cluster import ClusterError
 from ..cluster.spec import ClusterSpec, security
 from ..contestants import InstallError
 from ..monitor import restrict_to_window
-from ..spread import merge_documents, share_level, split_evenly
+from ..generator import GeneratorMissing, find_generator
+from ..spread import MergeFailed, merge_documents, share_level, split_evenly
 from ..store import now_iso
 from . import cluster_tasks as tasks
 from .base import GENERATOR_GRACE_S, StopRun, conclude, failed, timeouts
@@ -345,7 +346,12 @@ class ClusterBackend:
         parts = [f.result() for f in gen_fs.values()]
         record["generator_argv"] = [w for p in parts for w in (f"[{p['host']}]", *p["argv"])]
         errors = [f"{p['host']}: {p['error']}" for p in parts if p.get("error")]
-        generator = merge_documents(parts) if not errors else None
+        generator = None
+        if not errors:
+            try:  # on this (the control) host, by its netarena-load
+                generator = merge_documents(parts, find_generator())
+            except (MergeFailed, GeneratorMissing) as exc:
+                errors.append(f"merging the generator hosts' results: {exc}")
         record["generator"] = generator
         if generator is not None and isinstance(record.get("monitor"), dict) and "error" not in record["monitor"]:
             window = [datetime.fromisoformat(generator[k]).timestamp() for k in ("started_at", "ended_at")]

@@ -20,8 +20,8 @@ from ..process import ManagedProcess, group_members, wait_until_idle
 from ..scenarios import accept_queue, load_spec, registry, verify
 from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from ..services import ServiceError
-from ..spread import (READY_MARGIN_S, START_LEAD_S, is_loopback_host, merge_documents, plan_for, read_ready,
-                      share_level)
+from ..spread import (READY_MARGIN_S, START_LEAD_S, MergeFailed, is_loopback_host, merge_documents, plan_for,
+                      read_ready, share_level)
 from ..store import now_iso
 from ..generator import generator_argv
 from .base import (MeasureRequest, _safe, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
@@ -362,7 +362,10 @@ class RealBackend:
         if errors:
             return None, monitor_result, f"{len(errors)} of {len(gens)} generator processes failed: " + \
                 "; ".join(errors)
-        generator_result = merge_documents(parts)
+        try:
+            generator_result = merge_documents(parts, self.generator)
+        except MergeFailed as exc:
+            return None, monitor_result, f"merging the {len(parts)} generator processes' results: {exc}"
         generator_result["spread"] = about
         return generator_result, window(monitor_result, generator_result), None
 

@@ -291,7 +291,7 @@ pub fn achieved_rate(s: &OpenStats, schedule: Duration) -> f64 {
 }
 
 /// The verdict of `--find-max` on one measured rate.
-#[derive(serde::Serialize, Clone)]
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug)]
 pub struct StepVerdict {
     pub rate_per_s: f64,
     pub passed: bool,

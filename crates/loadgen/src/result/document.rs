@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, HttpConfig, LoadKind, Mode, OpenConfig};
 use crate::histogram;
@@ -33,11 +33,11 @@ pub const SATURATION_BUSY_FRACTION: f64 = 0.90;
 /// work: the human summary says so, since more threads will not help, CPUs of its own will.
 pub const NOTABLE_RUN_DELAY_FRACTION: f64 = 0.10;
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Document {
     pub schema_version: u32,
     pub tool: Tool,
-    pub mode: &'static str,
+    pub mode: String,
     pub command_line: Vec<String>,
     pub config: ConfigDoc,
     pub started_at: String,
@@ -66,19 +66,24 @@ pub struct Document {
     /// `--threshold` verdicts, in the order given (empty without thresholds). Judged by the caller
     /// on the finished document (`thresholds::evaluate`); empty here.
     pub thresholds: Vec<ThresholdDoc>,
-    /// Wall-clock start of the measured phase, for the `--hlog` header.
-    #[serde(skip)]
+    /// Wall-clock start of the measured phase, for the `--hlog` header. Not in the JSON: a document
+    /// read back (`merge`) has the Unix epoch here, and nothing writes an hlog of it.
+    #[serde(skip, default = "unix_epoch")]
     pub started_at_wall: std::time::SystemTime,
 }
 
+fn unix_epoch() -> std::time::SystemTime {
+    std::time::UNIX_EPOCH
+}
+
 /// A threshold's verdict, as it appears in the result's `thresholds` list.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct ThresholdDoc {
     pub expr: String,
     pub metric: String,
-    pub op: &'static str,
+    pub op: String,
     pub limit: f64,
-    pub unit: &'static str,
+    pub unit: String,
     /// None when the run has nothing to judge: no successful response for a latency metric, or no
     /// attempt at all for `errors`. Such a threshold fails.
     pub measured: Option<f64>,
@@ -87,7 +92,7 @@ pub struct ThresholdDoc {
 
 /// Connections the server left waiting: still waiting at the end of the measured phase (a request
 /// in flight, or the connect not complete), without a single answer during it.
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct NoAnswerDoc {
     pub connections: u64,
     /// Of how many: `-c` (closed loop, `--rate` pool); connections started (`--conn-rate`).
@@ -113,15 +118,15 @@ pub fn no_answer_doc(connections: u64, of_connections: u64) -> NoAnswerDoc {
     }
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct IntervalsDoc {
     pub interval_s: f64,
-    pub encoding: &'static str,
-    pub unit: &'static str,
+    pub encoding: String,
+    pub unit: String,
     pub entries: Vec<IntervalEntry>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct IntervalEntry {
     /// Start of the interval, seconds after the start of the measured phase.
     pub t_s: f64,
@@ -133,10 +138,10 @@ pub struct IntervalEntry {
     pub data: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct OpenLoopDoc {
-    pub kind: &'static str,
-    pub arrival: &'static str,
+    pub kind: String,
+    pub arrival: String,
     pub seed: u64,
     /// Requests (rate) or connections (conn_rate) per second asked; null for a whole sweep.
     pub asked_rate_per_s: Option<f64>,
@@ -165,7 +170,7 @@ pub struct OpenLoopDoc {
 
 /// `open_loop.spin_auto`: the timer measured by each load thread before it connected, and the
 /// window chosen from it for this phase's rate (`config::SpinWindow::window`).
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct SpinAutoDoc {
     /// The largest of the threads' timer wake-up lag p99 (µs).
     pub timer_lag_p99_us: u64,
@@ -175,7 +180,7 @@ pub struct SpinAutoDoc {
     pub widened: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct ConnRateDoc {
     pub requests_per_conn: u32,
     pub started: u64,
@@ -187,9 +192,9 @@ pub struct ConnRateDoc {
     pub lifetime: Latency,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct FindMaxDoc {
-    pub method: &'static str,
+    pub method: String,
     pub slo: String,
     pub slo_percentile: f64,
     pub slo_max_latency_us: u64,
@@ -206,13 +211,13 @@ pub struct FindMaxDoc {
     pub stopped_because: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
+    pub name: String,
+    pub version: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct ConfigDoc {
     pub target: String,
     pub connections: usize,
@@ -237,7 +242,7 @@ pub struct ConfigDoc {
     pub rate: Option<f64>,
     pub conn_rate: Option<f64>,
     pub requests_per_conn: Option<u32>,
-    pub arrival: Option<&'static str>,
+    pub arrival: Option<String>,
     pub seed: Option<u64>,
     pub steps: Option<Vec<f64>>,
     pub step_duration_s: Option<f64>,
@@ -247,20 +252,20 @@ pub struct ConfigDoc {
     pub max_errors: Option<f64>,
     pub urls_file: Option<String>,
     pub url_count: usize,
-    pub url_order: Option<&'static str>,
+    pub url_order: Option<String>,
     pub prepare: bool,
     pub bytes_per_connection: Option<u64>,
     pub chunk_bytes: Option<u64>,
     pub probe_interval_s: Option<f64>,
-    pub io_backend: &'static str,
+    pub io_backend: String,
     pub coalesce_us: u32,
-    pub coalesce: &'static str,
+    pub coalesce: String,
     /// `--io` as asked (auto, epoll, uring) and why io_backend/coalesce are what they are.
-    pub io_requested: &'static str,
+    pub io_requested: String,
     pub io_reason: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Totals {
     pub requests: u64,
     pub responses: u64,
@@ -272,13 +277,13 @@ pub struct Totals {
     pub unfinished: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Throughput {
     pub requests_per_s: f64,
     pub bytes_per_s: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Latency {
     /// Entries, censored ones included.
     pub count: u64,
@@ -299,17 +304,17 @@ pub struct Latency {
     pub histogram: HistogramDoc,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct HistogramDoc {
-    pub encoding: &'static str,
-    pub unit: &'static str,
+    pub encoding: String,
+    pub unit: String,
     pub lowest_trackable: u64,
     pub highest_trackable: u64,
     pub significant_digits: u8,
     pub data: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct TimelineEntry {
     pub t_s: f64,
     pub requests: u64,
@@ -317,15 +322,15 @@ pub struct TimelineEntry {
     pub errors: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Errors {
     pub total: u64,
-    pub by_class: BTreeMap<&'static str, u64>,
+    pub by_class: BTreeMap<String, u64>,
     pub status_codes: BTreeMap<String, u64>,
     pub examples: Vec<String>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct Generator {
     pub threads: usize,
     pub cpus: Vec<usize>,
@@ -351,7 +356,7 @@ pub struct Generator {
     pub batch_wait_share: Option<f64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct EchoDoc {
     pub bytes_per_connection: Option<u64>,
     pub chunk_bytes: u64,
@@ -361,7 +366,7 @@ pub struct EchoDoc {
     pub probe: Option<ProbeDoc>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize, Clone)]
 pub struct ProbeDoc {
     pub interval_s: f64,
     pub attempts: u64,
@@ -392,8 +397,8 @@ pub fn latency_doc(h: &Histogram<u64>) -> Latency {
         mean_us: if empty { 0.0 } else { h.mean() },
         stdev_us: if empty { 0.0 } else { h.stdev() },
         histogram: HistogramDoc {
-            encoding: "hdrhistogram-v2-deflate-base64",
-            unit: "us",
+            encoding: "hdrhistogram-v2-deflate-base64".into(),
+            unit: "us".into(),
             lowest_trackable: histogram::HIST_LOWEST_US,
             highest_trackable: histogram::HIST_HIGHEST_US,
             significant_digits: histogram::HIST_SIGFIG,
@@ -440,7 +445,7 @@ pub fn config_doc(cfg: &Config) -> ConfigDoc {
             LoadKind::ConnRate { requests_per_conn } => Some(requests_per_conn),
             LoadKind::Rate => None,
         }),
-        arrival: open.map(|o| o.arrival.name()),
+        arrival: open.map(|o| o.arrival.name().into()),
         seed: http.map(|h| h.seed),
         steps: open.and_then(|o| o.steps.clone()),
         step_duration_s: open.and_then(|o| o.step_duration.map(secs)),
@@ -450,15 +455,19 @@ pub fn config_doc(cfg: &Config) -> ConfigDoc {
         max_errors: open.and_then(|o| o.find_max.as_ref().map(|f| f.max_errors)),
         urls_file: http.and_then(|h| h.urls_file.as_ref().map(|p| p.display().to_string())),
         url_count: http.map_or(0, |h| h.requests_wire.wire.len()),
-        url_order: http.and_then(|h| h.urls_file.as_ref().map(|_| h.requests_wire.order.name())),
+        url_order: http.and_then(|h| {
+            h.urls_file
+                .as_ref()
+                .map(|_| h.requests_wire.order.name().into())
+        }),
         prepare: cfg.prepare,
         bytes_per_connection: echo_cfg.and_then(|e| e.bytes_per_connection),
         chunk_bytes: echo_cfg.map(|e| e.chunk_bytes),
         probe_interval_s: echo_cfg.and_then(|e| e.probe_interval.map(secs)),
-        io_backend: cfg.io.name(),
+        io_backend: cfg.io.name().into(),
         coalesce_us: cfg.coalesce.fixed_us(),
-        coalesce: cfg.coalesce.name(),
-        io_requested: cfg.io_requested.name(),
+        coalesce: cfg.coalesce.name().into(),
+        io_requested: cfg.io_requested.name().into(),
         io_reason: cfg.io_reason.clone(),
     }
 }
@@ -500,7 +509,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
     let batchings = || run.threads.iter().filter_map(|t| t.batching);
     let by_class = ErrorClass::ALL
         .iter()
-        .map(|&c| (c.name(), s.errors[c as usize]))
+        .map(|&c| (c.name().to_string(), s.errors[c as usize]))
         .collect();
     let examples = s.examples.clone();
 
@@ -531,10 +540,10 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
     Document {
         schema_version: SCHEMA_VERSION,
         tool: Tool {
-            name: "netarena-load",
-            version: env!("CARGO_PKG_VERSION"),
+            name: "netarena-load".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
         },
-        mode: cfg.mode_name(),
+        mode: cfg.mode_name().into(),
         command_line: cfg.command_line.clone(),
         config,
         started_at: rfc3339_utc(run.started_at),
@@ -626,7 +635,7 @@ pub fn open_loop_document(
     top.steps = Some(steps.iter().map(|s| document(cfg, s)).collect());
     if let (Some(fm), Some(search)) = (&o.find_max, search) {
         top.find_max = Some(FindMaxDoc {
-            method: "geometric growth (x2) from the start rate until a step fails, then bisection between the highest passing and the lowest failing rate",
+            method: "geometric growth (x2) from the start rate until a step fails, then bisection between the highest passing and the lowest failing rate".into(),
             slo: fm.slo.describe(),
             slo_percentile: fm.slo.percentile,
             slo_max_latency_us: fm.slo.max_latency.as_micros() as u64,
@@ -802,8 +811,8 @@ pub fn open_loop_doc(
         ),
     };
     OpenLoopDoc {
-        kind,
-        arrival: o.arrival.name(),
+        kind: kind.into(),
+        arrival: o.arrival.name().into(),
         seed: h.seed,
         asked_rate_per_s: asked,
         achieved_rate_per_s: achieved,
@@ -885,24 +894,27 @@ pub fn intervals_doc(
     let hists = stats::merge_intervals(&[done], n);
     IntervalsDoc {
         interval_s: secs(interval),
-        encoding: "hdrhistogram-v2-deflate-base64",
-        unit: "us",
+        encoding: "hdrhistogram-v2-deflate-base64".into(),
+        unit: "us".into(),
         entries: hists
             .iter()
             .enumerate()
-            .map(|(i, h)| {
-                let l = latency_doc(h);
-                IntervalEntry {
-                    t_s: i as f64 * secs(interval),
-                    count: l.count,
-                    p50_us: l.p50_us,
-                    p99_us: l.p99_us,
-                    p99_9_us: l.p99_9_us,
-                    max_us: l.max_us,
-                    data: l.histogram.data,
-                }
-            })
+            .map(|(i, h)| interval_entry(i as f64 * secs(interval), h))
             .collect(),
+    }
+}
+
+/// The entry of `intervals` for the interval starting at `t_s` whose latencies `h` holds.
+pub fn interval_entry(t_s: f64, h: &Histogram<u64>) -> IntervalEntry {
+    let l = latency_doc(h);
+    IntervalEntry {
+        t_s,
+        count: l.count,
+        p50_us: l.p50_us,
+        p99_us: l.p99_us,
+        p99_9_us: l.p99_9_us,
+        max_us: l.max_us,
+        data: l.histogram.data,
     }
 }
 

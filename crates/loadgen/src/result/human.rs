@@ -271,7 +271,7 @@ pub fn human(doc: &Document) -> String {
     for (k, t) in doc.thresholds.iter().enumerate() {
         let verdict = if t.pass { "PASS" } else { "FAIL" };
         let measured = t.measured.map_or("nothing to judge".to_string(), |m| {
-            format!("measured {}", thresholds::describe(t.unit, m))
+            format!("measured {}", thresholds::describe(&t.unit, m))
         });
         let label = if k == 0 { "Thresholds" } else { "" };
         o += &format!("  {label:<11} {verdict} {} ({measured})\n", t.expr);

@@ -13,9 +13,9 @@ pub fn evaluate(thresholds: &[Threshold], doc: &Document) -> Vec<ThresholdDoc> {
             ThresholdDoc {
                 expr: t.expr.clone(),
                 metric: t.metric_name.clone(),
-                op: t.op.text(),
+                op: t.op.text().into(),
                 limit: t.limit,
-                unit: t.metric.unit(),
+                unit: t.metric.unit().into(),
                 measured,
                 pass: measured.is_some_and(|m| t.op.holds(m, t.limit)),
             }
