@@ -100,7 +100,8 @@ def _document(req: MeasureRequest, requests: int, rps: float, hist: HdrHistogram
         "generator_saturated": False,
         "no_answer": {"connections": 0, "of_connections": connections, "fraction": 0.0, "flag_fraction": 0.05,
                       "flagged": False},
-        "echo": {"bytes_per_connection": None, "chunk_bytes": 32768, "connections_completed": 0,
+        # the document's echo block (netarena-load's echo mode)
+        "echo": {"bytes_per_connection": None, "chunk_bytes": 32768, "connections_completed": 0,  # not a scenario
                  "completion_time_s": None, "verified_bytes": 0, "probe": None} if echo else None,
         "latency_corrected": False,
         "intervals": {"interval_s": req.duration_s, "encoding": "hdrhistogram-v2-deflate-base64", "unit": "us",
