@@ -7,7 +7,6 @@ and the near miss when there is one.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import tomllib
 import types
@@ -18,10 +17,10 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .errors import ConfigError, did_you_mean
-from .generator import GeneratorMissing, check_argv, find_generator, generator_argv
+from .generator import GeneratorMissing, check_argv, find_generator, level_check_argv
 from .scenarios import registry
 from .scenarios.levels import conn_rate_steps, levels_for
-from .scenarios.load import OPTION_FIELDS, level_options
+from .scenarios.load import OPTION_FIELDS
 from .scenarios.static_set import BYTES_SIZES
 
 # The catalog, from the scenario registry (python/netarena/scenarios/, one module per scenario).
@@ -708,8 +707,6 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
 # An echo entry's fields that only HTTP loads take: refused there, since netarena-load never sees them.
 HTTP_ONLY_FIELDS = ("close", "pipeline", "rate", "conn_rate", "find_max", "requests", "requests_per_conn",
                     "generator_spin_us", "arrival")
-# A placeholder server for `netarena-load check`: it connects to nothing, but the target must be loopback.
-_CHECK_HOST = "127.0.0.1:9"
 
 
 def _check_loads(suite: Suite, fail) -> None:
@@ -725,13 +722,9 @@ def _check_loads(suite: Suite, fail) -> None:
     for index, entry in enumerate(suite.measure):
         definition = registry.get(entry.scenario)
         for level in levels_for(entry):
-            # The thread count is the plan's (generator_threads capped to the generator's CPUs here), not the
-            # entry's: checked with one thread, as it is with whatever the plan gives it when it runs.
-            mode, options = level_options(entry.scenario, dataclasses.replace(level, generator_threads=1))
-            target = f"http://{_CHECK_HOST}/" if definition.is_http else _CHECK_HOST
-            argv = generator_argv(binary, mode, target, options, timeout_s=suite.timeout_s, cpus=[],
-                                  warmup_s=suite.warmup_s if level.warmup_s is None else level.warmup_s,
-                                  duration_s=suite.duration_s if level.duration_s is None else level.duration_s)
+            argv = level_check_argv(binary, entry.scenario, level, timeout_s=suite.timeout_s,
+                                    warmup_s=suite.warmup_s if level.warmup_s is None else level.warmup_s,
+                                    duration_s=suite.duration_s if level.duration_s is None else level.duration_s)
             if tuple(argv) in checked:
                 continue
             checked.add(tuple(argv))

@@ -7,6 +7,8 @@ orchestrator asks it instead of repeating them, so a suite entry is refused for 
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -15,6 +17,9 @@ from pathlib import Path
 
 from .checkout import repo_root
 from .ports import free_port
+from .scenarios import registry
+from .scenarios.levels import Level
+from .scenarios.load import level_options
 
 # How long `netarena-load check` may take: it parses, probes io_uring and reads limits; nothing is sent.
 CHECK_TIMEOUT_S = 30
@@ -92,6 +97,33 @@ def check_argv(argv: list[str], *, skip_limits: bool = False) -> tuple[dict | No
     if out.returncode != 0:
         return None, f"{binary} check exited with code {out.returncode}: {out.stderr.strip()[-500:]}"
     return json.loads(out.stdout), None
+
+
+# A placeholder server for a level's check: `check` connects to nothing, but the target must be loopback.
+_CHECK_HOST = "127.0.0.1:9"
+
+
+def level_check_argv(binary: Path, scenario: str, level: Level, *, warmup_s: float, duration_s: float,
+                     timeout_s: float) -> list[str]:
+    """The command line of a level's load as far as the suite decides it (its options, timing and timeout, a
+    placeholder server), for check_argv: what netarena-load says of a level before any server exists. The thread
+    count is the plan's (generator_threads capped to the generator's CPUs where it runs): one here."""
+    mode, options = level_options(scenario, dataclasses.replace(level, generator_threads=1))
+    target = f"http://{_CHECK_HOST}/" if registry.get(scenario).is_http else _CHECK_HOST
+    return generator_argv(binary, mode, target, options, warmup_s=warmup_s, duration_s=duration_s,
+                          timeout_s=timeout_s, cpus=[])
+
+
+@functools.lru_cache(maxsize=None)
+def sweep_rates(steps: str) -> tuple[float, ...]:
+    """The rates of `--steps LOW:HIGH:STEP` as netarena-load computes them (its check's config.steps): the
+    plan's estimate of a sweep asks the generator instead of repeating its arithmetic."""
+    argv = [str(find_generator()), "http", f"http://{_CHECK_HOST}/", "--conn-rate", steps.split(":")[0],
+            "--steps", steps, "--conns-per-step", "1"]
+    checked, refused = check_argv(argv, skip_limits=True)
+    if checked is None:
+        raise ValueError(f"netarena-load refuses --steps {steps}: {refused}")
+    return tuple(checked["config"]["steps"])
 
 
 def check_thresholds(binary: Path, expressions: list[str]) -> str | None:

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from ..config import SERVICE_SCENARIOS, Suite
 from ..contestants import INSTALLED, Contestant, entry_measures, install_estimate_s, install_parts, scenario_note
 from ..doctor import FD_SPARE
-from ..scenarios import Level, levels_for, registry, sweep_rates
+from ..generator import sweep_rates
+from ..scenarios import Level, levels_for, registry
 
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).

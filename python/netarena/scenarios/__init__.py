@@ -15,7 +15,7 @@ from __future__ import annotations
 from . import registry
 from .checks import (FETCH_MAX_BODY_BYTES, JSON_CONTENT_TYPE, MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS,
                      NAGLE_MIN_STALL_MS, Check, Verification, verify, verify_request)
-from .levels import FIND_MAX_DEFAULT_START_RATE, Level, levels_for, sweep_rates
+from .levels import FIND_MAX_DEFAULT_START_RATE, Level, levels_for
 from .load import GENERATOR_IO_ARGS, SERVICE_LEVEL_SPIN_US, LoadSpec, level_options, load_spec, request_load_spec
 from .socket_diag import accept_queue, listen_backlogs
 from .static_set import (BYTES_FILL, BYTES_SIZES, STATIC_FILE_COUNT, STATIC_MAX_BYTES, STATIC_MEDIAN_BYTES,
@@ -37,7 +37,7 @@ from .static import DEFAULT_STATIC_PATH, STATIC_VERIFY_PATHS  # noqa: E402
 NAGLE_CHECK_PATHS = {s.name: s.nagle_path for s in registry.all() if s.nagle_path is not None}
 
 __all__ = [
-    "registry", "Check", "Verification", "verify", "verify_request", "Level", "levels_for", "sweep_rates",
+    "registry", "Check", "Verification", "verify", "verify_request", "Level", "levels_for",
     "LoadSpec", "level_options", "load_spec", "request_load_spec", "accept_queue", "listen_backlogs", "build_static_files",
     "static_file_bytes", "static_file_sizes", "static_set_ready", "url_list", "sha256_hex", "echo_pattern",
     "FETCH_MAX_BODY_BYTES", "JSON_CONTENT_TYPE", "MIN_LISTEN_BACKLOG", "NAGLE_CHECK_REQUESTS", "NAGLE_MIN_STALL_MS",

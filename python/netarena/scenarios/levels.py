@@ -152,12 +152,6 @@ def levels_for(measure) -> list[Level]:
     ]
 
 
-def sweep_rates(steps: str) -> list[float]:
-    """The rates of netarena-load --steps LOW:HIGH:STEP, as it computes them (sweep::parse_steps)."""
-    low, high, step = (float(x) for x in steps.split(":"))
-    return [low + i * step for i in range(int((high - low) / step + 1e-9) + 1)]
-
-
 # Where a find-max search starts without a rate in its suite entry: the suite's own default (netarena-load has
 # none: it searches from the --rate or --conn-rate it is given).
 FIND_MAX_DEFAULT_START_RATE = 100
