@@ -34,9 +34,10 @@ CPU_UNITS = 25
 # threads, and without a warm-up the server's CPU counted from before the load to after it covers exactly the
 # requests the generator counts), REFERENCE_SAMPLES times on one server start; the figures are the samples'
 # medians. One 2 s sample swung by 30% between runs on a VM with a noisy neighbour: the median of five keeps
-# one disturbed second from moving the yardstick every figure is divided by.
+# one disturbed half-second from moving the yardstick every figure is divided by, in about the same time (a
+# half-second at this server's speed is tens of thousands of requests).
 REFERENCE_CONNECTIONS = 16
-REFERENCE_DURATION_S = 1.0
+REFERENCE_DURATION_S = 0.5
 REFERENCE_SAMPLES = 5
 REFERENCE_TIMEOUT_S = 5.0
 # Waiting for the reference server's port: generous for a slow or starved machine, only a hang bound.
