@@ -118,7 +118,7 @@ class Manifest(Strict):
     runtime: Literal["cpython", "pypy", "node", "deno", "go", "erlang", "ruby", "jvm", "native"]
     framework: Annotated[str, Field(min_length=1)]
     framework_version: Annotated[str, Field(min_length=1)]
-    concurrency_model: Literal["event-loop", "greenlets", "goroutines", "threads", "processes", "actors"]
+    concurrency_model: Literal["event-loop", "greenlets", "goroutines", "virtual-threads", "threads", "processes", "actors"]
     scenarios: Annotated[list[ScenarioName], Field(min_length=1)]
     notes: str = ""
     unsupported: dict[str, str] = {}

@@ -17,8 +17,9 @@ SLEEP_BODY = "slept {ms}"  # .format(ms=...)
 DEFAULT_SLEEP_MS = 100
 VERIFY_SLEEP_MS = 50
 # Seed 002's lesson, checked: SLEEP_OVERLAP_CONNECTIONS concurrent /sleep/SLEEP_OVERLAP_MS on separate
-# connections. Event loops, greenlets, goroutines and actors must overlap them (the whole batch in under
-# SLEEP_OVERLAP_MAX_BATCHES x the sleep, not one sleep after another: 8 x 200 ms); threaded servers overlap
+# connections. Event loops, greenlets, goroutines, virtual threads (Java 21's, one per request) and actors
+# must overlap them (the whole batch in under SLEEP_OVERLAP_MAX_BATCHES x the sleep, not one sleep after
+# another: 8 x 200 ms); threaded servers overlap
 # up to their pool, so they must overlap at least two and the observed concurrency is recorded. An event
 # loop either yields in the sleep (all overlap) or blocks (none do), so the bound sits halfway: 600 ms for
 # the server's own work on 8 requests, which a cold JIT on a busy machine may need, and still 800 ms short
