@@ -117,6 +117,12 @@ MANIFEST = {"display_name": "{name} server", "language": "python", "runtime": "c
             "framework_version": "1.0", "concurrency_model": "event-loop"}
 
 
+# Two languages and three models, for the report's filter: alpha and gamma python (an event loop, threads),
+# beta go (goroutines); delta and epsilon keep MANIFEST's python event loop.
+LANGUAGE_AND_MODEL = {"beta": {"language": "go", "runtime": "go", "concurrency_model": "goroutines"},
+                      "gamma": {"concurrency_model": "threads"}}
+
+
 # beta's repeats: (requests/s, 503 answers); with its 3 resets, errors / (requests + errors) by hand:
 # 634 / 12,634, 845 / 16,845 and 1,055 / 21,055, each above the 1% that flags a measurement.
 BETA_REPEATS = {0: (6000.0, 631), 1: (8000.0, 842), 2: (10000.0, 1052)}
@@ -162,6 +168,7 @@ def populate_run(store: Store, *, speedup: float = 1.0, suite_name: str = "repor
                               git_sha="abc123", orchestrator_start_time=None)
     for name in ("alpha", "beta", "gamma", "delta", "epsilon"):
         manifest = {k: (v.format(name=name) if isinstance(v, str) else v) for k, v in MANIFEST.items()}
+        manifest.update(LANGUAGE_AND_MODEL.get(name, {}))
         store.record_contestant(run_id, name, {"name": name, **manifest}, {"pip_freeze": ["fw==1.0"]}, "ready")
     store.record_skip(run_id, "epsilon", "does not implement echo: it only speaks HTTP", scenario="echo")
     store.record_skip(run_id, "zeta", "install failed: pip install exited with status 1", detail=INSTALL_LOG_TAIL)

@@ -86,6 +86,28 @@ def test_list_reports_why_a_contestant_cannot_run(tmp_path, cache_dir):
     assert entry["scenarios"]["echo"] == "fixture" and entry["scenarios"]["hello"] is None
 
 
+def test_list_groups_contestants_by_language_then_model(tmp_path, cache_dir):
+    base = (FIXTURE_CONTESTANTS / "fx-other" / "contestant.toml").read_text()
+    for name, language, model in (("fx-py-loop", "python", "event-loop"), ("fx-go", "go", "goroutines"),
+                                  ("fx-py-threads", "python", "threads"), ("fx-java-vt", "java", "virtual-threads")):
+        folder = tmp_path / "contestants" / name
+        folder.mkdir(parents=True)
+        text = re.sub(r'(?m)^concurrency_model = .*$', f'concurrency_model = "{model}"', base)
+        text = re.sub(r'(?m)^language = .*$', f'language = "{language}"', text)
+        (folder / "contestant.toml").write_text(text.replace('name = "fx-other"', f'name = "{name}"'))
+    listed = run_cli(["list", "--contestants-dir", tmp_path / "contestants", "--json"], cache_dir)
+    assert listed.returncode == 0, listed.stderr
+    groups = {c["name"]: c["model_group"] for c in json.loads(listed.stdout)["contestants"]}
+    assert groups == {"fx-py-loop": "event loop", "fx-go": "green threads", "fx-py-threads": "threads",
+                      "fx-java-vt": "virtual threads"}
+    table = run_cli(["list", "--contestants-dir", tmp_path / "contestants"], cache_dir, COLUMNS="200")
+    assert table.returncode == 0, table.stderr
+    order = [name for line in table.stdout.splitlines() for name in groups if f"│ {name} " in line]
+    # language first (go, java, python), then the model's group within a language.
+    assert order == ["fx-go", "fx-java-vt", "fx-py-loop", "fx-py-threads"]
+    assert "green threads (goroutines)" in table.stdout
+
+
 def test_a_stop_whose_exception_was_swallowed_still_stops_the_run(tmp_path, cache_dir, monkeypatch):
     """Ctrl-C raised inside code that ignores exceptions (logging's at-fork handler did this while a server
     was forked) must still stop the run after the current measurement, keep it, and exit 130."""

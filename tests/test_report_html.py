@@ -50,7 +50,7 @@ class _Rows(HTMLParser):
         a = dict(attrs)
         if tag == "table":
             self.table_class = a.get("class") or ""
-        if tag == "tr" and "data-contestant" in a:
+        if tag == "tr" and "data-contestant" in a and "data-level" in a:
             self.rows.append((self.table_class, a["data-contestant"], a["data-level"]))
         if "id" in a:
             self.ids.add(a["id"])
@@ -206,7 +206,7 @@ def test_skipped_table_shows_the_reason_and_the_detail(written):
     assert rows["epsilon"] == ["epsilon", "echo", "all", "does not implement echo: it only speaks HTTP"]
     assert rows["zeta"][:3] == ["zeta", "all", "all"]
     # The install log's tail, escaped, folded under the reason.
-    zeta = re.search(r"<tr><td>zeta</td>.*?</tr>", text, re.S).group(0)
+    zeta = re.search(r"<tr[^>]*><td>zeta</td>.*?</tr>", text, re.S).group(0)
     assert '<details class="skip-detail"><summary>details</summary><pre>' in zeta
     assert html_escape(INSTALL_LOG_TAIL) in zeta and "<not markup>" not in zeta
 
@@ -567,3 +567,85 @@ def test_over_time_takes_every_monitored_process_group_and_no_end_dip(tmp_path):
                      "db RSS", "db context switches/s"]
     cpu = next(t for t in chart_traces(text, title) if t["name"] == "server CPU")
     assert max(cpu["y"]) <= 100
+
+
+_FILTER_STATE_JS = """
+const visibleRows = Array.from(document.querySelectorAll('table.summary tr[data-contestant]'))
+  .filter(r => r.offsetParent !== null).map(r => r.dataset.contestant);
+const charts = {};
+document.querySelectorAll('.plotly-graph-div').forEach(g => {
+  const title = (g.closest('.chart') || g).getAttribute('data-chart');
+  charts[title] = g.data.map(t => ({meta: t.meta || null, visible: t.visible === undefined ? true : t.visible,
+                                    x: Array.from(t.x || [])}));
+});
+return {rows: Array.from(new Set(visibleRows)).sort(), charts: charts,
+        count: document.getElementById('filter-count').textContent};
+"""
+
+
+def _choose(driver, language: str, model: str) -> dict:
+    driver.execute_script(
+        "for (const [id, v] of [['filter-language', arguments[0]], ['filter-model', arguments[1]]]) {"
+        "  const s = document.getElementById(id); s.value = v; s.dispatchEvent(new Event('change')); }",
+        language, model)
+    return driver.execute_script(_FILTER_STATE_JS)
+
+
+def _line_visibility(state: dict, title: str) -> dict:
+    return {t["meta"]["contestant"]: t["visible"] for t in state["charts"][title] if t["meta"]}
+
+
+def test_filter_by_language_and_model_hides_rows_lines_and_bars_in_chromium(written):
+    """The filter bar (two languages, three models in the fixture run): choosing one hides the other contestants'
+    summary rows, their lines, and their bars (a bar chart keeps only the chosen contestants' points); "all"
+    restores everything as drawn first."""
+    _, _, path = written
+    text = path.read_text()
+    assert 'id="filter-language"' in text and '<option value="go">go</option>' in text
+    assert '<option value="green threads">green threads</option>' in text
+    driver, profile = _browser()
+    try:
+        _open_offline(driver, path.as_uri())
+        everything = driver.execute_script(_FILTER_STATE_JS)
+        assert everything["rows"] == ["alpha", "beta", "delta", "gamma"]
+        assert everything["count"] == "all 5 contestants"
+        cost = "hello: CPU per request"
+        assert [len(t["x"]) for t in everything["charts"][cost]] == [6, 6, 6]  # 3 contestants x 2 levels
+
+        go_only = _choose(driver, "go", "")
+        assert go_only["rows"] == ["beta"] and go_only["count"] == "1 of 5 contestants"
+        assert _line_visibility(go_only, "hello: throughput vs connections") == \
+            {"alpha": False, "beta": True, "gamma": False}
+        assert [len(t["x"]) for t in go_only["charts"][cost]] == [2, 2, 2]
+        assert all(x.startswith("beta ") for t in go_only["charts"][cost] for x in t["x"])
+
+        threads = _choose(driver, "", "threads")
+        assert threads["rows"] == ["gamma"]
+        assert _line_visibility(threads, "hello: throughput vs connections") == \
+            {"alpha": False, "beta": False, "gamma": True}
+        assert _choose(driver, "go", "threads")["rows"] == []  # no go contestant runs threads
+
+        restored = _choose(driver, "", "")
+        assert restored["rows"] == ["alpha", "beta", "delta", "gamma"]
+        assert restored["charts"][cost] == everything["charts"][cost]
+        assert _line_visibility(restored, "hello: throughput vs connections") == \
+            _line_visibility(everything, "hello: throughput vs connections")
+        _check_charts(driver)
+        severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == []
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_no_filter_for_a_run_of_one_language_and_model(tmp_path):
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="one", suite_path=None, suite={"name": "one"}, args={}, backend="real",
+                              server_cpus=[0], generator_cpus=[1], environment={}, planned=0,
+                              netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
+    for name in ("a", "b"):
+        store.record_contestant(run_id, name, {"name": name, "language": "python", "concurrency_model": "event-loop"},
+                                {}, "ready")
+    text = write_run_report(store, run_id, tmp_path / "r.html").read_text()
+    store.close()
+    assert 'id="filter"' not in text and "contestant-groups" not in text

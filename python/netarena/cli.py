@@ -27,7 +27,7 @@ from .cluster import ClusterError
 from .cluster.certs import ROLES, make_certs
 from .cluster.lab import down, up
 from .cluster.spec import load_cluster
-from .config import SCENARIOS, SERVICE_SCENARIOS
+from .config import SCENARIOS, SERVICE_SCENARIOS, model_group
 from .scenarios import registry
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir,
                           default_install_jobs, for_servers, install, install_concurrently, install_parts, list_names,
@@ -222,7 +222,8 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         av = availability(c, allow_apt=not no_apt)
         rows.append({"name": c.name, "display_name": c.manifest.display_name, "language": c.manifest.language,
                      "runtime": c.manifest.runtime, "framework": f"{c.manifest.framework} {c.manifest.framework_version}",
-                     "concurrency_model": c.manifest.concurrency_model, "runnable": av.runnable,
+                     "concurrency_model": c.manifest.concurrency_model,
+                     "model_group": model_group(c.manifest.concurrency_model), "runnable": av.runnable,
                      "reasons": av.reasons, "notes": av.notes,
                      # The scenarios needing a service that cannot be built or installed here are skipped.
                      "services": {n: {"runnable": service_status[n][0], "reasons": service_status[n][1]}
@@ -237,16 +238,22 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
     if not rows:
         console.print(f"no contestants in {contestants_dir}")
         return
-    table = Table(title=f"contestants in {contestants_dir}")
+    table = Table(title=f"contestants in {contestants_dir}, by language and model")
     table.add_column("contestant", no_wrap=True)
-    for col in ("runtime / framework", "model", "scenarios", "runs here?"):
+    for col in ("language", "model", "runtime / framework", "scenarios", "runs here?"):
         table.add_column(col)
-    for row in rows:
+    previous_language = None
+    for row in sorted(rows, key=lambda r: (r["language"], r["model_group"], r["name"])):
+        if previous_language is not None and row["language"] != previous_language:
+            table.add_section()
+        previous_language = row["language"]
         implemented = " ".join(s for s in SCENARIOS if row["scenarios"][s] is None)
         status = styled(("yes", "green")) if row["runnable"] else styled(("no", "red"))
         if row["runnable"] and row["notes"]:
             status.append(" (after install)")
-        table.add_row(row["name"], f"{row['runtime']} / {row['framework']}", row["concurrency_model"], implemented,
+        model = row["model_group"] + (f" ({row['concurrency_model']})"
+                                      if row["model_group"] != row["concurrency_model"].replace("-", " ") else "")
+        table.add_row(row["name"], row["language"], model, f"{row['runtime']} / {row['framework']}", implemented,
                       status)
     console.print(table)
     for row in rows:

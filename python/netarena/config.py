@@ -111,6 +111,22 @@ class Threads(Strict):
     how: str = ""
 
 
+# How a server runs requests at once, as `concurrency_model` names it, and the family a reader chooses between
+# (`netarena list`, docs/contestants.md and the report's filter group by it). Goroutines and greenlets are both
+# green threads: the runtime multiplexes many cheap threads onto few OS threads, and a blocking call parks only
+# the green thread. Java's virtual threads are that too, but people weigh them as a model of their own (the
+# JVM's platform threads against its virtual ones), so they get their own group.
+MODEL_GROUPS = {"event-loop": "event loop", "greenlets": "green threads", "goroutines": "green threads",
+                "virtual-threads": "virtual threads", "threads": "threads", "processes": "multi-process",
+                "actors": "actors"}
+ConcurrencyModel = Literal[tuple(MODEL_GROUPS)]  # the manifest's allowed values: MODEL_GROUPS' keys
+
+
+def model_group(concurrency_model: str | None) -> str:
+    """The group a contestant's model belongs to; an unknown one (an external server's "-") is its own."""
+    return MODEL_GROUPS.get(concurrency_model or "", concurrency_model or "unknown")
+
+
 class Manifest(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     display_name: Annotated[str, Field(min_length=1)]
@@ -118,7 +134,7 @@ class Manifest(Strict):
     runtime: Literal["cpython", "pypy", "node", "deno", "go", "erlang", "ruby", "jvm", "native"]
     framework: Annotated[str, Field(min_length=1)]
     framework_version: Annotated[str, Field(min_length=1)]
-    concurrency_model: Literal["event-loop", "greenlets", "goroutines", "virtual-threads", "threads", "processes", "actors"]
+    concurrency_model: ConcurrencyModel
     scenarios: Annotated[list[ScenarioName], Field(min_length=1)]
     notes: str = ""
     unsupported: dict[str, str] = {}
@@ -783,7 +799,8 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "Manifest", "Suite",
+    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
+    "Manifest", "Suite",
     "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",
 ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checkout import repo_root
-from .config import SCENARIOS, Manifest, load_manifest
+from .config import MODEL_GROUPS, SCENARIOS, Manifest, load_manifest, model_group
 from .scenarios import registry
 from .errors import ConfigError, did_you_mean
 from .server_user import ServerUser, check_reachable, reachable, reachable_executable, server_user
@@ -728,6 +728,25 @@ def _dpkg_version(package: str) -> str | None:
     return (result.stdout.strip() or None) if result.returncode == 0 else None
 
 
+def _by_language_and_model(contestants: list[Contestant]) -> list[str]:
+    """The same contestants as a language x model grid (config.MODEL_GROUPS), the way a reader chooses."""
+    groups = list(dict.fromkeys(MODEL_GROUPS.values()))
+    cells: dict[tuple[str, str], list[str]] = {}
+    for c in contestants:
+        cells.setdefault((c.manifest.language, model_group(c.manifest.concurrency_model)), []).append(c.name)
+    lines = ["", "## By language and model", "",
+             "Models: event loop (one thread multiplexes many connections), green threads (goroutines, greenlets: "
+             "cheap runtime threads, a blocking call parks only its own), virtual threads (Java's), threads (an OS "
+             "thread per request, from a pool), multi-process (one request at a time per process), actors "
+             "(Erlang's processes). A multi-core set-up of any of them (several processes or event loops) keeps its "
+             "model; the table above says how each uses `workers`.", "",
+             "| language | " + " | ".join(groups) + " |", "|---|" + "---|" * len(groups)]
+    for language in sorted({c.manifest.language for c in contestants}):
+        lines.append(f"| {language} | " + " | ".join(", ".join(sorted(cells.get((language, g), []))) or " "
+                                                   for g in groups) + " |")
+    return lines
+
+
 def markdown_catalog(contestants: list[Contestant]) -> str:
     """docs/contestants.md: the contestants x scenarios table, generated from the manifests alone (what each
     contestant implements, not whether it runs on this machine: that is `netarena list`)."""
@@ -749,6 +768,7 @@ def markdown_catalog(contestants: list[Contestant]) -> str:
         lines.append(f"| {c.name} | {cell(m.runtime)} | {cell(m.framework)} {cell(m.framework_version)} | "
                      f"{m.concurrency_model} | {workers} | " + " | ".join(marks) + " |")
         reasons += [f"- **{c.name}** `{s}`: {cell(m.unsupported[s])}" for s in SCENARIOS if s in m.unsupported]
+    lines += _by_language_and_model(contestants)
     lines += ["", "## Not implemented, and why", ""] + (reasons or ["(none)"])
     lines += ["", "## Notes", ""] + [f"- **{c.name}** ({cell(c.manifest.display_name)}): {cell(c.manifest.notes)}"
                                      for c in contestants if c.manifest.notes]

@@ -21,6 +21,7 @@ from plotly.offline import get_plotlyjs
 from plotly.subplots import make_subplots
 
 from .. import stats
+from ..config import MODEL_GROUPS, model_group
 from ..scenarios import registry
 from . import fmt
 from .model import (BADGES, OPEN_LOOP_NOTE, TIE_RULE, Group, Measurement, Report, capacity_pct, external_line,
@@ -55,6 +56,8 @@ tr.level-start td { border-top: 2px solid #8c959f; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.8rem; }
 pre { white-space: pre-wrap; word-break: break-all; background: #f6f8fa; padding: 0.4rem; margin: 0; }
 details { margin: 0.4rem 0; } summary { cursor: pointer; }
+.filter { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: 0.4rem 1rem; margin: 0.6rem 0; }
+.filter label { margin-right: 1rem; }
 .partial { background: #ffebe9; border: 1px solid #ff8182; border-radius: 6px; padding: 0.5rem 1rem; }
 """
 
@@ -86,6 +89,16 @@ class _Page:
         div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{self.chart_count}",
                           config=PLOTLY_CONFIG)
         self.add(f'<div class="chart" data-chart="{e(title)}">{div}</div>')
+
+
+def _of(contestant: str) -> dict:
+    """A trace's tag for the page's language and model filter (FILTER_JS): the one contestant it draws."""
+    return {"contestant": contestant}
+
+
+def _of_points(contestants: list[str]) -> dict:
+    """A bar trace's tag for the filter: the contestant of each of its points, in order."""
+    return {"contestants": contestants}
 
 
 def ids_html(ids: list[int]) -> str:
@@ -317,10 +330,12 @@ def _cost_section(page: _Page, report: Report) -> None:
         for name, values, colour in (("user", [g.server_cpu_user_us_median for g in members], "#0969da"),
                                      ("system", [g.server_cpu_sys_us_median for g in members], "#bf8700")):
             fig.add_trace(go.Bar(x=names, y=values, name=f"server {name}", marker_color=colour, customdata=ids,
+                                 meta=_of_points([g.contestant for g in members]),
                                  hovertemplate=f"%{{x}}: {name} %{{y:.2f}} µs<br>from %{{customdata}}<extra></extra>"),
                           row=1, col=1)
         fig.add_trace(go.Bar(x=names, y=[g.generator_cpu_us_median for g in members], name="generator",
                              marker_color=[colour_for(g.contestant) for g in members], customdata=ids,
+                             meta=_of_points([g.contestant for g in members]),
                              hovertemplate="%{x}: %{y:.2f} µs<br>from %{customdata}<extra></extra>"), row=1, col=2)
         fig.update_layout(barmode="stack")
         fig.update_xaxes(tickangle=-40)
@@ -356,7 +371,7 @@ def _throughput_charts(page: _Page, report: Report) -> None:
                 error_y={"type": "data", "symmetric": False,
                          "array": [g.requests_per_s_ci_high - g.requests_per_s_median for g in members],
                          "arrayminus": [g.requests_per_s_median - g.requests_per_s_ci_low for g in members]},
-                mode="lines+markers", name=_line_name(members[0], all_series),
+                mode="lines+markers", name=_line_name(members[0], all_series), meta=_of(contestant),
                 line={"color": colour_for(contestant), "dash": _dash(series, all_series)},
                 marker={"symbol": symbol_for(contestant), "size": 8},
                 customdata=[fmt.ids(g.ok_ids) for g in members],
@@ -396,7 +411,7 @@ def _completed_latency_errors(page: _Page, scenario: str, groups: list[Group]) -
                  "mean %{y:.3f} ms"),
                 (3, [g.errors_total for g in members], by_class, "%{y:,} errors (%{text})")):
             fig.add_trace(go.Scatter(x=[g.connections for g in members], y=values, text=text, mode="lines+markers",
-                                     name=name, legendgroup=name, showlegend=row == 1, line=style,
+                                     name=name, legendgroup=name, showlegend=row == 1, line=style, meta=_of(contestant),
                                      marker={"symbol": symbol_for(contestant), "size": 7},
                                      customdata=[fmt.ids(g.ok_ids) for g in members],
                                      hovertemplate=f"%{{x}} connections: {fmt_y}<br>from %{{customdata}}"
@@ -419,6 +434,7 @@ def _level_bars(page: _Page, scenario: str, groups: list[Group], rank: dict) -> 
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
                         subplot_titles=(f"{fmt.throughput_unit(scenario)} (median, interval)", "p99 latency (ms)"))
     fig.add_trace(go.Bar(x=names, y=[g.requests_per_s_median for g in groups], marker_color=colours,
+                         meta=_of_points([g.contestant for g in groups]),
                          name="throughput", showlegend=False, customdata=ids,
                          text=[f"rank {rank_text(rank, g)}" for g in groups], textposition="inside",
                          error_y={"type": "data", "symmetric": False,
@@ -426,6 +442,7 @@ def _level_bars(page: _Page, scenario: str, groups: list[Group], rank: dict) -> 
                                   "arrayminus": [g.requests_per_s_median - g.requests_per_s_ci_low for g in groups]},
                          hovertemplate="%{x}: %{y:,.0f}/s<br>from %{customdata}<extra></extra>"), row=1, col=1)
     fig.add_trace(go.Bar(x=names, y=[(g.latency_p99_us or 0) / 1000 for g in groups], marker_color=colours,
+                         meta=_of_points([g.contestant for g in groups]),
                          name="p99", showlegend=False, customdata=ids,
                          hovertemplate="%{x}: p99 %{y:.3f} ms<br>from %{customdata}<extra></extra>"), row=1, col=2)
     fig.update_xaxes(tickangle=-40)
@@ -452,6 +469,7 @@ def _load_resources(page: _Page, scenario: str, groups: list[Group], x_of, x_tit
             fig.add_trace(go.Scatter(x=[x_of(g) for g in members], y=values, mode="lines+markers",
                                      name=_line_name(members[0], all_series),
                                      legendgroup=_line_name(members[0], all_series), showlegend=row == 1,
+                                     meta=_of(contestant),
                                      line=style, marker={"symbol": symbol_for(contestant), "size": 7},
                                      hovertemplate=f"%{{x}}: {fmt_y}<extra>%{{fullData.name}}</extra>"),
                           row=row, col=1)
@@ -496,7 +514,8 @@ def _rate_charts(page: _Page, report: Report) -> None:
                        for g in members]
             why = ["rate not met: " + "; ".join(g.rate_not_met_reasons) if g.rate_not_met_reasons else
                    ("rate not met" if "RATE" in g.badges else "rate met") for g in members]
-            common = {"legendgroup": name, "customdata": [[w, fmt.ids(g.ok_ids)] for w, g in zip(why, members)]}
+            common = {"legendgroup": name, "customdata": [[w, fmt.ids(g.ok_ids)] for w, g in zip(why, members)],
+                      "meta": _of(contestant)}
             style = {"color": colour, "dash": _dash(series, all_series)}
             fig.add_trace(go.Scatter(
                 x=xs, y=[g.requests_per_s_median for g in members], mode="lines+markers", name=name,
@@ -545,7 +564,8 @@ def _requests_section(page: _Page, report: Report) -> None:
     page.add('<p class="note">Levels with <code>requests = N</code> stop after N responses (netarena-load -n); '
              "duration_s is only their time limit, and a repeat that did not get N responses within it is failed "
              "(requests_not_reached). The time is the measured phase's, median over the ok repeats.</p>")
-    rows = [f'<tr data-requests="{e(g.contestant)}"><td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>'
+    rows = [f'<tr data-requests="{e(g.contestant)}" data-contestant="{e(g.contestant)}">'
+            f"<td>{e(g.scenario)}</td><td>{e(g.level_key)}</td>"
             f"<td>{e(g.contestant)}</td><td>{e(requests_line(g).split(': ', 1)[1])}</td>"
             f'<td class="num">{fmt.rps(g.requests_per_s_median)}</td><td>{ids_html(g.measurement_ids)}</td></tr>'
             for g in groups]
@@ -570,11 +590,12 @@ def _sweep_section(page: _Page, report: Report) -> None:
                 f'<td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.pct(st["error_rate"])}</td>'
                 f'<td class="num">{(st["duration_s"] or 0):.2f} s</td><td>{"RATE" if st["rate_not_met"] else ""}</td>'
                 "</tr>" for st in sw["steps"]]
-        page.add(f'<h3>{e(g.scenario)} {e(g.level_key)}: {e(g.contestant)}</h3>'
+        page.add(f'<div data-contestant="{e(g.contestant)}">'
+                 f'<h3>{e(g.scenario)} {e(g.level_key)}: {e(g.contestant)}</h3>'
                  f'<p class="note">{len(sw["steps"])} steps of {sw["conns_per_step"]:,} connections x '
                  f'{sw["requests_per_conn"]} requests (measurement {ids_html([sw["steps_measurement_id"]])})</p>'
                  + _table(["conn/s asked", "conn/s achieved", "connections started / completed", "req/s", "p50",
-                           "p99", "errors", "step length", "flag"], rows, cls="sweep-steps"))
+                           "p99", "errors", "step length", "flag"], rows, cls="sweep-steps") + "</div>")
 
 
 def _find_max_section(page: _Page, report: Report) -> None:
@@ -597,7 +618,7 @@ def _find_max_section(page: _Page, report: Report) -> None:
         for g in members:
             fm = g.find_max
             found = ", ".join(fmt.rps(f) for f in fm["found_by_repeat"])
-            rows.append(f'<tr data-find-max="{e(g.contestant)}"><td class="num">'
+            rows.append(f'<tr data-find-max="{e(g.contestant)}" data-contestant="{e(g.contestant)}"><td class="num">'
                         f'{rank_text(rank, g)}</td><td>{e(g.contestant)}</td>'
                         f'<td class="num">{found_rate_text(fm, fm["found_rate_per_s_median"])}</td>'
                         f'<td class="num">{found}</td>'
@@ -610,7 +631,7 @@ def _find_max_section(page: _Page, report: Report) -> None:
             steps = g.find_max["steps"]
             fig.add_trace(go.Scatter(
                 x=list(range(1, len(steps) + 1)), y=[st["rate_per_s"] for st in steps], mode="lines+markers",
-                name=g.contestant, line={"color": colour_for(g.contestant)},
+                name=g.contestant, line={"color": colour_for(g.contestant)}, meta=_of(g.contestant),
                 marker={"symbol": ["circle" if st["passed"] else "x" for st in steps], "size": 9,
                         "color": colour_for(g.contestant)},
                 customdata=[["passed" if st["passed"] else "failed: " + "; ".join(st["reasons"]),
@@ -621,7 +642,8 @@ def _find_max_section(page: _Page, report: Report) -> None:
                     f'<td>{"passed" if st["passed"] else "failed"}</td><td class="num">{fmt.rps(st["requests_per_s"])}'
                     f'</td><td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.pct(st["error_rate"])}</td>'
                     f'<td>{e("; ".join(st["reasons"]))}</td></tr>' for i, st in enumerate(steps, 1)]
-            page.add(f"<details><summary>{e(g.contestant)}: the search's {len(steps)} steps (measurement "
+            page.add(f'<details data-contestant="{e(g.contestant)}"><summary>'
+                     f"{e(g.contestant)}: the search's {len(steps)} steps (measurement "
                      f"{ids_html([g.find_max['steps_measurement_id']])})</summary>"
                      + _table(["step", f"offered {g.find_max['unit']}", "verdict", "achieved req/s", "p99", "errors",
                                "why not"],
@@ -658,7 +680,7 @@ def _latency_charts(page: _Page, report: Report) -> None:
                 points = [(x, v, p) for x, (p, v) in zip(xs, g.percentile_curve) if x is not None]
                 fig.add_trace(go.Scatter(
                     x=[x for x, _, _ in points], y=[v / 1000.0 for _, v, _ in points], mode="lines",
-                    name=g.contestant, line={"color": colour_for(g.contestant)},
+                    name=g.contestant, line={"color": colour_for(g.contestant)}, meta=_of(g.contestant),
                     customdata=[[p, fmt.ids(g.ok_ids)] for _, _, p in points],
                     hovertemplate="p%{customdata[0]:.4f}: %{y:.3f} ms<br>from %{customdata[1]}<extra>"
                                   "%{fullData.name}</extra>"))
@@ -709,12 +731,14 @@ def _errors(page: _Page, report: Report) -> None:
         fig = go.Figure()
         for c in classes:
             fig.add_trace(go.Bar(x=labels, y=[g.errors_by_class.get(c, 0) for g in groups], name=c,
+                                 meta=_of_points([g.contestant for g in groups]),
                                  customdata=[fmt.ids(g.measurement_ids) for g in groups],
                                  hovertemplate="%{x}: %{y:,} " + c + "<br>from %{customdata}<extra></extra>"))
         fig.update_layout(barmode="stack")
         fig.update_yaxes(title="errors")
         page.chart(fig, f"{scenario}: errors by class")
-        rows = [f'<tr data-errors="{e(g.contestant)} {e(g.level_key)}"><td>{e(g.contestant)}</td>'
+        rows = [f'<tr data-errors="{e(g.contestant)} {e(g.level_key)}" data-contestant="{e(g.contestant)}">'
+                f"<td>{e(g.contestant)}</td>"
                 f'<td>{e(g.level_key)}</td><td class="num">{g.requests_total:,}</td>'
                 + "".join(f'<td class="num">{g.errors_by_class.get(c, 0):,}</td>' for c in classes)
                 + f'<td>{e(", ".join(f"{code}: {n:,}" for code, n in sorted(g.status_codes.items())))}</td>'
@@ -935,7 +959,7 @@ def _echo(page: _Page, report: Report) -> None:
                     cells.append(f'<td class="num" data-connections="{n}">{statistics.median(values):.3f} s<br>'
                                  f'<span class="note">[{min(values):.3f}–{max(values):.3f}]</span> '
                                  f"{ids_html(g.ok_ids)}</td>")
-                rows.append(f'<tr data-flood-contestant="{e(c)}">' + "".join(cells) + "</tr>")
+                rows.append(f'<tr data-flood-contestant="{e(c)}" data-contestant="{e(c)}">' + "".join(cells) + "</tr>")
             page.add(f'<h3 id="echo-{_slug(key)}">{e(label)} per connection</h3>')
             page.add(_table(["contestant", *[f"{n:,} connections" for n in connections]], rows,
                             cls=f"echo-flood flood-{_slug(key)}"))
@@ -943,7 +967,7 @@ def _echo(page: _Page, report: Report) -> None:
                 gs = sorted((g for g in members if g.contestant == c), key=lambda g: g.connections)
                 medians = [statistics.median(g.echo_completion_s) for g in gs]
                 fig.add_trace(go.Scatter(
-                    x=[g.connections for g in gs], y=medians, mode="lines+markers", name=f"{c} ({label})",
+                    x=[g.connections for g in gs], y=medians, mode="lines+markers", name=f"{c} ({label})", meta=_of(c),
                     line={"color": colour_for(c), "dash": _dash(key, [k for k, _ in ordered])},
                     error_y={"type": "data", "symmetric": False,
                              "array": [max(g.echo_completion_s) - m for g, m in zip(gs, medians)],
@@ -958,7 +982,7 @@ def _echo(page: _Page, report: Report) -> None:
         page.add('<h3 id="probe">Client-delay probe</h3>')
         page.add('<p class="note">While the flood runs, a fresh connection every interval sends 32 KiB and waits for '
                  "the whole echo: how long a newcomer waits (seed 000). Merged over the repeats.</p>")
-        rows = [f"<tr><td>{e(g.contestant)}</td><td>{e(g.level_key)}</td>"
+        rows = [f"<tr data-contestant=\"{e(g.contestant)}\"><td>{e(g.contestant)}</td><td>{e(g.level_key)}</td>"
                 f'<td class="num">{g.probe["completed"]}/{g.probe["attempts"]}</td>'
                 f'<td class="num">{g.probe["errors"]}</td><td class="num">{fmt.us(g.probe["p50_us"])}</td>'
                 f'<td class="num">{fmt.us(g.probe["p99_us"])}</td><td class="num">{fmt.us(g.probe["max_us"])}</td>'
@@ -994,7 +1018,7 @@ def _seed_000_table(page: _Page, report: Report, flood: list[Group], probes: lis
         delay = probe.probe if probe else None
         row.append(f'<td class="num">{fmt.us(delay["p50_us"]) if delay else "–"}</td>'
                    f'<td class="num">{fmt.us(delay["max_us"]) if delay else "–"}</td>')
-        rows.append(f'<tr data-seed-000="{e(c)}">' + "".join(row) + "</tr>")
+        rows.append(f'<tr data-seed-000="{e(c)}" data-contestant="{e(c)}">' + "".join(row) + "</tr>")
     headers = ["server", *[f"{fmt.size_bytes(size)} × {n:,} (s)" for size, n in cells], "peak RSS",
                "us %", "sy %", "cs/s", "in/s", "client delay p50", "client delay max"]
     page.add('<h3 id="seed-000">One row per server (seed 000\'s table)</h3>')
@@ -1012,7 +1036,8 @@ def _thresholds(page: _Page, report: Report) -> None:
     page.add('<h2 id="thresholds">Thresholds</h2>')
     page.add('<p class="note">Each repeat\'s verdict on each threshold, as netarena-load judged it on that repeat\'s '
              "own result; a failed one makes <code>netarena run</code> exit 99.</p>")
-    rows = [f'<tr data-pass="{1 if t.get("pass") else 0}"><td>{e(g.contestant)}</td><td>{e(g.scenario)}</td>'
+    rows = [f'<tr data-pass="{1 if t.get("pass") else 0}" data-contestant="{e(g.contestant)}">'
+            f"<td>{e(g.contestant)}</td><td>{e(g.scenario)}</td>"
             f"<td>{e(g.level_key)}</td><td>{ids_html([t['measurement_id']])}</td><td><code>{e(t.get('expr'))}</code>"
             f"</td><td class=\"num\">{e(fmt.measured(t))}</td><td>"
             + ("pass" if t.get("pass") else '<b style="color:#cf222e">FAIL</b>') + "</td></tr>"
@@ -1052,7 +1077,8 @@ def _environment(page: _Page, report: Report) -> None:
     page.add("<details><summary>the same as JSON</summary>"
              f"<pre>{e(json.dumps(env, indent=1, default=str))}</pre></details>")
     if report.contestants:
-        rows = [f"<tr><td>{e(c['name'])}</td><td>{e(c['display_name'])}</td><td>{e(c['language'])} / "
+        rows = [f"<tr data-contestant=\"{e(c['name'])}\"><td>{e(c['name'])}</td><td>{e(c['display_name'])}</td>"
+                f"<td>{e(c['language'])} / "
                 f"{e(c['runtime'])}</td><td>{e(c['framework'])} {e(c['framework_version'])}</td>"
                 f"<td>{e(c['concurrency_model'])}</td><td>{e(c['status'])}</td><td>"
                 + (f"<details><summary>install record</summary><pre>{e(json.dumps(c['install'], indent=1))}</pre>"
@@ -1090,14 +1116,16 @@ def _skipped(page: _Page, report: Report) -> None:
         page.add("<p>Nothing was skipped and no measurement failed.</p>")
         return
     if report.skipped:
-        rows = [f"<tr><td>{e(s.contestant)}</td><td>{e(s.scenario or 'all')}</td><td>{e(s.level_key or 'all')}</td>"
+        rows = [f"<tr data-contestant=\"{e(s.contestant)}\"><td>{e(s.contestant)}</td>"
+                f"<td>{e(s.scenario or 'all')}</td><td>{e(s.level_key or 'all')}</td>"
                 f"<td>{e(s.reason)}"
                 + (f'<details class="skip-detail"><summary>details</summary><pre>{e(s.detail)}</pre></details>'
                    if s.detail else "") + "</td></tr>" for s in report.skipped]
         page.add(_table(["contestant", "scenario", "level", "why"], rows, cls="skipped"))
     failed = [m for m in report.measurements if m.status == "failed"]
     if failed:
-        rows = [f"<tr><td>{ids_html([m.id])}</td><td>{e(m.contestant)}</td><td>{e(m.scenario)}</td>"
+        rows = [f"<tr data-contestant=\"{e(m.contestant)}\"><td>{ids_html([m.id])}</td><td>{e(m.contestant)}</td>"
+                f"<td>{e(m.scenario)}</td>"
                 f"<td>{e(m.level_key)}</td><td>{m.repeat_index}</td><td>{e(m.failure_kind)}</td><td>{e(m.error)}</td>"
                 "</tr>" for m in failed]
         page.add(_table(["id", "contestant", "scenario", "level", "repeat", "failure", "error"], rows, cls="failed"))
@@ -1111,7 +1139,8 @@ def _measurements(page: _Page, report: Report) -> None:
     for m in report.measurements:
         gen = m.generator or {}
         rows.append(
-            f'<tr id="m{m.id}"><td class="num">#{m.id}</td><td>{e(m.contestant)}</td><td>{e(m.scenario)}</td>'
+            f'<tr id="m{m.id}" data-contestant="{e(m.contestant)}"><td class="num">#{m.id}</td>'
+            f"<td>{e(m.contestant)}</td><td>{e(m.scenario)}</td>"
             f"<td>{e(m.level_key)}</td><td>{m.repeat_index}</td><td>{e(m.status)}"
             f"{(' (' + e(m.failure_kind) + ')') if m.failure_kind else ''}</td>"
             f'<td class="num">{fmt.rps(m.requests_per_s)}</td><td class="num">{fmt.us(m.latency_p99_us)}</td>'
@@ -1128,6 +1157,82 @@ def _measurements(page: _Page, report: Report) -> None:
 
 
 # ----------------------------------------------------------------------------- the page
+
+
+# The page's filter by language and model (config.MODEL_GROUPS): it hides the table rows and chart lines of the
+# contestants outside the choice. Rows carry data-contestant; traces carry meta {contestant} (a line) or meta
+# {contestants: [...]} (bars, one contestant per point: the filter keeps the chosen points). Ranks stay the
+# whole run's. The Over time charts, one measurement at a time behind their own menu, are not filtered.
+FILTER_JS = """
+(function () {
+  const groups = JSON.parse(document.getElementById('contestant-groups').textContent);
+  const language = document.getElementById('filter-language'), model = document.getElementById('filter-model');
+  const count = document.getElementById('filter-count');
+  const original = new Map();  // chart div -> its traces' data as drawn first
+  const shown = name => {
+    const c = groups[name];
+    return !c || ((!language.value || c.language === language.value) && (!model.value || c.model === model.value));
+  };
+  const keep = (values, mask) => Array.isArray(values) ? values.filter((_, i) => mask[i]) : values;
+  function filterChart(div) {
+    if (!div.data) return;
+    if (!original.has(div)) {
+      original.set(div, div.data.map(t => ({visible: t.visible === undefined ? true : t.visible, x: t.x, y: t.y,
+        text: t.text, customdata: t.customdata, color: t.marker ? t.marker.color : undefined,
+        high: t.error_y ? t.error_y.array : undefined, low: t.error_y ? t.error_y.arrayminus : undefined})));
+    }
+    div.data.forEach((t, i) => {
+      const meta = t.meta || {}, o = original.get(div)[i];
+      if (meta.contestant !== undefined) {
+        Plotly.restyle(div, {visible: [shown(meta.contestant) ? o.visible : false]}, [i]);
+      } else if (Array.isArray(meta.contestants)) {
+        const mask = meta.contestants.map(shown);
+        const update = {x: [keep(o.x, mask)], y: [keep(o.y, mask)]};
+        if (o.text !== undefined) update.text = [keep(o.text, mask)];
+        if (o.customdata !== undefined) update.customdata = [keep(o.customdata, mask)];
+        if (Array.isArray(o.color)) update['marker.color'] = [keep(o.color, mask)];
+        if (Array.isArray(o.high)) update['error_y.array'] = [keep(o.high, mask)];
+        if (Array.isArray(o.low)) update['error_y.arrayminus'] = [keep(o.low, mask)];
+        Plotly.restyle(div, update, [i]);
+      }
+    });
+  }
+  function apply() {
+    document.querySelectorAll('[data-contestant]').forEach(el => { el.hidden = !shown(el.dataset.contestant); });
+    document.querySelectorAll('.plotly-graph-div').forEach(filterChart);
+    const names = Object.keys(groups), n = names.filter(shown).length;
+    count.textContent = n === names.length ? `all ${n} contestants` : `${n} of ${names.length} contestants`;
+  }
+  language.addEventListener('change', apply);
+  model.addEventListener('change', apply);
+  apply();
+})();
+"""
+
+
+def _filter_bar(report: Report) -> tuple[str, str]:
+    """The filter's controls and its script, when the run's contestants span several languages or models."""
+    groups = {c["name"]: {"language": c["language"] or "unknown", "model": model_group(c["concurrency_model"])}
+              for c in report.contestants}
+    languages = sorted({g["language"] for g in groups.values()})
+    models = [m for m in dict.fromkeys([*MODEL_GROUPS.values(), *(g["model"] for g in groups.values())])
+              if any(g["model"] == m for g in groups.values())]
+    if len(languages) < 2 and len(models) < 2:
+        return "", ""
+
+    def select(id_: str, label: str, values: list[str]) -> str:
+        options = "".join(f'<option value="{e(v)}">{e(v)}</option>' for v in values)
+        return f'<label>{label} <select id="{id_}"><option value="">all</option>{options}</select></label>'
+
+    bar = ('<div class="filter" id="filter">Show: ' + select("filter-language", "language", languages) + " "
+           + select("filter-model", "model", models) + ' <span id="filter-count" class="note"></span>'
+           '<span class="note"> (tables and charts below; ranks stay the whole run\'s; the Over time charts are '
+           "not filtered)</span></div>")
+    # JSON inside <script>: "</" is escaped so no name can close the element.
+    data = json.dumps(groups).replace("</", "<\\/")
+    script = (f'<script type="application/json" id="contestant-groups">{data}</script>'
+              f"<script>{FILTER_JS}</script>")
+    return bar, script
 
 
 def render(report: Report) -> bytes:
@@ -1150,6 +1255,7 @@ def render(report: Report) -> bytes:
     _skipped(page, report)
     _measurements(page, report)
     body = "\n".join(page.parts)
+    filter_bar, filter_script = _filter_bar(report)
     sections = [("summary", "Summary"), ("thresholds", "Thresholds"), ("cost", "Cost per request"),
                 ("throughput", "Throughput"),
                 ("rates", "Against rate"), ("find-max", "Highest rate"), ("requests", "Request counts"),
@@ -1189,5 +1295,5 @@ def render(report: Report) -> bytes:
               f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p>"
               + (f'<p class="external" data-url="{e(run.args["external"]["url"])}"><b>{e(external_line(run))}</b></p>'
                  if external_line(run) else "")
-              + f"{partial}<nav>{nav}</nav>{legend}")
-    return (head + header + body + "</body></html>\n").encode("utf-8")
+              + f"{partial}<nav>{nav}</nav>{legend}{filter_bar}")
+    return (head + header + body + filter_script + "</body></html>\n").encode("utf-8")
