@@ -175,21 +175,29 @@ def test_terminal_leads_with_failures_and_flags_then_tables(stored):
 
 
 def test_only_notable_unfinished_requests_get_a_line(tmp_path):
-    """A closed loop's one request in flight per connection at the end is healthy and says nothing; a group with
-    more than UNFINISHED_NOTABLE_SHARE of its requests still in flight gets its line."""
+    """A closed loop's one request in flight per connection at the end is healthy and says nothing, even for a
+    slow server where those are several % of its requests; a closed loop with more in flight than its
+    connections hold, and an open loop with more than UNFINISHED_NOTABLE_SHARE of its requests in flight (its
+    backlog), get their line."""
     store = Store(tmp_path)
     run_id = store.create_run(suite_name="u", suite_path=None, suite={"name": "u", "repeat": 1}, args={},
                               backend="real", server_cpus=[0], generator_cpus=[1], environment=ENVIRONMENT,
                               planned=2, netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
-    for name, unfinished in (("steady", 10), ("stalled", 900)):
+    # (name, requests/s over the 2 s measured, unfinished, open-loop rate): "slow" has 10 of its 110 requests
+    # (9%) in flight, one per connection, as any closed loop; "backlog" 100 of 2,100 at an offered rate.
+    for name, rps, unfinished, rate in (("steady", 1000, 10, None), ("slow", 50, 10, None),
+                                        ("stalled", 1000, 900, None), ("backlog", 1000, 100, 1000)):
         _record(store, run_id, contestant=name, scenario="hello", connections=10, repeat=0, error_rate=0.0,
-                generator=generator_doc(rps=1000, connections=10, latency_us={500: 100}, unfinished=unfinished),
-                monitor=monitor_doc(cpu_pct=50, rss_bytes=1 << 20))
+                generator=generator_doc(rps=rps, connections=10, latency_us={500: 100}, unfinished=unfinished),
+                monitor=monitor_doc(cpu_pct=50, rss_bytes=1 << 20), params={"rate": rate} if rate else None)
     store.set_run_status(run_id, "complete")
-    text = " ".join(render_text(load_report(tmp_path, run_id)).split())
+    report = load_report(tmp_path, run_id)
+    text = " ".join(render_text(report).split())
     store.close()
+    assert next(g for g in report.groups if g.contestant == "backlog").open_loop
     assert "unfinished: stalled hello c=10,w=1: 900 request(s) still in flight" in text, text
-    assert "unfinished: steady" not in text, text
+    assert "unfinished: backlog hello" in text, text
+    assert "unfinished: steady" not in text and "unfinished: slow" not in text, text
 
 
 def test_an_unfinished_run_is_marked_partial(tmp_path):
