@@ -1065,3 +1065,72 @@ def test_request_counts_sweeps_and_capped_generator_threads(tmp_path, cache_dir,
     html = (results / "report-run-1.html").read_text()
     assert 'id="requests"' in html and 'data-requests="fx-good"' in html and "3,000 requests in" in html
     assert 'id="sweeps"' in html and 'class="sweep-steps' in html and 'data-capped="64"' in html
+
+
+SWEEP_TWO = """name = "sweep-two"
+contestants = ["fx-good", "fx-other"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 20
+timeout_s = 2
+
+# Three connection rates on one server start each; every step lasts 60 / rate s (1.5, 1.0 and 0.75 s), so it
+# holds several of the monitor's 0.25 s samples.
+[[measure]]
+scenario = "hello"
+connections = [20]
+conn_rate = [40, 60, 80]
+requests_per_conn = 2
+connections_per_step = 60
+"""
+
+
+def test_a_sweeps_steps_carry_the_servers_cpu_rss_and_switches_and_a_chart_across_contestants(
+        tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """Seed 003's sweeps, step by step: each step's server CPU, RSS and context switches are stored with the
+    measurement (its cost's `steps`) and are what the stored monitor samples inside that step's own window
+    give; the report's sweep tables show them, and one chart per level draws the five graphs (replies/s, mean
+    and p99, errors, server CPU, server RAM) with one line per contestant against the rate."""
+    from datetime import datetime
+
+    path = write_suite(tmp_path / "suite.toml", SWEEP_TWO)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, *common(results)], cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY contestant")
+    assert [r["contestant"] for r in rows] == ["fx-good", "fx-other"]
+    for row in rows:
+        assert row["status"] == "ok", row["error"]
+        generator, monitor = json.loads(row["generator_json"]), json.loads(row["monitor_json"])
+        steps = json.loads(row["cost_json"])["steps"]
+        assert len(steps) == len(generator["steps"]) == 3
+        for doc, stored in zip(generator["steps"], steps):
+            # The step's own window, on the monitor's clock, and the server samples inside it.
+            start = datetime.fromisoformat(doc["started_at"]).timestamp() - monitor["started_at_unix"]
+            inside = [s for s in monitor["server"] if start <= s["t_s"] <= start + doc["duration_s"]]
+            assert len(inside) >= 2, (doc["duration_s"], len(inside))
+            first, last = inside[0], inside[-1]
+            cpu_s = (last["cpu_user_s"] - first["cpu_user_s"]) + (last["cpu_sys_s"] - first["cpu_sys_s"])
+            span_s = last["t_s"] - first["t_s"]
+            assert stored["window_s"] == pytest.approx(span_s, abs=1e-3)
+            assert stored["server_cpu_pct"] == pytest.approx(100 * cpu_s / span_s, abs=0.01)
+            assert stored["server_rss_peak_bytes"] == max(s["rss_bytes"] for s in inside)
+            assert stored["server_ctx_voluntary"] == last["ctx_voluntary"] - first["ctx_voluntary"]
+            in_span = doc["totals"]["responses"] * min(1.0, span_s / doc["duration_s"])
+            assert stored["server_cpu_us"] == pytest.approx(1e6 * cpu_s / in_span, rel=1e-3)
+
+    html = (results / "report-run-1.html").read_text()
+    for header in ("server CPU", "server CPU µs/req", "server peak RSS", "context switches/req"):
+        assert f"<th>{header}</th>" in html
+    assert html.count('data-field="step-cpu"') == 6  # 3 steps x 2 contestants
+    title = "hello c=20,w=1,conn_rate_steps=40:80:20,per_conn=2,conns_per_step=60: connection-rate sweep, " \
+            "step by step against the rate"
+    assert f'data-chart="{title}"' in html
+    from test_report_html import chart_traces
+    traces = chart_traces(html, title)
+    by_contestant: dict[str, int] = {}
+    for trace in traces:
+        assert trace["x"] == [40, 60, 80], trace["x"]
+        by_contestant[trace["meta"]["contestant"]] = by_contestant.get(trace["meta"]["contestant"], 0) + 1
+    # replies/s, mean, p99, errors, CPU and RSS: six lines on five graphs for each contestant
+    assert by_contestant == {"fx-good": 6, "fx-other": 6}, by_contestant

@@ -440,7 +440,8 @@ def summarize_system(samples: list[dict]) -> dict | None:
     }
 
 
-def restrict_to_window(result: dict, start_unix: float, end_unix: float) -> dict:
+def restrict_to_window(result: dict, start_unix: float, end_unix: float,
+                       steps: list[tuple[float, float]] = ()) -> dict:
     """Recompute ``result["summary"]`` over the samples taken between two wall-clock instants (the
     generator's measured phase), so warm-up and start-up do not dilute CPU, context switches or peaks.
 
@@ -448,16 +449,22 @@ def restrict_to_window(result: dict, start_unix: float, end_unix: float) -> dict
     [start, end]: slightly shorter than the measured phase, never longer; rates are computed over that span.
     The whole-monitoring summary is kept as ``summary_whole``. With fewer than two samples inside, the
     result is returned unchanged and ``summary["window"]`` says why.
+
+    ``steps``, the wall-clock windows of a sweep's or a find-max search's steps (one server start, many
+    rates), give ``summary["steps"]``: the server tree's summary over each step's own samples, with the span
+    it covers (``start_s``, ``end_s``), or the reason there is none (a step shorter than two sampling
+    intervals).
     """
     origin = result.get("started_at_unix")
     if origin is None or "summary" not in result:
         return result
-    t0, t1 = start_unix - origin, end_unix - origin
 
-    def inside(samples: list[dict]) -> list[dict]:
-        return [x for x in samples if t0 <= x["t_s"] <= t1]
+    def inside(samples: list[dict], start: float, end: float) -> list[dict]:
+        return [x for x in samples if start - origin <= x["t_s"] <= end - origin]
 
-    server, generator, system = inside(result["server"]), inside(result["generator"]), inside(result["system"])
+    server = inside(result["server"], start_unix, end_unix)
+    generator = inside(result["generator"], start_unix, end_unix)
+    system = inside(result["system"], start_unix, end_unix)
     out = dict(result, summary_whole=result["summary"])
     if len(server) < 2:
         out["summary"] = dict(result["summary"], window={
@@ -465,9 +472,16 @@ def restrict_to_window(result: dict, start_unix: float, end_unix: float) -> dict
         return out
     out["summary"] = dict(result["summary"], server=summarize_tree(server), generator=summarize_tree(generator),
                           system=summarize_system(system) if system else result["summary"]["system"],
-                          services={name: summarize_tree(inside(samples))
+                          services={name: summarize_tree(inside(samples, start_unix, end_unix))
                                     for name, samples in (result.get("services") or {}).items()},
                           window={"measured_only": True, "start_s": server[0]["t_s"], "end_s": server[-1]["t_s"]})
+    if steps:
+        per_step = []
+        for start, end in steps:
+            own = inside(result["server"], start, end)
+            per_step.append(dict(summarize_tree(own), start_s=own[0]["t_s"], end_s=own[-1]["t_s"]) if len(own) >= 2
+                            else {"reason": f"{len(own)} sample(s) fell inside the step"})
+        out["summary"]["steps"] = per_step
     return out
 
 

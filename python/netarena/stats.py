@@ -165,6 +165,9 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
     one that used 20 ms: no better than ± 100%). The generator's CPU is its own, read by each load thread at
     the start and the end of the same window: exact.
 
+    A sweep or a find-max search (several rates on one server start) also gets `steps`: the same figures for
+    each step over its own window (_step_cost).
+
     None when the generator served nothing; the server fields are None when the monitor has no window (too
     short a measurement, an external server not watched)."""
     if not generator:
@@ -196,7 +199,29 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
                        server_ctx_voluntary=round(server["ctx_voluntary"] / in_span, 4),
                        server_ctx_involuntary=round(server["ctx_involuntary"] / in_span, 4),
                        server_cpu_resolution_us=round(2e6 / _CLOCK_TICKS_PER_S / in_span, 3))
+    if summary.get("steps") is not None and generator.get("steps"):
+        out["steps"] = [_step_cost(doc, tree) for doc, tree in zip(generator["steps"], summary["steps"])]
     return out
+
+
+def _step_cost(step: dict, tree: dict) -> dict:
+    """One step of a sweep or a find-max search (its own rate, on the same server start): the server's CPU
+    (user, system, and in % of one core, like top), peak RSS and context switches over the monitor's samples
+    inside the step (monitor.restrict_to_window), and its CPU per response scaled to that span as
+    cost_per_unit does for the whole phase; {"reason": ...} when the step held too few samples."""
+    if "reason" in tree:
+        return {"reason": tree["reason"]}
+    span_s = tree["end_s"] - tree["start_s"]
+    responses = (step.get("totals") or {}).get("responses") or 0
+    duration_s = step.get("duration_s") or 0
+    in_span = responses * min(1.0, span_s / duration_s) if duration_s > 0 and span_s > 0 else 0
+    cpu_s = tree["cpu_user_s"] + tree["cpu_sys_s"]
+    return {"window_s": round(span_s, 4), "server_cpu_user_s": tree["cpu_user_s"], "server_cpu_sys_s": tree["cpu_sys_s"],
+            "server_cpu_pct": tree["cpu_pct_mean"], "server_rss_peak_bytes": tree["rss_peak_bytes"],
+            "server_ctx_voluntary": tree["ctx_voluntary"], "server_ctx_involuntary": tree["ctx_involuntary"],
+            "server_cpu_us": round(1e6 * cpu_s / in_span, 3) if in_span > 0 else None,
+            "server_ctx_per_request": (round((tree["ctx_voluntary"] + tree["ctx_involuntary"]) / in_span, 4)
+                                       if in_span > 0 else None)}
 
 
 def _wait_share(run_delay_s: float | None, cpu_s: float | None) -> float | None:

@@ -102,12 +102,22 @@ def parse_document(returncode: int, stdout: bytes, stderr: bytes) -> tuple[dict 
         return None, f"netarena-load printed no valid JSON ({exc}): {stdout[:200]!r}"
 
 
-def window(monitor_result: dict | None, generator: dict | None) -> dict | None:
-    """The monitor's samples cut to the generator's measured phase."""
+def window(monitor_result: dict | None, generator: dict | None, clock_offset_s: float = 0.0) -> dict | None:
+    """The monitor's samples cut to the generator's measured phase, and to each of its steps when it ran a
+    sweep or a find-max search (their server CPU, RSS and context switches, step by step). `clock_offset_s`:
+    how far the monitor's host clock is ahead of the generator's (a cluster's server host)."""
     if generator is None or not monitor_result or "error" in monitor_result:
         return monitor_result
-    measured = [datetime.fromisoformat(generator[k]).timestamp() for k in ("started_at", "ended_at")]
-    return restrict_to_window(monitor_result, *measured)
+    start, end = (datetime.fromisoformat(generator[k]).timestamp() + clock_offset_s for k in ("started_at", "ended_at"))
+    steps = []
+    for step in generator.get("steps") or []:
+        try:
+            step_start = datetime.fromisoformat(step["started_at"]).timestamp() + clock_offset_s
+            steps.append((step_start, step_start + float(step["duration_s"])))
+        except (KeyError, TypeError, ValueError):  # a step document without its times: no window for any step
+            steps = []
+            break
+    return restrict_to_window(monitor_result, start, end, steps)
 
 
 def failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:

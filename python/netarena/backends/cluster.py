@@ -15,18 +15,16 @@ import ctypes
 import os
 import time
 import uuid
-from datetime import datetime
 
 from .. import __version__
 from ..cluster import ClusterError
 from ..cluster.spec import ClusterSpec, security
 from ..contestants import InstallError
-from ..monitor import restrict_to_window
 from ..generator import GeneratorMissing, find_generator
 from ..spread import MergeFailed, merge_documents, share_level, split_evenly
 from ..store import now_iso
 from . import cluster_tasks as tasks
-from .base import GENERATOR_GRACE_S, StopRun, conclude, failed, timeouts
+from .base import GENERATOR_GRACE_S, StopRun, conclude, failed, timeouts, window
 
 # distributed (Dask) is imported where it is used: it takes about a second to import, and only a run across
 # hosts needs it.
@@ -354,11 +352,9 @@ class ClusterBackend:
                 errors.append(f"merging the generator hosts' results: {exc}")
         record["generator"] = generator
         if generator is not None and isinstance(record.get("monitor"), dict) and "error" not in record["monitor"]:
-            window = [datetime.fromisoformat(generator[k]).timestamp() for k in ("started_at", "ended_at")]
             status = record["monitor"].pop("server_status", None)
-            # The server host's samples are in its clock: shift the window by its offset.
-            offset = self.offsets.get(server_name, 0.0)
-            record["monitor"] = restrict_to_window(record["monitor"], window[0] + offset, window[1] + offset)
+            # The server host's samples are in its clock: shift the windows by its offset.
+            record["monitor"] = window(record["monitor"], generator, self.offsets.get(server_name, 0.0))
             if status is not None:
                 record["monitor"]["server_status"] = status
         if out.get("service_died"):

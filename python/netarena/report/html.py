@@ -499,7 +499,7 @@ def _rate_charts(page: _Page, report: Report) -> None:
     for scenario, groups in scenarios:
         fig = make_subplots(rows=4, cols=1, shared_xaxes=True, vertical_spacing=0.06,
                             subplot_titles=(f"achieved {fmt.throughput_unit(scenario)} (successful replies)",
-                                            f"latency p50 and p99 (ms, {OPEN_LOOP_NOTE}; dashed: from the send)",
+                                            f"latency p50, mean (dash-dot) and p99 (ms, {OPEN_LOOP_NOTE}; dashed: from the send)",
                                             "errors (% of requests)", "errors by class (count, summed over repeats)"))
         lines, all_series = _lines(groups)
         top = max(g.offered_rate_per_s for g in groups)
@@ -525,6 +525,7 @@ def _rate_charts(page: _Page, report: Report) -> None:
             for label, values, dash, width in (
                     ("p99", [g.latency_p99_us for g in members], "solid", 2.5),
                     ("p50", [g.latency_p50_us for g in members], "solid", 1),
+                    ("mean", [g.latency_mean_us for g in members], "dashdot", 1.5),
                     ("p99 from the send", [g.latency_uncorrected_p99_us for g in members], "dash", 1.5),
                     ("p50 from the send", [g.latency_uncorrected_p50_us for g in members], "dash", 0.8)):
                 if all(v is None for v in values):
@@ -587,7 +588,8 @@ def _sweep_section(page: _Page, report: Report) -> None:
         rows = [f'<tr><td class="num">{fmt.rps(st["rate_per_s"])}</td><td class="num">{fmt.rps(st["achieved_per_s"])}'
                 f'</td><td class="num">{st["started"]:,} / {st["completed"]:,}</td>'
                 f'<td class="num">{fmt.rps(st["requests_per_s"])}</td><td class="num">{fmt.us(st["p50_us"])}</td>'
-                f'<td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.pct(st["error_rate"])}</td>'
+                f'<td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.us(st["mean_us"])}</td>'
+                f'<td class="num">{fmt.pct(st["error_rate"])}</td>{_step_resource_cells(st, g)}'
                 f'<td class="num">{(st["duration_s"] or 0):.2f} s</td><td>{"RATE" if st["rate_not_met"] else ""}</td>'
                 "</tr>" for st in sw["steps"]]
         page.add(f'<div data-contestant="{e(g.contestant)}">'
@@ -595,7 +597,69 @@ def _sweep_section(page: _Page, report: Report) -> None:
                  f'<p class="note">{len(sw["steps"])} steps of {sw["conns_per_step"]:,} connections x '
                  f'{sw["requests_per_conn"]} requests (measurement {ids_html([sw["steps_measurement_id"]])})</p>'
                  + _table(["conn/s asked", "conn/s achieved", "connections started / completed", "req/s", "p50",
-                           "p99", "errors", "step length", "flag"], rows, cls="sweep-steps") + "</div>")
+                           "p99", "mean", "errors", *STEP_RESOURCE_HEADERS, "step length", "flag"], rows,
+                          cls="sweep-steps") + "</div>")
+    _steps_against_rate(page, groups, lambda g: g.sweep["steps"], "rate_per_s", "connection rate asked (conn/s)",
+                        "connection-rate sweep")
+
+
+STEP_RESOURCE_HEADERS = ("server CPU", "server CPU µs/req", "server peak RSS", "context switches/req")
+
+
+def _step_resource_cells(st: dict, g: Group) -> str:
+    """A step's server figures (stats._step_cost): CPU in % of its CPUs, CPU per request, peak RSS, and context
+    switches (voluntary + involuntary) per request; "–" where the step held too few monitor samples."""
+    cpu = capacity_pct(st["server_cpu_pct"], g.server_cpus)
+    return (f'<td class="num" data-field="step-cpu">{fmt.cpu_capacity(cpu, g.server_cpus)}</td>'
+            f'<td class="num">{fmt.cpu_us(st["server_cpu_us"])}</td>'
+            f'<td class="num" data-field="step-rss">{fmt.size_bytes(st["server_rss_peak_bytes"])}</td>'
+            f'<td class="num">{fmt.per_unit(st["server_ctx_per_request"])}</td>')
+
+
+def _steps_against_rate(page: _Page, groups: list[Group], steps_of, x_key: str, x_title: str, kind: str) -> None:
+    """Seed 003's five graphs across contestants for levels measured in steps on one server start (a
+    connection-rate sweep, a find-max search): replies per second, mean and p99 response time, errors, server
+    CPU and server RAM against the rate, one line per contestant (and series), one chart per scenario and
+    level."""
+    by_level: dict[tuple, list[Group]] = {}
+    for g in groups:
+        by_level.setdefault((g.scenario, g.level_key), []).append(g)
+    for (scenario, level_key), members in by_level.items():
+        fig = make_subplots(rows=5, cols=1, shared_xaxes=True, vertical_spacing=0.045,
+                            subplot_titles=("replies per second (successful)",
+                                            f"response time, mean (solid) and p99 (dotted), ms, {OPEN_LOOP_NOTE}",
+                                            "errors (% of requests)", "server CPU (% of its pinned CPUs)",
+                                            "server peak RSS (MiB)"))
+        for g in sorted(members, key=lambda g: g.contestant):
+            steps = steps_of(g)
+            xs = [st[x_key] for st in steps]
+            colour = colour_for(g.contestant)
+            common = {"mode": "lines+markers", "legendgroup": g.contestant, "meta": _of(g.contestant),
+                      "marker": {"symbol": symbol_for(g.contestant), "color": colour}}
+            for row, values, label, dash, legend in (
+                    (1, [st["requests_per_s"] for st in steps], "req/s", "solid", True),
+                    (2, [st["mean_us"] / 1000 if st["mean_us"] is not None else None for st in steps], "mean ms",
+                     "solid", False),
+                    (2, [st["p99_us"] / 1000 if st["p99_us"] is not None else None for st in steps], "p99 ms",
+                     "dot", False),
+                    (3, [100 * st["error_rate"] if st["error_rate"] is not None else None for st in steps],
+                     "% errors", "solid", False),
+                    (4, [capacity_pct(st["server_cpu_pct"], g.server_cpus) for st in steps], "% CPU", "solid",
+                     False),
+                    (5, [st["server_rss_peak_bytes"] / 2**20 if st["server_rss_peak_bytes"] else None
+                         for st in steps], "MiB", "solid", False)):
+                if all(v is None for v in values):
+                    continue
+                fig.add_trace(go.Scatter(x=xs, y=values, name=g.contestant, showlegend=legend,
+                                         line={"color": colour, "dash": dash},
+                                         hovertemplate=f"%{{x:,.0f}}: %{{y:,.2f}} {label}<extra>{e(g.contestant)}</extra>",
+                                         **common), row=row, col=1)
+        fig.update_yaxes(type="log", row=2, col=1)
+        for row in (1, 3, 4, 5):
+            fig.update_yaxes(rangemode="nonnegative", row=row, col=1)
+        fig.update_xaxes(title=x_title, row=5, col=1)
+        fig.update_layout(height=1250)
+        page.chart(fig, f"{scenario} {level_key}: {kind}, step by step against the rate")
 
 
 def _find_max_section(page: _Page, report: Report) -> None:
@@ -640,17 +704,20 @@ def _find_max_section(page: _Page, report: Report) -> None:
                               "%{fullData.name}</extra>"))
             rows = [f'<tr><td class="num">{i}</td><td class="num">{fmt.rps(st["rate_per_s"])}</td>'
                     f'<td>{"passed" if st["passed"] else "failed"}</td><td class="num">{fmt.rps(st["requests_per_s"])}'
-                    f'</td><td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.pct(st["error_rate"])}</td>'
+                    f'</td><td class="num">{fmt.us(st["p99_us"])}</td><td class="num">{fmt.us(st["mean_us"])}</td>'
+                    f'<td class="num">{fmt.pct(st["error_rate"])}</td>{_step_resource_cells(st, g)}'
                     f'<td>{e("; ".join(st["reasons"]))}</td></tr>' for i, st in enumerate(steps, 1)]
             page.add(f'<details data-contestant="{e(g.contestant)}"><summary>'
                      f"{e(g.contestant)}: the search's {len(steps)} steps (measurement "
                      f"{ids_html([g.find_max['steps_measurement_id']])})</summary>"
-                     + _table(["step", f"offered {g.find_max['unit']}", "verdict", "achieved req/s", "p99", "errors",
-                               "why not"],
+                     + _table(["step", f"offered {g.find_max['unit']}", "verdict", "achieved req/s", "p99", "mean",
+                               "errors", *STEP_RESOURCE_HEADERS, "why not"],
                               rows, cls="find-max-steps") + "</details>")
         fig.update_xaxes(title="step", dtick=1)
         fig.update_yaxes(title=f"offered {members[0].find_max['unit']} (x: failed the objective)", rangemode="tozero")
         page.chart(fig, f"{scenario} {level_key}: find-max steps")
+    _steps_against_rate(page, groups, lambda g: sorted(g.find_max["steps"], key=lambda st: st["rate_per_s"] or 0),
+                        "rate_per_s", "rate offered in the step", "find-max search")
 
 
 # With more contestants than this at one level, the percentile chart first shows the best ones (and a menu

@@ -751,14 +751,16 @@ def _find_max(ok: list[dict]) -> dict | None:
     known = sorted((f, i) for i, f in enumerate(found) if f is not None)
     median_m, median_search = searches[known[(len(known) - 1) // 2][1]] if known else searches[0]
     documents = median_m["generator"].get("steps") or []
+    resources = _step_resources(median_m)
     steps = []
     for index, verdict in enumerate(median_search.get("verdicts") or []):
         doc = documents[index] if index < len(documents) else {}
         steps.append({"rate_per_s": verdict.get("rate_per_s"), "passed": verdict.get("passed"),
                       "reasons": verdict.get("reasons") or [],
                       "requests_per_s": (doc.get("throughput") or {}).get("requests_per_s"),
-                      "p99_us": (doc.get("latency") or {}).get("p99_us"),
-                      "error_rate": stats.error_rate(doc) if doc.get("totals") else None})
+                      **_step_latency(doc), "error_rate": stats.error_rate(doc) if doc.get("totals") else None,
+                      "errors": (doc.get("totals") or {}).get("errors"),
+                      **(resources[index] if index < len(resources) else _NO_STEP_RESOURCES)})
     open_loop = median_m["generator"].get("open_loop") or {}
     per_conn = int((median_m["generator"].get("config") or {}).get("requests_per_conn") or 1)
     return {"found_rate_per_s_median": _median(found), "found_by_repeat": found,
@@ -770,6 +772,25 @@ def _find_max(ok: list[dict]) -> dict | None:
             "steps_measurement_id": median_m["id"]}
 
 
+# A step's server figures (stats._step_cost), None where the monitor had no window for it.
+_STEP_RESOURCE_FIELDS = ("server_cpu_pct", "server_cpu_us", "server_rss_peak_bytes", "server_ctx_per_request")
+_NO_STEP_RESOURCES = dict.fromkeys(_STEP_RESOURCE_FIELDS)
+
+
+def _step_resources(m: dict) -> list[dict]:
+    """The server's CPU, RSS and context switches in each step of a sweep or a find-max measurement, from its
+    stored cost (stats.cost_per_unit's `steps`); [] for a record made before steps had them."""
+    cost = stats.measurement_cost(m) or {}
+    return [{k: step.get(k) for k in _STEP_RESOURCE_FIELDS} for step in cost.get("steps") or []]
+
+
+def _step_latency(doc: dict) -> dict:
+    """A step's p50, p99 and mean latency (from the intended send time: these are open-loop steps)."""
+    latency = doc.get("latency") or {}
+    known = bool(latency.get("count"))
+    return {k: latency.get(k) if known else None for k in ("p50_us", "p99_us", "mean_us")}
+
+
 def _sweep(ok: list[dict]) -> dict | None:
     """A connections_per_step level (netarena-load --steps --conns-per-step): each step's figures (the asked and
     achieved connection rate, connections started and completed, req/s, p50/p99 from the intended send time,
@@ -779,20 +800,20 @@ def _sweep(ok: list[dict]) -> dict | None:
         return None
     median_m = sorted(sweeps, key=lambda m: m["generator"]["throughput"]["requests_per_s"])[(len(sweeps) - 1) // 2]
     config = median_m["generator"]["config"]
+    documents = median_m["generator"].get("steps") or []
+    resources = _step_resources(median_m)
     steps = []
-    for doc in median_m["generator"].get("steps") or []:
+    for index, doc in enumerate(documents):
         open_loop = doc.get("open_loop") or {}
         conns = open_loop.get("connections") or {}
-        latency = doc.get("latency") or {}
         steps.append({"rate_per_s": open_loop.get("asked_rate_per_s"),
                       "achieved_per_s": open_loop.get("achieved_rate_per_s"),
                       "started": conns.get("started"), "completed": conns.get("completed"),
-                      "requests_per_s": (doc.get("throughput") or {}).get("requests_per_s"),
-                      "p50_us": latency.get("p50_us") if latency.get("count") else None,
-                      "p99_us": latency.get("p99_us") if latency.get("count") else None,
+                      "requests_per_s": (doc.get("throughput") or {}).get("requests_per_s"), **_step_latency(doc),
                       "error_rate": stats.error_rate(doc) if doc.get("totals") else None,
                       "errors": (doc.get("totals") or {}).get("errors"), "duration_s": doc.get("duration_s"),
-                      "rate_not_met": bool(open_loop.get("rate_not_met"))})
+                      "rate_not_met": bool(open_loop.get("rate_not_met")),
+                      **(resources[index] if index < len(resources) else _NO_STEP_RESOURCES)})
     return {"conns_per_step": config.get("conns_per_step"), "requests_per_conn": config.get("requests_per_conn"),
             "steps": steps, "steps_measurement_id": median_m["id"]}
 
