@@ -40,7 +40,12 @@ module RubyPuma
 
   MONGO_URL = ENV.fetch("NETARENA_MONGO_URL", "")
   # Required in the master, before the fork, when a run asks for /mongo; every other scenario starts without it.
-  require "netarena_mongo" unless MONGO_URL.empty?
+  # The URL is checked here too: refused in a worker, it would stop that worker only, and the master would fork
+  # it again and again.
+  unless MONGO_URL.empty?
+    require "netarena_mongo"
+    NetarenaMongo.hosts_database(MONGO_URL)
+  end
 
   def self.routes
     @routes ||= Routes.new(nil)
