@@ -75,6 +75,8 @@ NO_PACKAGE_VERSION = {
     "python-threads": "http.server and socketserver are CPython's standard library",
     "ruby-eventmachine": "eventmachine and thin are Debian's packages: the versions apt installs on the host (the "
                          "manifest names the ones it was verified with)",
+    "ruby-puma": "puma and rack are Debian's packages: the versions apt installs on the host (the manifest names "
+                 "the ones it was verified with)",
 }
 
 # A version as framework_version writes one: digits and dots, with a suffix (4.2.20.Final, 1.0.0-rc1).
