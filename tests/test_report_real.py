@@ -4,6 +4,7 @@ shown as JSON and exported as Markdown."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -235,6 +236,12 @@ def test_page_in_headless_chromium(real_run, tmp_path):
         rate_chart = charts["hello: against the offered rate"]
         assert rate_chart["points"] >= 2 * len(RATES) and rate_chart["lines"] >= 2
         assert charts["hello c=4,w=1: throughput and p99 by contestant"]["bars"] == 4
+        # Seed 003's five graphs for the find-max search's steps: drawn, one line per contestant and graph.
+        steps_title = f"hello {FIND_MAX_LEVEL}: find-max search, step by step against the rate"
+        assert charts[steps_title]["lines"] >= 2 * 5, charts[steps_title]
+        for trace in chart_traces(text, html.escape(steps_title)):
+            group = medians[(trace["meta"]["contestant"], FIND_MAX_LEVEL)]
+            assert trace["x"] == sorted(s["rate_per_s"] for s in group["find_max"]["steps"])
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert severe == []
         ARTIFACTS.mkdir(exist_ok=True)
