@@ -60,6 +60,8 @@ FRAMEWORK_PACKAGES = {
     "java-netty": [("maven", "io.netty:netty-codec-http")],
     "play-scala": [("sbt", "org.playframework:sbt-plugin"), ("sbt", "scalaVersion"), ("sbt", "sbt.version")],
     # --- Rust (cargo: Cargo.lock) ---
+    "rust-actix": [("cargo", "actix-web"), ("cargo", "actix-http"), ("cargo", "actix-files"), ("cargo", "tokio")],
+    "rust-axum": [("cargo", "axum"), ("cargo", "hyper"), ("cargo", "tokio"), ("cargo", "tower-http")],
     "rust-hyper": [("cargo", "hyper"), ("cargo", "hyper-util"), ("cargo", "tokio"), ("cargo", "tower-http")],
 }
 

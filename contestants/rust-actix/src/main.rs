@@ -1,0 +1,238 @@
+//! netarena contestant: Actix Web 4 on its own HttpServer, the catalog's HTTP scenarios.
+//!
+//! `server [--host A] --port P --workers W [--static-dir D] [--mongo-url U]`; `--workers` is HttpServer's
+//! worker count: that many threads, each running its own single-threaded runtime and its own copy of the App.
+//! /mongo/{doc} is routed only with a non-empty `--mongo-url`, and only in a binary built with the `mongo`
+//! cargo feature: one without it refuses a non-empty `--mongo-url` with exit code 2.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use actix_files::Files;
+use actix_web::web::{self, Bytes};
+use actix_web::{App, HttpResponse, HttpServer};
+#[cfg(feature = "mongo")]
+use mongodb::bson::{doc, RawDocumentBuf};
+#[cfg(feature = "mongo")]
+use mongodb::Collection;
+use serde::Serialize;
+
+const NAME: &str = "rust-actix";
+/// Above the catalog's minimum of 1024 (Actix's default is exactly 1024); the kernel caps it at somaxconn.
+const LISTEN_BACKLOG: u32 = 4096;
+/// Refuse absurd /bytes/{n} so one request cannot make the server allocate gigabytes.
+const MAX_BYTES_LEN: usize = 64 * 1024 * 1024;
+const MAX_SLEEP_MS: u64 = 600_000;
+/// The catalog's /bytes/{n} sizes: their bodies are built once at start.
+const BYTES_SIZES: [usize; 3] = [40, 10_000, 524_288];
+
+struct Options {
+    host: IpAddr,
+    port: u16,
+    workers: usize,
+    static_dir: Option<PathBuf>,
+    /// Empty (netarena's `{mongo_url}` outside mongo measurements) or absent: no /mongo route.
+    mongo_url: String,
+}
+
+fn usage() -> &'static str {
+    "usage: server [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL]"
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut host = IpAddr::from([127, 0, 0, 1]);
+    let mut port = None;
+    let mut workers = 1usize;
+    let mut static_dir = None;
+    let mut mongo_url = String::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
+        match flag.as_str() {
+            "--host" => {
+                host = value
+                    .parse()
+                    .map_err(|_| format!("--host must be an IP address (0.0.0.0: every address), got {value:?}"))?
+            }
+            "--port" => {
+                port = Some(value.parse::<u16>().map_err(|_| format!("--port must be an integer 1..65535, got {value:?}"))?)
+            }
+            "--workers" => {
+                workers = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|w| *w >= 1)
+                    .ok_or_else(|| format!("--workers must be an integer >= 1, got {value:?}"))?
+            }
+            "--static-dir" => static_dir = Some(PathBuf::from(value)),
+            "--mongo-url" => mongo_url = value,
+            other => return Err(format!("unknown option {other:?}; {}", usage())),
+        }
+    }
+    let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
+    Ok(Options { host, port, workers, static_dir, mongo_url })
+}
+
+#[derive(Serialize)]
+struct Message {
+    message: &'static str,
+}
+
+/// Bodies for the catalog's /bytes/{n}, built once at start and shared by every worker (web::Data is an Arc;
+/// Bytes clones are refcounts), never changed, so requests read them without a lock. Any other n is built
+/// for its request.
+type BytesBodies = HashMap<usize, Bytes>;
+
+/// A &'static str answers as text/plain; charset=utf-8.
+async fn hello() -> &'static str {
+    "Hello, World!"
+}
+
+async fn json() -> web::Json<Message> {
+    web::Json(Message { message: "Hello, World!" })
+}
+
+async fn bytes(bodies: web::Data<BytesBodies>, n: web::Path<usize>) -> HttpResponse {
+    let n = n.into_inner();
+    if n > MAX_BYTES_LEN {
+        return HttpResponse::NotFound().finish();
+    }
+    let body = bodies.get(&n).cloned().unwrap_or_else(|| Bytes::from(vec![b'*'; n]));
+    HttpResponse::Ok().content_type("application/octet-stream").body(body)
+}
+
+/// actix_web::rt::time::sleep is tokio's timer on the worker's runtime: the worker serves others meanwhile.
+async fn sleep(ms: web::Path<u64>) -> HttpResponse {
+    let ms = ms.into_inner();
+    if ms > MAX_SLEEP_MS {
+        return HttpResponse::NotFound().finish();
+    }
+    actix_web::rt::time::sleep(Duration::from_millis(ms)).await;
+    HttpResponse::Ok().content_type("text/plain").body(format!("slept {ms}"))
+}
+
+/// GET /mongo/{doc}: one find_one by _id. The document stays the raw BSON the server sent (RawDocumentBuf, no
+/// intermediate tree) and is written by HttpResponse::json through the bson crate's serde implementation:
+/// field order kept, int32/int64 as JSON integers, doubles as JSON floats, strings, booleans, nested
+/// documents and arrays as themselves. An unknown _id is a 404, a database error a 500 with its message.
+#[cfg(feature = "mongo")]
+async fn find_doc(docs: web::Data<Collection<RawDocumentBuf>>, name: web::Path<String>) -> HttpResponse {
+    match docs.find_one(doc! { "_id": name.into_inner() }).await {
+        Ok(Some(found)) => HttpResponse::Ok().json(found),
+        Ok(None) => HttpResponse::NotFound().finish(),
+        Err(err) => HttpResponse::InternalServerError().content_type("text/plain").body(err.to_string()),
+    }
+}
+
+/// Most connections in the process's mongodb pool (see mongo_collection).
+#[cfg(feature = "mongo")]
+const MONGO_POOL_SIZE: u32 = 100;
+
+/// The process's one mongodb Client and the `docs` collection of the database the URL names, made on the main
+/// thread's runtime and shared by every worker, as Actix's own MongoDB example does. Its pool may hold 100
+/// connections, the default of the other official drivers measured beside it (PyMongo, Node, Go, Java); the
+/// Rust driver's own default of 10 would make this the only contestant queueing for a connection at 200
+/// clients. A maxPoolSize in the URL still wins. The driver connects in the background; a database that is
+/// down shows as 500s on /mongo, not as a failed start.
+#[cfg(feature = "mongo")]
+async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, String> {
+    let mut options = mongodb::options::ClientOptions::parse(url)
+        .await
+        .map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
+    options.max_pool_size.get_or_insert(MONGO_POOL_SIZE);
+    let client = mongodb::Client::with_options(options).map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
+    let db = client
+        .default_database()
+        .ok_or_else(|| format!("--mongo-url {url:?} names no database (mongodb://host:port/DATABASE)"))?;
+    Ok(db.collection::<RawDocumentBuf>("docs"))
+}
+
+async fn run(opts: Options) -> ExitCode {
+    #[cfg(feature = "mongo")]
+    let mongo_docs = if opts.mongo_url.is_empty() {
+        None
+    } else {
+        match mongo_collection(&opts.mongo_url).await {
+            Ok(docs) => Some(web::Data::new(docs)),
+            Err(msg) => {
+                eprintln!("{NAME}: {msg}");
+                return ExitCode::from(2);
+            }
+        }
+    };
+    let bodies: web::Data<BytesBodies> =
+        web::Data::new(BYTES_SIZES.iter().map(|&n| (n, Bytes::from(vec![b'*'; n]))).collect());
+    let static_dir = opts.static_dir.clone();
+    // The factory runs once per worker thread: each worker has its own App, sharing the Data made above.
+    let server = HttpServer::new(move || {
+        let mut app = App::new()
+            .app_data(bodies.clone())
+            .route("/hello", web::get().to(hello))
+            .route("/json", web::get().to(json))
+            .route("/bytes/{n}", web::get().to(bytes))
+            .route("/sleep/{ms}", web::get().to(sleep));
+        #[cfg(feature = "mongo")]
+        if let Some(docs) = &mongo_docs {
+            app = app.app_data(docs.clone()).route("/mongo/{doc}", web::get().to(find_doc));
+        }
+        if let Some(dir) = &static_dir {
+            // actix-files maps the path below /static onto the folder (refusing `..`).
+            app = app.service(Files::new("/static", dir));
+        }
+        app
+    })
+    .workers(opts.workers)
+    // Set before bind, which creates the socket with it.
+    .backlog(LISTEN_BACKLOG)
+    // Actix keeps the OS default (Nagle on) unless told: a response written in pieces (actix-files' chunks)
+    // would wait for the client's delayed ACK.
+    .tcp_nodelay(true);
+    let server = match server.bind(SocketAddr::new(opts.host, opts.port)) {
+        Ok(server) => server,
+        Err(err) => {
+            eprintln!("{NAME}: cannot listen on {} port {}: {err}", opts.host, opts.port);
+            return ExitCode::from(1);
+        }
+    };
+    // HttpServer handles the stop signals itself (SIGINT and SIGQUIT: immediate stop; SIGTERM: graceful).
+    match server.run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("{NAME}: {err}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let opts = match parse_args() {
+        Ok(opts) => opts,
+        Err(msg) => {
+            eprintln!("{NAME}: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    // A binary built without the driver says so at start, not with a 404 per request that would look like a
+    // missing fixture document.
+    if cfg!(not(feature = "mongo")) && !opts.mongo_url.is_empty() {
+        eprintln!(
+            "{NAME}: --mongo-url given, but this binary was built without the `mongo` cargo feature (the MongoDB \
+             driver); build it with `cargo build --release --features mongo` (netarena does when a run measures \
+             mongo)"
+        );
+        return ExitCode::from(2);
+    }
+    if let Some(dir) = &opts.static_dir {
+        if !dir.is_dir() {
+            eprintln!("{NAME}: --static-dir {} is not a directory; pass the folder holding the static file set", dir.display());
+            return ExitCode::from(2);
+        }
+    }
+    // The runtime of the main thread, as #[actix_web::main] makes it: it runs the server's control and signal
+    // handling (and the mongodb Client's background tasks); actix-server accepts on its own acceptor thread
+    // and the workers serve the requests.
+    actix_web::rt::System::new().block_on(run(opts))
+}
