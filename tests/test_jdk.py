@@ -41,7 +41,10 @@ sleep = "fixture"
 [install]
 java = 21
 # What the step saw (JAVA_HOME, the java first on PATH, {java}), and a counter of how often it ran.
-steps = [["sh", "-c", "echo $JAVA_HOME > {build_dir}/java_home; command -v java > {build_dir}/java_on_path; {java} -version 2> {build_dir}/java_version; echo run >> {env_dir}/runs"]]
+steps = [
+  ["sh", "-c", "echo $JAVA_HOME > {build_dir}/java_home; command -v java > {build_dir}/java_on_path"],
+  ["sh", "-c", "{java} -version 2> {build_dir}/java_version; echo run >> {env_dir}/runs"],
+]
 
 [start]
 command = ["sh", "-c", "echo $JAVA_HOME > {run_dir}/java_home; exec {java} -version 2> {run_dir}/java_version"]
