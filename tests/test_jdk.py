@@ -79,7 +79,7 @@ def _real_jdk(minimum: int = 21) -> jdk_module.Jdk:
     if not found:
         pytest.skip(f"no JDK of Java {minimum} or newer under {jdk_module.JVM_DIR}, which the java-21 contestants "
                     f"(java-helidon-se, java-spring-mvc-vt) need: install one there or set JAVA_HOME")
-    return max(found, key=lambda j: [int(p) for p in j.version.replace("_", ".").split(".") if p.isdigit()])
+    return max(found, key=lambda j: j.version_key)
 
 
 def _contestant(where: Path, manifest: str = MANIFEST) -> ct.Contestant:

@@ -27,8 +27,13 @@ class Jdk:
     @property
     def feature(self) -> int:
         """Java's feature release: 25 for "25.0.3", 8 for "1.8.0_392" (the numbering before Java 9)."""
-        parts = [int(p) for p in re.findall(r"\d+", self.version)[:2]]
+        parts = self.version_key
         return parts[1] if parts[0] == 1 and len(parts) > 1 else parts[0]
+
+    @property
+    def version_key(self) -> list[int]:
+        """Its version's numbers, for ordering JDKs newest first."""
+        return [int(p) for p in re.findall(r"\d+", self.version)]
 
     @property
     def java(self) -> Path:
@@ -95,16 +100,12 @@ def _candidates() -> list[tuple[str, list[Path]]]:
     return found
 
 
-def _newest_first(jdks: list[Jdk]) -> list[Jdk]:
-    return sorted(jdks, key=lambda j: [int(p) for p in re.findall(r"\d+", j.version)], reverse=True)
-
-
 def find_jdk(minimum: int) -> tuple[Jdk | None, str]:
     """The first JDK of Java `minimum` or newer (JAVA_HOME, the java on PATH, /usr/lib/jvm newest first), and
     what was looked at, for the reason when there is none: "JAVA_HOME=/x: Java 11.0.2; java on PATH: Java 17..."."""
     seen = []
     for where, homes in _candidates():
-        jdks = _newest_first([j for j in map(probe, homes) if j is not None])
+        jdks = sorted((j for j in map(probe, homes) if j is not None), key=lambda j: j.version_key, reverse=True)
         for jdk in jdks:
             if jdk.feature >= minimum:
                 return jdk, ""
