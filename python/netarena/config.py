@@ -32,8 +32,8 @@ HTTP_SCENARIOS = tuple(s.name for s in registry.all() if s.is_http)
 SERVICE_SCENARIOS = {s.name: s.service for s in registry.all() if s.service is not None}
 SERVICE_NAMES = registry.services()
 PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
-                *(f"{name}_url" for name in SERVICE_NAMES))
-STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python")
+                "java", *(f"{name}_url" for name in SERVICE_NAMES))
+STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # Debian's package-name rule. The names reach `apt-get install` as arguments: this keeps an option such as
 # `-oAPT::Get::...` (which can run commands) out of a command netarena runs as root.
@@ -71,6 +71,10 @@ class Install(Strict):
     debian: list[str] = []
     python_requirements: str | None = None
     python_runtime: Literal["cpython", "pypy"] = "cpython"
+    # The least Java feature release it builds and runs with (21: virtual threads). netarena finds a JDK of it or
+    # newer (netarena.jdk: JAVA_HOME, the java on PATH, /usr/lib/jvm) and gives it to the install steps and the
+    # server (JAVA_HOME, PATH, {java}); none found: the contestant is skipped with what was found and the fix.
+    java: Annotated[int, Field(ge=8, le=1000)] | None = None
     steps: InstallSteps = []
     optional: dict[str, OptionalInstall] = {}
 

@@ -21,6 +21,7 @@ from .checkout import repo_root
 from .config import MODEL_GROUPS, SCENARIOS, Manifest, load_manifest, model_group
 from .scenarios import registry
 from .errors import ConfigError, did_you_mean
+from .jdk import Jdk, find_jdk, jdk_missing_reason
 from .server_user import ServerUser, check_reachable, reachable, reachable_executable, server_user
 
 MANIFEST_NAME = "contestant.toml"
@@ -87,9 +88,25 @@ class Contestant:
             return str(self.venv_dir / "bin" / "python")
         return "python3"
 
+    def jdk(self) -> Jdk | None:
+        """The JDK it builds and runs with when its manifest asks for one (`[install] java`): the first of that
+        Java release or newer found here (netarena.jdk.find_jdk); None otherwise, or when there is none."""
+        minimum = self.manifest.install.java
+        return find_jdk(minimum)[0] if minimum else None
+
+    def java_env(self) -> dict[str, str]:
+        """The environment its install steps and server get for its JDK: JAVA_HOME, and PATH with the JDK's bin
+        first (so `mvn` compiles with it); empty when it asks for none."""
+        jdk = self.jdk()
+        if jdk is None:
+            return {}
+        return {"JAVA_HOME": str(jdk.home),
+                "PATH": os.pathsep.join([str(jdk.home / "bin"), os.environ.get("PATH", "")])}
+
     def placeholders(self, *, port: int | None = None, workers: int | None = None,
                      static_dir: Path | None = None, host: str = "127.0.0.1",
                      threads: int | None = None) -> dict[str, str]:
+        jdk = self.jdk()
         # {host}: the address to listen on; loopback on one machine, every address (0.0.0.0) on the server
         # host of a cluster, where the generators come from other hosts (docs/many-machines.md).
         values = {
@@ -99,6 +116,8 @@ class Contestant:
             "build_dir": str(self.env_dir / "build"),
             "run_dir": str(self.run_dir),
             "python": self.python(),
+            # The JDK's java when the manifest asks for one ([install] java), else the java on PATH.
+            "java": str(jdk.java) if jdk else "java",
             "static_dir": str(static_dir) if static_dir else "",
         }
         if port is not None:
@@ -235,6 +254,11 @@ def availability(contestant: Contestant, allow_apt: bool = True, parts=()) -> Av
         hint = ("apt-get install -y " + " ".join(manifest.install.debian)) if manifest.install.debian else \
             ("apt-get install -y pypy3 pypy3-venv" if exe == "pypy3" else f"install {exe} and put it on PATH")
         av.reasons.append(f"{exe} not installed: {hint}")
+    if manifest.install.java:
+        jdk, found = find_jdk(manifest.install.java)
+        if jdk is None:
+            av.runnable = False
+            av.reasons.append(jdk_missing_reason(manifest.install.java, found))
     if manifest.install.python_requirements and not _venv_current(contestant):
         av.notes.append(f"a venv will be created in {contestant.venv_dir} from "
                         f"{manifest.install.python_requirements}")
@@ -291,7 +315,14 @@ def _steps_stamp(contestant: Contestant) -> str:
     install = contestant.manifest.install
     return json.dumps({"steps": install.steps, "tree_sha256": _tree_hash(contestant.dir),
                        **({"optional": {name: part.model_dump(mode="json") for name, part in
-                                        sorted(install.optional.items())}} if install.optional else {})})
+                                        sorted(install.optional.items())}} if install.optional else {}),
+                       # Built with another JDK (another folder, or the same one updated) is not current.
+                       **({"jdk": _jdk_record(contestant)} if install.java else {})})
+
+
+def _jdk_record(contestant: Contestant) -> dict | None:
+    jdk = contestant.jdk()
+    return {"home": str(jdk.home), "version": jdk.version} if jdk else None
 
 
 def _has_steps(manifest: Manifest) -> bool:
@@ -567,6 +598,10 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
         if not shutil.which(exe):
             raise InstallError(availability(contestant, allow_apt).summary or f"{exe} not installed")
     record["executables"] = {exe: shutil.which(exe) for exe in _required_executables(manifest)}
+    if manifest.install.java:
+        record["jdk"] = _jdk_record(contestant)
+        if record["jdk"] is None:
+            raise InstallError(availability(contestant, allow_apt).summary)
     if manifest.install.python_requirements:
         if not _venv_current(contestant, user):
             say(f"{contestant.name}: creating venv ({manifest.install.python_runtime}) and installing "
@@ -605,6 +640,7 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
             (contestant.env_dir / "steps.stamp").unlink(missing_ok=True)
             (contestant.env_dir / "build").mkdir(parents=True, exist_ok=True)
             values = contestant.placeholders()
+            step_env = {**os.environ, **contestant.java_env()}
             count, index = sum(len(part_steps) for _, part_steps in todo), 0
             for part, part_steps in todo:
                 part_started = time.monotonic()
@@ -614,7 +650,7 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
                     argv = [expand(w, values) for w in step]
                     say(f"{contestant.name}: step {index}/{count}{label}: {' '.join(argv)}")
                     with _tool_lock(argv[0], contestant, say):
-                        _run_logged(argv, contestant.dir, log, f"install step {index}{label}")
+                        _run_logged(argv, contestant.dir, log, f"install step {index}{label}", step_env)
                 if part is not None:
                     parts_s[part] = time.monotonic() - part_started
             built = (built or set()) | {part for part, _ in todo if part is not None}
@@ -786,5 +822,8 @@ def for_servers(run_as_root: bool, contestants) -> ServerUser | None:
     paths = {"the cache": cache_root()}
     for contestant in contestants:
         paths[f"{contestant.name}'s folder"] = contestant.dir
+        jdk = contestant.jdk()
+        if jdk is not None:
+            paths[f"{contestant.name}'s JDK"] = jdk.home
     check_reachable(paths, user)
     return user

@@ -58,6 +58,7 @@ class RealBackend:
         values.update(service_urls or {})
         argv = [expand(w, values) for w in contestant.command(scenario)]
         env = dict(os.environ)
+        env.update(contestant.java_env())  # the JDK it asks for ([install] java): JAVA_HOME, PATH
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
         env["PYTHONUNBUFFERED"] = "1"  # so a crashed Python contestant's last words reach the log
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the contestant's folder

@@ -1,0 +1,145 @@
+package netarena.helidon;
+
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
+import io.helidon.config.Config;
+import io.helidon.http.HeaderValues;
+import io.helidon.http.Status;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import io.helidon.webserver.staticcontent.StaticContentFeature;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import org.bson.Document;
+
+/**
+ * Helidon SE WebServer: every connection is served on its own virtual thread, so a handler blocks as plain
+ * Java code does (Thread.sleep, the synchronous MongoDB driver) and the carrier thread serves others meanwhile.
+ */
+public final class Main {
+    static final int MAX_BYTES = 16 * 1024 * 1024;
+    static final int MAX_SLEEP_MS = 60_000;
+    static final byte[] HELLO = "Hello, World!".getBytes(StandardCharsets.US_ASCII);
+
+    record Message(String message) {}
+
+    /** The body of /bytes/{n}, built once per n and shared afterwards. */
+    private static final Map<Integer, byte[]> BYTES = new ConcurrentHashMap<>();
+
+    public static void main(String[] argv) {
+        // application.yaml, overridden by system properties (the start command's -D options) and the environment.
+        Config config = Config.create();
+        Path staticDir = Path.of(config.get("app.static-dir").asString()
+                .orElseGet(() -> fail("give -Dapp.static-dir=DIR, the folder holding the static file set")))
+                .toAbsolutePath().normalize();
+        if (!Files.isDirectory(staticDir)) {
+            fail("app.static-dir " + staticDir + " is not a directory; pass the folder holding the static file set");
+        }
+        // Empty (netarena's {mongo_url} outside mongo measurements): no database, /mongo answers 404.
+        String mongoUrl = config.get("app.mongo-url").asString().orElse("");
+        MongoCollection<Document> docs = mongoUrl.isEmpty() ? null : openDocs(mongoUrl);
+        for (int n : new int[] {40, 10_000, 524_288}) {
+            bytes(n);
+        }
+
+        WebServer.builder()
+                .config(config.get("server"))
+                .addFeature(StaticContentFeature.create(s -> s.addPath(p -> p.location(staticDir).context("/static"))))
+                .routing(routing -> routes(routing, docs))
+                .build()
+                .start();
+    }
+
+    static void routes(HttpRouting.Builder routing, MongoCollection<Document> docs) {
+        routing.get("/hello", (req, res) -> {
+                    res.header(HeaderValues.CONTENT_TYPE_TEXT_PLAIN);
+                    res.send(HELLO);
+                })
+                .get("/json", (req, res) -> res.send(new Message("Hello, World!")))
+                .get("/bytes/{n}", (req, res) -> {
+                    int n = bounded(req, "n", MAX_BYTES);
+                    if (n < 0) {
+                        badRequest(res, "/bytes/{n} needs 0 <= n <= " + MAX_BYTES);
+                        return;
+                    }
+                    res.header(HeaderValues.CONTENT_TYPE_OCTET_STREAM);
+                    res.send(bytes(n));
+                })
+                // Blocks this request's virtual thread only: the JDK unmounts it from its carrier while it sleeps.
+                .get("/sleep/{ms}", (req, res) -> {
+                    int ms = bounded(req, "ms", MAX_SLEEP_MS);
+                    if (ms < 0) {
+                        badRequest(res, "/sleep/{ms} needs 0 <= ms <= " + MAX_SLEEP_MS);
+                        return;
+                    }
+                    Thread.sleep(ms);
+                    res.header(HeaderValues.CONTENT_TYPE_TEXT_PLAIN);
+                    res.send("slept " + ms);
+                })
+                .get("/mongo/{doc}", (req, res) -> {
+                    if (docs == null) {
+                        res.status(Status.NOT_FOUND_404).send("mongo is not configured: start with -Dapp.mongo-url=URL\n");
+                        return;
+                    }
+                    String id = req.path().pathParameters().get("doc");
+                    // One find by _id on the driver's connection pool; the virtual thread waits for the reply.
+                    Document doc = docs.find(Filters.eq("_id", id)).first();
+                    if (doc == null) {
+                        res.status(Status.NOT_FOUND_404).send("no document " + id + "\n");
+                    } else {
+                        res.send(doc);  // Helidon's JSON media support (Jackson), as /json
+                    }
+                });
+    }
+
+    static byte[] bytes(int n) {
+        return BYTES.computeIfAbsent(n, k -> {
+            byte[] body = new byte[k];
+            Arrays.fill(body, (byte) '*');
+            return body;
+        });
+    }
+
+    /** The path parameter as an int in 0..max, or -1 when it is not one. */
+    static int bounded(ServerRequest req, String name, int max) {
+        try {
+            int value = Integer.parseInt(req.path().pathParameters().get(name));
+            return value >= 0 && value <= max ? value : -1;
+        } catch (NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    static void badRequest(ServerResponse res, String message) {
+        res.status(Status.BAD_REQUEST_400).send(message + "\n");
+    }
+
+    /** One MongoClient (the driver's pool, default 100 connections) for the process; it connects lazily. */
+    static MongoCollection<Document> openDocs(String url) {
+        try {
+            com.mongodb.ConnectionString cs = new com.mongodb.ConnectionString(url);
+            if (cs.getDatabase() == null || cs.getDatabase().isEmpty()) {
+                fail("app.mongo-url '" + url + "' names no database (mongodb://host:port/DATABASE)");
+            }
+            MongoClient client = MongoClients.create(cs);
+            Runtime.getRuntime().addShutdownHook(new Thread(client::close));
+            return client.getDatabase(cs.getDatabase()).getCollection("docs");
+        } catch (IllegalArgumentException e) {
+            return fail("app.mongo-url '" + url + "': " + e.getMessage());
+        }
+    }
+
+    static <T> T fail(String message) {
+        System.err.println("error: " + message);
+        System.exit(2);
+        return null;
+    }
+}
