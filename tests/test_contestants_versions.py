@@ -58,6 +58,7 @@ FRAMEWORK_PACKAGES = {
     "go-fasthttp": [("go", "github.com/valyala/fasthttp")],
     # --- JVM (Maven: pom.xml; sbt: the build definition) ---
     "java-netty": [("maven", "io.netty:netty-codec-http")],
+    "java-spring-webflux": [("maven", "org.springframework.boot:spring-boot-starter-parent")],
     "java-vertx": [("maven", "io.vertx:vertx-stack-depchain")],
     "play-scala": [("sbt", "org.playframework:sbt-plugin"), ("sbt", "scalaVersion"), ("sbt", "sbt.version")],
     # --- Rust (cargo: Cargo.lock) ---
