@@ -4,9 +4,9 @@ Each contestant whose framework comes from a package registry is listed in FRAME
 packages its framework_version names, each read where the install put it or from the lock file the build is
 held to: pip from the contestant's own venv (installed as its manifest says, a cache hit after
 test_contestants_verify), npm from node_modules/<package>/package.json (after `npm ci`), cargo from
-Cargo.lock (built with --locked), Maven from pom.xml's exact dependency or parent version, sbt from the build
-definition's exact pins, Go from go.mod's require line (the version go.sum holds). The test fails when
-framework_version lacks one of those versions, or states a version none of them has (a stale one).
+Cargo.lock (built with --locked), Maven from pom.xml's exact dependency, imported BOM or parent version, sbt
+from the build definition's exact pins, Go from go.mod's require line (the version go.sum holds). The test
+fails when framework_version lacks one of those versions, or states a version none of them has (a stale one).
 Every other contestant is in NO_PACKAGE_VERSION with the reason its version is not a pin; a new contestant
 in neither table fails, so the table cannot silently fall behind.
 """
@@ -61,6 +61,8 @@ FRAMEWORK_PACKAGES = {
     # The framework's application parent pins every module of it (its BOM): the parent's version is the pin.
     "java-helidon-se": [("maven", "io.helidon.applications:helidon-se")],
     "java-spring-mvc-vt": [("maven", "org.springframework.boot:spring-boot-starter-parent")],
+    "java-spring-webflux": [("maven", "org.springframework.boot:spring-boot-starter-parent")],
+    "java-vertx": [("maven", "io.vertx:vertx-stack-depchain")],
     "play-scala": [("sbt", "org.playframework:sbt-plugin"), ("sbt", "scalaVersion"), ("sbt", "sbt.version")],
     # --- Rust (cargo: Cargo.lock) ---
     "rust-actix": [("cargo", "actix-web"), ("cargo", "actix-http"), ("cargo", "actix-files"), ("cargo", "tokio")],
@@ -125,19 +127,20 @@ def _cargo_version(name, package):
 
 
 def _maven_version(name, package):
+    """The exact version pom.xml gives `package`: a dependency's, a BOM's it imports (java-vertx's
+    vertx-stack-depchain) or its parent's (java-spring-webflux's spring-boot-starter-parent)."""
     ns = {"m": "http://maven.apache.org/POM/4.0.0"}
     pom = ET.parse(CONTESTANTS / name / "pom.xml").getroot()
     properties = {child.tag.split("}")[1]: child.text for child in pom.find("m:properties", ns) or []}
     group, artifact = package.split(":")
-    parent = pom.find("m:parent", ns)
-    if parent is not None and parent.findtext("m:groupId", namespaces=ns) == group \
-            and parent.findtext("m:artifactId", namespaces=ns) == artifact:
-        return parent.findtext("m:version", namespaces=ns)  # a literal: Maven takes no property there
-    for dep in pom.iterfind("m:dependencies/m:dependency", ns):
-        if dep.findtext("m:groupId", namespaces=ns) == group and dep.findtext("m:artifactId", namespaces=ns) == artifact:
-            version = dep.findtext("m:version", namespaces=ns)
+    places = ["m:dependencies/m:dependency", "m:dependencyManagement/m:dependencies/m:dependency", "m:parent"]
+    for element in (e for place in places for e in pom.iterfind(place, ns)):
+        coordinates = element.findtext("m:groupId", namespaces=ns), element.findtext("m:artifactId", namespaces=ns)
+        if coordinates == (group, artifact):
+            version = element.findtext("m:version", namespaces=ns)
+            assert version, f"{name}/pom.xml gives {package} no version of its own (a BOM or the parent manages it)"
             return re.sub(r"\$\{([^}]+)\}", lambda m: properties[m.group(1)], version)
-    raise AssertionError(f"{name}/pom.xml has no dependency or parent {package}")
+    raise AssertionError(f"{name}/pom.xml has no dependency, imported BOM or parent {package}")
 
 
 def _sbt_version(name, package):

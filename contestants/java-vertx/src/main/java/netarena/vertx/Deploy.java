@@ -1,0 +1,44 @@
+package netarena.vertx;
+
+import io.vertx.core.Deployable;
+import io.vertx.core.DeploymentOptions;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * How both servers run: one Vert.x instance with {workers} event loops and {workers} instances of the
+ * verticle, Vert.x's documented way to use several cores. Every instance listens on the same port; Vert.x
+ * binds it once and hands the accepted connections to the instances' event loops in turn.
+ */
+final class Deploy {
+    private Deploy() {}
+
+    static Vertx start(int workers, String host, int port, Supplier<? extends Deployable> verticle) {
+        Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(workers));
+        // netarena stops us with SIGTERM: close the servers (and the mongo client) before the JVM exits.
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> close(vertx)));
+        try {
+            vertx.deployVerticle(verticle, new DeploymentOptions().setInstances(workers))
+                    .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            Throwable cause = e.getCause() != null ? e.getCause() : e;
+            System.err.println("error: cannot serve on " + host + " port " + port + ": " + cause
+                    + " (is the port already in use?)");
+            close(vertx);
+            // halt, not exit: exit would run the shutdown hook, which closes Vert.x a second time.
+            Runtime.getRuntime().halt(1);
+        }
+        return vertx;
+    }
+
+    // Bounded: the orchestrator waits stop_timeout_s for the exit before it kills the process group.
+    private static void close(Vertx vertx) {
+        try {
+            vertx.close().toCompletionStage().toCompletableFuture().get(3, TimeUnit.SECONDS);
+        } catch (Exception ignored) {
+            // exiting anyway
+        }
+    }
+}

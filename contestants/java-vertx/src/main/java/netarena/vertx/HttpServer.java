@@ -1,0 +1,169 @@
+package netarena.vertx;
+
+import com.mongodb.ConnectionString;
+import io.vertx.core.Future;
+import io.vertx.core.VerticleBase;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.http.HttpHeaders;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.json.JsonObject;
+import io.vertx.ext.mongo.MongoClient;
+import io.vertx.ext.web.Router;
+import io.vertx.ext.web.RoutingContext;
+import io.vertx.ext.web.handler.FileSystemAccess;
+import io.vertx.ext.web.handler.StaticHandler;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** The HTTP verticle: Vert.x Web's Router on an HttpServer; {workers} instances of it share the port. */
+public final class HttpServer extends VerticleBase {
+    static final int MAX_BYTES = 16 * 1024 * 1024;
+    static final int MAX_SLEEP_MS = 60_000;
+    // One shared pool for every verticle instance (MongoClient.createShared by this name), as Vert.x's docs
+    // advise: the instances are one application.
+    private static final String MONGO_POOL = "netarena";
+
+    private static final Buffer HELLO = Buffer.buffer("Hello, World!");
+    // /bytes/{n} bodies, built once per n and shared: writing a Buffer sends a slice of it, never the original.
+    private static final ConcurrentHashMap<Integer, Buffer> BYTES = new ConcurrentHashMap<>();
+
+    private final String host;
+    private final int port;
+    private final String staticDir;
+    /** Null without --mongo-url: /mongo answers 404 then. */
+    private final JsonObject mongoConfig;
+    private MongoClient mongo;
+
+    HttpServer(String host, int port, String staticDir, JsonObject mongoConfig) {
+        this.host = host;
+        this.port = port;
+        this.staticDir = staticDir;
+        this.mongoConfig = mongoConfig;
+    }
+
+    @Override
+    public Future<?> start() {
+        if (mongoConfig != null) {
+            mongo = MongoClient.createShared(vertx, mongoConfig, MONGO_POOL);
+        }
+        Router router = Router.router(vertx);
+        router.get("/hello").handler(ctx -> ctx.response()
+                .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain")
+                .end(HELLO));
+        // RoutingContext.json: Vert.x's JSON codec encodes the object and sets Content-Type application/json.
+        router.get("/json").handler(ctx -> ctx.json(new JsonObject().put("message", "Hello, World!")));
+        router.get("/bytes/:n").handler(this::bytes);
+        router.get("/sleep/:ms").handler(this::sleep);
+        router.get("/mongo/:doc").handler(this::mongo);
+        // Vert.x Web's StaticHandler with its production defaults (cache headers, cached file properties,
+        // sendfile); FileSystemAccess.ROOT because the static set lives outside the working directory.
+        router.get("/static/*").handler(StaticHandler.create(FileSystemAccess.ROOT, staticDir));
+        // Vert.x's defaults otherwise: TCP_NODELAY on; the listen backlog is Netty's, the kernel's
+        // net.core.somaxconn (4096 on current kernels, above the catalog's 1024).
+        return vertx.createHttpServer(new HttpServerOptions())
+                .requestHandler(router)
+                .listen(port, host);
+    }
+
+    private void bytes(RoutingContext ctx) {
+        int n = parseBounded(ctx.pathParam("n"), MAX_BYTES);
+        if (n < 0) {
+            text(ctx, 400, "/bytes/{n} needs 0 <= n <= " + MAX_BYTES + "\n");
+            return;
+        }
+        ctx.response()
+                .putHeader(HttpHeaders.CONTENT_TYPE, "application/octet-stream")
+                .end(body(n));
+    }
+
+    static Buffer body(int n) {
+        return BYTES.computeIfAbsent(n, k -> {
+            byte[] stars = new byte[k];
+            Arrays.fill(stars, (byte) '*');
+            return Buffer.buffer(stars);
+        });
+    }
+
+    // A timer on this verticle's event loop: the loop serves other connections meanwhile.
+    private void sleep(RoutingContext ctx) {
+        int ms = parseBounded(ctx.pathParam("ms"), MAX_SLEEP_MS);
+        if (ms < 0) {
+            text(ctx, 400, "/sleep/{ms} needs 0 <= ms <= " + MAX_SLEEP_MS + "\n");
+            return;
+        }
+        if (ms == 0) {
+            text(ctx, 200, "slept 0");  // setTimer refuses a delay below 1 ms
+            return;
+        }
+        vertx.setTimer(ms, id -> text(ctx, 200, "slept " + ms));
+    }
+
+    // One find by _id through Vert.x's MongoDB client (the official reactive-streams driver underneath); its
+    // future completes on this verticle's event loop, and the document goes out through RoutingContext.json.
+    private void mongo(RoutingContext ctx) {
+        if (mongo == null) {
+            text(ctx, 404, "mongo is not configured: start with --mongo-url\n");
+            return;
+        }
+        mongo.findOne("docs", new JsonObject().put("_id", ctx.pathParam("doc")), null)
+                .onSuccess(doc -> {
+                    if (doc == null) {
+                        text(ctx, 404, "not found\n");
+                    } else {
+                        ctx.json(doc);
+                    }
+                })
+                .onFailure(error -> text(ctx, 500, "mongo: " + error.getMessage() + "\n"));
+    }
+
+    private static void text(RoutingContext ctx, int status, String body) {
+        ctx.response()
+                .setStatusCode(status)
+                .putHeader(HttpHeaders.CONTENT_TYPE, "text/plain; charset=utf-8")
+                .end(body);
+    }
+
+    private static int parseBounded(String digits, int max) {
+        if (digits == null || digits.isEmpty() || digits.length() > 9 || !digits.chars().allMatch(Character::isDigit)) {
+            return -1;
+        }
+        int n = Integer.parseInt(digits);
+        return n <= max ? n : -1;
+    }
+
+    public static void main(String[] argv) {
+        Args args = new Args(argv,
+                "java -jar netarena-vertx.jar [--host ADDR] --port PORT [--workers N] --static-dir DIR"
+                        + " [--mongo-url mongodb://HOST:PORT/DATABASE]");
+        String host = args.string("host", "127.0.0.1");
+        int port = args.positiveInt("port", null);
+        int workers = args.positiveInt("workers", 1);
+        Path staticDir = Path.of(args.string("static-dir", null)).toAbsolutePath().normalize();
+        if (!Files.isDirectory(staticDir)) {
+            args.fail("--static-dir " + staticDir + " is not a directory; pass the folder holding the static file set");
+        }
+        // Empty (netarena's {mongo_url} outside mongo measurements): no database, /mongo answers 404.
+        String mongoUrl = args.string("mongo-url", "");
+        JsonObject mongoConfig = null;
+        if (!mongoUrl.isEmpty()) {
+            String database = null;
+            try {
+                database = new ConnectionString(mongoUrl).getDatabase();
+            } catch (IllegalArgumentException e) {
+                args.fail("--mongo-url '" + mongoUrl + "': " + e.getMessage());
+            }
+            if (database == null || database.isEmpty()) {
+                args.fail("--mongo-url '" + mongoUrl + "' names no database (mongodb://host:port/DATABASE)");
+            }
+            // The client's defaults otherwise (the driver's pool of 100 connections).
+            mongoConfig = new JsonObject().put("connection_string", mongoUrl).put("db_name", database);
+        }
+        JsonObject mongo = mongoConfig;
+        for (int n : new int[] {40, 10_000, 524_288}) {
+            body(n);
+        }
+        Deploy.start(workers, host, port, () -> new HttpServer(host, port, staticDir.toString(), mongo));
+    }
+}
