@@ -108,6 +108,26 @@ def test_list_groups_contestants_by_language_then_model(tmp_path, cache_dir):
     assert "green threads (goroutines)" in table.stdout
 
 
+def test_list_names_the_frameworks_that_are_not_contestants_and_refuses_a_bad_entry(tmp_path, cache_dir):
+    folder = tmp_path / "contestants" / "fx-other"
+    folder.mkdir(parents=True)
+    (folder / "contestant.toml").write_text((FIXTURE_CONTESTANTS / "fx-other" / "contestant.toml").read_text())
+    not_here = tmp_path / "contestants" / "not-here.toml"
+    not_here.write_text('[[framework]]\nframework = "Bun"\nlanguage = "javascript"\nreason = "backlog fixed at 512"\n')
+    listed = run_cli(["list", "--contestants-dir", tmp_path / "contestants", "--json"], cache_dir)
+    assert listed.returncode == 0, listed.stderr
+    assert json.loads(listed.stdout)["not_here"] == [{"framework": "Bun", "language": "javascript",
+                                                      "reason": "backlog fixed at 512"}]
+    table = run_cli(["list", "--contestants-dir", tmp_path / "contestants"], cache_dir, COLUMNS="200")
+    assert "not here: Bun (javascript): backlog fixed at 512" in table.stdout, table.stdout
+    markdown = run_cli(["list", "--contestants-dir", tmp_path / "contestants", "--markdown"], cache_dir)
+    assert "| Bun | javascript | backlog fixed at 512 |" in markdown.stdout, markdown.stdout
+
+    not_here.write_text('[[framework]]\nframework = "Bun"\nlanguage = "javascript"\nwhy = "backlog"\n')
+    refused = run_cli(["list", "--contestants-dir", tmp_path / "contestants"], cache_dir)
+    assert refused.returncode == 2 and "not-here.toml" in refused.stderr and "why" in refused.stderr, refused.stderr
+
+
 def test_a_stop_whose_exception_was_swallowed_still_stops_the_run(tmp_path, cache_dir, monkeypatch):
     """Ctrl-C raised inside code that ignores exceptions (logging's at-fork handler did this while a server
     was forked) must still stop the run after the current measurement, keep it, and exit 130."""

@@ -27,7 +27,7 @@ from .cluster import ClusterError
 from .cluster.certs import ROLES, make_certs
 from .cluster.lab import down, up
 from .cluster.spec import load_cluster
-from .config import SCENARIOS, SERVICE_SCENARIOS, model_group
+from .config import SCENARIOS, SERVICE_SCENARIOS, load_not_here, model_group
 from .scenarios import registry
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir,
                           default_install_jobs, for_servers, install, install_concurrently, install_parts, list_names,
@@ -207,8 +207,13 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
     except ConfigError as exc:
         fail_bad_input(exc)
         return
+    try:
+        not_here = load_not_here(contestants_dir)
+    except ConfigError as exc:
+        fail_bad_input(exc)
+        return
     if markdown:
-        click.echo(markdown_catalog(contestants), nl=False)
+        click.echo(markdown_catalog(contestants, not_here), nl=False)
         return
     try:
         services = load_all()
@@ -232,7 +237,7 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
                      "scenarios": {s: scenario_note(c, s) for s in SCENARIOS}})
     if json_mode:
         click.echo(json.dumps({"contestants_dir": str(contestants_dir), "scenarios": list(SCENARIOS),
-                               "contestants": rows}, indent=2))
+                               "contestants": rows, "not_here": [n.model_dump() for n in not_here]}, indent=2))
         return
     console = make_console()
     if not rows:
@@ -261,6 +266,8 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
             console.print(styled((row["name"], "red"), ": ", reason))
         for note in row["notes"]:
             console.print(f"{row['name']}: {note}")
+    for entry in not_here:
+        console.print(styled((f"not here: {entry.framework}", "yellow"), f" ({entry.language}): {entry.reason}"))
     for name, (runnable, reasons) in service_status.items():
         if not runnable:
             users = ", ".join(r["name"] for r in rows if name in r["services"])

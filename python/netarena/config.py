@@ -531,6 +531,33 @@ def _check_manifest_paths(words, folder: Path, fail, loc: tuple) -> None:
                      "keep what the contestant runs in its own folder (or a shared _folder beside it)")
 
 
+# ----------------------------------------------------------------------------- frameworks that are not contestants
+
+# contestants/not-here.toml: frameworks a user would look for that are not contestants, each with why (a runtime
+# that cannot run here, packages no registry of the project serves). `netarena list` and docs/contestants.md
+# show them, so the reason is where the contestants are listed.
+NOT_HERE_FILE = "not-here.toml"
+
+
+class NotHereEntry(Strict):
+    framework: Annotated[str, Field(min_length=1)]
+    language: Annotated[str, Field(min_length=1)]
+    reason: Annotated[str, Field(min_length=1)]
+
+
+class NotHere(Strict):
+    framework: Annotated[list[NotHereEntry], Field(default_factory=list)]
+
+
+def load_not_here(contestants_dir: Path) -> list[NotHereEntry]:
+    """The frameworks contestants_dir says are not contestants, and why; none when it has no such file."""
+    path = contestants_dir / NOT_HERE_FILE
+    if not path.is_file():
+        return []
+    data, text = read_toml(path)
+    return list(_validate(NotHere, data, path, text).framework)
+
+
 def load_manifest(path: Path) -> Manifest:
     data, text = read_toml(path)
     manifest: Manifest = _validate(Manifest, data, path, text)
@@ -804,7 +831,7 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 __all__ = [
     "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
-    "Manifest", "Suite",
+    "NotHereEntry", "load_not_here", "Manifest", "Suite",
     "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",
 ]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checkout import repo_root
-from .config import MODEL_GROUPS, SCENARIOS, Manifest, load_manifest, model_group
+from .config import MODEL_GROUPS, SCENARIOS, Manifest, NotHereEntry, load_manifest, model_group
 from .scenarios import registry
 from .errors import ConfigError, did_you_mean
 from .jdk import Jdk, find_jdk, jdk_missing_reason
@@ -783,7 +783,7 @@ def _by_language_and_model(contestants: list[Contestant]) -> list[str]:
     return lines
 
 
-def markdown_catalog(contestants: list[Contestant]) -> str:
+def markdown_catalog(contestants: list[Contestant], not_here: list[NotHereEntry] = ()) -> str:
     """docs/contestants.md: the contestants x scenarios table, generated from the manifests alone (what each
     contestant implements, not whether it runs on this machine: that is `netarena list`)."""
     def cell(text: str) -> str:
@@ -806,6 +806,11 @@ def markdown_catalog(contestants: list[Contestant]) -> str:
         reasons += [f"- **{c.name}** `{s}`: {cell(m.unsupported[s])}" for s in SCENARIOS if s in m.unsupported]
     lines += _by_language_and_model(contestants)
     lines += ["", "## Not implemented, and why", ""] + (reasons or ["(none)"])
+    if not_here:
+        lines += ["", "## Frameworks that are not contestants, and why", "",
+                  "From `contestants/not-here.toml`; `netarena list` prints them too.", "",
+                  "| framework | language | why |", "|---|---|---|"]
+        lines += [f"| {cell(n.framework)} | {cell(n.language)} | {cell(n.reason)} |" for n in not_here]
     lines += ["", "## Notes", ""] + [f"- **{c.name}** ({cell(c.manifest.display_name)}): {cell(c.manifest.notes)}"
                                      for c in contestants if c.manifest.notes]
     return "\n".join(lines) + "\n"
