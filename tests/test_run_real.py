@@ -1074,12 +1074,12 @@ warmup_s = 0.2
 duration_s = 20
 timeout_s = 2
 
-# Three connection rates on one server start each; every step lasts 60 / rate s (1.5, 1.0 and 0.75 s), so it
-# holds several of the monitor's 0.25 s samples.
+# Three connection rates on one server start each; every step lasts 60 / rate s (3, 2 and 1.5 s), so it
+# holds several of the monitor's 0.25 s samples even where the monitor's thread is late on a slow host.
 [[measure]]
 scenario = "hello"
 connections = [20]
-conn_rate = [40, 60, 80]
+conn_rate = [20, 30, 40]
 requests_per_conn = 2
 connections_per_step = 60
 """
@@ -1123,14 +1123,14 @@ def test_a_sweeps_steps_carry_the_servers_cpu_rss_and_switches_and_a_chart_acros
     for header in ("server CPU", "server CPU µs/req", "server peak RSS", "context switches/req"):
         assert f"<th>{header}</th>" in html
     assert html.count('data-field="step-cpu"') == 6  # 3 steps x 2 contestants
-    title = "hello c=20,w=1,conn_rate_steps=40:80:20,per_conn=2,conns_per_step=60: connection-rate sweep, " \
+    title = "hello c=20,w=1,conn_rate_steps=20:40:10,per_conn=2,conns_per_step=60: connection-rate sweep, " \
             "step by step against the rate"
     assert f'data-chart="{title}"' in html
     from test_report_html import chart_traces
     traces = chart_traces(html, title)
     by_contestant: dict[str, int] = {}
     for trace in traces:
-        assert trace["x"] == [40, 60, 80], trace["x"]
+        assert trace["x"] == [20, 30, 40], trace["x"]
         by_contestant[trace["meta"]["contestant"]] = by_contestant.get(trace["meta"]["contestant"], 0) + 1
     # replies/s, mean, p99, errors, CPU and RSS: six lines on five graphs for each contestant
     assert by_contestant == {"fx-good": 6, "fx-other": 6}, by_contestant

@@ -191,7 +191,7 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
     if window.get("measured_only") and server.get("cpu_user_s") is not None:
         span_s = window["end_s"] - window["start_s"]
         if span_s > 0:
-            in_span = units * min(1.0, span_s / duration_s)
+            in_span = _units_in_span(units, span_s, duration_s)
             out.update(window_s=round(span_s, 4),
                        server_cpu_user_us=round(1e6 * server["cpu_user_s"] / in_span, 3),
                        server_cpu_sys_us=round(1e6 * server["cpu_sys_s"] / in_span, 3),
@@ -204,6 +204,12 @@ def cost_per_unit(generator: dict | None, monitor: dict | None) -> dict | None:
     return out
 
 
+def _units_in_span(units: float, span_s: float, duration_s: float) -> float:
+    """The units served in the monitor's span of a window that lasted duration_s: the span is up to a sampling
+    interval short at each end, so the units are scaled to it, assuming a steady rate inside the window."""
+    return units * min(1.0, span_s / duration_s)
+
+
 def _step_cost(step: dict, tree: dict) -> dict:
     """One step of a sweep or a find-max search (its own rate, on the same server start): the server's CPU
     (user, system, and in % of one core, like top), peak RSS and context switches over the monitor's samples
@@ -214,7 +220,7 @@ def _step_cost(step: dict, tree: dict) -> dict:
     span_s = tree["end_s"] - tree["start_s"]
     responses = (step.get("totals") or {}).get("responses") or 0
     duration_s = step.get("duration_s") or 0
-    in_span = responses * min(1.0, span_s / duration_s) if duration_s > 0 and span_s > 0 else 0
+    in_span = _units_in_span(responses, span_s, duration_s) if duration_s > 0 and span_s > 0 else 0
     cpu_s = tree["cpu_user_s"] + tree["cpu_sys_s"]
     return {"window_s": round(span_s, 4), "server_cpu_user_s": tree["cpu_user_s"], "server_cpu_sys_s": tree["cpu_sys_s"],
             "server_cpu_pct": tree["cpu_pct_mean"], "server_rss_peak_bytes": tree["rss_peak_bytes"],
