@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from pathlib import Path
@@ -157,6 +159,93 @@ def test_service_killed_mid_measurement_fails_it_and_is_restarted(tmp_path, serv
     logs = sorted(p.name for p in (results / "services" / "logs").iterdir())
     assert len(logs) == 2, logs  # a fresh instance (and data directory) for the second measurement
     assert_no_data_left(results)
+
+
+POOL_SUITE = """name = "pool"
+contestants = ["fx-mongo"]
+repeat = 1
+warmup_s = 0.3
+duration_s = {duration}
+timeout_s = 5
+
+[services.mongo]
+backend = "sqlite"
+
+[[measure]]
+scenario = "mongo"
+connections = [16]
+mongo_pool = [{pool}]
+"""
+
+
+def database_connections(server: psutil.Process, database: psutil.Process) -> int:
+    """TCP connections the server's process tree holds to the ports the database listens on."""
+    ports = {c.laddr.port for c in database.net_connections("tcp") if c.status == psutil.CONN_LISTEN}
+    count = 0
+    for proc in [server, *server.children(recursive=True)]:
+        try:
+            count += sum(1 for c in proc.net_connections("tcp") if c.raddr and c.raddr.port in ports)
+        except psutil.Error:
+            pass
+    return count
+
+
+def test_mongo_pool_caps_the_connections_each_server_process_opens(tmp_path, service_cache, generator_binary,
+                                                                   no_leftover_processes):
+    """A level's mongo_pool reaches the contestant as the URL's maxPoolSize, and the driver holds to it: at 16
+    connections a threaded server (a thread per connection, each querying at once) opens at most the pool plus
+    the driver's monitoring connections to FerretDB, while a larger pool lets it open more."""
+    seen = {}
+    for pool in (2, 64):
+        results = tmp_path / f"results-{pool}"
+        path = write_suite(tmp_path / f"pool-{pool}.toml", POOL_SUITE.format(duration=4.0, pool=pool))
+        proc = start_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], service_cache,
+                         PATH=VENV_PATH)
+        most = 0
+        try:
+            servers = wait_for(proc, service_cache, "fixture_server.py", "netarena-load", "ferretdb-netarena")
+            assert servers, "the load never ran against fx-mongo"
+            server = servers[0]
+            assert f"maxPoolSize={pool}" in " ".join(server.cmdline()), server.cmdline()
+            database = processes_running(service_cache, "ferretdb-netarena")[0]
+            while proc.poll() is None and processes_running(service_cache, "netarena-load"):
+                most = max(most, database_connections(server, database))
+                time.sleep(0.1)
+            out, err = proc.communicate(timeout=600)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        (row,) = measurements(results)
+        assert row["status"] == "ok", (row["error"], err)
+        assert json.loads(row["level_json"])["params"]["mongo_pool"] == pool
+        assert row["level_key"].endswith(f"mongo_pool={pool}"), row["level_key"]
+        seen[pool] = most
+    # pymongo adds up to two monitoring connections (the server monitor and its round-trip-time monitor).
+    assert 1 <= seen[2] <= 2 + 2, seen
+    assert seen[64] > seen[2], seen
+
+
+def test_postgresql_starts_under_a_results_path_longer_than_a_socket_path_may_be(tmp_path, service_cache,
+                                                                               generator_binary,
+                                                                               no_leftover_processes):
+    """FerretDB's default backend, PostgreSQL, under a --results path so long that an absolute path of its unix
+    socket would pass the kernel's 107 bytes (PostgreSQL then refused to start). PostgreSQL runs as its own
+    user: the folder must be one it can enter, not pytest's private one."""
+    base = Path(tempfile.mkdtemp(prefix="netarena-long-results-"))
+    try:
+        base.chmod(0o755)
+        results = base / ("a-results-folder-named-at-length-" * 2) / "results"
+        assert len(str(results / "services/run-1/postgresql-1/sockets/.s.PGSQL.65535")) > 107
+        path = write_suite(tmp_path / "pg.toml", SUITE.replace('backend = "sqlite"', 'backend = "postgresql"').format(
+            contestants=json.dumps(["fx-mongo"]), repeat=1, duration=0.5, docs=json.dumps(["small"])))
+        result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS],
+                         service_cache, timeout_s=900, PATH=VENV_PATH)
+        (row,) = measurements(results)
+        assert row["status"] == "ok", (row["error"], row["stderr_tail"], result.stderr[-2000:])
+        assert json.loads(row["services_json"])["ferretdb"]["label"] == "FerretDB 1.24.2 (PostgreSQL)"
+        assert_no_data_left(results)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_list_says_when_the_database_cannot_be_built(tmp_path):

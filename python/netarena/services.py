@@ -35,7 +35,7 @@ from .process import ManagedProcess, child_setup, group_members
 SERVICE_MANIFEST = "service.toml"
 STDERR_TAIL_BYTES = 4000
 # What a service's command, init steps, URL and readiness command may use.
-SERVICE_PLACEHOLDERS = ("port", "data_dir", "socket_dir", "dir", "env_dir", "build_dir", "uses_url")
+SERVICE_PLACEHOLDERS = ("port", "data_dir", "dir", "env_dir", "build_dir", "uses_url")
 
 
 class ServiceBackend(Strict):
@@ -312,13 +312,11 @@ class ServiceManager:
         self.starts += 1
         instance = f"{service.name}-{self.starts}"
         data_dir = self.work_dir / instance / "data"
-        socket_dir = self.work_dir / instance / "sockets"
         log_path = self.work_dir.parent / "logs" / f"{self.work_dir.name}.{instance}.log"
         shutil.rmtree(data_dir.parent, ignore_errors=True)
         data_dir.mkdir(parents=True)
-        socket_dir.mkdir()
         port = free_port()
-        values = service.placeholders(port=port, data_dir=data_dir, socket_dir=socket_dir,
+        values = service.placeholders(port=port, data_dir=data_dir,
                                       uses_url=dependency.url if dependency else "")
         user = manifest.start.user_when_root if os.geteuid() == 0 else None
         if user:

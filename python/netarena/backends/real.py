@@ -240,7 +240,7 @@ class RealBackend:
             progress("database")
             for name in needs:
                 running = req.services.ensure(name)
-                urls[f"{name}_url"] = running.url
+                urls[f"{name}_url"] = registry.get(req.scenario).service_url(req.level, running.url)
                 # Each contestant measures against the same data: a previous one may have written into it.
                 if name == "mongo" and mongo_fixture_intact(running.url) is not None:  # not a scenario: the service
                     running.fixture.update(load_mongo_fixture(running.url), reloaded=True)  # GridFS's stays

@@ -73,6 +73,11 @@ class Scenario:
         """Make the service `running` (services.Running) hold what this level reads (beyond the service's own
         fixture, loaded when it starts); say(message) reports progress."""
 
+    def service_url(self, level: "Level", url: str) -> str:
+        """The service's address as the contestant is given it ({<service>_url}) for this level: the service's
+        own URL unless a level parameter is a client setting carried by the address (mongo: mongo_pool)."""
+        return url
+
     # ---------------------------------------------------------------- load
 
     # The suite entry's field behind each of this scenario's own netarena-load options (level_options), so a
