@@ -289,3 +289,52 @@ def test_saturated_side_from_the_measured_processes_own_cpu():
     # Both CPUs 100% busy, but by other programs: neither side's own processes filled them.
     assert saturated_side(monitor(30, 20)) is None
     assert saturated_side({"summary": {"server": {"cpu_pct_mean": 99}}}) is None  # no database: not judged
+
+
+def test_a_database_bound_level_says_it_does_not_rank_the_frameworks(tmp_path):
+    """Every output names the side that held each figure of a level with a database, and says that a level the
+    database held does not rank the frameworks: all contestants held (big), or some (small)."""
+    from netarena.report.html import render
+    from netarena.report.markdown import render_markdown
+    from report_fixtures import ENVIRONMENT, generator_doc, monitor_doc
+
+    def monitor(server_pct, db_pct):
+        doc = monitor_doc(cpu_pct=server_pct, rss_bytes=30 << 20)
+        doc["cpus_allowed"]["services"] = {"ferretdb": [1], "postgresql": [1]}
+        doc["summary"]["generator"] = {"cpu_pct_mean": 4.0}
+        doc["summary"]["services"] = {"ferretdb": {"cpu_pct_mean": db_pct * 0.6},
+                                      "postgresql": {"cpu_pct_mean": db_pct * 0.4}}
+        return doc
+
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="db", suite_path=None, suite={"name": "db", "repeat": 2}, args={},
+                              backend="real", server_cpus=[0], generator_cpus=[1], environment=ENVIRONMENT,
+                              planned=8, netarena_version="0.1.0", git_sha=None, orchestrator_start_time=None)
+    # (contestant, doc) -> (req/s, server CPU %, database CPU %)
+    figures = {("alpha", "big"): (400, 30, 97), ("beta", "big"): (390, 25, 98),
+               ("alpha", "small"): (3000, 98, 70), ("beta", "small"): (2900, 40, 95)}
+    for (name, doc), (rps, server_pct, db_pct) in figures.items():
+        store.record_contestant(run_id, name, {"name": name, "display_name": name}, {}, "ready")
+        for repeat in range(2):
+            _record(store, run_id, contestant=name, scenario="mongo", connections=200, repeat=repeat,
+                    params={"doc": doc}, generator=generator_doc(rps=rps, connections=200, latency_us={5000: 100}),
+                    monitor=monitor(server_pct, db_pct), error_rate=0.0)
+    store.set_run_status(run_id, "complete")
+    report = load_report(tmp_path, run_id)
+    bound = {(g.contestant, g.level_key): g.bound_by for g in report.groups}
+    assert bound == {("alpha", "c=200,w=1,doc=big"): "database", ("beta", "c=200,w=1,doc=big"): "database",
+                     ("alpha", "c=200,w=1,doc=small"): "server", ("beta", "c=200,w=1,doc=small"): "database"}
+    every = "every contestant at this level was held by the database"
+    some = "beta (1 of 2) were held by the database"
+    text = render_text(report, width=200)
+    assert text.count(every) == 1 and text.count(some) == 1, text
+    assert text.index(every) > text.index("doc=big") and text.index(some) > text.index("doc=small"), text
+    markdown = render_markdown(report)
+    assert markdown.count(every) == 1 and markdown.count(some) == 1, markdown
+    assert "bound (server / database / neither): alpha server, beta database" in markdown, markdown
+    page = render(report).decode()
+    assert page.count('class="note database-bound" data-level="c=200,w=1,doc=big"') == 1
+    assert page.count('class="note database-bound" data-level="c=200,w=1,doc=small"') == 1
+    assert page.count('<td data-field="bound">database</td>') == 3 and page.count(
+        '<td data-field="bound">server</td>') == 1
+    store.close()

@@ -24,8 +24,8 @@ from .. import stats
 from ..config import MODEL_GROUPS, model_group
 from ..scenarios import registry
 from . import fmt
-from .model import (BADGES, OPEN_LOOP_NOTE, TIE_RULE, Group, Measurement, Report, capacity_pct, external_line,
-                    found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
+from .model import (BADGES, OPEN_LOOP_NOTE, SATURATED_BUSY_PCT, TIE_RULE, Group, Measurement, Report, capacity_pct,
+                    database_bound_note, external_line, found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -231,6 +231,8 @@ def _summary(page: _Page, report: Report) -> None:
         unit = fmt.throughput_unit(scenario)
         page.add(f'<h3 id="summary-{_slug(scenario)}">{e(scenario)}</h3>')
         rows, previous = [], None
+        # A scenario with a database: its CPU and which side held each figure (report.model.saturated_side).
+        database = any(g.database_cpu_pct_median is not None for g in report.groups_for(scenario))
         for g in report.groups_for(scenario):
             cls = ' class="level-start"' if previous is not None and g.level_key != previous else ""
             previous = g.level_key
@@ -256,6 +258,8 @@ def _summary(page: _Page, report: Report) -> None:
                 f'<td class="num" data-field="cpu">{fmt.cpu_capacity(g.server_cpu_capacity_pct_median, g.server_cpus)}'
                 "</td>",
                 f'<td class="num">{fmt.size_bytes(g.server_rss_peak_bytes)}</td>',
+                *((f'<td class="num" data-field="db-cpu">{fmt.cpu_pct(g.database_cpu_pct_median)}</td>',
+                   f'<td data-field="bound">{e(g.bound_by or "neither")}</td>') if database else ()),
                 f"<td>{g.repeats_ok}/{g.repeats_ok + g.repeats_failed}</td>",
                 f"<td>{badges_html(g.badges)}</td>", f"<td>{ids_html(g.measurement_ids)}</td>"]
             rows.append(f'<tr{cls} data-contestant="{e(g.contestant)}" data-level="{e(g.level_key)}">'
@@ -263,7 +267,17 @@ def _summary(page: _Page, report: Report) -> None:
         page.add(_table(["rank", "contestant", "level", f"{unit} (median)", "interval",
                          "server CPU per " + fmt.cpu_per(scenario), "p50", "p99", "p99.9",
                          "mean ± stdev", "max", "ok / errors", "error rate", "MB/s", "server CPU", "peak RSS",
+                         *(("database CPU", "bound") if database else ()),
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
+        if database:
+            page.add('<p class="note">database CPU = the database\'s processes (FerretDB + its storage), % of one '
+                     f"core (median of repeats); bound = the side whose own processes kept its CPUs at least "
+                     f"{SATURATED_BUSY_PCT:g}% busy in most repeats: server, database, or neither (look at latency "
+                     "and errors); a generator that could not keep up is badged GEN.</p>")
+        for level_key, groups in report.levels_for(scenario):
+            if database_bound_note(groups):
+                page.add(f'<p class="note database-bound" data-level="{e(level_key)}"><b>{e(level_key)}</b>: '
+                         f"{e(database_bound_note(groups))}.</p>")
 
 
 def _cost_cell(g: Group) -> str:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from .. import stats
 from . import fmt
-from .model import (BADGES, TIE_RULE, Report, find_max_line, level_title, rank_text, ranking, requests_line,
-                    stopped_line, sweep_line)
+from .model import (BADGES, TIE_RULE, Report, database_bound_note, find_max_line, level_title, rank_text, ranking,
+                    requests_line, stopped_line, sweep_line)
 
 HEADERS = ["rank", "contestant", "{unit} (median)", "interval", "server CPU/{per} (user+sys)", "ctx switches/{per} "
            "(vol+invol)", "generator CPU/{per}", "p50", "p99", "p99.9", "mean", "stdev", "max", "ok", "errors",
@@ -65,6 +65,10 @@ def render_markdown(report: Report) -> str:
             found += [f"- {requests_line(g)}" for g in groups if g.requests_asked is not None]
             found += [f"- {sweep_line(g)}" for g in groups if g.sweep is not None]
             found += [f"- {stopped_line(g)}" for g in groups if g.stopped_because is not None]
+            found += [f"- {database_bound_note(groups)}"] if database_bound_note(groups) else []
+            found += [f"- bound (server / database / neither): " + ", ".join(
+                f"{g.contestant} {g.bound_by or 'neither'}" for g in groups)] \
+                if any(g.database_cpu_pct_median is not None for g in groups) else []
             out += found + ([""] if found else [])
     if used:
         out += ["Badges: " + "; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used), ""]

@@ -677,6 +677,21 @@ def saturated_side(monitor: dict | None) -> str | None:
     return None
 
 
+def database_bound_note(groups: list[Group]) -> str | None:
+    """What a level's database-bound contestants (bound_by "database") mean for its ranking, one sentence for
+    every output; None when none was. A database-bound figure is the database's (FerretDB here) more than the
+    framework's, so those contestants' order among themselves says nothing about the frameworks."""
+    bound = [g.contestant for g in groups if g.bound_by == "database"]
+    if not bound:
+        return None
+    if len(bound) == len(groups):
+        return ("database-bound: every contestant at this level was held by the database (its processes kept their "
+                "CPUs busy while the servers' were not): the level measures the database, not the frameworks, and "
+                "does not rank them")
+    return (f"database-bound: {', '.join(bound)} ({len(bound)} of {len(groups)}) were held by the database: their "
+            "figures are the database's, so their order among themselves does not rank their frameworks")
+
+
 def _majority(values: list):
     """The value more than half the repeats agree on, else None."""
     known = [v for v in values if v is not None]

@@ -12,8 +12,8 @@ from rich.text import Text
 from . import fmt
 from ..term import console as make_console
 from .. import stats
-from .model import (BADGES, SATURATED_BUSY_PCT, TIE_NOTE, Report, capped_line, external_line, find_max_line,
-                    level_title, rank_key, rank_text, ranking, requests_line, stopped_line, sweep_line,
+from .model import (BADGES, SATURATED_BUSY_PCT, TIE_NOTE, Report, capped_line, database_bound_note,
+                    external_line, find_max_line, level_title, rank_key, rank_text, ranking, requests_line, stopped_line, sweep_line,
                     unfinished_notable)
 
 
@@ -67,6 +67,8 @@ def summary_renderables(report: Report) -> list:
                     fmt.ids(g.measurement_ids))
             out.append(Text(""))
             out.append(table)
+            if database_bound_note(groups):
+                out.append(Text(f"  {database_bound_note(groups)}", style="yellow"))
             generator_cost = [f"{g.contestant} {fmt.cpu_us(g.generator_cpu_us_median)}" for g in groups
                               if g.generator_cpu_us_median is not None]
             if generator_cost:
