@@ -225,16 +225,9 @@ connections = [10]
 """
 
 
-def test_the_database_runs_on_the_server_host_beside_the_contestant(lab3, tmp_path, generator_binary, monkeypatch):
-    from netarena.contestants import default_contestants_dir, install, load
-    from netarena.services import load_all
-
+def test_the_database_runs_on_the_server_host_beside_the_contestant(lab3, tmp_path, generator_binary):
+    # The server host installs both itself (PyPI, the Go module proxy), as it would on a real host.
     cluster_file, name, cache = lab3
-    # Built here, outside the namespaces, into the cache the lab's workers use: the lab's hosts have no route
-    # to PyPI or the Go module proxy (on real hosts each installs its own).
-    monkeypatch.setenv("NETARENA_CACHE", str(cache))
-    install(load(default_contestants_dir(), ["python-aiohttp"])[0], allow_apt=False, say=lambda *_: None)
-    install(load_all()["ferretdb"], allow_apt=False, say=lambda *_: None)
     suite = write_suite(tmp_path / "suite.toml", MONGO_SUITE)
     results = tmp_path / "results"
     proc = run_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--json"], cache, timeout_s=600)
