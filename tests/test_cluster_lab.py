@@ -280,7 +280,7 @@ def test_a_venv_contestant_installs_on_a_fresh_server_host(tmp_path, generator_b
         [installed] = db_rows(results, "SELECT * FROM contestants")
         record = json.loads(installed["install_json"])
         assert installed["status"] == "ready" and record["host"] == "h1"
-        assert "tornado==6.6.1" in record["pip_freeze"]
+        assert any(p.startswith("tornado==") for p in record["pip_freeze"]), record["pip_freeze"]
         assert (cache / "envs" / "python-tornado" / "venv" / "bin" / "python").exists()
         # The server still ran in the server host's namespace, loaded from the generator host.
         [row] = db_rows(results, "SELECT * FROM measurements")
