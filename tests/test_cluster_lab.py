@@ -1,5 +1,6 @@
 """Runs across hosts, for real: a lab of network namespaces (netarena lab up), Dask with TLS, nginx and an
-asyncio server and a thread-per-connection server on the server host, netarena-load on two generator hosts.
+asyncio server and a thread-per-connection server on the server host, netarena-load on two generator hosts; a
+contestant with a venv installed from PyPI on a fresh server host.
 
 Needs root and `ip netns` (CI has both): without them the tests are skipped, and under CI=true that is a
 failure. Each lab is removed when its test ends (fixture finalizer), and the tests check that nothing of it
@@ -224,16 +225,9 @@ connections = [10]
 """
 
 
-def test_the_database_runs_on_the_server_host_beside_the_contestant(lab3, tmp_path, generator_binary, monkeypatch):
-    from netarena.contestants import default_contestants_dir, install, load
-    from netarena.services import load_all
-
+def test_the_database_runs_on_the_server_host_beside_the_contestant(lab3, tmp_path, generator_binary):
+    # The server host installs both itself (PyPI, the Go module proxy), as it would on a real host.
     cluster_file, name, cache = lab3
-    # Built here, outside the namespaces, into the cache the lab's workers use: the lab's hosts have no route
-    # to PyPI or the Go module proxy (on real hosts each installs its own).
-    monkeypatch.setenv("NETARENA_CACHE", str(cache))
-    install(load(default_contestants_dir(), ["python-aiohttp"])[0], allow_apt=False, say=lambda *_: None)
-    install(load_all()["ferretdb"], allow_apt=False, say=lambda *_: None)
     suite = write_suite(tmp_path / "suite.toml", MONGO_SUITE)
     results = tmp_path / "results"
     proc = run_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--json"], cache, timeout_s=600)
@@ -252,6 +246,50 @@ def test_the_database_runs_on_the_server_host_beside_the_contestant(lab3, tmp_pa
     assert env["services"]["ferretdb"]["backend"] == "SQLite"
     # The run's end stopped the database on the server host.
     assert not [p for p in _ns_pids(f"{name}-h1") if "ferretdb" in _cmdline(p)]
+
+
+VENV_SUITE = """
+name = "lab-venv"
+contestants = ["python-tornado"]
+repeat = 1
+warmup_s = 0
+duration_s = 1
+timeout_s = 5
+
+[[measure]]
+scenario = "hello"
+connections = [4]
+"""
+
+
+def test_a_venv_contestant_installs_on_a_fresh_server_host(tmp_path, generator_binary):
+    # An empty cache: the server host makes the venv and pip fetches from PyPI, which its own namespace has no
+    # route to (it installs in the machine's). Once the run lost such contestants, skipped as "install failed".
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    folder = tmp_path / "venvlab"
+    cluster_file, name = _make_lab(folder, 2, cache, "v")
+    try:
+        suite = write_suite(tmp_path / "suite.toml", VENV_SUITE)
+        results = tmp_path / "results"
+        proc = run_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--quiet"], cache,
+                       timeout_s=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        skipped = db_rows(results, "SELECT reason FROM skipped")
+        assert not skipped, [r["reason"] for r in skipped]
+        [installed] = db_rows(results, "SELECT * FROM contestants")
+        record = json.loads(installed["install_json"])
+        assert installed["status"] == "ready" and record["host"] == "h1"
+        assert any(p.startswith("tornado==") for p in record["pip_freeze"]), record["pip_freeze"]
+        assert (cache / "envs" / "python-tornado" / "venv" / "bin" / "python").exists()
+        # The server still ran in the server host's namespace, loaded from the generator host.
+        [row] = db_rows(results, "SELECT * FROM measurements")
+        assert row["status"] == "ok", (row["error"], row["stderr_tail"])
+        [host] = json.loads(row["generator_json"])["hosts"]
+        assert host["host"] == "h2" and host["document"]["config"]["target"].startswith("http://198.18.0.11:")
+    finally:
+        lab.down(folder)
+    _assert_gone(folder, name)
 
 
 def test_thresholds_and_find_max_are_refused_across_hosts(lab3, tmp_path):

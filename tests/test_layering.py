@@ -23,7 +23,7 @@ ROOT = "netarena"  # the package itself (__version__): a node every layer may im
 LAYERS: dict[str, set[str]] = {
     # What everything stands on: the catalog (scenarios, config, contestants, services, fixtures), the store,
     # statistics, processes and the machine (process, monitor, envinfo, doctor, spread, server_user), the
-    # cluster's description (cluster: spec, certs, lab). Imports nothing above it.
+    # cluster's description (cluster: spec, certs, lab, netns). Imports nothing above it.
     "core": set(),
     # What a run will measure, planned before anything starts: a suite's plan and an external server's.
     "plan": {"plan"},

@@ -11,13 +11,11 @@ waiting: a worker that leaves the cluster fails the measurement at once (HostLos
 
 from __future__ import annotations
 
-import ctypes
-import os
 import time
 import uuid
 
 from .. import __version__
-from ..cluster import ClusterError
+from ..cluster import ClusterError, netns
 from ..cluster.spec import ClusterSpec, security
 from ..contestants import InstallError
 from ..generator import GeneratorMissing, find_generator
@@ -34,7 +32,6 @@ CONNECT_TIMEOUT_S = 20.0
 START_LEAD_S = 1.0
 CLOCK_PROBES = 5
 POLL_S = 0.25
-_CLONE_NEWNET = 0x40000000
 
 
 class HostLost(Exception):
@@ -51,18 +48,7 @@ class ClusterStop(StopRun):
 
 def enter_netns(name: str) -> None:
     """Move this process into a network namespace (the lab's control one); only before any thread starts."""
-    try:
-        fd = os.open(f"/var/run/netns/{name}", os.O_RDONLY)
-    except OSError as exc:
-        raise ClusterError(f"network namespace {name!r} not found ({exc}): is the lab up? (`netarena lab up`)") \
-            from None
-    libc = ctypes.CDLL(None, use_errno=True)
-    try:
-        if libc.setns(fd, _CLONE_NEWNET) != 0:
-            raise ClusterError(f"cannot enter network namespace {name!r}: {os.strerror(ctypes.get_errno())} "
-                               "(entering one needs root)")
-    finally:
-        os.close(fd)
+    netns.enter(f"/var/run/netns/{name}", f"network namespace {name!r}", ": is the lab up? (`netarena lab up`)")
 
 
 # ----------------------------------------------------------------------------- the backend

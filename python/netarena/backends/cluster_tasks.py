@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from .. import __version__
+from ..cluster.netns import in_install_netns
 from ..contestants import InstallError, cache_root, default_contestants_dir, install, load, tail
 from ..envinfo import collect_environment
 from ..errors import ConfigError
@@ -56,9 +57,10 @@ def clock_probe() -> float:
 
 def install_task(contestant_name: str, allow_apt: bool, parts: list[str] = ()) -> dict:
     """Install a contestant on this host (the server host), as the single-host run does, with the optional
-    install parts the run's plan needs."""
+    install parts the run's plan needs; in the host's install namespace when it has one (a lab host's own has
+    no route to the registries)."""
     contestant = load(default_contestants_dir(), [contestant_name])[0]
-    return install(contestant, allow_apt=allow_apt, parts=parts)
+    return in_install_netns(install, contestant, allow_apt=allow_apt, parts=parts)
 
 
 # The backing services (databases) of the current run on this host, the server host: kept by this worker
@@ -85,7 +87,7 @@ def services_install_task(run_key: str, needed: list[str], backends: dict[str, s
             unusable[name] = "; ".join(reasons)
             continue
         try:
-            manager.install(name, allow_apt)
+            in_install_netns(manager.install, name, allow_apt)
             unusable[name] = None
         except (InstallError, ConfigError) as exc:
             unusable[name] = f"install failed: {exc}"

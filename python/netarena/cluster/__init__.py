@@ -3,6 +3,7 @@
 - spec.py: the cluster file (`netarena run --cluster FILE`, `netarena cluster check FILE`).
 - certs.py: the TLS certificates of the control plane (`netarena cluster certs DIR`).
 - lab.py: a cluster of network namespaces on one machine (`netarena lab up|down`).
+- netns.py: entering a network namespace; the one a host's installs run in (the lab's: the machine's own).
 
 The backend that runs a suite on a cluster is netarena.backends.cluster (the orchestrator's side: one start
 time for every generator, the documents merged exactly, hosts lost mid-measurement noticed) with

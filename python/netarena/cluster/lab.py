@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from . import ClusterError
+from .netns import INSTALL_NETNS_ENV
 from ..process import StopRequest
 
 SUBNET_PREFIX = "198.18.0"
@@ -97,7 +98,7 @@ class _State:
 
 
 def _spawn(state: _State, netns: str, argv: list[str], log: Path, role: str, cpus: list[int] | None,
-           env: dict) -> subprocess.Popen:
+           env: dict, pass_fds: tuple[int, ...] = ()) -> subprocess.Popen:
     def setup() -> None:
         if cpus:
             os.sched_setaffinity(0, cpus)
@@ -105,7 +106,8 @@ def _spawn(state: _State, netns: str, argv: list[str], log: Path, role: str, cpu
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
         proc = subprocess.Popen(["ip", "netns", "exec", netns, *argv], stdin=subprocess.DEVNULL, stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=setup, env=env)
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=setup, env=env,
+                                pass_fds=pass_fds)
     state.add("processes", {"pid": proc.pid, "role": role, "netns": netns, "log": str(log)})
     return proc
 
@@ -174,12 +176,21 @@ def up(folder: Path, hosts: int, name: str = DEFAULT_NAME, say=lambda text: None
                folder / "logs" / "scheduler.log", "scheduler", None, env)
         cpu_sets = split_cpus(available_cpus(), hosts)
         logs = []
-        for i in range(1, hosts + 1):
-            log = folder / "logs" / f"h{i}.log"
-            logs.append(log)
-            spawn(state, f"{name}-h{i}", worker_argv(f"tls://{CTL_ADDRESS}:{SCHEDULER_PORT}", f"h{i}",
-                                                      host_address(i), certs, folder / "work" / f"h{i}"),
-                   log, f"worker h{i}", cpu_sets[i - 1], env)
+        # The hosts' namespaces have no route out, but a host installs what it runs from the registries, as a
+        # real one does: each worker holds this machine's own namespace open (`ip netns exec` keeps the
+        # descriptor) and runs its installs there (netns.in_install_netns); servers and generators stay in
+        # the host's.
+        machine_netns = os.open("/proc/self/ns/net", os.O_RDONLY)
+        try:
+            worker_env = dict(env, **{INSTALL_NETNS_ENV: f"/proc/self/fd/{machine_netns}"})
+            for i in range(1, hosts + 1):
+                log = folder / "logs" / f"h{i}.log"
+                logs.append(log)
+                spawn(state, f"{name}-h{i}", worker_argv(f"tls://{CTL_ADDRESS}:{SCHEDULER_PORT}", f"h{i}",
+                                                          host_address(i), certs, folder / "work" / f"h{i}"),
+                       log, f"worker h{i}", cpu_sets[i - 1], worker_env, (machine_netns,))
+        finally:
+            os.close(machine_netns)
         _wait_registered(logs, REGISTER_TIMEOUT_S)
         cluster_file = folder / "cluster.toml"
         generators = ", ".join(f'"h{i}"' for i in range(2, hosts + 1))
