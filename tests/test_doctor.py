@@ -231,3 +231,21 @@ def test_noise_checks_state_the_machines_steal_and_timer_lateness():
     assert 0 <= p50_us <= p99_us
     found = doctor.machine_steal_pct(0.2)
     assert found is None or 0.0 <= found <= 100.0
+
+
+def test_cpu_speed_check_times_the_fixed_loop_on_each_cpu_a_run_uses():
+    """The check runs netarena-load's fixed CPU loop on the server's and the generator's CPU and states each
+    one's median and slowest unit against its fastest; a median more than STEADINESS_WARN_PCT above warns."""
+    (check,) = [c for c in doctor.collect_checks() if c.name == "CPU speed"]
+    available = sorted(os.sched_getaffinity(0))
+    parts = check.value.split("; ")
+    assert [p.split(":")[0] for p in parts] == [f"CPU {c}" for c in available[:2]], check.value
+    medians = []
+    for part in parts:
+        _, figures = part.split(": ")
+        median, slowest = figures.split(", ")
+        assert median.startswith("median +") and slowest.startswith("slowest +"), part
+        medians.append(float(median.removeprefix("median +").rstrip("%")))
+        # The median unit is never faster than the fastest, nor slower than the slowest.
+        assert 0.0 <= medians[-1] <= float(slowest.removeprefix("slowest +").rstrip("%")) + 0.5, part
+    assert check.status == ("warn" if max(medians) > doctor.STEADINESS_WARN_PCT else "ok"), check

@@ -44,9 +44,10 @@ REFERENCE_TIMEOUT_S = 5.0
 REFERENCE_READY_S = 30.0
 
 
-def cpu_loop(generator: Path, cpus: list[int]) -> dict:
-    """The fixed CPU loop's figures (µs per unit, the unit's version) on the first of `cpus`."""
-    argv = [str(generator), "calibrate", "cpu", "--units", str(CPU_UNITS)]
+def cpu_loop(generator: Path, cpus: list[int], units: int = CPU_UNITS) -> dict:
+    """The fixed CPU loop's figures (µs per unit: the median, the fastest and the slowest unit; the unit's
+    version) on the first of `cpus`."""
+    argv = [str(generator), "calibrate", "cpu", "--units", str(units)]
     proc = ManagedProcess(argv, cpus=cpus[:1] or None, capture=True)
     try:
         stdout, stderr = proc.proc.communicate(timeout=GENERATOR_GRACE_S)

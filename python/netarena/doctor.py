@@ -376,6 +376,55 @@ def timer_lateness_us(samples: int = TIMER_SAMPLES, sleep_s: float = TIMER_SLEEP
     return late[len(late) // 2], late[min(len(late) - 1, int(0.99 * len(late)))]
 
 
+# The CPU speed check: units of netarena-load's fixed CPU loop (about 5 ms each on a 2.5 GHz core, so about
+# 1 s a CPU) on each CPU a default run uses, and how far the median unit may be from the fastest before the
+# check warns.
+STEADINESS_UNITS = 200
+STEADINESS_WARN_PCT = 3.0
+
+
+def _check_cpu_speed() -> list[Check]:
+    """Does a CPU run the same instructions at the same speed from one moment to the next? Steal counts only
+    the time the hypervisor took the CPU away; a host can also slow a CPU it leaves running (a busy sibling
+    hyperthread, a lower clock, a neighbour's cache traffic), which no counter in the VM shows. The fixed
+    loop's units, timed back to back, show it: their median against their fastest."""
+    from .calibration import cpu_loop
+    from .generator import GeneratorMissing, find_generator
+
+    try:
+        generator = find_generator()
+    except GeneratorMissing as exc:
+        return [Check("CPU speed", "not measured", f"netarena-load is needed for this check: {exc}", "warn",
+                      "make setup (builds netarena-load)")]
+    available = sorted(os.sched_getaffinity(0))
+    cpus = [available[0], available[1]] if len(available) >= 2 else available[:1]  # a run's server, generator
+    figures, worst = [], 0.0
+    for cpu in cpus:
+        found = cpu_loop(generator, [cpu], units=STEADINESS_UNITS)
+        if found.get("error") or not found.get("us_per_unit_min"):
+            return [Check("CPU speed", "not measured", f"the fixed CPU loop failed on CPU {cpu}: "
+                          f"{found.get('error', 'no figures')}", "warn",
+                          manual_only="see the error; the check is context, runs work without it")]
+        above = 100.0 * (found["us_per_unit"] / found["us_per_unit_min"] - 1)
+        slowest = 100.0 * (found["us_per_unit_max"] / found["us_per_unit_min"] - 1)
+        worst = max(worst, above)
+        figures.append(f"CPU {cpu}: median +{above:.1f}%, slowest +{slowest:.0f}%")
+    unsteady = worst > STEADINESS_WARN_PCT
+    return [Check(
+        "CPU speed", "; ".join(figures),
+        f"{STEADINESS_UNITS} units of a fixed CPU loop, back to back on each CPU a run uses, against the fastest "
+        "unit: " + (
+            f"the median unit ran {worst:.1f}% slower than the fastest while the loop had its CPU (steal does not "
+            "count this): the host runs this VM's CPUs at a varying speed. A CPU-bound server's throughput, and "
+            "its CPU time per request, vary from repeat to repeat by at least as much; intervals narrower than "
+            "that need many repeats (--precision) or a steadier host." if unsteady else
+            f"steady within {STEADINESS_WARN_PCT:g}% at the median: the CPUs ran the same work at the same speed "
+            "while this check ran (a host's speed can change later: the run's calibration records it again)."),
+        "warn" if unsteady else "ok",
+        "a host with dedicated physical cores (no busy sibling hyperthreads), or more repeats" if unsteady else None,
+        manual_only="the host's, not a setting of this machine" if unsteady else None)]
+
+
 def _check_noise() -> list[Check]:
     """The machine's noise before a run: CPU steal now, and how late a timer wakes up."""
     from .stats import NOISY_STEAL_PCT
@@ -421,6 +470,7 @@ def collect_checks() -> list[Check]:
         *_check_cpus(),
         _check_io_uring(),
         *_check_noise(),
+        *_check_cpu_speed(),
     ]
 
 
