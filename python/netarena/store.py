@@ -93,6 +93,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     warmup_json TEXT,                  -- warmup.warm_up(): the windows of a warm-up until steady, if one ran
     cost_json TEXT,                    -- stats.cost_per_unit: server/generator CPU µs and switches per request (MiB)
     contention_json TEXT,              -- stats.contention: steal, run delay and wait shares; "noisy": why, or null
+    profile_json TEXT,                 -- netarena.profile: where the server spent its time (a profiled repeat), or null
     discarded TEXT,                    -- why it is kept out of every figure (e.g. "noisy (steal 14%)"); NULL: counted
     error TEXT,
     stderr_tail TEXT,                  -- last bytes of the contestant's output, on failure
@@ -185,7 +186,7 @@ class Store:
             self.db.execute("ALTER TABLE measurements ADD COLUMN services_json TEXT")
         # Added within schema version 1: the warm-up until steady (NULL: a fixed warm-up), cost per request and
         # noise (older rows have NULL: reports compute the cost from their generator and monitor documents).
-        for column in ("warmup_json", "cost_json", "contention_json", "discarded"):
+        for column in ("warmup_json", "cost_json", "contention_json", "discarded", "profile_json"):
             if column not in measurement_columns:
                 self.db.execute(f"ALTER TABLE measurements ADD COLUMN {column} TEXT")
         # Added within schema version 1: a NULL token (a row written before it existed) never proves a process ours.
@@ -275,7 +276,7 @@ class Store:
                    "repeat_index", "status", "failure_kind", "flags_json", "requests_per_s", "error_rate",
                    "latency_p50_us", "latency_p99_us", "generator_argv_json", "generator_json", "monitor_json",
                    "verification_json", "stop_json", "services_json", "warmup_json", "cost_json", "contention_json",
-                   "discarded", "error", "stderr_tail", "log_path", "port", "started_at",
+                   "profile_json", "discarded", "error", "stderr_tail", "log_path", "port", "started_at",
                    "ended_at"]
         values = {
             "run_id": run_id, "contestant": m["contestant"], "scenario": m["scenario"], "level_key": m["level_key"],
@@ -288,7 +289,7 @@ class Store:
             "monitor_json": _json(m.get("monitor")), "verification_json": _json(m.get("verification")),
             "stop_json": _json(m.get("stop")), "services_json": _json(m.get("services")),
             "warmup_json": _json(m.get("warmup")), "cost_json": _json(m.get("cost")),
-            "contention_json": _json(m.get("contention")),
+            "contention_json": _json(m.get("contention")), "profile_json": _json(m.get("profile")),
             "discarded": m.get("discarded"), "error": m.get("error"), "stderr_tail": m.get("stderr_tail"),
             "log_path": m.get("log_path"), "port": m.get("port"), "started_at": m["started_at"],
             "ended_at": m["ended_at"],

@@ -115,6 +115,7 @@ class Measurement:
     cost: dict | None = None                    # stats.cost_per_unit (as stored, else computed)
     contention: dict | None = None              # stats.contention, with "noisy": the reason or None
     discarded: str | None = None                # why it is out of every figure (noisy, re-measured), or None
+    profile: dict | None = None                 # netarena.profile's document of a profiled repeat, or None
 
 
 @dataclass
@@ -510,7 +511,7 @@ def load_report(source, run_id: int) -> Report:
         generator_argv=m.get("generator_argv"), generator=m.get("generator"), monitor=m.get("monitor"),
         started_at=m["started_at"], level=m.get("level") or {}, cost=stats.measurement_cost(m),
         contention=stats.measurement_contention(m) if m.get("generator") else None,
-        discarded=m.get("discarded")) for m in rows]
+        discarded=m.get("discarded"), profile=m.get("profile")) for m in rows]
     contestants = []
     for c in _rows(db, "SELECT * FROM contestants WHERE run_id=? ORDER BY name", (run_id,)):
         manifest = c.get("manifest") or {}
