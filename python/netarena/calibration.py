@@ -17,13 +17,12 @@ run is not lost for it. Bounded: about CPU_UNITS units of a few ms each plus REF
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from statistics import median
 
 from .backends.base import GENERATOR_GRACE_S, parse_document
-from .generator import generator_argv
+from .generator import calibrate_cpu, generator_argv
 from .ports import free_port
 from .process import ManagedProcess, tree_cpu_s
 
@@ -44,26 +43,10 @@ REFERENCE_TIMEOUT_S = 5.0
 REFERENCE_READY_S = 30.0
 
 
-def cpu_loop(generator: Path, cpus: list[int], units: int = CPU_UNITS) -> dict:
-    """The fixed CPU loop's figures (µs per unit: the median, the fastest and the slowest unit; the unit's
-    version) on the first of `cpus`."""
-    argv = [str(generator), "calibrate", "cpu", "--units", str(units)]
-    proc = ManagedProcess(argv, cpus=cpus[:1] or None, capture=True)
-    try:
-        stdout, stderr = proc.proc.communicate(timeout=GENERATOR_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return {"error": f"netarena-load calibrate cpu did not finish in {GENERATOR_GRACE_S:g} s"}
-    finally:
-        proc.close()
-    if proc.proc.returncode != 0:
-        return {"error": f"netarena-load calibrate cpu exited with code {proc.proc.returncode}: "
-                         f"{stderr.decode('utf-8', 'replace').strip()[-500:]}"}
-    try:
-        figures = json.loads(stdout)
-    except ValueError as exc:
-        return {"error": f"netarena-load calibrate cpu printed no valid JSON ({exc})"}
-    return {**figures, "cpu": (cpus[:1] or [None])[0]}
+def cpu_loop(generator: Path, cpus: list[int]) -> dict:
+    """The fixed CPU loop's figures (µs per unit, the unit's version) on the first of `cpus`."""
+    figures = calibrate_cpu(generator, (cpus[:1] or [None])[0], CPU_UNITS)
+    return figures if "error" in figures else {**figures, "cpu": (cpus[:1] or [None])[0]}
 
 
 def reference_pair(generator: Path, server_cpus: list[int], generator_cpus: list[int], on_spawn=None,

@@ -101,6 +101,9 @@ def _contestants_dir_option(f):
 @click.option("--precision", "precision_opt", metavar="PCT",
               help="Repeat until the 95%% interval of each throughput median is within ±PCT of it (e.g. 3%%), "
                    "up to the suite's repeat_max (default 20) and precision_budget_s (docs/suites.md).")
+@click.option("--profile", "profile", is_flag=True,
+              help="Also profile each level once: one more repeat, sampled by the contestant's profiler (py-spy, "
+                   "perf) and kept out of every figure (docs/profiles.md).")
 @click.option("--duration", help="Measured time per measurement, e.g. 3s (default: the suite's).")
 @click.option("--warmup", help="Warm-up per measurement, e.g. 1s (default: the suite's).")
 @click.option("--results", "results_dir", type=click.Path(path_type=Path, file_okay=False),
@@ -141,7 +144,7 @@ def _contestants_dir_option(f):
 @click.option("--cluster", "cluster_file", type=click.Path(path_type=Path, dir_okay=False),
               help="Run across hosts: the server on one, the load on the others (docs/many-machines.md).")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
-def run(suite, only, scenario_opt, repeat, precision_opt, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
+def run(suite, only, scenario_opt, repeat, precision_opt, profile, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
         no_apt, install_jobs, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
         allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt):
     """Run a suite (default: quick), or measure your own server (--url), and store every measurement in
@@ -167,7 +170,7 @@ def run(suite, only, scenario_opt, repeat, precision_opt, duration, warmup, resu
             raise ConfigError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} to a server of "
                               "your own", path=given[0], hint="add --url http://HOST:PORT")
         if url is not None:
-            clash = [k for k, v in (("SUITE", suite), ("--only", only), ("--resume", resume),
+            clash = [k for k, v in (("SUITE", suite), ("--only", only), ("--resume", resume), ("--profile", profile),
                                     ("--server-cpus", server_cpus), ("--contestants-dir", contestants_dir),
                                     ("--cluster", cluster_file), ("--backend", backend_opt)) if v]
             if clash:
@@ -177,7 +180,7 @@ def run(suite, only, scenario_opt, repeat, precision_opt, duration, warmup, resu
     except ConfigError as exc:
         fail_bad_input(exc)
         return
-    options = RunOptions(suite, only, scenario_opt, repeat, precision_opt, duration, warmup, results_dir, resume,
+    options = RunOptions(suite, only, scenario_opt, repeat, precision_opt, profile, duration, warmup, results_dir, resume,
                          server_cpus, generator_cpus, no_apt, install_jobs, run_as_root, contestants_dir, quiet,
                          json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
                          allow_target, request_file, method, headers, body, expect_status, expect_body, backend_kind)

@@ -14,7 +14,7 @@ import typing
 from pathlib import Path
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from .errors import ConfigError, did_you_mean
 from .generator import GeneratorMissing, check_argv, find_generator, level_check_argv
@@ -131,6 +131,21 @@ def model_group(concurrency_model: str | None) -> str:
     return MODEL_GROUPS.get(concurrency_model or "", concurrency_model or "unknown")
 
 
+class Profile(Strict):
+    """How `netarena run --profile` samples this contestant's server (netarena.profile, docs/profiles.md): its
+    `tool`, or why it cannot be profiled here (`unsupported`). Without the table the runtime's default applies
+    (profile.DEFAULT_BY_RUNTIME)."""
+
+    tool: Literal["py-spy", "perf"] | None = None
+    unsupported: Annotated[str, Field(min_length=1)] | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> "Profile":
+        if (self.tool is None) == (self.unsupported is None):
+            raise ValueError("give either tool (\"py-spy\" or \"perf\") or unsupported (why), not both or neither")
+        return self
+
+
 class Manifest(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     display_name: Annotated[str, Field(min_length=1)]
@@ -158,6 +173,8 @@ class Manifest(Strict):
     # Scenarios besides static and gridfs whose answers the server reads from the static file set (nginx serves
     # /bytes/{n} as files): a run planning one of them generates the set first, as it does for static.
     serves_from_static_set: list[ScenarioName] = []
+    # How --profile samples it; None: the runtime's default (netarena.profile).
+    profile: Profile | None = None
 
 
 # ----------------------------------------------------------------------------- suite
@@ -281,6 +298,9 @@ class Suite(Strict):
     # Each netarena-load process's open-files limit, when lower than the hard limit it would have: a level
     # beyond it is spread over several processes (docs/load-generator.md, "Levels beyond one process").
     generator_open_files: Annotated[int, Field(ge=128, le=1 << 30)] | None = None
+    # One more repeat per level, sampled by the contestant's profiler and kept out of every figure
+    # (netarena.profile, docs/profiles.md); `netarena run --profile` sets it.
+    profile: bool = False
     measure: Annotated[list[Measure], Field(min_length=1)]
 
 

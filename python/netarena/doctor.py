@@ -388,8 +388,7 @@ def _check_cpu_speed() -> list[Check]:
     the time the hypervisor took the CPU away; a host can also slow a CPU it leaves running (a busy sibling
     hyperthread, a lower clock, a neighbour's cache traffic), which no counter in the VM shows. The fixed
     loop's units, timed back to back, show it: their median against their fastest."""
-    from .calibration import cpu_loop
-    from .generator import GeneratorMissing, find_generator
+    from .generator import GeneratorMissing, calibrate_cpu, find_generator
 
     try:
         generator = find_generator()
@@ -400,7 +399,7 @@ def _check_cpu_speed() -> list[Check]:
     cpus = [available[0], available[1]] if len(available) >= 2 else available[:1]  # a run's server, generator
     figures, worst = [], 0.0
     for cpu in cpus:
-        found = cpu_loop(generator, [cpu], units=STEADINESS_UNITS)
+        found = calibrate_cpu(generator, cpu, STEADINESS_UNITS)
         if found.get("error") or not found.get("us_per_unit_min"):
             return [Check("CPU speed", "not measured", f"the fixed CPU loop failed on CPU {cpu}: "
                           f"{found.get('error', 'no figures')}", "warn",

@@ -136,3 +136,28 @@ def check_thresholds(binary: Path, expressions: list[str]) -> str | None:
         argv += ["--threshold", expression]
     _, refused = check_argv(argv)
     return refused
+
+
+# The longest `netarena-load calibrate cpu` may take: its units are a few ms each.
+CALIBRATE_CPU_TIMEOUT_S = 60.0
+
+
+def calibrate_cpu(binary: Path, cpu: int | None, units: int) -> dict:
+    """netarena-load's fixed CPU loop, `units` units pinned to `cpu`: its figures (µs per unit: the median, the
+    fastest and the slowest unit; the unit's version), or {"error": why}. The one way netarena times it (the
+    run's calibration, doctor's CPU speed check)."""
+    argv = [str(binary), "calibrate", "cpu", "--units", str(units)]
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=CALIBRATE_CPU_TIMEOUT_S,
+                              preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None)
+    except subprocess.TimeoutExpired:
+        return {"error": f"netarena-load calibrate cpu did not finish in {CALIBRATE_CPU_TIMEOUT_S:g} s"}
+    except OSError as exc:
+        return {"error": f"cannot run netarena-load calibrate cpu: {exc}"}
+    if done.returncode != 0:
+        return {"error": f"netarena-load calibrate cpu exited with code {done.returncode}: "
+                         f"{done.stderr.decode('utf-8', 'replace').strip()[-500:]}"}
+    try:
+        return json.loads(done.stdout)
+    except ValueError as exc:
+        return {"error": f"netarena-load calibrate cpu printed no valid JSON ({exc})"}

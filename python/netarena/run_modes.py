@@ -56,6 +56,7 @@ class RunOptions:
     scenario_opt: str | None
     repeat: int | None
     precision_opt: str | None
+    profile: bool
     duration: str | None
     warmup: str | None
     results_dir: Path
@@ -167,10 +168,16 @@ def _suite_setup(o: RunOptions, cluster_file: Path | None) -> Setup:
     parsed, _ = load_suite(suite_path)
     contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
     overrides = _run_overrides(o.repeat, o.duration, o.warmup, o.thresholds, o.precision_opt)
+    if o.profile:
+        overrides["profile"] = True
     if only:
         overrides["contestants"] = split_list(only)
         overrides["exclude"] = []
     effective = _override(parsed, overrides)
+    if effective.profile and cluster_file is not None:
+        raise ConfigError("profiles are taken on this machine only: a run across hosts (--cluster) cannot profile "
+                          "its server host yet", path="--profile" if o.profile else str(suite_path), field=None
+                          if o.profile else "profile", hint="drop --profile (or the suite's profile = true)")
     scenario_filter = split_list(scenario_opt)
     for name in scenario_filter or []:
         if name not in SCENARIOS:
@@ -427,7 +434,8 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
         estimate = plan.estimate(o.install_jobs, installs=backend_kind == "real")
         installs_elsewhere = " plus installs on the server host" if backend_kind == "cluster" else ""
         ui.info(f"run {run_id}: suite {plan.suite.name}, {len({i.contestant for i in plan.items})} contestant(s), "
-                f"{len(plan.items)} measurement(s) x {plan.suite.repeat} repeat(s) = {plan.total}; estimated "
+                f"{len(plan.items)} measurement(s) x {plan.suite.repeat} repeat(s)"
+                f"{' + 1 profiled' if plan.suite.profile else ''} = {plan.total}; estimated "
                 f"{minutes_seconds(estimate.total_s)}{installs_elsewhere}: {estimate.describe()}; server CPUs "
                 f"{server}, generator CPUs {generator_set}; store {store.path}")
         if plan.suite.precision:

@@ -23,6 +23,7 @@ from .envinfo import collect_environment
 from .errors import ConfigError
 from .plan.suite import Item, Plan, minutes_seconds
 from .process import StopRequest, available_cpus, group_members, kill_group, process_start_time
+from .profile import PROFILED, plan_for as profile_plan_for
 from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 from .services import ServiceManager, load_all, service_availability
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso, row_to_dict
@@ -305,11 +306,11 @@ class Runner:
         next_index: dict[tuple, int] = {}
         for row in self.store.measurements(run_id):
             key = (row["contestant"], row["scenario"], row["level_key"])
-            retries[key] = retries.get(key, 0) + (1 if row["discarded"] else 0)
+            retries[key] = retries.get(key, 0) + (1 if row["discarded"] and row["discarded"] != PROFILED else 0)
             next_index[key] = max(next_index.get(key, plan.suite.repeat), row["repeat_index"] + 1)
         remaining_s = sum(plan.item_estimate_s(i) for _, i in todo)  # what the plan still has to measure
 
-        def measure(repeat_index: int, item: Item) -> None:
+        def measure(repeat_index: int, item: Item, profile=None) -> None:
             nonlocal remaining_s
             remaining_s = max(0.0, remaining_s - plan.item_estimate_s(item))
             if StopRequest.requested:
@@ -328,9 +329,16 @@ class Runner:
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
                                      generator_cpus, static_dir, log_dir, self.services,
                                      plan.suite.generator_open_files, plan.suite.warmup_until_steady,
-                                     plan.suite.warmup_max_s)
+                                     plan.suite.warmup_max_s, profile=profile)
             while True:
                 record = self._measure_one(run_id, request, item, base)
+                if profile is not None:
+                    # A profiled repeat is never in a figure (its profiler may have slowed the server): kept
+                    # apart, its throughput compared with the unprofiled repeats' in the report.
+                    record["discarded"] = PROFILED
+                    if record["status"] == "ok" and record.get("profile") is None:
+                        record["profile"] = {"tool": profile.tool, "error": "this backend takes no profiles"}
+                    break
                 if plan.warmup_raised(item):
                     record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
                 if (record.get("warmup") or {}).get("settled") is False:
@@ -370,6 +378,32 @@ class Runner:
         target = precision.settings(plan.suite)
         if target is not None:
             self._until_precise(plan, run_id, runnable, target, measuring_since, failed_before, measure)
+        if plan.suite.profile:
+            self._profiled_repeats(plan, run_id, runnable, failed_before, next_index, measure)
+
+    def _profiled_repeats(self, plan: Plan, run_id: int, runnable: list[Item], failed_before: dict,
+                          next_index: dict, measure) -> None:
+        """One more repeat of every level, sampled by the contestant's profiler (netarena.profile), after all the
+        others: under the next free repeat index, stored with `discarded` = PROFILED. A resumed run skips the
+        levels profiled already."""
+        profiled = {(r["contestant"], r["scenario"], r["level_key"]) for r in self.store.measurements(run_id)
+                    if r["discarded"] == PROFILED}
+        for row in self.store.measurements(run_id):
+            key = (row["contestant"], row["scenario"], row["level_key"])
+            next_index[key] = max(next_index.get(key, plan.suite.repeat), row["repeat_index"] + 1)
+        todo = [i for i in runnable if (key := (i.contestant, i.scenario, i.level.key)) not in profiled
+                and key not in failed_before]
+        if not todo:
+            return
+        plans = {c.name: profile_plan_for(c.manifest) for c in plan.contestants}
+        self.ui.info(f"profiles: one more repeat of {len(todo)} level(s), sampled and kept out of the figures")
+        self.ui.start_progress(len(todo))
+        for item in todo:
+            key = (item.contestant, item.scenario, item.level.key)
+            index = next_index.get(key, plan.suite.repeat)
+            next_index[key] = index + 1
+            measure(index, item, profile=plans[item.contestant])
+        self.ui.end_progress()
 
     def _until_precise(self, plan: Plan, run_id: int, runnable: list[Item], target: tuple, since: float,
                        failed_before: dict, measure) -> None:

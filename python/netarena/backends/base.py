@@ -46,6 +46,8 @@ class MeasureRequest:
     # warmup_s being the minimum; None: a fixed warm-up of warmup_s.
     steady_tolerance: float | None = None
     warmup_max_s: float | None = None
+    # A profiled repeat: how the contestant is profiled (netarena.profile.ProfilePlan); None: not profiled.
+    profile: object | None = None
 
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,

@@ -17,6 +17,7 @@ from ..fixtures import load_mongo_fixture, mongo_fixture_intact
 from ..monitor import Monitor, MonitorError
 from ..ports import free_port
 from ..process import ManagedProcess, group_members, wait_until_idle
+from ..profile.sampler import Sampler
 from ..scenarios import accept_queue, load_spec, registry, verify
 from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from ..services import ServiceError
@@ -193,8 +194,14 @@ class RealBackend:
                 req = dataclasses.replace(req, warmup_s=warmup.WINDOW_S)
             argv = self._argv(spec, req)
             record["generator_argv"] = argv
-            generator, monitor, gen_error = self._run_generator(argv, server_pid, req)
+            profile = {} if req.profile is not None else None
+            generator, monitor, gen_error = self._run_generator(argv, server_pid, req, profile)
+            if profile is not None:
+                record["profile"] = profile
         else:
+            if req.profile is not None:
+                record["profile"] = {"tool": req.profile.tool, "error": "not profiled: the level is spread over "
+                                     "several generator processes, and only one process's window is followed"}
             argvs = []
             for i, share in enumerate(spread.shares):
                 # The rates are shared like the connections; the echo probe runs in the first process only.
@@ -288,11 +295,15 @@ class RealBackend:
         except MonitorError as exc:
             return None, {"error": str(exc)}
 
-    def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest):
+    def _run_generator(self, argv: list[str], server_pid: int | None, req: MeasureRequest,
+                       profile: dict | None = None):
+        """netarena-load as `argv`, the server's tree monitored; with `profile` (a dict to fill), its profiler
+        sampling the server's tree during the measured phase (netarena.profile)."""
         gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True, open_files=req.generator_open_files)
         self.on_spawn(gen, "generator")
         monitor = None
         monitor_result = None
+        sampler = self._start_sampler(server_pid, req) if profile is not None else None
         try:
             monitor, monitor_result = self._start_monitor(server_pid, gen.pid, req)
             stdout, stderr, timed_out = _communicate(
@@ -301,9 +312,24 @@ class RealBackend:
                 return None, self._stop_monitor(monitor, monitor_result), too_slow(argv)
         finally:
             self._end(gen)
+            if sampler is not None:
+                if gen.proc.returncode != 0:
+                    sampler.abort()  # the load ended early: no measured phase left to sample
+                profile.update(sampler.finish())
         monitor_result = self._stop_monitor(monitor, monitor_result)
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error
+
+    def _start_sampler(self, server_pid: int | None, req: MeasureRequest):
+        """The profiler of a profiled repeat, started now and sampling from the end of the warm-up."""
+        if req.profile.tool is None or server_pid is None:
+            return _NoSampler({"unsupported": req.profile.unsupported} if req.profile.tool is None else
+                              {"tool": req.profile.tool, "error": "no server process to sample"})
+        workdir = req.log_dir / "profiles" / _safe(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
+                                                   f"r{req.repeat_index}")
+        return Sampler(req.profile, req.contestant, server_pid, delay_s=req.warmup_s, duration_s=req.duration_s,
+                       workdir=workdir, cpus=req.generator_cpus, on_spawn=self.on_spawn,
+                       on_release=self.release).start()
 
     def _end(self, gen: ManagedProcess) -> None:
         """Kill whatever is left of a generator process group, and forget it once it is gone."""
@@ -378,6 +404,19 @@ class RealBackend:
             return monitor.stop()
         except Exception as exc:  # a monitor failure must not lose the measurement
             return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+class _NoSampler:
+    """A profiled repeat that samples nothing: the document says why (unsupported, or no server to sample)."""
+
+    def __init__(self, document: dict):
+        self.document = document
+
+    def abort(self) -> None:
+        pass
+
+    def finish(self) -> dict:
+        return self.document
 
 
 def _communicate(gen: ManagedProcess, timeout_s: float) -> tuple[bytes, bytes, bool]:

@@ -88,7 +88,8 @@ class Plan:
 
     @property
     def total(self) -> int:
-        return len(self.items) * self.suite.repeat
+        # A profiled run measures each level once more (netarena.profile).
+        return len(self.items) * (self.suite.repeat + (1 if self.suite.profile else 0))
 
     def timing(self, item: Item) -> tuple[float, float]:
         """(warm-up, duration) of an item: its [[measure]] entry's own, else the suite's; the warm-up raised to
@@ -124,7 +125,7 @@ class Plan:
 
     def estimate_s(self) -> float:
         one_round = sum(self.item_estimate_s(i) for i in self.items)
-        return one_round * self.suite.repeat
+        return one_round * (self.suite.repeat + (1 if self.suite.profile else 0))
 
     def estimate(self, jobs: int, installs: bool = True) -> Estimate:
         """The measurements' time and, with `installs` (contestants installed on this machine), what installing

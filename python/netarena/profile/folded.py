@@ -1,0 +1,163 @@
+"""Folded stacks: the one form every profiler's samples are turned into (one line per distinct stack, frames root
+first joined by ";", a space and the sample count, as flame graph tools read them), and what the report shows of
+them: the frames with the most samples as the leaf (self time), and the split of the samples into the server's
+own code, its framework, the language runtime and the kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from pathlib import Path
+
+# The report's table of frames by self time: this many.
+TOP_SELF = 15
+CATEGORIES = ("own", "framework", "runtime", "kernel", "unknown")
+
+# A py-spy frame: "function (path:line)"; its root frame per process: 'process 123:"command line"'.
+_PY_FRAME = re.compile(r"^(?P<function>.*) \((?P<path>.*):(?P<line>-?\d+)\)$")
+# A sample's first line in `perf script -F pid,tid,...`.
+_PERF_HEADER = re.compile(r"^\s*(?P<pid>\d+)/(?P<tid>\d+)\s*$")
+# perf's kernel frames carry this suffix in folded stacks (as Brendan Gregg's stackcollapse-perf writes them).
+KERNEL_SUFFIX = "_[k]"
+
+
+def to_text(stacks: Counter) -> str:
+    """Folded text, the most sampled stacks first (ties in stack order, so the same samples give the same text)."""
+    return "".join(f"{';'.join(stack)} {count}\n" for stack, count in
+                   sorted(stacks.items(), key=lambda item: (-item[1], item[0])))
+
+
+def parse(text: str) -> Counter:
+    """Folded text back into {stack tuple: samples}; lines that are not `frames count` are refused."""
+    stacks: Counter = Counter()
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        frames, _, count = line.rpartition(" ")
+        if not frames or not count.isdigit():
+            raise ValueError(f"line {number} is not folded stacks ('frame;frame COUNT'): {line[:120]!r}")
+        stacks[tuple(frames.split(";"))] += int(count)
+    return stacks
+
+
+def perf_script_to_stacks(text: str, pids: set[int] | None = None) -> Counter:
+    """`perf script -F pid,tid,ip,sym,dso` output as {stack: samples}: each sample is a "PID/TID" line and its
+    call chain leaf first, one "ADDRESS SYMBOL (DSO)" line per frame. Kernel frames get KERNEL_SUFFIX; a frame
+    without a symbol is its DSO's name in brackets. Only samples of `pids`, when given."""
+    stacks: Counter = Counter()
+    pid, frames = None, []
+
+    def flush() -> None:
+        if pid is not None and (pids is None or pid in pids) and frames:
+            stacks[tuple(reversed(frames))] += 1
+
+    for line in text.splitlines():
+        if not line.strip():
+            flush()
+            pid, frames = None, []
+            continue
+        header = _PERF_HEADER.match(line)
+        if header:  # a sample's header: "PID/TID", right-aligned (leading spaces for short PIDs)
+            flush()
+            pid, frames = int(header["pid"]), []
+            continue
+        parts = line.strip().split(" ", 1)
+        if len(parts) < 2:
+            frames.append("[unknown]")
+            continue
+        rest = parts[1]
+        symbol, _, dso = rest.rpartition(" (")
+        dso = dso.rstrip(")") if _ else ""
+        symbol = (symbol if _ else rest).strip() or "[unknown]"
+        symbol = re.sub(r"\+0x[0-9a-f]+$", "", symbol)
+        if symbol == "[unknown]" and dso and dso != "[unknown]":
+            symbol = f"[{os.path.basename(dso)}]"
+        if dso == "[kernel.kallsyms]":
+            symbol += KERNEL_SUFFIX
+        elif dso:
+            symbol += f" ({os.path.basename(dso)})"
+        frames.append(symbol)
+    flush()
+    return stacks
+
+
+def py_spy_stacks(text: str, own_dirs: list[Path]) -> Counter:
+    """py-spy's raw output (folded, with --full-filenames) with each frame's path shortened for reading: a file
+    of the contestant's own folders relative to them, a package's from its site-packages folder on, the
+    standard library's from its lib/pythonX.Y folder on. The root frame py-spy adds per process is dropped."""
+    stacks: Counter = Counter()
+    for stack, count in parse(text).items():
+        frames = [_short_py_frame(f, own_dirs) for f in stack if not f.startswith("process ")]
+        if frames:
+            stacks[tuple(frames)] += count
+    return stacks
+
+
+def _short_py_frame(frame: str, own_dirs: list[Path]) -> str:
+    match = _PY_FRAME.match(frame)
+    if not match:
+        return frame
+    path = match["path"]
+    category = py_path_category(path, own_dirs)
+    if category == "own":
+        for d in own_dirs:
+            if path.startswith(str(d) + os.sep):
+                path = f"[own] {os.path.relpath(path, d.parent)}"
+                break
+    elif "-packages/" in path:
+        path = path.split("-packages/", 1)[1]
+    elif re.search(r"/lib/python3\.\d+/", path):
+        path = "[stdlib] " + re.split(r"/lib/python3\.\d+/", path, 1)[1]
+    return f"{match['function']} ({path}:{match['line']})"
+
+
+def py_path_category(path: str, own_dirs: list[Path]) -> str:
+    if path.startswith("[own] ") or any(path.startswith(str(d) + os.sep) for d in own_dirs):
+        return "own"
+    if "-packages/" in path:
+        return "framework"
+    if path.startswith("[stdlib] ") or re.search(r"/lib/python3\.\d+/", path) or path.startswith("<frozen"):
+        return "runtime"
+    return "unknown"
+
+
+# Native code (perf): shared libraries of the C runtime, the dynamic loader and the language runtimes.
+_RUNTIME_LIBRARIES = re.compile(r"\((libc|libpthread|libm|ld-linux[^)]*|libstdc\+\+|libgcc_s|libpython[^)]*|"
+                                r"libjvm|libuv|libnode|\[vdso\])[^)]*\)$")
+# Symbols of a language's runtime inside the executable: Go's runtime, Rust's standard library.
+_RUNTIME_SYMBOLS = re.compile(r"^(runtime\.|internal/|runtime/|std::|core::|alloc::|<std::|<core::|<alloc::|"
+                              r"__rust|_start|__libc)")
+
+
+def frame_category(frame: str, tool: str, own_dirs: list[Path], own_symbols: tuple[str, ...]) -> str:
+    """Which part of the server a frame belongs to: "own" (the contestant's code), "framework" (the libraries
+    it is built on, the web framework first), "runtime" (the interpreter, the language runtime, the C library),
+    "kernel", or "unknown". A heuristic by path (py-spy) or by symbol and library (perf): docs/profiles.md."""
+    if tool == "py-spy":
+        match = _PY_FRAME.match(frame)
+        return py_path_category(match["path"], own_dirs) if match else "unknown"
+    if frame.endswith(KERNEL_SUFFIX):
+        return "kernel"
+    if frame.startswith("[unknown]") or frame.startswith("[") and frame.endswith("]"):
+        return "unknown"
+    symbol = frame.rsplit(" (", 1)[0]
+    if _RUNTIME_LIBRARIES.search(frame) or _RUNTIME_SYMBOLS.match(symbol):
+        return "runtime"
+    if own_symbols and symbol.startswith(own_symbols):
+        return "own"
+    return "framework"
+
+
+def summarize(stacks: Counter, tool: str, own_dirs: list[Path], own_symbols: tuple[str, ...] = ()) -> dict:
+    """The samples' split by the leaf frame's category, and the TOP_SELF leaf frames with their shares."""
+    total = sum(stacks.values())
+    categories = dict.fromkeys(CATEGORIES, 0)
+    leaves: Counter = Counter()
+    for stack, count in stacks.items():
+        leaves[stack[-1]] += count
+        categories[frame_category(stack[-1], tool, own_dirs, own_symbols)] += count
+    top = [{"frame": frame, "samples": count, "share": round(count / total, 4)}
+           for frame, count in sorted(leaves.items(), key=lambda item: (-item[1], item[0]))[:TOP_SELF]]
+    return {"categories": categories, "top_self": top}

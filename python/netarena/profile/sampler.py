@@ -1,0 +1,154 @@
+"""One profile: a profiler sampling a server's process tree during a measurement's measured phase, in a thread
+of its own, bounded in time; its samples as the stored document (docs/store.md, `profile_json`)."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+
+from ..process import ManagedProcess
+from . import RATE_HZ, ProfilePlan, tool_missing, tool_path
+from .folded import perf_script_to_stacks, py_spy_stacks, summarize, to_text
+
+# How long a profiler may take beyond its sampling time (attaching, writing its file) before it is stopped, and
+# how long `perf script` may take to read a recording.
+GRACE_S = 15.0
+PERF_SCRIPT_TIMEOUT_S = 120.0
+
+
+def _version(path: str) -> str:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown"
+
+
+def own_code(contestant) -> tuple[list[Path], tuple[str, ...]]:
+    """What counts as the contestant's own code: its folder and the shared folders beside it (contestants/_*,
+    code the contestants share), and for native code the symbol prefixes of its own package (Go's main, a
+    Rust binary's crate)."""
+    dirs = [contestant.dir.resolve(), *sorted(p.resolve() for p in contestant.dir.parent.glob("_*") if p.is_dir())]
+    manifest = contestant.manifest
+    symbols: tuple[str, ...] = ()
+    if manifest.language == "go":
+        symbols = ("main.",)
+    elif manifest.language == "rust":
+        executable = Path(manifest.start.command[0]).name
+        symbols = (executable.replace("-", "_") + "::", "<" + executable.replace("-", "_") + "::")
+    return dirs, symbols
+
+
+class Sampler:
+    """Samples the process tree of `server_pid` with `plan.tool` for `duration_s`, starting `delay_s` after
+    start() (the generator's warm-up). The profiler is one process started at once behind a shell's `sleep`, so
+    it is tracked (on_spawn) like every process of a run from the moment it exists; finish() waits for it,
+    bounded, and returns the document. A profiler that fails or hangs gives a document with `error`, never an
+    exception."""
+
+    def __init__(self, plan: ProfilePlan, contestant, server_pid: int, *, delay_s: float, duration_s: float,
+                 workdir: Path, cpus: list[int] | None, on_spawn=lambda proc, role: None,
+                 on_release=lambda proc: None):
+        self.plan, self.contestant, self.server_pid = plan, contestant, server_pid
+        self.delay_s, self.duration_s = delay_s, duration_s
+        self.workdir, self.cpus = workdir, cpus
+        self.on_spawn, self.on_release = on_spawn, on_release
+        self._proc: ManagedProcess | None = None
+        self._aborted = False
+        self._deadline = 0.0
+        tool = plan.tool
+        self._path = tool_path(tool)
+        self._out = workdir / ("py-spy.folded" if tool == "py-spy" else "perf.data")
+        self._log = workdir / f"{tool}.log"
+        self.document: dict = {"tool": tool, "tool_version": None, "rate_hz": RATE_HZ, "window_s": duration_s,
+                               "event": "cpu-clock" if tool == "perf" else "wall-clock sampling of running threads",
+                               "samples": 0, "views": {"cpu": "", "idle": None}, "error": None}
+
+    def start(self) -> "Sampler":
+        tool, document = self.plan.tool, self.document
+        missing = tool_missing(tool)
+        if missing is not None:
+            document["error"] = missing
+            return self
+        document["tool_version"] = _version(self._path)
+        try:
+            server = psutil.Process(self.server_pid)
+            pids = sorted({self.server_pid, *(p.pid for p in server.children(recursive=True))})
+        except psutil.Error as exc:
+            document["error"] = f"the server's process is gone: {exc}"
+            return self
+        document["pids"] = pids
+        if tool == "py-spy":
+            # --nonblocking: read the interpreter's memory without pausing it (the server runs on undisturbed
+            # but a sample may catch a frame mid-update); --subprocesses: every worker of a pre-forking server.
+            argv = [self._path, "record", "--pid", str(self.server_pid), "--subprocesses", "--nonblocking",
+                    "--rate", str(RATE_HZ), "--duration", f"{max(1, round(self.duration_s))}", "--format", "raw",
+                    "--full-filenames", "--output", str(self._out)]
+        else:
+            # The software cpu-clock event (a VM exposes no hardware counters), call chains by frame pointers:
+            # Go keeps them; code built without them gives shorter stacks, its leaf (self time) still right.
+            argv = [self._path, "record", "-e", "cpu-clock", "-F", str(RATE_HZ), "-g", "-p", ",".join(map(str, pids)),
+                    "-o", str(self._out), "--", "sleep", f"{self.duration_s:g}"]
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        # The shell sleeps through the warm-up, then becomes the profiler (exec: one process to track and stop).
+        wrapped = ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self.delay_s:g}", *argv]
+        try:
+            self._proc = ManagedProcess(wrapped, cpus=self.cpus, log_path=self._log)
+        except OSError as exc:
+            document["error"] = f"cannot start {tool}: {exc}"
+            return self
+        self._deadline = time.monotonic() + self.delay_s + self.duration_s + GRACE_S
+        self.on_spawn(self._proc, "profiler")
+        return self
+
+    def abort(self) -> None:
+        """Stop sampling now (the load ended early: no measured phase left to sample)."""
+        self._aborted = True
+        if self._proc is not None and self._proc.alive:
+            self._proc.kill()
+
+    def finish(self) -> dict:
+        """The document, once the profiler is done; stopped if it runs GRACE_S past its window."""
+        proc, document, tool = self._proc, self.document, self.plan.tool
+        if proc is None:
+            return document
+        try:
+            while proc.alive and time.monotonic() < self._deadline:
+                time.sleep(0.05)
+            if proc.alive:
+                proc.kill()
+                document["error"] = f"{tool} was stopped: still running {GRACE_S:g} s after its window"
+            elif self._aborted:
+                document["error"] = f"{tool} was stopped: the load ended before its measured phase did"
+            code = proc.poll()
+        finally:
+            proc.close()
+            self.on_release(proc)
+        out = self._out
+        if not out.is_file() or out.stat().st_size == 0:
+            tail = self._log.read_text(errors="replace")[-400:].strip() if self._log.is_file() else ""
+            document["error"] = document["error"] or f"{tool} exited with code {code} and wrote no samples: {tail}"
+            return document
+        own_dirs, own_symbols = own_code(self.contestant)
+        try:
+            if tool == "py-spy":
+                stacks = py_spy_stacks(out.read_text(errors="replace"), own_dirs)
+            else:
+                script = subprocess.run([self._path, "script", "-i", str(out), "-F", "pid,tid,ip,sym,dso"],
+                                        capture_output=True, text=True, timeout=PERF_SCRIPT_TIMEOUT_S)
+                stacks = perf_script_to_stacks(script.stdout, set(document["pids"]))
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            document["error"] = f"reading {tool}'s samples: {exc}"
+            return document
+        finally:
+            if out.suffix == ".data":
+                out.unlink(missing_ok=True)  # raw perf data: the folded stacks keep what the report uses
+        document["samples"] = sum(stacks.values())
+        document["views"]["cpu"] = to_text(stacks)
+        document.update(summarize(stacks, tool, own_dirs, own_symbols))
+        if not stacks and document["error"] is None:
+            document["error"] = f"{tool} caught no samples of the server running (idle in its window?)"
+        return document

@@ -1,0 +1,140 @@
+"""`netarena run --profile`, real: py-spy on a CPython server, perf's cpu-clock on a Go one, the JVM declared
+unsupported; a missing, a failing and a hanging profiler each cost the profile only (netarena.profile)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
+from netarena.profile import PROFILED, UNSUPPORTED_BY_RUNTIME
+from netarena.profile.folded import parse
+from netarena.profile.sampler import GRACE_S
+
+SUITE = """name = "profiled"
+contestants = {contestants}
+repeat = 2
+warmup_s = 0.5
+duration_s = 2.0
+timeout_s = 5
+
+[[measure]]
+scenario = "hello"
+connections = [16]
+"""
+
+
+def rows(results: Path) -> list[dict]:
+    return [dict(r) for r in db_rows(results, "SELECT * FROM measurements ORDER BY id")]
+
+
+def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_figures(tmp_path, generator_binary):
+    """python-asyncio by py-spy, go-net by perf (cpu-clock), java-netty declared unsupported; the default cache
+    and server user, as `netarena verify` installs them (test_contestants_verify)."""
+    path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(
+        ["python-asyncio", "go-net", "java-netty"])))
+    results = tmp_path / "results"
+    env = {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT", "NETARENA_BACKEND")}
+    proc = subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--profile", "--results", str(results),
+                           "--json"], capture_output=True, text=True, timeout=1800, env=dict(env, COLUMNS="200"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    found = rows(results)
+    profiled = {r["contestant"]: r for r in found if r["discarded"] == PROFILED}
+    assert sorted(profiled) == ["go-net", "java-netty", "python-asyncio"], [(r["contestant"], r["discarded"])
+                                                                           for r in found]
+    for name, row in profiled.items():
+        # One more repeat than the suite's, after them, and measured like them.
+        assert row["repeat_index"] == 2 and row["status"] == "ok", (name, row["error"])
+    asyncio = json.loads(profiled["python-asyncio"]["profile_json"])
+    assert asyncio["tool"] == "py-spy" and asyncio["tool_version"].startswith("py-spy 0.4"), asyncio
+    assert asyncio["error"] is None and asyncio["samples"] > 0, asyncio
+    stacks = parse(asyncio["views"]["cpu"])
+    assert sum(stacks.values()) == asyncio["samples"]
+    frames = {f for stack in stacks for f in stack}
+    # The server's own protocol handler and asyncio's transport that calls it.
+    assert any(f.startswith("HttpProtocol.data_received ([own] python-asyncio/server.py:") for f in frames), frames
+    assert any("_read_ready" in f and "[stdlib] asyncio/selector_events.py" in f for f in frames), frames
+    assert asyncio["categories"]["own"] > 0 and asyncio["categories"]["runtime"] > 0
+    assert sum(asyncio["categories"].values()) == asyncio["samples"]
+    assert asyncio["top_self"] and sum(t["samples"] for t in asyncio["top_self"]) <= asyncio["samples"]
+    go = json.loads(profiled["go-net"]["profile_json"])
+    assert go["tool"] == "perf" and go["event"] == "cpu-clock" and go["error"] is None and go["samples"] > 0, go
+    go_frames = {f for stack in parse(go["views"]["cpu"]) for f in stack}
+    assert any(f.startswith("net/http.(*conn).serve (") for f in go_frames), sorted(go_frames)[:50]
+    assert go["categories"]["kernel"] > 0 and go["categories"]["runtime"] + go["categories"]["framework"] > 0, go
+    java = json.loads(profiled["java-netty"]["profile_json"])
+    assert java == {"unsupported": UNSUPPORTED_BY_RUNTIME["jvm"]}
+    # No profile in any figure: every group's figures come from its two unprofiled repeats.
+    shown = subprocess.run([sys.executable, "-m", "netarena", "show", "--json", "--results", str(results)],
+                           capture_output=True, text=True, timeout=120, env=env)
+    for group in json.loads(shown.stdout)["groups"]:
+        assert group["repeats_ok"] == 2 and profiled[group["contestant"]]["id"] not in group["ok_ids"], group
+
+
+def _contestant_profiled_by(tmp_path: Path, tool: str) -> Path:
+    """The fixture fx-good in a contestants folder of its own, profiled by `tool`."""
+    folder = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "_fixture-shared", folder / "_fixture-shared")
+    shutil.copytree(FIXTURE_CONTESTANTS / "fx-good", folder / "fx-good")
+    manifest = folder / "fx-good" / "contestant.toml"
+    manifest.write_text(manifest.read_text() + f'\n[profile]\ntool = "{tool}"\n')
+    return folder
+
+
+def _fake_tool(tmp_path: Path, script: str) -> str:
+    """A stand-in profiler: a shell script."""
+    fake = tmp_path / "fake-perf"
+    fake.write_text("#!/bin/sh\n" + script)
+    fake.chmod(0o755)
+    return str(fake)
+
+
+@pytest.mark.parametrize("case", ["missing", "dies", "hangs"])
+def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measurement(tmp_path, cache_dir,
+                                                                                        generator_binary, case):
+    folder = _contestant_profiled_by(tmp_path, "perf")
+    if case == "missing":
+        perf = str(tmp_path / "no-perf-here")
+    elif case == "dies":
+        perf = _fake_tool(tmp_path, 'echo "perf: cannot attach" >&2; exit 3\n')
+    else:
+        perf = _fake_tool(tmp_path, '[ "$1" = --version ] && { echo "perf version fake"; exit 0; }\nexec sleep 1000\n')
+    path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants='["fx-good"]'))
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--profile", "--results", results, "--contestants-dir", folder], cache_dir,
+                     timeout_s=300, NETARENA_PERF=perf)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    found = rows(results)
+    assert [r["status"] for r in found] == ["ok"] * 3, [(r["status"], r["error"]) for r in found]
+    (profiled,) = [r for r in found if r["discarded"] == PROFILED]
+    document = json.loads(profiled["profile_json"])
+    assert document["tool"] == "perf" and document["samples"] == 0, document
+    if case == "missing":
+        assert document["error"] == f"NETARENA_PERF={perf} is not an executable file", document
+    elif case == "dies":
+        assert document["error"].startswith("perf exited with code 3 and wrote no samples"), document
+        assert "cannot attach" in document["error"]
+    else:
+        assert document["error"] == f"perf was stopped: still running {GRACE_S:g} s after its window", document
+    # The profiled repeat's load was measured all the same.
+    assert json.loads(profiled["generator_json"])["totals"]["requests"] > 0
+    # No profiler is left behind.
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "sleep 1000" not in ps
+
+
+def test_profile_is_refused_with_cluster_and_url(tmp_path, cache_dir):
+    path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants='["fx-good"]'))
+    cluster = tmp_path / "cluster.toml"
+    cluster.write_text("")
+    result = run_cli(["run", path, "--profile", "--cluster", cluster, "--results", tmp_path / "r"], cache_dir)
+    assert result.returncode == 2 and "--profile: profiles are taken on this machine only" in result.stderr
+    assert not (tmp_path / "r").exists(), result.stderr
+    result = run_cli(["run", "--profile", "--url", "http://127.0.0.1:9/", "--results", tmp_path / "r"], cache_dir)
+    assert result.returncode == 2 and "--profile" in result.stderr and not (tmp_path / "r").exists(), result.stderr
