@@ -473,7 +473,8 @@ def export(run_id, results_dir, fmt, output, folded):
             raise ConfigError("--folded writes one file per profile into DIR: give it without --json, --csv, "
                               "--markdown and -o", path="--folded")
         if fmt is None and folded is None:
-            raise ConfigError("choose a format: --json, --csv, --markdown or --folded DIR", path="export")
+            raise ConfigError("choose a format: --json, --csv or --markdown (or --folded DIR: the profiles' "
+                              "folded stacks)", path="export")
         if folded is not None and folded.exists() and not folded.is_dir():
             raise ConfigError(f"{folded} exists and is not a folder", path="--folded",
                               hint="give a folder, new or existing")
