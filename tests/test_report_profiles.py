@@ -13,6 +13,7 @@ import pytest
 from conftest import run_cli
 from netarena.export import write_folded
 from netarena.report import load_report, write_run_report
+from netarena.report.markdown import render_markdown
 from netarena.report.model import summary_document
 from netarena.report.terminal import render_text
 from netarena.store import Store
@@ -112,6 +113,7 @@ def test_page_has_a_profiles_section_with_a_flame_graph_per_view(written):
         assert trace["tiling"] == {"orientation": "v", "flip": "y"}  # root at the bottom, like a flame graph
         total = sum(int(line.rsplit(" ", 1)[1]) for line in folded.splitlines())
         assert (trace["labels"][0], trace["parents"][0], trace["values"][0]) == ("all", "", total)
+        assert trace["customdata"][0] == "100.00%" and "samples" in trace["hovertemplate"]
         # Every node's value is at least its children's: a box is as wide as the stacks through it.
         for node, value in zip(trace["ids"], trace["values"]):
             assert value >= sum(v for p, v in zip(trace["parents"], trace["values"]) if p == node)
@@ -185,6 +187,14 @@ def test_terminal_has_a_line_per_profiled_measurement(written):
     assert lines["omega"].endswith("top self: tcp_sendmsg_[k] 50.0%, write 30.0%, entry_SYSCALL_64_[k] 20.0%; "
                                    "partial: perf lost 12 samples")
     assert lines["gamma"] == f"gamma hello c=10,w=1 #{ids['gamma']}: not profiled: {UNSUPPORTED}"
+
+
+def test_markdown_counts_profiled_repeats_apart_from_discarded_ones(written):
+    results, run_id, ids, _ = written
+    text = render_markdown(load_report(results, run_id))
+    assert "- profiled: 3 repeat(s), kept out of the figures: " + " ".join(f"#{i}" for i in sorted(ids.values())) \
+        in text
+    assert "discarded:" not in text
 
 
 def test_export_folded_writes_the_stored_text_exactly(written, tmp_path, cache_dir):

@@ -1247,6 +1247,9 @@ def _profiles(page: _Page, report: Report) -> None:
                             *([("error", p["error"])] if p.get("error") else [])])
                  .replace('<table class="kv">', f'<table class="kv profile-meta" data-measurement="{m.id}">', 1))
         views = p.get("views") or {}
+        if not views.get("cpu"):
+            why = f": {e(p['error'])}" if p.get("error") else ""
+            page.add(f'<p class="note">No on-CPU stack was recorded{why}.</p>')
         for view, what in (("cpu", "on CPU"), ("idle", "where the server waited (off-CPU)")):
             if views.get(view):
                 _flame_graph(page, profiles.build_tree(views[view]), f"#{m.id} {m.contestant} {m.level_key}: {what}")
