@@ -14,6 +14,7 @@ from conftest import run_cli
 from netarena.export import write_folded
 from netarena.report import load_report, write_run_report
 from netarena.report.markdown import render_markdown
+from netarena.report import profiles
 from netarena.report.model import summary_document
 from netarena.report.terminal import render_text
 from netarena.store import Store
@@ -265,3 +266,18 @@ def test_profiles_in_headless_chromium_offline(written):
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_flame_graph_cap_raises_the_share_until_it_fits_and_says_so():
+    # 150 stacks of 20 frames, one sample each: every frame holds 1/150 (0.67%) of the samples, above the 0.5%
+    # merge share, so 3,000 boxes would be drawn; past MAX_NODES the share doubles to 1% and they merge.
+    folded = "".join(";".join(f"f{i}_{d}" for d in range(20)) + " 1\n" for i in range(150))
+    tree = profiles.build_tree(folded)
+    assert len(tree.ids) <= profiles.MAX_NODES
+    assert tree.merge_below_share == pytest.approx(0.01)
+    assert (tree.labels, tree.values, tree.merged_frames, tree.merged_samples) == (["all", "(other)"], [150, 150],
+                                                                                   3000, 150)
+    assert profiles.cap_note(tree) == ("150 distinct stacks; 3,000 frame node(s) under 1.0% of the samples each "
+                                       "(150 samples in all) are merged into \"(other)\" under their parent")
+    # Within the cap, the same stacks keep every box.
+    assert len(profiles.build_tree(folded, max_nodes=4000).ids) == 1 + 3000
