@@ -52,7 +52,7 @@ tr.level-start td { border-top: 2px solid #8c959f; }
 .badge.bad { background: #ffebe9; border-color: #ff8182; color: #82071e; }
 .ids { white-space: nowrap; } .ids a { color: #0969da; text-decoration: none; font-size: 0.8rem; }
 .note { color: #57606a; font-size: 0.9rem; }
-.chart { min-height: 420px; margin-bottom: 1rem; }
+.chart { min-height: 420px; margin-bottom: 1rem; } .chart.flame { min-height: 0; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.8rem; }
 pre { white-space: pre-wrap; word-break: break-all; background: #f6f8fa; padding: 0.4rem; margin: 0; }
 details { margin: 0.4rem 0; } summary { cursor: pointer; }
@@ -82,13 +82,13 @@ class _Page:
     def add(self, text: str) -> None:
         self.parts.append(text)
 
-    def chart(self, fig: go.Figure, title: str, margin_top_px: int = 60) -> None:
+    def chart(self, fig: go.Figure, title: str, margin_top_px: int = 60, cls: str = "") -> None:
         self.chart_count += 1
         fig.update_layout(height=fig.layout.height or CHART_HEIGHT_PX, template="plotly_white",
                           title={"text": title}, margin={"t": margin_top_px, "l": 70, "r": 30, "b": 60})
         div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{self.chart_count}",
                           config=PLOTLY_CONFIG)
-        self.add(f'<div class="chart" data-chart="{e(title)}">{div}</div>')
+        self.add(f'<div class="chart{" " + cls if cls else ""}" data-chart="{e(title)}">{div}</div>')
 
 
 def _of(contestant: str) -> dict:
@@ -1203,10 +1203,20 @@ def _flame_graph(page: _Page, tree: profiles.Tree, title: str) -> None:
         ids=tree.ids, labels=tree.labels, parents=tree.parents, values=tree.values, branchvalues="total",
         customdata=[fmt.pct(v / tree.total, 2) if tree.total else "-" for v in tree.values],
         hovertemplate="%{label}<br>%{value:,} samples, %{customdata} of the view<extra></extra>",
+        marker={"colors": [_flame_colour(label) for label in tree.labels]},
         tiling={"orientation": "v", "flip": "y"}, textinfo="label", sort=False))
     fig.update_layout(height=max(FLAME_HEIGHT_PX[0], min(FLAME_HEIGHT_PX[1], 100 + FLAME_LEVEL_PX * depth)))
-    page.chart(fig, title)
+    page.chart(fig, title, cls="flame")
     page.add(f'<p class="note flame-cap">{e(profiles.cap_note(tree))}.</p>')
+
+
+def _flame_colour(frame: str) -> str:
+    """flamegraph.pl's warm colours, from the frame's name alone: the same frame has the same colour in every
+    graph, neighbours differ; the root and the merged "(other)" boxes are grey."""
+    if frame in ("all", profiles.OTHER):
+        return "#d0d7de"
+    digest = hashlib.sha256(frame.encode()).digest()
+    return f"rgb(205,{100 + digest[0] % 130},{digest[1] % 55})"
 
 
 def _depth(tree: profiles.Tree) -> int:
@@ -1257,8 +1267,8 @@ def _profiles(page: _Page, report: Report) -> None:
         if top:
             rows = [f'<tr><td><code>{e(t.get("frame"))}</code></td><td class="num">{int(t.get("samples") or 0):,}'
                     f'</td><td class="num">{fmt.pct(t.get("share"), 1)}</td></tr>' for t in top]
-            page.add(f'<p class="note">The frames most often on CPU themselves (the leaf of the stack), of '
-                     f"{p.get('samples') or 0:,} samples:</p>")
+            page.add('<p class="note">The frames most often on CPU themselves (the leaf of the stack), with their '
+                     "share of the on-CPU samples, as the profile lists them:</p>")
             page.add(_table(["frame (self)", "samples", "share"], rows, cls=f"profile-top profile-top-{m.id}"))
         split = profiles.category_shares(p)
         if any(samples for _, samples, _ in split):
