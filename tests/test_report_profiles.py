@@ -169,6 +169,8 @@ def test_prof_badge_only_on_the_profiled_measurements_rows(written):
     badged = {int(mid) for mid, row in rows if 'data-badge="PROF"' in row}
     assert badged == {ids["alpha"], ids["omega"]}  # gamma's repeat was not profiled: no badge
     assert all('data-discarded=' not in row for _, row in rows)  # none reads as discarded noise
+    gamma = dict(rows)[str(ids["gamma"])].replace("&#x27;", "'")
+    assert f"profiling repeat, kept out of the figures; not profiled: {UNSUPPORTED}" in gamma
     for row in re.findall(r'<tr[^>]*data-level="c=10,w=1">.*?</tr>', text, re.S):  # the groups' rows
         assert 'data-badge="PROF"' not in row
     assert "3 profiled (see Profiles)" in text and "discarded as noisy" not in text
