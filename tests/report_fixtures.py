@@ -133,7 +133,7 @@ def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connec
             generator: dict | None = None, monitor: dict | None = None, status: str = "ok",
             failure_kind: str | None = None, error: str | None = None, stop: dict | None = None,
             level_extra: dict | None = None, params: dict | None = None, error_rate: float | None = None,
-            flags: tuple[str, ...] = (), discarded: str | None = None) -> int:
+            flags: tuple[str, ...] = (), discarded: str | None = None, profile: dict | None = None) -> int:
     level = {"connections": connections, "workers": 1, "params": params or {}, **(level_extra or {})}
     # As scenarios.Level.key spells it: connections, workers, then the params.
     level_key = ",".join([f"c={connections}", "w=1", *(f"{k}={v}" for k, v in sorted((params or {}).items()))])
@@ -149,6 +149,7 @@ def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connec
         record["latency_p99_us"] = generator["latency"]["p99_us"]
     record["flags"] = list(flags)
     record["discarded"] = discarded
+    record["profile"] = profile
     return store.record_measurement(run_id, record)
 
 

@@ -35,12 +35,13 @@ from .contestants import (InstallError, availability, markdown_catalog, cache_ro
 from .doctor import PROFILES as DOCTOR_PROFILES
 from .doctor import apply_profile, restore_saved, run_doctor
 from .errors import EXIT_FAILED, EXIT_OK, ConfigError, did_you_mean
-from .export import export_csv, export_json
+from .export import export_csv, export_json, write_folded
 from .plan.external import DEFAULT_NAME as EXTERNAL_NAME
 from .plan.suite import minutes_seconds
 from .ports import free_port
 from .process import StopRequest, available_cpus
 from .report import load_report
+from .report.profiles import folded_files as profile_files
 from .report.markdown import render_markdown
 from . import run_modes
 from .run_modes import UI, RunOptions, cluster_mode, resume_mode, suite_mode, url_mode
@@ -463,11 +464,23 @@ def doctor(apply, profile, restore):
               help="The summary tables as Markdown, ready to paste into a write-up.")
 @click.option("-o", "--output", "output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write to FILE instead of stdout.")
-def export(run_id, results_dir, fmt, output):
-    """Export RUN (default: the latest run) from the store as JSON, CSV or Markdown, on stdout or into -o FILE."""
+@click.option("--folded", "folded", type=click.Path(path_type=Path), metavar="DIR",
+              help="Write each profiled measurement's folded stacks into DIR (made if missing): "
+                   "<id>-<contestant>-<scenario>-<level>.cpu.folded, and .idle.folded when recorded; exit 1 when "
+                   "the run has none.")
+def export(run_id, results_dir, fmt, output, folded):
+    """Export RUN (default: the latest run) from the store as JSON, CSV or Markdown, on stdout or into -o FILE;
+    or its profiles' folded stacks into --folded DIR."""
     try:
-        if fmt is None:
-            raise ConfigError("choose a format: --json, --csv or --markdown", path="export")
+        if folded is not None and (fmt is not None or output is not None):
+            raise ConfigError("--folded writes one file per profile into DIR: give it without --json, --csv, "
+                              "--markdown and -o", path="--folded")
+        if fmt is None and folded is None:
+            raise ConfigError("choose a format: --json, --csv or --markdown (or --folded DIR: the profiles' "
+                              "folded stacks)", path="export")
+        if folded is not None and folded.exists() and not folded.is_dir():
+            raise ConfigError(f"{folded} exists and is not a folder", path="--folded",
+                              hint="give a folder, new or existing")
         db = Path(results_dir) / "netarena.sqlite"
         if not db.is_file():
             raise ConfigError(f"no store at {db}", path="--results", hint="run `netarena run` first or pass --results")
@@ -487,7 +500,10 @@ def export(run_id, results_dir, fmt, output):
                                   path="RUN")
         if output is not None and output.parent != Path("") and not output.parent.is_dir():
             raise ConfigError(f"folder {output.parent} does not exist", path="-o", hint="create it first")
-        if fmt == "markdown":
+        if folded is not None:
+            data = None
+            files = profile_files(load_report(store, selected))
+        elif fmt == "markdown":
             data = render_markdown(load_report(store, selected))
         else:
             data = export_json(store, selected) if fmt == "json" else export_csv(store, selected)  # not a scenario
@@ -498,6 +514,23 @@ def export(run_id, results_dir, fmt, output):
         fail_bad_input(exc)
         return
     store.close()
+    if folded is not None:
+        if not files:
+            # The command ran and found nothing to write: a run without --profile, or whose contestants could not
+            # be profiled here (exit 1, as for a run with no result).
+            make_console(stderr=True).print(f"error: run {selected} has no profile with folded stacks (netarena "
+                                            "run --profile records them; docs/profiles.md)", soft_wrap=True)
+            sys.exit(EXIT_FAILED)
+        try:
+            written = write_folded(files, folded)
+        except OSError as exc:
+            fail_bad_input(ConfigError(f"cannot write into {folded}: {exc.strerror or exc}; nothing was written",
+                                       path="--folded"))
+            return
+        for path in written:
+            click.echo(f"wrote {path}")
+        click.echo(f"{len(written)} folded file(s) of run {selected} in {folded}")
+        return
     if output is None:
         sys.stdout.write(data)
         return

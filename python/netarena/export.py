@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+from pathlib import Path
 
 from . import stats
 from .reference import ratio, reference_of
@@ -111,3 +113,28 @@ def export_csv(store: Store, run_id: int) -> str:
             "error": m["error"], "started_at": m["started_at"], "ended_at": m["ended_at"],
         })
     return out.getvalue()
+
+
+def write_folded(files: dict[str, str], folder: Path) -> list[Path]:
+    """Write export --folded's files (report.profiles.folded_files) into folder, made if missing. All or nothing:
+    every file goes beside its name first and is renamed into place only when all are written, so a failure
+    (a full disk, a folder not writable) leaves none of them, and no half-made folder."""
+    made = not folder.exists()
+    temporary: list[tuple[Path, Path]] = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            final = folder / name
+            tmp = folder / f".{name}.{os.getpid()}.tmp"
+            temporary.append((tmp, final))
+            # The stored text exactly: no newline translation, so a file reads back byte for byte.
+            tmp.write_bytes(text.encode("utf-8"))
+        for tmp, final in temporary:
+            os.replace(tmp, final)
+    except OSError:
+        for tmp, _ in temporary:
+            tmp.unlink(missing_ok=True)
+        if made and folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
+    return [final for _, final in temporary]

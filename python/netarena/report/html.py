@@ -23,7 +23,7 @@ from plotly.subplots import make_subplots
 from .. import stats
 from ..config import MODEL_GROUPS, model_group
 from ..scenarios import registry
-from . import fmt
+from . import fmt, profiles
 from .model import (BADGES, OPEN_LOOP_NOTE, SATURATED_BUSY_PCT, TIE_RULE, Group, Measurement, Report, capacity_pct,
                     database_bound_note, external_line, found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
 
@@ -52,7 +52,7 @@ tr.level-start td { border-top: 2px solid #8c959f; }
 .badge.bad { background: #ffebe9; border-color: #ff8182; color: #82071e; }
 .ids { white-space: nowrap; } .ids a { color: #0969da; text-decoration: none; font-size: 0.8rem; }
 .note { color: #57606a; font-size: 0.9rem; }
-.chart { min-height: 420px; margin-bottom: 1rem; }
+.chart { min-height: 420px; margin-bottom: 1rem; } .chart.flame { min-height: 0; }
 code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 0.8rem; }
 pre { white-space: pre-wrap; word-break: break-all; background: #f6f8fa; padding: 0.4rem; margin: 0; }
 details { margin: 0.4rem 0; } summary { cursor: pointer; }
@@ -82,13 +82,13 @@ class _Page:
     def add(self, text: str) -> None:
         self.parts.append(text)
 
-    def chart(self, fig: go.Figure, title: str, margin_top_px: int = 60) -> None:
+    def chart(self, fig: go.Figure, title: str, margin_top_px: int = 60, cls: str = "") -> None:
         self.chart_count += 1
         fig.update_layout(height=fig.layout.height or CHART_HEIGHT_PX, template="plotly_white",
                           title={"text": title}, margin={"t": margin_top_px, "l": 70, "r": 30, "b": 60})
         div = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"chart-{self.chart_count}",
                           config=PLOTLY_CONFIG)
-        self.add(f'<div class="chart" data-chart="{e(title)}">{div}</div>')
+        self.add(f'<div class="chart{" " + cls if cls else ""}" data-chart="{e(title)}">{div}</div>')
 
 
 def _of(contestant: str) -> dict:
@@ -1191,6 +1191,93 @@ def _relative(page: _Page, report: Report) -> None:
                      "server CPU/req × reference"], rows, cls="relative"))
 
 
+# Pixels per frame level of a flame graph, and its bounds: deep stacks stay readable and the page stays short.
+FLAME_LEVEL_PX = 18
+FLAME_HEIGHT_PX = (320, 900)
+
+
+def _flame_graph(page: _Page, tree: profiles.Tree, title: str) -> None:
+    """An icicle of one view, root at the bottom as in a flame graph: width = samples, hover for the share."""
+    depth = _depth(tree)
+    fig = go.Figure(go.Icicle(
+        ids=tree.ids, labels=tree.labels, parents=tree.parents, values=tree.values, branchvalues="total",
+        customdata=[fmt.pct(v / tree.total, 2) if tree.total else "-" for v in tree.values],
+        hovertemplate="%{label}<br>%{value:,} samples, %{customdata} of the view<extra></extra>",
+        marker={"colors": [_flame_colour(label) for label in tree.labels]},
+        tiling={"orientation": "v", "flip": "y"}, textinfo="label", sort=False))
+    fig.update_layout(height=max(FLAME_HEIGHT_PX[0], min(FLAME_HEIGHT_PX[1], 100 + FLAME_LEVEL_PX * depth)))
+    page.chart(fig, title, cls="flame")
+    page.add(f'<p class="note flame-cap">{e(profiles.cap_note(tree))}.</p>')
+
+
+def _flame_colour(frame: str) -> str:
+    """flamegraph.pl's warm colours, from the frame's name alone: the same frame has the same colour in every
+    graph, neighbours differ; the root and the merged "(other)" boxes are grey."""
+    if frame in ("all", profiles.OTHER):
+        return "#d0d7de"
+    digest = hashlib.sha256(frame.encode()).digest()
+    return f"rgb(205,{100 + digest[0] % 130},{digest[1] % 55})"
+
+
+def _depth(tree: profiles.Tree) -> int:
+    level = {"0": 1}
+    for node, parent in zip(tree.ids[1:], tree.parents[1:]):
+        level[node] = level[parent] + 1
+    return max(level.values())
+
+
+def _profiles(page: _Page, report: Report) -> None:
+    """Where each profiled repeat's server spent its time: flame graphs, the top frames, the split by part."""
+    found = profiles.entries(report)
+    if not found:
+        return
+    page.add('<h2 id="profiles">Profiles</h2>')
+    page.add('<p class="note">One extra repeat per profiled level ran with a sampling profiler attached (badged '
+             "PROF in Measurements); it is in no figure of its group, and its throughput against the group's "
+             "median of unprofiled repeats is the <b>profiling overhead</b>. In a flame graph each box is a frame, "
+             "its width the samples in which it was on the stack, the root at the bottom and each frame's callees "
+             "above it (click a box to zoom, hover for its samples and share); own code = the contestant's source, "
+             "framework = its framework and libraries, runtime = the interpreter or VM and the C library, "
+             "kernel = system calls and interrupts, unknown = frames without a name. docs/profiles.md says how "
+             "profiles are taken and what they can and cannot show.</p>")
+    for entry in found:
+        m, p = entry.measurement, entry.profile
+        anchor = f"profile-{m.id}"
+        page.add(f'<h3 id="{anchor}" data-contestant="{e(m.contestant)}">{e(m.contestant)} · {e(m.scenario)} · '
+                 f"{e(m.level_key)} {ids_html([m.id])}</h3>")
+        if entry.unsupported:
+            page.add(f'<p class="profile-unsupported" data-measurement="{m.id}">not profiled: '
+                     f"{e(entry.unsupported)}</p>")
+            continue
+        page.add(_kv_table([("tool", f"{p.get('tool')} ({p.get('tool_version')})"), ("event", p.get("event")),
+                            ("rate", f"{p.get('rate_hz')} Hz"), ("window", f"{p.get('window_s')} s"),
+                            ("processes", ", ".join(map(str, p.get("pids") or [])) or "-"),
+                            ("samples", f"{p.get('samples') or 0:,}"),
+                            ("profiling overhead", profiles.overhead_text(entry)),
+                            *([("error", p["error"])] if p.get("error") else [])])
+                 .replace('<table class="kv">', f'<table class="kv profile-meta" data-measurement="{m.id}">', 1))
+        views = p.get("views") or {}
+        if not views.get("cpu"):
+            why = f": {e(p['error'])}" if p.get("error") else ""
+            page.add(f'<p class="note">No on-CPU stack was recorded{why}.</p>')
+        for view, what in (("cpu", "on CPU"), ("idle", "where the server waited (off-CPU)")):
+            if views.get(view):
+                _flame_graph(page, profiles.build_tree(views[view]), f"#{m.id} {m.contestant} {m.level_key}: {what}")
+        top = p.get("top_self") or []
+        if top:
+            rows = [f'<tr><td><code>{e(t.get("frame"))}</code></td><td class="num">{int(t.get("samples") or 0):,}'
+                    f'</td><td class="num">{fmt.pct(t.get("share"), 1)}</td></tr>' for t in top]
+            page.add('<p class="note">The frames most often on CPU themselves (the leaf of the stack), with their '
+                     "share of the on-CPU samples, as the profile lists them:</p>")
+            page.add(_table(["frame (self)", "samples", "share"], rows, cls=f"profile-top profile-top-{m.id}"))
+        split = profiles.category_shares(p)
+        if any(samples for _, samples, _ in split):
+            cells = "".join(f'<td class="num" data-category="{e(label)}">{samples:,} ({fmt.pct(share, 1)})</td>'
+                            for label, samples, share in split)
+            page.add(_table([e(label) for label, _, _ in split], [f"<tr>{cells}</tr>"],
+                            cls=f"profile-split profile-split-{m.id}"))
+
+
 def _skipped(page: _Page, report: Report) -> None:
     page.add('<h2 id="skipped">Skipped and failed</h2>')
     if not report.skipped and not any(m.status == "failed" for m in report.measurements):
@@ -1229,12 +1316,23 @@ def _measurements(page: _Page, report: Report) -> None:
             f'<td class="num">{fmt.pct(_busiest_thread(gen), 0)}</td>'
             f'<td class="num">{fmt.cpu_us((m.cost or {}).get("server_cpu_us"))}</td>'
             f"<td>{e(' '.join(m.flags))}"
-            + (f'<br><b data-discarded="{m.id}">discarded: {e(m.discarded)}</b>' if m.discarded else "") + "</td>"
+            + _kept_out(m) + "</td>"
             f"<td><td><code>{e(' '.join(map(str, m.generator_argv or [])))}</code></td>"
             "</tr>")
     page.add(_table(["id", "contestant", "scenario", "level", "repeat", "status", "req/s", "p99", "errors",
                      "generator busy (busiest thread)", "server CPU per request (MiB)", "flags",
                      "generator command line"], rows, cls="measurements"))
+
+
+def _kept_out(m: Measurement) -> str:
+    """Why a measurement is in no figure: a profiled repeat is badged (expected), anything else is discarded."""
+    if profiles.badged(m):
+        return (f'<br>{badges_html(["PROF"])}<span class="note"> kept out of the figures (see '
+                f'<a href="#profile-{m.id}">its profile</a>)</span>')
+    if profiles.is_profiled(m):
+        return (f'<br><span class="note">profiling repeat, kept out of the figures; not profiled: '
+                f'{e((m.profile or {}).get("unsupported"))}</span>')
+    return f'<br><b data-discarded="{m.id}">discarded: {e(m.discarded)}</b>' if m.discarded else ""
 
 
 # ----------------------------------------------------------------------------- the page
@@ -1331,6 +1429,7 @@ def render(report: Report) -> bytes:
     _errors(page, report)
     _over_time(page, report)
     _echo(page, report)
+    _profiles(page, report)
     _relative(page, report)
     _environment(page, report)
     _skipped(page, report)
@@ -1341,11 +1440,13 @@ def render(report: Report) -> bytes:
                 ("throughput", "Throughput"),
                 ("rates", "Against rate"), ("find-max", "Highest rate"), ("requests", "Request counts"),
                 ("sweeps", "Sweeps"), ("latency", "Latency"), ("errors", "Errors"),
-                ("resources", "Over time"), ("echo", "Echo flood"),
+                ("resources", "Over time"), ("echo", "Echo flood"), ("profiles", "Profiles"),
                 ("relative", "Relative to the reference"), ("environment", "Environment"),
                 ("skipped", "Skipped and failed"), ("measurements", "Measurements")]
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections if f'id="{anchor}"' in body)
     used = [c for c in BADGES if any(c in g.badges for g in report.groups)]
+    if any(profiles.badged(m) for m in report.measurements):
+        used.append("PROF")  # on measurements, never on groups
     legend = ("<p>Badges: " + "; ".join(f"{badges_html([c])} {e(BADGES[c][1])}" for c in used) + "</p>") if used \
         else "<p>No figure in this run carries a badge.</p>"
     if any(g.open_loop for g in report.groups):
@@ -1354,7 +1455,8 @@ def render(report: Report) -> bytes:
                    "is counted (no coordinated omission), and their contestants are ranked by p99, not "
                    "throughput.</p>")
     counts = {s: sum(1 for m in report.measurements if m.status == s) for s in ("ok", "failed", "interrupted")}
-    discarded = sum(1 for m in report.measurements if m.discarded)
+    discarded = sum(1 for m in report.measurements if m.discarded and not profiles.is_profiled(m))
+    profiled = sum(1 for m in report.measurements if profiles.is_profiled(m))
     title = f"netarena run {run.id}: {run.suite_name}"
     partial = ""
     if run.status != "complete":
@@ -1371,7 +1473,8 @@ def render(report: Report) -> bytes:
     header = (f"<h1>{e(title)}</h1><p class=\"meta\">{e(run.status)} · started {e(run.started_at)}"
               f"{' · ended ' + e(run.ended_at) if run.ended_at else ''} · {counts['ok']} ok, {counts['failed']} failed"
               f"{', ' + str(counts['interrupted']) + ' interrupted' if counts['interrupted'] else ''}"
-              f"{', ' + str(discarded) + ' discarded as noisy (see Cost per request)' if discarded else ''} of "
+              f"{', ' + str(discarded) + ' discarded as noisy (see Cost per request)' if discarded else ''}"
+              f"{', ' + str(profiled) + ' profiled (see Profiles)' if profiled else ''} of "
               f"{run.planned_measurements} planned · server CPUs {e(run.server_cpus)}, generator CPUs "
               f"{e(run.generator_cpus)} · store <code>{e(report.store_path)}</code></p>"
               + (f'<p class="external" data-url="{e(run.args["external"]["url"])}"><b>{e(external_line(run))}</b></p>'

@@ -7,7 +7,7 @@ and level, ranked as the page ranks them, each row naming the measurement ids it
 from __future__ import annotations
 
 from .. import stats
-from . import fmt
+from . import fmt, profiles
 from .model import (BADGES, TIE_RULE, Report, database_bound_note, find_max_line, level_title, rank_text, ranking,
                     requests_line, stopped_line, sweep_line)
 
@@ -76,6 +76,8 @@ def render_markdown(report: Report) -> str:
         if g.discarded:
             out.append(f"- discarded: {g.contestant} {g.scenario} {g.level_key}: {g.discarded} measurement(s) kept "
                        f"out of the figures: {'; '.join(g.discarded_reasons)}")
+    if profiles.profiled_line(report):
+        out.append(f"- {profiles.profiled_line(report)}")
     for s in report.skipped:
         what = " ".join(x for x in (s.contestant, s.scenario, s.level_key) if x)
         out.append(f"- skipped: {what}: {s.reason}")

@@ -63,7 +63,15 @@ BADGES: dict[str, tuple[str, str]] = {
                                f"{stats.NOISY_OTHERS_PCT:g}% of the server's or the generator's CPUs, and no "
                                "re-measurement was left (the suite's noisy_retries, its time_budget_s); its "
                                "throughput is the machine's as much as the server's, CPU per request still holds"),
+    # On a measurement's own row only, never on a group: the group's figures come from its unprofiled repeats.
+    "PROF": ("profiled", "a profiled repeat (netarena run --profile): the profiler ran during it, so it is kept out "
+                         "of every figure; its throughput against its group's median is the profiling overhead "
+                         "(see Profiles)"),
 }
+
+# A profiled repeat's `discarded` (docs/store.md): out of every figure because the profiler ran, which is
+# expected, so the outputs count it apart from noisy or re-measured repeats.
+PROFILED = "profiled"
 
 # failure_kind (store.py / backends/base.py) -> badge; any other kind counts as a plain failed repeat.
 _FAILURE_BADGES = {"verify_failed": "VERIFY", "crashed": "CRASH", "hung": "HUNG"}
@@ -204,6 +212,7 @@ class Group:
     generator_wait_share_max: float | None = None
     discarded: int = 0                  # measurements kept out of the figures (e.g. noisy, re-measured)
     discarded_reasons: list[str] = field(default_factory=list)
+    profiled_ids: list[int] = field(default_factory=list)  # its profiled repeats: out of the figures, not noise
     # The figures relative to the run's reference pair (netarena.reference; None when the run has no calibration):
     # throughput, and server_cpu_us_median (HTTP, per request) divided by the reference server's.
     requests_per_s_vs_reference: float | None = None
@@ -625,6 +634,13 @@ def build_groups(rows: list[dict]) -> list[Group]:
             warmups=[{"repeat_index": m["repeat_index"], "used_s": m["warmup"]["used_s"],
                       "settled": m["warmup"]["settled"]} for m in ok if m.get("warmup")],
         )
+        # stats.summarize counts every measurement out of the figures as discarded; a profiled repeat is out of
+        # them by design, so it is counted on its own and never reads as noise.
+        profiled = [m for m in members if m.get("discarded") == PROFILED]
+        group.profiled_ids = [m["id"] for m in profiled]
+        if profiled:
+            group.discarded -= len(profiled)
+            group.discarded_reasons = [r for r in group.discarded_reasons if not r.endswith(f": {PROFILED}")]
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
         uncorrected = stats.merge_histograms([m["generator"].get("open_loop") or {} for m in ok],
@@ -1004,9 +1020,11 @@ def summary_document(report: Report) -> dict:
     run.pop("environment", None)
     # Measurements kept out of every figure (noisy, re-measured), counted with why: each group lists its own.
     discarded = [f"{m.contestant} {m.scenario} {m.level_key} #{m.repeat_index + 1}: {m.discarded}"
-                 for m in report.measurements if m.discarded]
+                 for m in report.measurements if m.discarded and m.discarded != PROFILED]
+    profiled = [m.id for m in report.measurements if m.discarded == PROFILED]
     return {"store": report.store_path, "run": run, "groups": groups,
             "discarded": {"count": len(discarded), "reasons": discarded},
+            "profiled": {"count": len(profiled), "measurement_ids": profiled},
             "skipped": [to_jsonable(s) for s in report.skipped]}
 
 

@@ -9,7 +9,7 @@ from rich.console import Console, Group as RichGroup
 from rich.table import Table
 from rich.text import Text
 
-from . import fmt
+from . import fmt, profiles
 from ..term import console as make_console
 from .. import stats
 from .model import (BADGES, SATURATED_BUSY_PCT, TIE_NOTE, Report, capped_line, database_bound_note,
@@ -85,6 +85,12 @@ def summary_renderables(report: Report) -> list:
                     "phase, median of repeats (it holds when throughput falls to a noisy machine); "
                     "cpu = server CPU, % of the CPUs it was pinned to (median of repeats); rss = server "
                     "peak RSS over the repeats", style="dim"))
+    profiled = profiles.entries(report)
+    if profiled:
+        out.append(Text("profiles (overhead = the profiled repeat's throughput against its group's unprofiled "
+                        "median; top self = the frames most often on CPU; `netarena report` draws them):",
+                        style="bold"))
+        out += [Text(f"  {profiles.line(entry)}") for entry in profiled]
     if any(g.database_cpu_pct_median is not None for g in report.groups):
         out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
                         f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
@@ -112,6 +118,8 @@ def attention_lines(report: Report) -> list[Text]:
         if g.discarded:
             out.append(Text(f"discarded: {g.contestant} {g.scenario} {g.level_key}: {g.discarded} measurement(s) kept "
                             f"out of the figures: {'; '.join(g.discarded_reasons)}"))
+    if profiles.profiled_line(report):
+        out.append(Text(profiles.profiled_line(report), style="dim"))
     for g in report.groups:
         for t in g.thresholds:
             if not t.get("pass"):

@@ -1,0 +1,226 @@
+"""Profiled repeats as the report reads them: their folded stacks as a tree, their overhead, their one-line form.
+
+A profiled repeat (`netarena run --profile`, docs/profiles.md) is one extra repeat of a level with the profiler
+attached; its `discarded` is PROFILED, so it is in no figure of its group, and its own throughput against the
+group's unprofiled median is what profiling cost. Its `profile` is the document docs/store.md describes (row
+`profile_json`). Everything here is a function of that stored document: the HTML page, the terminal and
+`export --folded` use it, so they agree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from . import fmt
+from .model import PROFILED, Group, Measurement, Report
+
+# Where a sample's CPU went (the document's `categories`), in the order every output lists them.
+CATEGORIES = (("own", "own code"), ("framework", "framework"), ("runtime", "runtime"), ("kernel", "kernel"),
+              ("unknown", "unknown"))
+
+# A flame graph draws every distinct stack prefix as one node: a real profile has tens of thousands, which no
+# browser draws usably. Frames whose samples (with everything above them) are under this share of the view's
+# samples are merged into one "(other)" node under their parent; when that still leaves more than MAX_NODES,
+# the share doubles until it does not. The page says the share used and how much was merged.
+MERGE_BELOW_SHARE = 0.005
+MAX_NODES = 2000
+OTHER = "(other)"
+
+
+@dataclass
+class Entry:
+    """One profiled measurement (or one that could not be): its group's figures are unprofiled."""
+
+    measurement: Measurement
+    group: Group | None
+
+    @property
+    def profile(self) -> dict:
+        return self.measurement.profile or {}
+
+    @property
+    def unsupported(self) -> str | None:
+        return self.profile.get("unsupported")
+
+    @property
+    def ratio(self) -> float | None:
+        """The profiled repeat's throughput over its group's median of unprofiled repeats (1.0 = no cost)."""
+        rps = self.measurement.requests_per_s
+        median = self.group.requests_per_s_median if self.group else None
+        if rps is None or not median or self.measurement.discarded != PROFILED:
+            return None
+        return rps / median
+
+
+def is_profiled(m: Measurement) -> bool:
+    """A profiling repeat: out of the figures by design (whether or not the profiler could attach)."""
+    return m.discarded == PROFILED
+
+
+def badged(m: Measurement) -> bool:
+    """Whether a measurement carries PROF: a profiling repeat the profiler actually ran in."""
+    return is_profiled(m) and not (m.profile or {}).get("unsupported")
+
+
+def entries(report: Report) -> list[Entry]:
+    """Every measurement with a profile document (profiled, partial, or unsupported), in store order."""
+    groups = {(g.contestant, g.scenario, g.level_key): g for g in report.groups}
+    return [Entry(m, groups.get((m.contestant, m.scenario, m.level_key)))
+            for m in report.measurements if m.profile]
+
+
+def overhead_text(entry: Entry) -> str:
+    """"-4.2% req/s (0.958× the unprofiled median 20,000)", or why there is no figure."""
+    ratio = entry.ratio
+    if ratio is None:
+        return "overhead unknown (no throughput for the profiled repeat or its group)"
+    unit = fmt.throughput_unit(entry.measurement.scenario)
+    return (f"{ratio - 1:+.1%} {unit} ({ratio:.3f}× the unprofiled median "
+            f"{fmt.rps(entry.group.requests_per_s_median)})")
+
+
+def folded_lines(text: str | None) -> list[tuple[list[str], int]]:
+    """Folded stacks -> [(frames root first, samples)]; a line that is not "stack count" is skipped (the
+    recorder writes none: a hand-edited file might)."""
+    out = []
+    for line in (text or "").splitlines():
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        out.append((stack.split(";"), int(count)))
+    return out
+
+
+@dataclass
+class Tree:
+    """A view's folded stacks as icicle nodes: ids, labels, parents and inclusive sample counts, root first."""
+
+    ids: list[str]
+    labels: list[str]
+    parents: list[str]
+    values: list[int]
+    total: int
+    stacks: int                 # distinct stacks in the view
+    merged_frames: int          # nodes folded into an "(other)"
+    merged_samples: int         # their samples (already counted in the "(other)" nodes)
+    merge_below_share: float    # the share used
+
+
+def build_tree(folded: str | None, merge_below: float = MERGE_BELOW_SHARE, max_nodes: int = MAX_NODES) -> Tree:
+    """The icicle of a folded view. Node ids are numbers (a node's path of frames would repeat every prefix, a
+    page of megabytes for a deep profile); the root, "all", holds every sample, and each node's value is its
+    samples including the frames above it (plotly's branchvalues "total"), so its own time is the gap above it."""
+    lines = folded_lines(folded)
+    root: dict = {"count": 0, "children": {}}
+    for frames, count in lines:
+        root["count"] += count
+        node = root
+        for frame in frames:
+            node = node["children"].setdefault(frame, {"count": 0, "children": {}})
+            node["count"] += count
+    total = root["count"]
+    share = merge_below
+    while True:
+        tree = _flatten(root, total, share, len(lines))
+        if len(tree.ids) <= max_nodes or share >= 1:
+            return tree
+        share *= 2
+
+
+def _flatten(root: dict, total: int, share: float, stacks: int) -> Tree:
+    threshold = share * total
+    tree = Tree(ids=["0"], labels=["all"], parents=[""], values=[total], total=total, stacks=stacks,
+                merged_frames=0, merged_samples=0, merge_below_share=share)
+    pending = [("0", root)]
+    while pending:
+        parent_id, node = pending.pop()
+        other, other_frames = 0, 0
+        for frame, child in sorted(node["children"].items(), key=lambda kv: -kv[1]["count"]):
+            if child["count"] < threshold:
+                other += child["count"]
+                other_frames += _size(child)
+                continue
+            tree.ids.append(str(len(tree.ids)))
+            tree.labels.append(frame)
+            tree.parents.append(parent_id)
+            tree.values.append(child["count"])
+            pending.append((tree.ids[-1], child))
+        if other:
+            tree.ids.append(str(len(tree.ids)))
+            tree.labels.append(OTHER)
+            tree.parents.append(parent_id)
+            tree.values.append(other)
+            tree.merged_frames += other_frames
+            tree.merged_samples += other
+    return tree
+
+
+def _size(node: dict) -> int:
+    return 1 + sum(_size(child) for child in node["children"].values())
+
+
+def cap_note(tree: Tree) -> str:
+    """What the flame graph leaves out, said beside it."""
+    if not tree.merged_frames:
+        return f"{tree.stacks:,} distinct stacks, every frame drawn"
+    return (f"{tree.stacks:,} distinct stacks; {tree.merged_frames:,} frame node(s) under "
+            f"{tree.merge_below_share:.1%} of the samples each ({tree.merged_samples:,} samples in all) are merged "
+            f"into \"{OTHER}\" under their parent")
+
+
+def top_self_text(profile: dict, n: int = 3) -> str:
+    top = profile.get("top_self") or []
+    return ", ".join(f"{t['frame']} {fmt.pct(t.get('share'), 1)}" for t in top[:n]) or "no frame"
+
+
+def line(entry: Entry) -> str:
+    """The terminal's line for one profiled measurement."""
+    m = entry.measurement
+    where = f"{m.contestant} {m.scenario} {m.level_key} #{m.id}"
+    if entry.unsupported:
+        return f"{where}: not profiled: {entry.unsupported}"
+    p = entry.profile
+    text = (f"{where}: profiling overhead {overhead_text(entry)}; {p.get('samples') or 0:,} samples "
+            f"({p.get('tool')}, {p.get('event')}); top self: {top_self_text(p)}")
+    if p.get("error"):
+        text += f"; partial: {p['error']}"
+    return text
+
+
+def category_shares(profile: dict) -> list[tuple[str, int, float | None]]:
+    """(label, samples, share of the categorised samples) in CATEGORIES' order."""
+    counts = profile.get("categories") or {}
+    total = sum(int(counts.get(key) or 0) for key, _ in CATEGORIES)
+    return [(label, int(counts.get(key) or 0), (int(counts.get(key) or 0) / total) if total else None)
+            for key, label in CATEGORIES]
+
+
+def folded_file_stem(m: Measurement) -> str:
+    """`<id>-<contestant>-<scenario>-<level key>`, with anything but letters, digits, '.', '_', '=' and '-'
+    in the names made '_' (a level key has ',' and a param value may have '/')."""
+    return "-".join(_safe(part) for part in (str(m.id), m.contestant, m.scenario, m.level_key))
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._=-]", "_", text) or "_"
+
+
+def folded_files(report: Report) -> dict[str, str]:
+    """export --folded's files: name -> the stored folded text, exactly (`.cpu.folded`, and `.idle.folded` when
+    the tool recorded where the server waited)."""
+    out: dict[str, str] = {}
+    for entry in entries(report):
+        views = entry.profile.get("views") or {}
+        for view in ("cpu", "idle"):
+            if views.get(view):
+                out[f"{folded_file_stem(entry.measurement)}.{view}.folded"] = views[view]
+    return out
+
+
+def profiled_line(report: Report) -> str | None:
+    """How many repeats were profiled, counted apart from the discarded ones (they are expected, not noise)."""
+    ids = [i for g in report.groups for i in g.profiled_ids]
+    if not ids:
+        return None
+    return f"profiled: {len(ids)} repeat(s), kept out of the figures: {fmt.ids(sorted(ids))}"
