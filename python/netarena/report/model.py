@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import precision, stats
+from ..profile import PROFILED
 from . import fmt
 from ..scenarios import Level
 from ..reference import ratio, reference_of
@@ -69,9 +70,8 @@ BADGES: dict[str, tuple[str, str]] = {
                          "(see Profiles)"),
 }
 
-# A profiled repeat's `discarded` (docs/store.md): out of every figure because the profiler ran, which is
-# expected, so the outputs count it apart from noisy or re-measured repeats.
-PROFILED = "profiled"
+# A profiled repeat's `discarded` is netarena.profile.PROFILED: out of every figure because the profiler ran,
+# which is expected, so the outputs count it apart from noisy or re-measured repeats.
 
 # failure_kind (store.py / backends/base.py) -> badge; any other kind counts as a plain failed repeat.
 _FAILURE_BADGES = {"verify_failed": "VERIFY", "crashed": "CRASH", "hung": "HUNG"}
