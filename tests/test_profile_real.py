@@ -138,3 +138,40 @@ def test_profile_is_refused_with_cluster_and_url(tmp_path, cache_dir):
     assert not (tmp_path / "r").exists(), result.stderr
     result = run_cli(["run", "--profile", "--url", "http://127.0.0.1:9/", "--results", tmp_path / "r"], cache_dir)
     assert result.returncode == 2 and "--profile" in result.stderr and not (tmp_path / "r").exists(), result.stderr
+
+
+def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_path):
+    """perf script right-aligns a sample's PID/TID (a short PID starts with spaces: those samples were lost
+    once); py-spy frames are marked own / package / standard library by their file."""
+    from netarena.profile.folded import perf_script_to_stacks, py_spy_stacks, summarize, to_text
+
+    script = ("   812/815 \n"
+              "\tffffffff81e327be tcp_sendmsg ([kernel.kallsyms])\n"
+              "\t           9f73b syscall.write (/srv/server)\n"
+              "\t          291175 net/http.(*conn).serve (/srv/server)\n"
+              "\t          1234ab main.hello (/srv/server)\n"
+              "\n"
+              "123456/123456 \n"
+              "\t           8d161 runtime.goexit.abi0 (/srv/server)\n"
+              "\n"
+              "   99/99 \n"
+              "\t               0 [unknown] (/usr/lib/libfoo.so)\n")
+    stacks = perf_script_to_stacks(script, pids={812, 123456})
+    assert stacks == {("main.hello (server)", "net/http.(*conn).serve (server)", "syscall.write (server)",
+                       "tcp_sendmsg_[k]"): 1, ("runtime.goexit.abi0 (server)",): 1}
+    assert summarize(stacks, "perf", [], ("main.",))["categories"] == {
+        "own": 0, "framework": 0, "runtime": 1, "kernel": 1, "unknown": 0}
+    own = tmp_path / "contestants" / "python-x"
+    own.mkdir(parents=True)
+    raw = (f'process 1:"python server.py";main ({own}/server.py:3);'
+           "headers_received (/venv/lib/python3.11/site-packages/tornado/routing.py:249);"
+           "write (/usr/lib/python3.11/asyncio/selector_events.py:1057) 5\n"
+           f'process 1:"python server.py";main ({own}/server.py:3) 2\n')
+    stacks = py_spy_stacks(raw, [own])
+    assert to_text(stacks) == ("main ([own] python-x/server.py:3);headers_received ([pkg] tornado/routing.py:249);"
+                               "write ([stdlib] asyncio/selector_events.py:1057) 5\n"
+                               "main ([own] python-x/server.py:3) 2\n")
+    summary = summarize(stacks, "py-spy", [own])
+    assert summary["categories"] == {"own": 2, "framework": 0, "runtime": 5, "kernel": 0, "unknown": 0}
+    assert summary["top_self"][0] == {"frame": "write ([stdlib] asyncio/selector_events.py:1057)", "samples": 5,
+                                      "share": round(5 / 7, 4)}

@@ -84,9 +84,10 @@ def perf_script_to_stacks(text: str, pids: set[int] | None = None) -> Counter:
 
 
 def py_spy_stacks(text: str, own_dirs: list[Path]) -> Counter:
-    """py-spy's raw output (folded, with --full-filenames) with each frame's path shortened for reading: a file
-    of the contestant's own folders relative to them, a package's from its site-packages folder on, the
-    standard library's from its lib/pythonX.Y folder on. The root frame py-spy adds per process is dropped."""
+    """py-spy's raw output (folded, with --full-filenames) with each frame's path shortened for reading and
+    marked with its part: "[own] " and a file of the contestant's own folders relative to them, "[pkg] " and a
+    package's path from its site-packages folder on, "[stdlib] " and the standard library's from its
+    lib/pythonX.Y folder on. The root frame py-spy adds per process is dropped."""
     stacks: Counter = Counter()
     for stack, count in parse(text).items():
         frames = [_short_py_frame(f, own_dirs) for f in stack if not f.startswith("process ")]
@@ -107,7 +108,7 @@ def _short_py_frame(frame: str, own_dirs: list[Path]) -> str:
                 path = f"[own] {os.path.relpath(path, d.parent)}"
                 break
     elif "-packages/" in path:
-        path = path.split("-packages/", 1)[1]
+        path = "[pkg] " + path.split("-packages/", 1)[1]
     elif re.search(r"/lib/python3\.\d+/", path):
         path = "[stdlib] " + re.split(r"/lib/python3\.\d+/", path, 1)[1]
     return f"{match['function']} ({path}:{match['line']})"
@@ -116,7 +117,7 @@ def _short_py_frame(frame: str, own_dirs: list[Path]) -> str:
 def py_path_category(path: str, own_dirs: list[Path]) -> str:
     if path.startswith("[own] ") or any(path.startswith(str(d) + os.sep) for d in own_dirs):
         return "own"
-    if "-packages/" in path:
+    if path.startswith("[pkg] ") or "-packages/" in path:
         return "framework"
     if path.startswith("[stdlib] ") or re.search(r"/lib/python3\.\d+/", path) or path.startswith("<frozen"):
         return "runtime"

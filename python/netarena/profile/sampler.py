@@ -64,7 +64,7 @@ class Sampler:
         self._out = workdir / ("py-spy.folded" if tool == "py-spy" else "perf.data")
         self._log = workdir / f"{tool}.log"
         self.document: dict = {"tool": tool, "tool_version": None, "rate_hz": RATE_HZ, "window_s": duration_s,
-                               "event": "cpu-clock" if tool == "perf" else "wall-clock sampling of running threads",
+                               "event": "cpu-clock" if tool == "perf" else "the thread holding the GIL, sampled",
                                "samples": 0, "views": {"cpu": "", "idle": None}, "error": None}
 
     def start(self) -> "Sampler":
@@ -82,9 +82,11 @@ class Sampler:
             return self
         document["pids"] = pids
         if tool == "py-spy":
-            # --nonblocking: read the interpreter's memory without pausing it (the server runs on undisturbed
-            # but a sample may catch a frame mid-update); --subprocesses: every worker of a pre-forking server.
-            argv = [self._path, "record", "--pid", str(self.server_pid), "--subprocesses", "--nonblocking",
+            # --gil: only the thread holding the GIL, the one running Python code: py-spy counts a thread blocked
+            # in recv() as running (a threaded server's view was 97% SocketIO.readinto), the GIL's holder is on a
+            # CPU. --nonblocking: read the interpreter's memory without pausing it (the server runs on
+            # undisturbed, a sample may catch a frame mid-update); --subprocesses: every worker process.
+            argv = [self._path, "record", "--pid", str(self.server_pid), "--subprocesses", "--nonblocking", "--gil",
                     "--rate", str(RATE_HZ), "--duration", f"{max(1, round(self.duration_s))}", "--format", "raw",
                     "--full-filenames", "--output", str(self._out)]
         else:
