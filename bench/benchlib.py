@@ -298,6 +298,47 @@ def ratio_text(value: float | None, digits: int = 3, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:.{digits}f}{unit}"
 
 
+# The head of a suite the benchmarks that run `netarena run` generate: their repeats, timing and CPUs, every
+# repeat counted (noisy_retries = 0: none replaced); each adds its own sections and [[measure]] entries.
+SUITE_HEAD = """name = "{name}"
+contestants = {contestants}
+repeat = {repeats}
+warmup_s = {warmup}
+duration_s = {duration}
+timeout_s = 5
+noisy_retries = 0
+
+[cpus]
+server = [{server_cpu}]
+generator = [{client_cpu}]
+"""
+
+
+def suite_head(name: str, args, contestants: list[str]) -> str:
+    return SUITE_HEAD.format(name=name, contestants=json.dumps(contestants), repeats=args.repeats,
+                             warmup=args.warmup, duration=args.duration, server_cpu=args.server_cpu,
+                             client_cpu=args.client_cpu)
+
+
+def add_run_args(p, contestants: str, repeats: int, duration_s: float, warmup_s: float, connections: int) -> None:
+    """The options of a benchmark that runs `netarena run`: which contestants, how many repeats of how long."""
+    p.add_argument("--contestants", default=contestants, help=f"default {contestants}")
+    p.add_argument("--repeats", type=int, default=repeats)
+    p.add_argument("--duration", type=float, default=duration_s, help="measured seconds per repeat")
+    p.add_argument("--warmup", type=float, default=warmup_s)
+    p.add_argument("--connections", type=int, default=connections)
+
+
+def netarena(args: list[str], timeout_s: float, env: dict | None = None, what: str = "netarena") \
+        -> subprocess.CompletedProcess:
+    """`python -m netarena ARGS` of this checkout; a BenchError unless it exits 0 or 99 (a threshold failed)."""
+    done = subprocess.run([sys.executable, "-m", "netarena", *args], capture_output=True, text=True,
+                          timeout=timeout_s, cwd=REPO_ROOT, env=env)
+    if done.returncode not in (0, 99):
+        raise BenchError(f"{what} exited {done.returncode}: {(done.stderr.strip() or done.stdout.strip())[-2000:]}")
+    return done
+
+
 def fail(message: str) -> None:
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)

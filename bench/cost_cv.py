@@ -54,18 +54,7 @@ while True:
     time.sleep(rng.uniform({low}, {high}))
 """
 
-SUITE = """name = "cost-cv"
-contestants = {contestants}
-repeat = {repeats}
-warmup_s = {warmup}
-duration_s = {duration}
-timeout_s = 5
-noisy_retries = 0
-
-[cpus]
-server = [{server_cpu}]
-generator = [{client_cpu}]
-
+MEASURE = """
 [[measure]]
 scenario = "hello"
 connections = [{connections}]
@@ -81,32 +70,27 @@ def start_hog(cpu: int) -> subprocess.Popen:
     return proc
 
 
-def netarena(args: list[str], timeout_s: float, load_bin: Path | None = None) -> subprocess.CompletedProcess:
+def netarena(args: list[str], timeout_s: float, load_bin: Path | None = None, what: str = "netarena") \
+        -> subprocess.CompletedProcess:
     env = dict(os.environ, **({"NETARENA_LOAD": str(load_bin)} if load_bin else {}))
-    return subprocess.run([sys.executable, "-m", "netarena", *args], capture_output=True, text=True,
-                          timeout=timeout_s, cwd=benchlib.REPO_ROOT, env=env)
+    return benchlib.netarena(args, timeout_s, env, what)
 
 
 def measure(mode: str, args, contestants: list[str], workdir: Path) -> list[dict]:
     """One `netarena run` of every contestant; per contestant its medians and CVs (`show --json`)."""
     results = workdir / f"results-{mode}"
     suite = workdir / f"suite-{mode}.toml"
-    suite.write_text(SUITE.format(contestants=json.dumps(contestants), repeats=args.repeats, warmup=args.warmup,
-                                  duration=args.duration, server_cpu=args.server_cpu, client_cpu=args.client_cpu,
-                                  connections=args.connections))
+    suite.write_text(benchlib.suite_head("cost-cv", args, contestants) + MEASURE.format(connections=args.connections))
     extra = ["--contestants-dir", str(FIXTURE_DIR)] if args.quick else []
     budget_s = 600 + len(contestants) * args.repeats * (args.warmup + args.duration + 30)
     hog = start_hog(args.server_cpu) if mode == "hog" else None
     try:
-        run = netarena(["run", str(suite), "--results", str(results), *extra], budget_s, args.load_bin_path)
+        netarena(["run", str(suite), "--results", str(results), *extra], budget_s, args.load_bin_path,
+                 f"netarena run ({mode})")
     finally:
         if hog is not None:
             benchlib.stop_process_group(hog, grace_s=1.0)
-    if run.returncode not in (0, 99):
-        raise benchlib.BenchError(f"netarena run ({mode}) exited {run.returncode}: {run.stderr.strip()[-2000:]}")
-    shown = netarena(["show", "--json", "--results", str(results)], 120)
-    if shown.returncode != 0:
-        raise benchlib.BenchError(f"netarena show failed: {shown.stderr.strip()[-2000:]}")
+    shown = netarena(["show", "--json", "--results", str(results)], 120, what="netarena show")
     rows = []
     for g in json.loads(shown.stdout)["groups"]:
         rows.append({"mode": mode, "contestant": g["contestant"], "repeats_ok": g["repeats_ok"],
@@ -184,11 +168,7 @@ def bench(args) -> int:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     benchlib.add_common_args(p, "2 fixture contestants x 2 repeats x 1 s: checks the set-up works, measures nothing")
-    p.add_argument("--contestants", default=DEFAULT_CONTESTANTS, help=f"default {DEFAULT_CONTESTANTS}")
-    p.add_argument("--repeats", type=int, default=10)
-    p.add_argument("--duration", type=float, default=3.0, help="measured seconds per repeat")
-    p.add_argument("--warmup", type=float, default=1.0)
-    p.add_argument("--connections", type=int, default=50)
+    benchlib.add_run_args(p, DEFAULT_CONTESTANTS, repeats=10, duration_s=3.0, warmup_s=1.0, connections=50)
     args = p.parse_args()
     if args.repeats < 2:
         p.error("--repeats: at least 2 (a CV needs two values)")

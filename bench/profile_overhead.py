@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,18 +35,7 @@ DEFAULT_CONTESTANTS = "python-asyncio,python-tornado,python-aiohttp,go-net,rust-
 QUICK_CONTESTANTS = "fx-good"
 FIXTURE_DIR = benchlib.REPO_ROOT / "tests" / "fixtures" / "contestants"
 
-SUITE = """name = "profile-overhead"
-contestants = {contestants}
-repeat = {repeats}
-warmup_s = {warmup}
-duration_s = {duration}
-timeout_s = 5
-noisy_retries = 0
-
-[cpus]
-server = [{server_cpu}]
-generator = [{client_cpu}]
-
+MEASURE = """
 [[measure]]
 scenario = "hello"
 connections = [{connections}]
@@ -58,16 +46,12 @@ def one_run(index: int, args, contestants: list[str], workdir: Path) -> dict[str
     """One `netarena run --profile`; per contestant its unprofiled median, its profiled req/s and profile."""
     results = workdir / f"results-{index}"
     suite = workdir / "suite.toml"
-    suite.write_text(SUITE.format(contestants=json.dumps(contestants), repeats=args.repeats, warmup=args.warmup,
-                                  duration=args.duration, server_cpu=args.server_cpu, client_cpu=args.client_cpu,
-                                  connections=args.connections))
+    suite.write_text(benchlib.suite_head("profile-overhead", args, contestants)
+                     + MEASURE.format(connections=args.connections))
     extra = ["--contestants-dir", str(FIXTURE_DIR), "--run-as-root"] if args.quick else []
     budget_s = 600 + len(contestants) * (args.repeats + 1) * (args.warmup + args.duration + 30)
-    run = subprocess.run([sys.executable, "-m", "netarena", "run", str(suite), "--profile", "--results", str(results),
-                          *extra], capture_output=True, text=True, timeout=budget_s, cwd=benchlib.REPO_ROOT)
-    if run.returncode not in (0, 99):
-        raise benchlib.BenchError(f"netarena run {index + 1} exited {run.returncode}: "
-                                  f"{(run.stderr.strip() or run.stdout.strip())[-2000:]}")
+    benchlib.netarena(["run", str(suite), "--profile", "--results", str(results), *extra], budget_s,
+                      what=f"netarena run {index + 1}")
     with sqlite3.connect(results / "netarena.sqlite") as db:
         rows = db.execute("SELECT contestant, requests_per_s, discarded, profile_json FROM measurements "
                           "WHERE status = 'ok'").fetchall()
@@ -132,12 +116,8 @@ def bench(args) -> int:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     benchlib.add_common_args(p, "the fixture server, 1 run of 1 repeat + 1 profiled: checks the set-up works")
-    p.add_argument("--contestants", default=DEFAULT_CONTESTANTS, help=f"default {DEFAULT_CONTESTANTS}")
     p.add_argument("--runs", type=int, default=3, help="paired runs (the figure is their median)")
-    p.add_argument("--repeats", type=int, default=3, help="unprofiled repeats per run")
-    p.add_argument("--duration", type=float, default=3.0, help="measured seconds per repeat")
-    p.add_argument("--warmup", type=float, default=1.0)
-    p.add_argument("--connections", type=int, default=50)
+    benchlib.add_run_args(p, DEFAULT_CONTESTANTS, repeats=3, duration_s=3.0, warmup_s=1.0, connections=50)
     args = p.parse_args()
     if args.runs < 1 or args.repeats < 1:
         p.error("--runs and --repeats: at least 1")

@@ -56,18 +56,7 @@ CONFIGURATIONS = {
     "postgresql, big": ("postgresql", "big", None),
 }
 
-SUITE = """name = "seed-002-bounds"
-contestants = {contestants}
-repeat = {repeats}
-warmup_s = {warmup}
-duration_s = {duration}
-timeout_s = 5
-noisy_retries = 0
-
-[cpus]
-server = [{server_cpu}]
-generator = [{client_cpu}]
-services = [{client_cpu}]
+SECTIONS = """services = [{client_cpu}]
 
 [services.mongo]
 backend = "{backend}"
@@ -79,11 +68,10 @@ doc = ["{doc}"]
 {pool}"""
 
 
-def netarena(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
+def netarena(args: list[str], timeout_s: float, what: str) -> subprocess.CompletedProcess:
     # The fixture contestant's python3 must import pymongo: this virtualenv first on PATH, as `make test` does.
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}")
-    return subprocess.run([sys.executable, "-m", "netarena", *args], capture_output=True, text=True,
-                          timeout=timeout_s, cwd=benchlib.REPO_ROOT, env=env)
+    return benchlib.netarena(args, timeout_s, env, what)
 
 
 def measure(name: str, args, contestants: list[str], workdir: Path) -> list[dict]:
@@ -91,21 +79,16 @@ def measure(name: str, args, contestants: list[str], workdir: Path) -> list[dict
     slug = name.replace(",", "").replace(" ", "-")
     results = workdir / f"results-{slug}"
     suite = workdir / f"suite-{slug}.toml"
-    suite.write_text(SUITE.format(contestants=json.dumps(contestants), repeats=args.repeats, warmup=args.warmup,
-                                  duration=args.duration, server_cpu=args.server_cpu,
-                                  client_cpu=args.client_cpu, backend=backend, connections=args.connections, doc=doc,
-                                  pool=f"mongo_pool = [{pool}]\n" if pool else ""))
+    # The services share the generator's CPU, as a default run places them ([cpus] services follows the head).
+    suite.write_text(benchlib.suite_head("seed-002-bounds", args, contestants)
+                     + SECTIONS.format(client_cpu=args.client_cpu, backend=backend, connections=args.connections,
+                                       doc=doc, pool=f"mongo_pool = [{pool}]\n" if pool else ""))
     # The fixture runs this virtualenv's python3 (for pymongo), which the unprivileged server user may not
     # reach: run it as the tests do.
     extra = ["--contestants-dir", str(FIXTURE_DIR), "--run-as-root"] if args.quick else []
     budget_s = 900 + len(contestants) * args.repeats * (args.warmup + args.duration + 60)
-    run = netarena(["run", str(suite), "--results", str(results), *extra], budget_s)
-    if run.returncode not in (0, 99):
-        raise benchlib.BenchError(f"netarena run ({name}) exited {run.returncode}: "
-                                  f"{(run.stderr.strip() or run.stdout.strip())[-2000:]}")
-    shown = netarena(["show", "--json", "--results", str(results)], 120)
-    if shown.returncode != 0:
-        raise benchlib.BenchError(f"netarena show failed: {shown.stderr.strip()[-2000:]}")
+    netarena(["run", str(suite), "--results", str(results), *extra], budget_s, f"netarena run ({name})")
+    shown = netarena(["show", "--json", "--results", str(results)], 120, "netarena show")
     rows = []
     for g in json.loads(shown.stdout)["groups"]:
         rps = g["requests_per_s_median"]
@@ -179,11 +162,7 @@ def bench(args) -> int:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     benchlib.add_common_args(p, "the pymongo fixture, 1 repeat x 1 s, two configurations: checks the set-up works")
-    p.add_argument("--contestants", default=DEFAULT_CONTESTANTS, help=f"default {DEFAULT_CONTESTANTS}")
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--duration", type=float, default=6.0, help="measured seconds per repeat")
-    p.add_argument("--warmup", type=float, default=2.0)
-    p.add_argument("--connections", type=int, default=200)
+    benchlib.add_run_args(p, DEFAULT_CONTESTANTS, repeats=3, duration_s=6.0, warmup_s=2.0, connections=200)
     args = p.parse_args()
     if args.repeats < 1:
         p.error("--repeats: at least 1")
