@@ -303,11 +303,10 @@ class Runner:
         # Re-measuring noisy measurements: how many each group has taken, and the next free repeat index (beyond
         # the suite's repeats), both from what is stored so a resumed run goes on counting.
         retries: dict[tuple, int] = {}
-        next_index: dict[tuple, int] = {}
         for row in self.store.measurements(run_id):
             key = (row["contestant"], row["scenario"], row["level_key"])
             retries[key] = retries.get(key, 0) + (1 if row["discarded"] and row["discarded"] != PROFILED else 0)
-            next_index[key] = max(next_index.get(key, plan.suite.repeat), row["repeat_index"] + 1)
+        next_index = self._next_free_indexes(run_id, plan.suite.repeat)
         remaining_s = sum(plan.item_estimate_s(i) for _, i in todo)  # what the plan still has to measure
 
         def measure(repeat_index: int, item: Item, profile=None) -> None:
@@ -379,18 +378,24 @@ class Runner:
         if target is not None:
             self._until_precise(plan, run_id, runnable, target, measuring_since, failed_before, measure)
         if plan.suite.profile:
-            self._profiled_repeats(plan, run_id, runnable, failed_before, next_index, measure)
+            self._profiled_repeats(plan, run_id, runnable, failed_before, measure)
 
-    def _profiled_repeats(self, plan: Plan, run_id: int, runnable: list[Item], failed_before: dict,
-                          next_index: dict, measure) -> None:
-        """One more repeat of every level, sampled by the contestant's profiler (netarena.profile), after all the
-        others: under the next free repeat index, stored with `discarded` = PROFILED. A resumed run skips the
-        levels profiled already."""
-        profiled = {(r["contestant"], r["scenario"], r["level_key"]) for r in self.store.measurements(run_id)
-                    if r["discarded"] == PROFILED}
+    def _next_free_indexes(self, run_id: int, first: int) -> dict[tuple, int]:
+        """Per (contestant, scenario, level) stored, the repeat index after its last one (at least `first`): where
+        a repeat beyond the planned rounds goes (a noisy one's replacement, a profiled one)."""
+        found: dict[tuple, int] = {}
         for row in self.store.measurements(run_id):
             key = (row["contestant"], row["scenario"], row["level_key"])
-            next_index[key] = max(next_index.get(key, plan.suite.repeat), row["repeat_index"] + 1)
+            found[key] = max(found.get(key, first), row["repeat_index"] + 1)
+        return found
+
+    def _profiled_repeats(self, plan: Plan, run_id: int, runnable: list[Item], failed_before: dict, measure) -> None:
+        """One more repeat of every level, sampled by the contestant's profiler (netarena.profile), after all the
+        others (the precision loop's too): under the next free repeat index, stored with `discarded` = PROFILED.
+        A resumed run skips the levels profiled already."""
+        profiled = {(r["contestant"], r["scenario"], r["level_key"]) for r in self.store.measurements(run_id)
+                    if r["discarded"] == PROFILED}
+        next_index = self._next_free_indexes(run_id, plan.suite.repeat)
         todo = [i for i in runnable if (key := (i.contestant, i.scenario, i.level.key)) not in profiled
                 and key not in failed_before]
         if not todo:
@@ -399,10 +404,8 @@ class Runner:
         self.ui.info(f"profiles: one more repeat of {len(todo)} level(s), sampled and kept out of the figures")
         self.ui.start_progress(len(todo))
         for item in todo:
-            key = (item.contestant, item.scenario, item.level.key)
-            index = next_index.get(key, plan.suite.repeat)
-            next_index[key] = index + 1
-            measure(index, item, profile=plans[item.contestant])
+            measure(next_index.get((item.contestant, item.scenario, item.level.key), plan.suite.repeat), item,
+                    profile=plans[item.contestant])
         self.ui.end_progress()
 
     def _until_precise(self, plan: Plan, run_id: int, runnable: list[Item], target: tuple, since: float,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -14,6 +15,13 @@ from pathlib import Path
 from .errors import ConfigError
 
 SCHEMA_VERSION = 1
+
+
+def file_name_part(text: str) -> str:
+    """`text` as part of a file name under the results folder (logs, profiles, exported stacks): every run of
+    characters other than letters, digits, '.', '_', '=' and '-' made one '_' (a level key has ',' and a
+    parameter value may have '/')."""
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text) or "_"
 DB_NAME = "netarena.sqlite"
 
 # Measurement statuses. "interrupted" rows are redone by --resume; every other status is final.

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -64,10 +63,6 @@ def generator_time_limit_s(argv: list[str], warmup_s: float, duration_s: float, 
     if longest is None:
         longest = warmup_s + duration_s + timeout_s
     return longest + GENERATOR_GRACE_S
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text)
 
 
 def _result_fields(generator: dict) -> dict:

@@ -28,7 +28,8 @@ from ..scenarios import STATIC_SET_VERSION, build_static_files, load_spec, stati
 from ..services import ServiceManager, load_all, service_availability
 from ..spread import read_ready
 from ..generator import GeneratorMissing, find_generator, generator_argv, generator_version
-from .base import GENERATOR_GRACE_S, STDERR_TAIL_BYTES, MeasureRequest, _safe, used_services
+from ..store import file_name_part
+from .base import GENERATOR_GRACE_S, STDERR_TAIL_BYTES, MeasureRequest, used_services
 from .real import RealBackend
 
 # distributed (Dask) is imported inside the tasks that use it: it takes about a second to import, and the
@@ -136,7 +137,7 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
                          _static_dir(), Path(log_dir), services=_SERVICES.get(run_key))
     backend = RealBackend(generator=None)
     port = free_port()
-    log_path = req.log_dir / _safe(f"{contestant.name}.{scenario}.{level.key}.r{repeat_index}.log")
+    log_path = req.log_dir / file_name_part(f"{contestant.name}.{scenario}.{level.key}.r{repeat_index}.log")
     out: dict = {"host": socket.gethostname(), "port": port, "log_path": str(log_path), "server_cpus": cpus}
     announce = Variable(f"{mid}/server")
     server = None

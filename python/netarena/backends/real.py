@@ -23,9 +23,9 @@ from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from ..services import ServiceError
 from ..spread import (READY_MARGIN_S, START_LEAD_S, MergeFailed, is_loopback_host, merge_documents, plan_for,
                       read_ready, share_level)
-from ..store import now_iso
+from ..store import file_name_part, now_iso
 from ..generator import generator_argv
-from .base import (MeasureRequest, _safe, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
+from .base import (MeasureRequest, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
                    used_services, window)
 
 # With workers > 1, how long readiness may wait for the server's process tree to go idle (all workers started).
@@ -125,7 +125,8 @@ class RealBackend:
         record["started_at"] = now_iso()
         port = free_port()
         record["port"] = port
-        log_path = req.log_dir / _safe(f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
+        log_path = req.log_dir / file_name_part(
+            f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
         record["log_path"] = str(log_path)
         server = None
         needs = used_services(req)
@@ -320,13 +321,10 @@ class RealBackend:
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error
 
-    def _start_sampler(self, server_pid: int | None, req: MeasureRequest):
+    def _start_sampler(self, server_pid: int | None, req: MeasureRequest) -> Sampler:
         """The profiler of a profiled repeat, started now and sampling from the end of the warm-up."""
-        if req.profile.tool is None or server_pid is None:
-            return _NoSampler({"unsupported": req.profile.unsupported} if req.profile.tool is None else
-                              {"tool": req.profile.tool, "error": "no server process to sample"})
-        workdir = req.log_dir / "profiles" / _safe(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
-                                                   f"r{req.repeat_index}")
+        workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
+                                                            f"r{req.repeat_index}")
         return Sampler(req.profile, req.contestant, server_pid, delay_s=req.warmup_s, duration_s=req.duration_s,
                        workdir=workdir, cpus=req.generator_cpus, on_spawn=self.on_spawn,
                        on_release=self.release).start()
@@ -404,19 +402,6 @@ class RealBackend:
             return monitor.stop()
         except Exception as exc:  # a monitor failure must not lose the measurement
             return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-class _NoSampler:
-    """A profiled repeat that samples nothing: the document says why (unsupported, or no server to sample)."""
-
-    def __init__(self, document: dict):
-        self.document = document
-
-    def abort(self) -> None:
-        pass
-
-    def finish(self) -> dict:
-        return self.document
 
 
 def _communicate(gen: ManagedProcess, timeout_s: float) -> tuple[bytes, bytes, bool]:

@@ -87,9 +87,13 @@ class Plan:
     notices: list[str] = field(default_factory=list)
 
     @property
+    def repeats(self) -> int:
+        """Measurements of each item: the suite's repeats, and one more profiled (netarena.profile)."""
+        return self.suite.repeat + (1 if self.suite.profile else 0)
+
+    @property
     def total(self) -> int:
-        # A profiled run measures each level once more (netarena.profile).
-        return len(self.items) * (self.suite.repeat + (1 if self.suite.profile else 0))
+        return len(self.items) * self.repeats
 
     def timing(self, item: Item) -> tuple[float, float]:
         """(warm-up, duration) of an item: its [[measure]] entry's own, else the suite's; the warm-up raised to
@@ -125,7 +129,7 @@ class Plan:
 
     def estimate_s(self) -> float:
         one_round = sum(self.item_estimate_s(i) for i in self.items)
-        return one_round * (self.suite.repeat + (1 if self.suite.profile else 0))
+        return one_round * self.repeats
 
     def estimate(self, jobs: int, installs: bool = True) -> Estimate:
         """The measurements' time and, with `installs` (contestants installed on this machine), what installing

@@ -13,7 +13,9 @@ from pathlib import Path
 
 # The report's table of frames by self time: this many.
 TOP_SELF = 15
-CATEGORIES = ("own", "framework", "runtime", "kernel", "unknown")
+# The parts a sample's CPU is counted for (frame_category), with the words every output shows for them.
+CATEGORIES = {"own": "own code", "framework": "framework", "runtime": "runtime", "kernel": "kernel",
+              "unknown": "unknown"}
 
 # A py-spy frame: "function (path:line)"; its root frame per process: 'process 123:"command line"'.
 _PY_FRAME = re.compile(r"^(?P<function>.*) \((?P<path>.*):(?P<line>-?\d+)\)$")
@@ -29,14 +31,17 @@ def to_text(stacks: Counter) -> str:
                    sorted(stacks.items(), key=lambda item: (-item[1], item[0])))
 
 
-def parse(text: str) -> Counter:
-    """Folded text back into {stack tuple: samples}; lines that are not `frames count` are refused."""
+def parse(text: str | None, skip_bad: bool = False) -> Counter:
+    """Folded text back into {stack tuple: samples}; a line that is not `frames count` is refused, or skipped
+    with `skip_bad` (a report reading a store someone edited must still render)."""
     stacks: Counter = Counter()
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate((text or "").splitlines(), 1):
         if not line.strip():
             continue
-        frames, _, count = line.rpartition(" ")
+        frames, _, count = line.rstrip().rpartition(" ")
         if not frames or not count.isdigit():
+            if skip_bad:
+                continue
             raise ValueError(f"line {number} is not folded stacks ('frame;frame COUNT'): {line[:120]!r}")
         stacks[tuple(frames.split(";"))] += int(count)
     return stacks

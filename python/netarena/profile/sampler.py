@@ -49,7 +49,7 @@ class Sampler:
     bounded, and returns the document. A profiler that fails or hangs gives a document with `error`, never an
     exception."""
 
-    def __init__(self, plan: ProfilePlan, contestant, server_pid: int, *, delay_s: float, duration_s: float,
+    def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, delay_s: float, duration_s: float,
                  workdir: Path, cpus: list[int] | None, on_spawn=lambda proc, role: None,
                  on_release=lambda proc: None):
         self.plan, self.contestant, self.server_pid = plan, contestant, server_pid
@@ -60,7 +60,7 @@ class Sampler:
         self._aborted = False
         self._deadline = 0.0
         tool = plan.tool
-        self._path = tool_path(tool)
+        self._path = tool_path(tool) if tool else None
         self._out = workdir / ("py-spy.folded" if tool == "py-spy" else "perf.data")
         self._log = workdir / f"{tool}.log"
         self.document: dict = {"tool": tool, "tool_version": None, "rate_hz": RATE_HZ, "window_s": duration_s,
@@ -68,8 +68,12 @@ class Sampler:
                                "samples": 0, "views": {"cpu": "", "idle": None}, "error": None}
 
     def start(self) -> "Sampler":
+        """Start the profiler; or, when nothing can be sampled, leave the document saying why (finish returns it)."""
         tool, document = self.plan.tool, self.document
-        missing = tool_missing(tool)
+        if tool is None:
+            self.document = {"unsupported": self.plan.unsupported}
+            return self
+        missing = tool_missing(tool) or (None if self.server_pid is not None else "no server process to sample")
         if missing is not None:
             document["error"] = missing
             return self

@@ -9,15 +9,13 @@ group's unprofiled median is what profiling cost. Its `profile` is the document 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from ..profile import PROFILED
+from ..profile.folded import CATEGORIES, parse
+from ..store import file_name_part
 from . import fmt
-from .model import PROFILED, Group, Measurement, Report
-
-# Where a sample's CPU went (the document's `categories`), in the order every output lists them.
-CATEGORIES = (("own", "own code"), ("framework", "framework"), ("runtime", "runtime"), ("kernel", "kernel"),
-              ("unknown", "unknown"))
+from .model import Group, Measurement, Report
 
 # A flame graph draws every distinct stack prefix as one node: a real profile has tens of thousands, which no
 # browser draws usably. Frames whose samples (with everything above them) are under this share of the view's
@@ -80,18 +78,6 @@ def overhead_text(entry: Entry) -> str:
             f"{fmt.rps(entry.group.requests_per_s_median)})")
 
 
-def folded_lines(text: str | None) -> list[tuple[list[str], int]]:
-    """Folded stacks -> [(frames root first, samples)]; a line that is not "stack count" is skipped (the
-    recorder writes none: a hand-edited file might)."""
-    out = []
-    for line in (text or "").splitlines():
-        stack, _, count = line.rstrip().rpartition(" ")
-        if not stack or not count.isdigit():
-            continue
-        out.append((stack.split(";"), int(count)))
-    return out
-
-
 @dataclass
 class Tree:
     """A view's folded stacks as icicle nodes: ids, labels, parents and inclusive sample counts, root first."""
@@ -111,9 +97,9 @@ def build_tree(folded: str | None, merge_below: float = MERGE_BELOW_SHARE, max_n
     """The icicle of a folded view. Node ids are numbers (a node's path of frames would repeat every prefix, a
     page of megabytes for a deep profile); the root, "all", holds every sample, and each node's value is its
     samples including the frames above it (plotly's branchvalues "total"), so its own time is the gap above it."""
-    lines = folded_lines(folded)
+    lines = parse(folded, skip_bad=True)
     root: dict = {"count": 0, "children": {}}
-    for frames, count in lines:
+    for frames, count in lines.items():
         root["count"] += count
         node = root
         for frame in frames:
@@ -191,19 +177,14 @@ def line(entry: Entry) -> str:
 def category_shares(profile: dict) -> list[tuple[str, int, float | None]]:
     """(label, samples, share of the categorised samples) in CATEGORIES' order."""
     counts = profile.get("categories") or {}
-    total = sum(int(counts.get(key) or 0) for key, _ in CATEGORIES)
+    total = sum(int(counts.get(key) or 0) for key in CATEGORIES)
     return [(label, int(counts.get(key) or 0), (int(counts.get(key) or 0) / total) if total else None)
-            for key, label in CATEGORIES]
+            for key, label in CATEGORIES.items()]
 
 
 def folded_file_stem(m: Measurement) -> str:
-    """`<id>-<contestant>-<scenario>-<level key>`, with anything but letters, digits, '.', '_', '=' and '-'
-    in the names made '_' (a level key has ',' and a param value may have '/')."""
-    return "-".join(_safe(part) for part in (str(m.id), m.contestant, m.scenario, m.level_key))
-
-
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._=-]", "_", text) or "_"
+    """`<id>-<contestant>-<scenario>-<level key>`, each part as the results folder's file names spell it."""
+    return "-".join(file_name_part(part) for part in (str(m.id), m.contestant, m.scenario, m.level_key))
 
 
 def folded_files(report: Report) -> dict[str, str]:
