@@ -58,8 +58,8 @@ def plan_for(manifest) -> ProfilePlan:
                                                                           "runtime"))
 
 
-# Each tool's executable may be named in the environment: Debian's /usr/bin/perf is a wrapper that looks for the
-# perf of the running kernel's version and refuses another kernel (a VM's own), where perf_6.1 works.
+# Each tool's executable may be named in the environment, when the one found is not the one to use (a perf
+# built for another kernel, a py-spy outside netarena's environment).
 TOOL_ENV = {"perf": "NETARENA_PERF", "py-spy": "NETARENA_PY_SPY"}
 
 
