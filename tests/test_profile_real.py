@@ -1,5 +1,6 @@
-"""`netarena run --profile`, real: py-spy on a CPython server, perf's cpu-clock on a Go one, the JVM declared
-unsupported; a missing, a failing and a hanging profiler each cost the profile only (netarena.profile)."""
+"""`netarena run --profile`, real: py-spy on a CPython server, perf's cpu-clock on a Go one and on the JIT code
+of a JVM and a Node server (named by their perf maps); a missing, a failing and a hanging profiler each cost the
+profile only (netarena.profile)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
-from netarena.profile import PROFILED, UNSUPPORTED_BY_RUNTIME
-from netarena.profile.folded import parse
+from netarena.profile import PROFILED
+from netarena.profile.folded import JIT_DSO, parse
 from netarena.profile.sampler import GRACE_S
 
 SUITE = """name = "profiled"
@@ -35,10 +36,11 @@ def rows(results: Path) -> list[dict]:
 
 
 def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_figures(tmp_path, generator_binary):
-    """python-asyncio by py-spy, go-net by perf (cpu-clock), java-netty declared unsupported; the default cache
-    and server user, as `netarena verify` installs them (test_contestants_verify)."""
+    """python-asyncio by py-spy, go-net, java-netty and node-http by perf (cpu-clock), the JIT frames of the last
+    two named by their perf maps; the default cache and server user, as `netarena verify` installs them
+    (test_contestants_verify)."""
     path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(
-        ["python-asyncio", "go-net", "java-netty"])))
+        ["python-asyncio", "go-net", "java-netty", "node-http"])))
     results = tmp_path / "results"
     env = {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT", "NETARENA_BACKEND")}
     proc = subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--profile", "--results", str(results),
@@ -46,8 +48,8 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = rows(results)
     profiled = {r["contestant"]: r for r in found if r["discarded"] == PROFILED}
-    assert sorted(profiled) == ["go-net", "java-netty", "python-asyncio"], [(r["contestant"], r["discarded"])
-                                                                           for r in found]
+    assert sorted(profiled) == ["go-net", "java-netty", "node-http", "python-asyncio"], \
+        [(r["contestant"], r["discarded"]) for r in found]
     for name, row in profiled.items():
         # One more repeat than the suite's, after them, and measured like them.
         assert row["repeat_index"] == 2 and row["status"] == "ok", (name, row["error"])
@@ -68,8 +70,26 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     go_frames = {f for stack in parse(go["views"]["cpu"]) for f in stack}
     assert any(f.startswith("net/http.(*conn).serve (") for f in go_frames), sorted(go_frames)[:50]
     assert go["categories"]["kernel"] > 0 and go["categories"]["runtime"] + go["categories"]["framework"] > 0, go
+    # The JVM: its JIT-compiled methods named by the map jcmd wrote after sampling; Netty's event loop (4.2:
+    # NioIoHandler, run by SingleThreadIoEventLoop; 4.1: NioEventLoop) or its decoder's channelRead is hot.
     java = json.loads(profiled["java-netty"]["profile_json"])
-    assert java == {"unsupported": UNSUPPORTED_BY_RUNTIME["jvm"]}
+    assert java["tool"] == "perf" and java["error"] is None and java["samples"] > 0, java
+    assert len(java["perf_maps"]) == 1 and "(JVM, jcmd Compiler.perfmap)" in java["perf_maps"][0], java
+    java_frames = {f for stack in parse(java["views"]["cpu"]) for f in stack}
+    netty_hot = ("io.netty.channel.nio.NioIoHandler.", "io.netty.channel.nio.NioEventLoop.",
+                 "io.netty.channel.SingleThreadIoEventLoop.", "io.netty.handler.codec.ByteToMessageDecoder.channelRead(")
+    assert any(f.endswith(f" ({JIT_DSO})") and any(h in f for h in netty_hot) for f in java_frames), \
+        sorted(java_frames)[:80]
+    assert java["categories"]["framework"] > 0, java["categories"]
+    # Node: V8 wrote its map as it compiled (--perf-basic-prof): node:_http_server's request callback.
+    node = json.loads(profiled["node-http"]["profile_json"])
+    assert node["tool"] == "perf" and node["error"] is None and node["samples"] > 0, node
+    node_frames = {f for stack in parse(node["views"]["cpu"]) for f in stack}
+    assert any(f.startswith("JS:") and " node:_http_server:" in f and f.endswith(f" ({JIT_DSO})")
+               for f in node_frames), sorted(node_frames)[:80]
+    assert node["categories"]["runtime"] > 0, node["categories"]
+    # The maps went with their servers: nothing of the profiles is left in /tmp.
+    assert node["pids"] and not [p for p in java["pids"] + node["pids"] if Path(f"/tmp/perf-{p}.map").exists()]
     # No profile in any figure: every group's figures come from its two unprofiled repeats.
     shown = subprocess.run([sys.executable, "-m", "netarena", "show", "--json", "--results", str(results)],
                            capture_output=True, text=True, timeout=120, env=env)
@@ -142,8 +162,9 @@ def test_profile_is_refused_with_cluster_and_url(tmp_path, cache_dir):
 
 def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_path):
     """perf script right-aligns a sample's PID/TID (a short PID starts with spaces: those samples were lost
-    once); py-spy frames are marked own / package / standard library by their file."""
-    from netarena.profile.folded import perf_script_to_stacks, py_spy_stacks, summarize, to_text
+    once); JIT frames (perf maps) get their part by file, package or module; py-spy frames are marked own /
+    package / standard library by their file."""
+    from netarena.profile.folded import frame_category, perf_script_to_stacks, py_spy_stacks, summarize, to_text
 
     script = ("   812/815 \n"
               "\tffffffff81e327be tcp_sendmsg ([kernel.kallsyms])\n"
@@ -161,6 +182,36 @@ def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_pat
                        "tcp_sendmsg_[k]"): 1, ("runtime.goexit.abi0 (server)",): 1}
     assert summarize(stacks, "perf", [], ("main.",))["categories"] == {
         "own": 0, "framework": 0, "runtime": 1, "kernel": 1, "unknown": 0}
+    # JIT frames, named by a process's perf map, get one name across processes and their part by their own
+    # names: V8's by file, the JVM's by package, the BEAM's by module.
+    node_own = tmp_path / "contestants" / "node-x"
+    script = ("  700/700 \n"
+              f"\t    7f00000010 JS:*handle {node_own}/server.js:78:16 (/tmp/perf-700.map)\n"
+              "\t    7f00000020 JS:*parserOnIncoming node:_http_server:1026:26 (/tmp/perf-700.map)\n"
+              "\t    7f00000030 [unknown] (/tmp/perf-700.map)\n"
+              "\n"
+              "  701/702 \n"
+              "\t    7f00000020 JS:*parserOnIncoming node:_http_server:1026:26 (/tmp/perf-701.map)\n"
+              "\n"
+              "  701/702 \n"
+              "\t    7f00000040 JS:~parse /srv/x/node_modules/fast-json/index.js:3:1 (/tmp/perf-701.map)\n"
+              "\t    5500000001 Builtins_CallFunction (/usr/bin/node)\n")
+    stacks = perf_script_to_stacks(script)
+    assert stacks == {("[JIT]", "JS:*parserOnIncoming node:_http_server:1026:26 (JIT)",
+                       f"JS:*handle {node_own}/server.js:78:16 (JIT)"): 1,
+                      ("JS:*parserOnIncoming node:_http_server:1026:26 (JIT)",): 1,
+                      ("Builtins_CallFunction (node)", "JS:~parse /srv/x/node_modules/fast-json/index.js:3:1 (JIT)"): 1}
+    assert summarize(stacks, "perf", [node_own])["categories"] == {
+        "own": 1, "framework": 1, "runtime": 1, "kernel": 0, "unknown": 0}
+    assert [frame_category(f, "perf", [], ("netarena.netty.", "$netarena_http:")) for f in (
+        "void netarena.netty.HttpHandler.channelRead0(io.netty.channel.ChannelHandlerContext) (JIT)",
+        "int io.netty.channel.nio.NioIoHandler.run(io.netty.channel.IoHandlerContext) (JIT)",
+        "int sun.nio.ch.IOUtil.read(java.io.FileDescriptor, java.nio.ByteBuffer) (JIT)",
+        "java.lang.String java.lang.String.valueOf(int) (JIT)",
+        "Interpreter (JIT)", "PhaseChaitin::Split (libjvm.so)",
+        "$netarena_http:loop/2 (JIT)", "$gen_tcp:send/2 (JIT)", "$global::arith_compare_shared (JIT)",
+        "[JIT]")] == ["own", "framework", "runtime", "runtime", "runtime", "runtime", "own", "runtime", "runtime",
+                      "unknown"]
     own = tmp_path / "contestants" / "python-x"
     own.mkdir(parents=True)
     raw = (f'process 1:"python server.py";main ({own}/server.py:3);'

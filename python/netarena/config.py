@@ -133,16 +133,22 @@ def model_group(concurrency_model: str | None) -> str:
 
 class Profile(Strict):
     """How `netarena run --profile` samples this contestant's server (netarena.profile, docs/profiles.md): its
-    `tool`, or why it cannot be profiled here (`unsupported`). Without the table the runtime's default applies
-    (profile.DEFAULT_BY_RUNTIME)."""
+    `tool`, or why it cannot be profiled here (`unsupported`), and `env`, variables the profiled repeat's server
+    gets, each replacing the runtime's (profile.ENV_BY_RUNTIME: the flags that make a JIT write its perf map).
+    Without the table, or without `tool`, the runtime's default applies (profile.DEFAULT_BY_RUNTIME)."""
 
     tool: Literal["py-spy", "perf"] | None = None
     unsupported: Annotated[str, Field(min_length=1)] | None = None
+    env: dict[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")], str] = {}
 
     @model_validator(mode="after")
     def _one(self) -> "Profile":
-        if (self.tool is None) == (self.unsupported is None):
-            raise ValueError("give either tool (\"py-spy\" or \"perf\") or unsupported (why), not both or neither")
+        if self.tool is not None and self.unsupported is not None:
+            raise ValueError("give either tool (\"py-spy\" or \"perf\") or unsupported (why), not both")
+        if self.unsupported is not None and self.env:
+            raise ValueError("env is for a profiled server: it has no use with unsupported")
+        if self.tool is None and self.unsupported is None and not self.env:
+            raise ValueError("give tool (\"py-spy\" or \"perf\"), unsupported (why) or env")
         return self
 
 

@@ -17,6 +17,7 @@ from ..fixtures import load_mongo_fixture, mongo_fixture_intact
 from ..monitor import Monitor, MonitorError
 from ..ports import free_port
 from ..process import ManagedProcess, group_members, wait_until_idle
+from ..profile.jit import remove_perf_maps
 from ..profile.sampler import Sampler
 from ..scenarios import accept_queue, load_spec, registry, verify
 from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
@@ -51,7 +52,8 @@ class RealBackend:
 
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path, host: str = "127.0.0.1",
-                     service_urls: dict[str, str] | None = None, threads: int | None = None) -> ManagedProcess:
+                     service_urls: dict[str, str] | None = None, threads: int | None = None,
+                     profile_env: dict[str, str] | None = None) -> ManagedProcess:
         values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir, host=host,
                                          threads=threads)
         # Scenarios that use no service get an empty URL for each the contestant could use.
@@ -61,6 +63,7 @@ class RealBackend:
         env = dict(os.environ)
         env.update(contestant.java_env())  # the JDK it asks for ([install] java): JAVA_HOME, PATH
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
+        env.update(profile_env or {})  # a profiled repeat's server: its JIT's perf map (profile.ENV_BY_RUNTIME)
         env["PYTHONUNBUFFERED"] = "1"  # so a crashed Python contestant's last words reach the log
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the contestant's folder
         env["HOME"] = str(prepare_run_dir(contestant.run_dir, self.user))
@@ -70,8 +73,10 @@ class RealBackend:
         return proc
 
     def stop_server(self, contestant: Contestant, proc: ManagedProcess) -> dict:
+        pids = [p.pid for p in group_members(proc.pgid)]  # before the stop: a JIT's perf map is named by its pid
         outcome = proc.stop(contestant.manifest.start.stop_signal, contestant.manifest.start.stop_timeout_s)
         self.release(proc)
+        remove_perf_maps(pids)
         return outcome.to_dict()
 
     def release(self, proc: ManagedProcess) -> bool:
@@ -137,7 +142,8 @@ class RealBackend:
             try:
                 server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
                                            req.server_cpus, log_path, service_urls=service_urls,
-                                           threads=req.level.threads)
+                                           threads=req.level.threads,
+                                           profile_env=req.profile.env if req.profile is not None else None)
             except OSError as exc:
                 return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)

@@ -4,7 +4,9 @@ level, sampled by the contestant's profiler during the measured phase and kept o
 
 - Which profiler: the manifest's [profile] table (`tool`, or `unsupported` with why), else the runtime's
   default (DEFAULT_BY_RUNTIME): py-spy for CPython, perf's software cpu-clock event for native code (C, Go,
-  Rust). Runtimes whose frames neither tool can name here say why (UNSUPPORTED_BY_RUNTIME).
+  Rust) and for the JIT runtimes (JVM, Node, Deno, Erlang), whose profiled server gets the flags that make its
+  JIT write a perf map (ENV_BY_RUNTIME, profile.jit). Runtimes whose frames neither tool can name here say why
+  (UNSUPPORTED_BY_RUNTIME).
 - The samples become folded stacks (profile.folded), stored with the measurement (`profile_json`,
   docs/store.md) with the split into own code / framework / runtime / kernel and the frames with the most
   self time.
@@ -17,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # A profiled repeat's `discarded` (the store's column): out of every figure, because profiling it may have
@@ -26,34 +28,51 @@ PROFILED = "profiled"
 # Each tool samples this often (Hz): 99, not 100, so the samples do not beat with a 100 Hz timer of the server.
 RATE_HZ = 99
 # The runtimes each tool profiles by default; a manifest's [profile] table overrides.
-DEFAULT_BY_RUNTIME = {"cpython": "py-spy", "go": "perf", "native": "perf"}
-# Why the others have no default profiler yet: perf samples them, but their JIT-compiled or interpreted frames
+DEFAULT_BY_RUNTIME = {"cpython": "py-spy", "go": "perf", "native": "perf", "jvm": "perf", "node": "perf",
+                      "deno": "perf", "erlang": "perf"}
+# What a JIT runtime's server needs in its environment for perf to name its JIT-compiled frames: set only in the
+# profiled repeat's server (every repeat starts a server of its own), on top of its start.env; a manifest's
+# [profile] env overrides a variable. The JIT writes /tmp/perf-<pid>.map (the JVM when asked: profile.jit), and
+# frame pointers give perf whole call chains through JIT code.
+ENV_BY_RUNTIME = {
+    # Frame pointers in JIT-compiled code (C1, C2); the map is written by jcmd after sampling (profile.jit).
+    "jvm": {"JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer"},
+    # V8 writes each compiled function, builtin and stub to the map as it makes it; with
+    # --interpreted-frames-native-stack an interpreted function has a frame of its own, not the interpreter's.
+    "node": {"NODE_OPTIONS": "--perf-basic-prof --interpreted-frames-native-stack"},
+    "deno": {"DENO_V8_FLAGS": "--perf-basic-prof,--interpreted-frames-native-stack"},
+    # The BEAM's JIT (OTP 25 on x86-64) writes its map and keeps frame pointers.
+    "erlang": {"ERL_FLAGS": "+JPperf true"},
+}
+# Why the others have no default profiler: perf samples them, but their JIT-compiled or interpreted frames
 # would show as addresses without names.
 UNSUPPORTED_BY_RUNTIME = {
-    "jvm": "the JVM's JIT-compiled frames need a perf map agent and frame pointers (-XX:+PreserveFramePointer); "
-           "not wired up yet",
-    "node": "Node's JIT-compiled frames need node --perf-basic-prof in the start command; not wired up yet",
-    "deno": "Deno's JIT-compiled frames need --v8-flags=--perf-basic-prof in the start command; not wired up yet",
-    "pypy": "py-spy reads only CPython's frames, and perf sees PyPy's JIT code as unnamed addresses",
-    "erlang": "the BEAM's JIT frames need +JPperf true in the start command; not wired up yet",
-    "ruby": "no Ruby sampling profiler is installed from this project's registries yet",
+    "pypy": "py-spy reads only CPython's frames, and perf sees PyPy's JIT code as unnamed addresses (PyPy writes "
+            "no perf map)",
+    "ruby": "RUBY_REASON",
 }
 
 
 @dataclass(frozen=True)
 class ProfilePlan:
-    """How one contestant is profiled: `tool`, or `unsupported` (why not)."""
+    """How one contestant is profiled: `tool`, or `unsupported` (why not); `env`: what the profiled repeat's
+    server gets in its environment besides its own (ENV_BY_RUNTIME)."""
 
     tool: str | None
     unsupported: str | None = None
+    env: dict = field(default_factory=dict)
 
 
 def plan_for(manifest) -> ProfilePlan:
-    """The manifest's [profile] table, else its runtime's default."""
-    if manifest.profile is not None:
-        return ProfilePlan(manifest.profile.tool, manifest.profile.unsupported)
-    if manifest.runtime in DEFAULT_BY_RUNTIME:
-        return ProfilePlan(DEFAULT_BY_RUNTIME[manifest.runtime])
+    """The manifest's [profile] table, else its runtime's default; the environment is the runtime's, each
+    variable the table's `env` names replaced."""
+    table = manifest.profile
+    if table is not None and table.unsupported is not None:
+        return ProfilePlan(None, table.unsupported)
+    env = {**ENV_BY_RUNTIME.get(manifest.runtime, {}), **(table.env if table is not None else {})}
+    tool = table.tool if table is not None and table.tool is not None else DEFAULT_BY_RUNTIME.get(manifest.runtime)
+    if tool is not None:
+        return ProfilePlan(tool, env=env)
     return ProfilePlan(None, UNSUPPORTED_BY_RUNTIME.get(manifest.runtime, f"no profiler for the {manifest.runtime} "
                                                                           "runtime"))
 

@@ -23,6 +23,9 @@ _PY_FRAME = re.compile(r"^(?P<function>.*) \((?P<path>.*):(?P<line>-?\d+)\)$")
 _PERF_HEADER = re.compile(r"^\s*(?P<pid>\d+)/(?P<tid>\d+)\s*$")
 # perf's kernel frames carry this suffix in folded stacks (as Brendan Gregg's stackcollapse-perf writes them).
 KERNEL_SUFFIX = "_[k]"
+# A JIT-compiled frame named by its process's perf map (/tmp/perf-<pid>.map, profile.jit) is "NAME (JIT)".
+JIT_DSO = "JIT"
+_PERF_MAP = re.compile(r"^perf-\d+\.map$")
 
 
 def to_text(stacks: Counter) -> str:
@@ -77,8 +80,12 @@ def perf_script_to_stacks(text: str, pids: set[int] | None = None) -> Counter:
         dso = dso.rstrip(")") if _ else ""
         symbol = (symbol if _ else rest).strip() or "[unknown]"
         symbol = re.sub(r"\+0x[0-9a-f]+$", "", symbol)
+        if _PERF_MAP.match(os.path.basename(dso)):
+            dso = JIT_DSO  # one name for every process's JIT code, so the same function merges across processes
         if symbol == "[unknown]" and dso and dso != "[unknown]":
             symbol = f"[{os.path.basename(dso)}]"
+            if dso != "[kernel.kallsyms]":
+                dso = ""  # named by its DSO already: "[libfoo.so]", an unknown frame (frame_category)
         if dso == "[kernel.kallsyms]":
             symbol += KERNEL_SUFFIX
         elif dso:
@@ -132,6 +139,16 @@ def py_path_category(path: str, own_dirs: list[Path]) -> str:
 # Native code (perf): shared libraries of the C runtime, the dynamic loader and the language runtimes.
 _RUNTIME_LIBRARIES = re.compile(r"\((libc|libpthread|libm|ld-linux[^)]*|libstdc\+\+|libgcc_s|libpython[^)]*|"
                                 r"libjvm|libuv|libnode|\[vdso\])[^)]*\)$")
+# The executables of the JIT runtimes (their C++ and builtins: V8, the BEAM, the JVM's launcher).
+_RUNTIME_EXECUTABLES = re.compile(r"\((node|deno|beam\.smp|java)\)$")
+# A V8 function in a perf map: "JS:*name path:line:column" ("*" optimised, "~" interpreted or baseline; older
+# V8 says LazyCompile or Function); V8's other code (Builtin:, Stub:, BytecodeHandler:, RegExp:) is runtime.
+_V8_FUNCTION = re.compile(r"^(JS|LazyCompile|Function|Script):")
+# A JVM method in a perf map: "RETURN-TYPE package.Class.method(ARGUMENTS)"; the JVM's other code (Interpreter,
+# StubRoutines, adapters) is runtime.
+_JAVA_METHOD = re.compile(r"^(?:[\w.$\[\]<>?, ]+ )?(?P<name>[\w$]+(?:\.[\w$<>]+)+)\(")
+# The JDK's packages: the JVM's runtime.
+_JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
 # Symbols of a language's runtime inside the executable: Go's runtime, Rust's standard library.
 _RUNTIME_SYMBOLS = re.compile(r"^(runtime\.|internal/|runtime/|std::|core::|alloc::|<std::|<core::|<alloc::|"
                               r"__rust|_start|__libc)")
@@ -140,7 +157,8 @@ _RUNTIME_SYMBOLS = re.compile(r"^(runtime\.|internal/|runtime/|std::|core::|allo
 def frame_category(frame: str, tool: str, own_dirs: list[Path], own_symbols: tuple[str, ...]) -> str:
     """Which part of the server a frame belongs to: "own" (the contestant's code), "framework" (the libraries
     it is built on, the web framework first), "runtime" (the interpreter, the language runtime, the C library),
-    "kernel", or "unknown". A heuristic by path (py-spy) or by symbol and library (perf): docs/profiles.md."""
+    "kernel", or "unknown". A heuristic by path (py-spy) or by symbol and library (perf; JIT frames by the
+    function's file, package or module): docs/profiles.md."""
     if tool == "py-spy":
         match = _PY_FRAME.match(frame)
         return py_path_category(match["path"], own_dirs) if match else "unknown"
@@ -149,11 +167,38 @@ def frame_category(frame: str, tool: str, own_dirs: list[Path], own_symbols: tup
     if frame.startswith("[unknown]") or frame.startswith("[") and frame.endswith("]"):
         return "unknown"
     symbol = frame.rsplit(" (", 1)[0]
-    if _RUNTIME_LIBRARIES.search(frame) or _RUNTIME_SYMBOLS.match(symbol):
+    if frame.endswith(f" ({JIT_DSO})"):
+        return _jit_category(symbol, own_dirs, own_symbols)
+    if _RUNTIME_LIBRARIES.search(frame) or _RUNTIME_EXECUTABLES.search(frame) or _RUNTIME_SYMBOLS.match(symbol):
         return "runtime"
     if own_symbols and symbol.startswith(own_symbols):
         return "own"
     return "framework"
+
+
+def _jit_category(symbol: str, own_dirs: list[Path], own_symbols: tuple[str, ...]) -> str:
+    """A JIT frame's part: V8's by the function's file (node:, ext: the runtime's own JavaScript; node_modules a
+    package's; the contestant's folders its own), the JVM's by the method's package (the JDK's is runtime, the
+    contestant's own, any other a framework's), the BEAM's by module ("$module:function/arity": the
+    contestant's modules own, every other one, OTP's, runtime)."""
+    if _V8_FUNCTION.match(symbol):
+        path = symbol.rsplit(" ", 1)[-1].removeprefix("file://")
+        if path.startswith(("node:", "ext:")):
+            return "runtime"
+        if "/node_modules/" in path:
+            return "framework"
+        if any(path.startswith(str(d) + os.sep) for d in own_dirs):
+            return "own"
+        return "unknown"
+    if symbol.startswith("$"):
+        return "own" if own_symbols and symbol.startswith(own_symbols) else "runtime"
+    method = _JAVA_METHOD.match(symbol)
+    if method:
+        name = method["name"]
+        if name.startswith(_JDK_PACKAGES):
+            return "runtime"
+        return "own" if own_symbols and name.startswith(own_symbols) else "framework"
+    return "runtime"
 
 
 def summarize(stacks: Counter, tool: str, own_dirs: list[Path], own_symbols: tuple[str, ...] = ()) -> dict:

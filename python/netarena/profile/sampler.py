@@ -12,6 +12,7 @@ import psutil
 from ..process import ManagedProcess
 from . import RATE_HZ, ProfilePlan, tool_missing, tool_path
 from .folded import perf_script_to_stacks, py_spy_stacks, summarize, to_text
+from .jit import own_jit_symbols, write_perf_maps
 
 # How long a profiler may take beyond its sampling time (attaching, writing its file) before it is stopped, and
 # how long `perf script` may take to read a recording.
@@ -29,8 +30,8 @@ def _version(path: str) -> str:
 
 def own_code(contestant) -> tuple[list[Path], tuple[str, ...]]:
     """What counts as the contestant's own code: its folder and the shared folders beside it (contestants/_*,
-    code the contestants share), and for native code the symbol prefixes of its own package (Go's main, a
-    Rust binary's crate)."""
+    code the contestants share), and for native and JIT code the symbol prefixes of its own package (Go's main, a
+    Rust binary's crate, its Java packages, its Erlang modules)."""
     dirs = [contestant.dir.resolve(), *sorted(p.resolve() for p in contestant.dir.parent.glob("_*") if p.is_dir())]
     manifest = contestant.manifest
     symbols: tuple[str, ...] = ()
@@ -39,6 +40,8 @@ def own_code(contestant) -> tuple[list[Path], tuple[str, ...]]:
     elif manifest.language == "rust":
         executable = Path(manifest.start.command[0]).name
         symbols = (executable.replace("-", "_") + "::", "<" + executable.replace("-", "_") + "::")
+    else:  # JVM packages, BEAM modules (V8's frames carry their file: own_dirs)
+        symbols = own_jit_symbols(dirs, manifest.runtime)
     return dirs, symbols
 
 
@@ -143,6 +146,7 @@ class Sampler:
             if tool == "py-spy":
                 stacks = py_spy_stacks(out.read_text(errors="replace"), own_dirs)
             else:
+                document["perf_maps"] = write_perf_maps(document["pids"])  # JIT frames' names (profile.jit)
                 script = subprocess.run([self._path, "script", "-i", str(out), "-F", "pid,tid,ip,sym,dso"],
                                         capture_output=True, text=True, timeout=PERF_SCRIPT_TIMEOUT_S)
                 stacks = perf_script_to_stacks(script.stdout, set(document["pids"]))
