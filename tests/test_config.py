@@ -528,3 +528,29 @@ def test_cli_bad_precision_values(tmp_path, cache_dir):
     result = run_cli(["run", path, *common, "--precision", "3%", "--repeat", "2"], cache_dir)
     assert result.returncode == 2 and "at least 3" in result.stderr, result.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_profile_table_tool_unsupported_and_env(tmp_path):
+    """[profile]: a tool or why not; `env` replaces the runtime's variables for the profiled server only
+    (profile.ENV_BY_RUNTIME), and without a tool the runtime's default profiler stays."""
+    from netarena.profile import ENV_BY_RUNTIME, ProfilePlan, plan_for
+
+    path = manifest_dir(tmp_path, GOOD)
+    for table, message in [('tool = "perf"\nunsupported = "no"', "not both"),
+                           ('unsupported = "no"\nenv = { A = "1" }', "env is for a profiled server"),
+                           ("", "give tool"), ('env = { "1A" = "x" }', "env")]:
+        path.write_text(GOOD + f"\n[profile]\n{table}\n")
+        with pytest.raises(ConfigError) as err:
+            load_manifest(path)
+        assert message in err.value.render() and err.value.field.startswith("profile"), err.value.render()
+    path.write_text(GOOD.replace('runtime = "cpython"', 'runtime = "jvm"').replace('language = "python"',
+                                                                                  'language = "java"'))
+    plan = plan_for(load_manifest(path))
+    assert plan.tool == "perf" and plan.env == ENV_BY_RUNTIME["jvm"] == {
+        "JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer"}
+    path.write_text(path.read_text() + '\n[profile]\nenv = { JAVA_TOOL_OPTIONS = "-XX:+PreserveFramePointer -Xss2m", '
+                                       'EXTRA = "1" }\n')
+    plan = plan_for(load_manifest(path))
+    assert plan.tool == "perf" and plan.env == {"JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer -Xss2m", "EXTRA": "1"}
+    path.write_text(GOOD + '\n[profile]\ntool = "perf"\n')
+    assert plan_for(load_manifest(path)) == ProfilePlan("perf")  # CPython: no environment of its own

@@ -210,8 +210,8 @@ def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_pat
         "java.lang.String java.lang.String.valueOf(int) (JIT)",
         "Interpreter (JIT)", "PhaseChaitin::Split (libjvm.so)",
         "$netarena_http:loop/2 (JIT)", "$gen_tcp:send/2 (JIT)", "$global::arith_compare_shared (JIT)",
-        "[JIT]")] == ["own", "framework", "runtime", "runtime", "runtime", "runtime", "own", "runtime", "runtime",
-                      "unknown"]
+        "[JIT]", "[deno]", "[libfoo.so]")] == ["own", "framework", "runtime", "runtime", "runtime", "runtime",
+                                               "own", "runtime", "runtime", "unknown", "runtime", "unknown"]
     own = tmp_path / "contestants" / "python-x"
     own.mkdir(parents=True)
     raw = (f'process 1:"python server.py";main ({own}/server.py:3);'

@@ -165,7 +165,10 @@ def frame_category(frame: str, tool: str, own_dirs: list[Path], own_symbols: tup
     if frame.endswith(KERNEL_SUFFIX):
         return "kernel"
     if frame.startswith("[unknown]") or frame.startswith("[") and frame.endswith("]"):
-        return "unknown"
+        # No symbol: only its library or executable is known, which may still be a runtime's (Deno ships its
+        # executable stripped: its Rust and V8 frames are "[deno]").
+        library = f"({frame[1:-1]})"
+        return "runtime" if _RUNTIME_LIBRARIES.search(library) or _RUNTIME_EXECUTABLES.search(library) else "unknown"
     symbol = frame.rsplit(" (", 1)[0]
     if frame.endswith(f" ({JIT_DSO})"):
         return _jit_category(symbol, own_dirs, own_symbols)
