@@ -209,9 +209,11 @@ def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_pat
         "int sun.nio.ch.IOUtil.read(java.io.FileDescriptor, java.nio.ByteBuffer) (JIT)",
         "java.lang.String java.lang.String.valueOf(int) (JIT)",
         "Interpreter (JIT)", "PhaseChaitin::Split (libjvm.so)",
+        "void io.netty.util.concurrent.AbstractEventExecutor$$Lambda$61/0x0000000800c2e0b0.run() (JIT)",
         "$netarena_http:loop/2 (JIT)", "$gen_tcp:send/2 (JIT)", "$global::arith_compare_shared (JIT)",
         "[JIT]", "[deno]", "[libfoo.so]")] == ["own", "framework", "runtime", "runtime", "runtime", "runtime",
-                                               "own", "runtime", "runtime", "unknown", "runtime", "unknown"]
+                                               "framework", "own", "runtime", "runtime", "unknown", "runtime",
+                                               "unknown"]
     own = tmp_path / "contestants" / "python-x"
     own.mkdir(parents=True)
     raw = (f'process 1:"python server.py";main ({own}/server.py:3);'

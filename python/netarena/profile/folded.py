@@ -145,8 +145,8 @@ _RUNTIME_EXECUTABLES = re.compile(r"\((node|deno|beam\.smp|java)\)$")
 # V8 says LazyCompile or Function); V8's other code (Builtin:, Stub:, BytecodeHandler:, RegExp:) is runtime.
 _V8_FUNCTION = re.compile(r"^(JS|LazyCompile|Function|Script):")
 # A JVM method in a perf map: "RETURN-TYPE package.Class.method(ARGUMENTS)"; the JVM's other code (Interpreter,
-# StubRoutines, adapters) is runtime.
-_JAVA_METHOD = re.compile(r"^(?:[\w.$\[\]<>?, ]+ )?(?P<name>[\w$]+(?:\.[\w$<>]+)+)\(")
+# StubRoutines, adapters) is runtime. A lambda's hidden class has "/0x…" in its name.
+_JAVA_METHOD = re.compile(r"^(?:[\w.$\[\]<>?, ]+ )?(?P<name>[\w$]+(?:\.[\w$<>/]+)+)\(")
 # The JDK's packages: the JVM's runtime.
 _JDK_PACKAGES = ("java.", "javax.", "jdk.", "sun.", "com.sun.")
 # Symbols of a language's runtime inside the executable: Go's runtime, Rust's standard library.
