@@ -49,7 +49,8 @@ ENV_BY_RUNTIME = {
 UNSUPPORTED_BY_RUNTIME = {
     "pypy": "py-spy reads only CPython's frames, and perf sees PyPy's JIT code as unnamed addresses (PyPy writes "
             "no perf map)",
-    "ruby": "RUBY_REASON",
+    "ruby": "rbspy (a crate on crates.io) would name Ruby's frames, and 0.55.0 built with cargo install here "
+            "samples Ruby 3.1; netarena does not install or run it yet",
 }
 
 
