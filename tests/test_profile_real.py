@@ -81,6 +81,10 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     assert any(f.endswith(f" ({JIT_DSO})") and any(h in f for h in netty_hot) for f in java_frames), \
         sorted(java_frames)[:80]
     assert java["categories"]["framework"] > 0, java["categories"]
+    # Only the profiled repeat's server got the JIT's flags (each repeat starts its own): the JVM says so.
+    picked_up = {r["repeat_index"]: "Picked up JAVA_TOOL_OPTIONS: -XX:+PreserveFramePointer" in
+                 Path(r["log_path"]).read_text(errors="replace") for r in found if r["contestant"] == "java-netty"}
+    assert picked_up == {0: False, 1: False, 2: True}, picked_up
     # Node: V8 wrote its map as it compiled (--perf-basic-prof): node:_http_server's request callback.
     node = json.loads(profiled["node-http"]["profile_json"])
     assert node["tool"] == "perf" and node["error"] is None and node["samples"] > 0, node

@@ -178,11 +178,13 @@ class RealBackend:
         finally:
             if server is not None and not server.released:
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
+                pids = [p.pid for p in group_members(server.pgid)]
                 try:
                     server.stop(req.contestant.manifest.start.stop_signal,
                                 min(req.contestant.manifest.start.stop_timeout_s, 2.0))
                 finally:
                     self.release(server)
+                    remove_perf_maps(pids)
 
     def load(self, record: dict, spec_for, server_pid: int | None, req: MeasureRequest, progress) -> tuple:
         """Run netarena-load as `spec_for(level)` (a scenarios.LoadSpec) says while monitoring the server's
