@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -165,42 +166,65 @@ def test_profile_is_refused_with_cluster_and_url(tmp_path, cache_dir):
 
 
 def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_path):
-    """perf script right-aligns a sample's PID/TID (a short PID starts with spaces: those samples were lost
-    once); JIT frames (perf maps) get their part by file, package or module; py-spy frames are marked own /
-    package / standard library by their file."""
-    from netarena.profile.folded import frame_category, perf_script_to_stacks, py_spy_stacks, summarize, to_text
+    """perf script right-aligns a record's PID/TID (a short PID starts with spaces: those samples were lost
+    once); a context switch's call chain gets the time until its thread's next switch in, preempted ones under
+    their own root; JIT frames (perf maps) get their part by file, package or module; py-spy frames are marked
+    own / package / standard library by their file."""
+    from netarena.profile.folded import (PREEMPTED, frame_category, off_cpu, perf_script_views, py_spy_stacks,
+                                         summarize, to_text)
 
-    script = ("   812/815 \n"
+    script = ("   812/815  100.000000:          cpu-clock/freq=99/: \n"
               "\tffffffff81e327be tcp_sendmsg ([kernel.kallsyms])\n"
               "\t           9f73b syscall.write (/srv/server)\n"
               "\t          291175 net/http.(*conn).serve (/srv/server)\n"
               "\t          1234ab main.hello (/srv/server)\n"
               "\n"
-              "123456/123456 \n"
+              "123456/123456  100.100000:          cpu-clock/freq=99/: \n"
               "\t           8d161 runtime.goexit.abi0 (/srv/server)\n"
               "\n"
-              "   99/99 \n"
-              "\t               0 [unknown] (/usr/lib/libfoo.so)\n")
-    stacks = perf_script_to_stacks(script, pids={812, 123456})
-    assert stacks == {("main.hello (server)", "net/http.(*conn).serve (server)", "syscall.write (server)",
-                       "tcp_sendmsg_[k]"): 1, ("runtime.goexit.abi0 (server)",): 1}
-    assert summarize(stacks, "perf", [], ("main.",))["categories"] == {
+              "   99/99  100.200000:          cpu-clock/freq=99/: \n"
+              "\t               0 [unknown] (/usr/lib/libfoo.so)\n"
+              "\n"
+              "   812/815  101.000000: context-switches/period=1/: \n"
+              "\tffffffff821f8c03 schedule ([kernel.kallsyms])\n"
+              "\tffffffff821ffb7e do_nanosleep ([kernel.kallsyms])\n"
+              "\t           cf545 clock_nanosleep@GLIBC_2.2.5 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"
+              "\n"
+              "   812/815  101.000010: PERF_RECORD_SWITCH OUT\n"
+              "   812/816  101.100000: context-switches/period=1/: \n"
+              "\tffffffff821f8c03 schedule ([kernel.kallsyms])\n"
+              "\t          1234ab main.hello (/srv/server)\n"
+              "\n"
+              "   812/816  101.100010: PERF_RECORD_SWITCH OUT preempt\n"
+              "   812/816  101.200000: PERF_RECORD_SWITCH IN\n"
+              "   812/815  102.000000: PERF_RECORD_SWITCH IN\n"
+              "   812/815  102.000100: PERF_RECORD_SWITCH OUT\n")
+    views = perf_script_views(script, pids={812, 123456}, rate_hz=100)
+    assert views.cpu == {("main.hello (server)", "net/http.(*conn).serve (server)", "syscall.write (server)",
+                          "tcp_sendmsg_[k]"): 1, ("runtime.goexit.abi0 (server)",): 1}
+    # 1 s asleep and 0.1 s preempted, in counts of 1/100 s; the switch out at the end, never back, is not counted.
+    assert views.idle == {("clock_nanosleep@GLIBC_2.2.5 (libc.so.6)", "do_nanosleep_[k]", "schedule_[k]"): 100,
+                          (PREEMPTED, "main.hello (server)", "schedule_[k]"): 10}
+    assert summarize(views.cpu, "perf", [], ("main.",))["categories"] == {
         "own": 0, "framework": 0, "runtime": 1, "kernel": 1, "unknown": 0}
+    # py-spy's off-CPU view: every thread's samples less the GIL holder's, stack by stack, never below zero.
+    assert off_cpu(Counter({("a", "recv"): 7, ("a", "run"): 3, ("b",): 1}), Counter({("a", "run"): 4, ("c",): 2})) \
+        == {("a", "recv"): 7, ("b",): 1}
     # JIT frames, named by a process's perf map, get one name across processes and their part by their own
     # names: V8's by file, the JVM's by package, the BEAM's by module.
     node_own = tmp_path / "contestants" / "node-x"
-    script = ("  700/700 \n"
+    script = ("  700/700  100.000000:          cpu-clock/freq=99/: \n"
               f"\t    7f00000010 JS:*handle {node_own}/server.js:78:16 (/tmp/perf-700.map)\n"
               "\t    7f00000020 JS:*parserOnIncoming node:_http_server:1026:26 (/tmp/perf-700.map)\n"
               "\t    7f00000030 [unknown] (/tmp/perf-700.map)\n"
               "\n"
-              "  701/702 \n"
+              "  701/702  100.100000:          cpu-clock/freq=99/: \n"
               "\t    7f00000020 JS:*parserOnIncoming node:_http_server:1026:26 (/tmp/perf-701.map)\n"
               "\n"
-              "  701/702 \n"
+              "  701/702  100.200000:          cpu-clock/freq=99/: \n"
               "\t    7f00000040 JS:~parse /srv/x/node_modules/fast-json/index.js:3:1 (/tmp/perf-701.map)\n"
               "\t    5500000001 Builtins_CallFunction (/usr/bin/node)\n")
-    stacks = perf_script_to_stacks(script)
+    stacks = perf_script_views(script).cpu
     assert stacks == {("[JIT]", "JS:*parserOnIncoming node:_http_server:1026:26 (JIT)",
                        f"JS:*handle {node_own}/server.js:78:16 (JIT)"): 1,
                       ("JS:*parserOnIncoming node:_http_server:1026:26 (JIT)",): 1,
@@ -232,3 +256,58 @@ def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_pat
     assert summary["categories"] == {"own": 2, "framework": 0, "runtime": 5, "kernel": 0, "unknown": 0}
     assert summary["top_self"][0] == {"frame": "write ([stdlib] asyncio/selector_events.py:1057)", "samples": 5,
                                       "share": round(5 / 7, 4)}
+
+
+SLEEP_SUITE = """name = "sleeping"
+contestants = ["fx-good"]
+repeat = 1
+warmup_s = 0.5
+duration_s = 2.0
+timeout_s = 5
+
+[[measure]]
+scenario = "sleep"
+connections = [8]
+sleep_ms = [20]
+"""
+
+
+@pytest.mark.parametrize("tool", ["py-spy", "perf"])
+def test_a_sleeping_server_shows_its_sleep_off_cpu_and_not_on_cpu(tmp_path, cache_dir, generator_binary, tool):
+    """The threaded fixture server's handlers sleep 20 ms a request (time.sleep in do_GET): its threads spend
+    nearly all their time there, off their CPU. The sleep must be in the off-CPU view and not in the on-CPU one:
+    for py-spy the handler's line that calls time.sleep (Python frames only), for perf the kernel's nanosleep."""
+    folder = _contestant_profiled_by(tmp_path, tool)
+    path = write_suite(tmp_path / "suite.toml", SLEEP_SUITE)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--profile", "--results", results, "--contestants-dir", folder], cache_dir,
+                     timeout_s=300)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    (profiled,) = [r for r in rows(results) if r["discarded"] == PROFILED]
+    document = json.loads(profiled["profile_json"])
+    assert document["error"] is None, document
+    cpu, idle = parse(document["views"]["cpu"]), parse(document["views"]["idle"])
+    assert document["idle_samples"] == sum(idle.values()) > 0, document
+
+    if tool == "py-spy":
+        server = (FIXTURE_CONTESTANTS / "_fixture-shared" / "fixture_server.py").read_text().splitlines()
+        line = next(n for n, text in enumerate(server, 1) if "time.sleep(ms / 1000)" in text)
+
+        def sleeping(stack):
+            return stack[-1].startswith("Handler.do_GET (") and stack[-1].endswith(f"fixture_server.py:{line})")
+    else:
+        def sleeping(stack):
+            return any("nanosleep" in frame for frame in stack)
+    asleep_off = sum(count for stack, count in idle.items() if sleeping(stack))
+    asleep_on = sum(count for stack, count in cpu.items() if sleeping(stack))
+    # Off CPU, the sleep is where the handler threads spend their time: more than any other place in the view (the
+    # accept loop's wait, the connections' threads waiting for their next request).
+    others = Counter()
+    for stack, count in idle.items():
+        if not sleeping(stack):
+            others[stack[-1]] += count
+    assert asleep_off > max(others.values(), default=0), document["views"]["idle"][:3000]
+    # On CPU, a sleeping thread is not sampled: only the call's way in and out (entering the system call, taking
+    # the GIL back), a small fraction of a request's CPU, against the 20 ms each request sleeps. The bound is a
+    # ratio of the two views, so a slower host (more CPU per request, fewer requests) keeps it.
+    assert asleep_on * 20 < asleep_off, (asleep_on, asleep_off, document["views"]["cpu"][:3000])

@@ -99,6 +99,18 @@ def test_profiled_repeats_are_out_of_the_figures_and_not_discarded_noise(written
     document = summary_document(report)
     assert document["discarded"] == {"count": 0, "reasons": []}
     assert document["profiled"] == {"count": 3, "measurement_ids": sorted(ids.values())}
+    # The exports' summary (export --json, stats.summarize) says the same: profiled apart, nothing discarded.
+    from netarena.export import run_summary
+
+    store = Store(results)
+    try:
+        exported = run_summary(store, run_id)
+    finally:
+        store.close()
+    assert exported["measurements"]["discarded"] == 0 and exported["measurements"]["discarded_reasons"] == []
+    assert sorted(exported["measurements"]["profiled"]) == sorted(ids.values())
+    for group in exported["groups"]:
+        assert group["discarded"] == 0 and group["profiled_ids"] == [ids[group["contestant"]]], group
 
 
 def test_page_has_a_profiles_section_with_a_flame_graph_per_view(written):

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from . import stats
+from .profile import PROFILED
 from .reference import ratio, reference_of
 from .store import Store, row_to_dict
 
@@ -39,6 +40,7 @@ def run_summary(store: Store, run_id: int) -> dict:
     rows = [row_to_dict(r) for r in store.measurements(run_id)]
     groups = stats.summarize(rows)
     statuses = [r["status"] for r in rows]
+    discarded = [r for r in rows if r.get("discarded") and r["discarded"] != PROFILED]
     return {
         "store": str(store.path),
         "run": {k: run[k] for k in ("id", "suite_name", "suite_path", "status", "started_at", "ended_at",
@@ -46,11 +48,12 @@ def run_summary(store: Store, run_id: int) -> dict:
         "measurements": {"planned": run["planned_measurements"], "ok": statuses.count("ok"),
                          "failed": statuses.count("failed"), "interrupted": statuses.count("interrupted"),
                          "threshold_failed": sum(1 for r in rows if stats.FLAG_THRESHOLD_FAILED in (r["flags"] or [])),
-                         # kept out of every figure (counted in ok/failed above too), each with why
-                         "discarded": sum(1 for r in rows if r.get("discarded")),
+                         # kept out of every figure (counted in ok/failed above too), each with why; the
+                         # profiled repeats apart (out of the figures by design, stats.GroupSummary)
+                         "discarded": len(discarded),
                          "discarded_reasons": [f"{r['contestant']} {r['scenario']} {r['level_key']} "
-                                               f"#{r['repeat_index'] + 1}: {r['discarded']}"
-                                               for r in rows if r.get("discarded")]},
+                                               f"#{r['repeat_index'] + 1}: {r['discarded']}" for r in discarded],
+                         "profiled": [r["id"] for r in rows if r.get("discarded") == PROFILED]},
         "groups": [g.to_dict() for g in groups],
         "skipped": [{k: s[k] for k in ("contestant", "scenario", "level_key", "reason")} for s in store.skipped(run_id)],
     }

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 
 from hdrh.histogram import HdrHistogram
 
+from .profile import PROFILED
+
 CV_FLAG_THRESHOLD = 0.05  # coefficient of variation above which a result is flagged as unstable
 ERROR_RATE_FLAG_THRESHOLD = 0.01  # errors / (successes + errors) above which a measurement is flagged
 
@@ -380,9 +382,11 @@ class GroupSummary:
     generator_cpus_others_pct_max: float | None = None
     server_wait_share_max: float | None = None
     generator_wait_share_max: float | None = None
-    # Measurements kept out of every figure (their `discarded` reason, e.g. noisy and re-measured).
+    # Measurements kept out of every figure (their `discarded` reason, e.g. noisy and re-measured); a profiled
+    # repeat (netarena.profile) is out of them by design, not as noise: counted on its own.
     discarded: int = 0
     discarded_reasons: list[str] = field(default_factory=list)
+    profiled_ids: list[int] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -399,13 +403,14 @@ def summarize(rows: list[dict]) -> list[GroupSummary]:
         groups.setdefault((row["contestant"], row["scenario"], row["level_key"]), []).append(row)
     out = []
     for (contestant, scenario, level_key), all_members in groups.items():
-        discarded = [m for m in all_members if m.get("discarded")]
+        discarded = [m for m in all_members if m.get("discarded") and m["discarded"] != PROFILED]
         members = [m for m in all_members if not m.get("discarded")]
         ok = [m for m in members if m["status"] == "ok" and m.get("generator")]
         failed = [m for m in members if m["status"] != "ok"]
         summary = GroupSummary(contestant, scenario, level_key, len(ok), len(failed))
         summary.discarded = len(discarded)
         summary.discarded_reasons = [f"#{m['repeat_index'] + 1}: {m['discarded']}" for m in discarded]
+        summary.profiled_ids = [m["id"] for m in all_members if m.get("discarded") == PROFILED]
         summary.failures = [f"#{m['repeat_index'] + 1}: {m.get('failure_kind')}: {m.get('error')}" for m in failed]
         flags: set[str] = set()
         for m in members:

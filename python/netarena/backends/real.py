@@ -324,7 +324,10 @@ class RealBackend:
             if sampler is not None:
                 if gen.proc.returncode != 0:
                     sampler.abort()  # the load ended early: no measured phase left to sample
-                profile.update(sampler.finish())
+                try:
+                    profile.update(sampler.finish())
+                except Exception as exc:  # reading the samples failed: the profile is lost, never the measurement
+                    profile.update({"tool": req.profile.tool, "error": f"reading the profile failed: {exc!r}"})
         monitor_result = self._stop_monitor(monitor, monitor_result)
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error

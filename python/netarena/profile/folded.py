@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 # The report's table of frames by self time: this many.
@@ -19,8 +20,9 @@ CATEGORIES = {"own": "own code", "framework": "framework", "runtime": "runtime",
 
 # A py-spy frame: "function (path:line)"; its root frame per process: 'process 123:"command line"'.
 _PY_FRAME = re.compile(r"^(?P<function>.*) \((?P<path>.*):(?P<line>-?\d+)\)$")
-# A sample's first line in `perf script -F pid,tid,...`.
-_PERF_HEADER = re.compile(r"^\s*(?P<pid>\d+)/(?P<tid>\d+)\s*$")
+# A record's first line in `perf script -F pid,tid,time,event,ip,sym,dso --show-switch-events`: "PID/TID TIME: "
+# then the event's name and a colon (a sample, its call chain on the lines below) or "PERF_RECORD_SWITCH IN|OUT".
+_PERF_HEADER = re.compile(r"^\s*(?P<pid>\d+)/(?P<tid>\d+)\s+(?P<time>\d+\.\d+):\s*(?P<what>.*?)\s*$")
 # perf's kernel frames carry this suffix in folded stacks (as Brendan Gregg's stackcollapse-perf writes them).
 KERNEL_SUFFIX = "_[k]"
 # A JIT-compiled frame named by its process's perf map (/tmp/perf-<pid>.map, profile.jit) is "NAME (JIT)".
@@ -50,49 +52,111 @@ def parse(text: str | None, skip_bad: bool = False) -> Counter:
     return stacks
 
 
-def perf_script_to_stacks(text: str, pids: set[int] | None = None) -> Counter:
-    """`perf script -F pid,tid,ip,sym,dso` output as {stack: samples}: each sample is a "PID/TID" line and its
-    call chain leaf first, one "ADDRESS SYMBOL (DSO)" line per frame. Kernel frames get KERNEL_SUFFIX; a frame
-    without a symbol is its DSO's name in brackets. Only samples of `pids`, when given."""
-    stacks: Counter = Counter()
-    pid, frames = None, []
+# What perf records (profile.sampler): the on-CPU samples' event, and the event whose every occurrence is a
+# thread leaving its CPU (its call chain is where it stopped), with the switch records that say when it came back.
+ON_CPU_EVENT = "cpu-clock"
+OFF_CPU_EVENT = "context-switches"
+# The off-CPU view's root frame for a thread taken off its CPU while it could still run (preempted): it waited
+# for a CPU, not for something it asked for.
+PREEMPTED = "[waiting for a CPU: preempted]"
+UNKNOWN_FRAME = "[unknown] ([unknown])"
+
+
+@dataclass
+class Views:
+    """A profile's two views as folded stacks: `cpu` (samples on a CPU) and `idle` (time off it, in the same
+    unit: one count is 1/rate_hz s of one thread's time), or None when the tool sees no off-CPU time."""
+
+    cpu: Counter
+    idle: Counter | None
+
+
+def perf_script_views(text: str, pids: set[int] | None = None, rate_hz: int = 99) -> Views:
+    """`perf script -F pid,tid,time,event,ip,sym,dso --show-switch-events` output as the two views. An
+    ON_CPU_EVENT sample is one count of its call chain (leaf first, one "ADDRESS SYMBOL (DSO)" line a frame) in
+    `cpu`. An OFF_CPU_EVENT sample is a thread leaving its CPU: its call chain gets the time until that thread's
+    next "PERF_RECORD_SWITCH IN" in `idle` (converted to counts of 1/rate_hz s per stack, rounded); a switch
+    out marked "preempt" puts PREEMPTED under it. Kernel frames get KERNEL_SUFFIX; a frame without a symbol is
+    its DSO's name in brackets. Only records of `pids`, when given."""
+    cpu: Counter = Counter()
+    idle_s: dict[tuple, float] = {}
+    # Per thread: the stack it left its CPU with, when, and whether it was preempted (its switch-out record,
+    # which perf writes just after the sample, says so).
+    away: dict[int, list] = {}
+    sample: tuple[str, int, float] | None = None  # (event, tid, time) of the sample whose frames are being read
+    frames: list[str] = []
 
     def flush() -> None:
-        if pid is not None and (pids is None or pid in pids) and frames:
-            stacks[tuple(reversed(frames))] += 1
+        if sample is None or not frames:
+            return
+        event, tid, time = sample
+        # Code without frame pointers unwinds into a run of unnamed frames whose length varies from sample to
+        # sample: one "[unknown]" stands for the run, so the same call path is one stack.
+        stack = tuple(f for i, f in enumerate(reversed(frames))
+                      if not (f == UNKNOWN_FRAME and i and frames[len(frames) - i] == UNKNOWN_FRAME))
+        if event == ON_CPU_EVENT:
+            cpu[stack] += 1
+        elif event == OFF_CPU_EVENT:
+            away[tid] = [stack, time, False]
 
     for line in text.splitlines():
-        if not line.strip():
-            flush()
-            pid, frames = None, []
-            continue
         header = _PERF_HEADER.match(line)
-        if header:  # a sample's header: "PID/TID", right-aligned (leading spaces for short PIDs)
-            flush()
-            pid, frames = int(header["pid"]), []
+        if header is None:
+            if sample is not None and line.strip():
+                frames.append(_perf_frame(line))
             continue
-        parts = line.strip().split(" ", 1)
-        if len(parts) < 2:
-            frames.append("[unknown]")
+        flush()
+        sample, frames = None, []
+        if pids is not None and int(header["pid"]) not in pids:
             continue
-        rest = parts[1]
-        symbol, _, dso = rest.rpartition(" (")
-        dso = dso.rstrip(")") if _ else ""
-        symbol = (symbol if _ else rest).strip() or "[unknown]"
-        symbol = re.sub(r"\+0x[0-9a-f]+$", "", symbol)
-        if _PERF_MAP.match(os.path.basename(dso)):
-            dso = JIT_DSO  # one name for every process's JIT code, so the same function merges across processes
-        if symbol == "[unknown]" and dso and dso != "[unknown]":
-            symbol = f"[{os.path.basename(dso)}]"
-            if dso != "[kernel.kallsyms]":
-                dso = ""  # named by its DSO already: "[libfoo.so]", an unknown frame (frame_category)
-        if dso == "[kernel.kallsyms]":
-            symbol += KERNEL_SUFFIX
-        elif dso:
-            symbol += f" ({os.path.basename(dso)})"
-        frames.append(symbol)
+        tid, time, what = int(header["tid"]), float(header["time"]), header["what"]
+        if what.startswith("PERF_RECORD_SWITCH"):
+            words = what.split()
+            if len(words) > 1 and words[1] == "OUT" and "preempt" in words and tid in away:
+                away[tid][2] = True
+            elif len(words) > 1 and words[1] == "IN" and tid in away:
+                stack, left, preempted = away.pop(tid)
+                stack = (PREEMPTED, *stack) if preempted else stack
+                idle_s[stack] = idle_s.get(stack, 0.0) + max(0.0, time - left)
+            continue
+        event = what.rstrip(":").split("/", 1)[0].split(":", 1)[0].strip()
+        sample = (event, tid, time)
     flush()
-    return stacks
+    idle = Counter({stack: round(seconds * rate_hz) for stack, seconds in idle_s.items()
+                    if round(seconds * rate_hz) > 0})
+    return Views(cpu, idle)
+
+
+def _perf_frame(line: str) -> str:
+    """One call-chain line ("ADDRESS SYMBOL+OFFSET (DSO)") as a frame's name."""
+    parts = line.strip().split(" ", 1)
+    if len(parts) < 2:
+        return "[unknown]"
+    rest = parts[1]
+    symbol, found, dso = rest.rpartition(" (")
+    dso = dso.rstrip(")") if found else ""
+    symbol = (symbol if found else rest).strip() or "[unknown]"
+    symbol = re.sub(r"\+0x[0-9a-f]+$", "", symbol)
+    if _PERF_MAP.match(os.path.basename(dso)):
+        dso = JIT_DSO  # one name for every process's JIT code, so the same function merges across processes
+    if symbol == "[unknown]" and dso and dso != "[unknown]":
+        symbol = f"[{os.path.basename(dso)}]"
+        if dso != "[kernel.kallsyms]":
+            dso = ""  # named by its DSO already: "[libfoo.so]", an unknown frame (frame_category)
+    if dso == "[kernel.kallsyms]":
+        symbol += KERNEL_SUFFIX
+    elif dso:
+        symbol += f" ({os.path.basename(dso)})"
+    return symbol
+
+
+def off_cpu(all_threads: Counter, on_cpu: Counter) -> Counter:
+    """py-spy's off-CPU view: every thread's samples (`--idle`) less the GIL holder's (`--gil`), stack by stack,
+    from two samplers at the same rate over the same window. What is left are the threads not running Python:
+    blocked in a system call, sleeping, or waiting for the GIL. Two samplings differ by chance, so a stack's
+    difference is clipped at zero."""
+    return Counter({stack: count - on_cpu.get(stack, 0) for stack, count in all_threads.items()
+                    if count > on_cpu.get(stack, 0)})
 
 
 def py_spy_stacks(text: str, own_dirs: list[Path]) -> Counter:

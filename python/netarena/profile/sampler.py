@@ -11,12 +11,17 @@ import psutil
 
 from ..process import ManagedProcess
 from . import RATE_HZ, ProfilePlan, tool_missing, tool_path
-from .folded import perf_script_to_stacks, py_spy_stacks, summarize, to_text
+from .folded import OFF_CPU_EVENT, ON_CPU_EVENT, off_cpu, perf_script_views, py_spy_stacks, summarize, to_text
 from .jit import own_jit_symbols, write_perf_maps
 
 # How long a profiler may take beyond its sampling time (attaching, writing its file) before it is stopped, and
 # how long `perf script` may take to read a recording.
 GRACE_S = 15.0
+# What one sample of each view is, as the document says it.
+EVENTS = {"perf": "cpu-clock", "py-spy": "the thread holding the GIL, sampled"}
+IDLE_EVENTS = {"perf": "context switches: each thread's time from leaving its CPU to coming back, by the stack it "
+                       "left with",
+               "py-spy": "every thread sampled, less the GIL holder: threads blocked, sleeping or waiting for the GIL"}
 PERF_SCRIPT_TIMEOUT_S = 120.0
 
 
@@ -59,16 +64,15 @@ class Sampler:
         self.delay_s, self.duration_s = delay_s, duration_s
         self.workdir, self.cpus = workdir, cpus
         self.on_spawn, self.on_release = on_spawn, on_release
-        self._proc: ManagedProcess | None = None
+        # The profiler's processes (py-spy: two, perf: one), each with the file it writes and its log.
+        self._procs: list[tuple[ManagedProcess, Path, Path]] = []
         self._aborted = False
         self._deadline = 0.0
         tool = plan.tool
         self._path = tool_path(tool) if tool else None
-        self._out = workdir / ("py-spy.folded" if tool == "py-spy" else "perf.data")
-        self._log = workdir / f"{tool}.log"
         self.document: dict = {"tool": tool, "tool_version": None, "rate_hz": RATE_HZ, "window_s": duration_s,
-                               "event": "cpu-clock" if tool == "perf" else "the thread holding the GIL, sampled",
-                               "samples": 0, "views": {"cpu": "", "idle": None}, "error": None}
+                               "event": EVENTS.get(tool), "idle_event": IDLE_EVENTS.get(tool), "samples": 0,
+                               "idle_samples": 0, "views": {"cpu": "", "idle": None}, "error": None}
 
     def start(self) -> "Sampler":
         """Start the profiler; or, when nothing can be sampled, leave the document saying why (finish returns it)."""
@@ -88,68 +92,88 @@ class Sampler:
             document["error"] = f"the server's process is gone: {exc}"
             return self
         document["pids"] = pids
+        self.workdir.mkdir(parents=True, exist_ok=True)
         if tool == "py-spy":
             # --gil: only the thread holding the GIL, the one running Python code: py-spy counts a thread blocked
             # in recv() as running (a threaded server's view was 97% SocketIO.readinto), the GIL's holder is on a
             # CPU. --nonblocking: read the interpreter's memory without pausing it (the server runs on
-            # undisturbed, a sample may catch a frame mid-update); --subprocesses: every worker process.
-            argv = [self._path, "record", "--pid", str(self.server_pid), "--subprocesses", "--nonblocking", "--gil",
-                    "--rate", str(RATE_HZ), "--duration", f"{max(1, round(self.duration_s))}", "--format", "raw",
-                    "--full-filenames", "--output", str(self._out)]
+            # undisturbed, a sample may catch a frame mid-update); --subprocesses: every worker process. A second
+            # py-spy samples every thread (--idle) for the off-CPU view (folded.off_cpu).
+            common = [self._path, "record", "--pid", str(self.server_pid), "--subprocesses", "--nonblocking",
+                      "--rate", str(RATE_HZ), "--duration", f"{max(1, round(self.duration_s))}", "--format", "raw",
+                      "--full-filenames", "--output"]
+            runs = [("py-spy.folded", [*common, str(self.workdir / "py-spy.folded"), "--gil"]),
+                    ("py-spy-all.folded", [*common, str(self.workdir / "py-spy-all.folded"), "--idle"])]
         else:
-            # The software cpu-clock event (a VM exposes no hardware counters), call chains by frame pointers:
-            # Go keeps them; code built without them gives shorter stacks, its leaf (self time) still right.
-            argv = [self._path, "record", "-e", "cpu-clock", "-F", str(RATE_HZ), "-g", "-p", ",".join(map(str, pids)),
-                    "-o", str(self._out), "--", "sleep", f"{self.duration_s:g}"]
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        # The shell sleeps through the warm-up, then becomes the profiler (exec: one process to track and stop).
-        wrapped = ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self.delay_s:g}", *argv]
-        try:
-            self._proc = ManagedProcess(wrapped, cpus=self.cpus, log_path=self._log)
-        except OSError as exc:
-            document["error"] = f"cannot start {tool}: {exc}"
-            return self
+            # On CPU: the software cpu-clock event (a VM exposes no hardware counters), call chains by frame
+            # pointers: Go keeps them; code built without them gives shorter stacks, its leaf (self time) still
+            # right. Off CPU: every context switch of the server's threads with the call chain it left with, and
+            # --switch-events for when each came back (folded.perf_script_views).
+            runs = [("perf.data", [self._path, "record", "-e", f"{ON_CPU_EVENT}/freq={RATE_HZ}/", "-e",
+                                   f"{OFF_CPU_EVENT}/period=1/", "--switch-events", "-g", "-p",
+                                   ",".join(map(str, pids)), "-o", str(self.workdir / "perf.data"), "--",
+                                   "sleep", f"{self.duration_s:g}"])]
+        for out_name, argv in runs:
+            # The shell sleeps through the warm-up, then becomes the profiler (exec: one process to track and stop).
+            wrapped = ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self.delay_s:g}", *argv]
+            log = self.workdir / f"{Path(out_name).stem}.log"
+            try:
+                proc = ManagedProcess(wrapped, cpus=self.cpus, log_path=log)
+            except OSError as exc:
+                self.abort()
+                document["error"] = f"cannot start {tool}: {exc}"
+                return self
+            self._procs.append((proc, self.workdir / out_name, log))
+            self.on_spawn(proc, "profiler")
         self._deadline = time.monotonic() + self.delay_s + self.duration_s + GRACE_S
-        self.on_spawn(self._proc, "profiler")
         return self
 
     def abort(self) -> None:
         """Stop sampling now (the load ended early: no measured phase left to sample)."""
         self._aborted = True
-        if self._proc is not None and self._proc.alive:
-            self._proc.kill()
+        for proc, _, _ in self._procs:
+            if proc.alive:
+                proc.kill()
 
     def finish(self) -> dict:
         """The document, once the profiler is done; stopped if it runs GRACE_S past its window."""
-        proc, document, tool = self._proc, self.document, self.plan.tool
-        if proc is None:
+        document, tool = self.document, self.plan.tool
+        if not self._procs:
             return document
+        codes = []
         try:
-            while proc.alive and time.monotonic() < self._deadline:
-                time.sleep(0.05)
-            if proc.alive:
-                proc.kill()
-                document["error"] = f"{tool} was stopped: still running {GRACE_S:g} s after its window"
-            elif self._aborted:
+            for proc, _, _ in self._procs:
+                while proc.alive and time.monotonic() < self._deadline:
+                    time.sleep(0.05)
+                if proc.alive:
+                    proc.kill()
+                    document["error"] = f"{tool} was stopped: still running {GRACE_S:g} s after its window"
+                codes.append(proc.poll())
+            if self._aborted and document["error"] is None:
                 document["error"] = f"{tool} was stopped: the load ended before its measured phase did"
-            code = proc.poll()
         finally:
-            proc.close()
-            self.on_release(proc)
-        out = self._out
+            for proc, _, _ in self._procs:
+                proc.close()
+                self.on_release(proc)
+        (_, out, log), code = self._procs[0], codes[0]
         if not out.is_file() or out.stat().st_size == 0:
-            tail = self._log.read_text(errors="replace")[-400:].strip() if self._log.is_file() else ""
+            tail = log.read_text(errors="replace")[-400:].strip() if log.is_file() else ""
             document["error"] = document["error"] or f"{tool} exited with code {code} and wrote no samples: {tail}"
             return document
         own_dirs, own_symbols = own_code(self.contestant)
         try:
             if tool == "py-spy":
                 stacks = py_spy_stacks(out.read_text(errors="replace"), own_dirs)
+                every_thread = self._procs[1][1]
+                idle = (off_cpu(py_spy_stacks(every_thread.read_text(errors="replace"), own_dirs), stacks)
+                        if every_thread.is_file() and every_thread.stat().st_size else None)
             else:
                 document["perf_maps"] = write_perf_maps(document["pids"])  # JIT frames' names (profile.jit)
-                script = subprocess.run([self._path, "script", "-i", str(out), "-F", "pid,tid,ip,sym,dso"],
+                script = subprocess.run([self._path, "script", "-i", str(out), "-F", "pid,tid,time,event,ip,sym,dso",
+                                         "--show-switch-events"],
                                         capture_output=True, text=True, timeout=PERF_SCRIPT_TIMEOUT_S)
-                stacks = perf_script_to_stacks(script.stdout, set(document["pids"]))
+                views = perf_script_views(script.stdout, set(document["pids"]), RATE_HZ)
+                stacks, idle = views.cpu, views.idle
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             document["error"] = f"reading {tool}'s samples: {exc}"
             return document
@@ -158,6 +182,9 @@ class Sampler:
                 out.unlink(missing_ok=True)  # raw perf data: the folded stacks keep what the report uses
         document["samples"] = sum(stacks.values())
         document["views"]["cpu"] = to_text(stacks)
+        if idle is not None:
+            document["idle_samples"] = sum(idle.values())
+            document["views"]["idle"] = to_text(idle)
         document.update(summarize(stacks, tool, own_dirs, own_symbols))
         if not stacks and document["error"] is None:
             document["error"] = f"{tool} caught no samples of the server running (idle in its window?)"

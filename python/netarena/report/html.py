@@ -1253,6 +1253,9 @@ def _profiles(page: _Page, report: Report) -> None:
                             ("rate", f"{p.get('rate_hz')} Hz"), ("window", f"{p.get('window_s')} s"),
                             ("processes", ", ".join(map(str, p.get("pids") or [])) or "-"),
                             ("samples", f"{p.get('samples') or 0:,}"),
+                            *([("off-CPU view", f"{p['idle_event']}; {p.get('idle_samples') or 0:,} counts of "
+                                                f"1/{p.get('rate_hz')} s of a thread's time")]
+                              if p.get("idle_event") else []),
                             ("profiling overhead", profiles.overhead_text(entry)),
                             *([("error", p["error"])] if p.get("error") else [])])
                  .replace('<table class="kv">', f'<table class="kv profile-meta" data-measurement="{m.id}">', 1))

@@ -634,13 +634,6 @@ def build_groups(rows: list[dict]) -> list[Group]:
             warmups=[{"repeat_index": m["repeat_index"], "used_s": m["warmup"]["used_s"],
                       "settled": m["warmup"]["settled"]} for m in ok if m.get("warmup")],
         )
-        # stats.summarize counts every measurement out of the figures as discarded; a profiled repeat is out of
-        # them by design, so it is counted on its own and never reads as noise.
-        profiled = [m for m in members if m.get("discarded") == PROFILED]
-        group.profiled_ids = [m["id"] for m in profiled]
-        if profiled:
-            group.discarded -= len(profiled)
-            group.discarded_reasons = [r for r in group.discarded_reasons if not r.endswith(f": {PROFILED}")]
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
         uncorrected = stats.merge_histograms([m["generator"].get("open_loop") or {} for m in ok],
@@ -652,12 +645,13 @@ def build_groups(rows: list[dict]) -> list[Group]:
     return groups
 
 
-# The stats.GroupSummary fields a Group takes as they are: cost per unit, contention, discarded measurements.
+# The stats.GroupSummary fields a Group takes as they are: cost per unit, contention, discarded measurements and
+# profiled repeats.
 COST_FIELDS = ("cost_unit", "server_cpu_us_median", "server_cpu_us_cv", "server_cpu_user_us_median",
                "server_cpu_sys_us_median", "server_ctx_voluntary_median", "server_ctx_involuntary_median",
                "generator_cpu_us_median", "steal_pct_max", "server_cpus_others_pct_max",
                "generator_cpus_others_pct_max", "server_wait_share_max", "generator_wait_share_max",
-               "discarded", "discarded_reasons")
+               "discarded", "discarded_reasons", "profiled_ids")
 
 
 # A side (server, database) counts as saturated when its CPUs were at least this busy.
