@@ -34,11 +34,11 @@ def write_perf_maps(pids: list[int]) -> list[str]:
     for pid in pids:
         path = perf_map(pid)
         try:
-            process = psutil.Process(pid)
-            exe = process.exe()
+            exe = psutil.Process(pid).exe()
         except psutil.Error:
             exe = ""
-        if os.path.basename(exe) == "java":
+        jvm = os.path.basename(exe) == "java"
+        if jvm:
             # The jcmd beside the JVM's own java: the same JDK, whose attach protocol it speaks.
             jcmd = os.path.join(os.path.dirname(exe), "jcmd")
             try:
@@ -61,8 +61,7 @@ def write_perf_maps(pids: list[int]) -> list[str]:
         except OSError as exc:
             notes.append(f"pid {pid}: {path} cannot be read: {exc}")
             continue
-        notes.append(f"pid {pid}: {symbols} symbols" + (" (JVM, jcmd Compiler.perfmap)" if exe.endswith("/java")
-                                                          else ""))
+        notes.append(f"pid {pid}: {symbols} symbols" + (" (JVM, jcmd Compiler.perfmap)" if jvm else ""))
     return notes
 
 
