@@ -124,12 +124,15 @@ def _fake_tool(tmp_path: Path, script: str) -> str:
 def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measurement(tmp_path, cache_dir,
                                                                                         generator_binary, case):
     folder = _contestant_profiled_by(tmp_path, "perf")
+    # The hanging profiler's sleep, told apart from any other test's (tests of other checkouts may run at once).
+    hanging = f"1000.{os.getpid()}"
     if case == "missing":
         perf = str(tmp_path / "no-perf-here")
     elif case == "dies":
         perf = _fake_tool(tmp_path, 'echo "perf: cannot attach" >&2; exit 3\n')
     else:
-        perf = _fake_tool(tmp_path, '[ "$1" = --version ] && { echo "perf version fake"; exit 0; }\nexec sleep 1000\n')
+        perf = _fake_tool(tmp_path, '[ "$1" = --version ] && { echo "perf version fake"; exit 0; }\n'
+                                    f'exec sleep {hanging}\n')
     path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants='["fx-good"]'))
     results = tmp_path / "results"
     result = run_cli(["run", path, "--profile", "--results", results, "--contestants-dir", folder], cache_dir,
@@ -151,7 +154,7 @@ def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measu
     assert json.loads(profiled["generator_json"])["totals"]["requests"] > 0
     # No profiler is left behind.
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "sleep 1000" not in ps
+    assert f"sleep {hanging}" not in ps
 
 
 def test_profile_is_refused_with_cluster_and_url(tmp_path, cache_dir):
