@@ -25,8 +25,9 @@ QUERIES_MAX = 500
 # A suite entry's `queries`, one level per value (TechEmpower runs 1, 5, 10, 15 and 20).
 DEFAULT_QUERIES = 20
 QUERIES_PARAM = (list[Annotated[int, Field(ge=1, le=QUERIES_MAX)]] | None, None)
-# The ?queries= values checked before the load with the rows expected (TechEmpower's edge cases).
-QUERIES_EDGE_CASES = (("0", 1), ("foo", 1), ("501", QUERIES_MAX), ("", 1))
+# The ?queries= values checked before the load with the rows expected (TechEmpower's edge cases, and the
+# parameter left out: None).
+QUERIES_EDGE_CASES = (("0", 1), ("foo", 1), ("501", QUERIES_MAX), ("", 1), (None, 1))
 # The request whose queries pg_stat_statements counts (each row read by its own query).
 COUNTED_QUERIES = 20
 # How long the count waits for the server's last statements to be recorded (PostgreSQL stores a statement's
