@@ -85,7 +85,7 @@ def test_the_scan_leaves_marked_lines_and_other_words():
 
 def test_the_catalog_in_order():
     assert registry.names() == ("echo", "hello", "bytes", "json", "static", "sleep", "mongo", "gridfs", "db", "queries",
-                                "fortunes", "updates")
+                                "fortunes", "updates", "cached-queries")
     for scenario in registry.all():
         assert scenario.doc, f"{scenario.name}: no documentation string"
         assert registry.get(scenario.name) is scenario

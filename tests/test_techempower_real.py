@@ -26,7 +26,10 @@ BROKEN = {
     ("fx-pg-unescaped", "fortunes"): "a <script> element in the page: the messages must be HTML-escaped",
     ("fx-pg-no-date", "db"): "no Date header",
     ("fx-pg-no-write", "updates"): "the updates were not written",
+    ("fx-pg-no-cache", "cached-queries"): "20 queries on world for 20 rows: cached rows come from the in-process "
+                                          "cache filled at start",
 }
+SCENARIOS = ("db", "queries", "fortunes", "updates", "cached-queries")
 
 SUITE = """name = "techempower"
 contestants = {contestants}
@@ -52,6 +55,11 @@ connections = [2]
 scenario = "updates"
 connections = [2]
 queries = [5]
+
+[[measure]]
+scenario = "cached-queries"
+connections = [2]
+count = [5]
 """
 
 
@@ -75,10 +83,10 @@ def test_the_good_fixture_passes_every_scenario_and_each_broken_one_fails_with_i
     result = run_cli(["run", suite(tmp_path, contestants), "--results", results,
                       "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir, timeout_s=300, PATH=VENV_PATH)
     rows = {(r["contestant"], r["scenario"]): r for r in measurements(results)}
-    assert set(rows) == {*((("fx-pg", s) for s in ("db", "queries", "fortunes", "updates"))), *BROKEN}, \
+    assert set(rows) == {*((("fx-pg", s) for s in SCENARIOS)), *BROKEN}, \
         (sorted(rows), result.stderr[-3000:])
 
-    for scenario in ("db", "queries", "fortunes", "updates"):
+    for scenario in SCENARIOS:
         good = rows[("fx-pg", scenario)]
         assert good["status"] == "ok", (scenario, good["error"], result.stderr[-3000:])
         assert json.loads(good["generator_json"])["totals"]["requests"] > 0
@@ -91,11 +99,13 @@ def test_the_good_fixture_passes_every_scenario_and_each_broken_one_fails_with_i
         checks = {c["request"]: c for c in json.loads(good["verification_json"])["checks"]}
         counted = [c for name, c in checks.items() if "pg_stat_statements" in name]
         assert len(counted) == 1 and counted[0]["ok"], checks
-        if scenario in ("queries", "updates"):
-            assert argv[2].endswith(f"/{scenario}?queries=5"), argv  # the level's queries
-            assert counted[0]["detail"].startswith("20 SELECT on world, 20 rows"), counted
+        if scenario in ("queries", "updates", "cached-queries"):
+            param = "count" if scenario == "cached-queries" else "queries"
+            assert argv[2].endswith(f"/{scenario}?{param}=5"), argv  # the level's count
+            selects = 0 if scenario == "cached-queries" else 20
+            assert counted[0]["detail"].startswith(f"{selects} SELECT on world, {selects} rows"), counted
             for edge in ("0", "foo", "501", ""):
-                assert checks[f"GET /{scenario}?queries={edge}"]["ok"]
+                assert checks[f"GET /{scenario}?{param}={edge}"]["ok"]
             assert checks[f"GET /{scenario}"]["ok"]
     # The updates wrote into World: the next measurement that needed the database found it changed and reloaded it.
     after_updates = rows[("fx-pg-no-write", "updates")]
