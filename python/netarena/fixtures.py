@@ -1,4 +1,5 @@
-"""The data a backing service holds while it is measured (docs/scenarios.md, "mongo" and "gridfs").
+"""The data a backing service holds while it is measured (docs/scenarios.md, "mongo" and "gridfs"; TechEmpower's
+database on PostgreSQL at the end, docs/techempower.md).
 
 Database MONGO_DB, collection MONGO_COLLECTION: two documents with string `_id`s, so every framework
 serializes them as plain JSON (no ObjectId to convert):
