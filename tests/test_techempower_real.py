@@ -36,7 +36,8 @@ contestants = {contestants}
 repeat = 1
 warmup_s = 0.2
 duration_s = {duration}
-timeout_s = 2
+# Each verification request within it: /updates?queries=501 is 500 reads and 500 writes by a Python fixture.
+timeout_s = 5
 
 [[measure]]
 scenario = "db"
