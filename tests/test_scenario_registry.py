@@ -84,7 +84,8 @@ def test_the_scan_leaves_marked_lines_and_other_words():
 
 
 def test_the_catalog_in_order():
-    assert registry.names() == ("echo", "hello", "bytes", "json", "static", "sleep", "mongo", "gridfs")
+    assert registry.names() == ("echo", "hello", "bytes", "json", "static", "sleep", "mongo", "gridfs", "db", "queries",
+                                "fortunes", "updates", "cached-queries")
     for scenario in registry.all():
         assert scenario.doc, f"{scenario.name}: no documentation string"
         assert registry.get(scenario.name) is scenario
@@ -111,17 +112,17 @@ class Queries(Scenario):
 
     name = "queries-test"
     order = 900
-    params = {"queries": (list[Annotated[int, Field(ge=1, le=500)]] | None, None)}
+    params = {"rows": (list[Annotated[int, Field(ge=1, le=500)]] | None, None)}
 
     def check_entry(self, entry, fail):
-        if entry.queries is not None and len(set(entry.queries)) != len(entry.queries):
-            fail("queries", "a count is listed twice")
+        if entry.rows is not None and len(set(entry.rows)) != len(entry.rows):
+            fail("rows", "a count is listed twice")
 
     def level_params(self, measure):
-        return [(("queries", n),) for n in (measure.queries or [1])]
+        return [(("rows", n),) for n in (measure.rows or [1])]
 
     def load(self, level, base, static_dir, http_args):
-        n = level.param("queries", 1)
+        n = level.param("rows", 1)
         return body_load(f"{base}/queries/{n}", http_args, b"row" * n)
 
     def check_responses(self, http, static_dir):
@@ -158,18 +159,18 @@ def suite(entry):
 
 
 assert "queries-test" in config.SCENARIOS and "queries-test" in config.HTTP_SCENARIOS
-entry = suite('scenario = "queries-test"\\nconnections = [4]\\nqueries = [1, 20]\\nrate = [100]').measure[0]
+entry = suite('scenario = "queries-test"\\nconnections = [4]\\nrows = [1, 20]\\nrate = [100]').measure[0]
 levels = levels_for(entry)
-assert [level.key for level in levels] == ["c=4,w=1,queries=1,rate=100", "c=4,w=1,queries=20,rate=100"], levels
+assert [level.key for level in levels] == ["c=4,w=1,rows=1,rate=100", "c=4,w=1,rows=20,rate=100"], levels
 spec = load_spec("queries-test", levels[1], 8080, tmp)
 assert spec.mode == "http" and spec.target == "http://127.0.0.1:8080/queries/20", spec
 assert spec.args[spec.args.index("--rate") + 1] == "100", spec.args
 assert spec.args[spec.args.index("--expect-body-size") + 1] == "60", spec.args
 # Its parameter is its own, checked by its module; a catalog scenario's is refused with it, and its with them.
 with pytest.raises(ConfigError, match="a count is listed twice"):
-    suite('scenario = "queries-test"\\nconnections = [4]\\nqueries = [2, 2]')
+    suite('scenario = "queries-test"\\nconnections = [4]\\nrows = [2, 2]')
 with pytest.raises(ConfigError, match='only allowed with scenario = "queries-test"'):
-    suite('scenario = "hello"\\nconnections = [4]\\nqueries = [2]')
+    suite('scenario = "hello"\\nconnections = [4]\\nrows = [2]')
 with pytest.raises(ConfigError, match='only allowed with scenario = "bytes"'):
     suite('scenario = "queries-test"\\nconnections = [4]\\nsizes = [40]')
 
@@ -204,3 +205,33 @@ def test_a_new_scenario_module_flows_through_validation_and_load_arguments(tmp_p
     result = subprocess.run([sys.executable, str(tmp_path / "run_checks.py"), str(tmp_path)], capture_output=True,
                             text=True, env=env, timeout=60, cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
+
+
+def test_a_suite_field_shared_by_two_scenarios(tmp_path):
+    """TechEmpower's queries and updates both take `queries` (one spec object): allowed with either, refused
+    with another scenario naming both; a second scenario declaring the name with a spec of its own is refused."""
+    from netarena import config
+    from netarena.errors import ConfigError
+
+    def suite(scenario):
+        path = tmp_path / "suite.toml"
+        path.write_text(f'name = "q"\n\n[[measure]]\nscenario = "{scenario}"\nconnections = [4]\nqueries = [1, 20]\n')
+        return config.load_suite(path)[0]
+
+    for scenario in ("queries", "updates"):
+        assert suite(scenario).measure[0].queries == [1, 20]
+    with pytest.raises(ConfigError, match='only allowed with scenario = "queries" or "updates"'):
+        suite("db")
+
+    class Other(registry.Scenario):
+        """A scenario claiming `queries` with its own spec."""
+
+        name = "other-queries"
+        params = {"queries": (list[int] | None, None)}
+
+    registry.register(Other())
+    try:
+        with pytest.raises(ValueError, match="'queries' is declared by both queries and other-queries"):
+            registry.suite_params()
+    finally:
+        registry.unregister("other-queries")

@@ -733,12 +733,13 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
     _check_precision(suite, fail)
 
     # Each scenario's own parameters (its module's `params`) are allowed with it only.
-    only = {param: scenario for param, (scenario, _) in registry.suite_params().items()}
+    only = {param: scenarios for param, (scenarios, _) in registry.suite_params().items()}
     for index, entry in enumerate(suite.measure):
         definition = registry.get(entry.scenario)
-        for param, scenario in only.items():
-            if getattr(entry, param) is not None and entry.scenario != scenario:
-                fail(("measure", index, param), f"only allowed with scenario = \"{scenario}\" "
+        for param, scenarios in only.items():
+            if getattr(entry, param) is not None and entry.scenario not in scenarios:
+                allowed = " or ".join(f'"{s}"' for s in scenarios)
+                fail(("measure", index, param), f"only allowed with scenario = {allowed} "
                      f"(this entry is \"{entry.scenario}\")")
         # The suite's own rules: fields netarena-load never sees in the combination given (levels_for and
         # level_options drop them), and the suite's choices beyond the generator's (close stays closed-loop).

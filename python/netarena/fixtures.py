@@ -1,4 +1,5 @@
-"""The data a backing service holds while it is measured (docs/scenarios.md, "mongo" and "gridfs").
+"""The data a backing service holds while it is measured (docs/scenarios.md, "mongo" and "gridfs"; TechEmpower's
+database on PostgreSQL at the end, docs/techempower.md).
 
 Database MONGO_DB, collection MONGO_COLLECTION: two documents with string `_id`s, so every framework
 serializes them as plain JSON (no ObjectId to convert):
@@ -162,4 +163,90 @@ def gridfs_fixture_intact(url: str, static_dir: Path, count: int) -> str | None:
     if found != expected:
         return f"bucket {MONGO_DB}.{GRIDFS_BUCKET} holds {len(found)} files, expected the {count} of img/ " \
                f"with their sizes"
+    return None
+
+
+# ----------------------------------------------------------------------------- TechEmpower's database
+
+# The postgresql service's TechEmpower database (docs/techempower.md): TechEmpower's schema with lower-case
+# unquoted names (table world: id, randomnumber; table fortune: id, message), World's numbers drawn from
+# Random(TECHEMPOWER_SEED) so every run holds the same rows (TechEmpower's own script uses SQL random()).
+TECHEMPOWER_DB = "hello_world"
+TECHEMPOWER_SEED = 35
+WORLD_ROWS = 10_000
+# TechEmpower's twelve fortunes exactly (toolset/databases/postgres/create-postgres.sql), by id.
+FORTUNES = {
+    1: "fortune: No such file or directory",
+    2: "A computer scientist is someone who fixes things that aren't broken.",
+    3: "After enough decimal places, nobody gives a damn.",
+    4: "A bad random number generator: 1, 1, 1, 1, 1, 4.33e+67, 1, 1, 1",
+    5: "A computer program does what you tell it to do, not what you want it to do.",
+    6: "Emacs is a nice operating system, but I prefer UNIX. \u2014 Tom Christaensen",
+    7: "Any program that runs right is obsolete.",
+    8: "A list is only as strong as its weakest link. \u2014 Donald Knuth",
+    9: "Feature: A bug with seniority.",
+    10: "Computers make very fast, very accurate mistakes.",
+    11: '<script>alert("This should not be displayed in a browser alert box.");</script>',
+    12: "\u30d5\u30ec\u30fc\u30e0\u30ef\u30fc\u30af\u306e\u30d9\u30f3\u30c1\u30de\u30fc\u30af",
+}
+
+
+def world_rows() -> list[tuple[int, int]]:
+    """The fixture's World: (id, randomnumber) for id 1..WORLD_ROWS, randomnumber in 1..WORLD_ROWS."""
+    rng = random.Random(TECHEMPOWER_SEED)
+    return [(i, rng.randint(1, WORLD_ROWS)) for i in range(1, WORLD_ROWS + 1)]
+
+
+def database_url(url: str, database: str) -> str:
+    """`url` (postgres://user@host:port/db?options) with its database replaced."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    return urlunsplit(urlsplit(url)._replace(path=f"/{database}"))
+
+
+def load_techempower_fixture(url: str) -> dict:
+    """(Re)create database TECHEMPOWER_DB on the PostgreSQL server at `url` (any of its databases) with
+    World, Fortune and pg_stat_statements; returns what was loaded (for the store)."""
+    import psycopg
+
+    started = time.monotonic()
+    with psycopg.connect(database_url(url, "postgres"), autocommit=True, connect_timeout=10) as admin:
+        # WITH (FORCE): a contestant's pooled connections left open must not keep the old copy alive.
+        admin.execute(f"DROP DATABASE IF EXISTS {TECHEMPOWER_DB} WITH (FORCE)")
+        admin.execute(f"CREATE DATABASE {TECHEMPOWER_DB} ENCODING 'UTF8' TEMPLATE template0")
+    with psycopg.connect(database_url(url, TECHEMPOWER_DB), autocommit=True, connect_timeout=10) as conn:
+        conn.execute("CREATE EXTENSION pg_stat_statements")
+        conn.execute("CREATE TABLE world (id integer NOT NULL PRIMARY KEY, randomnumber integer NOT NULL DEFAULT 0)")
+        conn.execute("CREATE TABLE fortune (id integer NOT NULL PRIMARY KEY, message varchar(2048) NOT NULL)")
+        with conn.cursor() as cur:
+            with cur.copy("COPY world (id, randomnumber) FROM STDIN") as copy:
+                for row in world_rows():
+                    copy.write_row(row)
+            cur.executemany("INSERT INTO fortune (id, message) VALUES (%s, %s)", list(FORTUNES.items()))
+        conn.execute("ANALYZE world")
+        conn.execute("ANALYZE fortune")
+    return {"database": TECHEMPOWER_DB, "world_rows": WORLD_ROWS, "fortune_rows": len(FORTUNES),
+            "seed": TECHEMPOWER_SEED, "load_s": round(time.monotonic() - started, 3)}
+
+
+def techempower_fixture_intact(url: str) -> str | None:
+    """None when TECHEMPOWER_DB holds exactly the fixture's rows; else what differs (checked before each
+    measurement: an updates run writes World)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(database_url(url, TECHEMPOWER_DB), connect_timeout=5) as conn:
+            world = conn.execute("SELECT id, randomnumber FROM world ORDER BY id").fetchall()
+            fortunes = dict(conn.execute("SELECT id, message FROM fortune").fetchall())
+            statements = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchall()
+    except psycopg.Error as exc:
+        return f"database {TECHEMPOWER_DB} not readable: {type(exc).__name__}: {str(exc).strip()[:200]}"
+    if not statements:
+        return "extension pg_stat_statements missing"
+    if fortunes != FORTUNES:
+        return f"table fortune holds {len(fortunes)} rows or changed messages, expected TechEmpower's {len(FORTUNES)}"
+    expected = world_rows()
+    if world != expected:
+        changed = sum(1 for a, b in zip(world, expected) if a != b) + abs(len(world) - len(expected))
+        return f"table world differs from the fixture in {changed} of {WORLD_ROWS} rows"
     return None

@@ -160,7 +160,8 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
             announce.set({"failed": True})
             return out
         kind, error, verification = backend.wait_ready(server, contestant, scenario, port, req.static_dir,
-                                                       timeout_s, workers=level.workers, threads=level.threads)
+                                                       timeout_s, workers=level.workers, threads=level.threads,
+                                                       service_urls=service_urls)
         out["verification"] = verification
         if kind is not None:
             out["stop"] = backend.stop_server(contestant, server)

@@ -91,7 +91,8 @@ class RealBackend:
 
     def wait_ready(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
                    static_dir: Path, timeout_s: float, workers: int = 1,
-                   threads: int | None = None) -> tuple[str | None, str | None, dict | None]:
+                   threads: int | None = None,
+                   service_urls: dict[str, str] | None = None) -> tuple[str | None, str | None, dict | None]:
         """(failure_kind, error, verification): port open, then the scenario verified, within ready_timeout_s.
 
         With several workers, one answering is not all of them listening: a second SO_REUSEPORT worker or a
@@ -108,7 +109,8 @@ class RealBackend:
                             concurrency_model=contestant.manifest.concurrency_model,
                             nagle_stall=contestant.manifest.nagle_stall.get(scenario),
                             pool=contestant.pool(workers, threads),
-                            closes_connections=contestant.manifest.closes_connections is not None)
+                            closes_connections=contestant.manifest.closes_connections is not None,
+                            service_urls=service_urls)
             if result.ok:
                 verification = result.to_dict()
                 if workers > 1:
@@ -150,7 +152,7 @@ class RealBackend:
             progress("starting")
             kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
                                                         req.timeout_s, workers=req.level.workers,
-                                                        threads=req.level.threads)
+                                                        threads=req.level.threads, service_urls=service_urls)
             record["verification"] = verification
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)

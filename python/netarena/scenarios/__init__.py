@@ -1,9 +1,11 @@
 """The scenario catalog (docs/scenarios.md) as code: one module per scenario, found by the registry.
 
 - registry.py: Scenario (what a scenario module defines) and the registry (get, find, all, names, kind);
-- one module per scenario (echo, hello, bytes, json, static, sleep, mongo, gridfs): its parameters and their
-  checks, its service and fixture, its load, its checks before the load, its documentation;
-- shared: static_set.py (the static file set), levels.py (Level, levels_for), load.py (LoadSpec, the level's
+- one module per scenario (echo, hello, bytes, json, static, sleep, mongo, gridfs, db, queries, fortunes,
+  updates, cached_queries): its parameters and their checks, its service and fixture, its load, its checks
+  before the load, its documentation;
+- shared: techempower.py (what TechEmpower's database scenarios share), static_set.py (the static file set),
+  levels.py (Level, levels_for), load.py (LoadSpec, the level's
   netarena-load options, load_spec), checks.py (verify: responses, backlog, Nagle; verify_request),
   socket_diag.py (listen backlogs, accept queues).
 

@@ -187,12 +187,15 @@ class HttpChecks:
     is a GET whose answer a function holds to the catalog, recorded as a Check."""
 
     def __init__(self, conn: http.client.HTTPConnection, checks: list[Check], prefix: str = "",
-                 closes_connections: bool = False):
+                 closes_connections: bool = False, service_url: str | None = None):
         self.conn = conn
         self.checks = checks
         self.prefix = prefix
         # The manifest declares that the server closes every connection after one response.
         self.closes_connections = closes_connections
+        # The scenario's service as the contestant was given it ({<service>_url}), so that checks can read
+        # what the server should have read or written; None for a server netarena did not start.
+        self.service_url = service_url
 
     def run(self, path: str, fn, expected_bytes: int) -> None:
         """GET prefix + path, reading at most expected_bytes + 1 of body; fn(status, headers, body, elapsed_s)
@@ -300,7 +303,8 @@ def _check_nagle(path: str, conn: http.client.HTTPConnection, checks: list[Check
 def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
            concurrency_model: str | None = None, nagle_stall: str | None = None,
            responses_only: bool = False, host: str = "127.0.0.1", prefix: str = "",
-           pool: int | None = None, closes_connections: bool = False) -> Verification:
+           pool: int | None = None, closes_connections: bool = False,
+           service_urls: dict[str, str] | None = None) -> Verification:
     """Check the contestant on `port` against the catalog definition of `scenario`.
 
     After the scenario's responses: the listen backlog (MIN_LISTEN_BACKLOG), a Nagle check for the HTTP
@@ -313,7 +317,9 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
     `responses_only` checks the responses
     and nothing else: "does it still answer correctly?" after a load, when the server's set-up was already
     checked before it, or for a server netarena did not start (`netarena run --url`), whose set-up is its own.
-    `host` and `prefix` (a path put before the catalog's paths) locate such a server.
+    `host` and `prefix` (a path put before the catalog's paths) locate such a server. `service_urls`: the
+    placeholders the server was started with ({"<service>_url": address}), for the checks of a scenario that
+    reads a service (the TechEmpower ones hold the answers to the database's rows and count its queries).
     """
     definition = registry.get(scenario)
     checks: list[Check] = []
@@ -321,7 +327,9 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
         if definition.is_http:
             conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
             try:
-                definition.check_responses(HttpChecks(conn, checks, prefix, closes_connections), static_dir)
+                service_url = (service_urls or {}).get(f"{definition.service}_url") or None
+                definition.check_responses(HttpChecks(conn, checks, prefix, closes_connections, service_url),
+                                           static_dir)
                 if definition.nagle_path is not None and not responses_only:
                     _check_nagle(definition.nagle_path, conn, checks, nagle_stall)
             finally:

@@ -113,7 +113,7 @@ class Scenario:
 _REGISTRY: dict[str, Scenario] = {}
 _LOADED = False
 # The package's shared modules: everything else defining SCENARIO is a scenario.
-_SHARED = {"registry", "checks", "levels", "load", "static_set", "socket_diag"}
+_SHARED = {"registry", "checks", "levels", "load", "static_set", "socket_diag", "techempower"}
 
 
 def register(scenario: Scenario) -> Scenario:
@@ -194,12 +194,13 @@ def services() -> tuple[str, ...]:
     return tuple(dict.fromkeys(s.service for s in all() if s.service))
 
 
-def suite_params() -> dict[str, tuple[str, tuple[Any, Any]]]:
-    """Every scenario's own suite fields: field name -> (scenario, (annotation, default))."""
-    out: dict[str, tuple[str, tuple[Any, Any]]] = {}
+def suite_params() -> dict[str, tuple[tuple[str, ...], tuple[Any, Any]]]:
+    """Every scenario's own suite fields: field name -> (the scenarios that take it, (annotation, default)). Two
+    scenarios share a field only by declaring the same spec object (TechEmpower's queries and updates: `queries`)."""
+    out: dict[str, tuple[tuple[str, ...], tuple[Any, Any]]] = {}
     for scenario in all():
         for field, spec in scenario.params.items():
-            if field in out:
-                raise ValueError(f"suite field {field!r} is declared by both {out[field][0]} and {scenario.name}")
-            out[field] = (scenario.name, spec)
+            if field in out and out[field][1] is not spec:
+                raise ValueError(f"suite field {field!r} is declared by both {out[field][0][0]} and {scenario.name}")
+            out[field] = ((*out[field][0], scenario.name) if field in out else (scenario.name,), spec)
     return out

@@ -1,0 +1,215 @@
+"""What TechEmpower's database scenarios share (db, queries, fortunes, updates; docs/techempower.md): the
+postgresql service and its hello_world fixture, the `queries` suite field, and the checks before the load:
+TechEmpower's required headers, World rows' JSON, the rows compared with the database's, and the queries a
+request made, counted by pg_stat_statements.
+
+Not a scenario itself (no SCENARIO): registry._SHARED.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from email.utils import parsedate_to_datetime
+from typing import Annotated
+
+from pydantic import Field
+
+from ..fixtures import TECHEMPOWER_DB, WORLD_ROWS, database_url
+from .checks import FETCH_MAX_BODY_BYTES, Check, _expect, _show, _Wrong, ok_status
+from .load import LoadSpec
+from .registry import Scenario
+
+# TechEmpower's clamp of ?queries=N: a bad or missing value is 1, less than 1 is 1, more than 500 is 500.
+QUERIES_MAX = 500
+# A suite entry's `queries`, one level per value (TechEmpower runs 1, 5, 10, 15 and 20).
+DEFAULT_QUERIES = 20
+QUERIES_PARAM = (list[Annotated[int, Field(ge=1, le=QUERIES_MAX)]] | None, None)
+# The ?queries= values checked before the load with the rows expected (TechEmpower's edge cases, and the
+# parameter left out: None).
+QUERIES_EDGE_CASES = (("0", 1), ("foo", 1), ("501", QUERIES_MAX), ("", 1), (None, 1))
+# The request whose queries pg_stat_statements counts (each row read by its own query).
+COUNTED_QUERIES = 20
+# How long the count waits for the server's last statements to be recorded (PostgreSQL stores a statement's
+# statistics when its transaction ends, which a server may answer HTTP before, with pipelined drivers).
+COUNT_SETTLE_S = 1.0
+
+
+class TechEmpowerScenario(Scenario):
+    """A TechEmpower database scenario: the postgresql service, its hello_world database checked (and
+    reloaded when a contestant changed it) before every measurement."""
+
+    service = "postgresql"
+    cost_unit = "request"
+
+    def ensure_fixture(self, running, level, static_dir, say):
+        from ..fixtures import load_techempower_fixture, techempower_fixture_intact
+
+        differs = techempower_fixture_intact(running.url) if running.fixture.get("techempower") else "not loaded"
+        if differs is not None:
+            say(f"loading TechEmpower's database {TECHEMPOWER_DB} ({differs}) ...")
+            loaded = load_techempower_fixture(running.url)
+            running.fixture["techempower"] = dict(loaded, reloaded=differs != "not loaded")
+
+    def service_url(self, level, url):
+        # The contestant connects to hello_world; the service's own URL names PostgreSQL's default database.
+        return database_url(url, TECHEMPOWER_DB)
+
+    def level_params(self, measure):
+        # queries and updates: one level per `queries` value; db and fortunes take no parameter.
+        return [(("queries", n),) for n in (measure.queries or [DEFAULT_QUERIES])] if "queries" in self.params \
+            else [()]
+
+    def expect_status_load(self, url: str, http_args: list[str]) -> LoadSpec:
+        """Every response a 200 (its rows differ per request: no body to hold them to)."""
+        return LoadSpec("http", url, http_args + ["--expect-status", "200"], {"status": 200})
+
+
+# ----------------------------------------------------------------------------- responses
+
+
+def te_headers(headers: dict, content_type: str) -> None:
+    """TechEmpower's required headers: Server, Date (an HTTP date), Content-Type (its media type
+    `content_type`), and Content-Length or Transfer-Encoding: chunked."""
+    for name in ("server", "date", "content-type"):
+        _expect(headers.get(name), f"no {name.title()} header (TechEmpower requires Server, Date and Content-Type)")
+    try:
+        parsedate_to_datetime(headers["date"])
+    except (TypeError, ValueError):
+        raise _Wrong(f"Date header {headers['date']!r} is not an HTTP date") from None
+    _expect("content-length" in headers or "chunked" in headers.get("transfer-encoding", "").lower(),
+            "neither Content-Length nor Transfer-Encoding: chunked")
+    media = headers["content-type"].split(";")[0].strip().lower()
+    _expect(media == content_type, f"Content-Type {headers['content-type']!r}, expected {content_type}")
+
+
+def world_json(status: int, headers: dict, body: bytes):
+    """The parsed body of a 200 application/json response with TechEmpower's headers."""
+    ok_status(status)
+    te_headers(headers, "application/json")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise _Wrong(f"body is not JSON: {_show(body)}") from None
+
+
+def world_row(value, where: str) -> tuple[int, int]:
+    """(id, randomNumber) of a World object: keys exactly id and randomNumber, both integers in 1..10000."""
+    _expect(isinstance(value, dict), f"{where}: {json.dumps(value)[:80]} is not a JSON object")
+    _expect(set(value) == {"id", "randomNumber"},
+            f"{where}: keys {sorted(value)}, expected exactly id and randomNumber")
+    for key in ("id", "randomNumber"):
+        number = value[key]
+        _expect(isinstance(number, int) and not isinstance(number, bool),
+                f"{where}: {key} is {json.dumps(number)}, expected a JSON integer")
+        _expect(1 <= number <= WORLD_ROWS, f"{where}: {key} {number} outside 1..{WORLD_ROWS}")
+    return value["id"], value["randomNumber"]
+
+
+def world_rows(status: int, headers: dict, body: bytes, expected: int) -> list[tuple[int, int]]:
+    """The (id, randomNumber) rows of a /queries or /updates answer: a JSON array of `expected` World objects."""
+    value = world_json(status, headers, body)
+    _expect(isinstance(value, list), f"body is not a JSON array: {_show(body)}")
+    _expect(len(value) == expected, f"{len(value)} rows, expected {expected}")
+    return [world_row(row, f"row {i}") for i, row in enumerate(value)]
+
+
+# ----------------------------------------------------------------------------- the database
+
+
+def _connect(url: str):
+    import psycopg
+
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=5)
+    except psycopg.Error as exc:
+        raise _Wrong(f"cannot read the database to check the answer: {type(exc).__name__}: {exc}") from None
+
+
+def database_numbers(url: str, ids) -> dict[int, int]:
+    """randomnumber by id in the database's World, for `ids`."""
+    with _connect(url) as conn:
+        return dict(conn.execute("SELECT id, randomnumber FROM world WHERE id = ANY(%s)", (list(set(ids)),)))
+
+
+def same_as_database(url: str, rows: list[tuple[int, int]]) -> None:
+    """Each row's randomNumber is the database's for its id (db, queries: read, not made up)."""
+    held = database_numbers(url, [i for i, _ in rows])
+    for row_id, number in rows:
+        _expect(held.get(row_id) == number, f"row id {row_id}: randomNumber {number}, the database holds "
+                f"{held.get(row_id)}: the rows must be read from table world")
+
+
+# The statements pg_stat_statements recorded on a table since the reset, in this database, without the
+# counting's own (which name pg_stat_statements). Word boundaries: "world" and "\"world\"", not "worlds".
+_COUNT_SQL = """
+SELECT coalesce(sum(calls), 0)::int, coalesce(sum(rows), 0)::int FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query !~* 'pg_stat_statements' AND query ~* %s AND query ~* %s"""
+
+
+def count_statements(conn, table: str, command: str) -> tuple[int, int]:
+    """(calls, rows) of the statements of kind `command` (select, update) on `table` since the last reset."""
+    return tuple(conn.execute(_COUNT_SQL, (rf"\m{table}\M", rf"^\s*{command}\M")).fetchone())
+
+
+def counted(http, path: str, fn, expected_bytes: int, table: str, expected_selects: int,
+            rows_asked: int | None = None) -> None:
+    """GET path (its answer held by fn) between a pg_stat_statements reset and a count of the SELECTs on
+    `table`: exactly `expected_selects` (each row read by its own query; 0 for rows served from the cache
+    cached-queries fills at start, `rows_asked` then saying how many the request asked for). Without the
+    service's address (a server netarena did not start) the answer alone is checked."""
+    if http.service_url is None:
+        http.run(path, fn, expected_bytes)
+        return
+    found: dict[str, int] = {}
+
+    def count_then_check(status, headers, body, elapsed_s):
+        # Counted as soon as the answer is in, before fn reads the database itself (its reads would count).
+        deadline = time.monotonic() + COUNT_SETTLE_S
+        found["calls"], found["rows"] = count_statements(conn, table, "select")
+        while found["calls"] < expected_selects and time.monotonic() < deadline:
+            time.sleep(0.05)
+            found["calls"], found["rows"] = count_statements(conn, table, "select")
+        fn(status, headers, body, elapsed_s)
+
+    with _connect(http.service_url) as conn:
+        conn.execute("SELECT pg_stat_statements_reset()")
+        http.run(path, count_then_check, expected_bytes)
+    calls, rows = found["calls"], found["rows"]
+    name = f"queries of GET {http.prefix}{path} (pg_stat_statements)"
+    unit = "rows" if expected_selects > 1 else "row"
+    if calls == expected_selects:
+        http.checks.append(Check(name, True, f"{calls} SELECT on {table}, {rows} rows"))
+        return
+    if expected_selects == 0:
+        why = (f"{calls} {'query' if calls == 1 else 'queries'} on {table} for {rows_asked} rows: cached rows "
+               "come from the in-process cache filled at start, without a query per request")
+    elif calls == 0:
+        why = (f"0 queries on {table}: the {'rows were' if expected_selects > 1 else 'row was'} served from a "
+               "cache, each request must read the database")
+    elif calls < expected_selects:
+        why = (f"{calls} {'query' if calls == 1 else 'queries'} on {table} for {expected_selects} {unit}: "
+               f"the rows were read in {'one query' if calls == 1 else 'fewer queries'}, each must be its own")
+    else:
+        why = f"{calls} queries on {table} for {expected_selects} {unit}, expected {expected_selects}"
+    http.checks.append(Check(name, False, why))
+    raise _Wrong(why)
+
+
+def queries_path(route: str, value: str | None, param: str = "queries") -> str:
+    return f"/{route}" if value is None else f"/{route}?{param}={value}"
+
+
+def check_world_lists(http, route: str, after, param: str = "queries", cached: bool = False) -> None:
+    """TechEmpower's cases of ?param=N on /route: COUNTED_QUERIES (its queries counted: one each, or none when
+    `cached`) and 1, then the edge cases; after(rows) holds each answer's rows to the database."""
+    def rows_of(expected):
+        def check(status, headers, body, _):
+            after(world_rows(status, headers, body, expected))
+        return check
+
+    counted(http, queries_path(route, str(COUNTED_QUERIES), param), rows_of(COUNTED_QUERIES),
+            FETCH_MAX_BODY_BYTES - 1, "world", 0 if cached else COUNTED_QUERIES, COUNTED_QUERIES)
+    for value, expected in (("1", 1), *QUERIES_EDGE_CASES):
+        http.run(queries_path(route, value, param), rows_of(expected), FETCH_MAX_BODY_BYTES - 1)

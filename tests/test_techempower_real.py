@@ -1,0 +1,141 @@
+"""TechEmpower's database scenarios, real: PostgreSQL 15 from Debian with pg_stat_statements, TechEmpower's
+hello_world database loaded with psycopg, fixture contestants serving /db, /queries, /fortunes and /updates
+with psycopg (one right, five breaking one rule each), real runs of `netarena run` into a real SQLite store,
+and the service's life on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conftest import FIXTURE_CONTESTANTS, run_cli, start_cli, write_suite
+from test_services_real import VENV_PATH, assert_no_data_left, measurements, processes_running, wait_for
+
+# The broken fixtures, each with the scenario it breaks and the words of the reason verification must give.
+BROKEN = {
+    ("fx-pg-in-list", "queries"): "1 query on world for 20 rows: the rows were read in one query, each must be its own",
+    ("fx-pg-cached", "queries"): "0 queries on world: the rows were served from a cache",
+    ("fx-pg-cached", "db"): "0 queries on world: the row was served from a cache",
+    ("fx-pg-unescaped", "fortunes"): "a <script> element in the page: the messages must be HTML-escaped",
+    ("fx-pg-no-date", "db"): "no Date header",
+    ("fx-pg-no-write", "updates"): "the updates were not written",
+    ("fx-pg-no-cache", "cached-queries"): "20 queries on world for 20 rows: cached rows come from the in-process "
+                                          "cache filled at start",
+}
+SCENARIOS = ("db", "queries", "fortunes", "updates", "cached-queries")
+
+SUITE = """name = "techempower"
+contestants = {contestants}
+repeat = 1
+warmup_s = 0.2
+duration_s = {duration}
+# Each verification request within it: /updates?queries=501 is 500 reads and 500 writes by a Python fixture.
+timeout_s = 5
+
+[[measure]]
+scenario = "db"
+connections = [2]
+
+[[measure]]
+scenario = "queries"
+connections = [2]
+queries = [5]
+
+[[measure]]
+scenario = "fortunes"
+connections = [2]
+
+[[measure]]
+scenario = "updates"
+connections = [2]
+queries = [5]
+
+[[measure]]
+scenario = "cached-queries"
+connections = [2]
+count = [5]
+"""
+
+
+@pytest.fixture
+def results_base():
+    """A folder PostgreSQL's own user can enter (it refuses root, and pytest's tmp folders are mode 700)."""
+    base = Path(tempfile.mkdtemp(prefix="netarena-techempower-"))
+    base.chmod(0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+def suite(tmp_path, contestants, duration=0.5):
+    return write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(contestants), duration=duration))
+
+
+def test_the_good_fixture_passes_every_scenario_and_each_broken_one_fails_with_its_reason(
+        tmp_path, cache_dir, results_base, generator_binary, no_leftover_processes):
+    results = results_base / "results"
+    contestants = ["fx-pg", *dict.fromkeys(c for c, _ in BROKEN)]
+    result = run_cli(["run", suite(tmp_path, contestants), "--results", results,
+                      "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir, timeout_s=300, PATH=VENV_PATH)
+    rows = {(r["contestant"], r["scenario"]): r for r in measurements(results)}
+    assert set(rows) == {*((("fx-pg", s) for s in SCENARIOS)), *BROKEN}, \
+        (sorted(rows), result.stderr[-3000:])
+
+    for scenario in SCENARIOS:
+        good = rows[("fx-pg", scenario)]
+        assert good["status"] == "ok", (scenario, good["error"], result.stderr[-3000:])
+        assert json.loads(good["generator_json"])["totals"]["requests"] > 0
+        argv = json.loads(good["generator_argv_json"])
+        assert argv[argv.index("--expect-status") + 1] == "200"
+        # fortunes: every response the same table, held to the first; the others' rows differ per request.
+        assert ("--verify-learn" in argv) == (scenario == "fortunes"), argv
+        service = json.loads(good["services_json"])["postgresql"]
+        assert service["url"].startswith("postgres://") and service["fixture"]["techempower"]["world_rows"] == 10_000
+        checks = {c["request"]: c for c in json.loads(good["verification_json"])["checks"]}
+        counted = [c for name, c in checks.items() if "pg_stat_statements" in name]
+        assert len(counted) == 1 and counted[0]["ok"], checks
+        if scenario in ("queries", "updates", "cached-queries"):
+            param = "count" if scenario == "cached-queries" else "queries"
+            assert argv[2].endswith(f"/{scenario}?{param}=5"), argv  # the level's count
+            selects = 0 if scenario == "cached-queries" else 20
+            assert counted[0]["detail"].startswith(f"{selects} SELECT on world, {selects} rows"), counted
+            for edge in ("0", "foo", "501", ""):
+                assert checks[f"GET /{scenario}?{param}={edge}"]["ok"]
+            assert checks[f"GET /{scenario}"]["ok"]
+    # The updates wrote into World: the next measurement that needed the database found it changed and reloaded it.
+    after_updates = rows[("fx-pg-no-write", "updates")]
+    assert json.loads(after_updates["services_json"])["postgresql"]["fixture"]["techempower"]["reloaded"] is True
+
+    for (contestant, scenario), reason in BROKEN.items():
+        broken = rows[(contestant, scenario)]
+        assert broken["status"] == "failed" and broken["failure_kind"] == "verify_failed", (contestant, scenario)
+        assert reason in broken["error"], (contestant, scenario, broken["error"])
+    assert_no_data_left(results)
+
+
+def test_ctrl_c_of_the_run_leaves_no_postgres_and_no_data_directory(tmp_path, cache_dir, results_base,
+                                                                       generator_binary, no_leftover_processes):
+    results = results_base / "results"
+    proc = start_cli(["run", suite(tmp_path, ["fx-pg"], duration=30), "--results", results,
+                      "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir, PATH=VENV_PATH)
+    try:
+        postgres = wait_for(proc, cache_dir, "postgres -D", "netarena-load")  # the load is running against it
+        assert postgres, "the load never ran next to PostgreSQL"
+        assert any((results / "services").glob("run-*/postgresql-*/data")), "no data directory while it ran"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode != 0, err
+    psutil.wait_procs(postgres, timeout=10)
+    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in postgres), err[-2000:]
+    assert not processes_running(cache_dir, "postgres"), err[-2000:]
+    assert_no_data_left(results)
+    assert not any((results / "services").glob("run-*/postgresql-*")), list((results / "services").rglob("*"))
