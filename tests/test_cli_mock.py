@@ -34,7 +34,7 @@ def test_mock_run_interleaves_stores_and_exports(tmp_path, cache_dir):
     summary = json.loads(result.stdout)
     # fx-good: hello x2 levels + echo; fx-other: hello x2 levels (no echo: a recorded skip).
     assert summary["measurements"] == {"planned": 15, "ok": 15, "failed": 0, "interrupted": 0, "threshold_failed": 0,
-                                       "discarded": 0, "discarded_reasons": []}
+                                       "discarded": 0, "discarded_reasons": [], "profiled": []}
     assert [s["reason"] for s in summary["skipped"]] == ["does not implement echo: fixture"]
     rows = db_rows(results, "SELECT contestant, scenario, level_key, repeat_index FROM measurements ORDER BY id")
     order = [tuple(r) for r in rows]
