@@ -554,3 +554,23 @@ def test_profile_table_tool_unsupported_and_env(tmp_path):
     assert plan.tool == "perf" and plan.env == {"JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer -Xss2m", "EXTRA": "1"}
     path.write_text(GOOD + '\n[profile]\ntool = "perf"\n')
     assert plan_for(load_manifest(path)) == ProfilePlan("perf")  # CPython: no environment of its own
+
+
+def test_a_database_scenario_needs_the_pool_stated_and_given(tmp_path):
+    """Claiming a PostgreSQL scenario asks for [database] (the pool, stated in the report); the pool reaches the
+    server as {db_pool}, and a pool set but never given is refused too."""
+    good = (FIXTURE_CONTESTANTS / "fx-pg" / "contestant.toml").read_text()
+    path = manifest_dir(tmp_path, good, name="fx-pg")
+    manifest = load_manifest(path)
+    assert manifest.database.pool == 4 and manifest.database.pipelining is False
+    no_table = good[:good.index("[database]")] + good[good.index("[install]"):]
+    path.write_text(no_table.replace(', "--pg-pool", "{db_pool}"', ""))
+    with pytest.raises(ConfigError, match="db, queries, fortunes, updates, cached-queries query PostgreSQL: the "
+                                          "manifest must say its connection pool"):
+        load_manifest(path)
+    path.write_text(no_table)
+    with pytest.raises(ConfigError, match=r"\{db_pool\} is used but the manifest has no \[database\] table"):
+        load_manifest(path)
+    path.write_text(good.replace(', "--pg-pool", "{db_pool}"', ""))
+    with pytest.raises(ConfigError, match=r"\[database\] pool is set but neither start.command nor start.env uses"):
+        load_manifest(path)

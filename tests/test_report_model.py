@@ -338,3 +338,33 @@ def test_a_database_bound_level_says_it_does_not_rank_the_frameworks(tmp_path):
     assert page.count('<td data-field="bound">database</td>') == 3 and page.count(
         '<td data-field="bound">server</td>') == 1
     store.close()
+
+
+def test_database_pools_are_stated_and_pipelining_drivers_badged_on_database_scenarios_only(tmp_path):
+    """A contestant's [database] table, as stored with the run: its pool in the contestants' table, and PIPE on
+    its groups of a database scenario when it declares a pipelining driver (never on hello)."""
+    from report_fixtures import MANIFEST, _record, generator_doc, monitor_doc
+
+    from netarena.report.html import render
+
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="db", suite_path=None, suite={"name": "db", "repeat": 1},
+                              args={"argv": ["netarena", "run"]}, backend="real", server_cpus=[0], generator_cpus=[1],
+                              environment={}, planned=4, netarena_version="0.1.0", git_sha="abc",
+                              orchestrator_start_time=None)
+    databases = {"piped": {"pool": 8, "pipelining": True, "how": "per worker"},
+                 "plain": {"pool": 16, "pipelining": False, "how": "per process"}}
+    for name, database in databases.items():
+        store.record_contestant(run_id, name, {"name": name, **MANIFEST, "display_name": name, "database": database},
+                                {}, "ready")
+        for scenario in ("db", "hello"):
+            _record(store, run_id, contestant=name, scenario=scenario, connections=10, repeat=0,
+                    generator=generator_doc(rps=1000, latency_us={500: 100}, connections=10),
+                    monitor=monitor_doc(cpu_pct=90, rss_bytes=10 << 20), error_rate=0.0)
+    store.close()
+    report = load_report(tmp_path, run_id)
+    badges = {(g.contestant, g.scenario): g.badges for g in report.groups}
+    assert "PIPE" in badges[("piped", "db")], badges
+    assert "PIPE" not in badges[("piped", "hello")] and "PIPE" not in badges[("plain", "db")], badges
+    page = render(report).decode()
+    assert "pool of 8 (per worker); pipelines queries (PIPE)" in page and "pool of 16 (per process)" in page

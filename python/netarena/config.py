@@ -32,7 +32,7 @@ HTTP_SCENARIOS = tuple(s.name for s in registry.all() if s.is_http)
 SERVICE_SCENARIOS = {s.name: s.service for s in registry.all() if s.service is not None}
 SERVICE_NAMES = registry.services()
 PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
-                "java", *(f"{name}_url" for name in SERVICE_NAMES))
+                "java", "db_pool", *(f"{name}_url" for name in SERVICE_NAMES))
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # Debian's package-name rule. The names reach `apt-get install` as arguments: this keeps an option such as
@@ -152,6 +152,18 @@ class Profile(Strict):
         return self
 
 
+class Database(Strict):
+    """How the contestant uses a database it queries per request (the postgresql service's scenarios,
+    docs/techempower.md): `pool`, the connections its driver's pool holds per server process, given to it as
+    {db_pool} in start.command / start.env and stated in the report; `pipelining`: its driver sends a
+    connection's queries without waiting for each answer (the report badges its figures PIPE: TechEmpower's
+    results split into tiers on it); `how`, where the pool is and what it counts."""
+
+    pool: Annotated[int, Field(ge=1, le=10_000)]
+    pipelining: bool = False
+    how: Annotated[str, Field(min_length=1)]
+
+
 class Manifest(Strict):
     name: Annotated[str, Field(pattern=NAME_PATTERN)]
     display_name: Annotated[str, Field(min_length=1)]
@@ -181,6 +193,8 @@ class Manifest(Strict):
     serves_from_static_set: list[ScenarioName] = []
     # How --profile samples it; None: the runtime's default (netarena.profile).
     profile: Profile | None = None
+    # Its database pool and whether it pipelines queries; required to claim a postgresql scenario.
+    database: Database | None = None
 
 
 # ----------------------------------------------------------------------------- suite
@@ -683,6 +697,18 @@ def load_manifest(path: Path) -> Manifest:
     if uses_threads and not manifest.threads.supported:
         fail(("start", "command"), "{threads} is used but [threads] supported is not true",
              'add [threads] with supported = true, default = N and how = "..."')
+    uses_pool = any("{db_pool}" in w for w in [*(manifest.start.command or []), *manifest.start.env.values()])
+    if uses_pool and manifest.database is None:
+        fail(("start", "command"), "{db_pool} is used but the manifest has no [database] table",
+             'add [database] with pool = N and how = "..."')
+    if manifest.database is not None and not uses_pool:
+        fail(("database", "pool"), "[database] pool is set but neither start.command nor start.env uses {db_pool}, "
+             "the pool size the orchestrator gives it")
+    claims_pg = [name for name in manifest.scenarios if SERVICE_SCENARIOS.get(name) == "postgresql"]
+    if claims_pg and manifest.database is None:
+        fail(("scenarios",), f"{', '.join(claims_pg)} query PostgreSQL: the manifest must say its connection pool",
+             'add [database] with pool = N (per server process), how = "..." and pipelining = true if its driver '
+             "pipelines queries")
     _placeholders(manifest.start.command or [], PLACEHOLDERS, path, lines, ("start", "command"))
     _placeholders(manifest.start.echo_command or [], PLACEHOLDERS, path, lines, ("start", "echo_command"))
     for key, value in manifest.start.env.items():

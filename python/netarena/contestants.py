@@ -126,6 +126,8 @@ class Contestant:
             values["workers"] = str(workers)
         if self.manifest.threads.supported:
             values["threads"] = str(threads if threads is not None else self.manifest.threads.default)
+        if self.manifest.database is not None:
+            values["db_pool"] = str(self.manifest.database.pool)
         return values
 
     def pool(self, workers: int, threads: int | None) -> int | None:

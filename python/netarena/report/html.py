@@ -25,7 +25,7 @@ from ..config import MODEL_GROUPS, model_group
 from ..scenarios import registry
 from . import fmt, profiles
 from .model import (BADGES, OPEN_LOOP_NOTE, SATURATED_BUSY_PCT, TIE_RULE, Group, Measurement, Report, capacity_pct,
-                    database_bound_note, external_line, found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
+                    database_bound_note, database_text, external_line, found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -1161,11 +1161,12 @@ def _environment(page: _Page, report: Report) -> None:
         rows = [f"<tr data-contestant=\"{e(c['name'])}\"><td>{e(c['name'])}</td><td>{e(c['display_name'])}</td>"
                 f"<td>{e(c['language'])} / "
                 f"{e(c['runtime'])}</td><td>{e(c['framework'])} {e(c['framework_version'])}</td>"
-                f"<td>{e(c['concurrency_model'])}</td><td>{e(c['status'])}</td><td>"
+                f"<td>{e(c['concurrency_model'])}</td><td>{e(database_text(c.get('database')))}</td>"
+                f"<td>{e(c['status'])}</td><td>"
                 + (f"<details><summary>install record</summary><pre>{e(json.dumps(c['install'], indent=1))}</pre>"
                    "</details>" if c.get("install") else "") + "</td></tr>" for c in report.contestants]
         page.add("<h3>Contestants</h3>" + _table(["name", "display name", "language / runtime", "framework",
-                                                   "model", "status", "install"], rows))
+                                                   "model", "database", "status", "install"], rows))
 
 
 def _relative(page: _Page, report: Report) -> None:

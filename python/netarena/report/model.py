@@ -27,7 +27,7 @@ from typing import Any
 from .. import precision, stats
 from ..profile import PROFILED
 from . import fmt
-from ..scenarios import Level
+from ..scenarios import Level, registry
 from ..reference import ratio, reference_of
 from ..store import DB_NAME, StoreError, check_store, row_to_dict, unreadable
 
@@ -64,6 +64,9 @@ BADGES: dict[str, tuple[str, str]] = {
                                f"{stats.NOISY_OTHERS_PCT:g}% of the server's or the generator's CPUs, and no "
                                "re-measurement was left (the suite's noisy_retries, its time_budget_s); its "
                                "throughput is the machine's as much as the server's, CPU per request still holds"),
+    "PIPE": ("pipelined queries", "the contestant's database driver pipelines queries (its manifest's [database] "
+                                  "pipelining): several of a connection's queries in flight at once, which a "
+                                  "driver without it cannot match; compare with the others knowing it"),
     # On a measurement's own row only, never on a group: the group's figures come from its unprofiled repeats.
     "PROF": ("profiled", "a profiled repeat (netarena run --profile): the profiler ran during it, so it is kept out "
                          "of every figure; its throughput against its group's median is the profiling overhead "
@@ -529,10 +532,11 @@ def load_report(source, run_id: int) -> Report:
                             "framework": manifest.get("framework"),
                             "framework_version": manifest.get("framework_version"),
                             "concurrency_model": manifest.get("concurrency_model"), "status": c["status"],
-                            "install": c.get("install")})
+                            "database": manifest.get("database"), "install": c.get("install")})
     skipped = [Skip(s["contestant"], s["scenario"], s["level_key"], s["reason"], s.get("detail"))
                for s in _rows(db, "SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,))]
     groups = build_groups(rows)
+    badge_pipelining(groups, contestants)
     apply_reference(groups, reference_of(run.environment))
     target = precision.settings(run.suite) if run.suite else None
     if target is not None:
@@ -555,6 +559,23 @@ def apply_reference(groups: list[Group], reference: dict | None) -> None:
 
 
 # ----------------------------------------------------------------------------- groups
+
+
+def database_text(database: dict | None) -> str:
+    """A contestant's [database] table as the report states it: its pool, and its pipelining when declared."""
+    if not database:
+        return "-"
+    text = f"pool of {database['pool']} ({database.get('how', '')})" if database.get("how") else \
+        f"pool of {database['pool']}"
+    return text + ("; pipelines queries (PIPE)" if database.get("pipelining") else "")
+
+
+def badge_pipelining(groups: list[Group], contestants: list[dict]) -> None:
+    """PIPE on the groups of a database scenario whose contestant declares a pipelining driver."""
+    pipelining = {c["name"] for c in contestants if (c.get("database") or {}).get("pipelining")}
+    for g in groups:
+        if g.contestant in pipelining and registry.kind(g.scenario).service is not None and "PIPE" not in g.badges:
+            g.badges.append("PIPE")
 
 
 def build_groups(rows: list[dict]) -> list[Group]:
