@@ -95,6 +95,11 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     assert node["categories"]["runtime"] > 0, node["categories"]
     # The maps went with their servers: nothing of the profiles is left in /tmp.
     assert node["pids"] and not [p for p in java["pids"] + node["pids"] if Path(f"/tmp/perf-{p}.map").exists()]
+    # The generator (netarena-load, by perf) is profiled in every profiled repeat, whatever the server's profiler.
+    for name, row in profiled.items():
+        generator = json.loads(row["profile_json"])["generator"]
+        assert generator["tool"] == "perf" and generator["error"] is None and generator["samples"] > 0, \
+            (name, generator)
     # No profile in any figure: every group's figures come from its two unprofiled repeats.
     shown = subprocess.run([sys.executable, "-m", "netarena", "show", "--json", "--results", str(results)],
                            capture_output=True, text=True, timeout=120, env=env)
