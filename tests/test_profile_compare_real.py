@@ -172,7 +172,7 @@ def test_the_generators_profile_is_drawn_only_where_the_repeat_was_generator_bou
     assert f"{a['generator']['samples']:,} samples (perf, cpu-clock); top self: " in line, line
     # The servers' graphs of both profiled levels, and the generator's of the one flagged GEN.
     _renders_offline(page, sum(len([v for v in _profile(results, 1, k)[1]["views"].values() if v])
-                               for k in (CLOSED, OPEN)) + 1)
+                               for k in (CLOSED, OPEN)) + len([v for v in a["generator"]["views"].values() if v]))
 
 
 def _renders_offline(path: Path, icicles: int) -> None:

@@ -1325,6 +1325,11 @@ def _generator_profile(page: _Page, entry: profiles.Entry) -> None:
              "the netarena_load crate's functions"
              + (f"; partial: {e(g['error'])}" if g.get("error") else "") + ".</p>")
     _flame_graph(page, profiles.build_tree(cpu), f"#{m.id} {m.contestant} {m.level_key}: the load generator on CPU")
+    idle = (g.get("views") or {}).get("idle")
+    if idle:  # a starved generator's wait for a CPU is its "[waiting for a CPU: preempted]" root here
+        page.add(f'<p class="note">Where the generator waited (off-CPU): {e(g.get("idle_event"))}.</p>')
+        _flame_graph(page, profiles.build_tree(idle),
+                     f"#{m.id} {m.contestant} {m.level_key}: where the load generator waited (off-CPU)")
     top = g.get("top_self") or []
     if top:
         rows = [f'<tr><td><code>{e(t.get("frame"))}</code></td><td class="num">{int(t.get("samples") or 0):,}'
