@@ -155,6 +155,10 @@ def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measu
         assert "cannot attach" in document["error"]
     else:
         assert document["error"] == f"perf was stopped: still running {GRACE_S:g} s after its window", document
+    # The generator's profile (perf too) fails the same way, on its own, and says so.
+    generator = document["generator"]
+    assert generator["tool"] == "perf" and generator["samples"] == 0, generator
+    assert generator["error"].split(":")[0] == document["error"].split(":")[0], generator
     # The profiled repeat's load was measured all the same.
     assert json.loads(profiled["generator_json"])["totals"]["requests"] > 0
     # No profiler is left behind.

@@ -59,9 +59,11 @@ class Sampler:
 
     def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, delay_s: float, duration_s: float,
                  workdir: Path, cpus: list[int] | None, on_spawn=lambda proc, role: None,
-                 on_release=lambda proc: None, own: tuple[list[Path], tuple[str, ...]] | None = None):
+                 on_release=lambda proc: None, own: tuple[list[Path], tuple[str, ...]] | None = None,
+                 subject: str = "server"):
         self.plan, self.contestant, self.server_pid = plan, contestant, server_pid
         self.own = own  # what counts as own code, when not the contestant's (own_code): the generator's crate
+        self.subject = subject  # what is sampled, as the document's errors name it
         self.delay_s, self.duration_s = delay_s, duration_s
         self.workdir, self.cpus = workdir, cpus
         self.on_spawn, self.on_release = on_spawn, on_release
@@ -90,7 +92,7 @@ class Sampler:
             server = psutil.Process(self.server_pid)
             pids = sorted({self.server_pid, *(p.pid for p in server.children(recursive=True))})
         except psutil.Error as exc:
-            document["error"] = f"the server's process is gone: {exc}"
+            document["error"] = f"the {self.subject}'s process is gone: {exc}"
             return self
         document["pids"] = pids
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -188,7 +190,7 @@ class Sampler:
             document["views"]["idle"] = to_text(idle)
         document.update(summarize(stacks, tool, own_dirs, own_symbols))
         if not stacks and document["error"] is None:
-            document["error"] = f"{tool} caught no samples of the server running (idle in its window?)"
+            document["error"] = f"{tool} caught no samples of the {self.subject} running (idle in its window?)"
         return document
 
 
@@ -204,4 +206,4 @@ def generator_sampler(generator_pid: int, *, delay_s: float, duration_s: float, 
     generator's time went. Started; its document is stored as the profile's `generator`."""
     return Sampler(ProfilePlan("perf"), None, generator_pid, delay_s=delay_s, duration_s=duration_s,
                    workdir=workdir, cpus=cpus, on_spawn=on_spawn, on_release=on_release,
-                   own=([], GENERATOR_OWN_SYMBOLS)).start()
+                   own=([], GENERATOR_OWN_SYMBOLS), subject="load generator").start()
