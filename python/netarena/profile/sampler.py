@@ -201,9 +201,10 @@ GENERATOR_OWN_SYMBOLS = ("netarena_load::", "<netarena_load::")
 def generator_sampler(generator_pid: int, *, delay_s: float, duration_s: float, workdir: Path,
                       cpus: list[int] | None, on_spawn=lambda proc, role: None,
                       on_release=lambda proc: None) -> Sampler:
-    """A profiled repeat's second profile: the load generator (netarena-load, native code) sampled by perf's
-    cpu-clock over the same window as the server, so that a generator-bound figure (GEN) says where the
-    generator's time went. Started; its document is stored as the profile's `generator`."""
+    """A profiled repeat's second profile: the load generator (netarena-load, native code) profiled by perf as a
+    native server is (cpu-clock on CPU, context switches off CPU) over the same window as the server, so that a
+    generator-bound figure (GEN) says where the generator's time went. Started; its document is stored as the
+    profile's `generator`."""
     return Sampler(ProfilePlan("perf"), None, generator_pid, delay_s=delay_s, duration_s=duration_s,
                    workdir=workdir, cpus=cpus, on_spawn=on_spawn, on_release=on_release,
                    own=([], GENERATOR_OWN_SYMBOLS), subject="load generator").start()
