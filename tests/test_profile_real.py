@@ -95,6 +95,11 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     assert node["categories"]["runtime"] > 0, node["categories"]
     # The maps went with their servers: nothing of the profiles is left in /tmp.
     assert node["pids"] and not [p for p in java["pids"] + node["pids"] if Path(f"/tmp/perf-{p}.map").exists()]
+    # The generator (netarena-load, by perf) is profiled in every profiled repeat, whatever the server's profiler.
+    for name, row in profiled.items():
+        generator = json.loads(row["profile_json"])["generator"]
+        assert generator["tool"] == "perf" and generator["error"] is None and generator["samples"] > 0, \
+            (name, generator)
     # No profile in any figure: every group's figures come from its two unprofiled repeats.
     shown = subprocess.run([sys.executable, "-m", "netarena", "show", "--json", "--results", str(results)],
                            capture_output=True, text=True, timeout=120, env=env)
@@ -150,6 +155,10 @@ def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measu
         assert "cannot attach" in document["error"]
     else:
         assert document["error"] == f"perf was stopped: still running {GRACE_S:g} s after its window", document
+    # The generator's profile (perf too) fails the same way, on its own, and says so.
+    generator = document["generator"]
+    assert generator["tool"] == "perf" and generator["samples"] == 0, generator
+    assert generator["error"].split(":")[0] == document["error"].split(":")[0], generator
     # The profiled repeat's load was measured all the same.
     assert json.loads(profiled["generator_json"])["totals"]["requests"] > 0
     # No profiler is left behind.

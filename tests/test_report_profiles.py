@@ -295,3 +295,30 @@ def test_flame_graph_cap_raises_the_share_until_it_fits_and_says_so():
                                        "(150 samples in all) are merged into \"(other)\" under their parent")
     # Within the cap, the same stacks keep every box.
     assert len(profiles.build_tree(folded, max_nodes=4000).ids) == 1 + 3000
+
+
+def test_a_differential_tree_is_bs_stacks_with_as_samples_by_the_same_path():
+    a = "a;b 10\na;c 10\na;e 5\n"
+    b = "a;b 300\na;d 100\na;e 1\n"  # e: 1 of 401 samples, merged into "(other)" under a
+    tree = profiles.build_tree(b, baseline=a)
+    nodes = {label: i for i, label in enumerate(tree.labels)}
+    assert sorted(nodes) == ["(other)", "a", "all", "b", "d"]  # B's tree: c (only in A) is not drawn
+    assert (tree.total, tree.baseline_total) == (401, 25)
+    baseline = {label: tree.baseline[i] for label, i in nodes.items()}
+    # "(other)" under a holds A's samples under a in no frame drawn beside it: c and e.
+    assert baseline == {"all": 25, "a": 25, "b": 10, "d": 0, "(other)": 15}
+    deltas = dict(zip(tree.labels, tree.deltas()))
+    assert deltas["all"] == deltas["a"] == 0
+    assert deltas["b"] == pytest.approx(300 / 401 - 10 / 25) and deltas["d"] == pytest.approx(100 / 401)
+    assert deltas["(other)"] == pytest.approx(1 / 401 - 15 / 25)
+    # Without a baseline the same tree, and no baseline figures.
+    plain = profiles.build_tree(b)
+    assert (plain.labels, plain.values, plain.baseline) == (tree.labels, tree.values, None)
+
+
+def test_self_changes_are_shares_of_each_profile_largest_move_first():
+    changes = profiles.self_changes("a;b 10\na;c 10\na;e 5\n", "a;b 300\na;d 100\na;e 1\n", n=3)
+    assert [(c.frame, round(c.a_share, 4), round(c.b_share, 4)) for c in changes] == [
+        ("c", 0.4, 0.0), ("b", 0.4, round(300 / 401, 4)), ("d", 0.0, round(100 / 401, 4))]  # -40, +34.8, +24.9
+    assert profiles.change_text(changes[0]) == "c 40.0% → 0.0% (-40.0 points)"
+    assert profiles.self_changes("a 3\n", "a 7\n") == []  # the same shares: nothing moved

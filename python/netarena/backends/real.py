@@ -18,7 +18,7 @@ from ..monitor import Monitor, MonitorError
 from ..ports import free_port
 from ..process import ManagedProcess, group_members, wait_until_idle
 from ..profile.jit import remove_perf_maps
-from ..profile.sampler import Sampler
+from ..profile.sampler import Sampler, generator_sampler
 from ..scenarios import accept_queue, load_spec, registry, verify
 from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from ..services import ServiceError
@@ -315,6 +315,7 @@ class RealBackend:
         monitor = None
         monitor_result = None
         sampler = self._start_sampler(server_pid, req) if profile is not None else None
+        gen_sampler = self._start_generator_sampler(gen.pid, req) if profile is not None else None
         try:
             monitor, monitor_result = self._start_monitor(server_pid, gen.pid, req)
             stdout, stderr, timed_out = _communicate(
@@ -330,6 +331,13 @@ class RealBackend:
                     profile.update(sampler.finish())
                 except Exception as exc:  # reading the samples failed: the profile is lost, never the measurement
                     profile.update({"tool": req.profile.tool, "error": f"reading the profile failed: {exc!r}"})
+            if gen_sampler is not None:
+                if gen.proc.returncode != 0:
+                    gen_sampler.abort()
+                try:
+                    profile["generator"] = gen_sampler.finish()
+                except Exception as exc:  # the same rule for the generator's profile
+                    profile["generator"] = {"tool": "perf", "error": f"reading the profile failed: {exc!r}"}
         monitor_result = self._stop_monitor(monitor, monitor_result)
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error
@@ -341,6 +349,13 @@ class RealBackend:
         return Sampler(req.profile, req.contestant, server_pid, delay_s=req.warmup_s, duration_s=req.duration_s,
                        workdir=workdir, cpus=req.generator_cpus, on_spawn=self.on_spawn,
                        on_release=self.release).start()
+
+    def _start_generator_sampler(self, generator_pid: int, req: MeasureRequest) -> Sampler:
+        """perf on the generator of a profiled repeat, over the server profiler's window (profile.generator_sampler)."""
+        workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
+                                                            f"r{req.repeat_index}") / "generator"
+        return generator_sampler(generator_pid, delay_s=req.warmup_s, duration_s=req.duration_s, workdir=workdir,
+                                 cpus=req.generator_cpus, on_spawn=self.on_spawn, on_release=self.release)
 
     def _end(self, gen: ManagedProcess) -> None:
         """Kill whatever is left of a generator process group, and forget it once it is gone."""

@@ -268,14 +268,21 @@ def _jit_category(symbol: str, own_dirs: list[Path], own_symbols: tuple[str, ...
     return "runtime"
 
 
+def self_samples(stacks: Counter) -> Counter:
+    """Each frame's self time: the samples in which it was the leaf of the stack."""
+    leaves: Counter = Counter()
+    for stack, count in stacks.items():
+        leaves[stack[-1]] += count
+    return leaves
+
+
 def summarize(stacks: Counter, tool: str, own_dirs: list[Path], own_symbols: tuple[str, ...] = ()) -> dict:
     """The samples' split by the leaf frame's category, and the TOP_SELF leaf frames with their shares."""
     total = sum(stacks.values())
     categories = dict.fromkeys(CATEGORIES, 0)
-    leaves: Counter = Counter()
-    for stack, count in stacks.items():
-        leaves[stack[-1]] += count
-        categories[frame_category(stack[-1], tool, own_dirs, own_symbols)] += count
+    leaves = self_samples(stacks)
+    for frame, count in leaves.items():
+        categories[frame_category(frame, tool, own_dirs, own_symbols)] += count
     top = [{"frame": frame, "samples": count, "share": round(count / total, 4)}
            for frame, count in sorted(leaves.items(), key=lambda item: (-item[1], item[0]))[:TOP_SELF]]
     return {"categories": categories, "top_self": top}

@@ -59,8 +59,11 @@ class Sampler:
 
     def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, delay_s: float, duration_s: float,
                  workdir: Path, cpus: list[int] | None, on_spawn=lambda proc, role: None,
-                 on_release=lambda proc: None):
+                 on_release=lambda proc: None, own: tuple[list[Path], tuple[str, ...]] | None = None,
+                 subject: str = "server"):
         self.plan, self.contestant, self.server_pid = plan, contestant, server_pid
+        self.own = own  # what counts as own code, when not the contestant's (own_code): the generator's crate
+        self.subject = subject  # what is sampled, as the document's errors name it
         self.delay_s, self.duration_s = delay_s, duration_s
         self.workdir, self.cpus = workdir, cpus
         self.on_spawn, self.on_release = on_spawn, on_release
@@ -89,7 +92,7 @@ class Sampler:
             server = psutil.Process(self.server_pid)
             pids = sorted({self.server_pid, *(p.pid for p in server.children(recursive=True))})
         except psutil.Error as exc:
-            document["error"] = f"the server's process is gone: {exc}"
+            document["error"] = f"the {self.subject}'s process is gone: {exc}"
             return self
         document["pids"] = pids
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -160,7 +163,7 @@ class Sampler:
             tail = log.read_text(errors="replace")[-400:].strip() if log.is_file() else ""
             document["error"] = document["error"] or f"{tool} exited with code {code} and wrote no samples: {tail}"
             return document
-        own_dirs, own_symbols = own_code(self.contestant)
+        own_dirs, own_symbols = self.own or own_code(self.contestant)
         try:
             if tool == "py-spy":
                 stacks = py_spy_stacks(out.read_text(errors="replace"), own_dirs)
@@ -187,5 +190,21 @@ class Sampler:
             document["views"]["idle"] = to_text(idle)
         document.update(summarize(stacks, tool, own_dirs, own_symbols))
         if not stacks and document["error"] is None:
-            document["error"] = f"{tool} caught no samples of the server running (idle in its window?)"
+            document["error"] = f"{tool} caught no samples of the {self.subject} running (idle in its window?)"
         return document
+
+
+# netarena-load's own code in perf's demangled symbols: its crate's functions (and its types' trait impls).
+GENERATOR_OWN_SYMBOLS = ("netarena_load::", "<netarena_load::")
+
+
+def generator_sampler(generator_pid: int, *, delay_s: float, duration_s: float, workdir: Path,
+                      cpus: list[int] | None, on_spawn=lambda proc, role: None,
+                      on_release=lambda proc: None) -> Sampler:
+    """A profiled repeat's second profile: the load generator (netarena-load, native code) profiled by perf as a
+    native server is (cpu-clock on CPU, context switches off CPU) over the same window as the server, so that a
+    generator-bound figure (GEN) says where the generator's time went. Started; its document is stored as the
+    profile's `generator`."""
+    return Sampler(ProfilePlan("perf"), None, generator_pid, delay_s=delay_s, duration_s=duration_s,
+                   workdir=workdir, cpus=cpus, on_spawn=on_spawn, on_release=on_release,
+                   own=([], GENERATOR_OWN_SYMBOLS), subject="load generator").start()

@@ -27,7 +27,7 @@ from rich.text import Text
 
 from ..term import console as make_console
 
-from . import fmt
+from . import fmt, profiles
 from ..reference import machine_differences, ratio, reference_of, server_cpu_us_per_req
 from .model import Group, Report
 
@@ -107,6 +107,23 @@ class Row:
 
 
 @dataclass
+class ProfilePair:
+    """A level profiled in both runs (netarena run --profile): B's profile against A's."""
+
+    contestant: str
+    scenario: str
+    level_key: str
+    a: profiles.Entry
+    b: profiles.Entry
+    self_changes: list[profiles.SelfChange]   # on CPU, the frames whose self share moved most
+
+    @property
+    def label(self) -> str:
+        return f"{self.contestant} {self.scenario} {self.level_key} (A #{self.a.measurement.id}, " \
+               f"B #{self.b.measurement.id})"
+
+
+@dataclass
 class Comparison:
     a: Report
     b: Report
@@ -118,6 +135,7 @@ class Comparison:
     # The machine fingerprint's fields that differ (netarena.reference.machine_differences): non-empty means
     # the runs ran on different machines, and the relative figures are the ones to read.
     machine_differences: list[str] = field(default_factory=list)
+    profile_pairs: list[ProfilePair] = field(default_factory=list)
 
     @property
     def rule(self) -> str:
@@ -195,6 +213,13 @@ def compare(a: Report, b: Report, confidence: float = DEFAULT_CONFIDENCE) -> Com
                    [label(k) for k in sorted(set(b_groups) - set(a_groups))], environment_differences(a, b),
                    confidence=confidence,
                    machine_differences=machine_differences(a.run.environment, b.run.environment))
+    a_profiles, b_profiles = profiles.comparable(a), profiles.comparable(b)
+    for row in rows:
+        key = (row.contestant, row.scenario, row.level_key)
+        if key in a_profiles and key in b_profiles:
+            pa, pb = a_profiles[key], b_profiles[key]
+            c.profile_pairs.append(ProfilePair(*key, pa, pb, profiles.self_changes(pa.profile["views"]["cpu"],
+                                                                                   pb.profile["views"]["cpu"])))
     if c.relative:
         for row in rows:
             key = (row.contestant, row.scenario, row.level_key)
@@ -255,6 +280,10 @@ def to_dict(c: Comparison, metrics: list[str]) -> dict:
                      if r.throughput_vs_reference is not None else {})} for r in c.rows],
         "regressions": [{"contestant": g.row.contestant, "scenario": g.row.scenario, "level_key": g.row.level_key,
                          "metric": g.metric, "text": g.text} for g in found],
+        "profiles": [{"contestant": p.contestant, "scenario": p.scenario, "level_key": p.level_key,
+                      "a_id": p.a.measurement.id, "b_id": p.b.measurement.id,
+                      "self_changes": [dict(asdict(ch), change=ch.change) for ch in p.self_changes]}
+                     for p in c.profile_pairs],
         "only_in_a": c.only_in_a, "only_in_b": c.only_in_b,
         "environment_differences": c.environment_differences,
         "machines": {"different": c.different_machines, "differences": c.machine_differences,
@@ -349,6 +378,7 @@ def renderables(c: Comparison) -> list:
                 line.append(_cpu_ratio(m))
             out.append(line)
     out += _relative_renderables(c)
+    out += _profile_renderables(c)
     for label, items in (("only in A", c.only_in_a), ("only in B", c.only_in_b)):
         if items:
             out.append(Text(f"{label}: " + "; ".join(items)))
@@ -384,6 +414,20 @@ def _relative_renderables(c: Comparison) -> list:
                       f"{fmt.times_reference(p.a_median)}→{fmt.times_reference(p.b_median)}", _ratio_short(p),
                       _verdict_text(p, "lower"))
     return [*out, table]
+
+
+def _profile_renderables(c: Comparison) -> list:
+    """Per level profiled in both runs, the frames whose self share (on CPU) moved most."""
+    if not c.profile_pairs:
+        return []
+    out: list = [Text(""), Text(f"profiles: the {profiles.TOP_CHANGES} frames whose self share on CPU changed most, "
+                                "A → B (shares of each profile's own samples; the HTML comparison, -o FILE, draws "
+                                "the differential flame graphs)", style="bold")]
+    for pair in c.profile_pairs:
+        out.append(Text(f"  {pair.label}:"))
+        out += [Text(f"    {profiles.change_text(ch)}", style="red" if ch.change > 0 else "blue")
+                for ch in pair.self_changes] or [Text("    no frame's self share changed", style="dim")]
+    return out
 
 
 def render_text(c: Comparison, width: int = 100) -> str:
@@ -507,5 +551,42 @@ def render_html(c: Comparison) -> bytes:
               f"{e(c.rule)}. Measurement ids refer to each run's own store.</p>")
     page = (f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>"
             f"<style>{CSS}</style><script type=\"text/javascript\">{_plotly_js()}</script></head><body>"
-            + header + "".join(extras) + "".join(parts) + "</body></html>\n")
+            + header + "".join(extras) + "".join(parts) + _profiles_html(c) + "</body></html>\n")
     return page.encode("utf-8")
+
+
+def _profiles_html(c: Comparison) -> str:
+    """Per level profiled in both runs: B's flame graph coloured by the change from A (differential), and the
+    frames whose self share moved most."""
+    from .html import _flame_graph, _Page, _table, e
+
+    if not c.profile_pairs:
+        return ""
+    page = _Page()
+    page.add('<h2 id="profiles">Profiles: B against A</h2>')
+    page.add('<p class="note">For each level profiled in both runs (netarena run --profile), a differential flame '
+             "graph: the boxes are B's stacks, as in B's own flame graph (width = B's samples), and each box's colour "
+             "is the change of its share of the samples from A to B: <b style=\"color:#dc2828\">red</b> = a "
+             "larger share of B's samples than of A's (grew), <b style=\"color:#285adc\">blue</b> = a smaller one "
+             "(shrank), white = unchanged; the strongest colour is the largest change in that graph. Shares, not "
+             "samples: each profile is divided by its own total, since the two rarely have the same number of "
+             "samples. A frame only A had is not drawn (it is in the \"(other)\" box of its parent, if B has one). "
+             "Hover for both shares. docs/profiles.md says how to read them.</p>")
+    for pair in c.profile_pairs:
+        a_views, b_views = pair.a.profile.get("views") or {}, pair.b.profile.get("views") or {}
+        page.add(f'<h3 class="profile-pair" data-contestant="{e(pair.contestant)}" data-level="{e(pair.level_key)}">'
+                 f"{e(pair.contestant)} · {e(pair.scenario)} · {e(pair.level_key)} "
+                 f"(A #{pair.a.measurement.id}: {pair.a.profile.get('samples') or 0:,} samples, "
+                 f"B #{pair.b.measurement.id}: {pair.b.profile.get('samples') or 0:,} samples)</h3>")
+        for view, what in (("cpu", "on CPU"), ("idle", "where the server waited (off-CPU)")):
+            if a_views.get(view) and b_views.get(view):
+                _flame_graph(page, profiles.build_tree(b_views[view], baseline=a_views[view]),
+                             f"{pair.contestant} {pair.scenario} {pair.level_key}: {what}, B against A")
+        if pair.self_changes:
+            rows = [f'<tr><td><code>{e(ch.frame)}</code></td><td class="num">{fmt.pct(ch.a_share, 1)}</td>'
+                    f'<td class="num">{fmt.pct(ch.b_share, 1)}</td><td class="num">{ch.change * 100:+.1f}</td></tr>'
+                    for ch in pair.self_changes]
+            page.add('<p class="note">The frames whose self time (on CPU, as the leaf of the stack) moved most, '
+                     "as shares of each profile's samples:</p>")
+            page.add(_table(["frame (self)", "A", "B", "change (points)"], rows, cls="profile-changes"))
+    return "".join(page.parts)

@@ -1198,17 +1198,41 @@ FLAME_HEIGHT_PX = (320, 900)
 
 
 def _flame_graph(page: _Page, tree: profiles.Tree, title: str) -> None:
-    """An icicle of one view, root at the bottom as in a flame graph: width = samples, hover for the share."""
+    """An icicle of one view, root at the bottom as in a flame graph: width = samples, hover for the share. A
+    differential tree (one built with a baseline) is coloured by each frame's change of share instead."""
     depth = _depth(tree)
-    fig = go.Figure(go.Icicle(
+    fig = go.Figure(_differential_icicle(tree) if tree.baseline is not None else go.Icicle(
         ids=tree.ids, labels=tree.labels, parents=tree.parents, values=tree.values, branchvalues="total",
         customdata=[fmt.pct(v / tree.total, 2) if tree.total else "-" for v in tree.values],
         hovertemplate="%{label}<br>%{value:,} samples, %{customdata} of the view<extra></extra>",
         marker={"colors": [_flame_colour(label) for label in tree.labels]},
         tiling={"orientation": "v", "flip": "y"}, textinfo="label", sort=False))
     fig.update_layout(height=max(FLAME_HEIGHT_PX[0], min(FLAME_HEIGHT_PX[1], 100 + FLAME_LEVEL_PX * depth)))
-    page.chart(fig, title, cls="flame")
+    page.chart(fig, title, cls="flame differential" if tree.baseline is not None else "flame")
     page.add(f'<p class="note flame-cap">{e(profiles.cap_note(tree))}.</p>')
+
+
+# A differential flame graph's colours, as Brendan Gregg's: blue = the frame's share shrank, white = unchanged,
+# red = it grew; the strongest colour is the largest change in the graph, either way.
+DIFF_COLOURSCALE = [[0.0, "rgb(40,90,220)"], [0.5, "rgb(255,255,255)"], [1.0, "rgb(220,40,40)"]]
+
+
+def _differential_icicle(tree: profiles.Tree) -> go.Icicle:
+    """B's stacks (the tree), each box coloured by its share of B's samples minus its share of A's (the
+    baseline); the hover gives both shares."""
+    deltas = tree.deltas()
+    largest = max((abs(d) for d in deltas), default=0.0) or 1e-9
+    a_total, b_total = tree.baseline_total, tree.total
+    customdata = [[fmt.pct(a / a_total if a_total else None, 2), fmt.pct(v / b_total if b_total else None, 2),
+                   f"{d * 100:+.2f} points", f"{a:,}"] for v, a, d in zip(tree.values, tree.baseline, deltas)]
+    return go.Icicle(
+        ids=tree.ids, labels=tree.labels, parents=tree.parents, values=tree.values, branchvalues="total",
+        customdata=customdata,
+        hovertemplate=("%{label}<br>A: %{customdata[0]} of its samples (%{customdata[3]})<br>"
+                       "B: %{customdata[1]} of its samples (%{value:,})<br>change: %{customdata[2]}<extra></extra>"),
+        marker={"colors": deltas, "colorscale": DIFF_COLOURSCALE, "cmin": -largest, "cmax": largest,
+                "showscale": True, "colorbar": {"title": {"text": "share B − A"}, "tickformat": "+.1%"}},
+        tiling={"orientation": "v", "flip": "y"}, textinfo="label", sort=False)
 
 
 def _flame_colour(frame: str) -> str:
@@ -1249,6 +1273,7 @@ def _profiles(page: _Page, report: Report) -> None:
         if entry.unsupported:
             page.add(f'<p class="profile-unsupported" data-measurement="{m.id}">not profiled: '
                      f"{e(entry.unsupported)}</p>")
+            _generator_profile(page, entry)
             continue
         page.add(_kv_table([("tool", f"{p.get('tool')} ({p.get('tool_version')})"), ("event", p.get("event")),
                             ("rate", f"{p.get('rate_hz')} Hz"), ("window", f"{p.get('window_s')} s"),
@@ -1280,6 +1305,38 @@ def _profiles(page: _Page, report: Report) -> None:
                             for label, samples, share in split)
             page.add(_table([e(label) for label, _, _ in split], [f"<tr>{cells}</tr>"],
                             cls=f"profile-split profile-split-{m.id}"))
+        _generator_profile(page, entry)
+
+
+def _generator_profile(page: _Page, entry: profiles.Entry) -> None:
+    """netarena-load's own profile of the repeat, drawn only when the generator was the limit (GEN): then its
+    figure says more about the generator than about the server, and this says where the generator's time went."""
+    g, m = profiles.generator_profile(entry), entry.measurement
+    if g is None or not profiles.generator_bound(entry):
+        return
+    page.add(f'<h4 class="generator-profile" data-measurement="{m.id}">The load generator (netarena-load), '
+             "flagged GEN</h4>")
+    cpu = (g.get("views") or {}).get("cpu")
+    if not cpu:
+        page.add(f'<p class="generator-unprofiled" data-measurement="{m.id}">The generator was not profiled: '
+                 f"{e(g.get('error') or 'no samples')}.</p>")
+        return
+    page.add(f'<p class="note">netarena-load sampled by {e(g.get("tool"))} ({e(g.get("event"))}, '
+             f"{e(g.get('tool_version'))}) over the same window: {g.get('samples') or 0:,} samples; own code = "
+             "the netarena_load crate's functions"
+             + (f"; partial: {e(g['error'])}" if g.get("error") else "") + ".</p>")
+    _flame_graph(page, profiles.build_tree(cpu), f"#{m.id} {m.contestant} {m.level_key}: the load generator on CPU")
+    idle = (g.get("views") or {}).get("idle")
+    if idle:  # a starved generator's wait for a CPU is its "[waiting for a CPU: preempted]" root here
+        page.add(f'<p class="note">Where the generator waited (off-CPU): {e(g.get("idle_event"))}.</p>')
+        _flame_graph(page, profiles.build_tree(idle),
+                     f"#{m.id} {m.contestant} {m.level_key}: where the load generator waited (off-CPU)")
+    top = g.get("top_self") or []
+    if top:
+        rows = [f'<tr><td><code>{e(t.get("frame"))}</code></td><td class="num">{int(t.get("samples") or 0):,}'
+                f'</td><td class="num">{fmt.pct(t.get("share"), 1)}</td></tr>' for t in top]
+        page.add(_table(["generator frame (self)", "samples", "share"], rows,
+                        cls=f"generator-top generator-top-{m.id}"))
 
 
 def _skipped(page: _Page, report: Report) -> None:

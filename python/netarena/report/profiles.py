@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import stats
 from ..profile import PROFILED
-from ..profile.folded import CATEGORIES, parse
+from ..profile.folded import CATEGORIES, parse, self_samples
 from ..store import file_name_part
 from . import fmt
 from .model import Group, Measurement, Report
@@ -24,6 +25,8 @@ from .model import Group, Measurement, Report
 MERGE_BELOW_SHARE = 0.005
 MAX_NODES = 2000
 OTHER = "(other)"
+# `netarena compare` lists this many frames whose self share changed most between two profiles.
+TOP_CHANGES = 10
 
 
 @dataclass
@@ -68,6 +71,70 @@ def entries(report: Report) -> list[Entry]:
             for m in report.measurements if m.profile]
 
 
+def comparable(report: Report) -> dict[tuple[str, str, str], Entry]:
+    """Per (contestant, scenario, level key), the profiled repeat with on-CPU stacks that compare pairs with
+    the other run's (the latest one, when a resumed run profiled a level twice)."""
+    out: dict[tuple[str, str, str], Entry] = {}
+    for entry in entries(report):
+        if badged(entry.measurement) and (entry.profile.get("views") or {}).get("cpu"):
+            m = entry.measurement
+            out[(m.contestant, m.scenario, m.level_key)] = entry
+    return out
+
+
+@dataclass
+class SelfChange:
+    """One frame's self time in two profiles, each as a share of its own profile's samples."""
+
+    frame: str
+    a_share: float
+    b_share: float
+
+    @property
+    def change(self) -> float:
+        return self.b_share - self.a_share
+
+
+def self_changes(a_folded: str | None, b_folded: str | None, n: int = TOP_CHANGES) -> list[SelfChange]:
+    """The `n` frames whose self share moved most from A to B (either way), largest move first; shares, not
+    samples, since two profiles rarely have the same number of samples."""
+    a, b = self_samples(parse(a_folded, skip_bad=True)), self_samples(parse(b_folded, skip_bad=True))
+    a_total, b_total = sum(a.values()), sum(b.values())
+    changes = [SelfChange(frame, a[frame] / a_total if a_total else 0.0, b[frame] / b_total if b_total else 0.0)
+               for frame in set(a) | set(b)]
+    changes.sort(key=lambda c: (-abs(c.change), c.frame))
+    return [c for c in changes[:n] if c.change]
+
+
+def change_text(c: SelfChange) -> str:
+    """"write 30.0% → 12.5% (-17.5 points)"."""
+    return f"{c.frame} {fmt.pct(c.a_share, 1)} → {fmt.pct(c.b_share, 1)} ({c.change * 100:+.1f} points)"
+
+
+def generator_bound(entry: Entry) -> bool:
+    """Whether the profiled repeat's load generator was the limit (its own flags, or its group's GEN badge): the
+    case in which the generator's own profile (the document's `generator`) is worth drawing."""
+    return stats.FLAG_GENERATOR_SATURATED in (entry.measurement.flags or []) or \
+        bool(entry.group and "GEN" in entry.group.badges)
+
+
+def generator_profile(entry: Entry) -> dict | None:
+    """The generator's profile of this repeat (netarena-load sampled by perf), when one was taken."""
+    return entry.profile.get("generator") or None
+
+
+def generator_line(entry: Entry) -> str | None:
+    """The terminal's line for a generator-bound repeat's generator profile; None when it is not drawn."""
+    g = generator_profile(entry)
+    if g is None or not generator_bound(entry):
+        return None
+    if not (g.get("views") or {}).get("cpu"):
+        return f"generator (netarena-load, GEN): not profiled: {g.get('error') or 'no samples'}"
+    text = (f"generator (netarena-load, GEN): {g.get('samples') or 0:,} samples ({g.get('tool')}, {g.get('event')}); "
+            f"top self: {top_self_text(g)}")
+    return text + (f"; partial: {g['error']}" if g.get("error") else "")
+
+
 def overhead_text(entry: Entry) -> str:
     """"-4.2% req/s (0.958× the unprofiled median 20,000)", or why there is no figure."""
     ratio = entry.ratio
@@ -91,12 +158,23 @@ class Tree:
     merged_frames: int          # nodes folded into an "(other)"
     merged_samples: int         # their samples (already counted in the "(other)" nodes)
     merge_below_share: float    # the share used
+    # With a baseline (a differential tree): each node's samples in the baseline view, by the same path of
+    # frames (an "(other)" node: the baseline's samples under its parent in no frame drawn beside it), and the
+    # baseline's total. None without one.
+    baseline: list[int] | None = None
+    baseline_total: int = 0
+
+    def deltas(self) -> list[float]:
+        """Each node's change of share, this view's minus the baseline's (share = samples ÷ the view's total,
+        so views of different lengths compare): > 0 grew, < 0 shrank."""
+        assert self.baseline is not None
+        return [(v / self.total if self.total else 0.0) - (b / self.baseline_total if self.baseline_total else 0.0)
+                for v, b in zip(self.values, self.baseline)]
 
 
-def build_tree(folded: str | None, merge_below: float = MERGE_BELOW_SHARE, max_nodes: int = MAX_NODES) -> Tree:
-    """The icicle of a folded view. Node ids are numbers (a node's path of frames would repeat every prefix, a
-    page of megabytes for a deep profile); the root, "all", holds every sample, and each node's value is its
-    samples including the frames above it (plotly's branchvalues "total"), so its own time is the gap above it."""
+def _grow(folded: str | None) -> tuple[dict, int]:
+    """The folded view as a tree of {"count", "children"} (count = samples through the node), and its number
+    of distinct stacks."""
     lines = parse(folded, skip_bad=True)
     root: dict = {"count": 0, "children": {}}
     for frames, count in lines.items():
@@ -105,38 +183,59 @@ def build_tree(folded: str | None, merge_below: float = MERGE_BELOW_SHARE, max_n
         for frame in frames:
             node = node["children"].setdefault(frame, {"count": 0, "children": {}})
             node["count"] += count
+    return root, len(lines)
+
+
+def build_tree(folded: str | None, merge_below: float = MERGE_BELOW_SHARE, max_nodes: int = MAX_NODES,
+               baseline: str | None = None) -> Tree:
+    """The icicle of a folded view. Node ids are numbers (a node's path of frames would repeat every prefix, a
+    page of megabytes for a deep profile); the root, "all", holds every sample, and each node's value is its
+    samples including the frames above it (plotly's branchvalues "total"), so its own time is the gap above it.
+
+    With `baseline` (another profile's folded view of the same kind) the tree is still this view's, each node
+    also carrying the baseline's samples by the same path: a differential flame graph (Tree.deltas)."""
+    root, stacks = _grow(folded)
+    base = _grow(baseline)[0] if baseline is not None else None
     total = root["count"]
     share = merge_below
     while True:
-        tree = _flatten(root, total, share, len(lines))
+        tree = _flatten(root, total, share, stacks, base)
         if len(tree.ids) <= max_nodes or share >= 1:
             return tree
         share *= 2
 
 
-def _flatten(root: dict, total: int, share: float, stacks: int) -> Tree:
+def _flatten(root: dict, total: int, share: float, stacks: int, base: dict | None = None) -> Tree:
     threshold = share * total
     tree = Tree(ids=["0"], labels=["all"], parents=[""], values=[total], total=total, stacks=stacks,
-                merged_frames=0, merged_samples=0, merge_below_share=share)
-    pending = [("0", root)]
+                merged_frames=0, merged_samples=0, merge_below_share=share,
+                baseline=[base["count"]] if base is not None else None,
+                baseline_total=base["count"] if base is not None else 0)
+    pending = [("0", root, base)]
     while pending:
-        parent_id, node = pending.pop()
-        other, other_frames = 0, 0
+        parent_id, node, base_node = pending.pop()
+        base_children = base_node["children"] if base_node is not None else {}
+        other, other_frames, drawn = 0, 0, set()
         for frame, child in sorted(node["children"].items(), key=lambda kv: -kv[1]["count"]):
             if child["count"] < threshold:
                 other += child["count"]
                 other_frames += _size(child)
                 continue
+            drawn.add(frame)
             tree.ids.append(str(len(tree.ids)))
             tree.labels.append(frame)
             tree.parents.append(parent_id)
             tree.values.append(child["count"])
-            pending.append((tree.ids[-1], child))
+            if tree.baseline is not None:
+                tree.baseline.append(base_children[frame]["count"] if frame in base_children else 0)
+            pending.append((tree.ids[-1], child, base_children.get(frame)))
         if other:
             tree.ids.append(str(len(tree.ids)))
             tree.labels.append(OTHER)
             tree.parents.append(parent_id)
             tree.values.append(other)
+            if tree.baseline is not None:
+                tree.baseline.append(sum(c["count"] for f, c in base_children.items() if f not in drawn))
             tree.merged_frames += other_frames
             tree.merged_samples += other
     return tree

@@ -90,7 +90,10 @@ def summary_renderables(report: Report) -> list:
         out.append(Text("profiles (overhead = the profiled repeat's throughput against its group's unprofiled "
                         "median; top self = the frames most often on CPU; `netarena report` draws them):",
                         style="bold"))
-        out += [Text(f"  {profiles.line(entry)}") for entry in profiled]
+        for entry in profiled:
+            out.append(Text(f"  {profiles.line(entry)}"))
+            if profiles.generator_line(entry):  # only where the generator was the limit (GEN)
+                out.append(Text(f"    {profiles.generator_line(entry)}"))
     if any(g.database_cpu_pct_median is not None for g in report.groups):
         out.append(Text("db cpu = the database's processes (FerretDB + its storage), % of one core; bound = the "
                         f"side whose own processes kept its CPUs at least {SATURATED_BUSY_PCT:g}% busy (neither: "
