@@ -1,7 +1,8 @@
 'use strict';
 // TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries) on PostgreSQL
 // through node-postgres (`pg`), shared by node-http and node-fastify. The contestant passes its own `pg`
-// module because it is installed in the contestant's node_modules, not here.
+// module (or, for node-fastify, the pool @fastify/postgres made) because `pg` is installed in the contestant's
+// node_modules, not here.
 //
 // One pg.Pool per process of `poolSize` connections; pool.query checks a connection out for one query and
 // returns it. node-postgres sends one query at a time on a connection: no pipelining.
@@ -34,13 +35,18 @@ function escapeHtml(text) {
   return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]);
 }
 
-// The pool and the copy of World taken at start for /cached-queries (resolves once the copy is read).
-async function connectWorld(pg, url, poolSize) {
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+// The copy of World taken at start for /cached-queries, indexed by id.
+async function loadWorldCache(pool) {
   const cache = new Array(WORLD_ROWS + 1);
   const { rows } = await pool.query('SELECT id, randomnumber FROM world');
   for (const row of rows) cache[row.id] = { id: row.id, randomNumber: row.randomnumber };
-  return { pool, cache };
+  return cache;
+}
+
+// A pool and the cache (resolves once the copy is read).
+async function connectWorld(pg, url, poolSize) {
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  return { pool, cache: await loadWorldCache(pool) };
 }
 
 // One row, by its own query (TechEmpower forbids reading several rows with one IN (...) query).
@@ -93,4 +99,4 @@ async function fortunesPage(pool) {
   return page + '</table></body></html>';
 }
 
-module.exports = { clampQueries, queryParam, connectWorld, readWorld, readWorlds, updateWorlds, cachedWorlds, fortunesPage };
+module.exports = { clampQueries, queryParam, loadWorldCache, connectWorld, readWorld, readWorlds, updateWorlds, cachedWorlds, fortunesPage };
