@@ -43,7 +43,11 @@ function addPostgres(app) {
   app.register(require('@fastify/postgres'), { connectionString: opts.pg_url, max: pgPool });
   let cache = null;
   app.addHook('onReady', async () => {
-    cache = await tfb.loadWorldCache(app.pg.pool);
+    try {
+      cache = await tfb.loadWorldCache(app.pg.pool);
+    } catch (err) {
+      fail(`--pg-url ${opts.pg_url}: ${err.message}`);
+    }
   });
   // TechEmpower requires Server and Date on these answers (Node's http adds Date itself).
   const serverHeader = (req, reply, done) => {
