@@ -110,6 +110,8 @@ func main() {
 	port := flag.Int("port", 0, "TCP port to listen on")
 	staticDir := flag.String("static-dir", "", "folder served under /static/")
 	mongoURL := flag.String("mongo-url", "", "mongodb:// URL of the fixture database (empty: no /mongo)")
+	pgURL := flag.String("pg-url", "", "postgres:// URL of TechEmpower's database (empty: no /db, /queries, /fortunes, /updates, /cached-queries)")
+	pgPool := flag.Int("pg-pool", 8, "connections in the PostgreSQL pool")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-gin: ")
@@ -124,6 +126,14 @@ func main() {
 		bytesBody(n)
 	}
 	engine := newEngine(*staticDir)
+	if *pgPool < 1 {
+		log.Fatalf("-pg-pool must be at least 1, got %d", *pgPool)
+	}
+	if *pgURL != "" {
+		if err := addPostgres(engine, *pgURL, *pgPool); err != nil {
+			log.Fatalf("-pg-url %q: %v", *pgURL, err)
+		}
+	}
 	if *mongoURL != "" {
 		if err := addMongo(engine, *mongoURL); err != nil {
 			log.Fatalf("-mongo-url %q: %v", *mongoURL, err)

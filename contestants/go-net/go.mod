@@ -3,9 +3,15 @@ module netarena/contestants/go-net
 // 1.25 or later: the mongo driver v2.10 requires it (main.go also relies on ServeMux patterns, 1.22+).
 go 1.25.0
 
-require go.mongodb.org/mongo-driver/v2 v2.10.0
+require (
+	github.com/jackc/pgx/v5 v5.12.0
+	go.mongodb.org/mongo-driver/v2 v2.10.0
+)
 
 require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/xdg-go/scram v1.4.0 // indirect
 	github.com/xdg-go/stringprep v1.0.4 // indirect

@@ -91,7 +91,7 @@ func newMux(staticDir string) *http.ServeMux {
 	return mux
 }
 
-func serveHTTP(ln net.Listener, staticDir, mongoURL string, stop <-chan os.Signal) error {
+func serveHTTP(ln net.Listener, staticDir, mongoURL, pgURL string, pgPool int, stop <-chan os.Signal) error {
 	for _, n := range []int{40, 10000, 524288} {
 		bytesBody(n)
 	}
@@ -99,6 +99,11 @@ func serveHTTP(ln net.Listener, staticDir, mongoURL string, stop <-chan os.Signa
 	if mongoURL != "" {
 		if err := addMongo(mux, mongoURL); err != nil {
 			return fmt.Errorf("-mongo-url %q: %w", mongoURL, err)
+		}
+	}
+	if pgURL != "" {
+		if err := addPostgres(mux, pgURL, pgPool); err != nil {
+			return fmt.Errorf("-pg-url %q: %w", pgURL, err)
 		}
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
@@ -149,11 +154,16 @@ func main() {
 	port := flag.Int("port", 0, "TCP port to listen on")
 	staticDir := flag.String("static-dir", "", "folder served under /static/")
 	mongoURL := flag.String("mongo-url", "", "mongodb:// URL of the fixture database (empty: no /mongo)")
+	pgURL := flag.String("pg-url", "", "postgres:// URL of TechEmpower's database (empty: no /db, /queries, /fortunes, /updates, /cached-queries)")
+	pgPool := flag.Int("pg-pool", 8, "connections in the PostgreSQL pool")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-net: ")
 	if *port < 1 || *port > 65535 {
 		log.Fatalf("-port must be 1..65535, got %d", *port)
+	}
+	if *pgPool < 1 {
+		log.Fatalf("-pg-pool must be at least 1, got %d", *pgPool)
 	}
 	if *mode != "http" && *mode != "echo" {
 		log.Fatalf("-mode must be http or echo, got %q", *mode)
@@ -173,7 +183,7 @@ func main() {
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)
 	} else {
-		err = serveHTTP(ln, *staticDir, *mongoURL, stop)
+		err = serveHTTP(ln, *staticDir, *mongoURL, *pgURL, *pgPool, stop)
 	}
 	if err != nil {
 		log.Fatal(err)

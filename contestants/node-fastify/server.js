@@ -1,6 +1,7 @@
 'use strict';
 // netarena contestant: Fastify on Node.js, HTTP scenarios only.
 // Usage: node server.js --host H --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo or /gridfs routes)
+//        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
 //
 // Fastify's documented production set-up: the logger off (Fastify's default; its docs warn that logging every
 // request costs throughput), a response schema on /json so fast-json-stringify serializes it (the docs'
@@ -14,10 +15,13 @@ const mime = require('mime');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
+const tfb = require('../_node-shared/pg.js');
 
-const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
+const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
+const pgPool = Number(opts.pg_pool);
+if (!Number.isInteger(pgPool) || pgPool < 1) fail(`--pg-pool must be a whole number >= 1, got ${JSON.stringify(opts.pg_pool)}`);
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }
@@ -30,6 +34,38 @@ function intParam(text, max) {
 const JSON_SCHEMA = {
   response: { 200: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] } },
 };
+
+// TechEmpower's database scenarios through @fastify/postgres, Fastify's PostgreSQL plugin: it makes one
+// node-postgres pg.Pool (max = --pg-pool) and decorates the app with it as app.pg. The queries and the page
+// are contestants/_node-shared/pg.js's; Fastify has no template engine of its own, so the fortunes are
+// escaped by hand there. The /cached-queries copy of World is read in an onReady hook: listen() waits for it.
+function addPostgres(app) {
+  app.register(require('@fastify/postgres'), { connectionString: opts.pg_url, max: pgPool });
+  let cache = null;
+  app.addHook('onReady', async () => {
+    try {
+      cache = await tfb.loadWorldCache(app.pg.pool);
+    } catch (err) {
+      fail(`--pg-url ${opts.pg_url}: ${err.message}`);
+    }
+  });
+  // TechEmpower requires Server and Date on these answers (Node's http adds Date itself).
+  const serverHeader = (req, reply, done) => {
+    reply.header('Server', 'node-fastify');
+    done();
+  };
+  app.register(async (routes) => {
+    routes.addHook('onRequest', serverHeader);
+    routes.get('/db', () => tfb.readWorld(app.pg.pool));
+    routes.get('/queries', (req) => tfb.readWorlds(app.pg.pool, tfb.clampQueries(req.query.queries)));
+    routes.get('/updates', (req) => tfb.updateWorlds(app.pg.pool, tfb.clampQueries(req.query.queries)));
+    routes.get('/cached-queries', async (req) => tfb.cachedWorlds(cache, tfb.clampQueries(req.query.count)));
+    routes.get('/fortunes', async (req, reply) => {
+      reply.type('text/html; charset=utf-8');
+      return tfb.fortunesPage(app.pg.pool);
+    });
+  });
+}
 
 function buildApp() {
   const app = Fastify({ logger: false });
@@ -67,6 +103,7 @@ function buildApp() {
       streamGridfsFile(bucket, name, reply.raw, mime.getType(name) ?? 'application/octet-stream');
     });
   }
+  if (opts.pg_url) addPostgres(app);
   app.register(fastifyStatic, { root: opts.static_dir, prefix: '/static/' });
   return app;
 }

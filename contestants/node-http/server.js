@@ -1,6 +1,7 @@
 'use strict';
 // netarena contestant: Node.js core `http` for the HTTP scenarios, core `net` for echo.
 // Usage: node server.js --mode http|echo --port P --workers W [--static-dir D] [--mongo-url URL (empty: no /mongo or /gridfs routes)]
+//        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
 
 const fs = require('node:fs');
 const http = require('node:http');
@@ -9,6 +10,7 @@ const path = require('node:path');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
+const tfb = require('../_node-shared/pg.js');
 
 const CONTENT_TYPES = {
   '.jpg': 'image/jpeg',
@@ -19,10 +21,12 @@ const CONTENT_TYPES = {
   '.json': 'application/json',
 };
 
-const opts = parseArgs(process.argv.slice(2), { mode: undefined, host: '127.0.0.1', port: undefined, workers: '1', static_dir: '', mongo_url: '' });
+const opts = parseArgs(process.argv.slice(2), { mode: undefined, host: '127.0.0.1', port: undefined, workers: '1', static_dir: '', mongo_url: '', pg_url: '', pg_pool: '10' });
 if (opts.mode !== 'http' && opts.mode !== 'echo') fail(`--mode must be http or echo, got ${JSON.stringify(opts.mode)}`);
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
+const pgPool = Number(opts.pg_pool);
+if (!Number.isInteger(pgPool) || pgPool < 1) fail(`--pg-pool must be a whole number >= 1, got ${JSON.stringify(opts.pg_pool)}`);
 const staticRoot = opts.static_dir ? path.resolve(opts.static_dir) : '';
 if (opts.mode === 'http' && staticRoot && !fs.statSync(staticRoot, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${staticRoot} is not a directory; pass the folder holding the static file set`);
@@ -75,6 +79,35 @@ function serveMongo(res, rel) {
   );
 }
 
+let world = null; // { pool, cache } with --pg-url
+
+// TechEmpower requires Server and Date on these answers (Node's http adds Date itself).
+function sendTfb(res, contentType, body) {
+  res.writeHead(200, { Server: 'node-http', 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function serveTfb(res, url) {
+  const route = url.split('?')[0];
+  let answer;
+  if (route === '/db') answer = tfb.readWorld(world.pool);
+  else if (route === '/queries') answer = tfb.readWorlds(world.pool, tfb.clampQueries(tfb.queryParam(url, 'queries')));
+  else if (route === '/updates') answer = tfb.updateWorlds(world.pool, tfb.clampQueries(tfb.queryParam(url, 'queries')));
+  else if (route === '/cached-queries') {
+    return sendTfb(res, 'application/json', JSON.stringify(tfb.cachedWorlds(world.cache, tfb.clampQueries(tfb.queryParam(url, 'count')))));
+  } else if (route === '/fortunes') {
+    return tfb.fortunesPage(world.pool).then(
+      (page) => sendTfb(res, 'text/html; charset=utf-8', page),
+      (err) => send(res, 500, 'text/plain', `database error: ${err.message}`),
+    );
+  } else return false;
+  answer.then(
+    (rows) => sendTfb(res, 'application/json', JSON.stringify(rows)),
+    (err) => send(res, 500, 'text/plain', `database error: ${err.message}`),
+  );
+  return true;
+}
+
 function handle(req, res) {
   const url = req.url;
   if (url === '/hello') return send(res, 200, 'text/plain', 'Hello, World!');
@@ -96,11 +129,20 @@ function handle(req, res) {
     const name = url.slice(8).split('?')[0];
     return streamGridfsFile(mongo.bucket, name, res, CONTENT_TYPES[path.extname(name)] || 'application/octet-stream');
   }
+  if (world !== null && serveTfb(res, url) !== false) return;
   notFound(res);
 }
 
-function startHttp() {
+async function startHttp() {
   prebuildBytesBodies();
+  // The /cached-queries copy of World is read before listening, so the server is ready only with it.
+  if (opts.pg_url) {
+    try {
+      world = await tfb.connectWorld(require('pg'), opts.pg_url, pgPool);
+    } catch (err) {
+      fail(`--pg-url ${opts.pg_url}: ${err.message}`);
+    }
+  }
   // Required only when asked for, so the other scenarios run without `npm ci`.
   if (opts.mongo_url) mongo = connectFixture(require('mongodb'), opts.mongo_url);
   const server = http.createServer({ noDelay: true }, handle);
