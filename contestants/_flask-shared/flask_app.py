@@ -6,6 +6,7 @@ gunicorn's gevent worker or by uwsgi --gevent-early-monkey-patch). The static fo
 environment (the manifests set it from {static_dir}) because WSGI servers import the app by name.
 """
 import os
+import threading
 import time
 
 from flask import Flask, Response, abort, jsonify, render_template, request
@@ -63,17 +64,29 @@ def create_app(static_dir):
 
 
 def add_database_routes(app):
-    """TechEmpower's database routes on psycopg 3 with psycopg_pool: one ConnectionPool per worker process
-    (this module is imported in each worker after the fork), a request holding one connection while it
-    queries; each World row its own query, updates one executemany; cached-queries from a copy of World read
-    here, before the first request. psycopg is imported only here: the other flask-* contestants lack it."""
+    """TechEmpower's database routes on psycopg 3 with psycopg_pool: one ConnectionPool per worker process,
+    opened on its first request (a pool's threads and connections must not cross a fork), a request holding
+    one connection while it queries; each World row its own query, updates one executemany. cached-queries
+    reads a copy of World made here, as the app loads: before the server listens when it loads the app before
+    forking (gunicorn --preload), so no request of a verification ever sees that read. psycopg is imported
+    only here: the other flask-* contestants lack it."""
+    import psycopg
     from psycopg_pool import ConnectionPool
 
     size = world.pool_size()
-    pool = ConnectionPool(world.postgresql_url(), min_size=size, max_size=size, kwargs={"autocommit": True},
-                          open=True)
-    with pool.connection() as conn:
+    with psycopg.connect(world.postgresql_url()) as conn:
         cache = dict(conn.execute("SELECT id, randomnumber FROM world"))
+    pools = {}  # pid -> this worker process's pool
+    lock = threading.Lock()
+
+    def connection():
+        """A connection of this process's pool, held for one request's queries."""
+        with lock:
+            pool = pools.get(os.getpid())
+            if pool is None:
+                pool = pools[os.getpid()] = ConnectionPool(world.postgresql_url(), min_size=size, max_size=size,
+                                                           kwargs={"autocommit": True}, open=True)
+        return pool.connection()
 
     def read_worlds(conn, n):
         return [{"id": i, "randomNumber": conn.execute("SELECT id, randomnumber FROM world WHERE id = %s",
@@ -81,17 +94,17 @@ def add_database_routes(app):
 
     @app.get("/db")
     def db():
-        with pool.connection() as conn:
+        with connection() as conn:
             return jsonify(read_worlds(conn, 1)[0])
 
     @app.get("/queries")
     def queries():
-        with pool.connection() as conn:
+        with connection() as conn:
             return jsonify(read_worlds(conn, world.queries_count(request.args.get("queries"))))
 
     @app.get("/updates")
     def updates():
-        with pool.connection() as conn:
+        with connection() as conn:
             rows = read_worlds(conn, world.queries_count(request.args.get("queries")))
             for row in rows:
                 row["randomNumber"] = world.random_id()
@@ -106,7 +119,7 @@ def add_database_routes(app):
 
     @app.get("/fortunes")
     def fortunes():
-        with pool.connection() as conn:
+        with connection() as conn:
             rows = conn.execute("SELECT id, message FROM fortune").fetchall()
         return render_template("fortunes.html", fortunes=world.sorted_fortunes(rows))
 
