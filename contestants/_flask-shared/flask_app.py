@@ -6,13 +6,15 @@ gunicorn's gevent worker or by uwsgi --gevent-early-monkey-patch). The static fo
 environment (the manifests set it from {static_dir}) because WSGI servers import the app by name.
 """
 import os
+import threading
 import time
 
-from flask import Flask, Response, abort, jsonify
+from flask import Flask, Response, abort, jsonify, render_template, request
 # The fixture collection through this process's own MongoClient (one connection pool per worker process,
 # pymongo's default maxPoolSize of 100), made on first use after the server forked its workers, under a lock:
 # uWSGI's threads ask for it at once on the first requests (contestants/_python-shared, on PYTHONPATH).
 from netarena_shared.mongo import sync_docs_collection as mongo_collection
+from netarena_shared import world
 
 STATIC_DIR_VAR = "NETARENA_STATIC_DIR"
 BYTES_SIZES = (40, 10000, 524288)
@@ -24,7 +26,9 @@ def create_app(static_dir):
     if not os.path.isdir(static_dir):
         raise RuntimeError(f"{STATIC_DIR_VAR}={static_dir!r} is not a directory; set it to the generated static file set")
     # Flask's own static route (send_from_directory) serves /static/<path>.
-    app = Flask(__name__, static_folder=os.path.abspath(static_dir), static_url_path="/static")
+    # The fortunes template is the one the Jinja2 contestants share; Flask autoescapes .html templates.
+    app = Flask(__name__, static_folder=os.path.abspath(static_dir), static_url_path="/static",
+                template_folder=world.TEMPLATES_DIR)
 
     @app.get("/hello")
     def hello():
@@ -54,7 +58,70 @@ def create_app(static_dir):
         time.sleep(ms / 1000)
         return Response(f"slept {ms}", mimetype="text/plain")
 
+    if world.postgresql_url():  # empty when the measured scenario uses no database
+        add_database_routes(app)
     return app
+
+
+def add_database_routes(app):
+    """TechEmpower's database routes on psycopg 3 with psycopg_pool: one ConnectionPool per worker process,
+    opened on its first request (a pool's threads and connections must not cross a fork), a request holding
+    one connection while it queries; each World row its own query, updates one executemany. cached-queries
+    reads a copy of World made here, as the app loads: before the server listens when it loads the app before
+    forking (gunicorn --preload), so no request of a verification ever sees that read. psycopg is imported
+    only here: the other flask-* contestants lack it."""
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    size = world.pool_size()
+    with psycopg.connect(world.postgresql_url()) as conn:
+        cache = dict(conn.execute("SELECT id, randomnumber FROM world"))
+    pools = {}  # pid -> this worker process's pool
+    lock = threading.Lock()
+
+    def connection():
+        """A connection of this process's pool, held for one request's queries."""
+        with lock:
+            pool = pools.get(os.getpid())
+            if pool is None:
+                pool = pools[os.getpid()] = ConnectionPool(world.postgresql_url(), min_size=size, max_size=size,
+                                                           kwargs={"autocommit": True}, open=True)
+        return pool.connection()
+
+    def read_worlds(conn, n):
+        return [{"id": i, "randomNumber": conn.execute("SELECT id, randomnumber FROM world WHERE id = %s",
+                                                       (i,)).fetchone()[1]} for i in world.random_ids(n)]
+
+    @app.get("/db")
+    def db():
+        with connection() as conn:
+            return jsonify(read_worlds(conn, 1)[0])
+
+    @app.get("/queries")
+    def queries():
+        with connection() as conn:
+            return jsonify(read_worlds(conn, world.queries_count(request.args.get("queries"))))
+
+    @app.get("/updates")
+    def updates():
+        with connection() as conn:
+            rows = read_worlds(conn, world.queries_count(request.args.get("queries")))
+            for row in rows:
+                row["randomNumber"] = world.random_id()
+            with conn.cursor() as cur:
+                cur.executemany("UPDATE world SET randomnumber = %s WHERE id = %s", world.updated_last(rows))
+        return jsonify(rows)
+
+    @app.get("/cached-queries")
+    def cached_queries():
+        ids = world.random_ids(world.queries_count(request.args.get("count")))
+        return jsonify([{"id": i, "randomNumber": cache[i]} for i in ids])
+
+    @app.get("/fortunes")
+    def fortunes():
+        with connection() as conn:
+            rows = conn.execute("SELECT id, message FROM fortune").fetchall()
+        return render_template("fortunes.html", fortunes=world.sorted_fortunes(rows))
 
 
 if STATIC_DIR_VAR not in os.environ:
