@@ -27,6 +27,13 @@ MIDDLEWARE = [
 DATABASES = {}
 _postgresql_url = os.environ.get("NETARENA_POSTGRESQL_URL")  # netarena_shared.world.POSTGRESQL_URL_VAR
 if _postgresql_url:
+    # Django holds one persistent connection per process, never a pool: the manifest's pool ({db_pool}) must
+    # say so, or the report would state a pool this server does not have.
+    from netarena_shared.world import DB_POOL_VAR, pool_size
+
+    if pool_size() != 1:
+        raise RuntimeError(f"{DB_POOL_VAR}={pool_size()}: Django keeps one persistent connection per worker process "
+                           "(CONN_MAX_AGE), so [database] pool must be 1 in the manifest")
     _url = urlsplit(_postgresql_url)
     DATABASES["default"] = {
         "ENGINE": "django.db.backends.postgresql",  # psycopg 3
