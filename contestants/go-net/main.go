@@ -3,11 +3,13 @@
 // Concurrency is Go's own: one goroutine per connection, multiplexed by the runtime onto
 // GOMAXPROCS threads (the manifest sets GOMAXPROCS from {workers}). The listen backlog is
 // the kernel's somaxconn, which Go reads itself; Go sets TCP_NODELAY on every TCP
-// connection by default.
+// connection by default. With -tls-cert and -tls-key (netarena's h1-tls protocol) it serves
+// HTTPS with crypto/tls instead of cleartext: HTTP/1.1 only (ALPN http/1.1, HTTP/2 left off).
 package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -91,7 +93,8 @@ func newMux(staticDir string) *http.ServeMux {
 	return mux
 }
 
-func serveHTTP(ln net.Listener, staticDir, mongoURL, pgURL string, pgPool int, stop <-chan os.Signal) error {
+func serveHTTP(ln net.Listener, staticDir, mongoURL, pgURL string, pgPool int, tlsCert, tlsKey string,
+	stop <-chan os.Signal) error {
 	for _, n := range []int{40, 10000, 524288} {
 		bytesBody(n)
 	}
@@ -107,6 +110,12 @@ func serveHTTP(ln net.Listener, staticDir, mongoURL, pgURL string, pgPool int, s
 		}
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	if tlsCert != "" {
+		// crypto/tls's defaults (TLS 1.2 and 1.3). net/http would offer HTTP/2 over TLS: a non-nil, empty
+		// TLSNextProto keeps it to HTTP/1.1, the protocol measured, and ALPN says so.
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		srv.TLSConfig = &tls.Config{NextProtos: []string{"http/1.1"}}
+	}
 	done := make(chan error, 1)
 	go func() {
 		<-stop
@@ -114,7 +123,13 @@ func serveHTTP(ln net.Listener, staticDir, mongoURL, pgURL string, pgPool int, s
 		defer cancel()
 		done <- srv.Shutdown(ctx)
 	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+	var err error
+	if tlsCert != "" {
+		err = srv.ServeTLS(ln, tlsCert, tlsKey)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	// Shutdown timing out only means a slow request was cut off; the stop itself succeeded.
@@ -156,6 +171,8 @@ func main() {
 	mongoURL := flag.String("mongo-url", "", "mongodb:// URL of the fixture database (empty: no /mongo)")
 	pgURL := flag.String("pg-url", "", "postgres:// URL of TechEmpower's database (empty: no /db, /queries, /fortunes, /updates, /cached-queries)")
 	pgPool := flag.Int("pg-pool", 8, "connections in the PostgreSQL pool")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate: serve HTTPS with it (empty: cleartext)")
+	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-net: ")
@@ -164,6 +181,9 @@ func main() {
 	}
 	if *pgPool < 1 {
 		log.Fatalf("-pg-pool must be at least 1, got %d", *pgPool)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		log.Fatalf("-tls-cert and -tls-key go together: give both (HTTPS) or neither (cleartext)")
 	}
 	if *mode != "http" && *mode != "echo" {
 		log.Fatalf("-mode must be http or echo, got %q", *mode)
@@ -183,7 +203,7 @@ func main() {
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)
 	} else {
-		err = serveHTTP(ln, *staticDir, *mongoURL, *pgURL, *pgPool, stop)
+		err = serveHTTP(ln, *staticDir, *mongoURL, *pgURL, *pgPool, *tlsCert, *tlsKey, stop)
 	}
 	if err != nil {
 		log.Fatal(err)

@@ -5,6 +5,8 @@ Usage: python3 run.py [--host H] --port P --workers W --static-dir D --run-dir R
 Everything nginx writes (pid, temp files, the generated config) goes to the run dir, so
 it needs neither /run nor /var/lib/nginx and several instances on different ports do not collide.
 stdlib only; exec keeps nginx's master as the process the orchestrator signals.
+With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls protocol) the listener serves HTTPS with
+them (`listen ... ssl`, ssl_certificate) instead of cleartext.
 """
 
 import argparse
@@ -32,6 +34,19 @@ def find_nginx() -> str:
     if found is None:
         die("nginx not found on PATH or in /usr/sbin; install it with: apt-get install nginx")
     return found
+
+
+def tls_values() -> dict[str, str]:
+    """The listener's TLS: on with the certificate and key netarena gives (NETARENA_TLS_CERT / NETARENA_TLS_KEY), TLS
+    1.2 and 1.3, nginx's default ciphers; off (cleartext) without them."""
+    cert, key = os.environ.get("NETARENA_TLS_CERT"), os.environ.get("NETARENA_TLS_KEY")
+    if not cert:
+        return {"@LISTEN_TLS@": "", "@TLS_LINES@": ""}
+    if not key:
+        die("NETARENA_TLS_CERT is set but NETARENA_TLS_KEY is not: both name the PEM files of the certificate")
+    lines = (f"ssl_certificate {cert};\n        ssl_certificate_key {key};\n"
+             "        ssl_protocols TLSv1.2 TLSv1.3;")
+    return {"@LISTEN_TLS@": " ssl", "@TLS_LINES@": lines}
 
 
 def main() -> None:
@@ -72,6 +87,7 @@ def main() -> None:
         # Leave headroom for the log, listening socket and files open for sendfile.
         "@WORKER_CONNECTIONS@": str(max(1024, nofile // 2)),
     }
+    values.update(tls_values())
     conf = (HERE / "nginx.conf.template").read_text()
     for key, value in values.items():
         conf = conf.replace(key, value)

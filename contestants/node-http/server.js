@@ -2,9 +2,12 @@
 // netarena contestant: Node.js core `http` for the HTTP scenarios, core `net` for echo.
 // Usage: node server.js --mode http|echo --port P --workers W [--static-dir D] [--mongo-url URL (empty: no /mongo or /gridfs routes)]
 //        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
+// With NETARENA_TLS_CERT and NETARENA_TLS_KEY (PEM files; netarena's h1-tls protocol) it serves HTTPS with core
+// `https` (Node's OpenSSL) instead of cleartext: ALPN http/1.1, Node's default TLS versions (1.2 and 1.3).
 
 const fs = require('node:fs');
 const http = require('node:http');
+const https = require('node:https');
 const net = require('node:net');
 const path = require('node:path');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
@@ -145,7 +148,14 @@ async function startHttp() {
   }
   // Required only when asked for, so the other scenarios run without `npm ci`.
   if (opts.mongo_url) mongo = connectFixture(require('mongodb'), opts.mongo_url);
-  const server = http.createServer({ noDelay: true }, handle);
+  const server = process.env.NETARENA_TLS_CERT
+    ? https.createServer({
+      noDelay: true,
+      cert: fs.readFileSync(process.env.NETARENA_TLS_CERT),
+      key: fs.readFileSync(process.env.NETARENA_TLS_KEY),
+      ALPNProtocols: ['http/1.1'],
+    }, handle)
+    : http.createServer({ noDelay: true }, handle);
   server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }
 

@@ -2,6 +2,8 @@
 
 Shared by python-asyncio and python-uvloop (`--loop uvloop`), so the two differ only in the event loop.
 /mongo/{name} is served when NETARENA_MONGO_URL is set (python-uvloop's manifest, which installs pymongo).
+HTTPS instead of cleartext when NETARENA_TLS_CERT and NETARENA_TLS_KEY name a PEM certificate and key (the
+h1-tls protocol): the standard library's ssl module (OpenSSL) on the same protocol code, ALPN http/1.1.
 """
 
 import argparse
@@ -12,6 +14,7 @@ import mimetypes
 import os
 import signal
 import socket
+import ssl
 import stat
 import sys
 import time
@@ -297,12 +300,24 @@ async def serve(args) -> None:
     static_dir = os.path.realpath(args.static_dir) if args.static_dir else None
     server = await loop.create_server(
         lambda: HttpProtocol(static_dir, date), args.host, args.port,
-        backlog=LISTEN_BACKLOG, reuse_port=args.workers > 1 or args.reuse_port)
+        backlog=LISTEN_BACKLOG, reuse_port=args.workers > 1 or args.reuse_port, ssl=tls_context())
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     server.close()
+
+
+def tls_context() -> ssl.SSLContext | None:
+    """The server's TLS settings when netarena started it for HTTPS (NETARENA_TLS_CERT / NETARENA_TLS_KEY), else None.
+    OpenSSL's defaults otherwise (TLS 1.2 and 1.3); ALPN http/1.1, the one protocol served."""
+    cert, key = os.environ.get("NETARENA_TLS_CERT"), os.environ.get("NETARENA_TLS_KEY")
+    if not cert:
+        return None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 def install_loop(name: str) -> None:

@@ -27,7 +27,7 @@ from .cluster import ClusterError
 from .cluster.certs import ROLES, make_certs
 from .cluster.lab import down, up
 from .cluster.spec import load_cluster
-from .config import SCENARIOS, SERVICE_SCENARIOS, load_not_here, model_group
+from .config import SCENARIOS, SERVICE_SCENARIOS, TLS_SCENARIOS, load_not_here, model_group
 from .scenarios import registry
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir,
                           default_install_jobs, for_servers, install, install_concurrently, install_parts, list_names,
@@ -47,6 +47,7 @@ from . import run_modes
 from .run_modes import UI, RunOptions, cluster_mode, resume_mode, suite_mode, url_mode
 from .scaffold import create, next_steps
 from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
+from .tls import H1, is_tls, make_run_certificate
 from .server_user import RUN_AS_ROOT_ENV, SERVER_USER
 from .services import load_all, service_availability
 from .store import Store, unreadable
@@ -231,7 +232,7 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         av = availability(c, allow_apt=not no_apt)
         rows.append({"name": c.name, "display_name": c.manifest.display_name, "language": c.manifest.language,
                      "runtime": c.manifest.runtime, "framework": f"{c.manifest.framework} {c.manifest.framework_version}",
-                     "concurrency_model": c.manifest.concurrency_model,
+                     "concurrency_model": c.manifest.concurrency_model, "protocols": c.manifest.protocols,
                      "model_group": model_group(c.manifest.concurrency_model), "runnable": av.runnable,
                      "reasons": av.reasons, "notes": av.notes,
                      # The scenarios needing a service that cannot be built or installed here are skipped.
@@ -249,7 +250,7 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         return
     table = Table(title=f"contestants in {contestants_dir}, by language and model")
     table.add_column("contestant", no_wrap=True)
-    for col in ("language", "model", "runtime / framework", "scenarios", "runs here?"):
+    for col in ("language", "model", "runtime / framework", "scenarios", "protocols", "runs here?"):
         table.add_column(col)
     previous_language = None
     for row in sorted(rows, key=lambda r: (r["language"], r["model_group"], r["name"])):
@@ -263,7 +264,7 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
         model = row["model_group"] + (f" ({row['concurrency_model']})"
                                       if row["model_group"] != row["concurrency_model"].replace("-", " ") else "")
         table.add_row(row["name"], row["language"], model, f"{row['runtime']} / {row['framework']}", implemented,
-                      status)
+                      " ".join(row["protocols"]), status)
     console.print(table)
     for row in rows:
         for reason in row["reasons"]:
@@ -322,8 +323,12 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     failures = 0
     failed_logs: list[Path] = []  # failed servers and installs: their log's last lines follow the table
     table = Table(title="verification")
-    for col in ("contestant", "scenario", "result", "reason"):
+    for col in ("contestant", "scenario", "protocol", "result", "reason"):
         table.add_column(col)
+    def verified_pairs(manifest, scenarios: list[str]) -> list[tuple[str, str]]:
+        """(scenario, protocol) for each protocol the manifest lists that the scenario may be measured over."""
+        return [(s, p) for s in scenarios for p in manifest.protocols if p == H1 or s in TLS_SCENARIOS]
+
     def checked(contestant) -> list[str]:
         return [s for s in contestant.manifest.scenarios if not scenario_filter or s in scenario_filter]
 
@@ -355,56 +360,66 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     install_concurrently([c for c in contestants if c.name not in cannot],
                          lambda c: install(c, allow_apt=not no_apt, user=user, parts=parts(c)),
                          install_jobs or default_install_jobs(), installed)
-    for contestant in contestants:
-        scenarios = checked(contestant)
-        if contestant.name in cannot:
-            for s in scenarios:
-                table.add_row(contestant.name, s, styled(("skipped", "yellow")), cannot[contestant.name])
-            continue
-        if contestant.name in install_failed:
-            exc = install_failed[contestant.name]
-            failures += len(scenarios)
-            for s in scenarios:
-                table.add_row(contestant.name, s, FAIL, f"install failed: {exc}")
-            failed_logs.append(contestant.env_dir / "install.log")
-            continue
-        # verify starts no database: only the self-contained scenarios' static set is needed here.
-        if any(registry.get(s).static_set and s not in SERVICE_SCENARIOS for s in scenarios) \
-                and not static_set_ready(static_dir):
-            console.print(f"generating the static file set in {static_dir} (once)")
-            build_static_files(static_dir)
-        for scenario in scenarios:
-            if scenario in SERVICE_SCENARIOS:
-                # verify starts no database; a run does (services.md), and verifies the scenario before its load.
-                table.add_row(contestant.name, scenario, styled(("skipped", "yellow")),
-                              f"needs the {SERVICE_SCENARIOS[scenario]} service: checked by `netarena run` "
-                              "before each measurement")
+    # One certificate for every server verified over TLS, removed once they are all checked.
+    certificate = make_run_certificate(log_dir / "tls") if any(
+        is_tls(p) for c in contestants for p in c.manifest.protocols) else None
+    try:
+        for contestant in contestants:
+            scenarios = checked(contestant)
+            if contestant.name in cannot:
+                for s, protocol in verified_pairs(contestant.manifest, scenarios):
+                    table.add_row(contestant.name, s, protocol, styled(("skipped", "yellow")), cannot[contestant.name])
                 continue
-            port = free_port()
-            log_path = log_dir / f"{contestant.name}.{scenario}.log"
-            try:
-                proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path,
-                                            threads=threads)
-            except OSError as exc:
-                failures += 1
-                table.add_row(contestant.name, scenario, FAIL, f"cannot start: {exc}")
+            if contestant.name in install_failed:
+                exc = install_failed[contestant.name]
+                pairs = verified_pairs(contestant.manifest, scenarios)
+                failures += len(pairs)
+                for s, protocol in pairs:
+                    table.add_row(contestant.name, s, protocol, FAIL, f"install failed: {exc}")
+                failed_logs.append(contestant.env_dir / "install.log")
                 continue
-            try:
-                kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0,
-                                                               workers=workers, threads=threads)
-            finally:
-                stop = backend.stop_server(contestant, proc)
-            if kind is None and (stop["leftover"] or stop["escaped"]):
-                kind, error = "leftover", f"processes left after stop: {stop['leftover'] + stop['escaped']}"
-            if kind is None:
-                note = " (needed SIGKILL to stop)" if stop["killed"] else ""
-                observed = (verification or {}).get("observed")
-                table.add_row(contestant.name, scenario, styled(("pass", "green")),
-                              "all checks passed" + note + (f" ({observed})" if observed else ""))
-            else:
-                failures += 1
-                table.add_row(contestant.name, scenario, FAIL, f"{kind}: {error} (log: {log_path})")
-                failed_logs.append(log_path)
+            # verify starts no database: only the self-contained scenarios' static set is needed here.
+            if any(registry.get(s).static_set and s not in SERVICE_SCENARIOS for s in scenarios) \
+                    and not static_set_ready(static_dir):
+                console.print(f"generating the static file set in {static_dir} (once)")
+                build_static_files(static_dir)
+            for scenario, protocol in verified_pairs(contestant.manifest, scenarios):
+                if scenario in SERVICE_SCENARIOS:
+                    # verify starts no database; a run does (services.md), and verifies the scenario before its load.
+                    table.add_row(contestant.name, scenario, protocol, styled(("skipped", "yellow")),
+                                  f"needs the {SERVICE_SCENARIOS[scenario]} service: checked by `netarena run` "
+                                  "before each measurement")
+                    continue
+                port = free_port()
+                log_path = log_dir / f"{contestant.name}.{scenario}.{protocol}.log"
+                # A server started for one protocol serves that one only: one start per (scenario, protocol).
+                tls = certificate if is_tls(protocol) else None
+                try:
+                    proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path,
+                                                threads=threads, tls=tls)
+                except OSError as exc:
+                    failures += 1
+                    table.add_row(contestant.name, scenario, protocol, FAIL, f"cannot start: {exc}")
+                    continue
+                try:
+                    kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0,
+                                                                   workers=workers, threads=threads, tls=tls)
+                finally:
+                    stop = backend.stop_server(contestant, proc)
+                if kind is None and (stop["leftover"] or stop["escaped"]):
+                    kind, error = "leftover", f"processes left after stop: {stop['leftover'] + stop['escaped']}"
+                if kind is None:
+                    note = " (needed SIGKILL to stop)" if stop["killed"] else ""
+                    observed = (verification or {}).get("observed")
+                    table.add_row(contestant.name, scenario, protocol, styled(("pass", "green")),
+                                  "all checks passed" + note + (f" ({observed})" if observed else ""))
+                else:
+                    failures += 1
+                    table.add_row(contestant.name, scenario, protocol, FAIL, f"{kind}: {error} (log: {log_path})")
+                    failed_logs.append(log_path)
+    finally:
+        if certificate is not None:
+            certificate.remove()
     console.print(table)
     for log_path in failed_logs:
         lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]

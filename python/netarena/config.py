@@ -22,6 +22,7 @@ from .scenarios import registry
 from .scenarios.levels import conn_rate_steps, levels_for
 from .scenarios.load import OPTION_FIELDS
 from .scenarios.static_set import BYTES_SIZES
+from .tls import H1, H1_TLS, PROTOCOLS, RESERVED_PROTOCOLS, protocol_problem
 
 # The catalog, from the scenario registry (python/netarena/scenarios/, one module per scenario).
 SCENARIOS = registry.names()
@@ -32,7 +33,10 @@ HTTP_SCENARIOS = tuple(s.name for s in registry.all() if s.is_http)
 SERVICE_SCENARIOS = {s.name: s.service for s in registry.all() if s.service is not None}
 SERVICE_NAMES = registry.services()
 PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
-                "java", "db_pool", *(f"{name}_url" for name in SERVICE_NAMES))
+                "java", "db_pool", "tls_cert", "tls_key", *(f"{name}_url" for name in SERVICE_NAMES))
+# The scenarios a level may measure over TLS (their modules' `tls`): the HTTP scenarios whose server has no
+# backing service to wait for, where the protocol's own cost shows.
+TLS_SCENARIOS = tuple(s.name for s in registry.all() if s.tls)
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # Debian's package-name rule. The names reach `apt-get install` as arguments: this keeps an option such as
@@ -195,6 +199,10 @@ class Manifest(Strict):
     profile: Profile | None = None
     # Its database pool and whether it pipelines queries; required to claim a postgresql scenario.
     database: Database | None = None
+    # The protocols it serves (tls.PROTOCOLS): "h1" cleartext HTTP/1.1, "h1-tls" HTTP/1.1 over TLS on {port}
+    # when started with NETARENA_TLS_CERT / NETARENA_TLS_KEY ({tls_cert}, {tls_key}). A level over a protocol it
+    # does not list is skipped with that reason. Checked in load_manifest (HTTP/2's names are refused there).
+    protocols: Annotated[list[str], Field(min_length=1)] = [H1]
 
 
 # ----------------------------------------------------------------------------- suite
@@ -229,6 +237,9 @@ class _MeasureCommon(Strict):
     # Thread-pool size per worker ({threads}) of contestants with [threads] supported = true; one level per value.
     # Unset: each contestant's own default. A contestant without a thread pool is skipped for these levels.
     threads: Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(min_length=1)] | None = None
+    # What the requests travel over (tls.PROTOCOLS), one level per value: "h1" cleartext HTTP/1.1, "h1-tls"
+    # HTTP/1.1 over TLS (the TLS_SCENARIOS only). A contestant that does not list one is skipped for its levels.
+    protocol: Annotated[list[str], Field(min_length=1)] = [H1]
     # Each scenario's own parameters (its module's `params`: sizes, sleep_ms, static_path, doc, gridfs_files,
     # gridfs_path, echo_bytes, probe_interval_s, ...) are added below (Measure); each is only allowed with its
     # scenario (checked after validation).
@@ -666,6 +677,15 @@ def load_manifest(path: Path) -> Manifest:
         if not any("{" + service + "_url}" in w for w in words):
             fail(("start", "command"), f"needs '{service}' but neither start.command nor start.env uses "
                  f"{{{service}_url}}, the address the orchestrator gives it")
+    _check_protocols(manifest.protocols, lambda message, hint=None: fail(("protocols",), message, hint))
+    if H1 not in manifest.protocols:
+        fail(("protocols",), f"protocols {manifest.protocols} leaves out \"{H1}\": every scenario is measured over "
+             "it, TLS only where a suite asks", f'list "{H1}" first, e.g. protocols = ["{H1}", "{H1_TLS}"]')
+    uses_tls = [w for w in [*(manifest.start.command or []), *manifest.start.env.values()]
+                if "{tls_cert}" in w or "{tls_key}" in w]
+    if uses_tls and H1_TLS not in manifest.protocols:
+        fail(("protocols",), f"start uses {{tls_cert}} / {{tls_key}} ({uses_tls[0]!r}) but protocols does not list "
+             f"\"{H1_TLS}\"", f'add "{H1_TLS}" to protocols, or leave the placeholders out')
     if manifest.workers.supported and not manifest.workers.how.strip():
         fail(("workers", "how"), "say how several workers run (required when workers.supported = true)")
     contestant_folder = path.parent.resolve()
@@ -791,6 +811,10 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
             fail(("measure", index, "requests_per_conn"), "only meaningful with conn_rate")
         if entry.arrival != "uniform" and not open_loop:
             fail(("measure", index, "arrival"), "only meaningful with rate or conn_rate")
+        _check_protocols(entry.protocol, lambda message, hint=None: fail(("measure", index, "protocol"), message, hint))
+        if entry.protocol != [H1] and entry.scenario not in TLS_SCENARIOS:
+            fail(("measure", index, "protocol"), f"protocol applies to the scenarios {', '.join(TLS_SCENARIOS)}, not "
+                 f"{entry.scenario}: it is measured over h1 only", 'remove protocol or set protocol = ["h1"]')
         definition.check_entry(entry, lambda field, message: fail(("measure", index, field), message))
     if suite.cpus is not None:
         overlap = set(suite.cpus.server) & set(suite.cpus.generator)
@@ -802,6 +826,16 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
                  f"{sorted(set(suite.cpus.services) & set(suite.cpus.server))}; the database would take the "
                  "server's CPU time and its figures with it")
     _check_loads(suite, fail)
+
+
+def _check_protocols(names: list[str], fail) -> None:
+    """A manifest's `protocols` or a suite entry's `protocol`: known names (HTTP/2's refused as not built), once each."""
+    for name in names:
+        problem = protocol_problem(name)
+        if problem is not None:
+            fail(problem, None if name in RESERVED_PROTOCOLS else did_you_mean(name, list(PROTOCOLS)))
+    if len(set(names)) != len(names):
+        fail(f"a protocol is listed twice: {names}", f"list each once, e.g. {list(dict.fromkeys(names))}")
 
 
 # An echo entry's fields that only HTTP loads take: refused there, since netarena-load never sees them.
@@ -883,7 +917,7 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
+    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "TLS_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
     "NotHereEntry", "load_not_here", "Manifest", "Suite",
     "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",

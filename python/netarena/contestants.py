@@ -796,15 +796,17 @@ def markdown_catalog(contestants: list[Contestant], not_here: list[NotHereEntry]
              "a test fails when this file and the manifests disagree. Scenarios are defined in",
              "[scenarios.md](scenarios.md); ✓ = implemented, ✗ = declared unsupported (reason below the table), – = not",
              "implemented yet (only scenarios that need a backing service may be left out without a reason).", "",
-             "| contestant | runtime | framework | model | workers | " + " | ".join(SCENARIOS) + " |",
-             "|---|---|---|---|---|" + "---|" * len(SCENARIOS)]
+             "The protocols column says what each serves the HTTP scenarios over: h1 (HTTP/1.1), h1-tls (HTTP/1.1",
+             "over TLS; [protocols.md](protocols.md)).", "",
+             "| contestant | runtime | framework | model | workers | protocols | " + " | ".join(SCENARIOS) + " |",
+             "|---|---|---|---|---|---|" + "---|" * len(SCENARIOS)]
     reasons = []
     for c in contestants:
         m = c.manifest
         marks = ["✓" if s in m.scenarios else ("✗" if s in m.unsupported else "–") for s in SCENARIOS]
         workers = "yes" if m.workers.supported else "no"
         lines.append(f"| {c.name} | {cell(m.runtime)} | {cell(m.framework)} {cell(m.framework_version)} | "
-                     f"{m.concurrency_model} | {workers} | " + " | ".join(marks) + " |")
+                     f"{m.concurrency_model} | {workers} | {', '.join(m.protocols)} | " + " | ".join(marks) + " |")
         reasons += [f"- **{c.name}** `{s}`: {cell(m.unsupported[s])}" for s in SCENARIOS if s in m.unsupported]
     lines += _by_language_and_model(contestants)
     lines += ["", "## Not implemented, and why", ""] + (reasons or ["(none)"])

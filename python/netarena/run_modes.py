@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .backends import make_backend
 from .backends.base import StopRun
-from .generator import GeneratorMissing, check_thresholds, find_generator, generator_version
+from .generator import GeneratorMissing, check_thresholds, find_generator, generator_version, supports_https
 from .backends.cluster import ClusterBackend
 from .cli_common import exit_interrupted, fail_bad_input, ignore_stop_signals, parse_cpus, split_list
 from .cli_report import measured_any, report_after_run, summary_after_run
@@ -308,6 +308,11 @@ def _across_hosts(setup: Setup, o: RunOptions) -> None:
         raise ConfigError("connections_per_step is not supported across hosts (each host would open the "
                           "whole count at its share of the rate)", path=str(suite_path),
                           hint="run the sweep without --cluster")
+    if plan.needs_tls():
+        # The run's certificate is made on this host; the server host would need it too (not built).
+        raise ConfigError("protocol h1-tls is not supported across hosts yet (the run's certificate is made on "
+                          "this host only)", path=str(suite_path), field="measure.protocol",
+                          hint="run the TLS levels without --cluster")
     setup.cluster = load_cluster(setup.cluster_file)
     setup.backend_kind = "cluster"
     try:  # the generator hosts' documents are merged on this host, by its netarena-load (spread.merge_documents)
@@ -326,6 +331,11 @@ def _check_generator(setup: Setup, o: RunOptions) -> None:
     except GeneratorMissing as exc:
         raise ConfigError(str(exc)) from None
     setup.generator_path = generator_path
+    if plan.needs_tls() and not supports_https(generator_path):
+        raise ConfigError(f"the plan has levels over TLS (protocol h1-tls) and {generator_path} does not speak "
+                          "https (its http mode has no --cacert)", path=str(suite_path), field="measure.protocol",
+                          hint="build the current netarena-load (`cargo build --release -p netarena-load`), or "
+                               "measure protocol = [\"h1\"] only")
     gates = list(dict.fromkeys(t for item in plan.items for t in item.level.thresholds))
     refused = check_thresholds(generator_path, gates)
     if refused:

@@ -27,6 +27,7 @@ from .profile import PROFILED, plan_for as profile_plan_for
 from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 from .services import ServiceManager, load_all, service_availability
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso, row_to_dict
+from .tls import RunCertificate, is_tls, make_run_certificate
 
 # A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
 # of the same (contestant, scenario, level) are recorded as not attempted instead of paying the timeout again.
@@ -101,6 +102,11 @@ def cleanup_orphans(store: Store, say) -> None:
 
 class Interrupted(Exception):
     pass
+
+
+def run_log_dir(results_dir: Path, run_id: int) -> Path:
+    """Where a run keeps its files: its servers' logs and, while it measures TLS levels, its certificate."""
+    return results_dir / "logs" / f"run-{run_id}"
 
 
 class Runner:
@@ -272,13 +278,18 @@ class Runner:
         # install's CPU would be in its figures.
         self.phase_s["installs"] = time.monotonic() - started
         measuring_started = time.monotonic()
+        # One server certificate for every TLS level of the run, kept with the run's logs while it measures and
+        # removed when it ends, so no key outlives the run (a resumed run makes a new one).
+        certificate = make_run_certificate(run_log_dir(results_dir, run_id) / "tls") if plan.needs_tls() else None
         try:
-            self._measure(plan, run_id, results_dir, server_cpus, generator_cpus, static_dir, unusable)
+            self._measure(plan, run_id, results_dir, server_cpus, generator_cpus, static_dir, unusable, certificate)
         finally:
             self.phase_s["measuring"] = time.monotonic() - measuring_started
+            if certificate is not None:
+                certificate.remove()
 
     def _measure(self, plan: Plan, run_id: int, results_dir: Path, server_cpus: list[int], generator_cpus: list[int],
-                 static_dir: Path, unusable: dict[str, str]):
+                 static_dir: Path, unusable: dict[str, str], certificate: RunCertificate | None = None):
         by_name = {c.name: c for c in plan.contestants}
         done = self.store.done_keys(run_id)
         failed_before: dict[tuple, str] = {}
@@ -286,7 +297,7 @@ class Runner:
             if row["failure_kind"] in NO_RETRY_KINDS:
                 failed_before[(row["contestant"], row["scenario"], row["level_key"])] = \
                     f"#{row['repeat_index'] + 1} failed ({row['failure_kind']}): {row['error']}"
-        log_dir = results_dir / "logs" / f"run-{run_id}"
+        log_dir = run_log_dir(results_dir, run_id)
         # Scenarios whose service cannot be had here are skipped with the reason; the contestant's others run.
         for contestant in plan.contestants:
             for scenario in sorted({i.scenario for i in plan.items if i.contestant == contestant.name}):
@@ -328,7 +339,8 @@ class Runner:
                                      *plan.timing(item), plan.suite.timeout_s, server_cpus,
                                      generator_cpus, static_dir, log_dir, self.services,
                                      plan.suite.generator_open_files, plan.suite.warmup_until_steady,
-                                     plan.suite.warmup_max_s, profile=profile)
+                                     plan.suite.warmup_max_s, profile=profile,
+                                     tls=certificate if is_tls(item.level.protocol) else None)
             while True:
                 record = self._measure_one(run_id, request, item, base)
                 if profile is not None:

@@ -47,6 +47,8 @@ class MeasureRequest:
     warmup_max_s: float | None = None
     # A profiled repeat: how the contestant is profiled (netarena.profile.ProfilePlan); None: not profiled.
     profile: object | None = None
+    # The run's server certificate (tls.RunCertificate) for a level over TLS; None: a cleartext level.
+    tls: object | None = None
 
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,

@@ -26,6 +26,7 @@ from ..spread import (READY_MARGIN_S, START_LEAD_S, MergeFailed, is_loopback_hos
                       read_ready, share_level)
 from ..store import file_name_part, now_iso
 from ..generator import generator_argv
+from ..tls import TLS_ENV, RunCertificate, hand_over, tls_placeholders
 from .base import (MeasureRequest, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
                    used_services, window)
 
@@ -53,14 +54,24 @@ class RealBackend:
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path, host: str = "127.0.0.1",
                      service_urls: dict[str, str] | None = None, threads: int | None = None,
-                     profile_env: dict[str, str] | None = None) -> ManagedProcess:
+                     profile_env: dict[str, str] | None = None, tls: RunCertificate | None = None) -> ManagedProcess:
+        """Start the contestant's server for `scenario` on `port`; with `tls` (a level over TLS) it gets the run's
+        certificate and key as NETARENA_TLS_CERT / NETARENA_TLS_KEY and {tls_cert} / {tls_key} and serves HTTPS,
+        without them ("" and unset) cleartext: a server serves the one protocol it was started for."""
         values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir, host=host,
                                          threads=threads)
+        values.update(tls_placeholders(tls))
+        if tls is not None and self.user is not None:
+            hand_over(tls, self.user)
         # Scenarios that use no service get an empty URL for each the contestant could use.
         values.update({f"{name}_url": "" for name in contestant.manifest.needs})
         values.update(service_urls or {})
         argv = [expand(w, values) for w in contestant.command(scenario)]
         env = dict(os.environ)
+        for name in TLS_ENV.values():  # never inherited from netarena's own environment
+            env.pop(name, None)
+        if tls is not None:
+            env.update({TLS_ENV[k]: v for k, v in tls_placeholders(tls).items()})
         env.update(contestant.java_env())  # the JDK it asks for ([install] java): JAVA_HOME, PATH
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
         env.update(profile_env or {})  # a profiled repeat's server: its JIT's perf map (profile.ENV_BY_RUNTIME)
@@ -92,7 +103,8 @@ class RealBackend:
     def wait_ready(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
                    static_dir: Path, timeout_s: float, workers: int = 1,
                    threads: int | None = None,
-                   service_urls: dict[str, str] | None = None) -> tuple[str | None, str | None, dict | None]:
+                   service_urls: dict[str, str] | None = None,
+                   tls: RunCertificate | None = None) -> tuple[str | None, str | None, dict | None]:
         """(failure_kind, error, verification): port open, then the scenario verified, within ready_timeout_s.
 
         With several workers, one answering is not all of them listening: a second SO_REUSEPORT worker or a
@@ -110,7 +122,7 @@ class RealBackend:
                             nagle_stall=contestant.manifest.nagle_stall.get(scenario),
                             pool=contestant.pool(workers, threads),
                             closes_connections=contestant.manifest.closes_connections is not None,
-                            service_urls=service_urls)
+                            service_urls=service_urls, cafile=tls.cert if tls is not None else None)
             if result.ok:
                 verification = result.to_dict()
                 if workers > 1:
@@ -145,20 +157,24 @@ class RealBackend:
                 server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
                                            req.server_cpus, log_path, service_urls=service_urls,
                                            threads=req.level.threads,
-                                           profile_env=req.profile.env if req.profile is not None else None)
+                                           profile_env=req.profile.env if req.profile is not None else None,
+                                           tls=req.tls)
             except OSError as exc:
                 return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)
             progress("starting")
             kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
                                                         req.timeout_s, workers=req.level.workers,
-                                                        threads=req.level.threads, service_urls=service_urls)
+                                                        threads=req.level.threads, service_urls=service_urls,
+                                                        tls=req.tls)
             record["verification"] = verification
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
                 return failed(record, kind, error, log_path)
             generator, gen_error = self.load(
-                record, lambda level: load_spec(req.scenario, level, port, req.static_dir), server.pid, req, progress)
+                record, lambda level: load_spec(req.scenario, level, port, req.static_dir,
+                                                cacert=req.tls.cert if req.tls is not None else None),
+                server.pid, req, progress)
             died = next((d for d in (req.services.dead(n) for n in needs) if d is not None), None) \
                 if needs and req.services is not None else None
             if died is not None:
@@ -283,7 +299,8 @@ class RealBackend:
         request waits behind them. When it got no answer but that queue shrank while it waited, the server was
         accepting: it is draining, not hung, and `draining` records the queue before and after."""
         queued, capacity = accept_queue(port)
-        result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True)
+        result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True,
+                        cafile=req.tls.cert if req.tls is not None else None)
         if result.ok:
             return {"ok": True, "reason": None}
         left, _ = accept_queue(port)

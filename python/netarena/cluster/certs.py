@@ -8,34 +8,12 @@ only: keep it off the hosts, it signs new members. Made with the `cryptography` 
 from __future__ import annotations
 
 import datetime
-import os
 from pathlib import Path
+
+from ..tls import new_key, write_cert, write_key
 
 ROLES = ("scheduler", "worker", "client")
 VALID_DAYS = 365
-KEY_BITS = 2048  # RSA: accepted by every OpenSSL build the hosts may run
-
-
-def _key():
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    return rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS)
-
-
-def _write_key(path: Path, key) -> None:
-    from cryptography.hazmat.primitives import serialization
-
-    data = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-
-
-def _write_cert(path: Path, cert) -> None:
-    from cryptography.hazmat.primitives import serialization
-
-    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
 
 
 def make_certs(folder: Path, *, force: bool = False) -> dict[str, Path]:
@@ -53,7 +31,7 @@ def make_certs(folder: Path, *, force: bool = False) -> dict[str, Path]:
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc)
     start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=VALID_DAYS)
-    ca_key = _key()
+    ca_key = new_key()
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "netarena cluster CA")])
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
           .serial_number(x509.random_serial_number()).not_valid_before(start).not_valid_after(end)
@@ -62,11 +40,11 @@ def make_certs(folder: Path, *, force: bool = False) -> dict[str, Path]:
                                        content_commitment=False, key_encipherment=False, data_encipherment=False,
                                        key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
           .sign(ca_key, hashes.SHA256()))
-    _write_key(folder / "ca.key", ca_key)
-    _write_cert(folder / "ca.pem", ca)
+    write_key(folder / "ca.key", ca_key)
+    write_cert(folder / "ca.pem", ca)
     out = {"ca": folder / "ca.pem"}
     for role in ROLES:
-        key = _key()
+        key = new_key()
         cert = (x509.CertificateBuilder()
                 .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"netarena {role}")]))
                 .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
@@ -76,7 +54,7 @@ def make_certs(folder: Path, *, force: bool = False) -> dict[str, Path]:
                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH,
                                                       ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
                 .sign(ca_key, hashes.SHA256()))
-        _write_key(folder / f"{role}.key", key)
-        _write_cert(folder / f"{role}.pem", cert)
+        write_key(folder / f"{role}.key", key)
+        write_cert(folder / f"{role}.pem", cert)
         out[role] = folder / f"{role}.pem"
     return out

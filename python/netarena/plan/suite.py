@@ -11,6 +11,7 @@ from ..contestants import INSTALLED, Contestant, entry_measures, install_estimat
 from ..doctor import FD_SPARE
 from ..generator import sweep_rates
 from ..scenarios import Level, levels_for, registry
+from ..tls import is_tls
 
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
@@ -157,6 +158,10 @@ class Plan:
         """The services (e.g. "mongo") that some planned measurement's contestant needs."""
         return list(dict.fromkeys(SERVICE_SCENARIOS[i.scenario] for i in self.items if i.scenario in SERVICE_SCENARIOS))
 
+    def needs_tls(self) -> bool:
+        """Whether a planned measurement is over TLS: the run then makes its server certificate."""
+        return any(is_tls(i.level.protocol) for i in self.items)
+
     def needs_static(self) -> bool:
         """Whether a planned measurement reads the static file set: the scenarios with `static_set` (static, gridfs)
         always, and any scenario a contestant's manifest says it serves from the set (serves_from_static_set:
@@ -227,6 +232,11 @@ def build_plan(suite: Suite, contestants: list[Contestant], scenario_filter: lis
                 if level.workers > 1 and not contestant.manifest.workers.supported:
                     plan.skips.append((contestant.name, entry.scenario, level.key,
                                        "runs a single worker only (workers.supported = false)"))
+                    continue
+                if level.protocol not in contestant.manifest.protocols:
+                    plan.skips.append((contestant.name, entry.scenario, level.key,
+                                       f"does not serve {level.protocol} (its protocols: "
+                                       f"{', '.join(contestant.manifest.protocols)})"))
                     continue
                 if level.threads is not None and not contestant.manifest.threads.supported:
                     plan.skips.append((contestant.name, entry.scenario, level.key,

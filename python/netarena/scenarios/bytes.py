@@ -16,6 +16,7 @@ class Bytes(Scenario):
     """GET /bytes/{n} answers 200 with n bytes of '*' (0x2A), n one of BYTES_SIZES; suite `sizes` picks them."""
 
     name = "bytes"
+    tls = True
     order = 30
     nagle_path = "/bytes/10000"
     params = {"sizes": (list[Literal[BYTES_SIZES]] | None, None)}

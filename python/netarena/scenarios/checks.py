@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import select
 import socket
+import ssl
 import statistics
 import threading
 import time
@@ -83,6 +84,44 @@ class _Wrong(Exception):
 # The most body a verification request reads when the caller names no expected size: one byte more than the
 # largest file of the static set. A response's Content-Length is the server's claim, never an allocation.
 FETCH_MAX_BODY_BYTES = STATIC_MAX_BYTES + 1
+
+
+def client_context(cafile: Path) -> ssl.SSLContext:
+    """The checks' TLS client: trusts only `cafile` (the run's certificate), checks the server's name or address
+    against it, and offers ALPN http/1.1 as the generator does."""
+    context = ssl.create_default_context(cafile=str(cafile))
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+def connect(host: str, port: int, timeout_s: float, cafile: Path | None = None) -> http.client.HTTPConnection:
+    """The one way verification opens an HTTP connection: cleartext, or with `cafile` HTTPS trusting only it."""
+    if cafile is None:
+        return http.client.HTTPConnection(host, port, timeout=timeout_s)
+    return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=client_context(cafile))
+
+
+def _check_tls(host: str, port: int, timeout_s: float, cafile: Path, checks: list[Check]) -> None:
+    """One TLS handshake with the run's certificate as the only trust: what was negotiated, or why it failed
+    (a cleartext server, a certificate other than the run's) before any request is held to the catalog."""
+    name = "TLS handshake"
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s) as raw, \
+                client_context(cafile).wrap_socket(raw, server_hostname=host) as tls:
+            version, cipher, alpn = tls.version(), tls.cipher()[0], tls.selected_alpn_protocol()
+    except ssl.SSLCertVerificationError as exc:
+        checks.append(Check(name, False, f"the server's certificate is not the run's: {exc.verify_message}"))
+        raise _Wrong("") from None
+    except ssl.SSLError as exc:
+        checks.append(Check(name, False, f"no TLS on port {port} ({exc.reason or exc}): it must serve HTTPS with "
+                            "NETARENA_TLS_CERT / NETARENA_TLS_KEY ({tls_cert}, {tls_key})"))
+        raise _Wrong("") from None
+    except (ConnectionError, socket.timeout, TimeoutError) as exc:
+        raise _Retryable(f"{name}: {type(exc).__name__}: {exc}") from None
+    except OSError as exc:
+        checks.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
+        raise _Wrong("") from None
+    checks.append(Check(name, True, f"{version}, {cipher}, ALPN {alpn or 'none'}"))
 
 
 def _cut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
@@ -304,7 +343,7 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
            concurrency_model: str | None = None, nagle_stall: str | None = None,
            responses_only: bool = False, host: str = "127.0.0.1", prefix: str = "",
            pool: int | None = None, closes_connections: bool = False,
-           service_urls: dict[str, str] | None = None) -> Verification:
+           service_urls: dict[str, str] | None = None, cafile: Path | None = None) -> Verification:
     """Check the contestant on `port` against the catalog definition of `scenario`.
 
     After the scenario's responses: the listen backlog (MIN_LISTEN_BACKLOG), a Nagle check for the HTTP
@@ -320,12 +359,16 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
     `host` and `prefix` (a path put before the catalog's paths) locate such a server. `service_urls`: the
     placeholders the server was started with ({"<service>_url": address}), for the checks of a scenario that
     reads a service (the TechEmpower ones hold the answers to the database's rows and count its queries).
+    `cafile`: the server serves HTTPS with this certificate (an h1-tls level): one handshake is checked first,
+    then every request goes over TLS trusting only it.
     """
     definition = registry.get(scenario)
     checks: list[Check] = []
     try:
         if definition.is_http:
-            conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
+            if cafile is not None:
+                _check_tls(host, port, timeout_s, cafile, checks)
+            conn = connect(host, port, timeout_s, cafile)
             try:
                 service_url = (service_urls or {}).get(f"{definition.service}_url") or None
                 definition.check_responses(HttpChecks(conn, checks, prefix, closes_connections, service_url),
@@ -354,7 +397,7 @@ def verify_request(request: Request, host: str, port: int, timeout_s: float = 5.
     what netarena-load counts as a success without one) and `expect_body` when given."""
     name = f"{request.method} {request.path}"
     checks: list[Check] = []
-    conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    conn = connect(host, port, timeout_s)
     try:
         body = request.body.encode() if request.body is not None else None
         status, _, answer, _ = _get(conn, request.path, request.method, request.headers, body)

@@ -14,6 +14,7 @@ class Hello(Scenario):
     """GET /hello answers 200, Content-Type text/plain, body "Hello, World!", on a kept-alive connection."""
 
     name = "hello"
+    tls = True
     order = 20
     nagle_path = "/hello"
 

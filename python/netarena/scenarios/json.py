@@ -15,6 +15,7 @@ class Json(Scenario):
     """GET /json answers 200, Content-Type application/json, a body that parses to {"message": "Hello, World!"}."""
 
     name = "json"
+    tls = True
     order = 40
     nagle_path = "/json"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from ..tls import is_tls
 from . import registry
 from .levels import Level
 from .static_set import STATIC_SEED, sha256_hex, url_list
@@ -84,7 +85,7 @@ OPTION_FIELDS = {
     "--conns-per-step": "connections_per_step", "-n": "requests", "--requests": "requests",
     "--spin-us": "generator_spin_us", "--find-max": "find_max", "--slo": "find_max.slo",
     "--max-errors": "find_max.max_errors", "--step-duration": "duration_s", "--duration": "duration_s",
-    "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes",
+    "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes", "--cacert": "protocol",
 }
 
 # netarena-load's mode for each scenario protocol.
@@ -110,16 +111,23 @@ def level_options(scenario: str, level: Level) -> tuple[str, list[str]]:
 
 
 def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: str = "127.0.0.1",
-              base_url: str | None = None) -> LoadSpec:
+              base_url: str | None = None, cacert: Path | None = None) -> LoadSpec:
     """The load for a catalog scenario on a server at host:port (127.0.0.1 on one machine, the server host's
     address across hosts), or at `base_url` (scheme://host:port and an optional path prefix) for a server
-    netarena did not start."""
+    netarena did not start. A level over TLS (h1-tls) goes to https:// trusting only `cacert`, the run's
+    certificate the server was started with."""
     definition = registry.get(scenario)
     _, options = level_options(scenario, level)
     if not definition.is_http:
         target = urlsplit(base_url).netloc if base_url else f"{host}:{port}"
         return definition.load(level, target, static_dir, options)
-    base = base_url.rstrip("/") if base_url else f"http://{host}:{port}"
+    scheme = "http"
+    if is_tls(level.protocol):
+        if cacert is None:
+            raise ValueError(f"{scenario} {level.key} is measured over TLS: give the run's certificate (cacert)")
+        scheme = "https"
+        options = options + ["--cacert", str(cacert)]
+    base = base_url.rstrip("/") if base_url else f"{scheme}://{host}:{port}"
     return definition.load(level, base, static_dir, options)
 
 

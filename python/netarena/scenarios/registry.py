@@ -37,6 +37,8 @@ class Scenario:
     service: str | None = None
     # It reads the static file set (STATIC_SET_VERSION): a run generates the set before it is measured.
     static_set: bool = False
+    # A suite may measure it over TLS (`protocol = ["h1", "h1-tls"]`): an HTTP scenario without a backing service.
+    tls: bool = False
     # The request the Nagle check repeats on one connection (None: no Nagle check, and no `nagle_stall`).
     nagle_path: str | None = None
     # Its own suite [[measure]] fields: name -> (pydantic annotation, default), each allowed only with this scenario

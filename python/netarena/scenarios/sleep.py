@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import http.client
 import threading
 import time
 from typing import Annotated
 
 from pydantic import Field
 
-from .checks import Check, _expect, _get, _Retryable, _show, _Wrong, ok_status
+from .checks import Check, _expect, _get, _Retryable, _show, _Wrong, connect, ok_status
 from .load import body_load
 from .registry import Scenario
 
@@ -33,7 +32,7 @@ THREADED_MODELS = ("threads", "processes")
 
 def _sleep_round(port: int, path: str, count: int, timeout_s: float) -> tuple[list, float]:
     """`count` GET `path` at once on `count` fresh connections: (per-request results, when they were sent)."""
-    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=timeout_s) for _ in range(count)]
+    conns = [connect("127.0.0.1", port, timeout_s) for _ in range(count)]
     results: list = [None] * count
     try:
         for conn in conns:

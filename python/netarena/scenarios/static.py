@@ -29,6 +29,7 @@ class Static(Scenario):
     names one file ("img/00042.jpg") or a folder ("img/": a file of it at random per request)."""
 
     name = "static"
+    tls = True
     order = 50
     static_set = True
     nagle_path = "/static/bytes/10000"
