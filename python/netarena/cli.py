@@ -27,7 +27,7 @@ from .cluster import ClusterError
 from .cluster.certs import ROLES, make_certs
 from .cluster.lab import down, up
 from .cluster.spec import load_cluster
-from .config import SCENARIOS, SERVICE_SCENARIOS, TLS_SCENARIOS, load_not_here, model_group
+from .config import SCENARIOS, SERVICE_SCENARIOS, load_not_here, model_group, protocols_for
 from .scenarios import registry
 from .contestants import (InstallError, availability, markdown_catalog, cache_root, default_contestants_dir,
                           default_install_jobs, for_servers, install, install_concurrently, install_parts, list_names,
@@ -47,7 +47,7 @@ from . import run_modes
 from .run_modes import UI, RunOptions, cluster_mode, resume_mode, suite_mode, url_mode
 from .scaffold import create, next_steps
 from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
-from .tls import H1, is_tls, make_run_certificate
+from .tls import is_tls, make_run_certificate
 from .server_user import RUN_AS_ROOT_ENV, SERVER_USER
 from .services import load_all, service_availability
 from .store import Store, unreadable
@@ -326,8 +326,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     for col in ("contestant", "scenario", "protocol", "result", "reason"):
         table.add_column(col)
     def verified_pairs(manifest, scenarios: list[str]) -> list[tuple[str, str]]:
-        """(scenario, protocol) for each protocol the manifest lists that the scenario may be measured over."""
-        return [(s, p) for s in scenarios for p in manifest.protocols if p == H1 or s in TLS_SCENARIOS]
+        return [(s, p) for s in scenarios for p in protocols_for(manifest, s)]
 
     def checked(contestant) -> list[str]:
         return [s for s in contestant.manifest.scenarios if not scenario_filter or s in scenario_filter]

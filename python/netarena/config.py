@@ -828,6 +828,12 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
     _check_loads(suite, fail)
 
 
+def protocols_for(manifest: Manifest, scenario: str) -> list[str]:
+    """The protocols `netarena verify` checks a contestant's scenario over: each its manifest lists that the
+    scenario may be measured over (h1 always, h1-tls for the TLS_SCENARIOS)."""
+    return [p for p in manifest.protocols if p == H1 or scenario in TLS_SCENARIOS]
+
+
 def _check_protocols(names: list[str], fail) -> None:
     """A manifest's `protocols` or a suite entry's `protocol`: known names (HTTP/2's refused as not built), once each."""
     for name in names:
@@ -917,7 +923,7 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "TLS_SCENARIOS", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
+    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "TLS_SCENARIOS", "protocols_for", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
     "NotHereEntry", "load_not_here", "Manifest", "Suite",
     "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",
