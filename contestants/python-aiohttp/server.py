@@ -9,6 +9,7 @@ from netarena_shared.bodies import BYTES_BODIES
 from netarena_shared.cli import parse_args
 from netarena_shared import world
 from netarena_shared.mongo import docs_collection
+from netarena_shared.tls import server_context
 
 # The world row by id, one statement per row (asyncpg prepares it once per connection and caches it).
 WORLD_SELECT = "SELECT id, randomnumber FROM world WHERE id = $1"
@@ -145,7 +146,8 @@ def main():
         # run_app handles SIGTERM itself; a short shutdown_timeout keeps a stop with /sleep requests in
         # flight within the manifest's stop_timeout_s. aiohttp sets TCP_NODELAY on every connection.
         web.run_app(make_app(args.static_dir, world_cache), host=args.host, port=args.port, backlog=2048,
-                    reuse_port=args.workers > 1, access_log=None, print=None, shutdown_timeout=1.0)
+                    reuse_port=args.workers > 1, access_log=None, print=None, shutdown_timeout=1.0,
+                    ssl_context=server_context())
 
     prefork.run(args.workers, serve)
 

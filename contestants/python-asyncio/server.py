@@ -14,11 +14,11 @@ import mimetypes
 import os
 import signal
 import socket
-import ssl
 import stat
 import sys
 import time
 
+from netarena_shared.tls import server_context
 from supervisor import run_workers
 
 # The catalog asks for >= 1024; asyncio's default of 100 resets bursts of simultaneous connects.
@@ -300,24 +300,12 @@ async def serve(args) -> None:
     static_dir = os.path.realpath(args.static_dir) if args.static_dir else None
     server = await loop.create_server(
         lambda: HttpProtocol(static_dir, date), args.host, args.port,
-        backlog=LISTEN_BACKLOG, reuse_port=args.workers > 1 or args.reuse_port, ssl=tls_context())
+        backlog=LISTEN_BACKLOG, reuse_port=args.workers > 1 or args.reuse_port, ssl=server_context())
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     await stop.wait()
     server.close()
-
-
-def tls_context() -> ssl.SSLContext | None:
-    """The server's TLS settings when netarena started it for HTTPS (NETARENA_TLS_CERT / NETARENA_TLS_KEY), else None.
-    OpenSSL's defaults otherwise (TLS 1.2 and 1.3); ALPN http/1.1, the one protocol served."""
-    cert, key = os.environ.get("NETARENA_TLS_CERT"), os.environ.get("NETARENA_TLS_KEY")
-    if not cert:
-        return None
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    context.load_cert_chain(cert, key)
-    context.set_alpn_protocols(["http/1.1"])
-    return context
 
 
 def install_loop(name: str) -> None:

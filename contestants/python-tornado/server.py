@@ -8,6 +8,7 @@ import tornado.web
 from netarena_shared.bodies import BYTES_BODIES
 from netarena_shared.cli import parse_args
 from netarena_shared.mongo import docs_collection
+from netarena_shared.tls import server_context
 from tornado_workers import bind_and_fork, serve_until_stopped
 
 
@@ -62,7 +63,7 @@ def make_app(static_dir):
 def main():
     args = parse_args(__doc__)
     sockets = bind_and_fork(args.host, args.port, args.workers)
-    server = tornado.httpserver.HTTPServer(make_app(args.static_dir))
+    server = tornado.httpserver.HTTPServer(make_app(args.static_dir), ssl_options=server_context())
     serve_until_stopped(server, sockets)
 
 
