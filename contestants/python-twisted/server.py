@@ -1,7 +1,9 @@
 """netarena HTTP contestant: twisted.web with a Resource tree.
 
 Shared by python-twisted (default reactor), python-twisted-asyncio (`--reactor asyncio`) and
-pypy-twisted (the same code on PyPy).
+pypy-twisted (the same code on PyPy). With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls) the
+site is served over TLS: Twisted's TLSMemoryBIOFactory around it, pyOpenSSL underneath (python-twisted's
+requirements pin it; the others do not list h1-tls).
 """
 
 from __future__ import annotations
@@ -161,6 +163,22 @@ def build_site(static_dir: str | None) -> server.Site:
     return QuietSite(root)
 
 
+def over_tls_when_asked(site: server.Site):
+    """The site as is for a cleartext start; wrapped in TLS (Twisted's TLSMemoryBIOFactory, pyOpenSSL's OpenSSL:
+    TLS 1.2 and 1.3, ALPN http/1.1) when netarena gives a certificate and key."""
+    cert = os.environ.get("NETARENA_TLS_CERT")
+    if not cert:
+        return site
+    from twisted.internet import ssl
+    from twisted.protocols.tls import TLSMemoryBIOFactory
+
+    with open(cert, "rb") as cert_file, open(os.environ["NETARENA_TLS_KEY"], "rb") as key_file:
+        pem = ssl.PrivateCertificate.loadPEM(cert_file.read() + key_file.read())
+    options = ssl.CertificateOptions(privateKey=pem.privateKey.original, certificate=pem.original,
+                                     raiseMinimumTo=ssl.TLSVersion.TLSv1_2, acceptableProtocols=[b"http/1.1"])
+    return TLSMemoryBIOFactory(options, False, site)
+
+
 def main() -> int:
     parser = argument_parser(__doc__)
     parser.add_argument("--static-dir")
@@ -172,7 +190,7 @@ def main() -> int:
                    "--reactor", args.reactor]
     if args.static_dir:
         worker_argv += ["--static-dir", args.static_dir]
-    return serve(args, lambda: build_site(args.static_dir), worker_argv)
+    return serve(args, lambda: over_tls_when_asked(build_site(args.static_dir)), worker_argv)
 
 
 if __name__ == "__main__":
