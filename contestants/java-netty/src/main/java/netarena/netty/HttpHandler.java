@@ -26,6 +26,9 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.QueryStringDecoder;
+import io.netty.handler.codec.http.HttpChunkedInput;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.stream.ChunkedFile;
 import java.io.IOException;
 import java.io.RandomAccessFile;
 import java.net.URLConnection;
@@ -128,6 +131,9 @@ final class HttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
      * Netty's HttpStaticFileServer approach: headers first, then the file as a DefaultFileRegion
      * (sendfile(2), zero-copy) and an empty last chunk.
      */
+    // Over TLS, a static file is read and encrypted this many bytes at a time (Netty's ChunkedFile default).
+    private static final int STATIC_CHUNK_BYTES = 8192;
+
     private void staticFile(ChannelHandlerContext ctx, String relative) {
         Path file = routes.staticDir.resolve(relative).normalize();
         if (!file.startsWith(routes.staticDir) || relative.isEmpty()) {
@@ -153,6 +159,16 @@ final class HttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         response.headers().set(HttpHeaderNames.CONTENT_TYPE,
                 type != null ? type : HttpHeaderValues.APPLICATION_OCTET_STREAM);
         ctx.write(response);
+        if (ctx.pipeline().get(SslHandler.class) != null) {
+            // Over TLS the bytes must pass through the SslHandler: chunks read from the file (as the example
+            // does), the last chunk written by HttpChunkedInput itself.
+            try {
+                ctx.writeAndFlush(new HttpChunkedInput(new ChunkedFile(raf, 0, length, STATIC_CHUNK_BYTES)));
+            } catch (IOException e) {
+                ctx.close();
+            }
+            return;
+        }
         // The region owns the file channel and closes it once sent (or when the connection dies).
         ctx.write(new DefaultFileRegion(raf.getChannel(), 0, length));
         ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT);
