@@ -359,8 +359,9 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     install_concurrently([c for c in contestants if c.name not in cannot],
                          lambda c: install(c, allow_apt=not no_apt, user=user, parts=parts(c)),
                          install_jobs or default_install_jobs(), installed)
-    # One certificate for every server verified over TLS, removed once they are all checked.
-    certificate = make_run_certificate(log_dir / "tls") if any(
+    # One certificate for every server verified over TLS, removed once they are all checked; a folder of this
+    # verify's own, since several may run at once on one cache.
+    certificate = make_run_certificate(log_dir / f"tls-{os.getpid()}") if any(
         is_tls(p) for c in contestants for p in c.manifest.protocols) else None
     try:
         for contestant in contestants:
