@@ -39,7 +39,8 @@ BADGES: dict[str, tuple[str, str]] = {
                       f"{stats.CV_FLAG_THRESHOLD:.0%}: the median is unstable"),
     "ERR": ("errors > 1%", f"errors above {stats.ERROR_RATE_FLAG_THRESHOLD:.0%} of requests in at least one repeat"),
     "VERIFY": ("verification failed", "a response did not match the scenario (before the load, or sampled during "
-                                      "it as verification_mismatch errors)"),
+                                      "it as verification_mismatch errors), or the database queries counted over "
+                                      "the load were not the ones its answered requests must make"),
     "CRASH": ("crashed", "the contestant exited while under load in at least one repeat"),
     "HUNG": ("hung", "the contestant stopped answering under load in at least one repeat: its requests timed out "
                      "and a fresh request after the load got no answer either"),
