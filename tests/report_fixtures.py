@@ -53,7 +53,7 @@ def generator_doc(*, rps: float, latency_us: dict[int, int], duration_s: float =
         "warmup_s": 0.0,
         "totals": {"requests": requests, "responses": requests + by_class["status"], "bytes_sent": 0,
                    "bytes_received": 0, "connections_opened": connections, "errors": total_errors,
-                   "unfinished": unfinished},
+                   "unfinished": unfinished, "warmup_responses": 0},
         "throughput": {"requests_per_s": rps, "bytes_per_s": 0.0},
         "latency": latency_doc(latency_us),
         "timeline": [{"t_s": float(t + 1), "requests": int(rps), "bytes_received": 0, "errors": 0}

@@ -361,10 +361,17 @@ def test_database_pools_are_stated_and_pipelining_drivers_badged_on_database_sce
             _record(store, run_id, contestant=name, scenario=scenario, connections=10, repeat=0,
                     generator=generator_doc(rps=1000, latency_us={500: 100}, connections=10),
                     monitor=monitor_doc(cpu_pct=90, rss_bytes=10 << 20), error_rate=0.0)
+    # TechEmpower's plaintext: hello with HTTP pipelining 16 deep, badged apart from the drivers' pipelining.
+    _record(store, run_id, contestant="plain", scenario="hello", connections=64, repeat=0,
+            level_extra={"pipeline": 16}, generator=generator_doc(rps=9000, latency_us={500: 100}, connections=64),
+            monitor=monitor_doc(cpu_pct=90, rss_bytes=10 << 20), error_rate=0.0)
     store.close()
     report = load_report(tmp_path, run_id)
-    badges = {(g.contestant, g.scenario): g.badges for g in report.groups}
-    assert "PIPE" in badges[("piped", "db")], badges
-    assert "PIPE" not in badges[("piped", "hello")] and "PIPE" not in badges[("plain", "db")], badges
+    badges = {(g.contestant, g.scenario, g.connections): g.badges for g in report.groups}
+    assert "PIPE" in badges[("piped", "db", 10)], badges
+    assert "PIPE" not in badges[("piped", "hello", 10)] and "PIPE" not in badges[("plain", "db", 10)], badges
+    assert badges[("plain", "hello", 64)] == ["PIPELINED"], badges
+    assert not any("PIPELINED" in b for key, b in badges.items() if key[2] == 10), badges
     page = render(report).decode()
     assert "pool of 8 (per worker); pipelines queries (PIPE)" in page and "pool of 16 (per process)" in page
+    assert "no browser or common HTTP client pipelines" in page

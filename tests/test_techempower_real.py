@@ -28,6 +28,8 @@ BROKEN = {
     ("fx-pg-no-write", "updates"): "the updates were not written",
     ("fx-pg-no-cache", "cached-queries"): "20 queries on world for 20 rows: cached rows come from the in-process "
                                           "cache filled at start",
+    # Right while checked before the load, cached under it: only the count over the load catches it.
+    ("fx-pg-cached-under-load", "queries"): "during the load: ",
 }
 SCENARIOS = ("db", "queries", "fortunes", "updates", "cached-queries")
 
@@ -108,6 +110,14 @@ def test_the_good_fixture_passes_every_scenario_and_each_broken_one_fails_with_i
             for edge in ("0", "foo", "501", ""):
                 assert checks[f"GET /{scenario}?{param}={edge}"]["ok"]
             assert checks[f"GET /{scenario}"]["ok"]
+        # The count over the whole load: every request answered made its level's queries, on its table.
+        during = json.loads(good["verification_json"])["during_load"]
+        generator = json.loads(good["generator_json"])
+        per_request = {"queries": 5, "updates": 5, "cached-queries": 0}.get(scenario, 1)
+        assert during["ok"] and during["table"] == ("fortune" if scenario == "fortunes" else "world"), during
+        assert during["answered"] == generator["totals"]["responses"] + generator["totals"]["warmup_responses"]
+        assert during["expected_per_request"] == per_request, during
+        assert per_request * during["answered"] * 0.99 <= during["selects"], during
     # The updates wrote into World: the next measurement that needed the database found it changed and reloaded it.
     after_updates = rows[("fx-pg-no-write", "updates")]
     assert json.loads(after_updates["services_json"])["postgresql"]["fixture"]["techempower"]["reloaded"] is True
@@ -116,6 +126,14 @@ def test_the_good_fixture_passes_every_scenario_and_each_broken_one_fails_with_i
         broken = rows[(contestant, scenario)]
         assert broken["status"] == "failed" and broken["failure_kind"] == "verify_failed", (contestant, scenario)
         assert reason in broken["error"], (contestant, scenario, broken["error"])
+    # The cheat under load passed every check before it, and its figures stay with the failed measurement.
+    cheat = rows[("fx-pg-cached-under-load", "queries")]
+    verification = json.loads(cheat["verification_json"])
+    assert all(c["ok"] for c in verification["checks"]), verification["checks"]
+    during = verification["during_load"]
+    assert not during["ok"] and during["per_request"] < 5 * 0.99, during
+    assert "rows were served from a cache or read several to a query under load" in cheat["error"], cheat["error"]
+    assert json.loads(cheat["generator_json"])["totals"]["requests"] > 0
     assert_no_data_left(results)
 
 

@@ -1,7 +1,9 @@
 """netarena HTTP contestant: raw asyncio.Protocol with hand-written HTTP/1.1 parsing.
 
 Shared by python-asyncio and python-uvloop (`--loop uvloop`), so the two differ only in the event loop.
-/mongo/{name} is served when NETARENA_MONGO_URL is set (python-uvloop's manifest, which installs pymongo).
+/mongo/{name} is served when NETARENA_MONGO_URL is set, and TechEmpower's database routes (/db, /queries,
+/updates, /cached-queries, /fortunes) when NETARENA_POSTGRESQL_URL is (python-uvloop's manifest, which installs
+pymongo and asyncpg and puts netarena_shared on the path).
 HTTPS instead of cleartext when NETARENA_TLS_CERT and NETARENA_TLS_KEY name a PEM certificate and key (the
 h1-tls protocol): the standard library's ssl module (OpenSSL) on the same protocol code, ALPN http/1.1.
 """
@@ -17,6 +19,7 @@ import socket
 import stat
 import sys
 import time
+from urllib.parse import parse_qs
 
 from netarena_shared.tls import server_context
 from supervisor import run_workers
@@ -39,6 +42,11 @@ HELLO_BODY = b"Hello, World!"
 bytes_bodies: dict[int, bytes] = {}
 # The mongo scenario, where the manifest asks for it (it sets the URL and installs pymongo).
 MONGO_ENABLED = bool(os.environ.get("NETARENA_MONGO_URL"))
+# TechEmpower's database scenarios, where the manifest asks for them: this process's asyncpg pool and its copy of
+# World for cached-queries, set by serve() before it listens (netarena_shared.pg).
+DATABASE_PATHS = {b"/db", b"/queries", b"/updates", b"/cached-queries", b"/fortunes"}
+database_pool = None
+world_cache: dict[int, int] = {}
 
 
 class DateHeader:
@@ -150,7 +158,7 @@ class HttpProtocol(asyncio.Protocol):
         if method != b"GET":
             self.send_error(405, keep_alive)
             return
-        path = target.split(b"?", 1)[0]
+        path, _, query = target.partition(b"?")
         if path == b"/hello":
             self.send(200, b"text/plain", HELLO_BODY, keep_alive)
         elif path == b"/json":
@@ -175,6 +183,11 @@ class HttpProtocol(asyncio.Protocol):
             self.run_async(self.mongo(path[7:].decode("ascii", "replace"), keep_alive))
         elif path.startswith(b"/static/") and self.static_dir is not None:
             self.serve_static(path[8:], keep_alive)
+        elif path in DATABASE_PATHS and database_pool is not None:
+            # ?queries= or ?count= as it came (None when absent or empty); netarena_shared.world clamps it.
+            params = parse_qs(query.decode("latin-1"))
+            raw_count = (params.get("queries") or params.get("count") or [None])[0]
+            self.run_async(self.database(path, raw_count, keep_alive))
         else:
             self.send_error(404, keep_alive)
 
@@ -209,6 +222,28 @@ class HttpProtocol(asyncio.Protocol):
             self.send_error(404, keep_alive)
         else:
             self.send(200, b"application/json", json.dumps(doc).encode(), keep_alive)
+
+    async def database(self, path: bytes, raw_count: str | None, keep_alive: bool) -> None:
+        # The queries of netarena_shared.pg on this process's pool; requests behind it on this connection wait
+        # (self.busy), so pipelined answers stay in order, as with /mongo.
+        from netarena_shared import pg, world
+
+        if path == b"/fortunes":
+            # No template engine here: the page built by hand, every message escaped (netarena_shared.world).
+            page = world.fortunes_page(await pg.fortunes(database_pool))
+            content_type, body = b"text/html; charset=utf-8", page.encode()
+        else:
+            if path == b"/db":
+                rows = await pg.one_world(database_pool)
+            elif path == b"/queries":
+                rows = await pg.some_worlds(database_pool, raw_count)
+            elif path == b"/updates":
+                rows = await pg.update_worlds(database_pool, raw_count)
+            else:
+                rows = pg.cached_worlds(world_cache, raw_count)
+            content_type, body = b"application/json", json.dumps(rows).encode()
+        if not self.closing:
+            self.send(200, content_type, body, keep_alive)
 
     def serve_static(self, relative: bytes, keep_alive: bool) -> None:
         # asyncio has no static-file handler: resolving the path is ours, moving the bytes is
@@ -293,8 +328,15 @@ def parse_int(text: bytes, maximum: int) -> int | None:
 
 
 async def serve(args) -> None:
-    global LOOP_HAS_SENDFILE
+    global LOOP_HAS_SENDFILE, database_pool
     loop = asyncio.get_running_loop()
+    if os.environ.get("NETARENA_POSTGRESQL_URL"):
+        # This process's pool, opened in its loop, and cached-queries' copy of World, both before it listens:
+        # each worker binds its own socket (SO_REUSEPORT), so none is sent a request while it reads World.
+        from netarena_shared import pg
+
+        database_pool = await pg.open_pool()
+        world_cache.update(await pg.read_world_table(database_pool))
     LOOP_HAS_SENDFILE = type(loop).sendfile is not asyncio.AbstractEventLoop.sendfile
     date = DateHeader()
     static_dir = os.path.realpath(args.static_dir) if args.static_dir else None

@@ -15,43 +15,28 @@ from fastapi.responses import PlainTextResponse
 from fastapi.staticfiles import StaticFiles
 
 from netarena_shared.bodies import BYTES_BODIES, HELLO
-from netarena_shared import world
+from netarena_shared import pg, world
 from netarena_shared.mongo import docs_collection
 
 STATIC_DIR_VAR = "NETARENA_STATIC_DIR"
-# The world row by id, one statement per row (asyncpg prepares it once per connection and caches it).
-WORLD_SELECT = "SELECT id, randomnumber FROM world WHERE id = $1"
-WORLD_UPDATE = "UPDATE world SET randomnumber = $1 WHERE id = $2"
 
 
 @contextlib.asynccontextmanager
 async def lifespan(app):
     """FastAPI's lifespan (run by the ASGI server in each worker process, in its event loop): this process's
     asyncpg pool, the World cache filled from it and the fortunes template, when the server was started for a
-    database scenario. asyncpg and Jinja2 are imported only then: python-granian serves this app without them."""
-    url = world.postgresql_url()
-    if url is None:
+    database scenario. asyncpg and Jinja2 are imported only then."""
+    if world.postgresql_url() is None:
         yield
         return
-    import asyncpg
     from fastapi.templating import Jinja2Templates
 
-    size = world.pool_size()
-    app.state.pool = await asyncpg.create_pool(url, min_size=size, max_size=size)
-    app.state.cache = dict(await app.state.pool.fetch("SELECT id, randomnumber FROM world"))
+    app.state.pool = await pg.open_pool()
+    app.state.cache = await pg.read_world_table(app.state.pool)
     # Starlette's Jinja2Templates turns on Jinja2's autoescaping: the messages are escaped by the engine.
     app.state.templates = Jinja2Templates(directory=world.TEMPLATES_DIR)
     yield
     await app.state.pool.close()
-
-
-async def read_worlds(conn, n):
-    # Each row its own query, awaited in turn: an asyncpg connection runs one query at a time.
-    rows = []
-    for id_ in world.random_ids(n):
-        row = await conn.fetchrow(WORLD_SELECT, id_)
-        rows.append({"id": row[0], "randomNumber": row[1]})
-    return rows
 
 
 def create_app(static_dir):
@@ -93,36 +78,24 @@ def create_app(static_dir):
     # ?queries= and ?count= are read as strings: a bad value is TechEmpower's 1, not FastAPI's 422.
     @app.get("/db")
     async def db(request: Request):
-        async with request.app.state.pool.acquire() as conn:
-            row = await conn.fetchrow(WORLD_SELECT, world.random_id())
-        return {"id": row[0], "randomNumber": row[1]}
+        return await pg.one_world(request.app.state.pool)
 
     @app.get("/queries")
     async def queries(request: Request, queries: str | None = None):
-        async with request.app.state.pool.acquire() as conn:
-            return await read_worlds(conn, world.queries_count(queries))
+        return await pg.some_worlds(request.app.state.pool, queries)
 
     @app.get("/updates")
     async def updates(request: Request, queries: str | None = None):
-        async with request.app.state.pool.acquire() as conn:
-            rows = await read_worlds(conn, world.queries_count(queries))
-            for row in rows:
-                row["randomNumber"] = world.random_id()
-            # One batched UPDATE (asyncpg's executemany), rows in id order.
-            await conn.executemany(WORLD_UPDATE, world.updated_last(rows))
-        return rows
+        return await pg.update_worlds(request.app.state.pool, queries)
 
     @app.get("/cached-queries")
     async def cached_queries(request: Request, count: str | None = None):
-        cache = request.app.state.cache
-        return [{"id": i, "randomNumber": cache[i]} for i in world.random_ids(world.queries_count(count))]
+        return pg.cached_worlds(request.app.state.cache, count)
 
     @app.get("/fortunes")
     async def fortunes(request: Request):
-        async with request.app.state.pool.acquire() as conn:
-            rows = await conn.fetch("SELECT id, message FROM fortune")
         return request.app.state.templates.TemplateResponse(
-            request, "fortunes.html", {"fortunes": world.sorted_fortunes(rows)})
+            request, "fortunes.html", {"fortunes": await pg.fortunes(request.app.state.pool)})
 
     # Starlette's StaticFiles (FastAPI re-exports it): a FileResponse per file, read in chunks by uvicorn, sent
     # by the server itself where it offers the ASGI pathsend extension (Granian).

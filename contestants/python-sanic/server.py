@@ -6,14 +6,17 @@ its worker processes, which import this module again: the app is built at import
 manifest sets the static folder from {static_dir}); the command line is read by the main process only.
 """
 import asyncio
+import email.utils
+import multiprocessing
 import os
 
 from sanic import Sanic
 from sanic.exceptions import NotFound
-from sanic.response import json, raw, text
+from sanic.response import html, json, raw, text
 
 from netarena_shared.bodies import BYTES_BODIES, HELLO
 from netarena_shared.cli import parse_args
+from netarena_shared import pg, world
 from netarena_shared.mongo import docs_collection
 
 STATIC_DIR_VAR = "NETARENA_STATIC_DIR"
@@ -56,6 +59,65 @@ async def mongo(request, name):
     if doc is None:
         raise NotFound("no such document")
     return json(doc)
+
+
+if world.postgresql_url():  # empty when the measured scenario uses no database
+    import jinja2
+
+    # Sanic has no template engine of its own; Jinja2 is the one its docs (and sanic-ext's templating) use, here
+    # with autoescaping for .html templates: the messages are escaped by the engine.
+    FORTUNES_PAGE = jinja2.Environment(loader=jinja2.FileSystemLoader(world.TEMPLATES_DIR),
+                                       autoescape=jinja2.select_autoescape()).get_template("fortunes.html")
+
+    @app.main_process_start
+    async def read_world(app):
+        """cached-queries' copy of World, read once by the main process before it binds the port: Sanic binds
+        the socket before its workers start, so a worker reading World itself could do it with a request
+        already waiting (a verification's count would see that read). Workers are spawned, not forked, so the
+        copy reaches them through Sanic's shared_ctx as shared memory (a multiprocessing array indexed by id)."""
+        table = await pg.read_world_table()
+        numbers = multiprocessing.Array("i", max(table) + 1)
+        for id_, number in table.items():
+            numbers[id_] = number
+        app.shared_ctx.world = numbers
+
+    @app.before_server_start
+    async def open_postgresql(app):
+        """Each worker process's asyncpg pool (netarena_shared.pg), opened in its event loop before it serves,
+        and its own dict of World copied from the shared array (no query)."""
+        app.ctx.pool = await pg.open_pool()
+        numbers = app.shared_ctx.world
+        app.ctx.cache = {id_: numbers[id_] for id_ in range(1, len(numbers))}
+
+    @app.after_server_stop
+    async def close_postgresql(app):
+        await app.ctx.pool.close()
+
+    def te_headers():
+        """The Server and Date headers TechEmpower requires, which Sanic does not send; set on these routes
+        only, so the other scenarios' answers stay as Sanic makes them."""
+        return {"Server": "sanic", "Date": email.utils.formatdate(usegmt=True)}
+
+    # TechEmpower's database routes, on the pool and cache of app.ctx.
+    @app.get("/db")
+    async def db(request):
+        return json(await pg.one_world(request.app.ctx.pool), headers=te_headers())
+
+    @app.get("/queries")
+    async def queries(request):
+        return json(await pg.some_worlds(request.app.ctx.pool, request.args.get("queries")), headers=te_headers())
+
+    @app.get("/updates")
+    async def updates(request):
+        return json(await pg.update_worlds(request.app.ctx.pool, request.args.get("queries")), headers=te_headers())
+
+    @app.get("/cached-queries")
+    async def cached_queries(request):
+        return json(pg.cached_worlds(request.app.ctx.cache, request.args.get("count")), headers=te_headers())
+
+    @app.get("/fortunes")
+    async def fortunes(request):
+        return html(FORTUNES_PAGE.render(fortunes=await pg.fortunes(request.app.ctx.pool)), headers=te_headers())
 
 
 static_dir = os.environ.get(STATIC_DIR_VAR, "")

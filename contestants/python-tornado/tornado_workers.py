@@ -1,5 +1,6 @@
 """Tornado's documented multi-process mode, shared by server.py and echo.py: bind first, then fork."""
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -30,15 +31,19 @@ def bind_and_fork(host, port, workers):
     return sockets
 
 
-def serve_until_stopped(server, sockets):
+def serve_until_stopped(server, sockets, resources=None):
     """Serve on the asyncio loop until SIGTERM. The signal only sets an event; the loop then stops the server
     and asyncio.run cancels what is left, so a stop lands even with busy keep-alive connections (raising
-    SystemExit from a plain signal handler in the middle of a callback sometimes did not)."""
+    SystemExit from a plain signal handler in the middle of a callback sometimes did not).
+
+    `resources`, if given, is an async context manager entered in this process's loop before the server
+    accepts and left after it stopped (server.py's database pool, which binds to the loop it was opened in)."""
     async def serve():
-        server.add_sockets(sockets)
-        stop = asyncio.Event()
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-        await stop.wait()
-        server.stop()
+        async with resources or contextlib.nullcontext():
+            server.add_sockets(sockets)
+            stop = asyncio.Event()
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+            await stop.wait()
+            server.stop()
 
     asyncio.run(serve())

@@ -43,7 +43,8 @@ if _postgresql_url:
         "HOST": _url.hostname,
         "PORT": str(_url.port or 5432),
         # One persistent connection per worker process (Django's own connection handling, no pool): a sync
-        # worker serves one request at a time, so it never needs a second.
+        # worker serves one request at a time, and under ASGI the async ORM runs every query in the one thread
+        # Django keeps for sync code, so neither ever needs a second.
         "CONN_MAX_AGE": None,
     }
 TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]

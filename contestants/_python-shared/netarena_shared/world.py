@@ -5,6 +5,7 @@ The database's address comes from NETARENA_POSTGRESQL_URL (the manifests set it 
 when the measured scenario uses no database) and the pool size per server process from NETARENA_DB_POOL
 ({db_pool}, the manifest's [database] pool).
 """
+import html
 import os
 import random
 
@@ -60,3 +61,11 @@ def updated_last(rows):
     order (no deadlock); an id drawn twice keeps its last number, which is also the one the answer shows last."""
     last = {row["id"]: row["randomNumber"] for row in rows}
     return [(number, id_) for id_, number in sorted(last.items())]
+
+
+def fortunes_page(rows):
+    """The fortunes page for the servers with no template engine of their own (aiohttp, the raw asyncio
+    protocol): the page of templates/fortunes.html built by hand, every message escaped by html.escape."""
+    cells = "".join(f"<tr><td>{id_}</td><td>{html.escape(message)}</td></tr>" for id_, message in rows)
+    return ("<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table>"
+            f"<tr><th>id</th><th>message</th></tr>{cells}</table></body></html>")

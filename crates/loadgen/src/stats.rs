@@ -258,6 +258,10 @@ pub struct ThreadStats {
     /// Connections still waiting at the end (a request outstanding or the connect not complete)
     /// that got no answer at all during the measured phase (see `output::NO_ANSWER_FLAG_FRACTION`).
     pub unanswered_connections: u64,
+    /// Responses (echo: chunks) that arrived during the warm-up: in no figure. With `responses` they
+    /// are what the server answered over the whole run, which is what a count of the server's own work
+    /// over the run (its database queries) divides by.
+    pub warmup_responses: u64,
 }
 
 impl ThreadStats {
@@ -287,6 +291,7 @@ impl ThreadStats {
             unfinished: 0,
             censored: 0,
             unanswered_connections: 0,
+            warmup_responses: 0,
         }
     }
 
@@ -324,6 +329,9 @@ impl ThreadStats {
     #[inline]
     pub fn response(&mut self, now: Instant, latency: Duration, ok: bool) -> bool {
         if !self.counting(now) || self.quota_reached() {
+            if now < self.measure_start {
+                self.warmup_responses += 1;
+            }
             if now >= self.measure_end && !self.quota_reached() {
                 // Answered after the end, in the loop turn that noticed the end: at the end this
                 // request was still in flight.
@@ -465,6 +473,7 @@ impl ThreadStats {
         self.unfinished += other.unfinished;
         self.censored += other.censored;
         self.unanswered_connections += other.unanswered_connections;
+        self.warmup_responses += other.warmup_responses;
         self.last_event = match (self.last_event, other.last_event) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

@@ -342,6 +342,15 @@ fn warmup_requests_are_sent_but_not_counted() {
         "server answered {served}, result counts {reported}: the warm-up was counted or not run\n{}",
         r.context
     );
+    // The warm-up's answers are reported apart: with the measured ones and those in flight at the
+    // end they account for every answer the server sent, no more, no fewer.
+    let warmup = r.u64("/totals/warmup_responses");
+    assert!(warmup > 0, "{}", r.context);
+    assert!(
+        reported + warmup <= served && served <= reported + warmup + r.u64("/totals/unfinished"),
+        "server answered {served}: {reported} measured + {warmup} in the warm-up + unfinished\n{}",
+        r.context
+    );
     assert_eq!(
         r.u64("/latency/count"),
         reported + r.u64("/latency/censored"),

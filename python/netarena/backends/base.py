@@ -136,10 +136,11 @@ def failed(record: dict, kind: str, error: str, log_path: Path | None) -> dict:
 
 
 def conclude(record: dict, generator: dict | None, *, crashed: str | None, gen_error: str | None,
-             hang: dict | None, timeout_s: float, log_path: Path | None) -> dict:
+             hang: dict | None, timeout_s: float, log_path: Path | None, during_load: dict | None = None) -> dict:
     """The verdict of a measurement whose load has run and whose server is stopped (record["stop"]), on one
     machine, across hosts (backends.cluster) or of an external server (backends.external): crashed (`crashed` says
-    how), generator failed, hung, nothing answered, or ok."""
+    how), generator failed, hung, wrong under load (`during_load`: the scenario's count over the load,
+    Scenario.count_during_load), nothing answered, or ok."""
     if crashed is not None:
         return failed(record, "crashed", crashed, log_path)
     if gen_error is not None:
@@ -151,6 +152,8 @@ def conclude(record: dict, generator: dict | None, *, crashed: str | None, gen_e
             f"the server stopped answering: {timeouts(generator)} request(s) timed out under load "
             f"({generator['totals']['requests']} answered), and a fresh request after the load got no "
             f"valid answer within timeout_s={timeout_s:g} s ({hang['reason']}){killed}"), log_path)
+    if during_load is not None and not during_load["ok"]:
+        return failed(record, "verify_failed", f"during the load: {during_load['reason']}", log_path)
     asked = (generator.get("config") or {}).get("requests")
     if asked and generator["totals"]["responses"] < asked and not generator.get("interrupted"):
         # -n N with duration_s as the time limit: a run that ended by time measured fewer responses than

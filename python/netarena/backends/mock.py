@@ -88,7 +88,7 @@ def _document(req: MeasureRequest, requests: int, rps: float, hist: HdrHistogram
         "mode": "echo" if echo else "http", "command_line": ["netarena-load (mock backend)"], "config": config,
         "started_at": started_at, "ended_at": started_at, "duration_s": req.duration_s, "warmup_s": req.warmup_s,
         "totals": {"requests": requests, "responses": requests, "bytes_sent": 0, "bytes_received": 0,
-                   "connections_opened": connections, "errors": 0, "unfinished": 0},
+                   "connections_opened": connections, "errors": 0, "unfinished": 0, "warmup_responses": 0},
         "throughput": {"requests_per_s": rps, "bytes_per_s": 0.0},
         "latency": dict(latency, censored=0),
         "timeline": [], "errors": {"total": 0, "by_class": dict.fromkeys(_ERROR_CLASSES, 0), "status_codes": {},

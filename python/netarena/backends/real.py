@@ -171,10 +171,12 @@ class RealBackend:
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
                 return failed(record, kind, error, log_path)
+            scenario = registry.kind(req.scenario)
+            service_url = service_urls.get(f"{scenario.service}_url") if scenario.service else None
             generator, gen_error = self.load(
                 record, lambda level: load_spec(req.scenario, level, port, req.static_dir,
                                                 cacert=req.tls.cert if req.tls is not None else None),
-                server.pid, req, progress)
+                server.pid, req, progress, count=lambda: scenario.count_during_load(req.level, service_url))
             died = next((d for d in (req.services.dead(n) for n in needs) if d is not None), None) \
                 if needs and req.services is not None else None
             if died is not None:
@@ -192,7 +194,8 @@ class RealBackend:
             crashed = None if crashed_code is None else \
                 f"the contestant exited with code {crashed_code} while under load"
             return conclude(record, generator, crashed=crashed, gen_error=gen_error, hang=hang,
-                            timeout_s=req.timeout_s, log_path=log_path)
+                            timeout_s=req.timeout_s, log_path=log_path,
+                            during_load=(record["verification"] or {}).get("during_load"))
         finally:
             if server is not None and not server.released:
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
@@ -204,11 +207,14 @@ class RealBackend:
                     self.release(server)
                     remove_perf_maps(pids)
 
-    def load(self, record: dict, spec_for, server_pid: int | None, req: MeasureRequest, progress) -> tuple:
+    def load(self, record: dict, spec_for, server_pid: int | None, req: MeasureRequest, progress,
+             count=lambda: None) -> tuple:
         """Run netarena-load as `spec_for(level)` (a scenarios.LoadSpec) says while monitoring the server's
         process tree; the command line, the generator's result and the monitor's go into `record`. A level
         beyond one process's open files or one source address's ports is spread over several processes
-        (spread.plan_spread) started together and merged into one result. Returns (result, error or None)."""
+        (spread.plan_spread) started together and merged into one result. `count()` starts the scenario's count
+        of the server's work (Scenario.count_during_load) just before the measured run, after any warm-up
+        windows; what it found goes into record["verification"]["during_load"]. Returns (result, error or None)."""
         spec = spec_for(req.level)
         spread = plan_for(req.level.connections, probe=req.level.probe_interval_s is not None,
                           open_files_cap=req.generator_open_files, loopback=loopback_target(spec))
@@ -222,6 +228,7 @@ class RealBackend:
             argv = self._argv(spec, req)
             record["generator_argv"] = argv
             profile = {} if req.profile is not None else None
+            counting = count()
             generator, monitor, gen_error = self._run_generator(argv, server_pid, req, profile)
             if profile is not None:
                 record["profile"] = profile
@@ -239,7 +246,11 @@ class RealBackend:
                     argv += ["--source-ips", spread.source_ips[i]]
                 argvs.append(argv)
             record["generator_argv"] = [w for i, a in enumerate(argvs) for w in (f"[process {i + 1}]", *a)]
+            counting = count()
             generator, monitor, gen_error = self._run_spread(argvs, server_pid, req, spread.to_dict())
+        if counting is not None:  # beside the checks before the load (and after it: check_answers)
+            record["verification"] = dict(record.get("verification") or {},
+                                          during_load=counting.finish(generator if gen_error is None else None))
         record["generator"] = generator
         record["monitor"] = monitor
         return generator, gen_error

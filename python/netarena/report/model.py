@@ -39,7 +39,8 @@ BADGES: dict[str, tuple[str, str]] = {
                       f"{stats.CV_FLAG_THRESHOLD:.0%}: the median is unstable"),
     "ERR": ("errors > 1%", f"errors above {stats.ERROR_RATE_FLAG_THRESHOLD:.0%} of requests in at least one repeat"),
     "VERIFY": ("verification failed", "a response did not match the scenario (before the load, or sampled during "
-                                      "it as verification_mismatch errors)"),
+                                      "it as verification_mismatch errors), or the database queries counted over "
+                                      "the load were not the ones its answered requests must make"),
     "CRASH": ("crashed", "the contestant exited while under load in at least one repeat"),
     "HUNG": ("hung", "the contestant stopped answering under load in at least one repeat: its requests timed out "
                      "and a fresh request after the load got no answer either"),
@@ -67,6 +68,10 @@ BADGES: dict[str, tuple[str, str]] = {
     "PIPE": ("pipelined queries", "the contestant's database driver pipelines queries (its manifest's [database] "
                                   "pipelining): several of a connection's queries in flight at once, which a "
                                   "driver without it cannot match; compare with the others knowing it"),
+    "PIPELINED": ("HTTP pipelining", "the level sends its requests pipelined (suite `pipeline`: that many on a "
+                                     "connection before their answers), as TechEmpower's plaintext test does at 16; "
+                                     "no browser or common HTTP client pipelines, so it shows what a server's parser "
+                                     "and writes can do, not what its users see; people compare frameworks on it"),
     # On a measurement's own row only, never on a group: the group's figures come from its unprofiled repeats.
     "PROF": ("profiled", "a profiled repeat (netarena run --profile): the profiler ran during it, so it is kept out "
                          "of every figure; its throughput against its group's median is the profiling overhead "
@@ -571,11 +576,14 @@ def database_text(database: dict | None) -> str:
 
 
 def badge_pipelining(groups: list[Group], contestants: list[dict]) -> None:
-    """PIPE on the groups of a database scenario whose contestant declares a pipelining driver."""
+    """PIPE on the groups of a database scenario whose contestant declares a pipelining driver; PIPELINED on the
+    groups whose level pipelines HTTP requests (suite `pipeline` above 1)."""
     pipelining = {c["name"] for c in contestants if (c.get("database") or {}).get("pipelining")}
     for g in groups:
         if g.contestant in pipelining and registry.kind(g.scenario).service is not None and "PIPE" not in g.badges:
             g.badges.append("PIPE")
+        if int(g.level.get("pipeline") or 1) > 1 and "PIPELINED" not in g.badges:
+            g.badges.append("PIPELINED")
 
 
 def build_groups(rows: list[dict]) -> list[Group]:

@@ -65,6 +65,7 @@ class Fortunes(TechEmpowerScenario):
     HTML-escaped (the <script> fortune is text, not an element) and UTF-8 encoded; one query per request."""
 
     name = "fortunes"
+    counted_table = "fortune"
     order = 110
     nagle_path = "/fortunes"
 

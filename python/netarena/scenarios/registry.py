@@ -96,6 +96,12 @@ class Scenario:
         scenario's URL, arguments and expectation, `http_args` being the level's own options (load.http_level_args)."""
         raise NotImplementedError(f"{self.name}: no load")
 
+    def count_during_load(self, level: "Level", service_url: str | None):
+        """A count of the server's own work over the whole load, started just before netarena-load runs: an
+        object whose finish(generator_document) returns what it found, `ok` and `reason` among it (a wrong
+        count fails the measurement), or None when this scenario counts nothing (techempower: its queries)."""
+        return None
+
     # ---------------------------------------------------------------- checks before the load
 
     def check_responses(self, http, static_dir: "Path") -> None:

@@ -60,6 +60,19 @@ class TechEmpowerScenario(Scenario):
         return [(("queries", n),) for n in (measure.queries or [DEFAULT_QUERIES])] if "queries" in self.params \
             else [()]
 
+    # The table whose SELECTs a request makes, and how many per request (selects_per_request), counted before
+    # the load for one request (counted) and over the whole load (count_during_load).
+    counted_table = "world"
+
+    def selects_per_request(self, level) -> int:
+        # queries and updates: the level's `queries` rows, each its own SELECT; db and fortunes: one.
+        return level.param("queries", DEFAULT_QUERIES) if "queries" in self.params else 1
+
+    def count_during_load(self, level, service_url):
+        if service_url is None:  # a server netarena did not start: no database known
+            return None
+        return LoadQueryCount(service_url, self.counted_table, self.selects_per_request(level))
+
     def expect_status_load(self, url: str, http_args: list[str]) -> LoadSpec:
         """Every response a 200 (its rows differ per request: no body to hold them to)."""
         return LoadSpec("http", url, http_args + ["--expect-status", "200"], {"status": 200})
@@ -195,6 +208,65 @@ def counted(http, path: str, fn, expected_bytes: int, table: str, expected_selec
         why = f"{calls} queries on {table} for {expected_selects} {unit}, expected {expected_selects}"
     http.checks.append(Check(name, False, why))
     raise _Wrong(why)
+
+
+# How far the queries counted over a load may fall short of (or exceed) what the requests answered in it make:
+# TechEmpower's margin.
+LOAD_COUNT_MARGIN = 0.01
+
+
+class LoadQueryCount:
+    """The SELECTs on `table` over a whole load (pg_stat_statements, reset just before netarena-load starts),
+    against the `per_request` each answered request must make: what catches a server that answers right while
+    checked one request at a time and caches or batches under load. The load's requests are all it answered,
+    warm-up included (netarena-load's totals.responses + totals.warmup_responses); those in flight at the end or
+    that failed may or may not have made theirs, so they widen the upper bound only."""
+
+    def __init__(self, url: str, table: str, per_request: int):
+        self.url, self.table, self.per_request = url, table, per_request
+        self.error = None
+        try:
+            with _connect(url) as conn:
+                conn.execute("SELECT pg_stat_statements_reset()")
+        except Exception as exc:  # _Wrong or psycopg.Error: the measurement fails with the database, not the run
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def finish(self, generator: dict | None) -> dict | None:
+        if generator is None:
+            return None
+        if self.error is not None:
+            return {"table": self.table, "ok": False, "reason": f"the queries could not be counted: {self.error}"}
+        try:
+            return self._judge(generator)
+        except Exception as exc:  # _Wrong or psycopg.Error
+            return {"table": self.table, "ok": False,
+                    "reason": f"the queries could not be counted: {type(exc).__name__}: {exc}"}
+
+    def _judge(self, generator: dict) -> dict:
+        totals = generator["totals"]
+        answered = totals["responses"] + totals.get("warmup_responses", 0)
+        unsure = totals["unfinished"] + totals["errors"]
+        low = self.per_request * answered * (1 - LOAD_COUNT_MARGIN)
+        high = self.per_request * (answered + unsure) * (1 + LOAD_COUNT_MARGIN) + (
+            LOAD_COUNT_MARGIN * answered if self.per_request == 0 else 0)
+        deadline = time.monotonic() + COUNT_SETTLE_S
+        with _connect(self.url) as conn:
+            calls, _ = count_statements(conn, self.table, "select")
+            while calls < low and time.monotonic() < deadline:  # the last transactions' statistics
+                time.sleep(0.05)
+                calls, _ = count_statements(conn, self.table, "select")
+        found = {"table": self.table, "selects": calls, "answered": answered, "in_flight_or_failed": unsure,
+                 "expected_per_request": self.per_request,
+                 "per_request": round(calls / answered, 4) if answered else None}
+        ok = answered == 0 or low <= calls <= high
+        found["ok"] = ok
+        found["reason"] = None if ok else (
+            f"{calls:,} SELECTs on {self.table} for {answered:,} answered requests "
+            f"({found['per_request']:g} per request, {self.per_request} expected; pg_stat_statements over the load)"
+            + (": rows were served from a cache or read several to a query under load" if calls < low else
+               ": more queries than the requests explain" if self.per_request else
+               ": cached rows come from the in-process cache filled at start"))
+        return found
 
 
 def queries_path(route: str, value: str | None, param: str = "queries") -> str:

@@ -1,4 +1,4 @@
-"""cached-queries' in-process copy of World, filled when the worker process starts (wsgi.py), never per request."""
+"""cached-queries' in-process copy of World, filled as the app loads (wsgi.py, asgi.py), never per request."""
 from netarena_django.world.models import World
 
 WORLD = {}

@@ -275,6 +275,9 @@ pub struct Totals {
     pub errors: u64,
     /// Requests (echo: chunks) still unanswered when the measured phase ended; not in `errors`.
     pub unfinished: u64,
+    /// Responses (echo: chunks) that arrived during the warm-up, in no other figure: with `responses`,
+    /// all the server answered in the run.
+    pub warmup_responses: u64,
 }
 
 #[derive(Serialize, Deserialize, Clone)]
@@ -558,6 +561,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
             connections_opened: s.connections_opened,
             errors: errors_total,
             unfinished: s.unfinished,
+            warmup_responses: s.warmup_responses,
         },
         throughput: Throughput {
             requests_per_s: per_s(s.requests),

@@ -299,6 +299,7 @@ fn merge_totals(docs: &[&Document]) -> Totals {
         connections_opened: sum(|t| t.connections_opened),
         errors: sum(|t| t.errors),
         unfinished: sum(|t| t.unfinished),
+        warmup_responses: sum(|t| t.warmup_responses),
     }
 }
 

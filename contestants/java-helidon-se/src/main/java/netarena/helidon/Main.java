@@ -46,6 +46,10 @@ public final class Main {
         // Empty (netarena's {mongo_url} outside mongo measurements): no database, /mongo answers 404.
         String mongoUrl = config.get("app.mongo-url").asString().orElse("");
         MongoCollection<Document> docs = mongoUrl.isEmpty() ? null : openDocs(mongoUrl);
+        // Empty (netarena's {postgresql_url} outside the database scenarios): no pool, no database routes.
+        String pgUrl = config.get("app.pg-url").asString().orElse("");
+        int pgPool = config.get("app.pg-pool").asInt().orElse(10);
+        Postgres postgres = pgUrl.isEmpty() ? null : openPostgres(pgUrl, pgPool);
         for (int n : new int[] {40, 10_000, 524_288}) {
             bytes(n);
         }
@@ -53,7 +57,12 @@ public final class Main {
         WebServer.builder()
                 .config(config.get("server"))
                 .addFeature(StaticContentFeature.create(s -> s.addPath(p -> p.location(staticDir).context("/static"))))
-                .routing(routing -> routes(routing, docs))
+                .routing(routing -> {
+                    routes(routing, docs);
+                    if (postgres != null) {
+                        postgres.routes(routing);
+                    }
+                })
                 .build()
                 .start();
     }
@@ -134,6 +143,19 @@ public final class Main {
             return client.getDatabase(cs.getDatabase()).getCollection("docs");
         } catch (IllegalArgumentException e) {
             return fail("app.mongo-url '" + url + "': " + e.getMessage());
+        }
+    }
+
+    static Postgres openPostgres(String url, int poolSize) {
+        if (poolSize < 1) {
+            return fail("app.pg-pool must be at least 1, got " + poolSize);
+        }
+        try {
+            return new Postgres(url, poolSize);
+        } catch (IllegalArgumentException e) {
+            return fail(e.getMessage());
+        } catch (Exception e) {
+            return fail("app.pg-url " + url + ": cannot read table world for the cache: " + e);
         }
     }
 

@@ -16,9 +16,21 @@ final class Deploy {
     private Deploy() {}
 
     static Vertx start(int workers, String host, int port, Supplier<? extends Deployable> verticle) {
+        Vertx vertx = create(workers);
+        start(vertx, workers, host, port, verticle);
+        return vertx;
+    }
+
+    /** The Vert.x instance with {workers} event loops, closed when netarena stops us with SIGTERM. */
+    static Vertx create(int workers) {
         Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(workers));
-        // netarena stops us with SIGTERM: close the servers (and the mongo client) before the JVM exits.
+        // Close the servers (and the database clients) before the JVM exits.
         Runtime.getRuntime().addShutdownHook(new Thread(() -> close(vertx)));
+        return vertx;
+    }
+
+    /** Deploys {workers} instances of the verticle on a Vert.x from {@link #create}; exits 1 if they fail. */
+    static void start(Vertx vertx, int workers, String host, int port, Supplier<? extends Deployable> verticle) {
         try {
             vertx.deployVerticle(verticle, new DeploymentOptions().setInstances(workers))
                     .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -30,7 +42,6 @@ final class Deploy {
             // halt, not exit: exit would run the shutdown hook, which closes Vert.x a second time.
             Runtime.getRuntime().halt(1);
         }
-        return vertx;
     }
 
     // Bounded: the orchestrator waits stop_timeout_s for the exit before it kills the process group.

@@ -3,6 +3,7 @@ package netarena.vertx;
 import com.mongodb.ConnectionString;
 import io.vertx.core.Future;
 import io.vertx.core.VerticleBase;
+import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerOptions;
@@ -35,12 +36,15 @@ public final class HttpServer extends VerticleBase {
     /** Null without --mongo-url: /mongo answers 404 then. */
     private final JsonObject mongoConfig;
     private MongoClient mongo;
+    /** Null without --pg-url: TechEmpower's database routes answer 404 then. */
+    private final Postgres postgres;
 
-    HttpServer(String host, int port, String staticDir, JsonObject mongoConfig) {
+    HttpServer(String host, int port, String staticDir, JsonObject mongoConfig, Postgres postgres) {
         this.host = host;
         this.port = port;
         this.staticDir = staticDir;
         this.mongoConfig = mongoConfig;
+        this.postgres = postgres;
     }
 
     @Override
@@ -57,6 +61,9 @@ public final class HttpServer extends VerticleBase {
         router.get("/bytes/:n").handler(this::bytes);
         router.get("/sleep/:ms").handler(this::sleep);
         router.get("/mongo/:doc").handler(this::mongo);
+        if (postgres != null) {
+            postgres.routes(router);
+        }
         // Vert.x Web's StaticHandler with its production defaults (cache headers, cached file properties,
         // sendfile); FileSystemAccess.ROOT because the static set lives outside the working directory.
         router.get("/static/*").handler(StaticHandler.create(FileSystemAccess.ROOT, staticDir));
@@ -136,7 +143,8 @@ public final class HttpServer extends VerticleBase {
     public static void main(String[] argv) {
         Args args = new Args(argv,
                 "java -jar netarena-vertx.jar [--host ADDR] --port PORT [--workers N] --static-dir DIR"
-                        + " [--mongo-url mongodb://HOST:PORT/DATABASE]");
+                        + " [--mongo-url mongodb://HOST:PORT/DATABASE]"
+                        + " [--pg-url postgres://USER@HOST:PORT/DATABASE --pg-pool N]");
         String host = args.string("host", "127.0.0.1");
         int port = args.positiveInt("port", null);
         int workers = args.positiveInt("workers", 1);
@@ -160,10 +168,16 @@ public final class HttpServer extends VerticleBase {
             // The client's defaults otherwise (the driver's pool of 100 connections).
             mongoConfig = new JsonObject().put("connection_string", mongoUrl).put("db_name", database);
         }
+        // Empty (netarena's {postgresql_url} outside the database scenarios): no pool, no database routes.
+        String pgUrl = args.string("pg-url", "");
+        int pgPool = args.positiveInt("pg-pool", 8);
         JsonObject mongo = mongoConfig;
         for (int n : new int[] {40, 10_000, 524_288}) {
             body(n);
         }
-        Deploy.start(workers, host, port, () -> new HttpServer(host, port, staticDir.toString(), mongo));
+        Vertx vertx = Deploy.create(workers);
+        Postgres postgres = pgUrl.isEmpty() ? null : Postgres.connect(vertx, pgUrl, pgPool, workers, args);
+        Deploy.start(vertx, workers, host, port,
+                () -> new HttpServer(host, port, staticDir.toString(), mongo, postgres));
     }
 }

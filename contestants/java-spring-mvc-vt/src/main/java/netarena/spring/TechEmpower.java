@@ -1,0 +1,210 @@
+package netarena.spring;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import jakarta.annotation.PreDestroy;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Array;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.TreeMap;
+import java.util.concurrent.ThreadLocalRandom;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ResponseEntity;
+import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.RequestParam;
+import org.springframework.web.bind.annotation.RestController;
+import org.springframework.web.util.HtmlUtils;
+
+/**
+ * TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries) on PostgreSQL through
+ * JDBC: PostgreSQL's driver (pgjdbc) under a HikariCP pool of netarena.pg-pool connections for the process,
+ * queried with Spring's JdbcTemplate. Each request runs on its own virtual thread, which blocks on the
+ * connection while PostgreSQL answers; pgjdbc sends one query at a time per connection (no pipelining).
+ */
+@RestController
+public class TechEmpower {
+    static final int WORLD_ROWS = 10_000;
+    static final int MAX_QUERIES = 500;
+    // TechEmpower requires a Server header on these answers; Tomcat adds Date but no Server by default.
+    private static final String SERVER = "java-spring-mvc-vt";
+    // One batched UPDATE (allowed by TechEmpower's rules): the ids and their new numbers as two arrays.
+    private static final String WORLD_UPDATE =
+            "UPDATE world SET randomnumber = v.n FROM unnest(?::int[], ?::int[]) AS v(id, n) WHERE world.id = v.id";
+
+    record World(int id, int randomNumber) {}
+
+    record Fortune(int id, String message) {}
+
+    /** Null when netarena.pg-url is empty (its {postgresql_url} outside these scenarios): the routes answer 404. */
+    private final HikariDataSource pool;
+    private final JdbcTemplate jdbc;
+    /** /cached-queries answers from this copy of World, read once at start (index = id). */
+    private final int[] cache = new int[WORLD_ROWS + 1];
+
+    TechEmpower(@Value("${netarena.pg-url:}") String url, @Value("${netarena.pg-pool:10}") int poolSize) {
+        if (url.isEmpty()) {
+            pool = null;
+            jdbc = null;
+            return;
+        }
+        if (poolSize < 1) {
+            throw new IllegalArgumentException("netarena.pg-pool must be at least 1, got " + poolSize);
+        }
+        HikariConfig config = jdbcConfig(url);
+        config.setMaximumPoolSize(poolSize);
+        config.setPoolName("netarena-postgresql");
+        pool = new HikariDataSource(config);
+        jdbc = new JdbcTemplate(pool);
+        // netarena starts the server once the database holds its fixture, so the cache holds the fixture's rows.
+        jdbc.query("SELECT id, randomnumber FROM world", row -> {
+            int id = row.getInt(1);
+            if (id < 1 || id > WORLD_ROWS) {
+                throw new IllegalStateException("world has id " + id + " outside 1.." + WORLD_ROWS);
+            }
+            cache[id] = row.getInt(2);
+        });
+    }
+
+    /** postgres://USER[:PASSWORD]@HOST:PORT/DATABASE (libpq's form, which netarena gives) as JDBC's settings. */
+    static HikariConfig jdbcConfig(String url) {
+        URI uri;
+        try {
+            uri = new URI(url);
+        } catch (URISyntaxException e) {
+            throw new IllegalArgumentException("netarena.pg-url '" + url + "': " + e.getMessage());
+        }
+        String scheme = uri.getScheme();
+        if (!("postgres".equals(scheme) || "postgresql".equals(scheme)) || uri.getHost() == null
+                || uri.getPath() == null || uri.getPath().length() < 2) {
+            throw new IllegalArgumentException("netarena.pg-url '" + url
+                    + "' is not postgres://USER@HOST:PORT/DATABASE");
+        }
+        HikariConfig config = new HikariConfig();
+        int port = uri.getPort() < 0 ? 5432 : uri.getPort();
+        config.setJdbcUrl("jdbc:postgresql://" + uri.getHost() + ":" + port + uri.getPath());
+        if (uri.getUserInfo() != null) {
+            String[] user = uri.getUserInfo().split(":", 2);
+            config.setUsername(user[0]);
+            if (user.length == 2) {
+                config.setPassword(user[1]);
+            }
+        }
+        return config;
+    }
+
+    @PreDestroy
+    void close() {
+        if (pool != null) {
+            pool.close();
+        }
+    }
+
+    @GetMapping("/db")
+    ResponseEntity<?> db() {
+        return pool == null ? notConfigured() : json(readWorlds(1).get(0));
+    }
+
+    @GetMapping("/queries")
+    ResponseEntity<?> queries(@RequestParam(required = false) String queries) {
+        return pool == null ? notConfigured() : json(readWorlds(count(queries)));
+    }
+
+    @GetMapping("/updates")
+    ResponseEntity<?> updates(@RequestParam(required = false) String queries) {
+        if (pool == null) {
+            return notConfigured();
+        }
+        List<World> worlds = readWorlds(count(queries));
+        // An id drawn twice keeps its last number, in the answer too. The map is sorted by id so that
+        // concurrent requests lock the rows in the same order and cannot deadlock.
+        TreeMap<Integer, Integer> last = new TreeMap<>();
+        for (World world : worlds) {
+            last.put(world.id(), randomId());
+        }
+        List<World> updated = new ArrayList<>(worlds.size());
+        for (World world : worlds) {
+            updated.add(new World(world.id(), last.get(world.id())));
+        }
+        jdbc.update(WORLD_UPDATE, statement -> {
+            Array ids = statement.getConnection().createArrayOf("int4", last.keySet().toArray());
+            Array numbers = statement.getConnection().createArrayOf("int4", last.values().toArray());
+            statement.setArray(1, ids);
+            statement.setArray(2, numbers);
+        });
+        return json(updated);
+    }
+
+    @GetMapping("/cached-queries")
+    ResponseEntity<?> cachedQueries(@RequestParam(required = false) String count) {
+        if (pool == null) {
+            return notConfigured();
+        }
+        int n = count(count);
+        List<World> worlds = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int id = randomId();
+            worlds.add(new World(id, cache[id]));
+        }
+        return json(worlds);
+    }
+
+    @GetMapping("/fortunes")
+    ResponseEntity<?> fortunes() {
+        if (pool == null) {
+            return notConfigured();
+        }
+        List<Fortune> fortunes = new ArrayList<>(jdbc.query("SELECT id, message FROM fortune",
+                (row, index) -> new Fortune(row.getInt(1), row.getString(2))));
+        fortunes.add(new Fortune(0, "Additional fortune added at request time."));
+        fortunes.sort((a, b) -> a.message().compareTo(b.message()));
+        // Plain string building with Spring's HtmlUtils.htmlEscape: a template engine (JTE, Mustache,
+        // Thymeleaf) would be one more dependency with its own start-up; the escaping is Spring's.
+        StringBuilder page = new StringBuilder(2048).append("<!DOCTYPE html><html><head><title>Fortunes</title>"
+                + "</head><body><table><tr><th>id</th><th>message</th></tr>");
+        for (Fortune fortune : fortunes) {
+            page.append("<tr><td>").append(fortune.id()).append("</td><td>")
+                    .append(HtmlUtils.htmlEscape(fortune.message(), "UTF-8")).append("</td></tr>");
+        }
+        page.append("</table></body></html>");
+        return ResponseEntity.ok().header("Server", SERVER)
+                .contentType(new MediaType(MediaType.TEXT_HTML, StandardCharsets.UTF_8))
+                .body(page.toString());
+    }
+
+    /** n random rows, each read by its own query (TechEmpower forbids one IN (...) query). */
+    private List<World> readWorlds(int n) {
+        List<World> worlds = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            worlds.add(jdbc.queryForObject("SELECT id, randomnumber FROM world WHERE id = ?",
+                    (row, index) -> new World(row.getInt(1), row.getInt(2)), randomId()));
+        }
+        return worlds;
+    }
+
+    /** TechEmpower's clamp of queries/count: missing or not a number is 1, then 1..500. */
+    static int count(String value) {
+        try {
+            return Math.max(1, Math.min(Integer.parseInt(value), MAX_QUERIES));
+        } catch (NumberFormatException e) {
+            return 1;
+        }
+    }
+
+    private static int randomId() {
+        return ThreadLocalRandom.current().nextInt(WORLD_ROWS) + 1;
+    }
+
+    private static ResponseEntity<?> json(Object body) {
+        return ResponseEntity.ok().header("Server", SERVER).contentType(MediaType.APPLICATION_JSON).body(body);
+    }
+
+    private static ResponseEntity<?> notConfigured() {
+        return Application.text(HttpStatus.NOT_FOUND, "postgresql is not configured: start with --netarena.pg-url=URL");
+    }
+}
