@@ -34,6 +34,9 @@ SERVICE_NAMES = registry.services()
 PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
                 "java", "db_pool", *(f"{name}_url" for name in SERVICE_NAMES))
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
+# An optional part's steps may also name the parts the build ends up with ({install_parts}, see
+# contestants._install_locked): one cargo build with every feature asked for, not the last part's alone.
+PART_STEP_PLACEHOLDERS = (*STEP_PLACEHOLDERS, "install_parts")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # Debian's package-name rule. The names reach `apt-get install` as arguments: this keeps an option such as
 # `-oAPT::Get::...` (which can run commands) out of a command netarena runs as root.
@@ -717,7 +720,7 @@ def load_manifest(path: Path) -> Manifest:
         _placeholders(step, STEP_PLACEHOLDERS, path, lines, ("install", "steps", index))
     for part, optional in manifest.install.optional.items():
         for index, step in enumerate(optional.steps):
-            _placeholders(step, STEP_PLACEHOLDERS, path, lines, ("install", "optional", part, "steps", index))
+            _placeholders(step, PART_STEP_PLACEHOLDERS, path, lines, ("install", "optional", part, "steps", index))
     return manifest
 
 
