@@ -140,6 +140,24 @@ def test_a_second_part_is_built_with_the_parts_built_before(cache, tmp_path):
     assert _runs(both) == ["mongo:mongo,postgresql", "postgresql:mongo,postgresql"]
 
 
+def test_a_change_in_a_build_input_outside_the_folder_rebuilds(cache, tmp_path):
+    """[install] build_inputs (a crate shared by several contestants) count in the build's stamp as the
+    contestant's own files do; a name that is not a folder is refused."""
+    where = tmp_path / "contestants"
+    (where / "shared").mkdir(parents=True)
+    (where / "shared" / "lib.rs").write_text("// one\n")
+    manifest = PARTS_MANIFEST.replace('requires = ["sh"]', 'requires = ["sh"]\nbuild_inputs = ["../shared"]')
+    contestant = _contestant(where, manifest)
+    _install_for(contestant, "hello")
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base"]
+    (where / "shared" / "lib.rs").write_text("// two\n")
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base", "base"]
+    with pytest.raises(ConfigError, match="'../elsewhere' is not a folder"):
+        _contestant(tmp_path / "b", manifest.replace("../shared", "../elsewhere"))
+
+
 def test_an_optional_part_is_checked_like_the_steps(tmp_path):
     with pytest.raises(ConfigError, match="'gridfs' is not one of this contestant's scenarios") as info:
         _contestant(tmp_path / "a", PARTS_MANIFEST.replace('scenarios = ["mongo"]\nsteps',

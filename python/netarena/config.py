@@ -80,6 +80,9 @@ class Install(Strict):
     java: Annotated[int, Field(ge=8, le=1000)] | None = None
     steps: InstallSteps = []
     optional: dict[str, OptionalInstall] = {}
+    # Folders outside the contestant's that its build steps read (a crate shared by several contestants, named
+    # relative to the contestant's folder): their files count in the build's stamp, so a change there rebuilds.
+    build_inputs: list[str] = []
 
 
 class Start(Strict):
@@ -656,6 +659,10 @@ def load_manifest(path: Path) -> Manifest:
                  "keep the requirements file in the contestant's folder and name it relative to it")
         if not req.is_file():
             fail(("install", "python_requirements"), f"file not found: {req}")
+    for index, folder in enumerate(manifest.install.build_inputs):
+        if not (path.parent / folder).is_dir():
+            fail(("install", "build_inputs", index), f"{folder!r} is not a folder (resolves to "
+                 f"{(path.parent / folder).resolve()})", "name a folder relative to the contestant's folder")
     for scenario in manifest.scenarios:
         service = SERVICE_SCENARIOS.get(scenario)
         if service is not None and service not in manifest.needs:

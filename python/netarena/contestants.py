@@ -316,6 +316,9 @@ def _venv_stamp(contestant: Contestant) -> str:
 def _steps_stamp(contestant: Contestant) -> str:
     install = contestant.manifest.install
     return json.dumps({"steps": install.steps, "tree_sha256": _tree_hash(contestant.dir),
+                       **({"build_inputs_sha256": {folder: _tree_hash(contestant.dir / folder)
+                                                   for folder in install.build_inputs}}
+                          if install.build_inputs else {}),
                        **({"optional": {name: part.model_dump(mode="json") for name, part in
                                         sorted(install.optional.items())}} if install.optional else {}),
                        # Built with another JDK (another folder, or the same one updated) is not current.
