@@ -181,7 +181,7 @@ async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, Strin
     Ok(db.collection::<RawDocumentBuf>("docs"))
 }
 
-/// TechEmpower's database scenarios: the answers come from the crate shared with rust-hyper
+/// TechEmpower's database scenarios: the answers come from the crate shared with rust-hyper and rust-actix
 /// (contestants/_rust-shared/tfb-pg), written here as axum responses.
 #[cfg(feature = "postgresql")]
 mod techempower {

@@ -229,7 +229,7 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
     Ok(not_found())
 }
 
-/// TechEmpower's database scenarios: the answers come from the crate shared with rust-axum
+/// TechEmpower's database scenarios: the answers come from the crate shared with rust-axum and rust-actix
 /// (contestants/_rust-shared/tfb-pg), written here as hyper responses; None for any other path.
 #[cfg(feature = "postgresql")]
 async fn techempower(db: &netarena_tfb_pg::Db, path: &str, query: Option<&str>) -> Option<Response<Body>> {

@@ -1,5 +1,5 @@
 //! TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries) on PostgreSQL for
-//! the Rust contestants (rust-axum, rust-hyper): what they answer, without the framework; each contestant
+//! the Rust contestants (rust-axum, rust-hyper, rust-actix): what they answer, without the framework; each contestant
 //! routes the requests and writes these answers with its own response types (docs/techempower.md).
 //!
 //! tokio-postgres through a deadpool-postgres pool of `--pg-pool` connections per process. A request takes
