@@ -112,6 +112,52 @@ def test_a_part_instead_of_the_steps_runs_alone_when_nothing_is_built(cache, tmp
     assert _runs(later) == ["base", "mongo"]
 
 
+# Two parts built as one cargo build would be: each step records its part and the {install_parts} it was given.
+TWO_PARTS_MANIFEST = (PARTS_MANIFEST
+                      .replace('scenarios = ["hello", "mongo"]\nneeds = ["mongo"]',
+                               'scenarios = ["hello", "mongo", "db"]\nneeds = ["mongo", "postgresql"]')
+                      .replace('steps = [["sh", "-c", "echo mongo >> {env_dir}/runs"]]',
+                               'instead_of_steps = true\nsteps = [["sh", "-c", "echo mongo:{install_parts} >> {env_dir}/runs"]]\n\n'
+                               '[install.optional.postgresql]\nscenarios = ["db"]\ninstead_of_steps = true\n'
+                               'steps = [["sh", "-c", "echo postgresql:{install_parts} >> {env_dir}/runs"]]\n\n'
+                               '[database]\npool = 2\nhow = "fixture"')
+                      .replace('"{mongo_url}"]', '"{mongo_url}", "{postgresql_url}", "{db_pool}"]'))
+
+
+def test_a_second_part_is_built_with_the_parts_built_before(cache, tmp_path):
+    """A part's build replaces the binary (a cargo build with its feature): {install_parts} names every part
+    the build ends up with, so a postgresql part after a mongo one keeps the MongoDB driver."""
+    contestant = _contestant(tmp_path / "contestants", TWO_PARTS_MANIFEST)
+    _install_for(contestant, "hello", "mongo")
+    assert _runs(contestant) == ["mongo:mongo"]
+    _install_for(contestant, "db")
+    assert _runs(contestant) == ["mongo:mongo", "postgresql:mongo,postgresql"]
+    _install_for(contestant, "mongo", "db")  # both built: nothing to do
+    assert len(_runs(contestant)) == 2
+    shutil.rmtree(contestant.env_dir)  # nothing built: both parts asked for at once make one build with both
+    both = _contestant(tmp_path / "fresh", TWO_PARTS_MANIFEST)
+    _install_for(both, "mongo", "db")
+    assert _runs(both) == ["mongo:mongo,postgresql", "postgresql:mongo,postgresql"]
+
+
+def test_a_change_in_a_build_input_outside_the_folder_rebuilds(cache, tmp_path):
+    """[install] build_inputs (a crate shared by several contestants) count in the build's stamp as the
+    contestant's own files do; a name that is not a folder is refused."""
+    where = tmp_path / "contestants"
+    (where / "shared").mkdir(parents=True)
+    (where / "shared" / "lib.rs").write_text("// one\n")
+    manifest = PARTS_MANIFEST.replace('requires = ["sh"]', 'requires = ["sh"]\nbuild_inputs = ["../shared"]')
+    contestant = _contestant(where, manifest)
+    _install_for(contestant, "hello")
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base"]
+    (where / "shared" / "lib.rs").write_text("// two\n")
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base", "base"]
+    with pytest.raises(ConfigError, match="'../elsewhere' is not a folder"):
+        _contestant(tmp_path / "b", manifest.replace("../shared", "../elsewhere"))
+
+
 def test_an_optional_part_is_checked_like_the_steps(tmp_path):
     with pytest.raises(ConfigError, match="'gridfs' is not one of this contestant's scenarios") as info:
         _contestant(tmp_path / "a", PARTS_MANIFEST.replace('scenarios = ["mongo"]\nsteps',

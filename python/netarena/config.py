@@ -38,6 +38,9 @@ PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_
 # backing service to wait for, where the protocol's own cost shows.
 TLS_SCENARIOS = tuple(s.name for s in registry.all() if s.tls)
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
+# An optional part's steps may also name the parts the build ends up with ({install_parts}, see
+# contestants._install_locked): one cargo build with every feature asked for, not the last part's alone.
+PART_STEP_PLACEHOLDERS = (*STEP_PLACEHOLDERS, "install_parts")
 NAME_PATTERN = r"^[a-z0-9][a-z0-9-]*$"
 # Debian's package-name rule. The names reach `apt-get install` as arguments: this keeps an option such as
 # `-oAPT::Get::...` (which can run commands) out of a command netarena runs as root.
@@ -81,6 +84,9 @@ class Install(Strict):
     java: Annotated[int, Field(ge=8, le=1000)] | None = None
     steps: InstallSteps = []
     optional: dict[str, OptionalInstall] = {}
+    # Folders outside the contestant's that its build steps read (a crate shared by several contestants, named
+    # relative to the contestant's folder): their files count in the build's stamp, so a change there rebuilds.
+    build_inputs: list[str] = []
 
 
 class Start(Strict):
@@ -664,6 +670,10 @@ def load_manifest(path: Path) -> Manifest:
                  "keep the requirements file in the contestant's folder and name it relative to it")
         if not req.is_file():
             fail(("install", "python_requirements"), f"file not found: {req}")
+    for index, folder in enumerate(manifest.install.build_inputs):
+        if not (path.parent / folder).is_dir():
+            fail(("install", "build_inputs", index), f"{folder!r} is not a folder (resolves to "
+                 f"{(path.parent / folder).resolve()})", "name a folder relative to the contestant's folder")
     for scenario in manifest.scenarios:
         service = SERVICE_SCENARIOS.get(scenario)
         if service is not None and service not in manifest.needs:
@@ -737,7 +747,7 @@ def load_manifest(path: Path) -> Manifest:
         _placeholders(step, STEP_PLACEHOLDERS, path, lines, ("install", "steps", index))
     for part, optional in manifest.install.optional.items():
         for index, step in enumerate(optional.steps):
-            _placeholders(step, STEP_PLACEHOLDERS, path, lines, ("install", "optional", part, "steps", index))
+            _placeholders(step, PART_STEP_PLACEHOLDERS, path, lines, ("install", "optional", part, "steps", index))
     return manifest
 
 

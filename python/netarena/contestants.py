@@ -316,6 +316,9 @@ def _venv_stamp(contestant: Contestant) -> str:
 def _steps_stamp(contestant: Contestant) -> str:
     install = contestant.manifest.install
     return json.dumps({"steps": install.steps, "tree_sha256": _tree_hash(contestant.dir),
+                       **({"build_inputs_sha256": {folder: _tree_hash(contestant.dir / folder)
+                                                   for folder in install.build_inputs}}
+                          if install.build_inputs else {}),
                        **({"optional": {name: part.model_dump(mode="json") for name, part in
                                         sorted(install.optional.items())}} if install.optional else {}),
                        # Built with another JDK (another folder, or the same one updated) is not current.
@@ -642,6 +645,11 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
             (contestant.env_dir / "steps.stamp").unlink(missing_ok=True)
             (contestant.env_dir / "build").mkdir(parents=True, exist_ok=True)
             values = contestant.placeholders()
+            # {install_parts}: every part the build ends up with, those built before and those asked for now,
+            # comma-separated (cargo's --features list). A part's build replaces the binary: built with its own
+            # feature alone, a postgresql part after a mongo one would leave a binary without the MongoDB driver
+            # while the stamp says both are built.
+            values["install_parts"] = ",".join(sorted((built or set()) | set(parts)))
             step_env = {**os.environ, **contestant.java_env()}
             count, index = sum(len(part_steps) for _, part_steps in todo), 0
             for part, part_steps in todo:

@@ -3,7 +3,9 @@
 //! `server [--host A] --port P --workers W [--static-dir D] [--mongo-url U]`; `--workers` is HttpServer's
 //! worker count: that many threads, each running its own single-threaded runtime and its own copy of the App.
 //! /mongo/{doc} is routed only with a non-empty `--mongo-url`, and only in a binary built with the `mongo`
-//! cargo feature: one without it refuses a non-empty `--mongo-url` with exit code 2.
+//! cargo feature: one without it refuses a non-empty `--mongo-url` with exit code 2. TechEmpower's database
+//! routes (/db, /queries, /fortunes, /updates, /cached-queries) likewise: only with a non-empty `--pg-url`
+//! (and `--pg-pool N`), only in a binary built with the `postgresql` feature.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -36,10 +38,16 @@ struct Options {
     static_dir: Option<PathBuf>,
     /// Empty (netarena's `{mongo_url}` outside mongo measurements) or absent: no /mongo route.
     mongo_url: String,
+    /// Empty (netarena's `{postgresql_url}` outside the postgresql scenarios) or absent: no database routes.
+    pg_url: String,
+    /// The PostgreSQL pool's size (netarena's `{db_pool}`); read only by a binary with the driver.
+    #[cfg_attr(not(feature = "postgresql"), allow(dead_code))]
+    pg_pool: usize,
 }
 
 fn usage() -> &'static str {
-    "usage: server [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL]"
+    "usage: server [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL] [--pg-url URL] \
+     [--pg-pool N]"
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -48,6 +56,8 @@ fn parse_args() -> Result<Options, String> {
     let mut workers = 1usize;
     let mut static_dir = None;
     let mut mongo_url = String::new();
+    let mut pg_url = String::new();
+    let mut pg_pool = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
@@ -69,11 +79,19 @@ fn parse_args() -> Result<Options, String> {
             }
             "--static-dir" => static_dir = Some(PathBuf::from(value)),
             "--mongo-url" => mongo_url = value,
+            "--pg-url" => pg_url = value,
+            "--pg-pool" => {
+                pg_pool = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| format!("--pg-pool must be an integer >= 1 (connections), got {value:?}"))?
+            }
             other => return Err(format!("unknown option {other:?}; {}", usage())),
         }
     }
     let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
-    Ok(Options { host, port, workers, static_dir, mongo_url })
+    Ok(Options { host, port, workers, static_dir, mongo_url, pg_url, pg_pool })
 }
 
 #[derive(Serialize)]
@@ -150,6 +168,66 @@ async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, Strin
     Ok(db.collection::<RawDocumentBuf>("docs"))
 }
 
+/// TechEmpower's database scenarios: the answers come from the crate shared with rust-axum and rust-hyper
+/// (contestants/_rust-shared/tfb-pg), written here as Actix responses.
+#[cfg(feature = "postgresql")]
+mod techempower {
+    use actix_web::http::header::{ContentType, SERVER};
+    use actix_web::{web, HttpRequest, HttpResponse};
+    use netarena_tfb_pg::{count_param, Db, Error};
+
+    use super::NAME;
+
+    /// TechEmpower requires a Server header on these answers (actix-http adds Date).
+    fn answer_rows<T: serde::Serialize>(rows: Result<T, Error>) -> HttpResponse {
+        match rows {
+            Ok(rows) => HttpResponse::Ok().insert_header((SERVER, NAME)).json(rows),
+            Err(err) => database_error(err),
+        }
+    }
+
+    fn database_error(err: Error) -> HttpResponse {
+        HttpResponse::InternalServerError()
+            .insert_header((SERVER, NAME))
+            .body(format!("database error: {err}"))
+    }
+
+    async fn single_query(db: web::Data<Db>) -> HttpResponse {
+        answer_rows(db.worlds(1).await.map(|rows| rows[0]))
+    }
+
+    async fn queries(db: web::Data<Db>, req: HttpRequest) -> HttpResponse {
+        answer_rows(db.worlds(count_param(Some(req.query_string()), "queries")).await)
+    }
+
+    async fn updates(db: web::Data<Db>, req: HttpRequest) -> HttpResponse {
+        answer_rows(db.update_worlds(count_param(Some(req.query_string()), "queries")).await)
+    }
+
+    async fn cached_queries(db: web::Data<Db>, req: HttpRequest) -> HttpResponse {
+        answer_rows(Ok(db.cached_worlds(count_param(Some(req.query_string()), "count"))))
+    }
+
+    async fn fortunes(db: web::Data<Db>) -> HttpResponse {
+        match db.fortunes_page().await {
+            Ok(page) => HttpResponse::Ok()
+                .insert_header((SERVER, NAME))
+                .content_type(ContentType::html())
+                .body(page),
+            Err(err) => database_error(err),
+        }
+    }
+
+    pub fn routes(config: &mut web::ServiceConfig) {
+        config
+            .route("/db", web::get().to(single_query))
+            .route("/queries", web::get().to(queries))
+            .route("/updates", web::get().to(updates))
+            .route("/cached-queries", web::get().to(cached_queries))
+            .route("/fortunes", web::get().to(fortunes));
+    }
+}
+
 async fn run(opts: Options) -> ExitCode {
     #[cfg(feature = "mongo")]
     let mongo_docs = if opts.mongo_url.is_empty() {
@@ -157,6 +235,20 @@ async fn run(opts: Options) -> ExitCode {
     } else {
         match mongo_collection(&opts.mongo_url).await {
             Ok(docs) => Some(web::Data::new(docs)),
+            Err(msg) => {
+                eprintln!("{NAME}: {msg}");
+                return ExitCode::from(2);
+            }
+        }
+    };
+    // The pool and the World cache, made on the main thread before the workers start and shared by them
+    // through web::Data (as the mongodb Client is).
+    #[cfg(feature = "postgresql")]
+    let pg = if opts.pg_url.is_empty() {
+        None
+    } else {
+        match netarena_tfb_pg::Db::connect(&opts.pg_url, opts.pg_pool).await {
+            Ok(db) => Some(web::Data::new(db)),
             Err(msg) => {
                 eprintln!("{NAME}: {msg}");
                 return ExitCode::from(2);
@@ -177,6 +269,10 @@ async fn run(opts: Options) -> ExitCode {
         #[cfg(feature = "mongo")]
         if let Some(docs) = &mongo_docs {
             app = app.app_data(docs.clone()).route("/mongo/{doc}", web::get().to(find_doc));
+        }
+        #[cfg(feature = "postgresql")]
+        if let Some(db) = &pg {
+            app = app.app_data(db.clone()).configure(techempower::routes);
         }
         if let Some(dir) = &static_dir {
             // actix-files maps the path below /static onto the folder (refusing `..`).
@@ -222,6 +318,14 @@ fn main() -> ExitCode {
             "{NAME}: --mongo-url given, but this binary was built without the `mongo` cargo feature (the MongoDB \
              driver); build it with `cargo build --release --features mongo` (netarena does when a run measures \
              mongo)"
+        );
+        return ExitCode::from(2);
+    }
+    if cfg!(not(feature = "postgresql")) && !opts.pg_url.is_empty() {
+        eprintln!(
+            "{NAME}: --pg-url given, but this binary was built without the `postgresql` cargo feature (the \
+             PostgreSQL driver); build it with `cargo build --release --features postgresql` (netarena does when \
+             a run measures db, queries, fortunes, updates or cached-queries)"
         );
         return ExitCode::from(2);
     }

@@ -1,9 +1,11 @@
 //! netarena contestant: Axum 0.8 on a multi-threaded tokio runtime, the catalog's HTTP scenarios.
 //!
-//! `server [--host A] --port P --workers W [--static-dir D] [--mongo-url U]`; `--workers` is the number of
-//! tokio worker threads (one multi-threaded runtime). /mongo/{doc} is routed only with a non-empty
-//! `--mongo-url`, and only in a binary built with the `mongo` cargo feature: one without it refuses a non-empty
-//! `--mongo-url` with exit code 2.
+//! `server [--host A] --port P --workers W [--static-dir D] [--mongo-url U] [--pg-url U --pg-pool N]`;
+//! `--workers` is the number of tokio worker threads (one multi-threaded runtime). /mongo/{doc} is routed only
+//! with a non-empty `--mongo-url`, and only in a binary built with the `mongo` cargo feature: one without it
+//! refuses a non-empty `--mongo-url` with exit code 2. TechEmpower's database routes (/db, /queries,
+//! /fortunes, /updates, /cached-queries) likewise: only with a non-empty `--pg-url`, only in a binary built
+//! with the `postgresql` feature.
 
 use std::collections::HashMap;
 use std::future::IntoFuture;
@@ -47,10 +49,16 @@ struct Options {
     static_dir: Option<PathBuf>,
     /// Empty (netarena's `{mongo_url}` outside mongo measurements) or absent: no /mongo route.
     mongo_url: String,
+    /// Empty (netarena's `{postgresql_url}` outside the postgresql scenarios) or absent: no database routes.
+    pg_url: String,
+    /// The PostgreSQL pool's size (netarena's `{db_pool}`); read only by a binary with the driver.
+    #[cfg_attr(not(feature = "postgresql"), allow(dead_code))]
+    pg_pool: usize,
 }
 
 fn usage() -> &'static str {
-    "usage: server [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL]"
+    "usage: server [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL] [--pg-url URL] \
+     [--pg-pool N]"
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -59,6 +67,8 @@ fn parse_args() -> Result<Options, String> {
     let mut workers = 1usize;
     let mut static_dir = None;
     let mut mongo_url = String::new();
+    let mut pg_url = String::new();
+    let mut pg_pool = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
@@ -80,11 +90,19 @@ fn parse_args() -> Result<Options, String> {
             }
             "--static-dir" => static_dir = Some(PathBuf::from(value)),
             "--mongo-url" => mongo_url = value,
+            "--pg-url" => pg_url = value,
+            "--pg-pool" => {
+                pg_pool = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| format!("--pg-pool must be an integer >= 1 (connections), got {value:?}"))?
+            }
             other => return Err(format!("unknown option {other:?}; {}", usage())),
         }
     }
     let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
-    Ok(Options { host, port, workers, static_dir, mongo_url })
+    Ok(Options { host, port, workers, static_dir, mongo_url, pg_url, pg_pool })
 }
 
 fn listen(host: IpAddr, port: u16) -> std::io::Result<TcpListener> {
@@ -163,6 +181,70 @@ async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, Strin
     Ok(db.collection::<RawDocumentBuf>("docs"))
 }
 
+/// TechEmpower's database scenarios: the answers come from the crate shared with rust-hyper and rust-actix
+/// (contestants/_rust-shared/tfb-pg), written here as axum responses.
+#[cfg(feature = "postgresql")]
+mod techempower {
+    use std::sync::Arc;
+
+    use axum::extract::{RawQuery, State};
+    use axum::http::{header, StatusCode};
+    use axum::response::{Html, IntoResponse, Response};
+    use axum::routing::get;
+    use axum::{Json, Router};
+    use netarena_tfb_pg::{count_param, Db, Error};
+
+    use super::NAME;
+
+    type SharedDb = State<Arc<Db>>;
+
+    /// TechEmpower requires a Server header on these answers (hyper adds Date). Json answers
+    /// application/json, Html text/html; charset=utf-8.
+    fn answer(body: impl IntoResponse) -> Response {
+        ([(header::SERVER, NAME)], body).into_response()
+    }
+
+    fn answer_rows<T: serde::Serialize>(rows: Result<T, Error>) -> Response {
+        match rows {
+            Ok(rows) => answer(Json(rows)),
+            Err(err) => answer((StatusCode::INTERNAL_SERVER_ERROR, format!("database error: {err}"))),
+        }
+    }
+
+    async fn single_query(State(db): SharedDb) -> Response {
+        answer_rows(db.worlds(1).await.map(|rows| rows[0]))
+    }
+
+    async fn queries(State(db): SharedDb, RawQuery(query): RawQuery) -> Response {
+        answer_rows(db.worlds(count_param(query.as_deref(), "queries")).await)
+    }
+
+    async fn updates(State(db): SharedDb, RawQuery(query): RawQuery) -> Response {
+        answer_rows(db.update_worlds(count_param(query.as_deref(), "queries")).await)
+    }
+
+    async fn cached_queries(State(db): SharedDb, RawQuery(query): RawQuery) -> Response {
+        answer(Json(db.cached_worlds(count_param(query.as_deref(), "count"))))
+    }
+
+    async fn fortunes(State(db): SharedDb) -> Response {
+        match db.fortunes_page().await {
+            Ok(page) => answer(Html(page)),
+            Err(err) => answer((StatusCode::INTERNAL_SERVER_ERROR, format!("database error: {err}"))),
+        }
+    }
+
+    pub fn routes(db: Db) -> Router {
+        Router::new()
+            .route("/db", get(single_query))
+            .route("/queries", get(queries))
+            .route("/updates", get(updates))
+            .route("/cached-queries", get(cached_queries))
+            .route("/fortunes", get(fortunes))
+            .with_state(Arc::new(db))
+    }
+}
+
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
@@ -204,6 +286,17 @@ async fn run(opts: Options) -> ExitCode {
             }
         }
     }
+    // The pool and the World cache, filled before the first request can arrive.
+    #[cfg(feature = "postgresql")]
+    if !opts.pg_url.is_empty() {
+        match netarena_tfb_pg::Db::connect(&opts.pg_url, opts.pg_pool).await {
+            Ok(db) => app = app.merge(techempower::routes(db)),
+            Err(msg) => {
+                eprintln!("{NAME}: {msg}");
+                return ExitCode::from(2);
+            }
+        }
+    }
     if let Some(dir) = &opts.static_dir {
         // ServeDir maps the path below /static onto the folder (refusing `..`).
         app = app.nest_service("/static", ServeDir::new(dir));
@@ -237,6 +330,14 @@ fn main() -> ExitCode {
             "{NAME}: --mongo-url given, but this binary was built without the `mongo` cargo feature (the MongoDB \
              driver); build it with `cargo build --release --features mongo` (netarena does when a run measures \
              mongo)"
+        );
+        return ExitCode::from(2);
+    }
+    if cfg!(not(feature = "postgresql")) && !opts.pg_url.is_empty() {
+        eprintln!(
+            "{NAME}: --pg-url given, but this binary was built without the `postgresql` cargo feature (the \
+             PostgreSQL driver); build it with `cargo build --release --features postgresql` (netarena does when \
+             a run measures db, queries, fortunes, updates or cached-queries)"
         );
         return ExitCode::from(2);
     }

@@ -2,7 +2,9 @@
 //!
 //! `server --mode http [--host A] --port P --workers W --static-dir D [--mongo-url U]` serves the HTTP
 //! scenarios (/mongo/{name} only with a non-empty `--mongo-url`, and only in a binary built with the `mongo`
-//! cargo feature: one without it refuses a non-empty `--mongo-url` with exit code 2);
+//! cargo feature: one without it refuses a non-empty `--mongo-url` with exit code 2; TechEmpower's database
+//! routes /db, /queries, /fortunes, /updates, /cached-queries likewise with `--pg-url U --pg-pool N` and the
+//! `postgresql` feature);
 //! `server --mode echo [--host A] --port P --workers W` is the raw TCP echo server.
 //! `--workers` is the number of tokio worker threads (one multi-threaded runtime).
 
@@ -18,6 +20,8 @@ use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
+#[cfg(feature = "postgresql")]
+use hyper::header::SERVER;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -51,10 +55,16 @@ struct Options {
     static_dir: Option<PathBuf>,
     /// Empty (netarena's `{mongo_url}` outside mongo measurements) or absent: no /mongo route.
     mongo_url: String,
+    /// Empty (netarena's `{postgresql_url}` outside the postgresql scenarios) or absent: no database routes.
+    pg_url: String,
+    /// The PostgreSQL pool's size (netarena's `{db_pool}`); read only by a binary with the driver.
+    #[cfg_attr(not(feature = "postgresql"), allow(dead_code))]
+    pg_pool: usize,
 }
 
 fn usage() -> &'static str {
-    "usage: server --mode http|echo [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL]"
+    "usage: server --mode http|echo [--host ADDR] --port PORT [--workers N] [--static-dir DIR] [--mongo-url URL] \
+     [--pg-url URL] [--pg-pool N]"
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -64,6 +74,8 @@ fn parse_args() -> Result<Options, String> {
     let mut workers = 1usize;
     let mut static_dir = None;
     let mut mongo_url = String::new();
+    let mut pg_url = String::new();
+    let mut pg_pool = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args
@@ -90,6 +102,14 @@ fn parse_args() -> Result<Options, String> {
             }
             "--static-dir" => static_dir = Some(PathBuf::from(value)),
             "--mongo-url" => mongo_url = value,
+            "--pg-url" => pg_url = value,
+            "--pg-pool" => {
+                pg_pool = value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| format!("--pg-pool must be an integer >= 1 (connections), got {value:?}"))?
+            }
             other => return Err(format!("unknown option {other:?}; {}", usage())),
         }
     }
@@ -98,7 +118,7 @@ fn parse_args() -> Result<Options, String> {
         return Err(format!("--mode must be http or echo, got {mode:?}"));
     }
     let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
-    Ok(Options { mode, host, port, workers, static_dir, mongo_url })
+    Ok(Options { mode, host, port, workers, static_dir, mongo_url, pg_url, pg_pool })
 }
 
 fn listen(host: std::net::IpAddr, port: u16) -> std::io::Result<TcpListener> {
@@ -124,6 +144,9 @@ struct App {
     /// connection pool every request shares; None without --mongo-url.
     #[cfg(feature = "mongo")]
     mongo_docs: Option<Collection<RawDocumentBuf>>,
+    /// TechEmpower's database scenarios' pool and World cache; None without --pg-url.
+    #[cfg(feature = "postgresql")]
+    pg: Option<netarena_tfb_pg::Db>,
 }
 
 impl App {
@@ -187,6 +210,12 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
             None => not_found(),
         });
     }
+    #[cfg(feature = "postgresql")]
+    if let Some(db) = app.pg.as_ref() {
+        if let Some(resp) = techempower(db, path, req.uri().query()).await {
+            return Ok(resp);
+        }
+    }
     if let (Some(rel), Some(files)) = (path.strip_prefix("/static/"), app.static_files.as_ref()) {
         // ServeDir maps the request path below its root (refusing `..`); hand it the part after /static.
         let Ok(uri) = format!("/{rel}").parse::<hyper::Uri>() else {
@@ -198,6 +227,32 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
         return Ok(resp.map(|body| body.boxed_unsync()));
     }
     Ok(not_found())
+}
+
+/// TechEmpower's database scenarios: the answers come from the crate shared with rust-axum and rust-actix
+/// (contestants/_rust-shared/tfb-pg), written here as hyper responses; None for any other path.
+#[cfg(feature = "postgresql")]
+async fn techempower(db: &netarena_tfb_pg::Db, path: &str, query: Option<&str>) -> Option<Response<Body>> {
+    use netarena_tfb_pg::count_param;
+
+    fn json<T: Serialize>(value: &T) -> (&'static str, Bytes) {
+        ("application/json", Bytes::from(serde_json::to_vec(value).expect("serializable")))
+    }
+    let answer = match path {
+        "/db" => db.worlds(1).await.map(|rows| json(&rows[0])),
+        "/queries" => db.worlds(count_param(query, "queries")).await.map(|rows| json(&rows)),
+        "/updates" => db.update_worlds(count_param(query, "queries")).await.map(|rows| json(&rows)),
+        "/cached-queries" => Ok(json(&db.cached_worlds(count_param(query, "count")))),
+        "/fortunes" => db.fortunes_page().await.map(|page| ("text/html; charset=utf-8", Bytes::from(page))),
+        _ => return None,
+    };
+    let mut resp = match answer {
+        Ok((content_type, body)) => response(StatusCode::OK, content_type, body),
+        Err(err) => response(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", Bytes::from(format!("database error: {err}"))),
+    };
+    // TechEmpower requires a Server header on these answers (hyper adds Date).
+    resp.headers_mut().insert(SERVER, HeaderValue::from_static("rust-hyper"));
+    Some(resp)
 }
 
 #[cfg(feature = "mongo")]
@@ -312,6 +367,14 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if cfg!(not(feature = "postgresql")) && !opts.pg_url.is_empty() {
+        eprintln!(
+            "rust-hyper: --pg-url given, but this binary was built without the `postgresql` cargo feature (the \
+             PostgreSQL driver); build it with `cargo build --release --features postgresql` (netarena does when \
+             a run measures db, queries, fortunes, updates or cached-queries)"
+        );
+        return ExitCode::from(2);
+    }
     if opts.mode == "http" {
         if let Some(dir) = &opts.static_dir {
             if !dir.is_dir() {
@@ -349,6 +412,19 @@ fn main() -> ExitCode {
         } else {
             None
         };
+        // The pool and the World cache, filled before the first request can arrive.
+        #[cfg(feature = "postgresql")]
+        let pg = if opts.mode == "http" && !opts.pg_url.is_empty() {
+            match netarena_tfb_pg::Db::connect(&opts.pg_url, opts.pg_pool).await {
+                Ok(db) => Some(db),
+                Err(msg) => {
+                    eprintln!("rust-hyper: {msg}");
+                    return ExitCode::from(2);
+                }
+            }
+        } else {
+            None
+        };
         let server = async {
             if opts.mode == "echo" {
                 serve_echo(listener).await
@@ -358,6 +434,8 @@ fn main() -> ExitCode {
                     bytes_bodies: BYTES_SIZES.iter().map(|&n| (n, Bytes::from(vec![b'*'; n]))).collect(),
                     #[cfg(feature = "mongo")]
                     mongo_docs,
+                    #[cfg(feature = "postgresql")]
+                    pg,
                 });
                 serve_http(listener, app).await
             }
