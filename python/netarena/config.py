@@ -76,6 +76,10 @@ class Install(Strict):
     # server (JAVA_HOME, PATH, {java}); none found: the contestant is skipped with what was found and the fix.
     java: Annotated[int, Field(ge=8, le=1000)] | None = None
     steps: InstallSteps = []
+    # Folders beside the contestant's own (e.g. "../_go-shared") whose files the steps build from (go-net's
+    # go.mod replaces a module with one there). They are part of the install's stamp, with the contestant's
+    # own files: a change there rebuilds, as a change in the contestant's folder does.
+    shared: list[str] = []
     optional: dict[str, OptionalInstall] = {}
 
 
@@ -653,6 +657,11 @@ def load_manifest(path: Path) -> Manifest:
                  "keep the requirements file in the contestant's folder and name it relative to it")
         if not req.is_file():
             fail(("install", "python_requirements"), f"file not found: {req}")
+    for index, shared in enumerate(manifest.install.shared):
+        folder = (path.parent / shared).resolve()
+        if not folder.is_dir():
+            fail(("install", "shared", index), f"{shared!r} is not a folder (resolves to {folder})",
+                 'name a folder relative to the contestant\'s, e.g. "../_go-shared"')
     for scenario in manifest.scenarios:
         service = SERVICE_SCENARIOS.get(scenario)
         if service is not None and service not in manifest.needs:

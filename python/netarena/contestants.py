@@ -316,6 +316,8 @@ def _venv_stamp(contestant: Contestant) -> str:
 def _steps_stamp(contestant: Contestant) -> str:
     install = contestant.manifest.install
     return json.dumps({"steps": install.steps, "tree_sha256": _tree_hash(contestant.dir),
+                       **({"shared_sha256": {name: _tree_hash(contestant.dir / name) for name in install.shared}}
+                          if install.shared else {}),
                        **({"optional": {name: part.model_dump(mode="json") for name, part in
                                         sorted(install.optional.items())}} if install.optional else {}),
                        # Built with another JDK (another folder, or the same one updated) is not current.
