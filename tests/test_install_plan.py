@@ -95,6 +95,27 @@ def test_a_plan_without_mongo_skips_the_part_and_a_later_one_with_mongo_builds_i
     assert _runs(contestant) == ["base", "mongo", "base"]
 
 
+def test_a_change_in_a_shared_folder_the_steps_build_from_rebuilds(cache, tmp_path):
+    """install.shared (go-net and go-gin build contestants/_go-shared through a go.mod replace): that folder's
+    files are part of the install's stamp, as the contestant's own are; a folder that is not there is refused."""
+    where = tmp_path / "contestants"
+    (where / "_fx-shared").mkdir(parents=True)
+    (where / "_fx-shared" / "lib.c").write_text("/* one */\n")
+    contestant = _contestant(where, PARTS_MANIFEST.replace("\n[install.optional.mongo]",
+                                                            'shared = ["../_fx-shared"]\n\n[install.optional.mongo]'))
+    _install_for(contestant, "hello")
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base"]
+    (where / "_fx-shared" / "lib.c").write_text("/* two */\n")
+    assert not ct.install_current(contestant)
+    _install_for(contestant, "hello")
+    assert _runs(contestant) == ["base", "base"]
+    with pytest.raises(ConfigError, match="'../_fx-none' is not a folder") as info:
+        _contestant(tmp_path / "b", PARTS_MANIFEST.replace("\n[install.optional.mongo]",
+                                                           'shared = ["../_fx-none"]\n\n[install.optional.mongo]'))
+    assert info.value.line is not None
+
+
 def test_a_part_instead_of_the_steps_runs_alone_when_nothing_is_built(cache, tmp_path):
     """A part whose steps build all the base does (a cargo feature build) replaces the base steps when nothing
     is built yet; on top of a base build it runs alone too; a plan without it then reuses that build."""
