@@ -67,6 +67,7 @@ module RubyPuma
   # the fork (also checking the URL once), the pool opened in each worker (connect_databases).
   unless PG_URL.empty?
     require_relative "techempower"
+    DB_POOL = count("NETARENA_DB_POOL") # a malformed one stops the start here, not each forked worker
     TECHEMPOWER = TechEmpower::Routes.new(TechEmpower.world_cache(PG_URL))
   end
 
@@ -83,6 +84,6 @@ module RubyPuma
   # which may all query at once; PostgreSQL's pool the manifest's [database] pool (NETARENA_DB_POOL).
   def self.connect_databases
     routes.connect_mongo(MONGO_URL, pool_size: count("NETARENA_THREADS")) unless MONGO_URL.empty?
-    routes.connect_postgresql(PG_URL, count("NETARENA_DB_POOL")) unless PG_URL.empty?
+    routes.connect_postgresql(PG_URL, DB_POOL) unless PG_URL.empty?
   end
 end
