@@ -91,22 +91,29 @@ func newMux(staticDir string) *http.ServeMux {
 	return mux
 }
 
-func serveHTTP(ln net.Listener, staticDir, mongoURL, pgURL string, pgPool int, stop <-chan os.Signal) error {
+// httpHandler is every HTTP route, its databases connected. It is built before the listening socket opens:
+// a server that accepted connections while still reading World for /cached-queries would look ready, and a
+// check counting queries from then on would count that read too.
+func httpHandler(staticDir, mongoURL, pgURL string, pgPool int) (http.Handler, error) {
 	for _, n := range []int{40, 10000, 524288} {
 		bytesBody(n)
 	}
 	mux := newMux(staticDir)
 	if mongoURL != "" {
 		if err := addMongo(mux, mongoURL); err != nil {
-			return fmt.Errorf("-mongo-url %q: %w", mongoURL, err)
+			return nil, fmt.Errorf("-mongo-url %q: %w", mongoURL, err)
 		}
 	}
 	if pgURL != "" {
 		if err := addPostgres(mux, pgURL, pgPool); err != nil {
-			return fmt.Errorf("-pg-url %q: %w", pgURL, err)
+			return nil, fmt.Errorf("-pg-url %q: %w", pgURL, err)
 		}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	return mux, nil
+}
+
+func serveHTTP(ln net.Listener, handler http.Handler, stop <-chan os.Signal) error {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
 	done := make(chan error, 1)
 	go func() {
 		<-stop
@@ -176,6 +183,13 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 
+	var handler http.Handler
+	if *mode == "http" {
+		var err error
+		if handler, err = httpHandler(*staticDir, *mongoURL, *pgURL, *pgPool); err != nil {
+			log.Fatal(err)
+		}
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
 		log.Fatalf("cannot listen on %s port %d: %v", *host, *port, err)
@@ -183,7 +197,7 @@ func main() {
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)
 	} else {
-		err = serveHTTP(ln, *staticDir, *mongoURL, *pgURL, *pgPool, stop)
+		err = serveHTTP(ln, handler, stop)
 	}
 	if err != nil {
 		log.Fatal(err)
