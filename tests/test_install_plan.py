@@ -141,8 +141,9 @@ def test_a_second_part_is_built_with_the_parts_built_before(cache, tmp_path):
 
 
 def test_a_change_in_a_build_input_outside_the_folder_rebuilds(cache, tmp_path):
-    """[install] build_inputs (a crate shared by several contestants) count in the build's stamp as the
-    contestant's own files do; a name that is not a folder is refused."""
+    """[install] build_inputs (a crate or Go module shared by several contestants: contestants/_rust-shared,
+    contestants/_go-shared) count in the build's stamp as the contestant's own files do; a name that is not a
+    folder is refused, at its line."""
     where = tmp_path / "contestants"
     (where / "shared").mkdir(parents=True)
     (where / "shared" / "lib.rs").write_text("// one\n")
@@ -152,10 +153,12 @@ def test_a_change_in_a_build_input_outside_the_folder_rebuilds(cache, tmp_path):
     _install_for(contestant, "hello")
     assert _runs(contestant) == ["base"]
     (where / "shared" / "lib.rs").write_text("// two\n")
+    assert not ct.install_current(contestant)
     _install_for(contestant, "hello")
     assert _runs(contestant) == ["base", "base"]
-    with pytest.raises(ConfigError, match="'../elsewhere' is not a folder"):
+    with pytest.raises(ConfigError, match="'../elsewhere' is not a folder") as info:
         _contestant(tmp_path / "b", manifest.replace("../shared", "../elsewhere"))
+    assert info.value.line is not None
 
 
 def test_an_optional_part_is_checked_like_the_steps(tmp_path):

@@ -1,14 +1,18 @@
 'use strict';
 // TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries) on PostgreSQL
-// through node-postgres (`pg`), shared by node-http and node-fastify. The contestant passes its own `pg`
-// module (or, for node-fastify, the pool @fastify/postgres made) because `pg` is installed in the contestant's
-// node_modules, not here.
+// through node-postgres (`pg`), shared by node-http, node-fastify, node-express and node-hono. The contestant
+// passes its own `pg` module (or, for node-fastify, the pool @fastify/postgres made) because `pg` is installed
+// in the contestant's node_modules, not here.
 //
 // One pg.Pool per process of `poolSize` connections; pool.query checks a connection out for one query and
 // returns it. node-postgres sends one query at a time on a connection: no pipelining.
 
+const { fail } = require('./cluster.js');
+
 const WORLD_ROWS = 10000;
 const MAX_QUERIES = 500;
+// The scenarios' paths, for a framework that sets the Server header TechEmpower requires on these alone.
+const ROUTES = ['/db', '/queries', '/fortunes', '/updates', '/cached-queries'];
 const EXTRA_FORTUNE = 'Additional fortune added at request time.';
 
 // TechEmpower's clamp: a missing or non-numeric value is 1, then 1..500. `value` is the query parameter's
@@ -43,10 +47,26 @@ async function loadWorldCache(pool) {
   return cache;
 }
 
+// The --pg-pool value: a whole number >= 1, else the process ends saying so.
+function parsePgPool(text) {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) fail(`--pg-pool must be a whole number >= 1, got ${JSON.stringify(text)}`);
+  return n;
+}
+
 // A pool and the cache (resolves once the copy is read).
 async function connectWorld(pg, url, poolSize) {
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   return { pool, cache: await loadWorldCache(pool) };
+}
+
+// connectWorld for a server's start: a database it cannot reach or read ends the process with the URL and why.
+async function connectWorldOrFail(pg, url, poolSize) {
+  try {
+    return await connectWorld(pg, url, poolSize);
+  } catch (err) {
+    return fail(`--pg-url ${url}: ${err.message}`);
+  }
 }
 
 // One row, by its own query (TechEmpower forbids reading several rows with one IN (...) query).
@@ -87,16 +107,21 @@ function cachedWorlds(cache, n) {
   return rows;
 }
 
-// TechEmpower's page: every fortune plus one added per request, sorted by message, escaped by hand.
-async function fortunesPage(pool) {
+// Every fortune plus the one added per request, sorted by message: what TechEmpower's page lists.
+async function fortunes(pool) {
   const { rows } = await pool.query('SELECT id, message FROM fortune');
   rows.push({ id: 0, message: EXTRA_FORTUNE });
   // Plain string order (UTF-16 code units: code-point order for these messages, all in the BMP), not the
   // locale's order, which localeCompare would give.
   rows.sort((a, b) => (a.message < b.message ? -1 : a.message > b.message ? 1 : 0));
+  return rows;
+}
+
+// TechEmpower's page, escaped by hand, for the frameworks without a template engine.
+async function fortunesPage(pool) {
   let page = '<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr><th>id</th><th>message</th></tr>';
-  for (const row of rows) page += `<tr><td>${row.id}</td><td>${escapeHtml(row.message)}</td></tr>`;
+  for (const row of await fortunes(pool)) page += `<tr><td>${row.id}</td><td>${escapeHtml(row.message)}</td></tr>`;
   return page + '</table></body></html>';
 }
 
-module.exports = { clampQueries, queryParam, loadWorldCache, connectWorld, readWorld, readWorlds, updateWorlds, cachedWorlds, fortunesPage };
+module.exports = { ROUTES, parsePgPool, clampQueries, queryParam, loadWorldCache, connectWorld, connectWorldOrFail, readWorld, readWorlds, updateWorlds, cachedWorlds, fortunes, fortunesPage };

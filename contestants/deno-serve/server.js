@@ -1,5 +1,6 @@
 // netarena contestant: Deno.serve, Deno's own HTTP server, HTTP scenarios only.
 // Usage: deno run --allow-net --allow-read --allow-env --allow-sys server.js --host H --port P --static-dir D --mongo-url URL
+//        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
 //
 // Deno.serve with a handler routing on the URL's path (Deno.serve has no router), Response.json per request,
 // and the documented listen options: tcpBacklog 4096 (its default is 511, below the catalog's 1024).
@@ -17,9 +18,11 @@ const require = createRequire(import.meta.url);
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { parseArgs, parsePort, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc } = require('../_node-shared/mongo.js');
+const tfb = require('../_node-shared/pg.js');
 
-const opts = parseArgs(Deno.args, { host: '127.0.0.1', port: undefined, static_dir: undefined, mongo_url: '' });
+const opts = parseArgs(Deno.args, { host: '127.0.0.1', port: undefined, static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
+const pgPool = tfb.parsePgPool(opts.pg_pool);
 let staticRoot;
 try {
   if (!Deno.statSync(opts.static_dir).isDirectory) throw new Error();
@@ -61,11 +64,29 @@ async function staticFile(pathname) {
   }
 }
 
-function handler() {
+// TechEmpower's database scenarios: the queries and the page are contestants/_node-shared/pg.js's, node-postgres
+// (`pg`) from node_modules through Deno's npm support, one pg.Pool (`world` = { pool, cache }). Deno.serve has
+// no template engine, so the fortunes are escaped by hand there. The answer to `pathname`, or null for another
+// path; a rejected promise becomes Deno.serve's 500.
+async function techempower(world, pathname, params) {
+  // TechEmpower requires Server and Date on these answers (Deno.serve adds Date itself).
+  const json = (value) => Response.json(value, { headers: { Server: 'deno-serve' } });
+  if (pathname === '/db') return json(await tfb.readWorld(world.pool));
+  if (pathname === '/queries') return json(await tfb.readWorlds(world.pool, tfb.clampQueries(params.get('queries') ?? undefined)));
+  if (pathname === '/updates') return json(await tfb.updateWorlds(world.pool, tfb.clampQueries(params.get('queries') ?? undefined)));
+  if (pathname === '/cached-queries') return json(tfb.cachedWorlds(world.cache, tfb.clampQueries(params.get('count') ?? undefined)));
+  if (pathname === '/fortunes') {
+    return new Response(await tfb.fortunesPage(world.pool), { headers: { Server: 'deno-serve', 'Content-Type': 'text/html; charset=utf-8' } });
+  }
+  return null;
+}
+
+function handler(world) {
   const docs = opts.mongo_url ? connectFixture(require('mongodb'), opts.mongo_url).docs : null;
   return async (req) => {
     if (req.method !== 'GET') return new Response('method not allowed', { status: 405 });
-    const { pathname } = new URL(req.url);
+    const { pathname, searchParams } = new URL(req.url);
+    if (world !== null && tfb.ROUTES.includes(pathname)) return techempower(world, pathname, searchParams);
     if (pathname === '/hello') return new Response('Hello, World!', { headers: { 'Content-Type': 'text/plain' } });
     if (pathname === '/json') return Response.json({ message: 'Hello, World!' });
     if (pathname.startsWith('/bytes/')) {
@@ -89,15 +110,17 @@ function handler() {
   };
 }
 
-function serve() {
+async function serve() {
   prebuildBytesBodies();
+  // The /cached-queries copy of World is read before listening, so the server is ready only with it.
+  const world = opts.pg_url ? await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool) : null;
   for (const sig of ['SIGTERM', 'SIGINT']) Deno.addSignalListener(sig, () => Deno.exit(0));
   Deno.serve({
     hostname: opts.host,
     port,
     tcpBacklog: LISTEN_BACKLOG,
     onListen() {}, // Deno prints a line per listen otherwise
-  }, handler());
+  }, handler(world));
 }
 
 serve();

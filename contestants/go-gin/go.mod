@@ -5,7 +5,6 @@ go 1.25.0
 
 require (
 	github.com/gin-gonic/gin v1.12.0
-	github.com/jackc/pgx/v5 v5.12.0
 	go.mongodb.org/mongo-driver/v2 v2.10.0
 )
 
@@ -47,3 +46,12 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 	google.golang.org/protobuf v1.36.10 // indirect
 )
+
+// TechEmpower's database scenarios, shared with go-net; pgx v5.12.0, which it requires, is pinned by go.sum.
+// The install's stamp covers that folder (contestant.toml: install.shared).
+require (
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	netarena/contestants/techempower v0.0.0
+)
+
+replace netarena/contestants/techempower => ../_go-shared/techempower

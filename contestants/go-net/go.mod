@@ -3,10 +3,7 @@ module netarena/contestants/go-net
 // 1.25 or later: the mongo driver v2.10 requires it (main.go also relies on ServeMux patterns, 1.22+).
 go 1.25.0
 
-require (
-	github.com/jackc/pgx/v5 v5.12.0
-	go.mongodb.org/mongo-driver/v2 v2.10.0
-)
+require go.mongodb.org/mongo-driver/v2 v2.10.0
 
 require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
@@ -20,3 +17,12 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
+
+// TechEmpower's database scenarios, shared with go-gin; pgx v5.12.0, which it requires, is pinned by go.sum.
+// The install's stamp covers that folder (contestant.toml: install.shared).
+require (
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	netarena/contestants/techempower v0.0.0
+)
+
+replace netarena/contestants/techempower => ../_go-shared/techempower

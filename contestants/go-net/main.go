@@ -3,8 +3,7 @@
 // Concurrency is Go's own: one goroutine per connection, multiplexed by the runtime onto
 // GOMAXPROCS threads (the manifest sets GOMAXPROCS from {workers}). The listen backlog is
 // the kernel's somaxconn, which Go reads itself; Go sets TCP_NODELAY on every TCP
-// connection by default. With -tls-cert and -tls-key (netarena's h1-tls protocol) it serves
-// HTTPS with crypto/tls instead of cleartext: HTTP/1.1 only (ALPN http/1.1, HTTP/2 left off).
+// connection by default.
 package main
 
 import (
@@ -93,23 +92,29 @@ func newMux(staticDir string) *http.ServeMux {
 	return mux
 }
 
-func serveHTTP(ln net.Listener, staticDir, mongoURL, pgURL string, pgPool int, tlsCert, tlsKey string,
-	stop <-chan os.Signal) error {
+// httpHandler is every HTTP route, its databases connected. It is built before the listening socket opens:
+// a server that accepted connections while still reading World for /cached-queries would look ready, and a
+// check counting queries from then on would count that read too.
+func httpHandler(staticDir, mongoURL, pgURL string, pgPool int) (http.Handler, error) {
 	for _, n := range []int{40, 10000, 524288} {
 		bytesBody(n)
 	}
 	mux := newMux(staticDir)
 	if mongoURL != "" {
 		if err := addMongo(mux, mongoURL); err != nil {
-			return fmt.Errorf("-mongo-url %q: %w", mongoURL, err)
+			return nil, fmt.Errorf("-mongo-url %q: %w", mongoURL, err)
 		}
 	}
 	if pgURL != "" {
 		if err := addPostgres(mux, pgURL, pgPool); err != nil {
-			return fmt.Errorf("-pg-url %q: %w", pgURL, err)
+			return nil, fmt.Errorf("-pg-url %q: %w", pgURL, err)
 		}
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second}
+	return mux, nil
+}
+
+func serveHTTP(ln net.Listener, handler http.Handler, tlsCert, tlsKey string, stop <-chan os.Signal) error {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
 	if tlsCert != "" {
 		// crypto/tls's defaults (TLS 1.2 and 1.3). net/http would offer HTTP/2 over TLS: a non-nil, empty
 		// TLSNextProto keeps it to HTTP/1.1, the protocol measured, and ALPN says so.
@@ -196,6 +201,13 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 
+	var handler http.Handler
+	if *mode == "http" {
+		var err error
+		if handler, err = httpHandler(*staticDir, *mongoURL, *pgURL, *pgPool); err != nil {
+			log.Fatal(err)
+		}
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
 		log.Fatalf("cannot listen on %s port %d: %v", *host, *port, err)
@@ -203,7 +215,7 @@ func main() {
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)
 	} else {
-		err = serveHTTP(ln, *staticDir, *mongoURL, *pgURL, *pgPool, *tlsCert, *tlsKey, stop)
+		err = serveHTTP(ln, handler, *tlsCert, *tlsKey, stop)
 	}
 	if err != nil {
 		log.Fatal(err)

@@ -1,57 +1,19 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
-	"html/template"
-	"math/rand/v2"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"netarena/contestants/techempower"
 )
 
-// TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries) on PostgreSQL
-// through pgx v5 and its pgxpool: one pool per process of -pg-pool connections, a request holding one for
-// each query it makes (pgx runs one query at a time on a connection: no pipelining here).
+// TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries): the queries and the
+// fortunes template are contestants/_go-shared/techempower's (shared with go-gin); here net/http serves them.
 
-const (
-	worldRows  = 10000
-	maxQueries = 500
-	// TechEmpower requires a Server header on these answers; net/http adds Date itself.
-	serverName = "go-net"
-)
-
-type world struct {
-	ID           int32 `json:"id"`
-	RandomNumber int32 `json:"randomNumber"`
-}
-
-type fortune struct {
-	ID      int32
-	Message string
-}
-
-// html/template escapes each message (contextual escaping: HTML text here).
-var fortunesTemplate = template.Must(template.New("fortunes").Parse(
-	`<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr><th>id</th><th>message</th></tr>` +
-		`{{range .}}<tr><td>{{.ID}}</td><td>{{.Message}}</td></tr>{{end}}</table></body></html>`))
-
-// queriesParam is TechEmpower's clamp: a missing or non-numeric value is 1, then 1..500.
-func queriesParam(r *http.Request, name string) int {
-	n, err := strconv.Atoi(r.URL.Query().Get(name))
-	if err != nil || n < 1 {
-		return 1
-	}
-	return min(n, maxQueries)
-}
-
-func randomID() int32 { return int32(rand.IntN(worldRows) + 1) }
+// TechEmpower requires a Server header on these answers; net/http adds Date itself.
+const serverName = "go-net"
 
 func writeBody(w http.ResponseWriter, contentType string, body []byte) {
 	h := w.Header()
@@ -61,124 +23,53 @@ func writeBody(w http.ResponseWriter, contentType string, body []byte) {
 	w.Write(body)
 }
 
-func writeJSON(w http.ResponseWriter, v any) {
-	body, err := json.Marshal(v)
+// writeJSON answers v, or the database error err when it is not nil.
+func writeJSON(w http.ResponseWriter, v any, err error) {
+	var body []byte
+	if err == nil {
+		body, err = json.Marshal(v)
+	}
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		w.Header().Set("Server", serverName)
+		http.Error(w, "database error: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
 	writeBody(w, "application/json", body)
 }
 
-func dbError(w http.ResponseWriter, err error) {
-	w.Header().Set("Server", serverName)
-	http.Error(w, "database error: "+err.Error(), http.StatusInternalServerError)
-}
-
-// readWorlds reads n random rows, each by its own query (TechEmpower forbids one IN (...) query).
-func readWorlds(ctx context.Context, pool *pgxpool.Pool, n int) ([]world, error) {
-	rows := make([]world, n)
-	for i := range rows {
-		if err := pool.QueryRow(ctx, "SELECT id, randomnumber FROM world WHERE id = $1", randomID()).
-			Scan(&rows[i].ID, &rows[i].RandomNumber); err != nil {
-			return nil, err
-		}
-	}
-	return rows, nil
-}
-
 func addPostgres(mux *http.ServeMux, url string, poolSize int) error {
-	cfg, err := pgxpool.ParseConfig(url)
+	db, err := techempower.Connect(url, poolSize)
 	if err != nil {
 		return err
 	}
-	cfg.MaxConns = int32(poolSize)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	// /cached-queries answers from this copy of World, taken once at start.
-	cache := make([]world, worldRows+1)
-	rows, _ := pool.Query(ctx, "SELECT id, randomnumber FROM world")
-	var w world
-	if _, err := pgx.ForEachRow(rows, []any{&w.ID, &w.RandomNumber}, func() error {
-		if w.ID < 1 || w.ID > worldRows {
-			return fmt.Errorf("world has id %d outside 1..%d", w.ID, worldRows)
-		}
-		cache[w.ID] = w
-		return nil
-	}); err != nil {
-		return fmt.Errorf("reading world for the cache: %w", err)
-	}
-
+	queries := func(r *http.Request, name string) int { return techempower.Queries(r.URL.Query().Get(name)) }
 	mux.HandleFunc("GET /db", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := readWorlds(r.Context(), pool, 1)
+		rows, err := db.ReadWorlds(r.Context(), 1)
 		if err != nil {
-			dbError(w, err)
+			writeJSON(w, nil, err)
 			return
 		}
-		writeJSON(w, rows[0])
+		writeJSON(w, rows[0], nil)
 	})
 	mux.HandleFunc("GET /queries", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := readWorlds(r.Context(), pool, queriesParam(r, "queries"))
-		if err != nil {
-			dbError(w, err)
-			return
-		}
-		writeJSON(w, rows)
+		rows, err := db.ReadWorlds(r.Context(), queries(r, "queries"))
+		writeJSON(w, rows, err)
 	})
 	mux.HandleFunc("GET /updates", func(w http.ResponseWriter, r *http.Request) {
-		rows, err := readWorlds(r.Context(), pool, queriesParam(r, "queries"))
-		if err != nil {
-			dbError(w, err)
-			return
-		}
-		// An id drawn twice keeps its last number, in the answer too.
-		last := make(map[int32]int32, len(rows))
-		for i := range rows {
-			rows[i].RandomNumber = randomID()
-			last[rows[i].ID] = rows[i].RandomNumber
-		}
-		for i := range rows {
-			rows[i].RandomNumber = last[rows[i].ID]
-		}
-		// One batched UPDATE (allowed), ids in ascending order so that concurrent requests lock rows in the
-		// same order and cannot deadlock.
-		ids := make([]int32, 0, len(last))
-		for id := range last {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		numbers := make([]int32, len(ids))
-		for i, id := range ids {
-			numbers[i] = last[id]
-		}
-		if _, err := pool.Exec(r.Context(), "UPDATE world SET randomnumber = v.n FROM unnest($1::int[], $2::int[]) AS v(id, n) WHERE world.id = v.id", ids, numbers); err != nil {
-			dbError(w, err)
-			return
-		}
-		writeJSON(w, rows)
+		rows, err := db.UpdateWorlds(r.Context(), queries(r, "queries"))
+		writeJSON(w, rows, err)
 	})
 	mux.HandleFunc("GET /cached-queries", func(w http.ResponseWriter, r *http.Request) {
-		rows := make([]world, queriesParam(r, "count"))
-		for i := range rows {
-			rows[i] = cache[randomID()]
-		}
-		writeJSON(w, rows)
+		writeJSON(w, db.CachedWorlds(queries(r, "count")), nil)
 	})
 	mux.HandleFunc("GET /fortunes", func(w http.ResponseWriter, r *http.Request) {
-		rows, _ := pool.Query(r.Context(), "SELECT id, message FROM fortune")
-		fortunes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[fortune])
+		fortunes, err := db.Fortunes(r.Context())
 		if err != nil {
-			dbError(w, err)
+			writeJSON(w, nil, err)
 			return
 		}
-		fortunes = append(fortunes, fortune{0, "Additional fortune added at request time."})
-		slices.SortFunc(fortunes, func(a, b fortune) int { return strings.Compare(a.Message, b.Message) })
 		var page strings.Builder
-		if err := fortunesTemplate.Execute(&page, fortunes); err != nil {
+		if err := techempower.FortunesTemplate.Execute(&page, fortunes); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

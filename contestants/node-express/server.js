@@ -1,6 +1,7 @@
 'use strict';
 // netarena contestant: Express on Node.js, HTTP scenarios only.
 // Usage: node server.js --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo or /gridfs routes)
+//        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -9,10 +10,12 @@ const express = require('express');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
+const tfb = require('../_node-shared/pg.js');
 
-const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
+const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
+const pgPool = tfb.parsePgPool(opts.pg_pool);
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }
@@ -22,7 +25,24 @@ function intParam(text, max) {
   return Number.isInteger(value) && value >= 0 && value <= max ? value : null;
 }
 
-function buildApp() {
+// TechEmpower's database scenarios: the queries and the page are contestants/_node-shared/pg.js's (one pg.Pool
+// per process, `world` = { pool, cache }). Express has no template engine of its own (res.render needs a view
+// engine package), so the fortunes are escaped by hand there, as node-http and node-fastify do.
+function addPostgres(app, world) {
+  // TechEmpower requires Server and Date on these answers (Node's http adds Date itself).
+  app.use(tfb.ROUTES, (req, res, next) => {
+    res.set('Server', 'node-express');
+    next();
+  });
+  // Express 5 turns a rejected promise into a 500.
+  app.get('/db', async (req, res) => res.json(await tfb.readWorld(world.pool)));
+  app.get('/queries', async (req, res) => res.json(await tfb.readWorlds(world.pool, tfb.clampQueries(req.query.queries))));
+  app.get('/updates', async (req, res) => res.json(await tfb.updateWorlds(world.pool, tfb.clampQueries(req.query.queries))));
+  app.get('/cached-queries', (req, res) => res.json(tfb.cachedWorlds(world.cache, tfb.clampQueries(req.query.count))));
+  app.get('/fortunes', async (req, res) => res.type('text/html; charset=utf-8').send(await tfb.fortunesPage(world.pool)));
+}
+
+function buildApp(world) {
   const app = express();
   app.get('/hello', (req, res) => {
     res.type('text/plain').send('Hello, World!');
@@ -55,14 +75,18 @@ function buildApp() {
       streamGridfsFile(bucket, name, res, res.get('Content-Type'));
     });
   }
+  if (world !== null) addPostgres(app, world);
   app.use('/static', express.static(opts.static_dir));
   return app;
 }
 
-function start() {
+async function start() {
   prebuildBytesBodies();
+  // The /cached-queries copy of World is read before listening, so the server is ready only with it.
+  let world = null;
+  if (opts.pg_url) world = await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool);
   // http.createServer rather than app.listen() only to pass noDelay explicitly.
-  const server = http.createServer({ noDelay: true }, buildApp());
+  const server = http.createServer({ noDelay: true }, buildApp(world));
   server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }
 

@@ -20,8 +20,7 @@ const tfb = require('../_node-shared/pg.js');
 const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
-const pgPool = Number(opts.pg_pool);
-if (!Number.isInteger(pgPool) || pgPool < 1) fail(`--pg-pool must be a whole number >= 1, got ${JSON.stringify(opts.pg_pool)}`);
+const pgPool = tfb.parsePgPool(opts.pg_pool);
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }

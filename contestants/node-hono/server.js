@@ -1,6 +1,7 @@
 'use strict';
 // netarena contestant: Hono on Node.js through @hono/node-server, HTTP scenarios only.
 // Usage: node server.js --host H --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo or /gridfs routes)
+//        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
 //
 // Hono's Node set-up as its docs give it: the app's fetch handler served by @hono/node-server, serveStatic from
 // @hono/node-server for files. createAdaptorServer is what serve() calls before listening; it is used instead
@@ -12,13 +13,16 @@ const { createAdaptorServer } = require('@hono/node-server');
 const { serveStatic } = require('@hono/node-server/serve-static');
 const { RESPONSE_ALREADY_SENT } = require('@hono/node-server/utils/response');
 const { getMimeType } = require('hono/utils/mime');
+const { html } = require('hono/html');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
+const tfb = require('../_node-shared/pg.js');
 
-const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '' });
+const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
+const pgPool = tfb.parsePgPool(opts.pg_pool);
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }
@@ -28,7 +32,28 @@ function intParam(text, max) {
   return Number.isInteger(value) && value >= 0 && value <= max ? value : null;
 }
 
-function buildApp() {
+// TechEmpower's database scenarios: the queries are contestants/_node-shared/pg.js's (one pg.Pool per process,
+// `world` = { pool, cache }); the fortunes page is Hono's html template helper (hono/html), which escapes every
+// interpolated string.
+function addPostgres(app, world) {
+  // TechEmpower requires Server and Date on these answers (Node's http adds Date itself).
+  for (const route of tfb.ROUTES) {
+    app.use(route, async (c, next) => {
+      c.header('Server', 'node-hono');
+      await next();
+    });
+  }
+  app.get('/db', async (c) => c.json(await tfb.readWorld(world.pool)));
+  app.get('/queries', async (c) => c.json(await tfb.readWorlds(world.pool, tfb.clampQueries(c.req.query('queries')))));
+  app.get('/updates', async (c) => c.json(await tfb.updateWorlds(world.pool, tfb.clampQueries(c.req.query('queries')))));
+  app.get('/cached-queries', (c) => c.json(tfb.cachedWorlds(world.cache, tfb.clampQueries(c.req.query('count')))));
+  app.get('/fortunes', async (c) => {
+    const rows = await tfb.fortunes(world.pool);
+    return c.html(html`<!DOCTYPE html><html><head><title>Fortunes</title></head><body><table><tr><th>id</th><th>message</th></tr>${rows.map((row) => html`<tr><td>${row.id}</td><td>${row.message}</td></tr>`)}</table></body></html>`);
+  });
+}
+
+function buildApp(world) {
   const app = new Hono();
   app.get('/hello', (c) => c.text('Hello, World!'));
   app.get('/json', (c) => c.json({ message: 'Hello, World!' }));
@@ -59,14 +84,17 @@ function buildApp() {
       return RESPONSE_ALREADY_SENT;
     });
   }
+  if (world !== null) addPostgres(app, world);
   app.use('/static/*', serveStatic({ root: opts.static_dir, rewriteRequestPath: (p) => p.slice('/static'.length) }));
   return app;
 }
 
-function start() {
+async function start() {
   prebuildBytesBodies();
+  // The /cached-queries copy of World is read before listening, so the server is ready only with it.
+  const world = opts.pg_url ? await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool) : null;
   // noDelay is Node's default since 18; passed so the TCP_NODELAY the catalog asks for is visible here.
-  const server = createAdaptorServer({ fetch: buildApp().fetch, serverOptions: { noDelay: true } });
+  const server = createAdaptorServer({ fetch: buildApp(world).fetch, serverOptions: { noDelay: true } });
   server.on('error', (err) => fail(`cannot listen on ${opts.host} port ${port}: ${err.message}`));
   server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }

@@ -28,8 +28,7 @@ const opts = parseArgs(process.argv.slice(2), { mode: undefined, host: '127.0.0.
 if (opts.mode !== 'http' && opts.mode !== 'echo') fail(`--mode must be http or echo, got ${JSON.stringify(opts.mode)}`);
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
-const pgPool = Number(opts.pg_pool);
-if (!Number.isInteger(pgPool) || pgPool < 1) fail(`--pg-pool must be a whole number >= 1, got ${JSON.stringify(opts.pg_pool)}`);
+const pgPool = tfb.parsePgPool(opts.pg_pool);
 const staticRoot = opts.static_dir ? path.resolve(opts.static_dir) : '';
 if (opts.mode === 'http' && staticRoot && !fs.statSync(staticRoot, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${staticRoot} is not a directory; pass the folder holding the static file set`);
@@ -139,13 +138,7 @@ function handle(req, res) {
 async function startHttp() {
   prebuildBytesBodies();
   // The /cached-queries copy of World is read before listening, so the server is ready only with it.
-  if (opts.pg_url) {
-    try {
-      world = await tfb.connectWorld(require('pg'), opts.pg_url, pgPool);
-    } catch (err) {
-      fail(`--pg-url ${opts.pg_url}: ${err.message}`);
-    }
-  }
+  if (opts.pg_url) world = await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool);
   // Required only when asked for, so the other scenarios run without `npm ci`.
   if (opts.mongo_url) mongo = connectFixture(require('mongodb'), opts.mongo_url);
   const server = process.env.NETARENA_TLS_CERT

@@ -19,6 +19,21 @@ module RubyPuma
   end
 
   class Routes < NetarenaRack::Routes
+    # TechEmpower's routes (techempower.rb) when a run gives a PostgreSQL URL, else nil.
+    def initialize(mongo, techempower)
+      super(mongo)
+      @techempower = techempower
+    end
+
+    def call(env)
+      @techempower&.call(env) || super
+    end
+
+    # TechEmpower's pool, opened in each worker after the fork, as /mongo's client is.
+    def connect_postgresql(url, size)
+      @techempower.connect(url, size)
+    end
+
     # /mongo's client, built in each worker after the fork: the driver's monitor threads do not survive one.
     def connect_mongo(url, pool_size:)
       @mongo = NetarenaMongo.new(url, pool_size: pool_size)
@@ -47,8 +62,17 @@ module RubyPuma
     NetarenaMongo.hosts_database(MONGO_URL)
   end
 
+  PG_URL = ENV.fetch("NETARENA_PG_URL", "")
+  # TechEmpower's scenarios when a run gives a PostgreSQL URL: the copy of World read here, in the master before
+  # the fork (also checking the URL once), the pool opened in each worker (connect_databases).
+  unless PG_URL.empty?
+    require_relative "techempower"
+    DB_POOL = count("NETARENA_DB_POOL") # a malformed one stops the start here, not each forked worker
+    TECHEMPOWER = TechEmpower::Routes.new(TechEmpower.world_cache(PG_URL))
+  end
+
   def self.routes
-    @routes ||= Routes.new(nil)
+    @routes ||= Routes.new(nil, PG_URL.empty? ? nil : TECHEMPOWER)
   end
 
   def self.app
@@ -56,9 +80,10 @@ module RubyPuma
   end
 
   # Called in each worker as it boots (puma.rb's on_worker_boot), the hook Puma documents for opening database
-  # connections after a preloaded fork. The driver's pool gets one connection per thread of the worker, which
-  # may all query at once.
-  def self.connect_mongo
+  # connections after a preloaded fork. The mongo driver's pool gets one connection per thread of the worker,
+  # which may all query at once; PostgreSQL's pool the manifest's [database] pool (NETARENA_DB_POOL).
+  def self.connect_databases
     routes.connect_mongo(MONGO_URL, pool_size: count("NETARENA_THREADS")) unless MONGO_URL.empty?
+    routes.connect_postgresql(PG_URL, DB_POOL) unless PG_URL.empty?
   end
 end

@@ -24,7 +24,7 @@ threads RubyPuma.count("NETARENA_THREADS"), RubyPuma.count("NETARENA_THREADS")
 # Load the app once in the master and fork the workers from it (copy-on-write); the database client is
 # opened in each worker afterwards (app.rb).
 preload_app!
-on_worker_boot { RubyPuma.connect_mongo }
+on_worker_boot { RubyPuma.connect_databases }
 
 # backlog=1024 is Puma's default, stated because the catalog asks for at least that. low_latency sets
 # TCP_NODELAY on the listening socket, which accepted sockets inherit: Puma 5.6 leaves it off for a tcp://
