@@ -11,7 +11,7 @@
 //!
 //! Layers, each importing only from those below it: `result` → `load` → `io` → `exchange` →
 //! `config` → `http` → the base modules (`calibrate`, `cli`, `error`, `histogram`, `limits`,
-//! `parse`, `progress`, `rng`, `signals`, `stats`, `sweep`, `sys`, `target`, `threshold`), which
+//! `parse`, `progress`, `rng`, `signals`, `stats`, `sweep`, `sys`, `target`, `threshold`, `tls`), which
 //! import only one another, never in a cycle. tests/layering.rs checks both. The contract with the
 //! outside world is `docs/load-generator.md` and its JSON Schema.
 
@@ -35,3 +35,4 @@ pub mod sweep;
 pub mod sys;
 pub mod target;
 pub mod threshold;
+pub mod tls;
