@@ -449,7 +449,10 @@ pub fn from_cli(
 
 /// `--cacert`, `--insecure`, `--tls-resume` for an https:// URL; refused with an http:// one, where
 /// they would silently do nothing.
-fn tls_settings(a: &HttpArgs, url: &target::HttpUrl) -> Result<Option<crate::tls::TlsSettings>, String> {
+fn tls_settings(
+    a: &HttpArgs,
+    url: &target::HttpUrl,
+) -> Result<Option<crate::tls::TlsSettings>, String> {
     use crate::tls::{settings, Trust};
     if !url.tls {
         let given = [

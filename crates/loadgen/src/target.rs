@@ -35,7 +35,8 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
     if authority.contains('@') {
         return Err(format!("'{url}': credentials in the URL are not supported; send an Authorization header with -H"));
     }
-    let (host, port) = split_host_port(authority, Some(default_port)).map_err(|e| format!("'{url}': {e}"))?;
+    let (host, port) =
+        split_host_port(authority, Some(default_port)).map_err(|e| format!("'{url}': {e}"))?;
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(format!(
             "'{url}': the path contains spaces or control characters; percent-encode them"

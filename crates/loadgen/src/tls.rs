@@ -199,9 +199,16 @@ mod tests {
 
     #[test]
     fn bad_cacert_files_are_named() {
-        let e = settings("localhost", Trust::CaFile(Path::new("/nonexistent.pem")), false)
-            .unwrap_err();
-        assert!(e.contains("--cacert /nonexistent.pem: cannot read it"), "{e}");
+        let e = settings(
+            "localhost",
+            Trust::CaFile(Path::new("/nonexistent.pem")),
+            false,
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("--cacert /nonexistent.pem: cannot read it"),
+            "{e}"
+        );
         let dir = std::env::temp_dir().join(format!("netarena-tls-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let not_pem = dir.join("not.pem");

@@ -25,10 +25,31 @@ fn cacert(ca: &TestCa) -> &str {
 
 /// The `tls` block of a run that completed handshakes: TLS 1.3, ALPN http/1.1.
 fn assert_tls_block(r: &common::Result, resume: bool) {
-    assert_eq!(r.get("/tls/version").as_str(), Some("TLSv1_3"), "{}", r.context);
-    assert_eq!(r.get("/tls/alpn").as_str(), Some("http/1.1"), "{}", r.context);
-    assert!(r.get("/tls/cipher_suite").as_str().is_some_and(|s| s.starts_with("TLS13_")), "{}", r.context);
-    assert_eq!(r.get("/tls/resume").as_bool(), Some(resume), "{}", r.context);
+    assert_eq!(
+        r.get("/tls/version").as_str(),
+        Some("TLSv1_3"),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.get("/tls/alpn").as_str(),
+        Some("http/1.1"),
+        "{}",
+        r.context
+    );
+    assert!(
+        r.get("/tls/cipher_suite")
+            .as_str()
+            .is_some_and(|s| s.starts_with("TLS13_")),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.get("/tls/resume").as_bool(),
+        Some(resume),
+        "{}",
+        r.context
+    );
     assert!(r.u64("/tls/handshakes") >= 1, "{}", r.context);
 }
 
@@ -42,9 +63,24 @@ fn closed_loop_over_https_verifies_every_response() {
         let url = https_url(host, server.addr.port());
         let r = run_json(
             &[
-                "http", &url, "--cacert", cacert(&ca), "-c", "4", "-t", "1", "-n", "300",
-                "--expect-status", "200", "--expect-body-size", "13",
-                "--expect-body-sha256", &digest, "--io", "epoll",
+                "http",
+                &url,
+                "--cacert",
+                cacert(&ca),
+                "-c",
+                "4",
+                "-t",
+                "1",
+                "-n",
+                "300",
+                "--expect-status",
+                "200",
+                "--expect-body-size",
+                "13",
+                "--expect-body-sha256",
+                &digest,
+                "--io",
+                "epoll",
             ],
             LIMIT,
         );
@@ -52,7 +88,11 @@ fn closed_loop_over_https_verifies_every_response() {
         assert_eq!(r.u64("/totals/requests"), 300, "{}", r.context);
         assert!(r.u64("/totals/bytes_received") >= 300 * 13, "{}", r.context);
         assert_tls_block(&r, false);
-        assert!(r.u64("/tls/handshakes") <= 4, "one handshake per connection\n{}", r.context);
+        assert!(
+            r.u64("/tls/handshakes") <= 4,
+            "one handshake per connection\n{}",
+            r.context
+        );
         assert_eq!(r.u64("/tls/resumed"), 0, "{}", r.context);
         assert_eq!(r.get("/tls/certificate_verified").as_bool(), Some(true));
         validate_against_schema(&r.doc);
@@ -66,18 +106,52 @@ fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = https_url("127.0.0.1", server.addr.port());
     let refused = run_load(
-        &["http", &url, "--cacert", cacert(&ca), "-n", "10", "--io", "uring", "--json"],
+        &[
+            "http",
+            &url,
+            "--cacert",
+            cacert(&ca),
+            "-n",
+            "10",
+            "--io",
+            "uring",
+            "--json",
+        ],
         LIMIT,
     );
     assert_eq!(refused.code, 2, "{}", refused.describe());
-    assert!(refused.stderr.contains("--io uring does not speak https"), "{}", refused.describe());
+    assert!(
+        refused.stderr.contains("--io uring does not speak https"),
+        "{}",
+        refused.describe()
+    );
     let r = run_json(
-        &["http", &url, "--cacert", cacert(&ca), "-c", "2", "-n", "50", "--io", "auto"],
+        &[
+            "http",
+            &url,
+            "--cacert",
+            cacert(&ca),
+            "-c",
+            "2",
+            "-n",
+            "50",
+            "--io",
+            "auto",
+        ],
         LIMIT,
     );
     r.assert_only_errors(&[]);
-    assert_eq!(r.get("/config/io_backend").as_str(), Some("epoll"), "{}", r.context);
-    assert!(r.get("/config/io_reason").as_str().unwrap().contains("https runs on epoll"));
+    assert_eq!(
+        r.get("/config/io_backend").as_str(),
+        Some("epoll"),
+        "{}",
+        r.context
+    );
+    assert!(r
+        .get("/config/io_reason")
+        .as_str()
+        .unwrap()
+        .contains("https runs on epoll"));
 }
 
 #[test]
@@ -87,8 +161,22 @@ fn open_loop_over_https() {
     let url = https_url("127.0.0.1", server.addr.port());
     let r = run_json(
         &[
-            "http", &url, "--cacert", cacert(&ca), "--rate", "200", "-c", "4", "-t", "1",
-            "-d", "1s", "--expect-body-size", "13", "--io", "epoll",
+            "http",
+            &url,
+            "--cacert",
+            cacert(&ca),
+            "--rate",
+            "200",
+            "-c",
+            "4",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "--expect-body-size",
+            "13",
+            "--io",
+            "epoll",
         ],
         LIMIT,
     );
@@ -108,8 +196,22 @@ fn conn_rate_over_https_resumes_only_when_asked() {
     let url = https_url("127.0.0.1", server.addr.port());
     for resume in [false, true] {
         let mut args = vec![
-            "http", &url, "--cacert", cacert(&ca), "--conn-rate", "50", "-c", "8", "-t", "1",
-            "-d", "1s", "--expect-body-size", "13", "--io", "epoll",
+            "http",
+            &url,
+            "--cacert",
+            cacert(&ca),
+            "--conn-rate",
+            "50",
+            "-c",
+            "8",
+            "-t",
+            "1",
+            "-d",
+            "1s",
+            "--expect-body-size",
+            "13",
+            "--io",
+            "epoll",
         ];
         if resume {
             args.push("--tls-resume");
@@ -117,7 +219,11 @@ fn conn_rate_over_https_resumes_only_when_asked() {
         let r = run_json(&args, LIMIT);
         r.assert_only_errors(&[]);
         let handshakes = r.u64("/tls/handshakes");
-        assert!(handshakes >= 10, "a handshake per connection\n{}", r.context);
+        assert!(
+            handshakes >= 10,
+            "a handshake per connection\n{}",
+            r.context
+        );
         assert!(
             handshakes <= r.u64("/totals/connections_opened"),
             "{}",
@@ -136,7 +242,9 @@ fn conn_rate_over_https_resumes_only_when_asked() {
 /// A run whose every connection fails in its handshake: its errors are all of `class`, no response
 /// came, and the generator exited normally with its document.
 fn assert_every_connection_fails(url: &str, extra: &[&str], class: &str) -> common::Result {
-    let mut args = vec!["http", url, "-c", "2", "-t", "1", "-d", "500ms", "--io", "epoll"];
+    let mut args = vec![
+        "http", url, "-c", "2", "-t", "1", "-d", "500ms", "--io", "epoll",
+    ];
     args.extend_from_slice(extra);
     let r = run_json(&args, LIMIT);
     r.assert_only_errors(&[class]);
@@ -161,7 +269,17 @@ fn refused_certificates_are_tls_certificate_errors() {
     let url = https_url("127.0.0.1", server.addr.port());
     assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_certificate");
     let r = run_json(
-        &["http", &url, "--insecure", "-c", "2", "-n", "40", "--io", "epoll"],
+        &[
+            "http",
+            &url,
+            "--insecure",
+            "-c",
+            "2",
+            "-n",
+            "40",
+            "--io",
+            "epoll",
+        ],
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -189,8 +307,18 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch() {
     let url = https_url("127.0.0.1", server.addr.port());
     let r = run_json(
         &[
-            "http", &url, "--cacert", cacert(&ca), "-c", "2", "-n", "20",
-            "--expect-body-sha256", &sha256_hex(HELLO), "--io", "epoll",
+            "http",
+            &url,
+            "--cacert",
+            cacert(&ca),
+            "-c",
+            "2",
+            "-n",
+            "20",
+            "--expect-body-sha256",
+            &sha256_hex(HELLO),
+            "--io",
+            "epoll",
         ],
         LIMIT,
     );
@@ -204,7 +332,19 @@ fn verify_learn_over_https() {
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = https_url("localhost", server.addr.port());
     let r = run_json(
-        &["http", &url, "--cacert", cacert(&ca), "-c", "2", "-n", "30", "--verify-learn", "--io", "epoll"],
+        &[
+            "http",
+            &url,
+            "--cacert",
+            cacert(&ca),
+            "-c",
+            "2",
+            "-n",
+            "30",
+            "--verify-learn",
+            "--io",
+            "epoll",
+        ],
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -218,16 +358,32 @@ fn bad_tls_flags_are_refused_before_any_load() {
     std::fs::write(&not_pem, "this is no certificate\n").unwrap();
     let https = "https://127.0.0.1:9/";
     let cases: [(&[&str], &str); 5] = [
-        (&["http", https, "--cacert", "/nonexistent/ca.pem"], "--cacert /nonexistent/ca.pem: cannot read it"),
-        (&["http", https, "--cacert", not_pem.to_str().unwrap()], "holds no PEM certificate"),
-        (&["http", "http://127.0.0.1:9/", "--cacert", cacert(&ca)], "--cacert applies to https:// URLs only"),
-        (&["http", "http://127.0.0.1:9/", "--tls-resume"], "--tls-resume applies to https:// URLs only"),
+        (
+            &["http", https, "--cacert", "/nonexistent/ca.pem"],
+            "--cacert /nonexistent/ca.pem: cannot read it",
+        ),
+        (
+            &["http", https, "--cacert", not_pem.to_str().unwrap()],
+            "holds no PEM certificate",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "--cacert", cacert(&ca)],
+            "--cacert applies to https:// URLs only",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "--tls-resume"],
+            "--tls-resume applies to https:// URLs only",
+        ),
         (&["http", https], "say whom to trust, --cacert FILE"),
     ];
     for (args, says) in cases {
         let r = run_load(args, LIMIT);
         assert_eq!(r.code, 2, "{}", r.describe());
-        assert!(r.stderr.contains(says), "expected {says:?}\n{}", r.describe());
+        assert!(
+            r.stderr.contains(says),
+            "expected {says:?}\n{}",
+            r.describe()
+        );
         assert!(!r.stderr.contains("panicked"), "{}", r.describe());
     }
 }

@@ -222,7 +222,10 @@ fn read_tls_responses(
             other => return other,
         }
         loop {
-            let tls = w.tls.as_mut().expect("the session lives as long as the socket");
+            let tls = w
+                .tls
+                .as_mut()
+                .expect("the session lives as long as the socket");
             match tls.read_plain(scratch) {
                 None => break,
                 Some(0) => return ex.on_eof(c, now, stats),

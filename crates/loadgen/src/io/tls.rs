@@ -60,7 +60,9 @@ impl TlsSession {
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(self.socket_failed(super::http::write_failed(&e), &e, "write")),
+                Err(e) => {
+                    return Err(self.socket_failed(super::http::write_failed(&e), &e, "write"))
+                }
             }
         }
         Ok(true)

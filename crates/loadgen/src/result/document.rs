@@ -202,7 +202,11 @@ pub struct TlsDoc {
 
 /// A run's `tls` block from its merged counts (None for http:// and echo).
 fn tls_doc(cfg: &Config, t: &stats::TlsStats) -> Option<TlsDoc> {
-    let Mode::Http(HttpConfig { tls: Some(settings), .. }) = &cfg.mode else {
+    let Mode::Http(HttpConfig {
+        tls: Some(settings),
+        ..
+    }) = &cfg.mode
+    else {
         return None;
     };
     Some(TlsDoc {

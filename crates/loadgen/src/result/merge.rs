@@ -20,9 +20,9 @@ use std::path::{Path, PathBuf};
 use hdrhistogram::Histogram;
 
 use crate::result::document::{
-    self, ConfigDoc, ConnRateDoc, Document, EchoDoc, TlsDoc, Errors, Generator, HistogramDoc,
+    self, ConfigDoc, ConnRateDoc, Document, EchoDoc, Errors, Generator, HistogramDoc,
     IntervalEntry, IntervalsDoc, Latency, NoAnswerDoc, OpenLoopDoc, ProbeDoc, SpinAutoDoc,
-    ThresholdDoc, Throughput, TimelineEntry, Totals, SCHEMA_VERSION,
+    ThresholdDoc, Throughput, TimelineEntry, TlsDoc, Totals, SCHEMA_VERSION,
 };
 use crate::result::thresholds;
 use crate::stats::MAX_ERROR_EXAMPLES;

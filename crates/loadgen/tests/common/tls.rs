@@ -61,7 +61,9 @@ impl TestCa {
     /// session tickets and a session cache, as rustls does by default).
     pub fn server_config(&self, cert: Cert) -> Arc<ServerConfig> {
         let names: Vec<String> = match cert {
-            Cert::Good | Cert::Expired => vec!["localhost".into(), "127.0.0.1".into(), "::1".into()],
+            Cert::Good | Cert::Expired => {
+                vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]
+            }
             Cert::WrongName => vec!["other.invalid".into()],
         };
         let mut params = CertificateParams::new(names).unwrap();
