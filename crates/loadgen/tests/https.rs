@@ -23,6 +23,13 @@ fn cacert(ca: &TestCa) -> &str {
     ca.ca_pem.to_str().unwrap()
 }
 
+/// `http URL --cacert CA` and the rest of a run's arguments.
+fn https_args<'a>(url: &'a str, ca: &'a TestCa, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["http", url, "--cacert", cacert(ca)];
+    args.extend_from_slice(rest);
+    args
+}
+
 /// The `tls` block of a run that completed handshakes: TLS 1.3, ALPN http/1.1.
 fn assert_tls_block(r: &common::Result, resume: bool) {
     assert_eq!(
@@ -62,26 +69,26 @@ fn closed_loop_over_https_verifies_every_response() {
     for host in ["127.0.0.1", "localhost"] {
         let url = https_url(host, server.addr.port());
         let r = run_json(
-            &[
-                "http",
+            &https_args(
                 &url,
-                "--cacert",
-                cacert(&ca),
-                "-c",
-                "4",
-                "-t",
-                "1",
-                "-n",
-                "300",
-                "--expect-status",
-                "200",
-                "--expect-body-size",
-                "13",
-                "--expect-body-sha256",
-                &digest,
-                "--io",
-                "epoll",
-            ],
+                &ca,
+                &[
+                    "-c",
+                    "4",
+                    "-t",
+                    "1",
+                    "-n",
+                    "300",
+                    "--expect-status",
+                    "200",
+                    "--expect-body-size",
+                    "13",
+                    "--expect-body-sha256",
+                    &digest,
+                    "--io",
+                    "epoll",
+                ],
+            ),
             LIMIT,
         );
         r.assert_only_errors(&[]);
@@ -106,17 +113,7 @@ fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = https_url("127.0.0.1", server.addr.port());
     let refused = run_load(
-        &[
-            "http",
-            &url,
-            "--cacert",
-            cacert(&ca),
-            "-n",
-            "10",
-            "--io",
-            "uring",
-            "--json",
-        ],
+        &https_args(&url, &ca, &["-n", "10", "--io", "uring", "--json"]),
         LIMIT,
     );
     assert_eq!(refused.code, 2, "{}", refused.describe());
@@ -126,18 +123,7 @@ fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
         refused.describe()
     );
     let r = run_json(
-        &[
-            "http",
-            &url,
-            "--cacert",
-            cacert(&ca),
-            "-c",
-            "2",
-            "-n",
-            "50",
-            "--io",
-            "auto",
-        ],
+        &https_args(&url, &ca, &["-c", "2", "-n", "50", "--io", "auto"]),
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -160,24 +146,24 @@ fn open_loop_over_https() {
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = https_url("127.0.0.1", server.addr.port());
     let r = run_json(
-        &[
-            "http",
+        &https_args(
             &url,
-            "--cacert",
-            cacert(&ca),
-            "--rate",
-            "200",
-            "-c",
-            "4",
-            "-t",
-            "1",
-            "-d",
-            "1s",
-            "--expect-body-size",
-            "13",
-            "--io",
-            "epoll",
-        ],
+            &ca,
+            &[
+                "--rate",
+                "200",
+                "-c",
+                "4",
+                "-t",
+                "1",
+                "-d",
+                "1s",
+                "--expect-body-size",
+                "13",
+                "--io",
+                "epoll",
+            ],
+        ),
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -195,24 +181,24 @@ fn conn_rate_over_https_resumes_only_when_asked() {
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = https_url("127.0.0.1", server.addr.port());
     for resume in [false, true] {
-        let mut args = vec![
-            "http",
+        let mut args = https_args(
             &url,
-            "--cacert",
-            cacert(&ca),
-            "--conn-rate",
-            "50",
-            "-c",
-            "8",
-            "-t",
-            "1",
-            "-d",
-            "1s",
-            "--expect-body-size",
-            "13",
-            "--io",
-            "epoll",
-        ];
+            &ca,
+            &[
+                "--conn-rate",
+                "50",
+                "-c",
+                "8",
+                "-t",
+                "1",
+                "-d",
+                "1s",
+                "--expect-body-size",
+                "13",
+                "--io",
+                "epoll",
+            ],
+        );
         if resume {
             args.push("--tls-resume");
         }
@@ -306,20 +292,20 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch() {
     let server = tls_http_server(ca.server_config(Cert::Good), b"Goodbye, World");
     let url = https_url("127.0.0.1", server.addr.port());
     let r = run_json(
-        &[
-            "http",
+        &https_args(
             &url,
-            "--cacert",
-            cacert(&ca),
-            "-c",
-            "2",
-            "-n",
-            "20",
-            "--expect-body-sha256",
-            &sha256_hex(HELLO),
-            "--io",
-            "epoll",
-        ],
+            &ca,
+            &[
+                "-c",
+                "2",
+                "-n",
+                "20",
+                "--expect-body-sha256",
+                &sha256_hex(HELLO),
+                "--io",
+                "epoll",
+            ],
+        ),
         LIMIT,
     );
     r.assert_only_errors(&["verification_mismatch"]);
@@ -332,19 +318,11 @@ fn verify_learn_over_https() {
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = https_url("localhost", server.addr.port());
     let r = run_json(
-        &[
-            "http",
+        &https_args(
             &url,
-            "--cacert",
-            cacert(&ca),
-            "-c",
-            "2",
-            "-n",
-            "30",
-            "--verify-learn",
-            "--io",
-            "epoll",
-        ],
+            &ca,
+            &["-c", "2", "-n", "30", "--verify-learn", "--io", "epoll"],
+        ),
         LIMIT,
     );
     r.assert_only_errors(&[]);
