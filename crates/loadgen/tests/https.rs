@@ -365,3 +365,115 @@ fn bad_tls_flags_are_refused_before_any_load() {
         assert!(!r.stderr.contains("panicked"), "{}", r.describe());
     }
 }
+
+/// nginx (`ssl` on a loopback port) serving `Hello, World!` with a certificate of the test CA; the
+/// process is stopped when this is dropped.
+struct Nginx {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// None when nginx is not installed (`make test` installs it: .ci/debian-packages.txt).
+fn start_nginx(ca: &TestCa) -> Option<Nginx> {
+    let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())?;
+    let (cert, key) = ca.server_pem_files(Cert::Good);
+    let port = common::free_port();
+    let dir = ca.dir.display();
+    let conf = ca.dir.join("nginx.conf");
+    // One process in the foreground; every path nginx writes under the test's own directory.
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off; master_process off; worker_processes 1;
+pid {dir}/nginx.pid; error_log {dir}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert}; ssl_certificate_key {key}; ssl_protocols TLSv1.2 TLSv1.3;
+    location / {{ return 200 \"Hello, World!\"; }}
+  }}
+}}
+",
+            cert = cert.display(),
+            key = key.display()
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new(binary)
+        .args([
+            "-p",
+            &ca.dir.to_string_lossy(),
+            "-e",
+            &format!("{dir}/error.log"),
+        ])
+        .arg("-c")
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("nginx starts");
+    let nginx = Nginx { child, port };
+    common::wait_until("nginx to listen", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    Some(nginx)
+}
+
+/// A real TLS server: OpenSSL's side of the handshake, its session tickets, its records.
+#[test]
+fn nginx_over_https_closed_loop_and_resumed_reconnects() {
+    let ca = TestCa::new("nginx");
+    let Some(nginx) = start_nginx(&ca) else {
+        common::feature_missing("nginx is not installed");
+        return;
+    };
+    let url = https_url("localhost", nginx.port);
+    let r = run_json(
+        &https_args(
+            &url,
+            &ca,
+            &["-c", "4", "-t", "1", "-n", "200", "--expect-status", "200"],
+        ),
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
+    assert_tls_block(&r, false);
+    // --close: a connection per request, each resuming the session of an earlier one.
+    let r = run_json(
+        &https_args(
+            &url,
+            &ca,
+            &[
+                "-c",
+                "2",
+                "-t",
+                "1",
+                "-n",
+                "40",
+                "--close",
+                "--tls-resume",
+                "--expect-status",
+                "200",
+            ],
+        ),
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 40, "{}", r.context);
+    assert_tls_block(&r, true);
+    assert!(r.u64("/tls/resumed") > 0, "{}", r.context);
+}

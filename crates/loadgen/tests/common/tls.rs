@@ -57,9 +57,8 @@ impl TestCa {
         }
     }
 
-    /// A server configuration with a certificate of this CA (TLS 1.3 and 1.2, ALPN http/1.1,
-    /// session tickets and a session cache, as rustls does by default).
-    pub fn server_config(&self, cert: Cert) -> Arc<ServerConfig> {
+    /// A server certificate of this CA and its key.
+    fn leaf(&self, cert: Cert) -> (rcgen::Certificate, KeyPair) {
         let names: Vec<String> = match cert {
             Cert::Good | Cert::Expired => {
                 vec!["localhost".into(), "127.0.0.1".into(), "::1".into()]
@@ -73,6 +72,13 @@ impl TestCa {
         }
         let key = KeyPair::generate().unwrap();
         let leaf = params.signed_by(&key, &self.issuer).unwrap();
+        (leaf, key)
+    }
+
+    /// A server configuration with a certificate of this CA (TLS 1.3 and 1.2, ALPN http/1.1,
+    /// stateless TLS 1.3 tickets for resumption).
+    pub fn server_config(&self, cert: Cert) -> Arc<ServerConfig> {
+        let (leaf, key) = self.leaf(cert);
         let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
@@ -85,6 +91,15 @@ impl TestCa {
         // Stateless tickets (TLS 1.3): a resumed handshake needs no server-side cache entry.
         config.ticketer = rustls::crypto::ring::Ticketer::new().unwrap();
         Arc::new(config)
+    }
+
+    /// A server certificate of this CA and its key as PEM files in the CA's directory (for nginx).
+    pub fn server_pem_files(&self, cert: Cert) -> (PathBuf, PathBuf) {
+        let (leaf, key) = self.leaf(cert);
+        let (cert_pem, key_pem) = (self.dir.join("server.pem"), self.dir.join("server.key"));
+        std::fs::write(&cert_pem, leaf.pem()).unwrap();
+        std::fs::write(&key_pem, key.serialize_pem()).unwrap();
+        (cert_pem, key_pem)
     }
 }
 
