@@ -4,8 +4,9 @@
 //! what cannot or must not run) → `load` (the load model: the closed loop or echo in `load::run`, the
 //! open loop in `load::open_run` over `load::open` and its `load::schedule`; one coordinator splits
 //! the work over threads and merges their measurements) → `io` (one engine per thread, epoll or
-//! io_uring, chosen in one place, `io::on_engine`, moving the bytes) ↔ `exchange` (what HTTP bytes
-//! mean, for every engine and load model) over `http` (parser, requests, expectations) → `stats`
+//! io_uring, chosen in one place, `io::on_engine`, moving the bytes; https through `io::tls`, on
+//! epoll, with the client settings of `tls`) ↔ `exchange` (what HTTP bytes mean, for every engine
+//! and load model) over `http` (parser, requests, expectations) → `stats`
 //! (per-thread counters and `histogram`s, merged once at the end) → `result` (the document, the
 //! human summary, the thresholds).
 //!
