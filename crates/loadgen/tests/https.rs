@@ -23,6 +23,15 @@ fn cacert(ca: &TestCa) -> &str {
     ca.ca_pem.to_str().unwrap()
 }
 
+/// A test CA, a TLS server answering `Hello, World!` with a good certificate of it, and the
+/// server's https URL by `host`.
+fn hello_over_tls(ca_name: &str, host: &str) -> (TestCa, common::TestServer, String) {
+    let ca = TestCa::new(ca_name);
+    let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
+    let url = https_url(host, server.addr.port());
+    (ca, server, url)
+}
+
 /// `http URL --cacert CA` and the rest of a run's arguments.
 fn https_args<'a>(url: &'a str, ca: &'a TestCa, rest: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["http", url, "--cacert", cacert(ca)];
@@ -109,9 +118,7 @@ fn closed_loop_over_https_verifies_every_response() {
 
 #[test]
 fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
-    let ca = TestCa::new("engines");
-    let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
-    let url = https_url("127.0.0.1", server.addr.port());
+    let (ca, _server, url) = hello_over_tls("engines", "127.0.0.1");
     let refused = run_load(
         &https_args(&url, &ca, &["-n", "10", "--io", "uring", "--json"]),
         LIMIT,
@@ -142,9 +149,7 @@ fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
 
 #[test]
 fn open_loop_over_https() {
-    let ca = TestCa::new("open");
-    let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
-    let url = https_url("127.0.0.1", server.addr.port());
+    let (ca, _server, url) = hello_over_tls("open", "127.0.0.1");
     let r = run_json(
         &https_args(
             &url,
@@ -177,9 +182,7 @@ fn open_loop_over_https() {
 /// server issues TLS 1.3 tickets after every full handshake).
 #[test]
 fn conn_rate_over_https_resumes_only_when_asked() {
-    let ca = TestCa::new("connrate");
-    let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
-    let url = https_url("127.0.0.1", server.addr.port());
+    let (ca, _server, url) = hello_over_tls("connrate", "127.0.0.1");
     for resume in [false, true] {
         let mut args = https_args(
             &url,
@@ -314,9 +317,7 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch() {
 
 #[test]
 fn verify_learn_over_https() {
-    let ca = TestCa::new("learn");
-    let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
-    let url = https_url("localhost", server.addr.port());
+    let (ca, _server, url) = hello_over_tls("learn", "localhost");
     let r = run_json(
         &https_args(
             &url,
