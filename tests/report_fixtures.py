@@ -15,7 +15,7 @@ from netarena.store import Store
 
 ERROR_CLASSES = ("connect_refused", "connect_timeout", "connect_error", "address_unavailable", "too_many_open_files", "reset",
                  "closed_early", "read_error", "write_error", "timeout", "parse_error", "status",
-                 "verification_mismatch")
+                 "verification_mismatch", "tls_handshake", "tls_certificate")
 
 
 def histogram(values_us: dict[int, int]) -> HdrHistogram:

@@ -234,7 +234,7 @@ impl IoBackend {
 
 #[derive(Args, Debug)]
 pub struct HttpArgs {
-    /// http://HOST[:PORT]/PATH
+    /// http://HOST[:PORT]/PATH, or https://HOST[:PORT]/PATH (HTTP/1.1 over TLS)
     pub url: String,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -270,6 +270,15 @@ pub struct HttpArgs {
     /// The first response's status and body (size + sha256) become the expectation
     #[arg(long)]
     pub verify_learn: bool,
+    /// https: trust the certificates of this PEM file (the server's CA, or its self-signed certificate)
+    #[arg(long, value_name = "FILE", conflicts_with = "insecure")]
+    pub cacert: Option<std::path::PathBuf>,
+    /// https: accept any server certificate (the connection is still TLS)
+    #[arg(long)]
+    pub insecure: bool,
+    /// https: resume TLS sessions on reconnects [default: every connection a full handshake]
+    #[arg(long)]
+    pub tls_resume: bool,
     /// Open loop: R requests per second in total, on the -c connections; latency counts from each request's intended send time
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,

@@ -44,6 +44,8 @@ pub struct HttpConfig {
     /// Poisson gaps and random URL picks; from the clock unless `--seed`.
     pub seed: u64,
     pub open: Option<OpenConfig>,
+    /// `https://`: the TLS client settings every connection starts its session with.
+    pub tls: Option<crate::tls::TlsSettings>,
 }
 
 impl HttpConfig {
@@ -348,7 +350,12 @@ pub fn from_cli(
             } else {
                 LoadModel::Closed
             };
-            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, model, io_uring)?;
+            let tls = tls_settings(&a, &url)?;
+            (c.io, c.coalesce, c.io_reason) = if tls.is_some() {
+                https_io(&a.common)?
+            } else {
+                resolve_io(&a.common, model, io_uring)?
+            };
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -388,6 +395,7 @@ pub fn from_cli(
                 expect,
                 verify_learn: a.verify_learn,
                 request,
+                tls,
             });
             Ok(c)
         }
@@ -436,6 +444,57 @@ pub fn from_cli(
                 ..c
             })
         }
+    }
+}
+
+/// `--cacert`, `--insecure`, `--tls-resume` for an https:// URL; refused with an http:// one, where
+/// they would silently do nothing.
+fn tls_settings(
+    a: &HttpArgs,
+    url: &target::HttpUrl,
+) -> Result<Option<crate::tls::TlsSettings>, String> {
+    use crate::tls::{settings, Trust};
+    if !url.tls {
+        let given = [
+            (a.cacert.is_some(), "--cacert"),
+            (a.insecure, "--insecure"),
+            (a.tls_resume, "--tls-resume"),
+        ];
+        if let Some((_, flag)) = given.iter().find(|(on, _)| *on) {
+            return Err(format!(
+                "{flag} applies to https:// URLs only, and '{}' is http://: drop {flag} or use https://",
+                a.url
+            ));
+        }
+        return Ok(None);
+    }
+    let trust = match (&a.cacert, a.insecure) {
+        (Some(path), _) => Trust::CaFile(path),
+        (None, true) => Trust::Anybody,
+        (None, false) => {
+            return Err(format!(
+                "'{}' is https://: say whom to trust, --cacert FILE (the PEM certificate of the server's CA, or its self-signed one) or --insecure (any certificate); netarena-load does not read the system's roots",
+                a.url
+            ))
+        }
+    };
+    settings(&url.host, trust, a.tls_resume).map(Some)
+}
+
+/// The engine for https: epoll, the engine with the TLS layer (`io::tls`). io_uring has none yet,
+/// so `--io uring` is refused and auto picks epoll, saying why.
+fn https_io(a: &CommonArgs) -> Result<(IoBackend, Coalesce, String), String> {
+    if a.coalesce.is_some() {
+        return Err("--coalesce-us applies to the io_uring engine, which does not speak https yet: drop --coalesce-us".into());
+    }
+    match a.io {
+        IoChoice::Uring => Err("--io uring does not speak https yet (the TLS layer runs on the epoll engine only): use --io epoll or --io auto".into()),
+        IoChoice::Epoll => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
+        IoChoice::Auto => Ok((
+            IoBackend::Epoll,
+            Coalesce::Off,
+            "--io auto: https runs on epoll (the io_uring engine has no TLS layer yet)".into(),
+        )),
     }
 }
 

@@ -24,6 +24,7 @@ use hdrhistogram::Histogram;
 use crate::histogram::{micros, new_histogram};
 use crate::http::urls::{Requests, UrlPicker};
 use crate::stats::{ErrorClass, ThreadStats};
+use crate::tls::TlsSettings;
 
 /// What the requests and their answers must be; one per thread, built once from the config.
 pub struct Exchange {
@@ -52,6 +53,9 @@ pub struct Exchange {
     /// Open loop: latency from the actual send (what a closed-loop tool would report), beside the
     /// corrected one in `ThreadStats`, and how many of its entries are lower bounds.
     uncorrected: Option<Uncorrected>,
+    /// https: what the engine's TLS layer (`io::tls`) starts each connection's session with. The
+    /// exchange itself only ever sees the plaintext; it carries this for the engine that holds it.
+    tls: Option<TlsSettings>,
 }
 
 /// The open loop's latencies from the actual send, for one phase.
@@ -138,6 +142,7 @@ impl Exchange {
             recent_count: 0,
             completed: 0,
             uncorrected: None,
+            tls: None,
         }
     }
 
@@ -182,14 +187,22 @@ impl Exchange {
 
     /// The exchange a `netarena-load http` closed loop asks for, on load thread `thread_index`.
     pub fn for_config(h: &HttpConfig, thread_index: usize) -> Self {
-        Exchange::new(
-            h.requests_wire.clone(),
-            h.pipeline,
-            h.close,
-            h.method.eq_ignore_ascii_case("HEAD"),
-            h.seed,
-            thread_index,
-        )
+        Exchange {
+            tls: h.tls.clone(),
+            ..Exchange::new(
+                h.requests_wire.clone(),
+                h.pipeline,
+                h.close,
+                h.method.eq_ignore_ascii_case("HEAD"),
+                h.seed,
+                thread_index,
+            )
+        }
+    }
+
+    /// https: the TLS settings of the run (None: plain HTTP).
+    pub fn tls(&self) -> Option<&TlsSettings> {
+        self.tls.as_ref()
     }
 
     fn several_urls(&self) -> bool {

@@ -4,14 +4,15 @@
 //! what cannot or must not run) → `load` (the load model: the closed loop or echo in `load::run`, the
 //! open loop in `load::open_run` over `load::open` and its `load::schedule`; one coordinator splits
 //! the work over threads and merges their measurements) → `io` (one engine per thread, epoll or
-//! io_uring, chosen in one place, `io::on_engine`, moving the bytes) ↔ `exchange` (what HTTP bytes
-//! mean, for every engine and load model) over `http` (parser, requests, expectations) → `stats`
+//! io_uring, chosen in one place, `io::on_engine`, moving the bytes; https through `io::tls`, on
+//! epoll, with the client settings of `tls`) ↔ `exchange` (what HTTP bytes mean, for every engine
+//! and load model) over `http` (parser, requests, expectations) → `stats`
 //! (per-thread counters and `histogram`s, merged once at the end) → `result` (the document, the
 //! human summary, the thresholds).
 //!
 //! Layers, each importing only from those below it: `result` → `load` → `io` → `exchange` →
 //! `config` → `http` → the base modules (`calibrate`, `cli`, `error`, `histogram`, `limits`,
-//! `parse`, `progress`, `rng`, `signals`, `stats`, `sweep`, `sys`, `target`, `threshold`), which
+//! `parse`, `progress`, `rng`, `signals`, `stats`, `sweep`, `sys`, `target`, `threshold`, `tls`), which
 //! import only one another, never in a cycle. tests/layering.rs checks both. The contract with the
 //! outside world is `docs/load-generator.md` and its JSON Schema.
 
@@ -35,3 +36,4 @@ pub mod sweep;
 pub mod sys;
 pub mod target;
 pub mod threshold;
+pub mod tls;

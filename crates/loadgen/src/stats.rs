@@ -47,6 +47,11 @@ pub enum ErrorClass {
     ParseError,
     Status,
     VerificationMismatch,
+    /// https: the TLS handshake failed (an alert, bytes that are not TLS, the peer closed or reset
+    /// the connection during it).
+    TlsHandshake,
+    /// https: the server's certificate was refused (wrong name, expired, unknown issuer).
+    TlsCertificate,
 }
 
 /// Latency histograms per `--interval`: the current one is live, finished ones are kept encoded
@@ -143,7 +148,7 @@ pub fn merge_intervals(parts: &[&[(u64, Vec<u8>)]], min_count: u64) -> Vec<Histo
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 13] = [
+    pub const ALL: [ErrorClass; 15] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -157,6 +162,8 @@ impl ErrorClass {
         ErrorClass::ParseError,
         ErrorClass::Status,
         ErrorClass::VerificationMismatch,
+        ErrorClass::TlsHandshake,
+        ErrorClass::TlsCertificate,
     ];
 
     pub fn name(self) -> &'static str {
@@ -174,6 +181,8 @@ impl ErrorClass {
             ErrorClass::ParseError => "parse_error",
             ErrorClass::Status => "status",
             ErrorClass::VerificationMismatch => "verification_mismatch",
+            ErrorClass::TlsHandshake => "tls_handshake",
+            ErrorClass::TlsCertificate => "tls_certificate",
         }
     }
 
@@ -223,6 +232,19 @@ pub struct Second {
     pub errors: u64,
 }
 
+/// https: the handshakes one thread completed during the measured phase, and what the last one
+/// agreed on (every connection of a run offers the same, so one is as good as any).
+#[derive(Clone, Debug, Default)]
+pub struct TlsStats {
+    pub handshakes: u64,
+    /// Of `handshakes`, those that resumed an earlier session (`--tls-resume`).
+    pub resumed: u64,
+    pub version: Option<&'static str>,
+    pub cipher_suite: Option<&'static str>,
+    /// None: the server chose no ALPN protocol.
+    pub alpn: Option<String>,
+}
+
 /// Everything one thread counted during the measured phase.
 pub struct ThreadStats {
     /// Counting window: events before `measure_start` are warm-up, events at or after `measure_end`
@@ -262,6 +284,7 @@ pub struct ThreadStats {
     /// are what the server answered over the whole run, which is what a count of the server's own work
     /// over the run (its database queries) divides by.
     pub warmup_responses: u64,
+    pub tls: TlsStats,
 }
 
 impl ThreadStats {
@@ -292,6 +315,7 @@ impl ThreadStats {
             censored: 0,
             unanswered_connections: 0,
             warmup_responses: 0,
+            tls: TlsStats::default(),
         }
     }
 
@@ -405,6 +429,28 @@ impl ThreadStats {
         }
     }
 
+    /// https: a handshake completed (`resumed`: an earlier session was resumed); the parameters are
+    /// kept even outside the measured phase, the counts only in it.
+    pub fn tls_handshake(
+        &mut self,
+        now: Instant,
+        resumed: bool,
+        version: Option<&'static str>,
+        cipher_suite: Option<&'static str>,
+        alpn: Option<&[u8]>,
+    ) {
+        let t = &mut self.tls;
+        t.version = version.or(t.version);
+        t.cipher_suite = cipher_suite.or(t.cipher_suite);
+        if t.alpn.is_none() {
+            t.alpn = alpn.map(|a| String::from_utf8_lossy(a).into_owned());
+        }
+        if self.counting(now) {
+            self.tls.handshakes += 1;
+            self.tls.resumed += u64::from(resumed);
+        }
+    }
+
     /// Count an error. `detail` is only called when the message could still become an example.
     pub fn error(&mut self, now: Instant, class: ErrorClass, detail: impl FnOnce() -> String) {
         if !self.counting(now) {
@@ -474,6 +520,13 @@ impl ThreadStats {
         self.censored += other.censored;
         self.unanswered_connections += other.unanswered_connections;
         self.warmup_responses += other.warmup_responses;
+        self.tls.handshakes += other.tls.handshakes;
+        self.tls.resumed += other.tls.resumed;
+        self.tls.version = self.tls.version.or(other.tls.version);
+        self.tls.cipher_suite = self.tls.cipher_suite.or(other.tls.cipher_suite);
+        if self.tls.alpn.is_none() {
+            self.tls.alpn.clone_from(&other.tls.alpn);
+        }
         self.last_event = match (self.last_event, other.last_event) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),

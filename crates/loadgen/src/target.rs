@@ -10,20 +10,20 @@ pub struct HttpUrl {
     pub port: u16,
     /// Path and query, starting with '/'.
     pub path: String,
-    /// `Host` header value: host, plus `:port` unless it is 80.
+    /// `Host` header value: host, plus `:port` unless it is the scheme's default (80, 443).
     pub host_header: String,
+    /// `https://`: HTTP/1.1 over TLS.
+    pub tls: bool,
 }
 
 pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
-    let rest = if let Some(r) = url.strip_prefix("http://") {
-        r
-    } else if url.starts_with("https://") {
-        return Err(format!(
-            "'{url}': https is not supported; netarena-load speaks plain HTTP/1.1 (use http://)"
-        ));
+    let (rest, tls, default_port) = if let Some(r) = url.strip_prefix("http://") {
+        (r, false, 80)
+    } else if let Some(r) = url.strip_prefix("https://") {
+        (r, true, 443)
     } else {
         return Err(format!(
-            "'{url}' is not an http:// URL (e.g. http://127.0.0.1:8080/hello)"
+            "'{url}' is not an http:// or https:// URL (e.g. http://127.0.0.1:8080/hello)"
         ));
     };
     let (authority, path) = match rest.find(['/', '?']) {
@@ -35,15 +35,16 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
     if authority.contains('@') {
         return Err(format!("'{url}': credentials in the URL are not supported; send an Authorization header with -H"));
     }
-    let (host, port) = split_host_port(authority, Some(80)).map_err(|e| format!("'{url}': {e}"))?;
+    let (host, port) =
+        split_host_port(authority, Some(default_port)).map_err(|e| format!("'{url}': {e}"))?;
     if path.bytes().any(|b| b <= b' ' || b == 0x7f) {
         return Err(format!(
             "'{url}': the path contains spaces or control characters; percent-encode them"
         ));
     }
     let host_header = match (port, host.contains(':')) {
-        (80, false) => host.clone(),
-        (80, true) => format!("[{host}]"),
+        (p, false) if p == default_port => host.clone(),
+        (p, true) if p == default_port => format!("[{host}]"),
         (p, false) => format!("{host}:{p}"),
         (p, true) => format!("[{host}]:{p}"),
     };
@@ -52,6 +53,7 @@ pub fn parse_http_url(url: &str) -> Result<HttpUrl, String> {
         port,
         path,
         host_header,
+        tls,
     })
 }
 
@@ -151,9 +153,15 @@ mod tests {
             (u.host.as_str(), u.path.as_str(), u.host_header.as_str()),
             ("::1", "/?q", "[::1]:9000")
         );
-        assert!(parse_http_url("https://127.0.0.1/")
+        let u = parse_http_url("https://localhost/x").unwrap();
+        assert!(u.tls);
+        assert_eq!((u.port, u.host_header.as_str()), (443, "localhost"));
+        let u = parse_http_url("https://[::1]:8443/").unwrap();
+        assert_eq!((u.port, u.host_header.as_str()), (8443, "[::1]:8443"));
+        assert!(!parse_http_url("http://localhost").unwrap().tls);
+        assert!(parse_http_url("ftp://127.0.0.1/")
             .unwrap_err()
-            .contains("https is not supported"));
+            .contains("not an http:// or https:// URL"));
         assert!(parse_http_url("127.0.0.1:80").is_err());
         assert!(parse_http_url("http://127.0.0.1:0/").is_err());
         assert!(parse_http_url("http://127.0.0.1:99999/").is_err());

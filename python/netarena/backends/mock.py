@@ -60,7 +60,7 @@ def _latency(hist: HdrHistogram) -> dict:
 # errors.by_class: every class of netarena-load's, zero or not (docs/load-generator.md).
 _ERROR_CLASSES = ("connect_refused", "connect_timeout", "connect_error", "address_unavailable", "too_many_open_files",
                   "reset", "closed_early", "read_error", "write_error", "timeout", "parse_error", "status",
-                  "verification_mismatch")
+                  "verification_mismatch", "tls_handshake", "tls_certificate")
 _PERCENTILES = (("50", 50), ("75", 75), ("90", 90), ("99", 99), ("99_9", 99.9), ("99_99", 99.99))
 
 
@@ -103,6 +103,7 @@ def _document(req: MeasureRequest, requests: int, rps: float, hist: HdrHistogram
         # the document's echo block (netarena-load's echo mode)
         "echo": {"bytes_per_connection": None, "chunk_bytes": 32768, "connections_completed": 0,  # not a scenario
                  "completion_time_s": None, "verified_bytes": 0, "probe": None} if echo else None,
+        "tls": None,  # the mock's runs are http:// or echo
         "latency_corrected": False,
         "intervals": {"interval_s": req.duration_s, "encoding": "hdrhistogram-v2-deflate-base64", "unit": "us",
                       "entries": [{"t_s": 0.0, "count": latency["count"], "p50_us": latency["p50_us"],

@@ -189,10 +189,11 @@ fn read_urls(path: &std::path::Path, base: &HttpUrl) -> Result<Vec<UrlLine>, Str
             line.to_string()
         } else {
             let u = target::parse_http_url(line).map_err(|e| format!("{}: {e}", where_()))?;
-            if u.host != base.host || u.port != base.port {
+            if u.host != base.host || u.port != base.port || u.tls != base.tls {
                 return Err(format!(
-                    "{}: '{line}' is on {}:{}, but the run's target is {}:{}; every URL must be on the same host and port (split the list into one run per target)",
-                    where_(), u.host, u.port, base.host, base.port
+                    "{}: '{line}' is on {}:{}{}, but the run's target is {}:{}{}; every URL must be on the same host and port, over the same scheme (split the list into one run per target)",
+                    where_(), u.host, u.port, if u.tls { " (https)" } else { "" },
+                    base.host, base.port, if base.tls { " (https)" } else { "" }
                 ));
             }
             u.path

@@ -13,6 +13,7 @@ use crate::config::{Coalesce, HttpConfig};
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
 use crate::http::SCRATCH_BYTES;
 use crate::io::epoll::Protocol;
+use crate::io::tls::{Records, TlsSession};
 use crate::io::uring::closed::{SendBuf, UringProtocol};
 use crate::io::uring::ring::HTTP_RECV_BUF_BYTES;
 use crate::io::uring::window::{auto_window_us, WindowTrial, AUTO_SAMPLE};
@@ -20,11 +21,13 @@ use crate::io::worker::ConnRules;
 use crate::stats::{ErrorClass, ThreadStats};
 use crate::sys;
 
-/// What is left to write of a connection's batch: bytes `off..len` of the exchange's `wire`.
+/// What is left to write of a connection's batch: bytes `off..len` of the exchange's `wire`; and
+/// with https the connection's TLS session, which every byte goes through (`io::tls`).
 #[derive(Default)]
 pub(crate) struct WriteState {
     off: usize,
     len: usize,
+    tls: Option<TlsSession>,
 }
 
 impl WriteState {
@@ -34,9 +37,17 @@ impl WriteState {
         self.len = len;
     }
 
-    /// The socket is gone: nothing left to write.
+    /// The socket is gone: nothing left to write, and its TLS session ends with it.
     pub(crate) fn clear(&mut self) {
         *self = WriteState::default();
+    }
+
+    /// https: start the connection's TLS session on first use. True: the connection is TLS.
+    fn start_tls(&mut self, ex: &Exchange) -> Result<bool, Outcome> {
+        if let (None, Some(settings)) = (&self.tls, ex.tls()) {
+            self.tls = Some(TlsSession::start(settings)?);
+        }
+        Ok(self.tls.is_some())
     }
 }
 
@@ -63,7 +74,7 @@ pub(crate) fn scratch_buffer() -> Vec<u8> {
 }
 
 /// Write as much of the connection's batch as the socket takes (the rest on the next writable
-/// edge). Both load models write this way on epoll.
+/// edge). Both load models write this way on epoll, through the TLS session with https.
 pub(crate) fn flush(
     ex: &Exchange,
     c: &ExchangeConn,
@@ -72,6 +83,32 @@ pub(crate) fn flush(
     now: Instant,
     stats: &mut ThreadStats,
 ) -> Outcome {
+    if let Err(out) = w.start_tls(ex) {
+        return out;
+    }
+    let WriteState { off, len, tls } = w;
+    if let Some(tls) = tls {
+        // `bytes_sent` counts the plaintext taken, as for http://, not the records' bytes.
+        loop {
+            let taken = if off < len {
+                tls.write_plain(&ex.wire(c)[*off..*len])
+            } else {
+                0
+            };
+            *off += taken;
+            stats.sent(now, taken);
+            match tls.send_records(sock) {
+                Ok(true) => {}
+                Ok(false) => return Outcome::Ok,
+                Err(out) => return out,
+            }
+            // All sent; more plaintext only if the session took some this time (during the
+            // handshake it holds what it took until the handshake completes).
+            if off >= len || taken == 0 {
+                return Outcome::Ok;
+            }
+        }
+    }
     while w.off < w.len {
         match sock.write(&ex.wire(c)[w.off..w.len]) {
             Ok(n) => {
@@ -86,27 +123,51 @@ pub(crate) fn flush(
     Outcome::Ok
 }
 
+/// What `read_responses` calls each time the connection's batch is fully answered.
+pub(crate) trait Answered:
+    FnMut(
+    &mut Exchange,
+    &mut ExchangeConn,
+    &mut WriteState,
+    &mut TcpStream,
+    Instant,
+    &mut ThreadStats,
+) -> Outcome
+{
+}
+
+impl<F> Answered for F where
+    F: FnMut(
+        &mut Exchange,
+        &mut ExchangeConn,
+        &mut WriteState,
+        &mut TcpStream,
+        Instant,
+        &mut ThreadStats,
+    ) -> Outcome
+{
+}
+
 /// Read what the socket holds and hand it to the exchange, until the receive queue is drained (or
-/// the EOF is seen). `answered` runs each time the connection's batch is fully answered: the closed
-/// loop sends the next one from there, the open loop sends when its schedule says.
-pub(crate) fn read_responses<F>(
+/// the EOF is seen); with https, through the TLS session. `answered` runs each time the
+/// connection's batch is fully answered: the closed loop sends the next one from there, the open
+/// loop sends when its schedule says.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn read_responses(
     ex: &mut Exchange,
     c: &mut ExchangeConn,
+    w: &mut WriteState,
     sock: &mut TcpStream,
     scratch: &mut [u8],
     stats: &mut ThreadStats,
     peer_closed: bool,
-    mut answered: F,
-) -> Outcome
-where
-    F: FnMut(
-        &mut Exchange,
-        &mut ExchangeConn,
-        &mut TcpStream,
-        Instant,
-        &mut ThreadStats,
-    ) -> Outcome,
-{
+    mut answered: impl Answered,
+) -> Outcome {
+    match w.start_tls(ex) {
+        Err(out) => return out,
+        Ok(true) => return read_tls_responses(ex, c, w, sock, scratch, stats, answered),
+        Ok(false) => {}
+    }
     loop {
         let n = match sock.read(scratch) {
             Ok(0) => return ex.on_eof(c, Instant::now(), stats),
@@ -120,7 +181,7 @@ where
         let now = Instant::now();
         match ex.on_bytes(c, &scratch[..n], now, stats) {
             Received::Stop(out) => return out,
-            Received::Ok { send_next: true } => match answered(ex, c, sock, now, stats) {
+            Received::Ok { send_next: true } => match answered(ex, c, w, sock, now, stats) {
                 Outcome::Ok => {}
                 other => return other,
             },
@@ -131,6 +192,59 @@ where
         // A FIN already reported in this event raises no new edge: read on to see the EOF.
         if n < scratch.len() && !peer_closed {
             return Outcome::Ok;
+        }
+    }
+}
+
+/// `read_responses` over TLS: records from the socket, decrypted, and their plaintext to the
+/// exchange, until the socket says EAGAIN (rustls reads in its own chunks, so a short read proves
+/// nothing about the queue) or the peer closes.
+fn read_tls_responses(
+    ex: &mut Exchange,
+    c: &mut ExchangeConn,
+    w: &mut WriteState,
+    sock: &mut TcpStream,
+    scratch: &mut [u8],
+    stats: &mut ThreadStats,
+    mut answered: impl Answered,
+) -> Outcome {
+    loop {
+        let now = Instant::now();
+        let tls = w.tls.as_mut().expect("read_responses started the session");
+        let got = match tls.receive_records(sock, now, stats) {
+            Ok(got) => got,
+            Err(out) => return out,
+        };
+        // What the records asked to send back (the handshake's last flight and the requests it
+        // held, a key update) goes out now.
+        match flush(ex, c, w, sock, now, stats) {
+            Outcome::Ok => {}
+            other => return other,
+        }
+        loop {
+            let tls = w
+                .tls
+                .as_mut()
+                .expect("the session lives as long as the socket");
+            match tls.read_plain(scratch) {
+                None => break,
+                Some(0) => return ex.on_eof(c, now, stats),
+                Some(n) => match ex.on_bytes(c, &scratch[..n], now, stats) {
+                    Received::Stop(out) => return out,
+                    Received::Ok { send_next: true } => {
+                        match answered(ex, c, w, sock, now, stats) {
+                            Outcome::Ok => {}
+                            other => return other,
+                        }
+                    }
+                    Received::Ok { send_next: false } => {}
+                },
+            }
+        }
+        match got {
+            Records::Read => {}
+            Records::Drained => return Outcome::Ok,
+            Records::Eof => return ex.on_eof(c, now, stats),
         }
     }
 }
@@ -234,15 +348,15 @@ impl Protocol for HttpProtocol {
         stats: &mut ThreadStats,
         peer_closed: bool,
     ) -> Outcome {
-        let HttpConn { ex: ec, w } = c;
         read_responses(
             &mut self.ex,
-            ec,
+            &mut c.ex,
+            &mut c.w,
             sock,
             &mut self.scratch,
             stats,
             peer_closed,
-            |ex, ec, sock, now, stats| send_next_batch(ex, ec, w, sock, now, stats),
+            send_next_batch,
         )
     }
 }

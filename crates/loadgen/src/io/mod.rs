@@ -2,7 +2,8 @@
 //! backend and coalescing trial) and what they share (`worker`), the one place `--io`'s engine is
 //! chosen for a load thread (`on_engine`), each protocol on both engines (`http`, `echo`; `echo` also
 //! holds the echo flood's rules both engines follow), the open loop's I/O interface with its epoll
-//! backend (`open_io`), and page-aligned buffers (`page`). No load-model decision is made here: when
+//! backend (`open_io`), https's TLS layer between the socket and the exchange (`tls`, epoll only),
+//! and page-aligned buffers (`page`). No load-model decision is made here: when
 //! a request goes out is the load model's (`load`), what the bytes mean is the exchange's.
 
 pub mod echo;
@@ -10,6 +11,7 @@ pub mod epoll;
 pub mod http;
 pub mod open_io;
 pub mod page;
+pub mod tls;
 pub mod uring;
 pub mod worker;
 

@@ -264,18 +264,25 @@ impl OpenIo for EpollOpen {
         c: &mut ExchangeConn,
         stats: &mut ThreadStats,
     ) -> Outcome {
-        let Some(sock) = self.slots[i].sock.as_mut() else {
+        let slot = &mut self.slots[i];
+        let Some(sock) = slot.sock.as_mut() else {
             return Outcome::Ok;
         };
         // Sending waits for the schedule: an answered request only frees the connection.
         http::read_responses(
             ex,
             c,
+            &mut slot.w,
             sock,
             &mut self.scratch,
             stats,
             peer_closed,
-            |_, _, _, _, _| Outcome::Ok,
+            |_: &mut Exchange,
+             _: &mut ExchangeConn,
+             _: &mut WriteState,
+             _: &mut TcpStream,
+             _: Instant,
+             _: &mut ThreadStats| Outcome::Ok,
         )
     }
 

@@ -317,10 +317,12 @@ pub fn learn_expectation(
     timeout: Duration,
 ) -> Result<Expectation, String> {
     let fail = |e: String| format!("--verify-learn: the learning request to {target} failed: {e}");
-    let mut s =
+    let tcp =
         std::net::TcpStream::connect_timeout(&target, timeout).map_err(|e| fail(e.to_string()))?;
-    s.set_read_timeout(Some(timeout))
+    tcp.set_read_timeout(Some(timeout))
         .map_err(|e| fail(e.to_string()))?;
+    // https: the same TLS settings as the load's connections (a fresh session, never resumed).
+    let mut s = crate::tls::blocking_stream(h.tls.as_ref(), tcp).map_err(fail)?;
     s.write_all(&h.request).map_err(|e| fail(e.to_string()))?;
     let mut parser = ResponseParser::new(true, h.method.eq_ignore_ascii_case("HEAD"));
     let mut buf = vec![0u8; 256 * 1024];

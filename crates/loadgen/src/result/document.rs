@@ -53,6 +53,8 @@ pub struct Document {
     pub generator_saturated: bool,
     pub no_answer: NoAnswerDoc,
     pub echo: Option<EchoDoc>,
+    /// https: the TLS sessions (null for http:// and echo).
+    pub tls: Option<TlsDoc>,
     /// True when `latency` counts from each request's intended send time (open-loop modes).
     pub latency_corrected: bool,
     pub intervals: IntervalsDoc,
@@ -178,6 +180,44 @@ pub struct SpinAutoDoc {
     pub send_gap_us: u64,
     /// The lag was more than `AUTO_SPIN_LAG_SHARE` of the gap, so the window was widened.
     pub widened: bool,
+}
+
+/// https: what the TLS handshakes agreed on and how many there were in the measured phase.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct TlsDoc {
+    /// "TLSv1_3", "TLSv1_2" (rustls' names); null if no handshake completed.
+    pub version: Option<String>,
+    /// The IANA name, e.g. "TLS13_AES_256_GCM_SHA384"; null if no handshake completed.
+    pub cipher_suite: Option<String>,
+    /// The ALPN protocol the server chose ("http/1.1" is offered); null if it chose none.
+    pub alpn: Option<String>,
+    /// Handshakes completed in the measured phase, and of them those resuming a session.
+    pub handshakes: u64,
+    pub resumed: u64,
+    /// `--tls-resume`: sessions were offered for resumption on reconnects.
+    pub resume: bool,
+    /// False with `--insecure` (any certificate accepted), true with `--cacert`.
+    pub certificate_verified: bool,
+}
+
+/// A run's `tls` block from its merged counts (None for http:// and echo).
+fn tls_doc(cfg: &Config, t: &stats::TlsStats) -> Option<TlsDoc> {
+    let Mode::Http(HttpConfig {
+        tls: Some(settings),
+        ..
+    }) = &cfg.mode
+    else {
+        return None;
+    };
+    Some(TlsDoc {
+        version: t.version.map(str::to_string),
+        cipher_suite: t.cipher_suite.map(str::to_string),
+        alpn: t.alpn.clone(),
+        handshakes: t.handshakes,
+        resumed: t.resumed,
+        resume: settings.resume,
+        certificate_verified: settings.verified,
+    })
 }
 
 #[derive(Serialize, Deserialize, Clone)]
@@ -605,6 +645,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         generator_saturated: saturated,
         no_answer: no_answer_doc(s.unanswered_connections, run.connections_used(cfg)),
         echo,
+        tls: tls_doc(cfg, &s.tls),
         latency_corrected: open.is_some(),
         intervals: intervals_doc(&s.intervals.done, cfg.interval, run.duration),
         open_loop: run.open.as_ref().map(|step| {

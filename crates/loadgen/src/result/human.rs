@@ -206,6 +206,23 @@ pub fn human(doc: &Document) -> String {
             );
         }
     }
+    if let Some(t) = &doc.tls {
+        let unknown = || "?".to_string();
+        o += &format!(
+            "  TLS         {} {} ALPN {}, {} handshakes ({} resumed{}){}\n",
+            t.version.clone().unwrap_or_else(unknown),
+            t.cipher_suite.clone().unwrap_or_else(unknown),
+            t.alpn.clone().unwrap_or_else(|| "none".into()),
+            t.handshakes,
+            t.resumed,
+            if t.resume { "" } else { "; --tls-resume off" },
+            if t.certificate_verified {
+                ""
+            } else {
+                ", certificate NOT verified (--insecure)"
+            }
+        );
+    }
     if doc.errors.total > 0 {
         let classes: Vec<String> = doc
             .errors

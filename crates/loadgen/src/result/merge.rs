@@ -22,7 +22,7 @@ use hdrhistogram::Histogram;
 use crate::result::document::{
     self, ConfigDoc, ConnRateDoc, Document, EchoDoc, Errors, Generator, HistogramDoc,
     IntervalEntry, IntervalsDoc, Latency, NoAnswerDoc, OpenLoopDoc, ProbeDoc, SpinAutoDoc,
-    ThresholdDoc, Throughput, TimelineEntry, Totals, SCHEMA_VERSION,
+    ThresholdDoc, Throughput, TimelineEntry, TlsDoc, Totals, SCHEMA_VERSION,
 };
 use crate::result::thresholds;
 use crate::stats::MAX_ERROR_EXAMPLES;
@@ -219,6 +219,7 @@ pub fn merge_documents(parts: &[Part]) -> Result<Document, String> {
         generator,
         no_answer,
         echo: merge_echo(&docs)?,
+        tls: merge_tls(&docs),
         latency_corrected: first.latency_corrected,
         intervals: merge_intervals(&docs, settings)?,
         open_loop: merge_open_loop(parts)?,
@@ -495,6 +496,23 @@ fn merge_echo(docs: &[&Document]) -> Result<Option<EchoDoc>, String> {
         verified_bytes: echoes.iter().map(|e| e.verified_bytes).sum(),
         probe,
     }))
+}
+
+/// https: the handshake counts summed, what they agreed on the first part's that knows it (every
+/// part offered the same).
+fn merge_tls(docs: &[&Document]) -> Option<TlsDoc> {
+    let all: Vec<&TlsDoc> = docs.iter().filter_map(|d| d.tls.as_ref()).collect();
+    let first = all.first()?;
+    let known = |f: fn(&TlsDoc) -> &Option<String>| all.iter().find_map(|t| f(t).clone());
+    Some(TlsDoc {
+        version: known(|t| &t.version),
+        cipher_suite: known(|t| &t.cipher_suite),
+        alpn: known(|t| &t.alpn),
+        handshakes: all.iter().map(|t| t.handshakes).sum(),
+        resumed: all.iter().map(|t| t.resumed).sum(),
+        resume: first.resume,
+        certificate_verified: all.iter().all(|t| t.certificate_verified),
+    })
 }
 
 /// The open loop: the rates and counters summed (each part was given its share of the rate), the

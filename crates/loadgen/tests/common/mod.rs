@@ -8,6 +8,8 @@
 //!   gives (`http_server`), or the same response every time (`hello_server`, or
 //!   `fixed_http_server`, which also answers a pipelined batch in one write).
 //! - `echo`: the one echo server, correct or with a chosen fault (`echo_server`, `EchoFault`).
+//! - `tls`: https: a test CA with server certificates made at test time (good, expired, wrong
+//!   name), the TLS HTTP server (`tls_http_server`), and servers that break the handshake.
 //! - `run`: starting the binary (`run_load`, `spawn_load`), with `NETARENA_LOAD_TEST_IO` applied.
 //! - `result`: the parsed result document with the invariants every result satisfies (`Result`).
 //! - `schema`: validation against docs/schema/netarena-load.schema.json.
@@ -23,7 +25,8 @@ mod result;
 mod run;
 mod schema;
 mod servers;
+mod tls;
 
 // The submodules are an internal layout: tests name everything through `common::`.
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use self::{echo::*, http::*, result::*, run::*, schema::*, servers::*};
+pub use self::{echo::*, http::*, result::*, run::*, schema::*, servers::*, tls::*};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 /// Every class of `errors.by_class` (docs/load-generator.md).
-pub const ERROR_CLASSES: [&str; 13] = [
+pub const ERROR_CLASSES: [&str; 15] = [
     "connect_refused",
     "connect_timeout",
     "connect_error",
@@ -20,6 +20,8 @@ pub const ERROR_CLASSES: [&str; 13] = [
     "parse_error",
     "status",
     "verification_mismatch",
+    "tls_handshake",
+    "tls_certificate",
 ];
 
 /// A parsed result document plus the run's description for failure messages.

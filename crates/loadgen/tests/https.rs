@@ -1,0 +1,480 @@
+//! https:// (HTTP/1.1 over TLS) against real TLS servers on loopback, certificates made at test
+//! time: the closed loop, the open loop and `--conn-rate` (with and without `--tls-resume`) verify
+//! every response as over http://; a refused certificate is `tls_certificate`, a broken handshake
+//! `tls_handshake`; bad TLS flags are refused before anything is sent. The TLS layer runs on the
+//! epoll engine only: `--io uring` is refused for https and `--io auto` picks epoll.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{
+    closes_during_handshake_server, plain_http_400_server, run_json, run_load, sha256_hex,
+    tls_http_server, validate_against_schema, Cert, TestCa, HELLO,
+};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn https_url(host: &str, port: u16) -> String {
+    format!("https://{host}:{port}/")
+}
+
+fn cacert(ca: &TestCa) -> &str {
+    ca.ca_pem.to_str().unwrap()
+}
+
+/// A test CA, a TLS server answering `Hello, World!` with a good certificate of it, and the
+/// server's https URL by `host`.
+fn hello_over_tls(ca_name: &str, host: &str) -> (TestCa, common::TestServer, String) {
+    let ca = TestCa::new(ca_name);
+    let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
+    let url = https_url(host, server.addr.port());
+    (ca, server, url)
+}
+
+/// `http URL --cacert CA` and the rest of a run's arguments.
+fn https_args<'a>(url: &'a str, ca: &'a TestCa, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["http", url, "--cacert", cacert(ca)];
+    args.extend_from_slice(rest);
+    args
+}
+
+/// The `tls` block of a run that completed handshakes: TLS 1.3, ALPN http/1.1.
+fn assert_tls_block(r: &common::Result, resume: bool) {
+    assert_eq!(
+        r.get("/tls/version").as_str(),
+        Some("TLSv1_3"),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.get("/tls/alpn").as_str(),
+        Some("http/1.1"),
+        "{}",
+        r.context
+    );
+    assert!(
+        r.get("/tls/cipher_suite")
+            .as_str()
+            .is_some_and(|s| s.starts_with("TLS13_")),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.get("/tls/resume").as_bool(),
+        Some(resume),
+        "{}",
+        r.context
+    );
+    assert!(r.u64("/tls/handshakes") >= 1, "{}", r.context);
+}
+
+#[test]
+fn closed_loop_over_https_verifies_every_response() {
+    let ca = TestCa::new("closed");
+    let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
+    let digest = sha256_hex(HELLO);
+    // By IP (an IpAddress server name) and by DNS name: both are in the certificate.
+    for host in ["127.0.0.1", "localhost"] {
+        let url = https_url(host, server.addr.port());
+        let r = run_json(
+            &https_args(
+                &url,
+                &ca,
+                &[
+                    "-c",
+                    "4",
+                    "-t",
+                    "1",
+                    "-n",
+                    "300",
+                    "--expect-status",
+                    "200",
+                    "--expect-body-size",
+                    "13",
+                    "--expect-body-sha256",
+                    &digest,
+                    "--io",
+                    "epoll",
+                ],
+            ),
+            LIMIT,
+        );
+        r.assert_only_errors(&[]);
+        assert_eq!(r.u64("/totals/requests"), 300, "{}", r.context);
+        assert!(r.u64("/totals/bytes_received") >= 300 * 13, "{}", r.context);
+        assert_tls_block(&r, false);
+        assert!(
+            r.u64("/tls/handshakes") <= 4,
+            "one handshake per connection\n{}",
+            r.context
+        );
+        assert_eq!(r.u64("/tls/resumed"), 0, "{}", r.context);
+        assert_eq!(r.get("/tls/certificate_verified").as_bool(), Some(true));
+        validate_against_schema(&r.doc);
+    }
+    assert!(server.stats.good() >= 600);
+}
+
+#[test]
+fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
+    let (ca, _server, url) = hello_over_tls("engines", "127.0.0.1");
+    let refused = run_load(
+        &https_args(&url, &ca, &["-n", "10", "--io", "uring", "--json"]),
+        LIMIT,
+    );
+    assert_eq!(refused.code, 2, "{}", refused.describe());
+    assert!(
+        refused.stderr.contains("--io uring does not speak https"),
+        "{}",
+        refused.describe()
+    );
+    let r = run_json(
+        &https_args(&url, &ca, &["-c", "2", "-n", "50", "--io", "auto"]),
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(
+        r.get("/config/io_backend").as_str(),
+        Some("epoll"),
+        "{}",
+        r.context
+    );
+    assert!(r
+        .get("/config/io_reason")
+        .as_str()
+        .unwrap()
+        .contains("https runs on epoll"));
+}
+
+#[test]
+fn open_loop_over_https() {
+    let (ca, _server, url) = hello_over_tls("open", "127.0.0.1");
+    let r = run_json(
+        &https_args(
+            &url,
+            &ca,
+            &[
+                "--rate",
+                "200",
+                "-c",
+                "4",
+                "-t",
+                "1",
+                "-d",
+                "1s",
+                "--expect-body-size",
+                "13",
+                "--io",
+                "epoll",
+            ],
+        ),
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert!(r.u64("/totals/requests") > 0, "{}", r.context);
+    assert_eq!(r.get("/latency_corrected").as_bool(), Some(true));
+    assert_tls_block(&r, false);
+    validate_against_schema(&r.doc);
+}
+
+/// `--conn-rate`: every connection its own handshake; resumed ones only with `--tls-resume` (the
+/// server issues TLS 1.3 tickets after every full handshake).
+#[test]
+fn conn_rate_over_https_resumes_only_when_asked() {
+    let (ca, _server, url) = hello_over_tls("connrate", "127.0.0.1");
+    for resume in [false, true] {
+        let mut args = https_args(
+            &url,
+            &ca,
+            &[
+                "--conn-rate",
+                "50",
+                "-c",
+                "8",
+                "-t",
+                "1",
+                "-d",
+                "1s",
+                "--expect-body-size",
+                "13",
+                "--io",
+                "epoll",
+            ],
+        );
+        if resume {
+            args.push("--tls-resume");
+        }
+        let r = run_json(&args, LIMIT);
+        r.assert_only_errors(&[]);
+        let handshakes = r.u64("/tls/handshakes");
+        assert!(
+            handshakes >= 10,
+            "a handshake per connection\n{}",
+            r.context
+        );
+        assert!(
+            handshakes <= r.u64("/totals/connections_opened"),
+            "{}",
+            r.context
+        );
+        assert_tls_block(&r, resume);
+        if resume {
+            assert!(r.u64("/tls/resumed") > 0, "{}", r.context);
+        } else {
+            assert_eq!(r.u64("/tls/resumed"), 0, "{}", r.context);
+        }
+        validate_against_schema(&r.doc);
+    }
+}
+
+/// A run whose every connection fails in its handshake: its errors are all of `class`, no response
+/// came, and the generator exited normally with its document.
+fn assert_every_connection_fails(url: &str, extra: &[&str], class: &str) -> common::Result {
+    let mut args = vec![
+        "http", url, "-c", "2", "-t", "1", "-d", "500ms", "--io", "epoll",
+    ];
+    args.extend_from_slice(extra);
+    let r = run_json(&args, LIMIT);
+    r.assert_only_errors(&[class]);
+    assert!(r.class(class) >= 1, "{}", r.context);
+    assert_eq!(r.u64("/totals/responses"), 0, "{}", r.context);
+    validate_against_schema(&r.doc);
+    r
+}
+
+#[test]
+fn refused_certificates_are_tls_certificate_errors() {
+    let ca = TestCa::new("certs");
+    for cert in [Cert::WrongName, Cert::Expired] {
+        let server = tls_http_server(ca.server_config(cert), HELLO);
+        let url = https_url("127.0.0.1", server.addr.port());
+        let r = assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_certificate");
+        assert_eq!(server.stats.good(), 0, "{cert:?}\n{}", r.context);
+    }
+    // A certificate of a CA the run does not trust: refused, unless --insecure.
+    let other = TestCa::new("other");
+    let server = tls_http_server(other.server_config(Cert::Good), HELLO);
+    let url = https_url("127.0.0.1", server.addr.port());
+    assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_certificate");
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "--insecure",
+            "-c",
+            "2",
+            "-n",
+            "40",
+            "--io",
+            "epoll",
+        ],
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 40, "{}", r.context);
+    assert_eq!(r.get("/tls/certificate_verified").as_bool(), Some(false));
+    assert_tls_block(&r, false);
+}
+
+#[test]
+fn broken_handshakes_are_tls_handshake_errors() {
+    let ca = TestCa::new("handshake");
+    let closing = closes_during_handshake_server();
+    let url = https_url("127.0.0.1", closing.addr.port());
+    assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_handshake");
+    // https spoken to a plain-HTTP server: its 400 is no TLS record.
+    let plain = plain_http_400_server();
+    let url = https_url("127.0.0.1", plain.addr.port());
+    assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_handshake");
+}
+
+#[test]
+fn a_wrong_body_over_tls_is_a_verification_mismatch() {
+    let ca = TestCa::new("mismatch");
+    let server = tls_http_server(ca.server_config(Cert::Good), b"Goodbye, World");
+    let url = https_url("127.0.0.1", server.addr.port());
+    let r = run_json(
+        &https_args(
+            &url,
+            &ca,
+            &[
+                "-c",
+                "2",
+                "-n",
+                "20",
+                "--expect-body-sha256",
+                &sha256_hex(HELLO),
+                "--io",
+                "epoll",
+            ],
+        ),
+        LIMIT,
+    );
+    r.assert_only_errors(&["verification_mismatch"]);
+    assert!(r.class("verification_mismatch") >= 1, "{}", r.context);
+}
+
+#[test]
+fn verify_learn_over_https() {
+    let (ca, _server, url) = hello_over_tls("learn", "localhost");
+    let r = run_json(
+        &https_args(
+            &url,
+            &ca,
+            &["-c", "2", "-n", "30", "--verify-learn", "--io", "epoll"],
+        ),
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 30, "{}", r.context);
+}
+
+#[test]
+fn bad_tls_flags_are_refused_before_any_load() {
+    let ca = TestCa::new("flags");
+    let not_pem = ca.dir.join("not.pem");
+    std::fs::write(&not_pem, "this is no certificate\n").unwrap();
+    let https = "https://127.0.0.1:9/";
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["http", https, "--cacert", "/nonexistent/ca.pem"],
+            "--cacert /nonexistent/ca.pem: cannot read it",
+        ),
+        (
+            &["http", https, "--cacert", not_pem.to_str().unwrap()],
+            "holds no PEM certificate",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "--cacert", cacert(&ca)],
+            "--cacert applies to https:// URLs only",
+        ),
+        (
+            &["http", "http://127.0.0.1:9/", "--tls-resume"],
+            "--tls-resume applies to https:// URLs only",
+        ),
+        (&["http", https], "say whom to trust, --cacert FILE"),
+    ];
+    for (args, says) in cases {
+        let r = run_load(args, LIMIT);
+        assert_eq!(r.code, 2, "{}", r.describe());
+        assert!(
+            r.stderr.contains(says),
+            "expected {says:?}\n{}",
+            r.describe()
+        );
+        assert!(!r.stderr.contains("panicked"), "{}", r.describe());
+    }
+}
+
+/// nginx (`ssl` on a loopback port) serving `Hello, World!` with a certificate of the test CA; the
+/// process is stopped when this is dropped.
+struct Nginx {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// None when nginx is not installed (`make test` installs it: .ci/debian-packages.txt).
+fn start_nginx(ca: &TestCa) -> Option<Nginx> {
+    let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())?;
+    let (cert, key) = ca.server_pem_files(Cert::Good);
+    let port = common::free_port();
+    let dir = ca.dir.display();
+    let conf = ca.dir.join("nginx.conf");
+    // One process in the foreground; every path nginx writes under the test's own directory.
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off; master_process off; worker_processes 1;
+pid {dir}/nginx.pid; error_log {dir}/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
+  uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {cert}; ssl_certificate_key {key}; ssl_protocols TLSv1.2 TLSv1.3;
+    location / {{ return 200 \"Hello, World!\"; }}
+  }}
+}}
+",
+            cert = cert.display(),
+            key = key.display()
+        ),
+    )
+    .unwrap();
+    let child = std::process::Command::new(binary)
+        .args([
+            "-p",
+            &ca.dir.to_string_lossy(),
+            "-e",
+            &format!("{dir}/error.log"),
+        ])
+        .arg("-c")
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("nginx starts");
+    let nginx = Nginx { child, port };
+    common::wait_until("nginx to listen", Duration::from_secs(10), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    Some(nginx)
+}
+
+/// A real TLS server: OpenSSL's side of the handshake, its session tickets, its records.
+#[test]
+fn nginx_over_https_closed_loop_and_resumed_reconnects() {
+    let ca = TestCa::new("nginx");
+    let Some(nginx) = start_nginx(&ca) else {
+        common::feature_missing("nginx is not installed");
+        return;
+    };
+    let url = https_url("localhost", nginx.port);
+    let r = run_json(
+        &https_args(
+            &url,
+            &ca,
+            &["-c", "4", "-t", "1", "-n", "200", "--expect-status", "200"],
+        ),
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
+    assert_tls_block(&r, false);
+    // --close: a connection per request, each resuming the session of an earlier one.
+    let r = run_json(
+        &https_args(
+            &url,
+            &ca,
+            &[
+                "-c",
+                "2",
+                "-t",
+                "1",
+                "-n",
+                "40",
+                "--close",
+                "--tls-resume",
+                "--expect-status",
+                "200",
+            ],
+        ),
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 40, "{}", r.context);
+    assert_tls_block(&r, true);
+    assert!(r.u64("/tls/resumed") > 0, "{}", r.context);
+}
