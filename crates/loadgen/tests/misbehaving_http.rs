@@ -343,11 +343,14 @@ fn warmup_requests_are_sent_but_not_counted() {
         r.context
     );
     // The warm-up's answers are reported apart: with the measured ones and those in flight at the
-    // end they account for every answer the server sent, no more, no fewer.
+    // end they account for what the server served. The loop turn that notices the end may already
+    // have sent a connection's next request, which the server serves and nobody reads: at most one
+    // more per connection (2 here).
     let warmup = r.u64("/totals/warmup_responses");
     assert!(warmup > 0, "{}", r.context);
     assert!(
-        reported + warmup <= served && served <= reported + warmup + r.u64("/totals/unfinished"),
+        reported + warmup <= served
+            && served <= reported + warmup + r.u64("/totals/unfinished") + 2,
         "server answered {served}: {reported} measured + {warmup} in the warm-up + unfinished\n{}",
         r.context
     );
