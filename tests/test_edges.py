@@ -307,14 +307,14 @@ def test_as_root_servers_run_unprivileged_unless_told_otherwise(tmp_path):
 
         result = verify()
         assert result.returncode == 0, result.stdout + result.stderr
-        log = (cache / "verify-logs" / "fx-good.hello.log").read_text()
+        log = (cache / "verify-logs" / "fx-good.hello.h1.log").read_text()
         run_dir = cache / "run" / "fx-good"
         if os.geteuid() == 0:
             user = pwd.getpwnam(SERVER_USER)
             assert f"fixture: uid {user.pw_uid} HOME {run_dir}" in log, log
             assert run_dir.stat().st_uid == user.pw_uid
             assert verify("--run-as-root").returncode == 0
-            assert f"fixture: uid 0 HOME {run_dir}" in (cache / "verify-logs" / "fx-good.hello.log").read_text()
+            assert f"fixture: uid 0 HOME {run_dir}" in (cache / "verify-logs" / "fx-good.hello.h1.log").read_text()
         else:
             assert f"fixture: uid {os.geteuid()} HOME {run_dir}" in log, log
         assert sorted(p.name for p in (FIXTURE_CONTESTANTS / "fx-good").iterdir()) == before  # nothing written there
