@@ -319,3 +319,53 @@ def test_rust_hyper_builds_the_mongodb_driver_only_for_a_plan_with_mongo(cache, 
     assert log.read_text().count(part_build) == 1
     assert log.read_text().count("Compiling mongodb ") <= 1
     assert os.access(binary, os.X_OK)
+
+
+# A cargo crate whose binary prints the opt-level it was built at (cargo gives build scripts OPT_LEVEL).
+OPT_LEVEL_CRATE = {
+    "Cargo.toml": '[package]\nname = "fx-opt-level"\nversion = "0.1.0"\nedition = "2021"\n\n[workspace]\n\n'
+                  '[profile.release]\nopt-level = 3\n',
+    "build.rs": 'fn main() { println!("cargo:rustc-env=BUILT_OPT_LEVEL={}", std::env::var("OPT_LEVEL").unwrap()); }\n',
+    "src/main.rs": 'fn main() { println!("{}", env!("BUILT_OPT_LEVEL")); }\n',
+}
+OPT_LEVEL_MANIFEST = PARTS_MANIFEST.replace('name = "fx-parts"', 'name = "fx-opt-level"').replace(
+    'requires = ["sh"]\nsteps = [["sh", "-c", "echo base >> {env_dir}/runs"]]',
+    'requires = ["cargo"]\nsteps = [["cargo", "build", "--release", "--offline", "--target-dir", "{build_dir}"]]')
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="needs cargo (CI installs it)")
+def test_quick_builds_build_cargo_steps_unoptimized_and_apart_from_optimized_ones(cache, tmp_path, monkeypatch):
+    """NETARENA_QUICK_BUILDS=1: the cargo steps run at opt-level 0 and the install record says so; an install
+    without it does not take that build as current and builds at the crate's own opt-level; each keeps its
+    install time in a file of its own."""
+    contestant = _contestant(tmp_path / "contestants", OPT_LEVEL_MANIFEST, "fx-opt-level")
+    for name, text in OPT_LEVEL_CRATE.items():
+        (contestant.dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (contestant.dir / name).write_text(text)
+    binary = contestant.env_dir / "build" / "release" / "fx-opt-level"
+
+    def built_at() -> str:
+        return subprocess.run([str(binary)], capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "1")
+    record = ct.install(contestant, allow_apt=False)
+    assert built_at() == "0"
+    assert record["quick_build"]["CARGO_PROFILE_RELEASE_OPT_LEVEL"] == "0"
+    assert (contestant.env_dir / "install-time-quick.json").is_file()
+    assert ct.install_current(contestant)
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "0")
+    assert not ct.install_current(contestant)  # a quick build is not an optimized one
+    record = ct.install(contestant, allow_apt=False)
+    assert built_at() == "3" and "quick_build" not in record
+    assert (contestant.env_dir / "install-time.json").is_file()
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "1")
+    assert not ct.install_current(contestant)  # nor the reverse
+
+
+def test_quick_builds_leave_contestants_without_cargo_steps_alone(cache, tmp_path, monkeypatch):
+    """Only cargo builds change: a contestant whose steps run no cargo installs, and stays current, the same."""
+    contestant = _contestant(tmp_path / "contestants")
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "1")
+    assert "quick_build" not in ct.install(contestant, allow_apt=False)
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "0")
+    assert ct.install_current(contestant) and _runs(contestant) == ["base"]

@@ -375,3 +375,30 @@ def test_database_pools_are_stated_and_pipelining_drivers_badged_on_database_sce
     page = render(report).decode()
     assert "pool of 8 (per worker); pipelines queries (PIPE)" in page and "pool of 16 (per process)" in page
     assert "no browser or common HTTP client pipelines" in page
+
+
+def test_a_contestant_built_unoptimized_has_every_figure_badged_unopt(tmp_path):
+    """An install record with quick_build (NETARENA_QUICK_BUILDS, the tests' cargo builds at opt-level 0): UNOPT on
+    each of that contestant's groups, none on the others', and the page says what it means."""
+    from report_fixtures import MANIFEST, _record, generator_doc, monitor_doc
+
+    from netarena.contestants import QUICK_CARGO_ENV
+    from netarena.report.html import render
+
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="q", suite_path=None, suite={"name": "q", "repeat": 1},
+                              args={"argv": ["netarena", "run"]}, backend="real", server_cpus=[0], generator_cpus=[1],
+                              environment={}, planned=4, netarena_version="0.1.0", git_sha="abc",
+                              orchestrator_start_time=None)
+    for name, install in (("quick", {"quick_build": QUICK_CARGO_ENV}), ("optimized", {"steps": []})):
+        store.record_contestant(run_id, name, {"name": name, **MANIFEST, "display_name": name}, install, "ready")
+        for scenario in ("hello", "json"):
+            _record(store, run_id, contestant=name, scenario=scenario, connections=10, repeat=0,
+                    generator=generator_doc(rps=1000, latency_us={500: 100}, connections=10),
+                    monitor=monitor_doc(cpu_pct=90, rss_bytes=10 << 20), error_rate=0.0)
+    store.close()
+    report = load_report(tmp_path, run_id)
+    badges = {(g.contestant, g.scenario): g.badges for g in report.groups}
+    assert badges[("quick", "hello")] == ["UNOPT"] and badges[("quick", "json")] == ["UNOPT"], badges
+    assert not badges[("optimized", "hello")] and not badges[("optimized", "json")], badges
+    assert "built unoptimized for the tests" in render(report).decode()

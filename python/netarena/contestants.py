@@ -41,6 +41,15 @@ DEFAULT_INSTALL_PART_S = 120.0  # an optional part (a database driver) without a
 # tool while they run, also when installs run concurrently. Cargo, Go, npm and pip lock (or do not share)
 # theirs themselves.
 SHARED_CACHE_TOOLS = {"mvn": "Maven's local repository (~/.m2) is not safe for two builds writing at once"}
+# NETARENA_QUICK_BUILDS=1 (the tests set it, tests/conftest.py): the cargo steps of contestants build unoptimized,
+# cargo's release profile at opt-level 0 without LTO. The same source in about a tenth of the time (rust-hyper with
+# both database drivers: 73 s of wall time on 2 cores against about 10 min), for checks of behaviour, never for
+# figures: the steps' stamp holds the setting, so an optimized install is never taken for a quick one nor the
+# reverse (a later run without the variable rebuilds), their install times are kept apart, and the install record
+# says so, which the report shows as the UNOPT badge on every figure of the contestant.
+QUICK_BUILDS_ENV = "NETARENA_QUICK_BUILDS"
+QUICK_CARGO_ENV = {"CARGO_PROFILE_RELEASE_OPT_LEVEL": "0", "CARGO_PROFILE_RELEASE_LTO": "false",
+                   "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "16"}
 # Folders that builds write into; hashing them would make every build invalidate itself.
 _BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
 
@@ -313,9 +322,16 @@ def _venv_stamp(contestant: Contestant) -> str:
                        "requirements_sha256": _hash_file(contestant.dir / install.python_requirements)})
 
 
+def quick_build(manifest: Manifest) -> bool:
+    """Whether this install builds unoptimized (QUICK_BUILDS_ENV): asked for, and a step of the contestant runs cargo."""
+    steps = [*manifest.install.steps, *(step for part in manifest.install.optional.values() for step in part.steps)]
+    return os.environ.get(QUICK_BUILDS_ENV, "") not in ("", "0") and any(step[0] == "cargo" for step in steps)
+
+
 def _steps_stamp(contestant: Contestant) -> str:
     install = contestant.manifest.install
     return json.dumps({"steps": install.steps, "tree_sha256": _tree_hash(contestant.dir),
+                       **({"quick_build": QUICK_CARGO_ENV} if quick_build(contestant.manifest) else {}),
                        **({"build_inputs_sha256": {folder: _tree_hash(contestant.dir / folder)
                                                    for folder in install.build_inputs}}
                           if install.build_inputs else {}),
@@ -429,7 +445,8 @@ def install_current(contestant: Contestant, parts=()) -> bool:
 
 
 def _install_time_path(contestant: Contestant) -> Path:
-    return contestant.env_dir / "install-time.json"
+    # A quick build's time says nothing of an optimized one's (QUICK_BUILDS_ENV).
+    return contestant.env_dir / ("install-time-quick.json" if quick_build(contestant.manifest) else "install-time.json")
 
 
 def _remember_install_time(contestant: Contestant, base_s: float | None, parts_s: dict[str, float]) -> None:
@@ -650,7 +667,8 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
             # feature alone, a postgresql part after a mongo one would leave a binary without the MongoDB driver
             # while the stamp says both are built.
             values["install_parts"] = ",".join(sorted((built or set()) | set(parts)))
-            step_env = {**os.environ, **contestant.java_env()}
+            step_env = {**os.environ, **contestant.java_env(),
+                        **(QUICK_CARGO_ENV if quick_build(manifest) else {})}
             count, index = sum(len(part_steps) for _, part_steps in todo), 0
             for part, part_steps in todo:
                 part_started = time.monotonic()
@@ -666,6 +684,8 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
             built = (built or set()) | {part for part, _ in todo if part is not None}
             _record_steps_installed(contestant, built)
         record["steps"] = manifest.install.steps
+        if quick_build(manifest):
+            record["quick_build"] = QUICK_CARGO_ENV  # the report's UNOPT badge
         record["install_parts"] = {part: manifest.install.optional[part].steps for part in sorted(built)}
     _open_to_servers(contestant)
     if not base_was_current or parts_s:
@@ -828,7 +848,7 @@ def markdown_catalog(contestants: list[Contestant], not_here: list[NotHereEntry]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts",
+__all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts", "quick_build", "QUICK_BUILDS_ENV",
            "install_current", "install_estimate_s", "install_concurrently", "default_install_jobs", "select", "load", "list_names",
            "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note", "markdown_catalog"]
 

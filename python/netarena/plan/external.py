@@ -32,6 +32,7 @@ from ..process import available_cpus
 from ..scenarios import (STATIC_SET_VERSION, Verification, build_static_files, levels_for, load_spec, registry,
                          request_load_spec, static_set_ready, verify, verify_request)
 from ..store import now_iso
+from ..tls import H1
 from .suite import Item, Plan, build_plan
 
 DEFAULT_NAME = "external"
@@ -56,6 +57,9 @@ class ExternalManifest(Strict):
     runtime: str = "-"
     concurrency_model: str = "-"
     scenarios: list[str]
+    # What a suite level's `protocol` is checked against: the URL given is spoken as it is, cleartext HTTP/1.1
+    # (an https:// URL is refused before a plan is made).
+    protocols: list[str] = [H1]
     request: Request | None = None
     unsupported: dict[str, str] = {}
     needs: list[str] = []  # the databases behind it are its owner's: netarena starts none
@@ -115,7 +119,7 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
     """(origin, host, port, path prefix) of --url; a ConfigError says what is wrong with it."""
     parts = urlsplit(url)
     if parts.scheme != "http":
-        raise ConfigError(f"{url!r}: only http:// URLs (netarena-load speaks HTTP/1.1 over TCP, no TLS)",
+        raise ConfigError(f"{url!r}: only http:// URLs (measuring an https:// URL of your own is not built yet; bundled contestants serve TLS through a suite's protocol axis, docs/protocols.md)",
                           path="--url", hint="e.g. --url http://127.0.0.1:8080")
     try:
         port = parts.port

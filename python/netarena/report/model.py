@@ -72,6 +72,9 @@ BADGES: dict[str, tuple[str, str]] = {
                                      "connection before their answers), as TechEmpower's plaintext test does at 16; "
                                      "no browser or common HTTP client pipelines, so it shows what a server's parser "
                                      "and writes can do, not what its users see; people compare frameworks on it"),
+    "UNOPT": ("unoptimized build", "the contestant was built unoptimized for the tests (NETARENA_QUICK_BUILDS: "
+                                   "cargo's release profile at opt-level 0, no LTO; its install record says so): "
+                                   "its figures are not the contestant's; compare nothing with them"),
     # On a measurement's own row only, never on a group: the group's figures come from its unprofiled repeats.
     "PROF": ("profiled", "a profiled repeat (netarena run --profile): the profiler ran during it, so it is kept out "
                          "of every figure; its throughput against its group's median is the profiling overhead "
@@ -542,6 +545,7 @@ def load_report(source, run_id: int) -> Report:
                for s in _rows(db, "SELECT * FROM skipped WHERE run_id=? ORDER BY id", (run_id,))]
     groups = build_groups(rows)
     badge_pipelining(groups, contestants)
+    badge_unoptimized(groups, contestants)
     apply_reference(groups, reference_of(run.environment))
     target = precision.settings(run.suite) if run.suite else None
     if target is not None:
@@ -584,6 +588,14 @@ def badge_pipelining(groups: list[Group], contestants: list[dict]) -> None:
             g.badges.append("PIPE")
         if int(g.level.get("pipeline") or 1) > 1 and "PIPELINED" not in g.badges:
             g.badges.append("PIPELINED")
+
+
+def badge_unoptimized(groups: list[Group], contestants: list[dict]) -> None:
+    """UNOPT on every group of a contestant whose install record says it was built unoptimized (quick_build)."""
+    quick = {c["name"] for c in contestants if (c.get("install") or {}).get("quick_build")}
+    for g in groups:
+        if g.contestant in quick and "UNOPT" not in g.badges:
+            g.badges.append("UNOPT")
 
 
 def build_groups(rows: list[dict]) -> list[Group]:
