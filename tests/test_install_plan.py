@@ -274,6 +274,20 @@ def test_verify_installs_concurrently_and_reports_a_failed_install_with_its_log(
     assert "fixture: install step failing" in out  # the install log's last lines, below the table
 
 
+
+def test_verify_builds_the_parts_of_database_scenarios_only_when_asked(tmp_path, cache_dir):
+    """verify starts no database, so it leaves the mongo part unbuilt; --build-all-parts builds it too, once,
+    and the mongo scenario is still shown skipped (its database is not started)."""
+    where = tmp_path / "contestants"
+    _contestant(where)
+    plain = run_cli(["verify", "fx-parts", "--contestants-dir", where, "--no-apt"], cache_dir, timeout_s=300)
+    runs = cache_dir / "envs" / "fx-parts" / "runs"
+    assert "fx-parts: ready after" in plain.stdout and runs.read_text().split() == ["base"], plain.stdout
+    both = run_cli(["verify", "fx-parts", "--contestants-dir", where, "--no-apt", "--build-all-parts"], cache_dir,
+                   timeout_s=300)
+    assert "fx-parts: ready after" in both.stdout and runs.read_text().split() == ["base", "mongo"], both.stdout
+    assert any("mongo" in line and "skipped" in line for line in both.stdout.splitlines()), both.stdout
+
 # The cache the other tests install the bundled contestants into (test_contestants_verify, test_services_real),
 # read before any test points NETARENA_CACHE at its own.
 DEFAULT_CACHE = ct.cache_root()

@@ -297,8 +297,12 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
 @click.option("--threads", type=click.IntRange(1, 65_536), default=None,
               help="Start each contestant with this thread-pool size per worker ({threads}; default: the "
                    "manifest's threads.default); contestants without a thread pool are skipped with their reason.")
+@click.option("--build-all-parts", is_flag=True,
+              help="Also build every optional install part ([install.optional]: the database drivers) of the "
+                   "scenarios checked, those verify skips for their database included, in one build: a later run "
+                   "with a database then finds them built.")
 def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs, server_cpus, run_as_root, workers,
-           threads):
+           threads, build_all_parts):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     console = make_console()
     contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
@@ -331,9 +335,11 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     def checked(contestant) -> list[str]:
         return [s for s in contestant.manifest.scenarios if not scenario_filter or s in scenario_filter]
 
-    # verify starts no database: the scenarios that need one are not checked, so their install parts are not built.
+    # verify starts no database: the scenarios that need one are not checked, so their install parts are not built,
+    # unless asked for (--build-all-parts: one build with every driver instead of one more build per database later).
     def parts(contestant) -> list[str]:
-        return install_parts(contestant, [s for s in checked(contestant) if s not in SERVICE_SCENARIOS])
+        return install_parts(contestant, [s for s in checked(contestant)
+                                          if build_all_parts or s not in SERVICE_SCENARIOS])
 
     cannot: dict[str, str] = {}
     for contestant in contestants:
