@@ -24,10 +24,11 @@ FIXTURE_SERVER = TESTS / "fixtures" / "contestants" / "_fixture-shared" / "fixtu
 SHORT = ["--repeat", "1", "--duration", "1s", "--warmup", "0.2s"]
 
 
-def start_server(*args: str, interpreter: str = sys.executable) -> tuple[subprocess.Popen, int]:
+def start_server(*args: str, interpreter: str = sys.executable, env: dict | None = None) -> tuple[subprocess.Popen, int]:
     port = free_port()
     proc = subprocess.Popen([interpreter, str(FIXTURE_SERVER), "--port", str(port), *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                            env=dict(os.environ, **(env or {})))
     deadline = time.monotonic() + 15
     import socket
 
@@ -148,7 +149,15 @@ def test_echo_floods_the_urls_host_and_port(server, cache_dir, tmp_path, generat
 BAD_INPUT = [
     # (extra arguments; {port} is the running server's, {free} a port nothing listens on), the message
     (["--url", "http://127.0.0.1:{port}", "--scenario", "helo"], "did you mean 'hello'"),
-    (["--url", "https://127.0.0.1:{port}", "--scenario", "hello"], "only http://"),
+    (["--url", "ftp://127.0.0.1:{port}", "--scenario", "hello"], "only http:// and https://"),
+    (["--url", "https://127.0.0.1:{port}", "--scenario", "hello"], "say whom to trust"),
+    (["--url", "http://127.0.0.1:{port}", "--scenario", "hello", "--insecure"], "applies to https:// URLs only"),
+    (["--url", "https://127.0.0.1:{port}", "--insecure", "--cacert", "/etc/hostname"], "together"),
+    (["--url", "https://127.0.0.1:{port}", "--cacert", "/nonexistent.pem"], "/nonexistent.pem: no such file"),
+    (["--url", "https://127.0.0.1:{port}", "--cacert", "/etc/hostname"], "not a PEM certificate file"),
+    (["--url", "https://127.0.0.1:{port}", "--insecure", "--scenario", "sleep"], "over TLS netarena measures"),
+    # The fixture server here speaks cleartext: the handshake before the run says so.
+    (["--url", "https://127.0.0.1:{port}", "--insecure", "--scenario", "hello"], "no TLS on port"),
     (["--url", "http://127.0.0.1:{port}/search?q=x"], "no query or fragment"),
     (["--url", "http://127.0.0.1:{port}", "--header", "no colon"], "--header"),
     (["--url", "http://127.0.0.1:{port}", "--scenario", "hello", "--pid", "999999999"], "no process 999999999"),
@@ -158,6 +167,7 @@ BAD_INPUT = [
     (["--url", "http://127.0.0.1:{port}", "--scenario", "hello", "--only", "go-net"], "cannot be combined"),
     (["quick", "--url", "http://127.0.0.1:{port}"], "cannot be combined"),
     (["--pid", "1"], "add --url"),
+    (["--cacert", "/etc/hostname"], "add --url"),
     (["--url", "http://127.0.0.1:{port}", "--method", "post"], "--method"),
     (["--url", "http://127.0.0.1:{port}", "--connections", "many"], "--connections"),
 ]
@@ -317,3 +327,43 @@ def test_shell_completion_as_the_readme_enables_it(tmp_path):
                                                       COMP_WORDS="netarena ru", COMP_CWORD="1"),
                            capture_output=True, text=True, timeout=60)
     assert "plain,run" in words.stdout.splitlines(), words.stdout
+
+
+def test_https_url_is_measured_over_tls_trusting_cacert_or_any_certificate(server, cache_dir, tmp_path,
+                                                                          generator_binary):
+    """An https:// URL: the checks and netarena-load speak TLS to the server, trusting --cacert's certificate
+    (the server's own, self-signed) or any (--insecure); the levels are h1-tls ones. A certificate --cacert does not vouch for is refused before the run."""
+    from netarena.tls import make_run_certificate
+
+    own = make_run_certificate(tmp_path / "server-cert")
+    proc, port = server(env={"NETARENA_TLS_CERT": str(own.cert), "NETARENA_TLS_KEY": str(own.key)})
+    url = f"https://127.0.0.1:{port}"
+    results = tmp_path / "results"
+    trusted = run_cli(["run", "--url", url, "--scenario", "hello,json", "--cacert", own.cert, "--pid", proc.pid,
+                       *SHORT, "--results", results], cache_dir)
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+    anybody = run_cli(["run", "--url", url + "/login", "--method", "POST", "--expect-status", "201", "--insecure",
+                       "--connections", "4", *SHORT, "--results", results], cache_dir)
+    assert anybody.returncode == 0, anybody.stdout + anybody.stderr
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    assert [(r["scenario"], r["status"]) for r in rows] == [("hello", "ok"), ("json", "ok"), ("custom", "ok")]
+    for row, trust in zip(rows, (["--cacert", str(own.cert)], ["--cacert", str(own.cert)], ["--insecure"])):
+        assert "protocol=h1-tls" in row["level_key"], row["level_key"]
+        argv = json.loads(row["generator_argv_json"])
+        assert argv[2].startswith(url + "/") and " ".join(trust) in " ".join(argv), argv
+        generator = json.loads(row["generator_json"])
+        assert generator["totals"]["responses"] > 0 and generator["errors"]["total"] == 0, generator["errors"]
+        # Negotiated during the warm-up (the measured phase's own handshakes are none: keep-alive connections).
+        assert generator["tls"]["version"].startswith("TLSv1") and generator["tls"]["alpn"] == "http/1.1"
+        checks = json.loads(row["verification_json"])["checks"]
+        assert any(c["request"] == "TLS handshake" and c["ok"] for c in checks), checks
+    runs = db_rows(results, "SELECT args_json FROM runs ORDER BY id")
+    assert json.loads(runs[0][0])["external"]["tls_trust"] == str(own.cert)
+    assert json.loads(runs[1][0])["external"]["tls_trust"] == "any certificate (--insecure)"
+
+    other = make_run_certificate(tmp_path / "other-cert")
+    refused = run_cli(["run", "--url", url, "--scenario", "hello", "--cacert", other.cert, *SHORT,
+                       "--results", tmp_path / "refused"], cache_dir)
+    assert refused.returncode == 2 and f"not one --cacert {other.cert} vouches for" in refused.stderr, refused.stderr
+    assert not (tmp_path / "refused" / "netarena.sqlite").exists()
+    assert proc.poll() is None

@@ -124,8 +124,13 @@ def _contestants_dir_option(f):
 @click.option("--threshold", "thresholds", multiple=True, metavar="EXPR",
               help="A pass/fail gate on every measurement, as netarena-load --threshold takes it (e.g. "
                    "'p99<=5ms', 'errors<=0.1%', 'rps>=50000'); repeatable. Exit 99 when one fails.")
-@click.option("--url", help="Measure a server that is already running at this http:// URL instead of a suite's "
-                            "contestants: nothing is installed, started or stopped.")
+@click.option("--url", help="Measure a server that is already running at this http:// or https:// URL instead of "
+                            "a suite's contestants: nothing is installed, started or stopped.")
+@click.option("--cacert", type=click.Path(path_type=Path, dir_okay=False),
+              help="--url https://: trust the certificates of this PEM file (the server's CA, or its self-signed "
+                   "certificate), in the checks and in netarena-load.")
+@click.option("--insecure", is_flag=True, help="--url https://: trust any certificate (the handshakes are made "
+                                               "and measured all the same).")
 @click.option("--pid", type=int, help="--url: the server's process (its tree is monitored: CPU, RSS, context "
                                       "switches). Default: the process listening on the URL's port.")
 @click.option("--process-name", help="--url: find the server's process by name instead of --pid.")
@@ -148,7 +153,7 @@ def _contestants_dir_option(f):
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
 def run(suite, only, scenario_opt, repeat, precision_opt, profile, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
         no_apt, install_jobs, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
-        allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt):
+        allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt, cacert, insecure):
     """Run a suite (default: quick), or measure your own server (--url), and store every measurement in
     RESULTS/netarena.sqlite.
 
@@ -166,7 +171,7 @@ def run(suite, only, scenario_opt, repeat, precision_opt, profile, duration, war
         url_only = {"--pid": pid, "--process-name": process_name, "--name": server_name, "--connections": connections,
                     "--allow-target": allow_target or None, "--request": request_file, "--method": method,
                     "--header": headers or None, "--body": body, "--expect-status": expect_status,
-                    "--expect-body": expect_body}
+                    "--expect-body": expect_body, "--cacert": cacert, "--insecure": insecure or None}
         if url is None and any(v is not None for v in url_only.values()):
             given = [k for k, v in url_only.items() if v is not None]
             raise ConfigError(f"{', '.join(given)} only appl{'ies' if len(given) == 1 else 'y'} to a server of "
@@ -185,7 +190,8 @@ def run(suite, only, scenario_opt, repeat, precision_opt, profile, duration, war
     options = RunOptions(suite, only, scenario_opt, repeat, precision_opt, profile, duration, warmup, results_dir, resume,
                          server_cpus, generator_cpus, no_apt, install_jobs, run_as_root, contestants_dir, quiet,
                          json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
-                         allow_target, request_file, method, headers, body, expect_status, expect_body, backend_kind)
+                         allow_target, request_file, method, headers, body, expect_status, expect_body, backend_kind,
+                         cacert, insecure)
     # ---- one function per run mode (netarena.run_modes)
     if url is not None:
         mode = url_mode

@@ -84,6 +84,8 @@ class RunOptions:
     expect_status: int | None
     expect_body: str | None
     backend_kind: str
+    cacert: Path | None = None  # --url https://: whom to trust (--cacert FILE, or any with --insecure)
+    insecure: bool = False
 
 
 @dataclass
@@ -222,7 +224,7 @@ def _url_setup(o: RunOptions) -> Setup:
         process_name=o.process_name, name=o.server_name, allow_target=list(o.allow_target),
         request_file=o.request_file, method=o.method, headers=o.headers, body=o.body, expect_status=o.expect_status,
         expect_body=o.expect_body, overrides=lambda base: _override(base, _run_overrides(
-            o.repeat, o.duration, o.warmup, o.thresholds, o.precision_opt)))
+            o.repeat, o.duration, o.warmup, o.thresholds, o.precision_opt)), cacert=o.cacert, insecure=o.insecure)
     server, generator_set, cpu_warning = pick_cpus(external.pid,
                                                    parse_cpus(o.generator_cpus, "--generator-cpus"))
     return Setup(plan, server, generator_set, "external", None, None, None, False, cpu_warning,

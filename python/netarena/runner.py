@@ -280,7 +280,8 @@ class Runner:
         measuring_started = time.monotonic()
         # One server certificate for every TLS level of the run, kept with the run's logs while it measures and
         # removed when it ends, so no key outlives the run (a resumed run makes a new one).
-        certificate = make_run_certificate(run_log_dir(results_dir, run_id) / "tls") if plan.needs_tls() else None
+        certificate = make_run_certificate(run_log_dir(results_dir, run_id) / "tls") \
+            if plan.needs_tls() and self.backend.makes_run_certificate else None
         try:
             self._measure(plan, run_id, results_dir, server_cpus, generator_cpus, static_dir, unusable, certificate)
         finally:

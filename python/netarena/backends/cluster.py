@@ -79,6 +79,7 @@ class ServerHostServices:
 
 class ClusterBackend:
     name = "cluster"
+    makes_run_certificate = True  # a TLS level's server is started with the run's certificate (Runner)
 
     def __init__(self, spec: ClusterSpec, base, say=lambda text: None):
         self.spec = spec

@@ -16,6 +16,9 @@ class ExternalBackend(RealBackend):
     """RealBackend's load and monitoring against a server that is already running (nothing started or stopped)."""
 
     name = "external"
+    # The server's certificate is its own (an https:// URL trusted through --cacert or --insecure): the run makes
+    # none of its own (Runner).
+    makes_run_certificate = False
 
     def prepare(self, server: ExternalServer, allow_apt: bool, say, parts=()) -> dict:
         return server.describe()

@@ -20,6 +20,7 @@ class MockBackend:
     """Deterministic, instant results shaped like netarena-load's JSON; starts nothing."""
 
     name = "mock"
+    makes_run_certificate = True  # a TLS level's server is started with the run's certificate (Runner)
 
     def __init__(self, generator: Path | None = None, **_):
         self.generator = generator

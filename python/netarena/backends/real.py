@@ -36,6 +36,7 @@ WORKERS_SETTLE_MAX_S = 5.0
 
 class RealBackend:
     name = "real"
+    makes_run_certificate = True  # a TLS level's server is started with the run's certificate (Runner)
 
     def __init__(self, generator: Path, on_spawn=lambda proc, role: None, on_reaped=lambda proc: None, user=None,
                  monitor_interval_s: float = 0.25):

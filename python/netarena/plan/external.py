@@ -17,6 +17,7 @@ import ipaddress
 import os
 import re
 import socket
+import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,15 +25,15 @@ from urllib.parse import urlsplit
 import psutil
 from pydantic import ValidationError
 
-from ..config import (NAME_PATTERN, SCENARIOS, Install, Measure, Request, Start, Strict, Suite, Threads, Workers,
-                      load_request)
+from ..config import (NAME_PATTERN, SCENARIOS, TLS_SCENARIOS, Install, Measure, Request, Start, Strict, Suite,
+                      Threads, Workers, load_request)
 from ..contestants import cache_root
 from ..errors import ConfigError, did_you_mean
 from ..process import available_cpus
 from ..scenarios import (STATIC_SET_VERSION, Verification, build_static_files, levels_for, load_spec, registry,
                          request_load_spec, static_set_ready, verify, verify_request)
 from ..store import now_iso
-from ..tls import H1
+from ..tls import H1, H1_TLS
 from .suite import Item, Plan, build_plan
 
 DEFAULT_NAME = "external"
@@ -57,8 +58,7 @@ class ExternalManifest(Strict):
     runtime: str = "-"
     concurrency_model: str = "-"
     scenarios: list[str]
-    # What a suite level's `protocol` is checked against: the URL given is spoken as it is, cleartext HTTP/1.1
-    # (an https:// URL is refused before a plan is made).
+    # What a suite level's `protocol` is checked against: the URL's, h1 for http://, h1-tls for https://.
     protocols: list[str] = [H1]
     request: Request | None = None
     unsupported: dict[str, str] = {}
@@ -82,6 +82,9 @@ class ExternalServer:
     pid: int | None
     request: Request | None
     allow_target: list[str] = field(default_factory=list)
+    # An https:// URL: its certificate is checked against --cacert's PEM file, or not at all (--insecure).
+    tls: bool = False
+    cacert: Path | None = None
 
     @property
     def name(self) -> str:
@@ -93,15 +96,17 @@ class ExternalServer:
 
     def verify(self, scenario: str, static_dir: Path, timeout_s: float) -> Verification:
         if self.request is not None and scenario == self.request.name:
-            return verify_request(self.request, self.host, self.port, timeout_s)
+            return verify_request(self.request, self.host, self.port, timeout_s, tls=self.tls, cafile=self.cacert)
         return verify(scenario, self.port, static_dir, timeout_s=timeout_s, responses_only=True, host=self.host,
-                      prefix=self.prefix)
+                      prefix=self.prefix, cafile=self.cacert, tls=self.tls)
 
     def load_spec(self, scenario: str, level, static_dir: Path):
+        insecure = self.tls and self.cacert is None
         if self.request is not None and scenario == self.request.name:
-            spec = request_load_spec(self.request, level, self.origin)
+            spec = request_load_spec(self.request, level, self.origin, self.cacert, insecure)
         else:
-            spec = load_spec(scenario, level, self.port, static_dir, base_url=self.origin + self.prefix)
+            spec = load_spec(scenario, level, self.port, static_dir, base_url=self.origin + self.prefix,
+                             cacert=self.cacert, insecure=insecure)
         for host in self.allow_target:
             spec.args += ["--allow-target", host]
         return spec
@@ -109,7 +114,9 @@ class ExternalServer:
     def describe(self) -> dict:
         """The install record's counterpart: what was measured, as found when the run started."""
         return {"external": True, "url": self.url, "pid": self.pid, "process": self.manifest.process,
-                "allow_target": self.allow_target, "recorded_at": now_iso()}
+                "allow_target": self.allow_target, "recorded_at": now_iso(),
+                **({"tls_trust": str(self.cacert) if self.cacert else "any certificate (--insecure)"}
+                   if self.tls else {})}
 
 
 # ----------------------------------------------------------------------------- parsing the command line
@@ -118,8 +125,8 @@ class ExternalServer:
 def parse_url(url: str) -> tuple[str, str, int, str]:
     """(origin, host, port, path prefix) of --url; a ConfigError says what is wrong with it."""
     parts = urlsplit(url)
-    if parts.scheme != "http":
-        raise ConfigError(f"{url!r}: only http:// URLs (measuring an https:// URL of your own is not built yet; bundled contestants serve TLS through a suite's protocol axis, docs/protocols.md)",
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"{url!r}: only http:// and https:// URLs (HTTP/1.1, over TLS for https://)",
                           path="--url", hint="e.g. --url http://127.0.0.1:8080")
     try:
         port = parts.port
@@ -130,7 +137,35 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
     if parts.query or parts.fragment:
         raise ConfigError(f"{url!r}: no query or fragment here; a request whose path has a query is described "
                           "in a --request FILE (path = \"/search?q=x\")", path="--url")
-    return f"http://{parts.netloc}", parts.hostname, port or 80, parts.path.rstrip("/")
+    default_port = 443 if parts.scheme == "https" else 80
+    return f"{parts.scheme}://{parts.netloc}", parts.hostname, port or default_port, parts.path.rstrip("/")
+
+
+def check_trust(url: str, cacert: Path | None, insecure: bool) -> None:
+    """An https:// URL says whom to trust, --cacert FILE (a PEM file Python's ssl can load) or --insecure, not
+    both; an http:// one takes neither, where they would silently do nothing (netarena-load's rule too)."""
+    given = [flag for flag, on in (("--cacert", cacert is not None), ("--insecure", insecure)) if on]
+    if not url.startswith("https://"):
+        if given:
+            raise ConfigError(f"{given[0]} applies to https:// URLs only, and {url!r} is http://", path=given[0],
+                              hint=f"drop {given[0]}, or use the server's https:// URL")
+        return
+    if len(given) == 2:
+        raise ConfigError("--cacert and --insecure together: trust the certificates of --cacert FILE, or any "
+                          "certificate with --insecure", path="--insecure", hint="drop one of them")
+    if not given:
+        raise ConfigError(f"{url!r} is https://: say whom to trust", path="--url",
+                          hint="--cacert FILE (the PEM certificate of the server's CA, or its self-signed one), "
+                               "or --insecure (any certificate; the handshake is made and measured all the same)")
+    if cacert is not None:
+        try:
+            ssl.create_default_context(cafile=str(cacert))
+        except FileNotFoundError:
+            raise ConfigError(f"{cacert}: no such file", path="--cacert") from None
+        except (ssl.SSLError, OSError, ValueError) as exc:
+            raise ConfigError(f"{cacert}: not a PEM certificate file ({exc})", path="--cacert",
+                              hint="the server's certificate, or its CA's, in PEM (-----BEGIN CERTIFICATE-----)") \
+                from None
 
 
 def check_loopback(host: str, allow_target: list[str]) -> None:
@@ -261,12 +296,14 @@ def _option(field_name: str) -> str:
 def plan_external(*, url: str, scenarios: list[str] | None, connections: str | None, pid: int | None,
                   process_name: str | None, name: str | None, allow_target: list[str], request_file: Path | None,
                   method: str | None, headers: tuple[str, ...], body: str | None, expect_status: int | None,
-                  expect_body: str | None, overrides):
+                  expect_body: str | None, overrides, cacert: Path | None = None, insecure: bool = False):
     """Everything `netarena run --url` needs, checked before anything is stored: the server (found and
     answering every scenario correctly), the suite the options describe (`overrides(base)` applies --repeat,
     --duration, --warmup and --threshold the way they apply to a suite file) and its plan.
     Returns (server, suite, plan, how the server's process was found); a ConfigError on any problem."""
     origin, host, port, prefix = parse_url(url)
+    check_trust(url, cacert, insecure)
+    protocol = H1_TLS if origin.startswith("https://") else H1
     check_loopback(host, allow_target)
     name = name or DEFAULT_NAME
     if not re.match(NAME_PATTERN, name):
@@ -289,10 +326,17 @@ def plan_external(*, url: str, scenarios: list[str] | None, connections: str | N
     found_pid, found_by = find_process(pid, process_name, host, port)
     # Built as a suite so --repeat/--duration/--warmup/--threshold and their checks are the ones of a suite file;
     # a custom request's levels come from the same entry settings (its name is not a catalog scenario).
-    entries = [{"scenario": s, "connections": counts} for s in scenarios or []]
+    # An https:// URL's levels are h1-tls ones: over TLS, as the report shows them; the catalog scenarios measured
+    # over TLS are those a suite may measure over it (TLS_SCENARIOS), a custom request any.
+    off_tls = [s for s in scenarios or [] if protocol == H1_TLS and s not in TLS_SCENARIOS]
+    if off_tls:
+        raise ConfigError(f"--scenario {off_tls[0]} with an https:// URL: over TLS netarena measures "
+                          f"{', '.join(TLS_SCENARIOS)} and custom requests", path="--scenario",
+                          hint=f"drop {off_tls[0]}, or measure it at the server's http:// URL")
+    entries = [{"scenario": s, "connections": counts, "protocol": [protocol]} for s in scenarios or []]
     # A custom request's entry borrows the first plain HTTP scenario's name (no parameters, no service, no files).
     plain = next(s.name for s in registry.all() if s.is_http and not s.params and not s.service and not s.static_set)
-    template = {"scenario": plain, "connections": counts}
+    template = {"scenario": plain, "connections": counts, "protocol": [protocol]}
     try:
         base = Suite.model_validate({"name": "external", "description": f"netarena run --url {url}",
                                      "contestants": [name], "measure": entries or [template]})
@@ -304,8 +348,9 @@ def plan_external(*, url: str, scenarios: list[str] | None, connections: str | N
         suite = suite.model_copy(update={"measure": []})
     manifest = ExternalManifest(name=name, display_name=f"external server at {url}", url=url, pid=found_pid,
                                 process=cmdline(found_pid), scenarios=list(scenarios or []) +
-                                ([request.name] if request else []), request=request)
-    server = ExternalServer(manifest, origin, host, port, prefix, found_pid, request, allow_target)
+                                ([request.name] if request else []), request=request, protocols=[protocol])
+    server = ExternalServer(manifest, origin, host, port, prefix, found_pid, request, allow_target,
+                            tls=protocol == H1_TLS, cacert=cacert.absolute() if cacert is not None else None)
     plan = build_plan(suite, [server], None) if entries else _empty_plan(suite, server)
     if request is not None:
         plan.items += [Item(name, request.name, level) for level in levels_for(request_entry)]

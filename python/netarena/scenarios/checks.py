@@ -86,35 +86,52 @@ class _Wrong(Exception):
 FETCH_MAX_BODY_BYTES = STATIC_MAX_BYTES + 1
 
 
-def client_context(cafile: Path) -> ssl.SSLContext:
-    """The checks' TLS client: trusts only `cafile` (the run's certificate), checks the server's name or address
-    against it, and offers ALPN http/1.1 as the generator does."""
-    context = ssl.create_default_context(cafile=str(cafile))
+def client_context(cafile: Path | None) -> ssl.SSLContext:
+    """The checks' TLS client: trusts only `cafile` (the run's certificate, or --cacert's for a server of one's
+    own) and checks the server's name or address against it; `cafile` None trusts any certificate (--insecure), as
+    netarena-load does then. ALPN offers http/1.1, as the generator does."""
+    context = ssl.create_default_context(cafile=str(cafile)) if cafile is not None else ssl.create_default_context()
+    if cafile is None:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     context.set_alpn_protocols(["http/1.1"])
     return context
 
 
-def connect(host: str, port: int, timeout_s: float, cafile: Path | None = None) -> http.client.HTTPConnection:
-    """The one way verification opens an HTTP connection: cleartext, or with `cafile` HTTPS trusting only it."""
-    if cafile is None:
+def connect(host: str, port: int, timeout_s: float, cafile: Path | None = None,
+            tls: bool | None = None) -> http.client.HTTPConnection:
+    """The one way verification opens an HTTP connection: cleartext, or HTTPS (`tls`, which `cafile` implies)
+    trusting only `cafile`, or any certificate without one."""
+    if not (tls or cafile is not None):
         return http.client.HTTPConnection(host, port, timeout=timeout_s)
     return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=client_context(cafile))
 
 
-def _check_tls(host: str, port: int, timeout_s: float, cafile: Path, checks: list[Check]) -> None:
-    """One TLS handshake with the run's certificate as the only trust: what was negotiated, or why it failed
-    (a cleartext server, a certificate other than the run's) before any request is held to the catalog."""
+# What a failed handshake means, by whose server it is: a contestant started with the run's certificate, or a
+# server of one's own at an https:// URL (netarena run --url, trusting --cacert's certificate or any).
+_TLS_MISMATCH = {"run": ("the server's certificate is not the run's: {why}",
+                         "no TLS on port {port} ({why}): it must serve HTTPS with NETARENA_TLS_CERT / "
+                         "NETARENA_TLS_KEY ({{tls_cert}}, {{tls_key}})"),
+                 "own": ("the server's certificate is not one --cacert {cafile} vouches for: {why}",
+                         "no TLS on port {port} ({why}): is the URL's server an https:// one?")}
+
+
+def _check_tls(host: str, port: int, timeout_s: float, cafile: Path | None, checks: list[Check],
+               whose: str = "run") -> None:
+    """One TLS handshake with the trust given (the run's certificate, --cacert's, or any: None): what was
+    negotiated, or why it failed (a cleartext server, a certificate not trusted) before any request is held to
+    the catalog."""
     name = "TLS handshake"
+    not_trusted, no_tls = _TLS_MISMATCH[whose]
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as raw, \
                 client_context(cafile).wrap_socket(raw, server_hostname=host) as tls:
             version, cipher, alpn = tls.version(), tls.cipher()[0], tls.selected_alpn_protocol()
     except ssl.SSLCertVerificationError as exc:
-        checks.append(Check(name, False, f"the server's certificate is not the run's: {exc.verify_message}"))
+        checks.append(Check(name, False, not_trusted.format(why=exc.verify_message, cafile=cafile)))
         raise _Wrong("") from None
     except ssl.SSLError as exc:
-        checks.append(Check(name, False, f"no TLS on port {port} ({exc.reason or exc}): it must serve HTTPS with "
-                            "NETARENA_TLS_CERT / NETARENA_TLS_KEY ({tls_cert}, {tls_key})"))
+        checks.append(Check(name, False, no_tls.format(port=port, why=exc.reason or exc)))
         raise _Wrong("") from None
     except (ConnectionError, socket.timeout, TimeoutError) as exc:
         raise _Retryable(f"{name}: {type(exc).__name__}: {exc}") from None
@@ -343,7 +360,8 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
            concurrency_model: str | None = None, nagle_stall: str | None = None,
            responses_only: bool = False, host: str = "127.0.0.1", prefix: str = "",
            pool: int | None = None, closes_connections: bool = False,
-           service_urls: dict[str, str] | None = None, cafile: Path | None = None) -> Verification:
+           service_urls: dict[str, str] | None = None, cafile: Path | None = None,
+           tls: bool | None = None) -> Verification:
     """Check the contestant on `port` against the catalog definition of `scenario`.
 
     After the scenario's responses: the listen backlog (MIN_LISTEN_BACKLOG), a Nagle check for the HTTP
@@ -360,15 +378,16 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
     placeholders the server was started with ({"<service>_url": address}), for the checks of a scenario that
     reads a service (the TechEmpower ones hold the answers to the database's rows and count its queries).
     `cafile`: the server serves HTTPS with this certificate (an h1-tls level): one handshake is checked first,
-    then every request goes over TLS trusting only it.
+    then every request goes over TLS trusting only it. `tls` True without `cafile`: a server of one's own at an
+    https:// URL, trusted whatever its certificate (--insecure); with `cafile`, one's own trusted through it.
     """
     definition = registry.get(scenario)
     checks: list[Check] = []
     try:
         if definition.is_http:
-            if cafile is not None:
-                _check_tls(host, port, timeout_s, cafile, checks)
-            conn = connect(host, port, timeout_s, cafile)
+            if tls or cafile is not None:
+                _check_tls(host, port, timeout_s, cafile, checks, "run" if tls is None else "own")
+            conn = connect(host, port, timeout_s, cafile, tls)
             try:
                 service_url = (service_urls or {}).get(f"{definition.service}_url") or None
                 definition.check_responses(HttpChecks(conn, checks, prefix, closes_connections, service_url),
@@ -392,13 +411,17 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
     return Verification(scenario, True, checks)
 
 
-def verify_request(request: Request, host: str, port: int, timeout_s: float = 5.0) -> Verification:
+def verify_request(request: Request, host: str, port: int, timeout_s: float = 5.0, tls: bool = False,
+                   cafile: Path | None = None) -> Verification:
     """Send a custom request once and hold its answer to what it expects: `expect_status` (else any 2xx/3xx,
-    what netarena-load counts as a success without one) and `expect_body` when given."""
+    what netarena-load counts as a success without one) and `expect_body` when given. `tls`: over HTTPS, trusting
+    `cafile` or, without one, any certificate (a server of one's own at an https:// URL)."""
     name = f"{request.method} {request.path}"
     checks: list[Check] = []
-    conn = connect(host, port, timeout_s)
+    conn = connect(host, port, timeout_s, cafile, tls)
     try:
+        if tls:
+            _check_tls(host, port, timeout_s, cafile, checks, "own")
         body = request.body.encode() if request.body is not None else None
         status, _, answer, _ = _get(conn, request.path, request.method, request.headers, body)
         if request.expect_status is not None:
@@ -413,7 +436,8 @@ def verify_request(request: Request, host: str, port: int, timeout_s: float = 5.
         checks.append(Check(name, False, str(exc)))
         return Verification(request.name, False, checks, retryable=True)
     except _Wrong as exc:
-        checks.append(Check(name, False, str(exc)))
+        if str(exc):  # empty: the handshake's check already says what is wrong
+            checks.append(Check(name, False, str(exc)))
         return Verification(request.name, False, checks)
     finally:
         conn.close()

@@ -85,7 +85,7 @@ OPTION_FIELDS = {
     "--conns-per-step": "connections_per_step", "-n": "requests", "--requests": "requests",
     "--spin-us": "generator_spin_us", "--find-max": "find_max", "--slo": "find_max.slo",
     "--max-errors": "find_max.max_errors", "--step-duration": "duration_s", "--duration": "duration_s",
-    "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes", "--cacert": "protocol",
+    "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes", "--cacert": "protocol", "--insecure": "protocol",
 }
 
 # netarena-load's mode for each scenario protocol.
@@ -110,23 +110,31 @@ def level_options(scenario: str, level: Level) -> tuple[str, list[str]]:
     return GENERATOR_MODES[definition.protocol], http_args + definition.level_options(level)
 
 
+def trust_args(level: Level, cacert: Path | None, insecure: bool = False) -> list[str]:
+    """netarena-load's options saying whom an https:// load trusts: `cacert` (the run's certificate, or --cacert's
+    for a server of one's own) or anybody (`insecure`, --insecure); none for a cleartext level."""
+    if not is_tls(level.protocol):
+        return []
+    if cacert is not None:
+        return ["--cacert", str(cacert)]
+    if insecure:
+        return ["--insecure"]
+    raise ValueError(f"{level.key} is measured over TLS: give the certificate to trust (cacert) or insecure")
+
+
 def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: str = "127.0.0.1",
-              base_url: str | None = None, cacert: Path | None = None) -> LoadSpec:
+              base_url: str | None = None, cacert: Path | None = None, insecure: bool = False) -> LoadSpec:
     """The load for a catalog scenario on a server at host:port (127.0.0.1 on one machine, the server host's
     address across hosts), or at `base_url` (scheme://host:port and an optional path prefix) for a server
     netarena did not start. A level over TLS (h1-tls) goes to https:// trusting only `cacert`, the run's
-    certificate the server was started with."""
+    certificate the server was started with (trust_args)."""
     definition = registry.get(scenario)
     _, options = level_options(scenario, level)
     if not definition.is_http:
         target = urlsplit(base_url).netloc if base_url else f"{host}:{port}"
         return definition.load(level, target, static_dir, options)
-    scheme = "http"
-    if is_tls(level.protocol):
-        if cacert is None:
-            raise ValueError(f"{scenario} {level.key} is measured over TLS: give the run's certificate (cacert)")
-        scheme = "https"
-        options = options + ["--cacert", str(cacert)]
+    options = options + trust_args(level, cacert, insecure)
+    scheme = "https" if is_tls(level.protocol) else "http"
     base = base_url.rstrip("/") if base_url else f"{scheme}://{host}:{port}"
     return definition.load(level, base, static_dir, options)
 
@@ -161,10 +169,12 @@ def static_set_load(base: str, route: str, rel: str, static_dir: Path, http_args
     return body_load(f"{base}/{route}/{rel}", http_args, (static_dir / rel).read_bytes())
 
 
-def request_load_spec(request: Request, level: Level, origin: str) -> LoadSpec:
+def request_load_spec(request: Request, level: Level, origin: str, cacert: Path | None = None,
+                      insecure: bool = False) -> LoadSpec:
     """The load for a custom request (an endpoint outside the catalog) on the server at `origin`
-    (scheme://host:port): its method, headers and body, and what a success is (status, body) if it says."""
-    args = http_level_args(level) + ["--method", request.method]
+    (scheme://host:port): its method, headers and body, and what a success is (status, body) if it says; over
+    TLS, trusting what trust_args says."""
+    args = http_level_args(level) + trust_args(level, cacert, insecure) + ["--method", request.method]
     for header in request.headers:
         args += ["--header", header]
     if request.body is not None:
