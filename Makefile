@@ -27,14 +27,16 @@ run:
 	@start=$$(date +%s); $(MAKE) --no-print-directory setup && \
 	NETARENA_BUILD_S=$$(( $$(date +%s) - start )) $(BIN)/netarena run
 
+# --profile tests (Cargo.toml): the release profile without fat LTO, so that linking each test binary is not a
+# whole-program optimization; the generator installed by setup keeps the release profile.
 # The HTTP scenarios run once per engine: the default (--io auto: io_uring with automatic coalescing,
 # which make test needs), epoll, and io_uring without coalescing (NETARENA_LOAD_TEST_IO, see
 # crates/loadgen/tests/common/mod.rs).
 URING_TESTS := --test contract --test misbehaving_http --test misbehaving_echo --test echo_scale --test uring --test run_control --test unfinished --test url_list --test load_models_agree --test open_loop
 test-rust: test-packages
-	cargo test --release --locked --workspace
-	NETARENA_LOAD_TEST_IO=epoll cargo test --release --locked -p netarena-load $(URING_TESTS)
-	NETARENA_LOAD_TEST_IO=uring cargo test --release --locked -p netarena-load $(URING_TESTS)
+	cargo test --profile tests --locked --workspace
+	NETARENA_LOAD_TEST_IO=epoll cargo test --profile tests --locked -p netarena-load $(URING_TESTS)
+	NETARENA_LOAD_TEST_IO=uring cargo test --profile tests --locked -p netarena-load $(URING_TESTS)
 
 # --durations: the slowest tests, after the time per test file (tests/conftest.py), so slow ones show in CI logs.
 test-python: test-packages setup
