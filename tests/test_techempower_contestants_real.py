@@ -29,10 +29,11 @@ def claimed(name: str) -> list[str]:
     return [s for s in POSTGRESQL_SCENARIOS if s in scenarios]
 
 
-# As test_services_real's mongo check: this many `netarena run`s at once, each with its share of the contestants
-# and its own PostgreSQL. Correctness only (answers, rows, query counts), no figure; the Java contestants'
-# warm-ups (warmup_min_s, 6 to 15 s a level) overlap instead of adding up.
-RUNS_AT_ONCE = 3
+# As test_services_real's mongo check, this many `netarena run`s at once, each with its share of the contestants
+# and its own PostgreSQL. One: at three, a CI check saw rust-hyper's /updates?queries=20 counted 21 SELECTs on
+# world in the check before the load (a query of an earlier request landing after the count's reset on a busy
+# machine); until the count is made robust to that, the runs stay one after another.
+RUNS_AT_ONCE = 1
 
 
 def suite_text(contestants: list[str]) -> str:
