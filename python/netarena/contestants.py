@@ -848,7 +848,8 @@ def markdown_catalog(contestants: list[Contestant], not_here: list[NotHereEntry]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts", "quick_build", "QUICK_BUILDS_ENV",
+__all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts",
+           "quick_build", "QUICK_BUILDS_ENV",
            "install_current", "install_estimate_s", "install_concurrently", "default_install_jobs", "select", "load", "list_names",
            "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note", "markdown_catalog"]
 
