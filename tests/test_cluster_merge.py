@@ -140,3 +140,16 @@ def test_the_workers_seen_are_never_the_clients_cached_summary():
         backend.client = client
         seen = [len(backend.workers()) for _ in range(400)]
         assert seen == [2] * 400, f"{seen.count(2)} of 400 looks saw both workers: {sorted(set(seen))}"
+
+
+def test_merged_figures_are_the_parts_figures_to_the_bit(generator_binary):
+    """The merged maximum of a figure is one of the parts' figures exactly, as a reader comparing the two sees it.
+    0.21834659983215737 is a value CI met that a JSON parser without exact float reading takes one unit in the
+    last place off; the others are spread over [0, 1)."""
+    values = [0.21834659983215737] + [(i * 0.6180339887498949) % 1 for i in range(1, 20)]
+    for value in values:
+        a, b = _document(10, 0), _document(40, 2)
+        a["generator"]["run_delay_fraction_max"] = value
+        b["generator"]["run_delay_fraction_max"] = value / 3
+        merged = merge_documents([{"host": "g1", "document": a}, {"host": "g2", "document": b}], generator_binary)
+        assert merged["generator"]["run_delay_fraction_max"] == value, (repr(value), merged["generator"])
