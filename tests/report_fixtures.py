@@ -137,6 +137,8 @@ def _record(store: Store, run_id: int, *, contestant: str, scenario: str, connec
     level = {"connections": connections, "workers": 1, "params": params or {}, **(level_extra or {})}
     # As scenarios.Level.key spells it: connections, workers, then the params.
     level_key = ",".join([f"c={connections}", "w=1", *(f"{k}={v}" for k, v in sorted((params or {}).items()))])
+    if level.get("protocol", "h1") != "h1":
+        level_key += f",protocol={level['protocol']}"  # last but for find_max, which these runs never have
     record = {"contestant": contestant, "scenario": scenario, "level_key": level_key, "level": level,
               "repeat_index": repeat, "status": status, "failure_kind": failure_kind, "error": error,
               "started_at": "2026-11-22T10:00:00Z", "ended_at": "2026-11-22T10:00:03Z", "stop": stop,

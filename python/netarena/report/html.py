@@ -24,6 +24,7 @@ from .. import stats
 from ..config import MODEL_GROUPS, model_group
 from ..scenarios import registry
 from . import fmt, profiles
+from .protocols import PROTOCOL_COST_NOTE, protocol_costs
 from .model import (BADGES, OPEN_LOOP_NOTE, SATURATED_BUSY_PCT, TIE_RULE, Group, Measurement, Report, capacity_pct,
                     database_bound_note, database_text, external_line, found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
 
@@ -354,6 +355,47 @@ def _cost_section(page: _Page, report: Report) -> None:
         fig.update_layout(barmode="stack")
         fig.update_xaxes(tickangle=-40)
         page.chart(fig, f"{scenario}: CPU per {per}")
+
+
+def _protocol_cost(page: _Page, report: Report) -> None:
+    """Each contestant's figures over TLS (any protocol but h1) against its own over cleartext HTTP/1.1."""
+    costs = protocol_costs(report.groups)
+    if not costs:
+        return
+    page.add('<h2 id="protocols">Cost of the protocol</h2>')
+    page.add(f'<p class="note">{e(PROTOCOL_COST_NOTE)}</p>')
+    rows = [f'<tr data-contestant="{e(c.contestant)}" data-scenario="{e(c.scenario)}" data-level="{e(c.level_key)}" '
+            f'data-protocol="{e(c.protocol)}">'
+            f"<td>{e(c.contestant)}</td><td>{e(c.scenario)}</td><td>{e(c.level_key)}</td><td>{e(c.base_key)}</td>"
+            f'<td class="num">{fmt.rps(c.requests_per_s)} / {fmt.rps(c.base_requests_per_s)}</td>'
+            f'<td class="num" data-field="throughput">{fmt.times_reference(c.throughput_ratio)}</td>'
+            f'<td class="num">{fmt.cpu_us(c.server_cpu_us)} / {fmt.cpu_us(c.base_server_cpu_us)}</td>'
+            f'<td class="num" data-field="server-cpu">{fmt.times_reference(c.server_cpu_ratio)}</td>'
+            f'<td class="num" data-field="generator-cpu">{fmt.times_reference(c.generator_cpu_ratio)}</td>'
+            f'<td class="num" data-field="p99">{fmt.times_reference(c.p99_ratio)}</td>'
+            f'<td data-field="within-noise">{"yes" if c.within_noise else "no"}</td>'
+            f"<td>{ids_html(c.ids)} vs {ids_html(c.base_ids)}</td></tr>"
+            for c in costs]
+    page.add(_table(["contestant", "scenario", "level", "against", "req/s (it / h1)", "throughput ×",
+                     "server CPU per request (it / h1)", "server CPU ×", "generator CPU ×", "p99 ×", "within noise",
+                     "from"], rows, cls="protocol-cost"))
+    for scenario in report.scenarios():
+        members = [c for c in costs if c.scenario == scenario]
+        if not members:
+            continue
+        names = [f"{c.contestant} {c.level_key}" for c in members]
+        ids = [f"{fmt.ids(c.ids)} vs {fmt.ids(c.base_ids)}" for c in members]
+        fig = go.Figure()
+        for name, values, colour in (("throughput ×", [c.throughput_ratio for c in members], "#0969da"),
+                                     ("server CPU per request ×", [c.server_cpu_ratio for c in members], "#bf8700")):
+            fig.add_trace(go.Bar(x=names, y=values, name=name, marker_color=colour, customdata=ids,
+                                 meta=_of_points([c.contestant for c in members]),
+                                 hovertemplate=f"%{{x}}: {name} %{{y:.3g}}<br>from %{{customdata}}<extra></extra>"))
+        fig.add_hline(y=1, line_dash="dot", line_color="#57606a")
+        fig.update_layout(barmode="group")
+        fig.update_xaxes(tickangle=-40)
+        fig.update_yaxes(title="against the same level over h1 (1 = the same)", rangemode="tozero")
+        page.chart(fig, f"{scenario}: cost of the protocol against cleartext HTTP/1.1")
 
 
 def _closed_loop(report: Report, scenario: str) -> list[Group]:
@@ -1481,6 +1523,7 @@ def render(report: Report) -> bytes:
     _summary(page, report)
     _thresholds(page, report)
     _cost_section(page, report)
+    _protocol_cost(page, report)
     _throughput_charts(page, report)
     _rate_charts(page, report)
     _find_max_section(page, report)
@@ -1498,6 +1541,7 @@ def render(report: Report) -> bytes:
     body = "\n".join(page.parts)
     filter_bar, filter_script = _filter_bar(report)
     sections = [("summary", "Summary"), ("thresholds", "Thresholds"), ("cost", "Cost per request"),
+                ("protocols", "Cost of the protocol"),
                 ("throughput", "Throughput"),
                 ("rates", "Against rate"), ("find-max", "Highest rate"), ("requests", "Request counts"),
                 ("sweeps", "Sweeps"), ("latency", "Latency"), ("errors", "Errors"),

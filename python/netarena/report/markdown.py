@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .. import stats
 from . import fmt, profiles
+from .protocols import PROTOCOL_COST_NOTE, protocol_costs
 from .model import (BADGES, TIE_RULE, Report, database_bound_note, find_max_line, level_title, rank_text, ranking,
                     requests_line, stopped_line, sweep_line)
 
@@ -70,6 +71,22 @@ def render_markdown(report: Report) -> str:
                 f"{g.contestant} {g.bound_by or 'neither'}" for g in groups)] \
                 if any(g.database_cpu_pct_median is not None for g in groups) else []
             out += found + ([""] if found else [])
+    costs = protocol_costs(report.groups)
+    if costs:
+        out += ["## Cost of the protocol", "", PROTOCOL_COST_NOTE, "",
+                "| contestant | scenario | level | against | req/s (it / h1) | throughput × | server CPU/req (it / h1) "
+                "| server CPU × | generator CPU × | p99 × | within noise | from |",
+                "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+        for c in costs:
+            cells = [c.contestant, c.scenario, c.level_key, c.base_key,
+                     f"{fmt.rps(c.requests_per_s)} / {fmt.rps(c.base_requests_per_s)}",
+                     fmt.times_reference(c.throughput_ratio),
+                     f"{fmt.cpu_us(c.server_cpu_us)} / {fmt.cpu_us(c.base_server_cpu_us)}",
+                     fmt.times_reference(c.server_cpu_ratio), fmt.times_reference(c.generator_cpu_ratio),
+                     fmt.times_reference(c.p99_ratio), "yes" if c.within_noise else "no",
+                     f"{fmt.ids(c.ids)} vs {fmt.ids(c.base_ids)}"]
+            out.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+        out.append("")
     if used:
         out += ["Badges: " + "; ".join(f"{code} = {BADGES[code][0]}" for code in BADGES if code in used), ""]
     for g in report.groups:
