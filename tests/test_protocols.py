@@ -300,3 +300,50 @@ def test_a_real_run_at_h1_tls_on_python_asyncio_and_nginx(tmp_path, cache_dir, g
     assert all(r["status"] == "ok" for r in rows if r["level_key"] == "c=4,w=1")
     # The run's certificate went with the run.
     assert not list(results.glob("logs/run-*/tls"))
+
+
+def test_a_certificate_left_by_a_kill_9_is_removed_by_the_next_run_and_verify(tmp_path, cache_dir, generator_binary,
+                                                                            no_leftover_processes):
+    """kill -9 skips a run's removal of its certificate and key: the next run in the same results folder removes
+    them, saying so; a verify's left by a verify process that is gone, the next verify. A live run's is kept."""
+    import signal
+    import time
+
+    from conftest import start_cli
+
+    long_suite = RUN_SUITE.format(contestants='["fx-tls"]').replace("duration_s = 0.7", "duration_s = 30") \
+        .replace('protocol = ["h1", "h1-tls"]', 'protocol = ["h1-tls"]')
+    results = tmp_path / "results"
+    proc = start_cli(["run", write_suite(tmp_path / "long.toml", long_suite), "--results", results,
+                      "--contestants-dir", FIXTURE_CONTESTANTS, "--quiet"], cache_dir)
+    key = results / "logs" / "run-1" / "tls" / "server.key"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (key.exists() and db_rows(
+            results, "SELECT 1 FROM live_processes WHERE role = 'generator'")):
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
+    assert key.exists(), "the run never reached its TLS measurement"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=10)
+    assert key.exists()  # nothing removed it
+
+    # A verify that died the same way (a process that has exited: its pid is no longer running).
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    verify_left = cache_dir / "verify-logs" / f"tls-{gone.pid}"
+    verify_left.mkdir(parents=True)
+    (verify_left / "server.key").write_text("left behind")
+
+    # The next run here (nothing over TLS) cleans up the killed run's processes and its certificate.
+    again = run_cli(["run", write_suite(tmp_path / "tiny.toml", RUN_SUITE.format(contestants='["fx-good"]')),
+                     "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--quiet"], cache_dir)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "removed the TLS certificate and key left by an interrupted run" in again.stderr, again.stderr
+    assert not (results / "logs" / "run-1" / "tls").exists()
+    assert (results / "logs" / "run-1").is_dir()  # the killed run's server logs stay
+
+    checked = run_cli(["verify", "fx-good", "--contestants-dir", FIXTURE_CONTESTANTS, "--scenario", "hello"],
+                      cache_dir)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "left by an interrupted verify" in " ".join(checked.stdout.split()), checked.stdout
+    assert not verify_left.exists()

@@ -47,7 +47,7 @@ from . import run_modes
 from .run_modes import UI, RunOptions, cluster_mode, resume_mode, suite_mode, url_mode
 from .scaffold import create, next_steps
 from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
-from .tls import is_tls, make_run_certificate
+from .tls import is_tls, make_run_certificate, remove_stale_certificates, verify_certificate_folder
 from .server_user import RUN_AS_ROOT_ENV, SERVER_USER
 from .services import load_all, service_availability
 from .store import Store, unreadable
@@ -373,7 +373,9 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
                          install_jobs or default_install_jobs(), installed)
     # One certificate for every server verified over TLS, removed once they are all checked; a folder of this
     # verify's own, since several may run at once on one cache.
-    certificate = make_run_certificate(log_dir / f"tls-{os.getpid()}") if any(
+    for folder in remove_stale_certificates(verify_log_dir=log_dir):
+        console.print(f"removed the TLS certificate and key left by an interrupted verify: {folder}")
+    certificate = make_run_certificate(verify_certificate_folder(log_dir, os.getpid())) if any(
         is_tls(p) for c in contestants for p in c.manifest.protocols) else None
     try:
         for contestant in contestants:

@@ -42,6 +42,7 @@ from .precision import settings as precision_settings
 from .process import StopRequest, available_cpus
 from .runner import Interrupted, Runner, cleanup_orphans, new_run, orchestrator_alive, resolve_cpus
 from .services import remove_stale_data
+from .tls import remove_stale_certificates
 from .spread import is_loopback_host, open_files_hard_limit, plan_for
 from .store import Store
 from .term import console as make_console, styled
@@ -424,8 +425,11 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
 
     # ---- run
     cleanup_orphans(store, ui.warn)
-    for folder in remove_stale_data(Path(results_dir), {r["id"] for r in store.runs() if orchestrator_alive(r)}):
+    live_run_ids = {r["id"] for r in store.runs() if orchestrator_alive(r)}
+    for folder in remove_stale_data(Path(results_dir), live_run_ids):
         ui.warn(f"removed the database data left by an interrupted run: {folder}")
+    for folder in remove_stale_certificates(Path(results_dir), live_run_ids):
+        ui.warn(f"removed the TLS certificate and key left by an interrupted run: {folder}")
     if setup.run_row is not None:
         run_id = setup.run_row["id"]
         store.claim_run(run_id, _own_start_time())

@@ -27,7 +27,7 @@ from .profile import PROFILED, plan_for as profile_plan_for
 from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 from .services import ServiceManager, load_all, service_availability
 from .store import STATUS_FAILED, STATUS_INTERRUPTED, Store, now_iso, row_to_dict
-from .tls import RunCertificate, is_tls, make_run_certificate
+from .tls import RUN_CERT_FOLDER, RunCertificate, is_tls, make_run_certificate
 
 # A contestant that cannot start or answers wrongly will not do better in the next round; later repeats
 # of the same (contestant, scenario, level) are recorded as not attempted instead of paying the timeout again.
@@ -280,7 +280,7 @@ class Runner:
         measuring_started = time.monotonic()
         # One server certificate for every TLS level of the run, kept with the run's logs while it measures and
         # removed when it ends, so no key outlives the run (a resumed run makes a new one).
-        certificate = make_run_certificate(run_log_dir(results_dir, run_id) / "tls") \
+        certificate = make_run_certificate(run_log_dir(results_dir, run_id) / RUN_CERT_FOLDER) \
             if plan.needs_tls() and self.backend.makes_run_certificate else None
         try:
             self._measure(plan, run_id, results_dir, server_cpus, generator_cpus, static_dir, unusable, certificate)

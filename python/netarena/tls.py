@@ -19,6 +19,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .process import process_start_time
+
 H1 = "h1"
 H1_TLS = "h1-tls"
 # The protocols a level may be measured over, cleartext first (the default of manifests and suites).
@@ -102,6 +104,38 @@ def hand_over(certificate: RunCertificate, user) -> None:
     for path in (certificate.folder, certificate.cert, certificate.key):
         if path.stat().st_uid != user.uid:
             os.chown(path, user.uid, user.gid)
+
+
+# The folder a run's certificate is kept in, inside the run's log folder (runner.run_log_dir); and verify's, one
+# per verify process inside the cache's verify-logs/ (several verifies may share a cache).
+RUN_CERT_FOLDER = "tls"
+VERIFY_CERT_PREFIX = "tls-"
+
+
+def verify_certificate_folder(log_dir: Path, pid: int) -> Path:
+    return log_dir / f"{VERIFY_CERT_PREFIX}{pid}"
+
+
+def remove_stale_certificates(results_dir: Path | None = None, live_run_ids: set[int] = frozenset(),
+                              verify_log_dir: Path | None = None) -> list[Path]:
+    """The certificates (and keys) a killed run or verify left behind (kill -9 skips their removal): a run's
+    whose run is not running now (live_run_ids: the runs whose orchestrator is alive), a verify's whose process
+    is gone. Removed, returned. Only this module's own folders are touched."""
+    stale = []
+    if results_dir is not None and (Path(results_dir) / "logs").is_dir():
+        for run_dir in (Path(results_dir) / "logs").glob("run-*"):
+            folder = run_dir / RUN_CERT_FOLDER
+            run_id = run_dir.name.removeprefix("run-")
+            if folder.is_dir() and run_id.isdigit() and int(run_id) not in live_run_ids:
+                stale.append(folder)
+    if verify_log_dir is not None and Path(verify_log_dir).is_dir():
+        for folder in Path(verify_log_dir).glob(f"{VERIFY_CERT_PREFIX}*"):
+            pid = folder.name.removeprefix(VERIFY_CERT_PREFIX)
+            if folder.is_dir() and pid.isdigit() and int(pid) != os.getpid() and process_start_time(int(pid)) is None:
+                stale.append(folder)
+    for folder in stale:
+        shutil.rmtree(folder, ignore_errors=True)
+    return stale
 
 
 def make_run_certificate(folder: Path) -> RunCertificate:
