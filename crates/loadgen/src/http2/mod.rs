@@ -7,7 +7,7 @@ pub mod conn;
 pub mod frame;
 pub mod hpack;
 
-pub use conn::{fuzzing, Event, H2Conn, H2Settings, MAX_REQUEST_BODY};
+pub use conn::{check_fuzz_input, Event, H2Conn, H2Settings, MAX_REQUEST_BODY};
 
 /// `--h2-window`'s default, every stream's and the connection's receive window: h2load's default
 /// (2^30 - 1), so that the two are compared with the same flow control.
