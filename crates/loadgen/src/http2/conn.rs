@@ -15,6 +15,7 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 
 use super::frame::{self, Header};
+use super::hpack::ResponseDecoder;
 use crate::http::Response;
 
 /// The largest request body sent over HTTP/2: one DATA frame of the default maximum size, which also
@@ -87,7 +88,7 @@ pub struct H2Conn {
     written: usize,
     /// An incomplete frame carried over to the next receive.
     carry: Vec<u8>,
-    decoder: loona_hpack::Decoder<'static>,
+    decoder: ResponseDecoder,
     streams: HashMap<u32, Stream>,
     next_id: u32,
     started: bool,
@@ -102,8 +103,6 @@ pub struct H2Conn {
 
 impl H2Conn {
     pub fn new(settings: H2Settings, want_digest: bool, head_request: bool) -> H2Conn {
-        let mut decoder = loona_hpack::Decoder::new();
-        decoder.set_max_allowed_table_size(HEADER_TABLE_SIZE);
         H2Conn {
             settings,
             want_digest,
@@ -111,7 +110,7 @@ impl H2Conn {
             out: Vec::with_capacity(4096),
             written: 0,
             carry: Vec::new(),
-            decoder,
+            decoder: ResponseDecoder::new(HEADER_TABLE_SIZE),
             streams: HashMap::with_capacity(settings.streams as usize),
             next_id: 1,
             started: false,
@@ -464,20 +463,18 @@ impl H2Conn {
     fn on_block(&mut self, stream: u32, end_stream: bool, block: &[u8]) -> Result<(), String> {
         let mut status: Option<Result<u16, String>> = None;
         self.decoder
-            .decode_with_cb(block, |name, value| {
-                if status.is_none() && &name[..] == b":status" {
+            .decode(block, |name, value| {
+                if status.is_none() && name == b":status" {
                     status = Some(
-                        std::str::from_utf8(&value)
+                        std::str::from_utf8(value)
                             .ok()
                             .and_then(|v| v.parse::<u16>().ok())
                             .filter(|v| (100..1000).contains(v))
-                            .ok_or_else(|| {
-                                format!(":status {:?}", String::from_utf8_lossy(&value))
-                            }),
+                            .ok_or_else(|| format!(":status {:?}", String::from_utf8_lossy(value))),
                     );
                 }
             })
-            .map_err(|e| format!("a header block HPACK cannot decode: {e} (COMPRESSION_ERROR)"))?;
+            .map_err(|e| format!("a header block that does not decode: {e} (COMPRESSION_ERROR)"))?;
         if stream >= self.next_id {
             return Err(format!(
                 "HEADERS on stream {stream}, which the client never opened (PROTOCOL_ERROR)"

@@ -1,5 +1,5 @@
-//! HTTP/2 without I/O (RFC 9113): frames (`frame`), the request header blocks (`hpack`, responses
-//! decoded by the `loona-hpack` crate) and one connection's client side (`conn`). The exchange
+//! HTTP/2 without I/O (RFC 9113): frames (`frame`), HPACK (`hpack`: the requests' header blocks and
+//! the responses' decoding) and one connection's client side (`conn`). The exchange
 //! drives it for `--h2`: over https:// negotiated by ALPN `h2`, over http:// with prior knowledge
 //! (h2c). Why the framing is this crate's own and not a library's: docs/load-generator.md, "HTTP/2".
 
