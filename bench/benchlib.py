@@ -8,6 +8,7 @@ the result), identically for netarena-load and wrk.
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import os
@@ -354,3 +355,34 @@ def run_bench(bench, args, stopped: str) -> int:
         print(f"interrupted; {stopped} were stopped", file=sys.stderr)
         return 130
     return 1
+
+
+def nginx_requests(port: int, path: str) -> int:
+    """nginx's stub_status request counter at `path` (this status request included), over HTTP/1.1."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+    try:
+        conn.request("GET", path)
+        text = conn.getresponse().read().decode()
+    finally:
+        conn.close()
+    # "Active connections: N \nserver accepts handled requests\n A H R \n..."
+    return int(text.splitlines()[2].split()[2])
+
+
+def cpu_figures(run: ChildRun, requests: int) -> dict:
+    """CPU figures of a generator's run; the benches compute cpu_us_per_request from the server's own count."""
+    return {
+        "cpu_user_s": run.cpu_user_s,
+        "cpu_sys_s": run.cpu_sys_s,
+        "cpu_s": run.cpu_s,
+        "wall_s": run.wall_s,
+        "cpu_us_per_request_self_counted": run.cpu_s / requests * 1e6 if requests else math.inf,
+    }
+
+
+def paired_ratio(results: list[dict], tool: str, reference: str, key: str, reference_over_tool: bool) -> tuple[float | None, int]:
+    """The median over the rounds of `key`'s ratio between `tool`'s run and `reference`'s run of the same round."""
+    by_run = {r["run"]: r for r in results if r["tool"] == reference}
+    pairs = [(by_run[r["run"]][key], r[key]) if reference_over_tool else (r[key], by_run[r["run"]][key])
+             for r in results if r["tool"] == tool and r["run"] in by_run]
+    return median_of_ratios(pairs)

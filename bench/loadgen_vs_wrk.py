@@ -139,18 +139,6 @@ def check_hello(port: int) -> None:
         raise BenchError(f"nginx answered {resp.status} {body[:60]!r} on {PATH}, expected 200 {HELLO!r}")
 
 
-def nginx_requests(port: int) -> int:
-    """nginx's stub_status request counter (this status request included)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-    try:
-        conn.request("GET", STATUS_PATH)
-        text = conn.getresponse().read().decode()
-    finally:
-        conn.close()
-    # "Active connections: N \nserver accepts handled requests\n A H R \n..."
-    return int(text.splitlines()[2].split()[2])
-
-
 def run_netarena(load_bin: Path, url: str, engine: str, args, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "-c", str(args.connections), "-t", "1",
             "-d", f"{args.duration}s", "--timeout", "5s", "--json", *ENGINES[engine],
@@ -167,7 +155,7 @@ def run_netarena(load_bin: Path, url: str, engine: str, args, tmp: Path) -> dict
         "p50_us": doc["latency"]["p50_us"],
         "p99_us": doc["latency"]["p99_us"],
         "generator_saturated": doc.get("generator_saturated"),
-        **cpu_figures(run, requests),
+        **benchlib.cpu_figures(run, requests),
     }
 
 
@@ -195,7 +183,7 @@ def run_wrk(url: str, args, tmp: Path) -> dict:
         "p50_us": s["p50_us"],
         "p99_us": s["p99_us"],
         "generator_saturated": None,
-        **cpu_figures(run, good),
+        **benchlib.cpu_figures(run, good),
     }
 
 
@@ -210,7 +198,7 @@ def run_floor(exe: Path, port: int, args, tmp: Path) -> dict:
         "p50_us": None,
         "p99_us": None,
         "generator_saturated": None,
-        **cpu_figures(run, doc["responses"]),
+        **benchlib.cpu_figures(run, doc["responses"]),
     }
 
 
@@ -220,17 +208,6 @@ def check_floor_count(r: dict, connections: int) -> None:
     if abs(r["nginx_requests"] - r["requests"]) > connections + 1:
         raise BenchError(f"the floor client counted {r['requests']} answers where nginx served {r['nginx_requests']}: "
                          "its answers did not all have the first one's length, so its figures mean nothing")
-
-
-def cpu_figures(run: benchlib.ChildRun, requests: int) -> dict:
-    """CPU figures of a run; cpu_us_per_request is recomputed from nginx's count in bench()."""
-    return {
-        "cpu_user_s": run.cpu_user_s,
-        "cpu_sys_s": run.cpu_sys_s,
-        "cpu_s": run.cpu_s,
-        "wall_s": run.wall_s,
-        "cpu_us_per_request_self_counted": run.cpu_s / requests * 1e6 if requests else math.inf,
-    }
 
 
 def latency_text(us) -> str:
@@ -309,14 +286,14 @@ def bench(args) -> int:
                 shift = (i - 1) % len(tools)
                 for tool in tools[shift:] + tools[:shift]:
                     load = os.getloadavg()[0]
-                    before = nginx_requests(port)
+                    before = benchlib.nginx_requests(port, STATUS_PATH)
                     if tool == "wrk":
                         r = run_wrk(url, args, tmp)
                     elif tool == "floor":
                         r = run_floor(floor_exe, port, args, tmp)
                     else:
                         r = run_netarena(load_bin, url, tool, args, tmp)
-                    served = nginx_requests(port) - before - 1  # not the second status request
+                    served = benchlib.nginx_requests(port, STATUS_PATH) - before - 1  # not the second status request
                     r.update(run=i, loadavg_1m=load, nginx_requests=served,
                              cpu_us_per_request=r["cpu_s"] / served * 1e6 if served > 0 else math.inf)
                     if tool == "floor":
@@ -374,14 +351,6 @@ def tool_names(engines: list[str], floor: bool) -> list[str]:
     return ["wrk", *(f"netarena-load {e}" for e in engines), *(["floor"] if floor else [])]
 
 
-def paired_ratio(results: list[dict], tool: str, reference: str, key: str, reference_over_tool: bool) -> tuple[float | None, int]:
-    """The median over the rounds of `key`'s ratio between `tool`'s run and `reference`'s run of the same round."""
-    by_run = {r["run"]: r for r in results if r["tool"] == reference}
-    pairs = [(by_run[r["run"]][key], r[key]) if reference_over_tool else (r[key], by_run[r["run"]][key])
-             for r in results if r["tool"] == tool and r["run"] in by_run]
-    return benchlib.median_of_ratios(pairs)
-
-
 def summarize(results: list[dict], engines: list[str], floor: bool = False) -> dict:
     """Medians per tool, then each netarena-load configuration's ratios to wrk and the goal verdict, and with
     the floor its efficiency against wrk and each configuration's CPU per request against it."""
@@ -405,8 +374,8 @@ def summarize(results: list[dict], engines: list[str], floor: bool = False) -> d
         rps_ratio = mine["requests_per_s"] / wrk["requests_per_s"]
         cpu_ratio = mine["cpu_us_per_request"] / wrk["cpu_us_per_request"]
         # Each run against the wrk run of the same round (see benchlib.median_of_ratios).
-        efficiency_paired, runs_paired = paired_ratio(results, tool, "wrk", "cpu_us_per_request", True)
-        rps_paired, _ = paired_ratio(results, tool, "wrk", "requests_per_s", False)
+        efficiency_paired, runs_paired = benchlib.paired_ratio(results, tool, "wrk", "cpu_us_per_request", True)
+        rps_paired, _ = benchlib.paired_ratio(results, tool, "wrk", "requests_per_s", False)
         out["vs_wrk"][engine] = {"rps_ratio": rps_ratio, "cpu_ratio": cpu_ratio, "efficiency": 1 / cpu_ratio,
                                  "goal_met": cpu_ratio <= GOAL_CPU_RATIO and rps_ratio >= GOAL_RPS_RATIO,
                                  "efficiency_paired": efficiency_paired, "rps_ratio_paired": rps_paired,
@@ -416,11 +385,11 @@ def summarize(results: list[dict], engines: list[str], floor: bool = False) -> d
         out["floor_vs_wrk"] = {
             "efficiency": wrk["cpu_us_per_request"] / f["cpu_us_per_request"],
             "rps_ratio": f["requests_per_s"] / wrk["requests_per_s"],
-            "efficiency_paired": paired_ratio(results, "floor", "wrk", "cpu_us_per_request", True)[0],
+            "efficiency_paired": benchlib.paired_ratio(results, "floor", "wrk", "cpu_us_per_request", True)[0],
         }
         out["vs_floor"] = {engine: {
             "cpu_ratio": out[f"netarena-load {engine}"]["cpu_us_per_request"] / f["cpu_us_per_request"],
-            "cpu_ratio_paired": paired_ratio(results, f"netarena-load {engine}", "floor", "cpu_us_per_request", False)[0],
+            "cpu_ratio_paired": benchlib.paired_ratio(results, f"netarena-load {engine}", "floor", "cpu_us_per_request", False)[0],
         } for engine in engines}
     return out
 

@@ -15,7 +15,8 @@ from netarena.store import Store
 
 ERROR_CLASSES = ("connect_refused", "connect_timeout", "connect_error", "address_unavailable", "too_many_open_files", "reset",
                  "closed_early", "read_error", "write_error", "timeout", "parse_error", "status",
-                 "verification_mismatch", "tls_handshake", "tls_certificate")
+                 "verification_mismatch", "tls_handshake", "tls_certificate", "h2_rst_stream", "h2_goaway",
+                 "h2_protocol")
 
 
 def histogram(values_us: dict[int, int]) -> HdrHistogram:

@@ -279,6 +279,15 @@ pub struct HttpArgs {
     /// https: resume TLS sessions on reconnects [default: every connection a full handshake]
     #[arg(long)]
     pub tls_resume: bool,
+    /// HTTP/2: over https:// negotiated by ALPN h2, over http:// with prior knowledge (h2c)
+    #[arg(long)]
+    pub h2: bool,
+    /// --h2: concurrent streams per connection (fewer if the server allows fewer) [default: 1]
+    #[arg(long, value_name = "N")]
+    pub streams: Option<u32>,
+    /// --h2: every stream's and the connection's receive window, in bytes [default: 2^30-1, h2load's]
+    #[arg(long, value_name = "BYTES")]
+    pub h2_window: Option<u32>,
     /// Open loop: R requests per second in total, on the -c connections; latency counts from each request's intended send time
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,

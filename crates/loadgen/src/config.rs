@@ -46,6 +46,8 @@ pub struct HttpConfig {
     pub open: Option<OpenConfig>,
     /// `https://`: the TLS client settings every connection starts its session with.
     pub tls: Option<crate::tls::TlsSettings>,
+    /// `--h2`: every connection speaks HTTP/2, with these requests (None: HTTP/1.1).
+    pub h2: Option<std::sync::Arc<crate::http2::H2Requests>>,
 }
 
 impl HttpConfig {
@@ -350,12 +352,14 @@ pub fn from_cli(
             } else {
                 LoadModel::Closed
             };
-            let tls = tls_settings(&a, &url)?;
-            (c.io, c.coalesce, c.io_reason) = if tls.is_some() {
-                https_io(&a.common)?
-            } else {
-                resolve_io(&a.common, model, io_uring)?
-            };
+            let h2 = h2_settings(&a, &body)?;
+            let tls = tls_settings(&a, &url, h2.is_some())?;
+            (c.io, c.coalesce, c.io_reason) =
+                if let Some(why) = epoll_only(tls.is_some(), h2.is_some()) {
+                    epoll_io(&a.common, why)?
+                } else {
+                    resolve_io(&a.common, model, io_uring)?
+                };
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -364,6 +368,7 @@ pub fn from_cli(
                 None => Requests::one(
                     request.clone(),
                     format!("{} {}", a.method, url.path),
+                    url.path.clone(),
                     expect.clone(),
                     order,
                 ),
@@ -380,6 +385,17 @@ pub fn from_cli(
                     Requests::from_file(path, &url, &spec, &expect, order)?
                 }
             };
+            let h2 = h2.map(|settings| {
+                std::sync::Arc::new(crate::http2::H2Requests {
+                    settings,
+                    blocks: requests_wire
+                        .paths
+                        .iter()
+                        .map(|path| crate::http2::hpack::request_block(&spec, url.tls, path))
+                        .collect(),
+                    body: body.clone(),
+                })
+            });
             c.mode = Mode::Http(HttpConfig {
                 requests_wire: std::sync::Arc::new(requests_wire),
                 urls_file: a.urls.clone(),
@@ -396,6 +412,7 @@ pub fn from_cli(
                 verify_learn: a.verify_learn,
                 request,
                 tls,
+                h2,
             });
             Ok(c)
         }
@@ -452,6 +469,7 @@ pub fn from_cli(
 fn tls_settings(
     a: &HttpArgs,
     url: &target::HttpUrl,
+    h2: bool,
 ) -> Result<Option<crate::tls::TlsSettings>, String> {
     use crate::tls::{settings, Trust};
     if !url.tls {
@@ -478,24 +496,83 @@ fn tls_settings(
             ))
         }
     };
-    settings(&url.host, trust, a.tls_resume).map(Some)
+    settings(&url.host, trust, a.tls_resume, h2).map(Some)
 }
 
-/// The engine for https: epoll, the engine with the TLS layer (`io::tls`). io_uring has none yet,
-/// so `--io uring` is refused and auto picks epoll, saying why.
-fn https_io(a: &CommonArgs) -> Result<(IoBackend, Coalesce, String), String> {
+/// What only the epoll engine speaks yet, and where that engine has it: https (the TLS layer,
+/// `io::tls`) and HTTP/2 (the outbox `io::http::flush` drains). None: both engines can run it.
+fn epoll_only(tls: bool, h2: bool) -> Option<(&'static str, &'static str)> {
+    match (tls, h2) {
+        (true, _) => Some(("https", "the TLS layer runs on the epoll engine only")),
+        (false, true) => Some(("HTTP/2", "its frames are written by the epoll engine only")),
+        (false, false) => None,
+    }
+}
+
+/// The engine for what only epoll speaks yet (`epoll_only`): `--io uring` is refused and auto picks
+/// epoll, saying why.
+fn epoll_io(
+    a: &CommonArgs,
+    (what, why): (&str, &str),
+) -> Result<(IoBackend, Coalesce, String), String> {
     if a.coalesce.is_some() {
-        return Err("--coalesce-us applies to the io_uring engine, which does not speak https yet: drop --coalesce-us".into());
+        return Err(format!("--coalesce-us applies to the io_uring engine, which does not speak {what} yet: drop --coalesce-us"));
     }
     match a.io {
-        IoChoice::Uring => Err("--io uring does not speak https yet (the TLS layer runs on the epoll engine only): use --io epoll or --io auto".into()),
+        IoChoice::Uring => Err(format!(
+            "--io uring does not speak {what} yet ({why}): use --io epoll or --io auto"
+        )),
         IoChoice::Epoll => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
         IoChoice::Auto => Ok((
             IoBackend::Epoll,
             Coalesce::Off,
-            "--io auto: https runs on epoll (the io_uring engine has no TLS layer yet)".into(),
+            format!("--io auto: {what} runs on epoll ({why})"),
         )),
     }
+}
+
+/// `--h2`, `--streams`, `--h2-window`: the HTTP/2 settings, or None for HTTP/1.1. What HTTP/2 has no
+/// use for, or what is not built for it yet, is refused naming the flag.
+fn h2_settings(a: &HttpArgs, body: &[u8]) -> Result<Option<crate::http2::H2Settings>, String> {
+    use crate::http2::{H2Settings, DEFAULT_WINDOW, MAX_REQUEST_BODY, MAX_STREAMS};
+    if !a.h2 {
+        for (given, flag) in [
+            (a.streams.is_some(), "--streams"),
+            (a.h2_window.is_some(), "--h2-window"),
+        ] {
+            if given {
+                return Err(format!(
+                    "{flag} applies to HTTP/2: add --h2, or drop {flag}"
+                ));
+            }
+        }
+        return Ok(None);
+    }
+    let streams = a.streams.unwrap_or(1);
+    if streams == 0 || streams > MAX_STREAMS {
+        return Err(format!(
+            "--streams {streams} is out of range: use 1 to {MAX_STREAMS}"
+        ));
+    }
+    let window = a.h2_window.unwrap_or(DEFAULT_WINDOW);
+    if !(1..=crate::http2::frame::MAX_WINDOW).contains(&window) {
+        return Err(format!(
+            "--h2-window {window} is out of range: use 1 to 2147483647 (2^31-1)"
+        ));
+    }
+    let refused = [
+        (a.pipeline > 1, "--pipeline", "HTTP/2 has no pipelining; use --streams N for N requests in flight per connection"),
+        (a.close, "--close", "one request per HTTP/2 connection is not built; drop --close"),
+        (a.rate.is_some() || a.conn_rate.is_some(), "--rate/--conn-rate", "the open loop over HTTP/2 is not built yet; drop --h2 or run the closed loop"),
+        (a.verify_learn, "--verify-learn", "learning the response over HTTP/2 is not built yet; give --expect-body-size or --expect-body-sha256"),
+    ];
+    if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
+        return Err(format!("--h2 with {flag}: {why}"));
+    }
+    if body.len() > MAX_REQUEST_BODY {
+        return Err(format!("--h2 sends a request body in one DATA frame, at most {MAX_REQUEST_BODY} bytes, and this body has {}: send a smaller one", body.len()));
+    }
+    Ok(Some(H2Settings { streams, window }))
 }
 
 /// Which load model `--io` is resolved for: each has its own reasons for its engine.

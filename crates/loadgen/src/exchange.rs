@@ -12,6 +12,11 @@
 //! With `--urls` each request of a batch is the next pick of the URL list (`urls::UrlPicker`, the
 //! open loop's order and seed), and each response is judged by the expectation of the URL it
 //! answers: HTTP/1.1 answers in order, so a connection keeps the URLs it has in flight, oldest first.
+//!
+//! With `--h2` a connection is an HTTP/2 connection (`http2::H2Conn`): a batch tops the connection
+//! up to `--streams` streams in flight, each answer is matched to its stream, and the closed loop
+//! replaces each answered stream at once (`Received::Ok { send_next: true }` after any answer or
+//! frame to send). Responses are judged and counted by the same code as HTTP/1.1's.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -23,6 +28,7 @@ use hdrhistogram::Histogram;
 
 use crate::histogram::{micros, new_histogram};
 use crate::http::urls::{Requests, UrlPicker};
+use crate::http2::{self, H2Conn, H2Requests};
 use crate::stats::{ErrorClass, ThreadStats};
 use crate::tls::TlsSettings;
 
@@ -56,6 +62,8 @@ pub struct Exchange {
     /// https: what the engine's TLS layer (`io::tls`) starts each connection's session with. The
     /// exchange itself only ever sees the plaintext; it carries this for the engine that holds it.
     tls: Option<TlsSettings>,
+    /// `--h2`: every connection speaks HTTP/2 with these requests (None: HTTP/1.1).
+    h2: Option<Arc<H2Requests>>,
 }
 
 /// The open loop's latencies from the actual send, for one phase.
@@ -88,6 +96,19 @@ pub struct ExchangeConn {
     batch: Vec<u8>,
     /// The URL of the last request sent, for messages about an answer to nothing.
     last_url: usize,
+    /// `--h2`: the connection's HTTP/2 state (its streams, the bytes it has to send).
+    h2: Option<Box<H2Conn>>,
+}
+
+impl ExchangeConn {
+    /// `--h2`: the connection's HTTP/2 state.
+    pub fn h2_mut(&mut self) -> Option<&mut H2Conn> {
+        self.h2.as_deref_mut()
+    }
+
+    pub fn h2(&self) -> Option<&H2Conn> {
+        self.h2.as_deref()
+    }
 }
 
 /// What a protocol handler tells the engine about a connection.
@@ -143,6 +164,7 @@ impl Exchange {
             completed: 0,
             uncorrected: None,
             tls: None,
+            h2: None,
         }
     }
 
@@ -189,6 +211,7 @@ impl Exchange {
     pub fn for_config(h: &HttpConfig, thread_index: usize) -> Self {
         Exchange {
             tls: h.tls.clone(),
+            h2: h.h2.clone(),
             ..Exchange::new(
                 h.requests_wire.clone(),
                 h.pipeline,
@@ -219,6 +242,16 @@ impl Exchange {
         self.close
     }
 
+    fn new_h2(&self) -> Option<Box<H2Conn>> {
+        self.h2.as_ref().map(|h| {
+            Box::new(H2Conn::new(
+                h.settings,
+                self.urls.wants_digest(),
+                self.head_request,
+            ))
+        })
+    }
+
     pub fn new_conn(&self) -> ExchangeConn {
         ExchangeConn {
             parser: ResponseParser::new(self.urls.wants_digest(), self.head_request),
@@ -235,6 +268,7 @@ impl Exchange {
             }),
             batch: Vec::with_capacity(self.batch_capacity),
             last_url: 0,
+            h2: self.new_h2(),
         }
     }
 
@@ -246,10 +280,16 @@ impl Exchange {
         c.pending.clear();
         c.carry.clear();
         c.parser.reset();
+        if c.h2.is_some() {
+            c.h2 = self.new_h2();
+        }
     }
 
     /// When the oldest unanswered request on this connection went out (for `--timeout`).
     pub fn busy_since(&self, c: &ExchangeConn) -> Option<Instant> {
+        if let Some(h2) = c.h2() {
+            return h2.oldest_sent();
+        }
         (c.inflight > 0).then_some(c.sent_at)
     }
 
@@ -278,6 +318,22 @@ impl Exchange {
         end: Instant,
         stats: &mut ThreadStats,
     ) {
+        if let Some(h2) = c.h2() {
+            // Each stream from its own send; the connection counted once as left unanswered.
+            let mut first = true;
+            for intended in h2.intended_times() {
+                if first {
+                    stats.left_in_flight(intended, 1, c.answered, end);
+                    first = false;
+                } else {
+                    stats.unfinished(intended, 1, end);
+                }
+            }
+            if first && connecting {
+                stats.left_in_flight(c.intended, 0, c.answered, end);
+            }
+            return;
+        }
         if connecting || c.inflight > 0 {
             stats.left_in_flight(c.intended, c.inflight as u64, c.answered, end);
         }
@@ -340,6 +396,9 @@ impl Exchange {
         now: Instant,
         stats: &ThreadStats,
     ) -> Option<usize> {
+        if c.h2.is_some() {
+            return self.start_streams(c, now, stats);
+        }
         let k = match stats.response_quota {
             None => most,
             Some(q) => {
@@ -371,6 +430,118 @@ impl Exchange {
         Some(c.batch.len())
     }
 
+    /// `--h2`: open streams until `--streams` are in flight (fewer if the server allows fewer, none
+    /// once it is going away or `--requests` is used up). Some(bytes to send) when the connection
+    /// has any (new requests, or frames its receipts asked for), None otherwise.
+    fn start_streams(
+        &mut self,
+        c: &mut ExchangeConn,
+        now: Instant,
+        stats: &ThreadStats,
+    ) -> Option<usize> {
+        let h = self.h2.as_ref().expect("an HTTP/2 exchange");
+        let h2 = c.h2.as_mut().expect("an HTTP/2 connection");
+        while h2.can_open() {
+            if let Some(q) = stats.response_quota {
+                if q.saturating_sub(stats.responses + self.inflight_total) == 0 {
+                    break;
+                }
+            }
+            let u = self.picker.pick();
+            h2.start_stream(u, &h.blocks[u], &h.body, now, now);
+            c.last_url = u;
+            c.inflight += 1;
+            self.inflight_total += 1;
+            c.sent_at = now;
+            c.intended = now;
+        }
+        let pending = h2.unsent().len();
+        (pending > 0).then_some(pending)
+    }
+
+    /// `--h2`: bytes of the connection's HTTP/2 stream: every frame in them handled, every complete
+    /// response judged and counted as over HTTP/1.1.
+    fn on_h2_bytes(
+        &mut self,
+        c: &mut ExchangeConn,
+        data: &[u8],
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Received {
+        let h2 = c.h2.as_mut().expect("an HTTP/2 connection");
+        if let Err(e) = h2.receive(data) {
+            return Received::Stop(Outcome::Fail(
+                ErrorClass::H2Protocol,
+                format!("HTTP/2: {e}"),
+            ));
+        }
+        let mut events = std::mem::take(&mut h2.events);
+        let mut answered = false;
+        for event in events.drain(..) {
+            match event {
+                http2::Event::Done {
+                    url,
+                    sent_at,
+                    intended,
+                    response,
+                } => {
+                    c.inflight = c.inflight.saturating_sub(1);
+                    c.completed = c.completed.saturating_add(1);
+                    self.inflight_total = self.inflight_total.saturating_sub(1);
+                    self.count_response(c, url, &response, sent_at, intended, now, stats);
+                    answered = true;
+                }
+                http2::Event::Reset { url, code } => {
+                    c.inflight = c.inflight.saturating_sub(1);
+                    self.inflight_total = self.inflight_total.saturating_sub(1);
+                    stats.error(now, ErrorClass::H2StreamReset, || {
+                        format!(
+                            "{}: the server reset the stream (RST_STREAM {})",
+                            self.urls.what[url],
+                            http2::frame::error_name(code)
+                        )
+                    });
+                    answered = true;
+                }
+                http2::Event::GoAway {
+                    code,
+                    last_stream,
+                    unprocessed,
+                    debug,
+                } => {
+                    // Streams the server did not process were never answered: they leave the
+                    // count of requests in flight, as a client would retry them elsewhere.
+                    c.inflight = c.inflight.saturating_sub(unprocessed);
+                    self.inflight_total = self.inflight_total.saturating_sub(unprocessed as u64);
+                    stats.h2_goaway(now);
+                    if code != http2::frame::NO_ERROR {
+                        stats.error(now, ErrorClass::H2Goaway, || {
+                            format!(
+                                "the server went away (GOAWAY {}, last stream {last_stream}{})",
+                                http2::frame::error_name(code),
+                                if debug.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(": {debug}")
+                                }
+                            )
+                        });
+                    }
+                }
+            }
+        }
+        let h2 = c.h2.as_mut().expect("an HTTP/2 connection");
+        h2.events = events;
+        if h2.closing() && h2.in_flight() == 0 {
+            // Nothing more can start here: a new connection carries on (a graceful GOAWAY, as
+            // servers send after so many requests, is a reconnect like HTTP/1.1's close).
+            return Received::Stop(Outcome::Reconnect);
+        }
+        Received::Ok {
+            send_next: answered || !h2.unsent().is_empty(),
+        }
+    }
+
     /// Bytes arrived on the connection at `now`: parse, judge and count every complete response in
     /// them; an incomplete one is carried to the next call.
     pub fn on_bytes(
@@ -381,6 +552,9 @@ impl Exchange {
         stats: &mut ThreadStats,
     ) -> Received {
         stats.received(now, data.len());
+        if c.h2.is_some() {
+            return self.on_h2_bytes(c, data, now, stats);
+        }
         let mut carry = std::mem::take(&mut c.carry);
         let from_carry = !carry.is_empty();
         if from_carry {
@@ -444,6 +618,19 @@ impl Exchange {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Outcome {
+        if let Some(h2) = c.h2() {
+            return if h2.in_flight() > 0 {
+                Outcome::Fail(
+                    ErrorClass::ClosedEarly,
+                    format!(
+                        "the server closed the HTTP/2 connection with {} stream(s) in flight",
+                        h2.in_flight()
+                    ),
+                )
+            } else {
+                Outcome::Reconnect
+            };
+        }
         let carried = !c.carry.is_empty();
         if !carried && c.inflight > 0 {
             if let Some(r) = c.parser.on_eof() {
@@ -482,15 +669,36 @@ impl Exchange {
         c.completed = c.completed.saturating_add(1);
         self.inflight_total = self.inflight_total.saturating_sub(1);
         let u = c.pending.pop_front().unwrap_or(0);
+        let (sent_at, intended) = (c.sent_at, c.intended);
+        self.count_response(c, u, &r, sent_at, intended, now, stats);
+        if !r.keep_alive || self.close {
+            return Some(Outcome::Reconnect);
+        }
+        None
+    }
+
+    /// Judge one complete response to URL `u` (sent at `sent_at`, meant for `intended`) and count
+    /// it: the one definition of what a response means, for HTTP/1.1 and HTTP/2 alike.
+    #[allow(clippy::too_many_arguments)]
+    fn count_response(
+        &mut self,
+        c: &mut ExchangeConn,
+        u: usize,
+        r: &Response,
+        sent_at: Instant,
+        intended: Instant,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) {
         let expect = &self.urls.expect[u];
         let what = &self.urls.what[u];
-        let verdict = expect.judge(&r);
+        let verdict = expect.judge(r);
         let ok = matches!(verdict, Verdict::Ok);
-        let from_send = now.saturating_duration_since(c.sent_at);
+        let from_send = now.saturating_duration_since(sent_at);
         self.fastest_recent = self.fastest_recent.min(from_send);
         self.recent_count = self.recent_count.saturating_add(1);
         self.completed += 1;
-        if stats.response(now, now.saturating_duration_since(c.intended), ok) {
+        if stats.response(now, now.saturating_duration_since(intended), ok) {
             c.answered = true;
             match verdict {
                 Verdict::Ok => {
@@ -513,10 +721,6 @@ impl Exchange {
                 }),
             }
         }
-        if !r.keep_alive || self.close {
-            return Some(Outcome::Reconnect);
-        }
-        None
     }
 }
 
@@ -533,6 +737,7 @@ mod tests {
         let urls = Requests::one(
             b"GET / HTTP/1.1\r\n\r\n".to_vec(),
             "GET /".into(),
+            "/".into(),
             Expectation::default(),
             UrlOrder::Random,
         );
@@ -616,6 +821,7 @@ mod tests {
         let urls = Requests {
             wire: vec![b"GET /a\r\n\r\n".to_vec(), b"GET /bb\r\n\r\n".to_vec()],
             what: vec!["GET /a".into(), "GET /bb".into()],
+            paths: vec!["/a".into(), "/bb".into()],
             expect: vec![
                 Expectation {
                     body_size: Some(2),

@@ -6,12 +6,13 @@
 //! the work over threads and merges their measurements) → `io` (one engine per thread, epoll or
 //! io_uring, chosen in one place, `io::on_engine`, moving the bytes; https through `io::tls`, on
 //! epoll, with the client settings of `tls`) ↔ `exchange` (what HTTP bytes mean, for every engine
-//! and load model) over `http` (parser, requests, expectations) → `stats`
+//! and load model) over `http2` (HTTP/2 frames and connection state, for `--h2`) and `http`
+//! (parser, requests, expectations) → `stats`
 //! (per-thread counters and `histogram`s, merged once at the end) → `result` (the document, the
 //! human summary, the thresholds).
 //!
 //! Layers, each importing only from those below it: `result` → `load` → `io` → `exchange` →
-//! `config` → `http` → the base modules (`calibrate`, `cli`, `error`, `histogram`, `limits`,
+//! `config` → `http2` → `http` → the base modules (`calibrate`, `cli`, `error`, `histogram`, `limits`,
 //! `parse`, `progress`, `rng`, `signals`, `stats`, `sweep`, `sys`, `target`, `threshold`, `tls`), which
 //! import only one another, never in a cycle. tests/layering.rs checks both. The contract with the
 //! outside world is `docs/load-generator.md` and its JSON Schema.
@@ -23,6 +24,7 @@ pub mod error;
 pub mod exchange;
 pub mod histogram;
 pub mod http;
+pub mod http2;
 pub mod io;
 pub mod limits;
 pub mod load;

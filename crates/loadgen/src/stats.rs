@@ -52,6 +52,13 @@ pub enum ErrorClass {
     TlsHandshake,
     /// https: the server's certificate was refused (wrong name, expired, unknown issuer).
     TlsCertificate,
+    /// `--h2`: the server reset a stream (RST_STREAM) before its response was complete.
+    H2StreamReset,
+    /// `--h2`: the server went away with an error code (GOAWAY other than NO_ERROR).
+    H2Goaway,
+    /// `--h2`: the server broke HTTP/2 (a frame or header block the client cannot accept): a
+    /// connection error, the connection is closed.
+    H2Protocol,
 }
 
 /// Latency histograms per `--interval`: the current one is live, finished ones are kept encoded
@@ -148,7 +155,7 @@ pub fn merge_intervals(parts: &[&[(u64, Vec<u8>)]], min_count: u64) -> Vec<Histo
 }
 
 impl ErrorClass {
-    pub const ALL: [ErrorClass; 15] = [
+    pub const ALL: [ErrorClass; 18] = [
         ErrorClass::ConnectRefused,
         ErrorClass::ConnectTimeout,
         ErrorClass::ConnectError,
@@ -164,6 +171,9 @@ impl ErrorClass {
         ErrorClass::VerificationMismatch,
         ErrorClass::TlsHandshake,
         ErrorClass::TlsCertificate,
+        ErrorClass::H2StreamReset,
+        ErrorClass::H2Goaway,
+        ErrorClass::H2Protocol,
     ];
 
     pub fn name(self) -> &'static str {
@@ -183,6 +193,9 @@ impl ErrorClass {
             ErrorClass::VerificationMismatch => "verification_mismatch",
             ErrorClass::TlsHandshake => "tls_handshake",
             ErrorClass::TlsCertificate => "tls_certificate",
+            ErrorClass::H2StreamReset => "h2_rst_stream",
+            ErrorClass::H2Goaway => "h2_goaway",
+            ErrorClass::H2Protocol => "h2_protocol",
         }
     }
 
@@ -285,6 +298,8 @@ pub struct ThreadStats {
     /// over the run (its database queries) divides by.
     pub warmup_responses: u64,
     pub tls: TlsStats,
+    /// `--h2`: GOAWAY frames received in the measured phase, graceful ones (NO_ERROR) included.
+    pub h2_goaways: u64,
 }
 
 impl ThreadStats {
@@ -316,6 +331,7 @@ impl ThreadStats {
             unanswered_connections: 0,
             warmup_responses: 0,
             tls: TlsStats::default(),
+            h2_goaways: 0,
         }
     }
 
@@ -451,6 +467,13 @@ impl ThreadStats {
         }
     }
 
+    /// `--h2`: the server said GOAWAY.
+    pub fn h2_goaway(&mut self, now: Instant) {
+        if self.counting(now) {
+            self.h2_goaways += 1;
+        }
+    }
+
     /// Count an error. `detail` is only called when the message could still become an example.
     pub fn error(&mut self, now: Instant, class: ErrorClass, detail: impl FnOnce() -> String) {
         if !self.counting(now) {
@@ -520,6 +543,7 @@ impl ThreadStats {
         self.censored += other.censored;
         self.unanswered_connections += other.unanswered_connections;
         self.warmup_responses += other.warmup_responses;
+        self.h2_goaways += other.h2_goaways;
         self.tls.handshakes += other.tls.handshakes;
         self.tls.resumed += other.tls.resumed;
         self.tls.version = self.tls.version.or(other.tls.version);

@@ -15,8 +15,10 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 
 use crate::stats::ErrorClass;
 
-/// The ALPN protocol offered (HTTP/2 is not spoken yet).
+/// The ALPN protocol offered: one, HTTP/1.1's or with `--h2` HTTP/2's, so the server cannot pick
+/// another than the run measures.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
+pub const ALPN_H2: &[u8] = b"h2";
 
 /// How many TLS sessions `--tls-resume` keeps for resumption (rustls' in-memory cache, shared by
 /// the run's threads; every connection goes to the one server name).
@@ -30,6 +32,9 @@ pub struct TlsSettings {
     pub resume: bool,
     /// The server's certificate is checked (`--cacert`); false with `--insecure`.
     pub verified: bool,
+    /// The ALPN protocol the server must choose (the one offered); a session without it fails as
+    /// `tls_handshake`: measuring HTTP/1.1 where HTTP/2 was asked for would be a wrong figure.
+    pub alpn: &'static [u8],
 }
 
 impl std::fmt::Debug for TlsSettings {
@@ -81,7 +86,13 @@ fn pem_error(e: rustls::pki_types::pem::Error) -> String {
 }
 
 /// The run's client configuration. Reads the `--cacert` file; everything else is memory.
-pub fn settings(host: &str, trust: Trust<'_>, resume: bool) -> Result<TlsSettings, String> {
+pub fn settings(
+    host: &str,
+    trust: Trust<'_>,
+    resume: bool,
+    h2: bool,
+) -> Result<TlsSettings, String> {
+    let alpn = if h2 { ALPN_H2 } else { ALPN_HTTP1 };
     let verified = matches!(trust, Trust::CaFile(_));
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
@@ -95,7 +106,7 @@ pub fn settings(host: &str, trust: Trust<'_>, resume: bool) -> Result<TlsSetting
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider())))
             .with_no_client_auth(),
     };
-    config.alpn_protocols = vec![ALPN_HTTP1.to_vec()];
+    config.alpn_protocols = vec![alpn.to_vec()];
     // Off by default: every connection then pays a full handshake, as a client seen for the first
     // time does. With --tls-resume the sessions (TLS 1.3 tickets, TLS 1.2 ids) of earlier
     // connections are offered on reconnects.
@@ -112,6 +123,7 @@ pub fn settings(host: &str, trust: Trust<'_>, resume: bool) -> Result<TlsSetting
         server_name,
         resume,
         verified,
+        alpn,
     })
 }
 
@@ -203,6 +215,7 @@ mod tests {
             "localhost",
             Trust::CaFile(Path::new("/nonexistent.pem")),
             false,
+            false,
         )
         .unwrap_err();
         assert!(
@@ -213,17 +226,24 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let not_pem = dir.join("not.pem");
         std::fs::write(&not_pem, "just words\n").unwrap();
-        let e = settings("localhost", Trust::CaFile(&not_pem), false).unwrap_err();
+        let e = settings("localhost", Trust::CaFile(&not_pem), false, false).unwrap_err();
         assert!(e.contains("holds no PEM certificate"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn ip_addresses_are_server_names() {
-        let s = settings("127.0.0.1", Trust::Anybody, true).unwrap();
+        let s = settings("127.0.0.1", Trust::Anybody, true, false).unwrap();
         assert!(matches!(s.server_name, ServerName::IpAddress(_)));
-        let s = settings("::1", Trust::Anybody, false).unwrap();
+        let s = settings("::1", Trust::Anybody, false, false).unwrap();
         assert!(matches!(s.server_name, ServerName::IpAddress(_)));
         assert_eq!(s.config.alpn_protocols, vec![ALPN_HTTP1.to_vec()]);
+    }
+
+    #[test]
+    fn http2_offers_h2_alone() {
+        let s = settings("localhost", Trust::Anybody, false, true).unwrap();
+        assert_eq!(s.config.alpn_protocols, vec![ALPN_H2.to_vec()]);
+        assert_eq!(s.alpn, ALPN_H2);
     }
 }

@@ -367,70 +367,19 @@ fn bad_tls_flags_are_refused_before_any_load() {
     }
 }
 
-/// nginx (`ssl` on a loopback port) serving `Hello, World!` with a certificate of the test CA; the
-/// process is stopped when this is dropped.
-struct Nginx {
-    child: std::process::Child,
-    port: u16,
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// None when nginx is not installed (`make test` installs it: .ci/debian-packages.txt).
-fn start_nginx(ca: &TestCa) -> Option<Nginx> {
-    let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
-        .into_iter()
-        .find(|p| std::path::Path::new(p).exists())?;
+/// nginx (`ssl` on a loopback port) serving `Hello, World!` with a certificate of the test CA.
+fn start_nginx(ca: &TestCa) -> Option<common::Nginx> {
     let (cert, key) = ca.server_pem_files(Cert::Good);
-    let port = common::free_port();
-    let dir = ca.dir.display();
-    let conf = ca.dir.join("nginx.conf");
-    // One process in the foreground; every path nginx writes under the test's own directory.
-    std::fs::write(
-        &conf,
-        format!(
-            "daemon off; master_process off; worker_processes 1;
-pid {dir}/nginx.pid; error_log {dir}/error.log;
-events {{ worker_connections 256; }}
-http {{
-  access_log off;
-  client_body_temp_path {dir}/body; proxy_temp_path {dir}/proxy; fastcgi_temp_path {dir}/fastcgi;
-  uwsgi_temp_path {dir}/uwsgi; scgi_temp_path {dir}/scgi;
-  server {{
-    listen 127.0.0.1:{port} ssl;
+    common::start_nginx(
+        &ca.dir,
+        &format!(
+            "listen 127.0.0.1:{{port}} ssl;
     ssl_certificate {cert}; ssl_certificate_key {key}; ssl_protocols TLSv1.2 TLSv1.3;
-    location / {{ return 200 \"Hello, World!\"; }}
-  }}
-}}
-",
+    location / {{ return 200 \"Hello, World!\"; }}",
             cert = cert.display(),
             key = key.display()
         ),
     )
-    .unwrap();
-    let child = std::process::Command::new(binary)
-        .args([
-            "-p",
-            &ca.dir.to_string_lossy(),
-            "-e",
-            &format!("{dir}/error.log"),
-        ])
-        .arg("-c")
-        .arg(&conf)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("nginx starts");
-    let nginx = Nginx { child, port };
-    common::wait_until("nginx to listen", Duration::from_secs(10), || {
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    Some(nginx)
 }
 
 /// A real TLS server: OpenSSL's side of the handshake, its session tickets, its records.

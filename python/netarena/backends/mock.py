@@ -61,7 +61,8 @@ def _latency(hist: HdrHistogram) -> dict:
 # errors.by_class: every class of netarena-load's, zero or not (docs/load-generator.md).
 _ERROR_CLASSES = ("connect_refused", "connect_timeout", "connect_error", "address_unavailable", "too_many_open_files",
                   "reset", "closed_early", "read_error", "write_error", "timeout", "parse_error", "status",
-                  "verification_mismatch", "tls_handshake", "tls_certificate")
+                  "verification_mismatch", "tls_handshake", "tls_certificate", "h2_rst_stream", "h2_goaway",
+                  "h2_protocol")
 _PERCENTILES = (("50", 50), ("75", 75), ("90", 90), ("99", 99), ("99_9", 99.9), ("99_99", 99.99))
 
 

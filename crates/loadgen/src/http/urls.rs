@@ -31,6 +31,8 @@ impl UrlOrder {
 pub struct Requests {
     pub wire: Vec<Vec<u8>>,
     pub what: Vec<String>,
+    /// Each URL's path (and query), as requested.
+    pub paths: Vec<String>,
     /// What URL i's response must match: the run's expectation, with the size or digest its `--urls` line
     /// gave (a list of files of different sizes is still verified response by response).
     pub expect: Vec<Expectation>,
@@ -39,10 +41,17 @@ pub struct Requests {
 
 impl Requests {
     /// The positional URL alone (no `--urls`): one request, judged by the run's expectation.
-    pub fn one(request: Vec<u8>, what: String, expect: Expectation, order: UrlOrder) -> Self {
+    pub fn one(
+        request: Vec<u8>,
+        what: String,
+        path: String,
+        expect: Expectation,
+        order: UrlOrder,
+    ) -> Self {
         Requests {
             wire: vec![request],
             what: vec![what],
+            paths: vec![path],
             expect: vec![expect],
             order,
         }
@@ -84,6 +93,7 @@ impl Requests {
         Ok(Requests {
             wire,
             what,
+            paths: lines.iter().map(|l| l.path.clone()).collect(),
             expect: expects,
             order,
         })

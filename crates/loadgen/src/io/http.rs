@@ -73,11 +73,28 @@ pub(crate) fn scratch_buffer() -> Vec<u8> {
     vec![0; SCRATCH_BYTES]
 }
 
-/// Write as much of the connection's batch as the socket takes (the rest on the next writable
-/// edge). Both load models write this way on epoll, through the TLS session with https.
+/// What is left to write on the connection: the rest of its batch (bytes `off..len` of the
+/// exchange's `wire`), or with HTTP/2 its outbox (requests and the frames its receipts call for).
+fn unsent<'a>(ex: &'a Exchange, c: &'a ExchangeConn, w: &WriteState) -> &'a [u8] {
+    match c.h2() {
+        Some(h2) => h2.unsent(),
+        None => &ex.wire(c)[w.off..w.len],
+    }
+}
+
+/// `n` bytes of `unsent` were written (or taken by the TLS session).
+fn wrote(c: &mut ExchangeConn, w: &mut WriteState, n: usize) {
+    match c.h2_mut() {
+        Some(h2) => h2.wrote(n),
+        None => w.off += n,
+    }
+}
+
+/// Write as much of what the connection has to send as the socket takes (the rest on the next
+/// writable edge). Both load models write this way on epoll, through the TLS session with https.
 pub(crate) fn flush(
     ex: &Exchange,
-    c: &ExchangeConn,
+    c: &mut ExchangeConn,
     w: &mut WriteState,
     sock: &mut TcpStream,
     now: Instant,
@@ -86,33 +103,37 @@ pub(crate) fn flush(
     if let Err(out) = w.start_tls(ex) {
         return out;
     }
-    let WriteState { off, len, tls } = w;
-    if let Some(tls) = tls {
+    if w.tls.is_some() {
         // `bytes_sent` counts the plaintext taken, as for http://, not the records' bytes.
         loop {
-            let taken = if off < len {
-                tls.write_plain(&ex.wire(c)[*off..*len])
-            } else {
+            let data = unsent(ex, c, w);
+            let taken = if data.is_empty() {
                 0
+            } else {
+                w.tls.as_mut().expect("a TLS session").write_plain(data)
             };
-            *off += taken;
+            wrote(c, w, taken);
             stats.sent(now, taken);
-            match tls.send_records(sock) {
+            match w.tls.as_mut().expect("a TLS session").send_records(sock) {
                 Ok(true) => {}
                 Ok(false) => return Outcome::Ok,
                 Err(out) => return out,
             }
             // All sent; more plaintext only if the session took some this time (during the
             // handshake it holds what it took until the handshake completes).
-            if off >= len || taken == 0 {
+            if unsent(ex, c, w).is_empty() || taken == 0 {
                 return Outcome::Ok;
             }
         }
     }
-    while w.off < w.len {
-        match sock.write(&ex.wire(c)[w.off..w.len]) {
+    loop {
+        let data = unsent(ex, c, w);
+        if data.is_empty() {
+            return Outcome::Ok;
+        }
+        match sock.write(data) {
             Ok(n) => {
-                w.off += n;
+                wrote(c, w, n);
                 stats.sent(now, n);
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Outcome::Ok,
@@ -120,7 +141,6 @@ pub(crate) fn flush(
             Err(e) => return write_failed(&e),
         }
     }
-    Outcome::Ok
 }
 
 /// What `read_responses` calls each time the connection's batch is fully answered.
@@ -337,7 +357,7 @@ impl Protocol for HttpProtocol {
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Outcome {
-        flush(&self.ex, &c.ex, &mut c.w, sock, now, stats)
+        flush(&self.ex, &mut c.ex, &mut c.w, sock, now, stats)
     }
 
     fn on_readable(

@@ -23,6 +23,8 @@ pub(crate) struct TlsSession {
     conn: ClientConnection,
     /// The handshake's completion has been counted (`ThreadStats::tls_handshake`).
     counted: bool,
+    /// `--h2`: the server must choose h2 by ALPN.
+    needs_h2: bool,
 }
 
 /// What the socket had for the session.
@@ -41,6 +43,7 @@ impl TlsSession {
             .map(|conn| TlsSession {
                 conn,
                 counted: false,
+                needs_h2: s.alpn == tls::ALPN_H2,
             })
             .map_err(|e| Outcome::Fail(ErrorClass::TlsHandshake, format!("TLS: {e}")))
     }
@@ -106,6 +109,12 @@ impl TlsSession {
                     .and_then(|s| s.suite().as_str()),
                 self.conn.alpn_protocol(),
             );
+            if self.needs_h2 && self.conn.alpn_protocol() != Some(tls::ALPN_H2) {
+                return Err(Outcome::Fail(
+                    ErrorClass::TlsHandshake,
+                    "the server did not choose h2 by ALPN (it speaks no HTTP/2 over TLS, or not on this port)".into(),
+                ));
+            }
         }
         if matches!(got, Records::Eof) && self.conn.is_handshaking() {
             return Err(Outcome::Fail(

@@ -652,7 +652,7 @@ impl<B: OpenIo> Worker<B> {
             unreachable!("the open loop has no request quota");
         };
         self.io
-            .send(i, &self.ex, &slot.ex, len, now, &mut self.stats)
+            .send(i, &self.ex, &mut slot.ex, len, now, &mut self.stats)
     }
 
     /// Conn-rate: one arrival = one new connection, unless the cap is reached.
@@ -716,8 +716,9 @@ impl<B: OpenIo> Worker<B> {
             }
             IoEvent::Failed(class, msg) => Outcome::Fail(class, msg),
             IoEvent::Writable => {
-                let slot = &self.slots[i];
-                self.io.flush(i, &self.ex, &slot.ex, now, &mut self.stats)
+                let slot = &mut self.slots[i];
+                self.io
+                    .flush(i, &self.ex, &mut slot.ex, now, &mut self.stats)
             }
             IoEvent::Readable(ready) => self.read(i, ready),
         };

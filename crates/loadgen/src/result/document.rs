@@ -55,6 +55,10 @@ pub struct Document {
     pub echo: Option<EchoDoc>,
     /// https: the TLS sessions (null for http:// and echo).
     pub tls: Option<TlsDoc>,
+    /// `--h2`: the HTTP/2 settings and what the server said of the connections (null for
+    /// HTTP/1.1 and echo; absent from documents older than HTTP/2).
+    #[serde(default)]
+    pub http2: Option<Http2Doc>,
     /// True when `latency` counts from each request's intended send time (open-loop modes).
     pub latency_corrected: bool,
     pub intervals: IntervalsDoc,
@@ -198,6 +202,35 @@ pub struct TlsDoc {
     pub resume: bool,
     /// False with `--insecure` (any certificate accepted), true with `--cacert`.
     pub certificate_verified: bool,
+}
+
+/// `--h2`: how the connections ran.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct Http2Doc {
+    /// "h2" (over TLS, chosen by ALPN) or "h2c" (cleartext, prior knowledge).
+    pub protocol: String,
+    /// `--streams`: streams in flight per connection asked for (a server may allow fewer).
+    pub streams: u32,
+    /// `--h2-window`: every stream's and the connection's receive window, in bytes.
+    pub window: u32,
+    /// GOAWAY frames received in the measured phase, graceful ones included (those with an error
+    /// code are also `h2_goaway` errors).
+    pub goaways: u64,
+}
+
+fn http2_doc(cfg: &Config, goaways: u64) -> Option<Http2Doc> {
+    let Mode::Http(HttpConfig {
+        h2: Some(h2), tls, ..
+    }) = &cfg.mode
+    else {
+        return None;
+    };
+    Some(Http2Doc {
+        protocol: if tls.is_some() { "h2" } else { "h2c" }.into(),
+        streams: h2.settings.streams,
+        window: h2.settings.window,
+        goaways,
+    })
 }
 
 /// A run's `tls` block from its merged counts (None for http:// and echo).
@@ -646,6 +679,7 @@ pub fn document(cfg: &Config, run: &RunOutcome) -> Document {
         no_answer: no_answer_doc(s.unanswered_connections, run.connections_used(cfg)),
         echo,
         tls: tls_doc(cfg, &s.tls),
+        http2: http2_doc(cfg, s.h2_goaways),
         latency_corrected: open.is_some(),
         intervals: intervals_doc(&s.intervals.done, cfg.interval, run.duration),
         open_loop: run.open.as_ref().map(|step| {

@@ -223,6 +223,12 @@ pub fn human(doc: &Document) -> String {
             }
         );
     }
+    if let Some(h) = &doc.http2 {
+        o += &format!(
+            "  HTTP/2      {}, {} stream(s) per connection, window {} bytes, {} GOAWAY(s)\n",
+            h.protocol, h.streams, h.window, h.goaways
+        );
+    }
     if doc.errors.total > 0 {
         let classes: Vec<String> = doc
             .errors

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use hdrhistogram::Histogram;
 
 use crate::result::document::{
-    self, ConfigDoc, ConnRateDoc, Document, EchoDoc, Errors, Generator, HistogramDoc,
+    self, ConfigDoc, ConnRateDoc, Document, EchoDoc, Errors, Generator, HistogramDoc, Http2Doc,
     IntervalEntry, IntervalsDoc, Latency, NoAnswerDoc, OpenLoopDoc, ProbeDoc, SpinAutoDoc,
     ThresholdDoc, Throughput, TimelineEntry, TlsDoc, Totals, SCHEMA_VERSION,
 };
@@ -220,6 +220,7 @@ pub fn merge_documents(parts: &[Part]) -> Result<Document, String> {
         no_answer,
         echo: merge_echo(&docs)?,
         tls: merge_tls(&docs),
+        http2: merge_http2(&docs),
         latency_corrected: first.latency_corrected,
         intervals: merge_intervals(&docs, settings)?,
         open_loop: merge_open_loop(parts)?,
@@ -512,6 +513,16 @@ fn merge_tls(docs: &[&Document]) -> Option<TlsDoc> {
         resumed: all.iter().map(|t| t.resumed).sum(),
         resume: first.resume,
         certificate_verified: all.iter().all(|t| t.certificate_verified),
+    })
+}
+
+/// `--h2`: the GOAWAYs summed, the settings the first part's (every part ran the same).
+fn merge_http2(docs: &[&Document]) -> Option<Http2Doc> {
+    let all: Vec<&Http2Doc> = docs.iter().filter_map(|d| d.http2.as_ref()).collect();
+    let first = all.first()?;
+    Some(Http2Doc {
+        goaways: all.iter().map(|h| h.goaways).sum(),
+        ..(*first).clone()
     })
 }
 

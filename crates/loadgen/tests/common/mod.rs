@@ -10,6 +10,9 @@
 //! - `echo`: the one echo server, correct or with a chosen fault (`echo_server`, `EchoFault`).
 //! - `tls`: https: a test CA with server certificates made at test time (good, expired, wrong
 //!   name), the TLS HTTP server (`tls_http_server`), and servers that break the handshake.
+//! - `h2`: a scripted h2c server answering each stream, or misbehaving on the streams a fault names
+//!   (`h2c_server`, `H2Fault`).
+//! - `nginx`: nginx on a free port with a server block the test writes (`start_nginx`).
 //! - `run`: starting the binary (`run_load`, `spawn_load`), with `NETARENA_LOAD_TEST_IO` applied.
 //! - `result`: the parsed result document with the invariants every result satisfies (`Result`).
 //! - `schema`: validation against docs/schema/netarena-load.schema.json.
@@ -20,7 +23,9 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 mod echo;
+mod h2;
 mod http;
+mod nginx;
 mod result;
 mod run;
 mod schema;
@@ -29,4 +34,6 @@ mod tls;
 
 // The submodules are an internal layout: tests name everything through `common::`.
 #[allow(unused_imports)] // each test binary uses a different subset
-pub use self::{echo::*, http::*, result::*, run::*, schema::*, servers::*, tls::*};
+pub use self::{
+    echo::*, h2::*, http::*, nginx::*, result::*, run::*, schema::*, servers::*, tls::*,
+};

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 /// Every class of `errors.by_class` (docs/load-generator.md).
-pub const ERROR_CLASSES: [&str; 15] = [
+pub const ERROR_CLASSES: [&str; 18] = [
     "connect_refused",
     "connect_timeout",
     "connect_error",
@@ -22,6 +22,9 @@ pub const ERROR_CLASSES: [&str; 15] = [
     "verification_mismatch",
     "tls_handshake",
     "tls_certificate",
+    "h2_rst_stream",
+    "h2_goaway",
+    "h2_protocol",
 ];
 
 /// A parsed result document plus the run's description for failure messages.

@@ -278,7 +278,7 @@ impl OpenIo for UringOpen {
         &mut self,
         i: usize,
         ex: &Exchange,
-        c: &ExchangeConn,
+        c: &mut ExchangeConn,
         len: usize,
         now: Instant,
         stats: &mut ThreadStats,
@@ -308,7 +308,7 @@ impl OpenIo for UringOpen {
         &mut self,
         _i: usize,
         _ex: &Exchange,
-        _c: &ExchangeConn,
+        _c: &mut ExchangeConn,
         _now: Instant,
         _stats: &mut ThreadStats,
     ) -> Outcome {
