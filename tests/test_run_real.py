@@ -12,6 +12,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -267,6 +268,39 @@ def test_verify_command(tmp_path, cache_dir, no_leftover_processes):
     assert any("fx-wrong" in line and "FAIL" in line and "Hello, World?" in line for line in lines), result.stdout
     ok = run_cli(["verify", "fx-other", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)
     assert ok.returncode == 0, ok.stdout
+
+
+def test_verify_starts_a_server_once_for_the_scenarios_its_command_serves(tmp_path, cache_dir,
+                                                                           no_leftover_processes):
+    """fx-good's HTTP scenarios share one start command, echo has its own: two servers for five scenarios. A
+    server that dies during the first scenario's checks fails the others sharing it, saying why."""
+    starts = Path(tempfile.mkdtemp(prefix="netarena-starts-")) / "starts"  # the server user can write there
+    starts.parent.chmod(0o777)
+    try:
+        result = run_cli(["verify", "fx-good", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir,
+                         FIXTURE_START_FILE=str(starts))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert sorted(starts.read_text().split()) == ["echo", "http"]
+        assert sorted(p.name for p in (cache_dir / "verify-logs").glob("fx-good.*")) == [
+            "fx-good.echo.h1.log", "fx-good.hello-bytes-json-sleep.h1.log"]
+    finally:
+        shutil.rmtree(starts.parent, ignore_errors=True)
+    contestants = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "_fixture-shared", contestants / "_fixture-shared")
+    (contestants / "fx-dies").mkdir()
+    (contestants / "fx-dies" / "contestant.toml").write_text(
+        (FIXTURE_CONTESTANTS / "fx-crash" / "contestant.toml").read_text()
+        .replace('name = "fx-crash"', 'name = "fx-dies"')
+        .replace('scenarios = ["hello"]', 'scenarios = ["hello", "bytes", "json"]')
+        .replace('bytes = "fixture"\njson = "fixture"\n', "")
+        .replace('"--crash-after-requests", "50"', '"--crash-after-requests", "3"'))
+    result = run_cli(["verify", "fx-dies", "--contestants-dir", contestants], cache_dir, COLUMNS="400")
+    assert result.returncode == 1, result.stdout + result.stderr
+    table = " ".join(result.stdout.split())
+    assert re.search(r"fx-dies │ hello │ h1 │ FAIL │ crashed: exited with code 3", table), result.stdout
+    for scenario in ("bytes", "json"):
+        assert re.search(rf"fx-dies │ {scenario} │ h1 │ FAIL │ crashed: not checked: the server exited \(code 3\) "
+                         "during the checks of (hello|bytes)", table), result.stdout
 
 
 def test_verify_shows_the_end_of_a_failed_servers_log(tmp_path, cache_dir, no_leftover_processes):

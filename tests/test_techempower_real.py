@@ -32,6 +32,8 @@ BROKEN = {
     ("fx-pg-cached-under-load", "queries"): "during the load: ",
 }
 SCENARIOS = ("db", "queries", "fortunes", "updates", "cached-queries")
+# A right server with a start-up read still in its transaction as the first requests come.
+START_READ_LATE = (("fx-pg-start-read-late", "db"), ("fx-pg-start-read-late", "queries"))
 
 SUITE = """name = "techempower"
 contestants = {contestants}
@@ -82,12 +84,17 @@ def suite(tmp_path, contestants, duration=0.5):
 def test_the_good_fixture_passes_every_scenario_and_each_broken_one_fails_with_its_reason(
         tmp_path, cache_dir, results_base, generator_binary, no_leftover_processes):
     results = results_base / "results"
-    contestants = ["fx-pg", *dict.fromkeys(c for c, _ in BROKEN)]
+    contestants = ["fx-pg", "fx-pg-start-read-late", *dict.fromkeys(c for c, _ in BROKEN)]
     result = run_cli(["run", suite(tmp_path, contestants), "--results", results,
                       "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir, timeout_s=300, PATH=VENV_PATH)
     rows = {(r["contestant"], r["scenario"]): r for r in measurements(results)}
-    assert set(rows) == {*((("fx-pg", s) for s in SCENARIOS)), *BROKEN}, \
+    assert set(rows) == {*((("fx-pg", s) for s in SCENARIOS)), *START_READ_LATE, *BROKEN}, \
         (sorted(rows), result.stderr[-3000:])
+    # Right, with a start-up read still running as the first check resets the count (the first request waits
+    # for it): the reset waits for the database's connections to go idle instead of counting that SELECT as the
+    # request's.
+    for key in START_READ_LATE:
+        assert rows[key]["status"] == "ok", (key, rows[key]["error"])
 
     for scenario in SCENARIOS:
         good = rows[("fx-pg", scenario)]

@@ -288,6 +288,45 @@ def list_cmd(contestants_dir, json_mode, no_apt, markdown):
                   "one not implemented: `netarena list --json`")
 
 
+def verify_on_one_server(backend: RealBackend, contestant, scenarios: list[str], protocol: str, log_path: Path, *,
+                         workers: int, threads: int | None, static_dir: Path, cpus: list[int],
+                         tls) -> dict[str, tuple[str | None, str | None, str]]:
+    """Start the contestant once for `protocol`, check each of `scenarios` on that server, stop it: per scenario
+    (failure_kind, error, note), failure_kind None when it passed. The first scenario's check waits for the
+    server to be ready; once the server has exited, the scenarios not yet checked fail saying so; processes
+    left after the stop fail every scenario checked on that server."""
+    outcome: dict[str, tuple[str | None, str | None, dict | None]] = {}
+    port = free_port()
+    try:
+        proc = backend.start_server(contestant, scenarios[0], port, workers, static_dir, cpus, log_path,
+                                    threads=threads, tls=tls)
+    except OSError as exc:
+        return {s: ("start_failed", f"cannot start: {exc}", "") for s in scenarios}
+    try:
+        for index, scenario in enumerate(scenarios):
+            if index > 0 and proc.poll() is not None:
+                outcome[scenario] = ("crashed", f"not checked: the server exited (code {proc.poll()}) during the "
+                                     f"checks of {scenarios[index - 1]}", None)
+                continue
+            if index > 0 and outcome[scenarios[0]][0] in ("start_failed", "not_ready") \
+                    and outcome[scenarios[0]][2] is None:  # its port never opened
+                outcome[scenario] = (outcome[scenarios[0]][0], f"not checked: {outcome[scenarios[0]][1]}", None)
+                continue
+            check = backend.wait_ready if index == 0 else backend.check_running
+            outcome[scenario] = check(proc, contestant, scenario, port, static_dir, 5.0, workers=workers,
+                                      threads=threads, tls=tls)
+    finally:
+        stop = backend.stop_server(contestant, proc)
+    results = {}
+    for scenario, (kind, error, verification) in outcome.items():
+        if kind is None and (stop["leftover"] or stop["escaped"]):
+            kind, error = "leftover", f"processes left after stop: {stop['leftover'] + stop['escaped']}"
+        observed = (verification or {}).get("observed")
+        note = (" (needed SIGKILL to stop)" if stop["killed"] else "") + (f" ({observed})" if observed else "")
+        results[scenario] = (kind, error, note)
+    return results
+
+
 @main.command()
 @click.argument("contestant_names", nargs=-1)
 @_contestants_dir_option
@@ -397,40 +436,34 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
                     and not static_set_ready(static_dir):
                 console.print(f"generating the static file set in {static_dir} (once)")
                 build_static_files(static_dir)
+            # One server start per (start command, protocol), its scenarios checked one after another on it:
+            # a server serves every scenario its command claims at once, as its users run it, and a JVM's start
+            # (seconds) is paid once, not once per scenario. A server started for one protocol serves that
+            # one only.
+            starts: dict[tuple, list[str]] = {}
+            rows: dict[tuple[str, str], tuple] = {}
             for scenario, protocol in verified_pairs(contestant.manifest, scenarios):
                 if scenario in SERVICE_SCENARIOS:
                     # verify starts no database; a run does (services.md), and verifies the scenario before its load.
-                    table.add_row(contestant.name, scenario, protocol, styled(("skipped", "yellow")),
-                                  f"needs the {SERVICE_SCENARIOS[scenario]} service: checked by `netarena run` "
-                                  "before each measurement")
+                    rows[scenario, protocol] = (styled(("skipped", "yellow")),
+                                                f"needs the {SERVICE_SCENARIOS[scenario]} service: checked by "
+                                                "`netarena run` before each measurement")
                     continue
-                port = free_port()
-                log_path = log_dir / f"{contestant.name}.{scenario}.{protocol}.log"
-                # A server started for one protocol serves that one only: one start per (scenario, protocol).
-                tls = certificate if is_tls(protocol) else None
-                try:
-                    proc = backend.start_server(contestant, scenario, port, workers, static_dir, cpus, log_path,
-                                                threads=threads, tls=tls)
-                except OSError as exc:
-                    failures += 1
-                    table.add_row(contestant.name, scenario, protocol, FAIL, f"cannot start: {exc}")
-                    continue
-                try:
-                    kind, error, verification = backend.wait_ready(proc, contestant, scenario, port, static_dir, 5.0,
-                                                                   workers=workers, threads=threads, tls=tls)
-                finally:
-                    stop = backend.stop_server(contestant, proc)
-                if kind is None and (stop["leftover"] or stop["escaped"]):
-                    kind, error = "leftover", f"processes left after stop: {stop['leftover'] + stop['escaped']}"
-                if kind is None:
-                    note = " (needed SIGKILL to stop)" if stop["killed"] else ""
-                    observed = (verification or {}).get("observed")
-                    table.add_row(contestant.name, scenario, protocol, styled(("pass", "green")),
-                                  "all checks passed" + note + (f" ({observed})" if observed else ""))
-                else:
-                    failures += 1
-                    table.add_row(contestant.name, scenario, protocol, FAIL, f"{kind}: {error} (log: {log_path})")
-                    failed_logs.append(log_path)
+                starts.setdefault((tuple(contestant.command(scenario)), protocol), []).append(scenario)
+            for (_, protocol), shared in starts.items():
+                log_path = log_dir / f"{contestant.name}.{'-'.join(shared)}.{protocol}.log"
+                for scenario, (kind, error, note) in verify_on_one_server(
+                        backend, contestant, shared, protocol, log_path, workers=workers, threads=threads,
+                        static_dir=static_dir, cpus=cpus, tls=certificate if is_tls(protocol) else None).items():
+                    if kind is None:
+                        rows[scenario, protocol] = (styled(("pass", "green")), "all checks passed" + note)
+                    else:
+                        failures += 1
+                        rows[scenario, protocol] = (FAIL, f"{kind}: {error} (log: {log_path})")
+                        if log_path not in failed_logs:
+                            failed_logs.append(log_path)
+            for scenario, protocol in verified_pairs(contestant.manifest, scenarios):
+                table.add_row(contestant.name, scenario, protocol, *rows[scenario, protocol])
     finally:
         if certificate is not None:
             certificate.remove()

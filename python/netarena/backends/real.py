@@ -117,6 +117,21 @@ class RealBackend:
         reason = proc.wait_port(port, ready_timeout_s)
         if reason is not None:
             return ("start_failed" if proc.poll() is not None else "not_ready"), reason, None
+        return self.check_running(proc, contestant, scenario, port, static_dir, timeout_s, workers=workers,
+                                  threads=threads, service_urls=service_urls, tls=tls, deadline=deadline)
+
+    def check_running(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
+                      static_dir: Path, timeout_s: float, workers: int = 1,
+                      threads: int | None = None,
+                      service_urls: dict[str, str] | None = None,
+                      tls: RunCertificate | None = None,
+                      deadline: float | None = None) -> tuple[str | None, str | None, dict | None]:
+        """wait_ready's verification, of a server whose port is open: retried while the failure is one a server
+        still starting gives, until `deadline` (time.monotonic(); default ready_timeout_s from now).
+        `netarena verify` also calls it for each further scenario of a server it started for several."""
+        ready_timeout_s = contestant.manifest.start.ready_timeout_s
+        if deadline is None:
+            deadline = time.monotonic() + ready_timeout_s
         while True:
             result = verify(scenario, port, static_dir, timeout_s=min(timeout_s, max(0.5, deadline - time.monotonic())),
                             concurrency_model=contestant.manifest.concurrency_model,

@@ -161,6 +161,28 @@ WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND query !~* 'pg_stat_statements' AND query ~* %s AND query ~* %s"""
 
 
+# The database's other client connections that are not idle: running a statement, or between the statements of
+# a transaction (more may follow at once).
+_BUSY_SQL = """
+SELECT count(*)::int FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
+  AND state IS DISTINCT FROM 'idle'"""
+# How long a count's reset waits for the database's other connections to go idle (see reset_when_quiet).
+QUIET_WAIT_S = 5.0
+
+
+def reset_when_quiet(conn) -> None:
+    """pg_stat_statements_reset(), once every other client connection of the database is idle (at most
+    QUIET_WAIT_S): a statement running at the reset is recorded when it ends, after it, and would be counted as
+    the next request's. It happens: a server's start-up read (a cache warm-up) still running as it answers, a
+    check retried after a timeout whose first try's request is still being served, the load's last requests,
+    a busy machine delaying all of them."""
+    deadline = time.monotonic() + QUIET_WAIT_S
+    while conn.execute(_BUSY_SQL).fetchone()[0] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    conn.execute("SELECT pg_stat_statements_reset()")
+
+
 def count_statements(conn, table: str, command: str) -> tuple[int, int]:
     """(calls, rows) of the statements of kind `command` (select, update) on `table` since the last reset."""
     return tuple(conn.execute(_COUNT_SQL, (rf"\m{table}\M", rf"^\s*{command}\M")).fetchone())
@@ -187,7 +209,7 @@ def counted(http, path: str, fn, expected_bytes: int, table: str, expected_selec
         fn(status, headers, body, elapsed_s)
 
     with _connect(http.service_url) as conn:
-        conn.execute("SELECT pg_stat_statements_reset()")
+        reset_when_quiet(conn)
         http.run(path, count_then_check, expected_bytes)
     calls, rows = found["calls"], found["rows"]
     name = f"queries of GET {http.prefix}{path} (pg_stat_statements)"
@@ -227,7 +249,7 @@ class LoadQueryCount:
         self.error = None
         try:
             with _connect(url) as conn:
-                conn.execute("SELECT pg_stat_statements_reset()")
+                reset_when_quiet(conn)  # the check before the load may have left a statement unrecorded
         except Exception as exc:  # _Wrong or psycopg.Error: the measurement fails with the database, not the run
             self.error = f"{type(exc).__name__}: {exc}"
 
