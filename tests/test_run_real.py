@@ -303,6 +303,42 @@ def test_verify_starts_a_server_once_for_the_scenarios_its_command_serves(tmp_pa
                          "during the checks of (hello|bytes)", table), result.stdout
 
 
+def test_a_suite_that_does_not_apply_warmup_min_warms_up_as_it_says_and_marks_the_figures_cold(
+        tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """apply_warmup_min = false (a check of correctness): the contestant's start.warmup_min_s does not raise the
+    warm-up; its measurements are flagged warmup_below_min and badged COLD, the others are not."""
+    contestants = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "_fixture-shared", contestants / "_fixture-shared")
+    for name in ("fx-good", "fx-other"):
+        shutil.copytree(FIXTURE_CONTESTANTS / name, contestants / name)
+    manifest = contestants / "fx-other" / "contestant.toml"
+    manifest.write_text(manifest.read_text().replace("stop_timeout_s = 2", "stop_timeout_s = 2\nwarmup_min_s = 30"))
+    suite = write_suite(tmp_path / "suite.toml", """name = "cold"
+contestants = ["fx-good", "fx-other"]
+repeat = 1
+warmup_s = 0.2
+duration_s = 0.3
+apply_warmup_min = false
+
+[[measure]]
+scenario = "hello"
+connections = [2]
+""")
+    results = tmp_path / "results"
+    result = run_cli(["run", suite, "--results", results, "--contestants-dir", contestants], cache_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert ("fx-other: warm-up 0.2 s, below its start.warmup_min_s 30 s (the suite's apply_warmup_min = false; "
+            "marked COLD in the report)") in result.stdout + result.stderr
+    rows = {r["contestant"]: r for r in db_rows(results, "SELECT * FROM measurements")}
+    for name, cold in (("fx-good", False), ("fx-other", True)):
+        assert rows[name]["status"] == "ok", rows[name]["error"]
+        assert json.loads(rows[name]["generator_json"])["config"]["warmup_s"] == 0.2
+        assert ("warmup_below_min" in json.loads(rows[name]["flags_json"])) == cold, rows[name]["flags_json"]
+    summary = run_cli(["show", "--results", results], cache_dir, COLUMNS="200")
+    assert "flagged COLD (warm-up below the contestant's minimum), 1 group(s): fx-other hello c=2,w=1\n" \
+        in summary.stdout, summary.stdout
+
+
 def test_verify_shows_the_end_of_a_failed_servers_log(tmp_path, cache_dir, no_leftover_processes):
     """A server that never becomes ready: the reason, and what it printed, without opening the log by hand."""
     result = run_cli(["verify", "fx-never-ready", "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir)

@@ -324,6 +324,10 @@ class Suite(Strict):
     # minimum and warmup_max_s the bound; unset: a fixed warm-up of warmup_s.
     warmup_until_steady: Annotated[float, Field(gt=0, lt=1)] | None = None
     warmup_max_s: Annotated[float, Field(gt=0, le=3600)] = 60.0
+    # false: a contestant's start.warmup_min_s does not raise this suite's warm-up. For a suite that checks
+    # correctness (answers, verification, stopping), not figures: each measurement warmed up less than its
+    # contestant asks is flagged warmup_below_min (badge COLD).
+    apply_warmup_min: bool = True
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
     # How many extra measurements each (contestant, scenario, level) may take to replace ones the machine made
     # noisy (stats.noisy_reason: CPU steal, or the server or the generator waiting for a CPU); the noisy ones are

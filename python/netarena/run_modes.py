@@ -463,8 +463,13 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
             ui.warn(f"the estimate exceeds the suite's time_budget_s ({plan.suite.time_budget_s:g} s)")
     for contestant in plan.contestants:
         if contestant.manifest.start.warmup_min_s > plan.suite.warmup_s and not json_mode:
-            ui.info(f"{contestant.name}: warm-up {contestant.manifest.start.warmup_min_s:g} s instead of "
-                    f"{plan.suite.warmup_s:g} s (its start.warmup_min_s; marked WARM in the report)")
+            if plan.suite.apply_warmup_min:
+                ui.info(f"{contestant.name}: warm-up {contestant.manifest.start.warmup_min_s:g} s instead of "
+                        f"{plan.suite.warmup_s:g} s (its start.warmup_min_s; marked WARM in the report)")
+            else:
+                ui.info(f"{contestant.name}: warm-up {plan.suite.warmup_s:g} s, below its start.warmup_min_s "
+                        f"{contestant.manifest.start.warmup_min_s:g} s (the suite's apply_warmup_min = false; "
+                        "marked COLD in the report)")
     for contestant, scenario, level_key, reason in plan.skips:
         if not json_mode:
             ui.info(f"skip {contestant}{' ' + scenario if scenario else ''}"

@@ -353,6 +353,8 @@ class Runner:
                     break
                 if plan.warmup_raised(item):
                     record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_RAISED]
+                if plan.warmup_below_min(item):
+                    record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_BELOW_MIN]
                 if (record.get("warmup") or {}).get("settled") is False:
                     record["flags"] = [*(record.get("flags") or []), stats.FLAG_WARMUP_UNSETTLED]
                 noisy = (record.get("contention") or {}).get("noisy") if record["status"] == "ok" else None

@@ -28,6 +28,8 @@ FLAG_LEFTOVER = "processes_left_after_stop"
 FLAG_STOP_KILLED = "needed_sigkill_to_stop"
 FLAG_RATE_NOT_MET = "rate_not_met"  # open loop: the generator could not keep the asked schedule
 FLAG_WARMUP_RAISED = "warmup_raised"  # the contestant's start.warmup_min_s exceeded the suite's warm-up
+# The suite's apply_warmup_min = false left the warm-up below the contestant's start.warmup_min_s.
+FLAG_WARMUP_BELOW_MIN = "warmup_below_min"
 # A warm-up until steady (suite warmup_until_steady) reached warmup_max_s without successive windows agreeing.
 FLAG_WARMUP_UNSETTLED = "warmup_unsettled"
 FLAG_THRESHOLD_FAILED = "threshold_failed"  # a --threshold / suite `thresholds` verdict of the generator failed

@@ -98,11 +98,12 @@ class Plan:
 
     def timing(self, item: Item) -> tuple[float, float]:
         """(warm-up, duration) of an item: its [[measure]] entry's own, else the suite's; the warm-up raised to
-        the contestant's start.warmup_min_s (a fixed-size echo flood has no warm-up to raise)."""
+        the contestant's start.warmup_min_s (a fixed-size echo flood has no warm-up to raise) unless the suite
+        says apply_warmup_min = false."""
         level = item.level
         warmup = self.suite.warmup_s if level.warmup_s is None else level.warmup_s
         duration = self.suite.duration_s if level.duration_s is None else level.duration_s
-        if not level.param("bytes"):
+        if not level.param("bytes") and self.suite.apply_warmup_min:
             warmup = max(warmup, self.warmup_min_s(item.contestant))
         return warmup, duration
 
@@ -112,6 +113,10 @@ class Plan:
     def warmup_raised(self, item: Item) -> bool:
         suite_warmup = self.suite.warmup_s if item.level.warmup_s is None else item.level.warmup_s
         return self.timing(item)[0] > suite_warmup
+
+    def warmup_below_min(self, item: Item) -> bool:
+        """The item is warmed up less than its contestant's start.warmup_min_s (apply_warmup_min = false)."""
+        return not item.level.param("bytes") and self.timing(item)[0] < self.warmup_min_s(item.contestant)
 
     def item_estimate_s(self, item: Item) -> float:
         """How long one measurement of an item is expected to take, its overhead included."""

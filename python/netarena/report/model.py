@@ -57,6 +57,10 @@ BADGES: dict[str, tuple[str, str]] = {
     "WARM": ("longer warm-up", "the contestant's manifest (start.warmup_min_s) asks for a longer warm-up than the "
                                "suite's, for JIT compilation; its figures come after that warm-up (each measurement "
                                "shows its own)"),
+    "COLD": ("warm-up below the contestant's minimum", "the suite says apply_warmup_min = false (a check of "
+                                                       "correctness): the warm-up was shorter than the "
+                                                       "contestant's start.warmup_min_s, so a JIT may not have "
+                                                       "compiled its hot paths yet; not a figure to compare"),
     "WARMUP": ("warm-up never settled", "the suite warms up until successive windows agree (warmup_until_steady); "
                                         "in at least one repeat they still did not at warmup_max_s, so the server "
                                         "may still have been warming up while measured"),
@@ -780,6 +784,8 @@ def badges_for(flags: list[str], members: list[dict], errors_by_class: dict[str,
         out.append("NOANS")
     if stats.FLAG_WARMUP_RAISED in flags:
         out.append("WARM")
+    if stats.FLAG_WARMUP_BELOW_MIN in flags:
+        out.append("COLD")
     if stats.FLAG_WARMUP_UNSETTLED in flags:
         out.append("WARMUP")
     if stats.FLAG_NOISY in flags:
