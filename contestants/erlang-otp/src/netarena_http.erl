@@ -43,7 +43,7 @@ main([HostArg, PortArg, StaticDir]) ->
         {mime_types, [{"jpg", "image/jpeg"}, {"html", "text/html"}, {"txt", "text/plain"}]},
         %% httpd's default is at most 150 clients at once (the 151st gets 503); the benchmark
         %% opens up to thousands of connections.
-        {socket_type, {ip_comm, [{backlog, 1024}, {nodelay, true}, {port, Port}]}},
+        {socket_type, socket_type([{backlog, 1024}, {nodelay, true}, {port, Port}])},
         {max_clients, 20000},
         %% keep-alive with no per-connection request limit is httpd's default; said explicitly.
         {keep_alive, true}
@@ -57,6 +57,17 @@ main([HostArg, PortArg, StaticDir]) ->
     receive after infinity -> ok end;
 main(_) ->
     fail("usage: erl -noshell -run netarena_http main HOST PORT STATIC_DIR", []).
+
+%% Cleartext, or HTTPS (OTP's ssl application: TLS 1.2 and 1.3, ALPN http/1.1) when netarena starts the server
+%% for a TLS level: NETARENA_TLS_CERT and NETARENA_TLS_KEY then name the run's certificate and key (PEM).
+socket_type(SockOpts) ->
+    case {os:getenv("NETARENA_TLS_CERT"), os:getenv("NETARENA_TLS_KEY")} of
+        {Cert, Key} when is_list(Cert), Cert =/= "", is_list(Key), Key =/= "" ->
+            {ssl, [{certfile, Cert}, {keyfile, Key}, {versions, ['tlsv1.3', 'tlsv1.2']},
+                   {alpn_preferred_protocols, [<<"http/1.1">>]} | SockOpts]};
+        _ ->
+            {ip_comm, SockOpts}
+    end.
 
 %% HOST: the address to listen on (0.0.0.0: every address).
 address(Text) ->
