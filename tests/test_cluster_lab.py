@@ -222,6 +222,11 @@ backend = "sqlite"
 scenario = "mongo"
 doc = ["small"]
 connections = [10]
+
+[[measure]]
+scenario = "queries"
+queries = [5]
+connections = [10]
 """
 
 
@@ -232,8 +237,21 @@ def test_the_database_runs_on_the_server_host_beside_the_contestant(lab3, tmp_pa
     results = tmp_path / "results"
     proc = run_cli(["run", suite, "--cluster", cluster_file, "--results", results, "--json"], cache, timeout_s=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    [row] = db_rows(results, "SELECT * FROM measurements")
-    assert row["status"] == "ok", (row["error"], row["stderr_tail"])
+    rows = {r["scenario"]: r for r in db_rows(results, "SELECT * FROM measurements")}
+    assert sorted(rows) == ["mongo", "queries"], sorted(rows)
+    for row in rows.values():
+        assert row["status"] == "ok", (row["scenario"], row["error"], row["stderr_tail"])
+    # PostgreSQL beside the contestant too, and its queries counted there over the whole load, against the
+    # generator hosts' merged document: every answered request made its 5 SELECTs.
+    queries = rows["queries"]
+    during = json.loads(queries["verification_json"])["during_load"]
+    merged = json.loads(queries["generator_json"])
+    assert during["ok"] and during["table"] == "world", during
+    assert during["answered"] == merged["totals"]["responses"] + merged["totals"]["warmup_responses"] > 0
+    assert 5 * during["answered"] * 0.99 <= during["selects"], during
+    assert len(merged["hosts"]) == 2
+    assert not [p for p in _ns_pids(f"{name}-h1") if "postgres" in _cmdline(p)]
+    row = rows["mongo"]
     services = json.loads(row["services_json"])
     assert services["ferretdb"]["label"] == "FerretDB 1.24.2 (SQLite)"
     assert services["ferretdb"]["fixture"]["documents"]["small"] > 0

@@ -304,6 +304,11 @@ class ClusterBackend:
             start_var.set({name: int((start + self.offsets.get(name, 0.0)) * 1e9) for name in hosts})
             progress("load")
             self._wait_futures(list(gen_fs.values()), time.monotonic() + START_LEAD_S + budget + 30, needed)
+            # Merged before the server host hears the load is over: its count of the server's work over the load
+            # (the queries, beside the database) is judged against the merged document.
+            parts = [f.result() for f in gen_fs.values()]
+            generator, errors = self._merged(parts)
+            Variable(f"{mid}/generator", client=self.client).set(generator)
             loaded.set()
             self._wait_futures([server_f], time.monotonic() + 120, needed)
         except HostLost as exc:
@@ -328,15 +333,7 @@ class ClusterBackend:
             self._forget(mid, [*gen_fs])
         out = server_f.result()
         self._server_fields(record, out)
-        parts = [f.result() for f in gen_fs.values()]
         record["generator_argv"] = [w for p in parts for w in (f"[{p['host']}]", *p["argv"])]
-        errors = [f"{p['host']}: {p['error']}" for p in parts if p.get("error")]
-        generator = None
-        if not errors:
-            try:  # on this (the control) host, by its netarena-load
-                generator = merge_documents(parts, find_generator())
-            except (MergeFailed, GeneratorMissing) as exc:
-                errors.append(f"merging the generator hosts' results: {exc}")
         record["generator"] = generator
         if generator is not None and isinstance(record.get("monitor"), dict) and "error" not in record["monitor"]:
             status = record["monitor"].pop("server_status", None)
@@ -352,13 +349,28 @@ class ClusterBackend:
         hang = out.get("after_load") if generator is not None and timeouts(generator) else None
         if hang is not None:
             record["verification"] = dict(record.get("verification") or {}, after_load=hang)
+        if out.get("during_load") is not None:
+            record["verification"] = dict(record.get("verification") or {}, during_load=out["during_load"])
         crashed_code = out.get("crashed_code")
         crashed = None if crashed_code is None else f"the contestant exited with code {crashed_code} while under load"
         record = conclude(record, generator, crashed=crashed,
-                          gen_error="; ".join(errors) or None, hang=hang, timeout_s=req.timeout_s, log_path=None)
+                          gen_error="; ".join(errors) or None, hang=hang, timeout_s=req.timeout_s, log_path=None,
+                          during_load=out.get("during_load"))
         if record["status"] != "ok":
             record["stderr_tail"] = out.get("stderr_tail")
         return record
+
+    @staticmethod
+    def _merged(parts: list[dict]) -> tuple[dict | None, list[str]]:
+        """The generator hosts' results merged into one document (on this, the control host, by its
+        netarena-load), and the errors that left none."""
+        errors = [f"{p['host']}: {p['error']}" for p in parts if p.get("error")]
+        if errors:
+            return None, errors
+        try:
+            return merge_documents(parts, find_generator()), []
+        except (MergeFailed, GeneratorMissing) as exc:
+            return None, [f"merging the generator hosts' results: {exc}"]
 
     @staticmethod
     def _server_fields(record: dict, out: dict) -> None:
@@ -374,7 +386,7 @@ class ClusterBackend:
     def _forget(self, mid: str, hosts: list[str]) -> None:
         from distributed import Event, Variable
 
-        for name in ["server", "start", *(f"ready/{h}" for h in hosts)]:
+        for name in ["server", "start", "generator", *(f"ready/{h}" for h in hosts)]:
             try:
                 Variable(f"{mid}/{name}", client=self.client).delete()
             except Exception:  # cleanup of scheduler state only; never the reason a measurement fails

@@ -24,7 +24,7 @@ from ..errors import ConfigError
 from ..monitor import Monitor, MonitorError
 from ..ports import free_port
 from ..process import ManagedProcess, available_cpus
-from ..scenarios import STATIC_SET_VERSION, build_static_files, load_spec, static_set_ready
+from ..scenarios import STATIC_SET_VERSION, build_static_files, load_spec, registry, static_set_ready
 from ..services import ServiceManager, load_all, service_availability
 from ..spread import read_ready
 from ..generator import GeneratorMissing, find_generator, generator_argv, generator_version
@@ -125,6 +125,21 @@ def _read_status(port: int, path: str | None, timeout_s: float) -> str | None:
         conn.close()
 
 
+# How long the server task waits, once the load is over, for the orchestrator's merged generator document.
+MERGED_DOCUMENT_WAIT_S = 10.0
+
+
+def _merged_document(mid: str) -> dict | None:
+    """The generator hosts' merged document of measurement `mid` (the orchestrator's "<mid>/generator"), or None
+    when the load failed or was cut short (the orchestrator then sets none, or None)."""
+    from distributed import Variable
+
+    try:
+        return Variable(f"{mid}/generator").get(timeout=MERGED_DOCUMENT_WAIT_S)
+    except TimeoutError:
+        return None
+
+
 def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_index: int, warmup_s: float,
                 duration_s: float, timeout_s: float, log_dir: str, wait_s: float, run_key: str | None = None) -> dict:
     """Start, verify and monitor the contestant here, listening on every address; stop it once the
@@ -176,8 +191,16 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
             monitor = Monitor(server.pid, services=req.services.pids() if needs else None).start()
         except MonitorError as exc:
             monitor_result = {"error": str(exc)}
+        # The scenario's count of the server's work over the load (its queries), here beside the database, as
+        # on one machine: started just before the generators are let loose, judged against their merged
+        # document, which the orchestrator hands over before it says the load is over.
+        kind_of = registry.kind(scenario)
+        counting = kind_of.count_during_load(
+            level, service_urls.get(f"{kind_of.service}_url") if kind_of.service else None)
         announce.set({"port": port})
         Event(f"{mid}/loaded").wait(timeout=wait_s)
+        if counting is not None:
+            out["during_load"] = counting.finish(_merged_document(mid))
         out["crashed_code"] = server.poll()
         died = next((d for d in (req.services.dead(n) for n in needs) if d is not None), None) if needs else None
         if died is not None:
