@@ -31,12 +31,36 @@ def test_h2_levels_are_keyed_by_their_protocol(tmp_path):
         "c=4,w=1,size=40", "c=4,w=1,size=40,protocol=h2", "c=4,w=1,size=40,protocol=h2c"]
 
 
+def test_streams_multiply_the_http2_levels_only_and_reach_netarena_load(tmp_path):
+    from netarena.scenarios.load import load_spec
+
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE.format(scenario="hello", protocol='["h1", "h2c"]')
+                                      + "streams = [1, 8]\n"))
+    levels = levels_for(suite.measure[0])
+    assert [level.key for level in levels] == ["c=4,w=1", "c=4,w=1,protocol=h2c", "c=4,w=1,protocol=h2c,streams=8"]
+    argv = [load_spec("hello", level, 8080, tmp_path).args for level in levels]
+    assert "--h2" not in argv[0] and "--streams" not in argv[0]
+    assert "--h2" in argv[1] and "--streams" not in argv[1]  # netarena-load's default, 1
+    assert argv[2][argv[2].index("--streams") + 1] == "8"
+    spec = load_spec("hello", levels[2], 8080, tmp_path)
+    assert spec.target == "http://127.0.0.1:8080/hello"
+
+
+def test_streams_without_an_http2_protocol_is_refused(tmp_path):
+    path = write_suite(tmp_path / "s.toml", SUITE.format(scenario="hello", protocol='["h1", "h1-tls"]')
+                       + "streams = [8]\n")
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert "streams applies to HTTP/2 levels" in err.value.render() and err.value.field == "measure[0].streams"
+
+
 @pytest.mark.parametrize("scenario, extra, message, field", [
     ("sleep", "", "protocol applies to the scenarios hello, bytes, json, static, not sleep", "measure[0].protocol"),
     ("json", "", "h2 applies to the scenarios hello, bytes, static, not json", "measure[0].protocol"),
     # What netarena-load --h2 does not do, refused by netarena-load's own check of the level.
     ("hello", "rate = [100]\n", "--rate", "measure[0].protocol"),
     ("hello", 'generator_io = "uring"\n', "uring", "measure[0].generator_io"),
+    ("hello", "streams = [20000]\n", "less than or equal to 10000", "measure[0].streams[0]"),
 ])
 def test_a_suite_asking_for_what_http2_cannot_measure_is_refused(tmp_path, scenario, extra, message, field):
     path = write_suite(tmp_path / "s.toml", SUITE.format(scenario=scenario, protocol='["h2"]') + extra)
@@ -125,6 +149,13 @@ timeout_s = 2
 scenario = "hello"
 connections = [4]
 protocol = ["h1", "h2", "h2c"]
+
+[[measure]]
+scenario = "bytes"
+contestants = ["nginx"]
+connections = [2]
+protocol = ["h2c"]
+streams = [4]
 """
 
 
@@ -138,23 +169,25 @@ def test_a_real_run_at_h2_and_h2c_on_nginx_and_go_net(tmp_path, cache_dir, gener
     result = run_cli(["run", write_suite(tmp_path / "suite.toml", RUN_SUITE), "--results", results, "--quiet"],
                      cache_dir)
     assert result.returncode == 0, result.stdout + result.stderr
-    rows = db_rows(results, "SELECT contestant, level_key, status, error, generator_argv_json, generator_json, "
-                            "verification_json FROM measurements")
+    rows = db_rows(results, "SELECT contestant, scenario, level_key, status, error, generator_argv_json, "
+                            "generator_json, verification_json FROM measurements")
     assert sorted((r["contestant"], r["level_key"]) for r in rows) == sorted(
-        (name, key) for name in ("nginx", "go-net") for key in ("c=4,w=1", "c=4,w=1,protocol=h2",
-                                                                "c=4,w=1,protocol=h2c"))
+        [(name, key) for name in ("nginx", "go-net") for key in ("c=4,w=1", "c=4,w=1,protocol=h2",
+                                                                 "c=4,w=1,protocol=h2c")]
+        + [("nginx", "c=2,w=1,size=40,protocol=h2c,streams=4")])
     for row in rows:
         assert row["status"] == "ok", row["error"]
         argv = json.loads(row["generator_argv_json"])
         document = json.loads(row["generator_json"])
         assert document["errors"]["total"] == 0
-        protocol = row["level_key"].partition("protocol=")[2] or "h1"
+        protocol = row["level_key"].partition("protocol=")[2].split(",")[0] or "h1"
         if protocol == "h1":
             assert "--h2" not in argv and document.get("http2") is None
             continue
         assert "--h2" in argv
         # netarena-load's own word on what it spoke: h2 by ALPN over TLS, h2c with prior knowledge.
         assert document["http2"]["protocol"] == protocol, document["http2"]
+        assert document["http2"]["streams"] == (4 if "streams=4" in row["level_key"] else 1)
         target = next(a for a in argv if "://127.0.0.1:" in a)
         assert target.startswith("https://" if protocol == "h2" else "http://")
         assert ("--cacert" in argv) == (protocol == "h2")

@@ -251,6 +251,9 @@ class _MeasureCommon(Strict):
     # HTTP/1.1 over TLS (the TLS_SCENARIOS only), "h2" / "h2c" HTTP/2 over TLS / in cleartext (the
     # HTTP2_SCENARIOS only). A contestant that does not list one is skipped for its levels.
     protocol: Annotated[list[str], Field(min_length=1)] = [H1]
+    # HTTP/2 streams in flight per connection (netarena-load --streams), one level per value, for the h2 and h2c
+    # levels only (the entry's other protocols are measured at one request in flight per connection). Unset: 1.
+    streams: Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1)] | None = None
     # Each scenario's own parameters (its module's `params`: sizes, sleep_ms, static_path, doc, gridfs_files,
     # gridfs_path, echo_bytes, probe_interval_s, ...) are added below (Measure); each is only allowed with its
     # scenario (checked after validation).
@@ -835,6 +838,9 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
             fail(("measure", index, "protocol"), f"protocol applies to the scenarios {', '.join(TLS_SCENARIOS)}, not "
                  f"{entry.scenario}: it is measured over h1 only", 'remove protocol or set protocol = ["h1"]')
         over_http2 = [p for p in entry.protocol if is_http2(p)]
+        if entry.streams is not None and not over_http2:
+            fail(("measure", index, "streams"), f"streams applies to HTTP/2 levels, and protocol {entry.protocol} "
+                 "has none", 'add "h2" or "h2c" to protocol, or remove streams')
         if over_http2 and entry.scenario not in HTTP2_SCENARIOS:
             fail(("measure", index, "protocol"), f"{over_http2[0]} applies to the scenarios "
                  f"{', '.join(HTTP2_SCENARIOS)}, not {entry.scenario}: its load holds every response to the first "

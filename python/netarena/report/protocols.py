@@ -75,6 +75,7 @@ def protocol_costs(groups: list[Group]) -> list[ProtocolCost]:
         level = Level.from_dict(g.level)
         if level.protocol == H1:
             continue
+        # An HTTP/2 level with several streams in flight has no twin (h1's level has one): not paired.
         base = by_level.get((g.contestant, g.scenario, replace(level, protocol=H1).key))
         if base is None:
             continue

@@ -55,6 +55,8 @@ def http_level_args(level: Level) -> list[str]:
         # the level's other options, so that `netarena-load check` refuses what --h2 does not do (the open
         # loop, io_uring) before anything runs (config.check_suite).
         http_args.append("--h2")
+        if level.streams != 1:
+            http_args += ["--streams", str(level.streams)]
     if level.pipeline != 1:
         http_args += ["--pipeline", str(level.pipeline)]
     if level.close:
@@ -91,7 +93,7 @@ OPTION_FIELDS = {
     "--spin-us": "generator_spin_us", "--find-max": "find_max", "--slo": "find_max.slo",
     "--max-errors": "find_max.max_errors", "--step-duration": "duration_s", "--duration": "duration_s",
     "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes", "--cacert": "protocol", "--insecure": "protocol",
-    "--h2": "protocol",
+    "--h2": "protocol", "--streams": "streams",
 }
 
 # netarena-load's mode for each scenario protocol.
