@@ -19,6 +19,7 @@ from netarena.errors import ConfigError
 from netarena.scenarios import levels_for
 from netarena.scenarios.checks import verify
 from netarena.tls import make_run_certificate
+from test_protocols import RUN_SUITE as TLS_RUN_SUITE
 from test_protocols import SUITE, _Hello, _rows
 
 # ----------------------------------------------------------------------------- suites
@@ -138,18 +139,9 @@ def test_verify_fails_a_contestant_that_claims_http2_and_serves_http1(tmp_path, 
 
 # ----------------------------------------------------------------------------- a real run
 
-RUN_SUITE = """name = "h2-tiny"
-contestants = ["nginx", "go-net"]
-repeat = 1
-warmup_s = 0.3
-duration_s = 0.7
-timeout_s = 2
-
-[[measure]]
-scenario = "hello"
-connections = [4]
-protocol = ["h1", "h2", "h2c"]
-
+# test_protocols' tiny run, its levels over HTTP/2, and one h2c level with several streams in flight.
+RUN_SUITE = TLS_RUN_SUITE.format(contestants='["nginx", "go-net"]').replace(
+    'protocol = ["h1", "h1-tls"]', 'protocol = ["h1", "h2", "h2c"]') + """
 [[measure]]
 scenario = "bytes"
 contestants = ["nginx"]
