@@ -135,7 +135,7 @@ def _check_tls(host: str, port: int, timeout_s: float, cafile: Path | None, chec
     than `protocol`'s) before any request is held to the catalog."""
     name = "TLS handshake"
     not_trusted, no_tls = _TLS_MISMATCH[whose]
-    offered = _ALPN_OFFERED.get(protocol, ("http/1.1",)) if whose == "run" or protocol == H2 else ("http/1.1",)
+    offered = _ALPN_OFFERED.get(protocol, ("http/1.1",)) if whose == "run" else ("http/1.1",)
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as raw, \
                 client_context(cafile, offered).wrap_socket(raw, server_hostname=host) as tls:

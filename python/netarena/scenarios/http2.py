@@ -102,10 +102,10 @@ class Http2Connection:
         """Open the connection: TCP, TLS with ALPN h2 (when over TLS), both prefaces. The server's SETTINGS frame
         must be the first thing it sends, or it does not speak HTTP/2 here (NotHttp2)."""
         raw = socket.create_connection((self.host, self.port), timeout=self.timeout)
-        # As http.client's connect does: this end's small writes (WINDOW_UPDATE, the next request's HEADERS) must
-        # not wait for the server's delayed ACK, or the Nagle check would time this client's stall.
-        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
+            # As http.client's connect does: this end's small writes (WINDOW_UPDATE, the next request's HEADERS)
+            # must not wait for the server's delayed ACK, or the Nagle check would time this client's stall.
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self._context is not None:
                 sock = self._context.wrap_socket(raw, server_hostname=self.host)
                 chosen = sock.selected_alpn_protocol()
