@@ -39,8 +39,9 @@ class Level:
     # rate / conn_rate of params; None: measure the level as it is.
     find_max_slo: str | None = None
     find_max_errors: str | None = None  # --max-errors, e.g. "0.1%"
-    # What the requests travel over (tls.PROTOCOLS): "h1" cleartext HTTP/1.1, "h1-tls" HTTP/1.1 over TLS. In
-    # the key only when not h1, so the keys stored before the axis existed still name the same levels.
+    # What the requests travel over (tls.PROTOCOLS): "h1" cleartext HTTP/1.1, "h1-tls" HTTP/1.1 over TLS, "h2" and
+    # "h2c" HTTP/2 over TLS and in cleartext. In the key only when not h1, so the keys stored before the axis
+    # existed still name the same levels.
     protocol: str = H1
     # HTTP/2 streams in flight per connection (netarena-load --streams; h2 and h2c only). In the key only when
     # not 1, as netarena-load's default.
