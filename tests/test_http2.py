@@ -71,6 +71,41 @@ def test_a_suite_asking_for_what_http2_cannot_measure_is_refused(tmp_path, scena
     assert err.value.field == field
 
 
+# ----------------------------------------------------------------------------- servers started for a protocol
+
+
+@pytest.mark.parametrize("protocol, over_tls", [("h1", False), ("h1-tls", True), ("h2", True), ("h2c", False)])
+def test_every_server_is_started_with_its_protocol(tmp_path, cache_dir, monkeypatch, protocol, over_tls):
+    """NETARENA_PROTOCOL and {protocol} name the level's protocol at every start; the run's certificate comes
+    with the protocols over TLS only (h1-tls, h2)."""
+    import time
+
+    from netarena.backends.real import RealBackend
+    from netarena.contestants import load
+
+    monkeypatch.setenv("NETARENA_CACHE", str(cache_dir))
+    folder = tmp_path / "contestants" / "fx-env"
+    folder.mkdir(parents=True)
+    seen = folder / "seen"
+    text = (FIXTURE_CONTESTANTS / "fx-tls" / "contestant.toml").read_text().replace(
+        'name = "fx-tls"', 'name = "fx-env"').replace('protocols = ["h1", "h1-tls"]',
+                                                      'protocols = ["h1", "h1-tls", "h2", "h2c"]')
+    script = ("import os, sys; open(sys.argv[1], 'w').write(' '.join([sys.argv[2], "
+              "os.environ['NETARENA_PROTOCOL'], str('NETARENA_TLS_CERT' in os.environ)]))")
+    start = next(line for line in text.splitlines() if line.startswith("command = "))
+    text = text.replace(start, f'command = ["python3", "-c", "{script}", "{{dir}}/seen", "{{protocol}}"]')
+    (folder / "contestant.toml").write_text(text)
+    [contestant] = load(tmp_path / "contestants", ["fx-env"])
+    cert = make_run_certificate(tmp_path / "tls") if over_tls else None
+    proc = RealBackend(generator=None).start_server(contestant, "hello", 1, 1, tmp_path, [], tmp_path / "log",
+                                                    tls=cert, protocol=protocol)
+    deadline = time.monotonic() + 30
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() == 0, (tmp_path / "log").read_text()
+    assert seen.read_text() == f"{protocol} {protocol} {over_tls}"
+
+
 # ----------------------------------------------------------------------------- verification over HTTP/2
 
 
