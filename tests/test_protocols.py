@@ -72,9 +72,7 @@ def test_each_run_certificate_has_its_own_key(tmp_path):
 
 
 @pytest.mark.parametrize("protocols, message", [
-    ('["h1", "h3"]', "unknown protocol 'h3'; known: h1, h1-tls"),
-    ('["h1", "h2"]', "HTTP/2 is not built yet"),
-    ('["h1", "h2c"]', "HTTP/2 is not built yet"),
+    ('["h1", "h3"]', "unknown protocol 'h3'; known: h1, h1-tls, h2, h2c"),
     ('["h1-tls"]', 'leaves out "h1"'),
     ('["h1", "h1"]', "listed twice"),
 ])
@@ -117,13 +115,6 @@ def test_suite_protocol_on_a_scenario_without_tls_is_refused(tmp_path):
     assert err.value.field == "measure[0].protocol" and err.value.line == 5
     # h1 alone is what every scenario is measured over: accepted anywhere.
     load_suite(write_suite(tmp_path / "h1.toml", SUITE.format(scenario="sleep", protocol='["h1"]')))
-
-
-def test_suite_asking_for_http2_is_refused(tmp_path):
-    path = write_suite(tmp_path / "s.toml", SUITE.format(scenario="hello", protocol='["h2"]'))
-    with pytest.raises(ConfigError) as err:
-        load_suite(path)
-    assert "HTTP/2 is not built yet" in err.value.render()
 
 
 def test_protocol_is_in_the_level_key_only_when_not_h1(tmp_path):

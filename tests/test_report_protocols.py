@@ -103,3 +103,29 @@ def test_html_table_and_chart_in_chromium(tls_run):
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_http2_groups_are_set_against_h1_too(tmp_path):
+    """h2 and h2c levels pair with the same level over h1 as h1-tls does: every protocol but h1 has a row."""
+    store = Store(tmp_path)
+    run_id = store.create_run(suite_name="protocols", suite_path=None, suite={"name": "protocols", "repeat": 2},
+                              args={"argv": ["netarena", "run", "protocols"]}, backend="real", server_cpus=[0],
+                              generator_cpus=[1], environment=ENVIRONMENT, planned=6, netarena_version="0.1.0",
+                              git_sha="abc123", orchestrator_start_time=None)
+    store.record_contestant(run_id, "alpha", {"name": "alpha"}, None, "ready")
+    for protocol, rps in (("h1", 10_000.0), ("h2", 6_000.0), ("h2c", 8_000.0)):
+        for repeat in range(2):
+            _record(store, run_id, contestant="alpha", scenario="hello", connections=10, repeat=repeat,
+                    level_extra={"protocol": protocol} if protocol != "h1" else None,
+                    generator=generator_doc(rps=rps + repeat, latency_us={1000: 100}),
+                    monitor=monitor_doc(cpu_pct=90, rss_bytes=10 << 20), error_rate=0.0)
+    store.set_run_status(run_id, "complete")
+    report = load_report(store, run_id)
+    store.close()
+    costs = {c.protocol: c for c in protocol_costs(report.groups)}
+    assert set(costs) == {"h2", "h2c"}
+    assert costs["h2"].level_key == "c=10,w=1,protocol=h2" and costs["h2"].base_key == "c=10,w=1"
+    assert costs["h2"].throughput_ratio == pytest.approx(6_000.5 / 10_000.5)
+    assert costs["h2c"].throughput_ratio == pytest.approx(8_000.5 / 10_000.5)
+    md = render_markdown(report).split("## Cost of the protocol")[1]
+    assert "c=10,w=1,protocol=h2 " in md and "c=10,w=1,protocol=h2c " in md

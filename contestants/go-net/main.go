@@ -113,13 +113,27 @@ func httpHandler(staticDir, mongoURL, pgURL string, pgPool int) (http.Handler, e
 	return mux, nil
 }
 
-func serveHTTP(ln net.Listener, handler http.Handler, tlsCert, tlsKey string, stop <-chan os.Signal) error {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
+// serverProtocols: what the server speaks for netarena's -protocol ({protocol}), each alone so that a server
+// started for one never serves another: HTTP/1.1 for h1 and h1-tls (ALPN offers http/1.1 only, where net/http
+// would offer h2 too), HTTP/2 over TLS for h2 (ALPN offers h2 only), cleartext HTTP/2 with prior knowledge for
+// h2c (http.Server.Protocols, Go 1.24+).
+func serverProtocols(protocol string) *http.Protocols {
+	p := new(http.Protocols)
+	switch protocol {
+	case "h2":
+		p.SetHTTP2(true)
+	case "h2c":
+		p.SetUnencryptedHTTP2(true)
+	default:
+		p.SetHTTP1(true)
+	}
+	return p
+}
+
+func serveHTTP(ln net.Listener, handler http.Handler, protocol, tlsCert, tlsKey string, stop <-chan os.Signal) error {
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, Protocols: serverProtocols(protocol)}
 	if tlsCert != "" {
-		// crypto/tls's defaults (TLS 1.2 and 1.3). net/http would offer HTTP/2 over TLS: a non-nil, empty
-		// TLSNextProto keeps it to HTTP/1.1, the protocol measured, and ALPN says so.
-		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
-		srv.TLSConfig = &tls.Config{NextProtos: []string{"http/1.1"}}
+		srv.TLSConfig = &tls.Config{} // crypto/tls's defaults (TLS 1.2 and 1.3); ALPN from Protocols
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -178,6 +192,7 @@ func main() {
 	pgPool := flag.Int("pg-pool", 8, "connections in the PostgreSQL pool")
 	tlsCert := flag.String("tls-cert", "", "PEM certificate: serve HTTPS with it (empty: cleartext)")
 	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
+	protocol := flag.String("protocol", "h1", "h1, h1-tls, h2 (both with -tls-cert) or h2c: what the server speaks")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-net: ")
@@ -189,6 +204,14 @@ func main() {
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		log.Fatalf("-tls-cert and -tls-key go together: give both (HTTPS) or neither (cleartext)")
+	}
+	overTLS := map[string]bool{"h1": false, "h1-tls": true, "h2": true, "h2c": false}
+	if wantsTLS, known := overTLS[*protocol]; !known {
+		log.Fatalf("-protocol must be h1, h1-tls, h2 or h2c, got %q", *protocol)
+	} else if *mode == "http" && wantsTLS != (*tlsCert != "") {
+		log.Fatalf("-protocol %s is served %s: give -tls-cert and -tls-key %s", *protocol,
+			map[bool]string{true: "over TLS", false: "in cleartext"}[wantsTLS],
+			map[bool]string{true: "with it", false: "only with h1-tls or h2"}[wantsTLS])
 	}
 	if *mode != "http" && *mode != "echo" {
 		log.Fatalf("-mode must be http or echo, got %q", *mode)
@@ -215,7 +238,7 @@ func main() {
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)
 	} else {
-		err = serveHTTP(ln, handler, *tlsCert, *tlsKey, stop)
+		err = serveHTTP(ln, handler, *protocol, *tlsCert, *tlsKey, stop)
 	}
 	if err != nil {
 		log.Fatal(err)

@@ -5,8 +5,10 @@ Usage: python3 run.py [--host H] --port P --workers W --static-dir D --run-dir R
 Everything nginx writes (pid, temp files, the generated config) goes to the run dir, so
 it needs neither /run nor /var/lib/nginx and several instances on different ports do not collide.
 stdlib only; exec keeps nginx's master as the process the orchestrator signals.
-With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls protocol) the listener serves HTTPS with
-them (`listen ... ssl`, ssl_certificate) instead of cleartext.
+With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls and h2 protocols) the listener serves HTTPS
+with them (`listen ... ssl`, ssl_certificate) instead of cleartext. NETARENA_PROTOCOL says which protocol: h2
+adds `http2` to the TLS listener (ALPN offers h2), h2c adds it to the cleartext one (HTTP/2 with prior
+knowledge only: nginx 1.22 then speaks no HTTP/1.1 on that port); h1 and h1-tls leave it off.
 """
 
 import argparse
@@ -36,17 +38,35 @@ def find_nginx() -> str:
     return found
 
 
-def tls_values() -> dict[str, str]:
-    """The listener's TLS: on with the certificate and key netarena gives (NETARENA_TLS_CERT / NETARENA_TLS_KEY), TLS
-    1.2 and 1.3, nginx's default ciphers; off (cleartext) without them."""
+# netarena's protocols (NETARENA_PROTOCOL) and whether each is over TLS, spoken as HTTP/2.
+PROTOCOLS = {"h1": (False, False), "h1-tls": (True, False), "h2": (True, True), "h2c": (False, True)}
+
+
+def protocol_values() -> dict[str, str]:
+    """The listener's protocol: TLS with the certificate and key netarena gives (NETARENA_TLS_CERT /
+    NETARENA_TLS_KEY; TLS 1.2 and 1.3, nginx's default ciphers) or cleartext, and HTTP/2 (`http2`) when
+    NETARENA_PROTOCOL is h2 or h2c. h2c serves files without sendfile: nginx 1.22 writes an HTTP/2 response's
+    HEADERS frame and then sendfile()s its body on a cleartext connection without TCP_NODELAY, and the body waits
+    for the client's delayed ACK (Nagle, about 40 ms; netarena verify's check fails it). Over TLS nginx never uses
+    sendfile (no kTLS), and its HTTP/1.1 path sets TCP_NODELAY."""
     cert, key = os.environ.get("NETARENA_TLS_CERT"), os.environ.get("NETARENA_TLS_KEY")
+    # Unset (started by hand): HTTP/1.1, over TLS when given a certificate.
+    protocol = os.environ.get("NETARENA_PROTOCOL") or ("h1-tls" if cert else "h1")
+    if protocol not in PROTOCOLS:
+        die(f"NETARENA_PROTOCOL={protocol!r} is not one of {', '.join(PROTOCOLS)}")
+    over_tls, http2 = PROTOCOLS[protocol]
+    if over_tls != bool(cert):
+        die(f"NETARENA_PROTOCOL={protocol} is {'over TLS' if over_tls else 'cleartext'} but NETARENA_TLS_CERT is "
+            f"{'unset' if over_tls else 'set'}: netarena gives the certificate exactly to h1-tls and h2 servers")
+    listen = (" ssl" if over_tls else "") + (" http2" if http2 else "")
+    sendfile = "off" if http2 and not over_tls else "on"
     if not cert:
-        return {"@LISTEN_TLS@": "", "@TLS_LINES@": ""}
+        return {"@LISTEN_TLS@": listen, "@TLS_LINES@": "", "@SENDFILE@": sendfile}
     if not key:
         die("NETARENA_TLS_CERT is set but NETARENA_TLS_KEY is not: both name the PEM files of the certificate")
     lines = (f"ssl_certificate {cert};\n        ssl_certificate_key {key};\n"
              "        ssl_protocols TLSv1.2 TLSv1.3;")
-    return {"@LISTEN_TLS@": " ssl", "@TLS_LINES@": lines}
+    return {"@LISTEN_TLS@": listen, "@TLS_LINES@": lines, "@SENDFILE@": sendfile}
 
 
 def main() -> None:
@@ -87,7 +107,7 @@ def main() -> None:
         # Leave headroom for the log, listening socket and files open for sendfile.
         "@WORKER_CONNECTIONS@": str(max(1024, nofile // 2)),
     }
-    values.update(tls_values())
+    values.update(protocol_values())
     conf = (HERE / "nginx.conf.template").read_text()
     for key, value in values.items():
         conf = conf.replace(key, value)

@@ -4,9 +4,13 @@
 //        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
 // With NETARENA_TLS_CERT and NETARENA_TLS_KEY (PEM files; netarena's h1-tls protocol) it serves HTTPS with core
 // `https` (Node's OpenSSL) instead of cleartext: ALPN http/1.1, Node's default TLS versions (1.2 and 1.3).
+// NETARENA_PROTOCOL says which protocol: h2 serves HTTP/2 over TLS with core `http2` (createSecureServer, ALPN h2
+// alone), h2c cleartext HTTP/2 with prior knowledge (http2.createServer); the same handler through http2's
+// compatibility API (request.url, response.writeHead/end, streams piped into the response).
 
 const fs = require('node:fs');
 const http = require('node:http');
+const http2 = require('node:http2');
 const https = require('node:https');
 const net = require('node:net');
 const path = require('node:path');
@@ -141,15 +145,22 @@ async function startHttp() {
   if (opts.pg_url) world = await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool);
   // Required only when asked for, so the other scenarios run without `npm ci`.
   if (opts.mongo_url) mongo = connectFixture(require('mongodb'), opts.mongo_url);
-  const server = process.env.NETARENA_TLS_CERT
-    ? https.createServer({
-      noDelay: true,
-      cert: fs.readFileSync(process.env.NETARENA_TLS_CERT),
-      key: fs.readFileSync(process.env.NETARENA_TLS_KEY),
-      ALPNProtocols: ['http/1.1'],
-    }, handle)
-    : http.createServer({ noDelay: true }, handle);
-  server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
+  server(process.env.NETARENA_PROTOCOL || (process.env.NETARENA_TLS_CERT ? 'h1-tls' : 'h1'))
+    .listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
+}
+
+// The server for netarena's protocol, each alone: a server started for one never speaks another (h1-tls offers
+// http/1.1 only by ALPN, h2 offers h2 only: allowHTTP1 stays false).
+function server(protocol) {
+  const tls = () => {
+    if (!process.env.NETARENA_TLS_CERT) fail(`NETARENA_PROTOCOL=${protocol} is over TLS: NETARENA_TLS_CERT and NETARENA_TLS_KEY are needed`);
+    return { cert: fs.readFileSync(process.env.NETARENA_TLS_CERT), key: fs.readFileSync(process.env.NETARENA_TLS_KEY) };
+  };
+  if (protocol === 'h1') return http.createServer({ noDelay: true }, handle);
+  if (protocol === 'h1-tls') return https.createServer({ noDelay: true, ...tls(), ALPNProtocols: ['http/1.1'] }, handle);
+  if (protocol === 'h2') return http2.createSecureServer({ noDelay: true, ...tls() }, handle);
+  if (protocol === 'h2c') return http2.createServer({ noDelay: true }, handle);
+  fail(`NETARENA_PROTOCOL must be h1, h1-tls, h2 or h2c, got ${JSON.stringify(protocol)}`);
 }
 
 function startEcho() {

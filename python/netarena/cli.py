@@ -299,7 +299,7 @@ def verify_on_one_server(backend: RealBackend, contestant, scenarios: list[str],
     port = free_port()
     try:
         proc = backend.start_server(contestant, scenarios[0], port, workers, static_dir, cpus, log_path,
-                                    threads=threads, tls=tls)
+                                    threads=threads, tls=tls, protocol=protocol)
     except OSError as exc:
         return {s: ("start_failed", f"cannot start: {exc}", "") for s in scenarios}
     try:
@@ -314,7 +314,7 @@ def verify_on_one_server(backend: RealBackend, contestant, scenarios: list[str],
                 continue
             check = backend.wait_ready if index == 0 else backend.check_running
             outcome[scenario] = check(proc, contestant, scenario, port, static_dir, 5.0, workers=workers,
-                                      threads=threads, tls=tls)
+                                      threads=threads, tls=tls, protocol=protocol)
     finally:
         stop = backend.stop_server(contestant, proc)
     results = {}

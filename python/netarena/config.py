@@ -22,7 +22,7 @@ from .scenarios import registry
 from .scenarios.levels import conn_rate_steps, levels_for
 from .scenarios.load import OPTION_FIELDS
 from .scenarios.static_set import BYTES_SIZES
-from .tls import H1, H1_TLS, PROTOCOLS, RESERVED_PROTOCOLS, protocol_problem
+from .tls import H1, H1_TLS, PROTOCOLS, is_http2, is_tls, protocol_problem
 
 # The catalog, from the scenario registry (python/netarena/scenarios/, one module per scenario).
 SCENARIOS = registry.names()
@@ -33,10 +33,13 @@ HTTP_SCENARIOS = tuple(s.name for s in registry.all() if s.is_http)
 SERVICE_SCENARIOS = {s.name: s.service for s in registry.all() if s.service is not None}
 SERVICE_NAMES = registry.services()
 PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
-                "java", "db_pool", "tls_cert", "tls_key", *(f"{name}_url" for name in SERVICE_NAMES))
+                "java", "db_pool", "tls_cert", "tls_key", "protocol", *(f"{name}_url" for name in SERVICE_NAMES))
 # The scenarios a level may measure over TLS (their modules' `tls`): the HTTP scenarios whose server has no
 # backing service to wait for, where the protocol's own cost shows.
 TLS_SCENARIOS = tuple(s.name for s in registry.all() if s.tls)
+# The scenarios a level may measure over HTTP/2 (their modules' `http2`): those of TLS_SCENARIOS whose load
+# netarena-load --h2 can verify.
+HTTP2_SCENARIOS = tuple(s.name for s in registry.all() if s.http2)
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
 # An optional part's steps may also name the parts the build ends up with ({install_parts}, see
 # contestants._install_locked): one cargo build with every feature asked for, not the last part's alone.
@@ -206,8 +209,9 @@ class Manifest(Strict):
     # Its database pool and whether it pipelines queries; required to claim a postgresql scenario.
     database: Database | None = None
     # The protocols it serves (tls.PROTOCOLS): "h1" cleartext HTTP/1.1, "h1-tls" HTTP/1.1 over TLS on {port}
-    # when started with NETARENA_TLS_CERT / NETARENA_TLS_KEY ({tls_cert}, {tls_key}). A level over a protocol it
-    # does not list is skipped with that reason. Checked in load_manifest (HTTP/2's names are refused there).
+    # when started with NETARENA_TLS_CERT / NETARENA_TLS_KEY ({tls_cert}, {tls_key}), "h2" HTTP/2 over TLS (ALPN
+    # h2) with them, "h2c" HTTP/2 in cleartext (prior knowledge); NETARENA_PROTOCOL ({protocol}) says which. A
+    # level over a protocol it does not list is skipped with that reason. Checked in load_manifest.
     protocols: Annotated[list[str], Field(min_length=1)] = [H1]
 
 
@@ -244,8 +248,12 @@ class _MeasureCommon(Strict):
     # Unset: each contestant's own default. A contestant without a thread pool is skipped for these levels.
     threads: Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(min_length=1)] | None = None
     # What the requests travel over (tls.PROTOCOLS), one level per value: "h1" cleartext HTTP/1.1, "h1-tls"
-    # HTTP/1.1 over TLS (the TLS_SCENARIOS only). A contestant that does not list one is skipped for its levels.
+    # HTTP/1.1 over TLS (the TLS_SCENARIOS only), "h2" / "h2c" HTTP/2 over TLS / in cleartext (the
+    # HTTP2_SCENARIOS only). A contestant that does not list one is skipped for its levels.
     protocol: Annotated[list[str], Field(min_length=1)] = [H1]
+    # HTTP/2 streams in flight per connection (netarena-load --streams), one level per value, for the h2 and h2c
+    # levels only (the entry's other protocols are measured at one request in flight per connection). Unset: 1.
+    streams: Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1)] | None = None
     # Each scenario's own parameters (its module's `params`: sizes, sleep_ms, static_path, doc, gridfs_files,
     # gridfs_path, echo_bytes, probe_interval_s, ...) are added below (Measure); each is only allowed with its
     # scenario (checked after validation).
@@ -697,9 +705,9 @@ def load_manifest(path: Path) -> Manifest:
              "it, TLS only where a suite asks", f'list "{H1}" first, e.g. protocols = ["{H1}", "{H1_TLS}"]')
     uses_tls = [w for w in [*(manifest.start.command or []), *manifest.start.env.values()]
                 if "{tls_cert}" in w or "{tls_key}" in w]
-    if uses_tls and H1_TLS not in manifest.protocols:
-        fail(("protocols",), f"start uses {{tls_cert}} / {{tls_key}} ({uses_tls[0]!r}) but protocols does not list "
-             f"\"{H1_TLS}\"", f'add "{H1_TLS}" to protocols, or leave the placeholders out')
+    if uses_tls and not any(is_tls(p) for p in manifest.protocols):
+        fail(("protocols",), f"start uses {{tls_cert}} / {{tls_key}} ({uses_tls[0]!r}) but protocols lists no "
+             f"protocol over TLS (\"{H1_TLS}\", \"h2\")", f'add "{H1_TLS}" to protocols, or leave the placeholders out')
     if manifest.workers.supported and not manifest.workers.how.strip():
         fail(("workers", "how"), "say how several workers run (required when workers.supported = true)")
     contestant_folder = path.parent.resolve()
@@ -829,6 +837,15 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if entry.protocol != [H1] and entry.scenario not in TLS_SCENARIOS:
             fail(("measure", index, "protocol"), f"protocol applies to the scenarios {', '.join(TLS_SCENARIOS)}, not "
                  f"{entry.scenario}: it is measured over h1 only", 'remove protocol or set protocol = ["h1"]')
+        over_http2 = [p for p in entry.protocol if is_http2(p)]
+        if entry.streams is not None and not over_http2:
+            fail(("measure", index, "streams"), f"streams applies to HTTP/2 levels, and protocol {entry.protocol} "
+                 "has none", 'add "h2" or "h2c" to protocol, or remove streams')
+        if over_http2 and entry.scenario not in HTTP2_SCENARIOS:
+            fail(("measure", index, "protocol"), f"{over_http2[0]} applies to the scenarios "
+                 f"{', '.join(HTTP2_SCENARIOS)}, not {entry.scenario}: its load holds every response to the first "
+                 "one (netarena-load --verify-learn), which netarena-load --h2 does not do yet",
+                 f"measure {entry.scenario} over h1 or h1-tls")
         definition.check_entry(entry, lambda field, message: fail(("measure", index, field), message))
     if suite.cpus is not None:
         overlap = set(suite.cpus.server) & set(suite.cpus.generator)
@@ -844,16 +861,17 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
 
 def protocols_for(manifest: Manifest, scenario: str) -> list[str]:
     """The protocols `netarena verify` checks a contestant's scenario over: each its manifest lists that the
-    scenario may be measured over (h1 always, h1-tls for the TLS_SCENARIOS)."""
-    return [p for p in manifest.protocols if p == H1 or scenario in TLS_SCENARIOS]
+    scenario may be measured over (h1 always, h1-tls for the TLS_SCENARIOS, h2 and h2c for the HTTP2_SCENARIOS)."""
+    return [p for p in manifest.protocols
+            if p == H1 or (scenario in HTTP2_SCENARIOS if is_http2(p) else scenario in TLS_SCENARIOS)]
 
 
 def _check_protocols(names: list[str], fail) -> None:
-    """A manifest's `protocols` or a suite entry's `protocol`: known names (HTTP/2's refused as not built), once each."""
+    """A manifest's `protocols` or a suite entry's `protocol`: known names, once each."""
     for name in names:
         problem = protocol_problem(name)
         if problem is not None:
-            fail(problem, None if name in RESERVED_PROTOCOLS else did_you_mean(name, list(PROTOCOLS)))
+            fail(problem, did_you_mean(name, list(PROTOCOLS)))
     if len(set(names)) != len(names):
         fail(f"a protocol is listed twice: {names}", f"list each once, e.g. {list(dict.fromkeys(names))}")
 
@@ -937,7 +955,7 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "TLS_SCENARIOS", "protocols_for", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
+    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "TLS_SCENARIOS", "HTTP2_SCENARIOS", "protocols_for", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
     "NotHereEntry", "load_not_here", "Manifest", "Suite",
     "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",

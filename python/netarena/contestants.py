@@ -825,7 +825,7 @@ def markdown_catalog(contestants: list[Contestant], not_here: list[NotHereEntry]
              "[scenarios.md](scenarios.md); ✓ = implemented, ✗ = declared unsupported (reason below the table), – = not",
              "implemented yet (only scenarios that need a backing service may be left out without a reason).", "",
              "The protocols column says what each serves the HTTP scenarios over: h1 (HTTP/1.1), h1-tls (HTTP/1.1",
-             "over TLS; [protocols.md](protocols.md)).", "",
+             "over TLS), h2 (HTTP/2 over TLS), h2c (HTTP/2 in cleartext); [protocols.md](protocols.md).", "",
              "| contestant | runtime | framework | model | workers | protocols | " + " | ".join(SCENARIOS) + " |",
              "|---|---|---|---|---|---|" + "---|" * len(SCENARIOS)]
     reasons = []

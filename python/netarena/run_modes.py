@@ -313,8 +313,8 @@ def _across_hosts(setup: Setup, o: RunOptions) -> None:
                           hint="run the sweep without --cluster")
     if plan.needs_tls():
         # The run's certificate is made on this host; the server host would need it too (not built).
-        raise ConfigError("protocol h1-tls is not supported across hosts yet (the run's certificate is made on "
-                          "this host only)", path=str(suite_path), field="measure.protocol",
+        raise ConfigError("protocols over TLS (h1-tls, h2) are not supported across hosts yet (the run's "
+                          "certificate is made on this host only)", path=str(suite_path), field="measure.protocol",
                           hint="run the TLS levels without --cluster")
     setup.cluster = load_cluster(setup.cluster_file)
     setup.backend_kind = "cluster"
@@ -335,7 +335,7 @@ def _check_generator(setup: Setup, o: RunOptions) -> None:
         raise ConfigError(str(exc)) from None
     setup.generator_path = generator_path
     if plan.needs_tls() and not supports_https(generator_path):
-        raise ConfigError(f"the plan has levels over TLS (protocol h1-tls) and {generator_path} does not speak "
+        raise ConfigError(f"the plan has levels over TLS (protocol h1-tls or h2) and {generator_path} does not speak "
                           "https (its http mode has no --cacert)", path=str(suite_path), field="measure.protocol",
                           hint="build the current netarena-load (`cargo build --release -p netarena-load`), or "
                                "measure protocol = [\"h1\"] only")

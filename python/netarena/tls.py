@@ -1,8 +1,7 @@
 """TLS files and the protocols a server is measured over.
 
-The protocols: `h1` (HTTP/1.1 in cleartext) and `h1-tls` (HTTP/1.1 over TLS) are built; `h2` and `h2c`
-(HTTP/2 over TLS and in cleartext) are names reserved for HTTP/2, which is not built yet, so a manifest or a
-suite naming them is refused with that reason rather than as a typo (docs/protocols.md).
+The protocols: `h1` (HTTP/1.1 in cleartext), `h1-tls` (HTTP/1.1 over TLS), `h2` (HTTP/2 over TLS, chosen by
+ALPN) and `h2c` (HTTP/2 in cleartext, with prior knowledge) (docs/protocols.md).
 
 The files: the key and PEM writers every certificate of netarena uses (the cluster's control plane,
 cluster/certs.py, and a run's server certificate), and the server certificate made for each run that measures
@@ -23,13 +22,17 @@ from .process import process_start_time
 
 H1 = "h1"
 H1_TLS = "h1-tls"
-# The protocols a level may be measured over, cleartext first (the default of manifests and suites).
-PROTOCOLS = (H1, H1_TLS)
-# Names reserved for HTTP/2: refused with this reason, not as unknown.
-RESERVED_PROTOCOLS = ("h2", "h2c")
-HTTP2_NOT_BUILT = "HTTP/2 is not built yet (h2, h2c are reserved for it); use h1 or h1-tls"
-# The protocols served over TLS.
-TLS_PROTOCOLS = (H1_TLS,)
+H2 = "h2"
+H2C = "h2c"
+# The protocols a level may be measured over, cleartext HTTP/1.1 first (the default of manifests and suites).
+PROTOCOLS = (H1, H1_TLS, H2, H2C)
+# The protocols served over TLS: the server gets the run's certificate.
+TLS_PROTOCOLS = (H1_TLS, H2)
+# The protocols spoken as HTTP/2: netarena-load --h2, the checks' HTTP/2 connection.
+HTTP2_PROTOCOLS = (H2, H2C)
+# The environment variable every server is started with, naming its level's protocol ({protocol} too): a server
+# offers HTTP/2 only when it says h2 or h2c (a server for h1-tls must not choose h2 by ALPN, one for h2 must).
+PROTOCOL_ENV = "NETARENA_PROTOCOL"
 
 KEY_BITS = 2048  # RSA: accepted by every TLS library the contestants use
 # A run's server certificate outlives the longest run by far, and is useless the day after.
@@ -43,13 +46,15 @@ def protocol_problem(name: str) -> str | None:
     """Why `name` is not a protocol a level can be measured over, or None when it is."""
     if name in PROTOCOLS:
         return None
-    if name in RESERVED_PROTOCOLS:
-        return HTTP2_NOT_BUILT
     return f"unknown protocol {name!r}; known: {', '.join(PROTOCOLS)}"
 
 
 def is_tls(protocol: str) -> bool:
     return protocol in TLS_PROTOCOLS
+
+
+def is_http2(protocol: str) -> bool:
+    return protocol in HTTP2_PROTOCOLS
 
 
 def new_key():

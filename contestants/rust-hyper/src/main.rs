@@ -23,10 +23,10 @@ use hyper::body::Incoming;
 #[cfg(feature = "postgresql")]
 use hyper::header::SERVER;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 #[cfg(feature = "mongo")]
 use mongodb::bson::{doc, RawDocumentBuf};
 #[cfg(feature = "mongo")]
@@ -294,7 +294,20 @@ async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, Strin
     Ok(db.collection::<RawDocumentBuf>("docs"))
 }
 
-async fn serve_http(listener: TcpListener, app: Arc<App>) {
+/// What netarena starts the server for (NETARENA_PROTOCOL): HTTP/1.1 for "h1", cleartext HTTP/2 with prior
+/// knowledge for "h2c" (hyper's http2 connection; no HTTP/1.1 on that port). Over TLS (h1-tls, h2) it serves
+/// nothing: it has no TLS.
+fn http2_cleartext() -> Result<bool, String> {
+    match std::env::var("NETARENA_PROTOCOL").unwrap_or_default().as_str() {
+        "" | "h1" => Ok(false),
+        "h2c" => Ok(true),
+        other => Err(format!(
+            "NETARENA_PROTOCOL={other:?}: this server speaks h1 and h2c only (no TLS)"
+        )),
+    }
+}
+
+async fn serve_http(listener: TcpListener, app: Arc<App>, h2c: bool) {
     loop {
         let (stream, _) = match listener.accept().await {
             Ok(conn) => conn,
@@ -308,10 +321,17 @@ async fn serve_http(listener: TcpListener, app: Arc<App>) {
         let app = app.clone();
         tokio::spawn(async move {
             let service = service_fn(move |req| handle(app.clone(), req));
-            let _ = http1::Builder::new()
-                .keep_alive(true)
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            if h2c {
+                // hyper's HTTP/2 defaults (its settings, windows and stream limits); streams run as tasks.
+                let _ = http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            } else {
+                let _ = http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            }
         });
     }
 }
@@ -352,6 +372,13 @@ async fn shutdown_signal() {
 fn main() -> ExitCode {
     let opts = match parse_args() {
         Ok(opts) => opts,
+        Err(msg) => {
+            eprintln!("rust-hyper: {msg}");
+            return ExitCode::from(2);
+        }
+    };
+    let h2c = match http2_cleartext() {
+        Ok(h2c) => h2c,
         Err(msg) => {
             eprintln!("rust-hyper: {msg}");
             return ExitCode::from(2);
@@ -437,7 +464,7 @@ fn main() -> ExitCode {
                     #[cfg(feature = "postgresql")]
                     pg,
                 });
-                serve_http(listener, app).await
+                serve_http(listener, app, h2c).await
             }
         };
         tokio::select! {

@@ -169,14 +169,15 @@ def server_task(mid: str, contestant_name: str, scenario: str, level, repeat_ind
             return out
         try:
             server = backend.start_server(contestant, scenario, port, level.workers, req.static_dir, cpus,
-                                          log_path, host="0.0.0.0", threads=level.threads, service_urls=service_urls)
+                                          log_path, host="0.0.0.0", threads=level.threads, service_urls=service_urls,
+                                          protocol=level.protocol)
         except OSError as exc:
             out["failure"] = ("start_failed", f"cannot start {contestant.command(scenario)}: {exc}")
             announce.set({"failed": True})
             return out
         kind, error, verification = backend.wait_ready(server, contestant, scenario, port, req.static_dir,
                                                        timeout_s, workers=level.workers, threads=level.threads,
-                                                       service_urls=service_urls)
+                                                       service_urls=service_urls, protocol=level.protocol)
         out["verification"] = verification
         if kind is not None:
             out["stop"] = backend.stop_server(contestant, server)

@@ -26,7 +26,7 @@ from ..spread import (READY_MARGIN_S, START_LEAD_S, MergeFailed, is_loopback_hos
                       read_ready, share_level)
 from ..store import file_name_part, now_iso
 from ..generator import generator_argv
-from ..tls import TLS_ENV, RunCertificate, hand_over, tls_placeholders
+from ..tls import H1, PROTOCOL_ENV, TLS_ENV, RunCertificate, hand_over, tls_placeholders
 from .base import (MeasureRequest, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
                    used_services, window)
 
@@ -55,13 +55,16 @@ class RealBackend:
     def start_server(self, contestant: Contestant, scenario: str, port: int, workers: int, static_dir: Path,
                      cpus: list[int], log_path: Path, host: str = "127.0.0.1",
                      service_urls: dict[str, str] | None = None, threads: int | None = None,
-                     profile_env: dict[str, str] | None = None, tls: RunCertificate | None = None) -> ManagedProcess:
+                     profile_env: dict[str, str] | None = None, tls: RunCertificate | None = None,
+                     protocol: str = H1) -> ManagedProcess:
         """Start the contestant's server for `scenario` on `port`; with `tls` (a level over TLS) it gets the run's
         certificate and key as NETARENA_TLS_CERT / NETARENA_TLS_KEY and {tls_cert} / {tls_key} and serves HTTPS,
-        without them ("" and unset) cleartext: a server serves the one protocol it was started for."""
+        without them ("" and unset) cleartext. `protocol` (the level's, tls.PROTOCOLS) is NETARENA_PROTOCOL and
+        {protocol}: whether to speak HTTP/2 (h2, h2c). A server serves the one protocol it was started for."""
         values = contestant.placeholders(port=port, workers=workers, static_dir=static_dir, host=host,
                                          threads=threads)
         values.update(tls_placeholders(tls))
+        values["protocol"] = protocol
         if tls is not None and self.user is not None:
             hand_over(tls, self.user)
         # Scenarios that use no service get an empty URL for each the contestant could use.
@@ -73,6 +76,7 @@ class RealBackend:
             env.pop(name, None)
         if tls is not None:
             env.update({TLS_ENV[k]: v for k, v in tls_placeholders(tls).items()})
+        env[PROTOCOL_ENV] = protocol
         env.update(contestant.java_env())  # the JDK it asks for ([install] java): JAVA_HOME, PATH
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
         env.update(profile_env or {})  # a profiled repeat's server: its JIT's perf map (profile.ENV_BY_RUNTIME)
@@ -105,7 +109,8 @@ class RealBackend:
                    static_dir: Path, timeout_s: float, workers: int = 1,
                    threads: int | None = None,
                    service_urls: dict[str, str] | None = None,
-                   tls: RunCertificate | None = None) -> tuple[str | None, str | None, dict | None]:
+                   tls: RunCertificate | None = None,
+                   protocol: str = H1) -> tuple[str | None, str | None, dict | None]:
         """(failure_kind, error, verification): port open, then the scenario verified, within ready_timeout_s.
 
         With several workers, one answering is not all of them listening: a second SO_REUSEPORT worker or a
@@ -118,14 +123,16 @@ class RealBackend:
         if reason is not None:
             return ("start_failed" if proc.poll() is not None else "not_ready"), reason, None
         return self.check_running(proc, contestant, scenario, port, static_dir, timeout_s, workers=workers,
-                                  threads=threads, service_urls=service_urls, tls=tls, deadline=deadline)
+                                  threads=threads, service_urls=service_urls, tls=tls, deadline=deadline,
+                                  protocol=protocol)
 
     def check_running(self, proc: ManagedProcess, contestant: Contestant, scenario: str, port: int,
                       static_dir: Path, timeout_s: float, workers: int = 1,
                       threads: int | None = None,
                       service_urls: dict[str, str] | None = None,
                       tls: RunCertificate | None = None,
-                      deadline: float | None = None) -> tuple[str | None, str | None, dict | None]:
+                      deadline: float | None = None,
+                      protocol: str = H1) -> tuple[str | None, str | None, dict | None]:
         """wait_ready's verification, of a server whose port is open: retried while the failure is one a server
         still starting gives, until `deadline` (time.monotonic(); default ready_timeout_s from now).
         `netarena verify` also calls it for each further scenario of a server it started for several."""
@@ -138,7 +145,8 @@ class RealBackend:
                             nagle_stall=contestant.manifest.nagle_stall.get(scenario),
                             pool=contestant.pool(workers, threads),
                             closes_connections=contestant.manifest.closes_connections is not None,
-                            service_urls=service_urls, cafile=tls.cert if tls is not None else None)
+                            service_urls=service_urls, cafile=tls.cert if tls is not None else None,
+                            protocol=protocol)
             if result.ok:
                 verification = result.to_dict()
                 if workers > 1:
@@ -174,7 +182,7 @@ class RealBackend:
                                            req.server_cpus, log_path, service_urls=service_urls,
                                            threads=req.level.threads,
                                            profile_env=req.profile.env if req.profile is not None else None,
-                                           tls=req.tls)
+                                           tls=req.tls, protocol=req.level.protocol)
             except OSError as exc:
                 return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
                                     f"{exc}", None)
@@ -182,7 +190,7 @@ class RealBackend:
             kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
                                                         req.timeout_s, workers=req.level.workers,
                                                         threads=req.level.threads, service_urls=service_urls,
-                                                        tls=req.tls)
+                                                        tls=req.tls, protocol=req.level.protocol)
             record["verification"] = verification
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
@@ -327,7 +335,7 @@ class RealBackend:
         accepting: it is draining, not hung, and `draining` records the queue before and after."""
         queued, capacity = accept_queue(port)
         result = verify(req.scenario, port, req.static_dir, timeout_s=req.timeout_s, responses_only=True,
-                        cafile=req.tls.cert if req.tls is not None else None)
+                        cafile=req.tls.cert if req.tls is not None else None, protocol=req.level.protocol)
         if result.ok:
             return {"ok": True, "reason": None}
         left, _ = accept_queue(port)

@@ -358,7 +358,7 @@ def _cost_section(page: _Page, report: Report) -> None:
 
 
 def _protocol_cost(page: _Page, report: Report) -> None:
-    """Each contestant's figures over TLS (any protocol but h1) against its own over cleartext HTTP/1.1."""
+    """Each contestant's figures over another protocol than h1 (TLS, HTTP/2) against its own over cleartext HTTP/1.1."""
     costs = protocol_costs(report.groups)
     if not costs:
         return

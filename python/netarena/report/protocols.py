@@ -1,5 +1,5 @@
 """What a protocol costs each contestant: every group measured over another protocol than cleartext HTTP/1.1
-(h1-tls today) set beside the same contestant's group at the same level over h1, as ratios.
+(h1-tls, h2, h2c) set beside the same contestant's group at the same level over h1, as ratios.
 
 A pair is made only where the two levels are the same in everything but the protocol (connections, workers,
 parameters, generator options), so a ratio says what the protocol alone changed. Find-max searches and
@@ -75,6 +75,7 @@ def protocol_costs(groups: list[Group]) -> list[ProtocolCost]:
         level = Level.from_dict(g.level)
         if level.protocol == H1:
             continue
+        # An HTTP/2 level with several streams in flight has no twin (h1's level has one): not paired.
         base = by_level.get((g.contestant, g.scenario, replace(level, protocol=H1).key))
         if base is None:
             continue

@@ -1,8 +1,8 @@
 """Verification before the load: the catalog's responses (each scenario module's check_responses), the listen
 backlog, the Nagle check, and a custom request's answer.
 
-Verification uses only the standard library (http.client, socket) so that it shares no code with the
-load generator it double-checks.
+Verification uses the standard library (http.client, socket, ssl) and, over HTTP/2, the `h2` package (http2.py),
+so that it shares no code with the load generator it double-checks.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..tls import H1, H1_TLS, H2, is_http2, is_tls
 from . import registry
+from .http2 import Http2Connection, NotHttp2
 from .socket_diag import listen_backlogs
 from .static_set import STATIC_MAX_BYTES
 
@@ -86,23 +88,27 @@ class _Wrong(Exception):
 FETCH_MAX_BODY_BYTES = STATIC_MAX_BYTES + 1
 
 
-def client_context(cafile: Path | None) -> ssl.SSLContext:
+def client_context(cafile: Path | None, alpn: tuple[str, ...] = ("http/1.1",)) -> ssl.SSLContext:
     """The checks' TLS client: trusts only `cafile` (the run's certificate, or --cacert's for a server of one's
     own) and checks the server's name or address against it; `cafile` None trusts any certificate (--insecure), as
-    netarena-load does then. ALPN offers http/1.1, as the generator does."""
+    netarena-load does then. ALPN offers `alpn`: http/1.1 as the generator does, h2 alone over HTTP/2."""
     context = ssl.create_default_context(cafile=str(cafile)) if cafile is not None else ssl.create_default_context()
     if cafile is None:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    context.set_alpn_protocols(["http/1.1"])
+    context.set_alpn_protocols(list(alpn))
     return context
 
 
 def connect(host: str, port: int, timeout_s: float, cafile: Path | None = None,
-            tls: bool | None = None) -> http.client.HTTPConnection:
+            tls: bool | None = None, http2: bool = False) -> http.client.HTTPConnection | Http2Connection:
     """The one way verification opens an HTTP connection: cleartext, or HTTPS (`tls`, which `cafile` implies)
-    trusting only `cafile`, or any certificate without one."""
-    if not (tls or cafile is not None):
+    trusting only `cafile`, or any certificate without one; `http2`: HTTP/2 instead of HTTP/1.1 (h2 over TLS by
+    ALPN, h2c in cleartext with prior knowledge), a connection with the same interface (http2.Http2Connection)."""
+    over_tls = bool(tls or cafile is not None)
+    if http2:
+        return Http2Connection(host, port, timeout_s, client_context(cafile, ("h2",)) if over_tls else None)
+    if not over_tls:
         return http.client.HTTPConnection(host, port, timeout=timeout_s)
     return http.client.HTTPSConnection(host, port, timeout=timeout_s, context=client_context(cafile))
 
@@ -116,29 +122,66 @@ _TLS_MISMATCH = {"run": ("the server's certificate is not the run's: {why}",
                          "no TLS on port {port} ({why}): is the URL's server an https:// one?")}
 
 
+# What a server offers by ALPN, by the protocol it was started for (a contestant's level; a server of one's own at
+# an https:// URL is h1-tls and offered http/1.1 alone, as the generator does): over h2, h2 alone, which it must
+# choose; over h1-tls, h2 beside http/1.1, and choosing h2 fails it (started for HTTP/1.1, it must not offer h2).
+_ALPN_OFFERED = {H2: ("h2",), H1_TLS: ("h2", "http/1.1")}
+
+
 def _check_tls(host: str, port: int, timeout_s: float, cafile: Path | None, checks: list[Check],
-               whose: str = "run") -> None:
+               whose: str = "run", protocol: str = H1_TLS) -> None:
     """One TLS handshake with the trust given (the run's certificate, --cacert's, or any: None): what was
-    negotiated, or why it failed (a cleartext server, a certificate not trusted) before any request is held to
-    the catalog."""
+    negotiated, or why it failed (a cleartext server, a certificate not trusted, ALPN choosing another protocol
+    than `protocol`'s) before any request is held to the catalog."""
     name = "TLS handshake"
     not_trusted, no_tls = _TLS_MISMATCH[whose]
+    offered = _ALPN_OFFERED.get(protocol, ("http/1.1",)) if whose == "run" else ("http/1.1",)
     try:
         with socket.create_connection((host, port), timeout=timeout_s) as raw, \
-                client_context(cafile).wrap_socket(raw, server_hostname=host) as tls:
+                client_context(cafile, offered).wrap_socket(raw, server_hostname=host) as tls:
             version, cipher, alpn = tls.version(), tls.cipher()[0], tls.selected_alpn_protocol()
     except ssl.SSLCertVerificationError as exc:
         checks.append(Check(name, False, not_trusted.format(why=exc.verify_message, cafile=cafile)))
         raise _Wrong("") from None
     except ssl.SSLError as exc:
-        checks.append(Check(name, False, no_tls.format(port=port, why=exc.reason or exc)))
+        if "NO_APPLICATION_PROTOCOL" in str(exc.reason or exc).upper():
+            checks.append(Check(name, False, f"the server refused every protocol offered by ALPN "
+                                f"({', '.join(offered)}): {exc.reason}"))
+        else:
+            checks.append(Check(name, False, no_tls.format(port=port, why=exc.reason or exc)))
         raise _Wrong("") from None
     except (ConnectionError, socket.timeout, TimeoutError) as exc:
         raise _Retryable(f"{name}: {type(exc).__name__}: {exc}") from None
     except OSError as exc:
         checks.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
         raise _Wrong("") from None
+    if protocol == H2 and alpn != "h2":
+        checks.append(Check(name, False, f"ALPN chose {alpn or 'no protocol'}, not h2: started for h2 "
+                            "(NETARENA_PROTOCOL=h2) the server must offer h2 by ALPN"))
+        raise _Wrong("")
+    if protocol == H1_TLS and alpn == "h2":
+        checks.append(Check(name, False, "ALPN chose h2 (offered beside http/1.1): started for h1-tls "
+                            "(NETARENA_PROTOCOL=h1-tls) the server must serve HTTP/1.1 only and not offer h2"))
+        raise _Wrong("")
     checks.append(Check(name, True, f"{version}, {cipher}, ALPN {alpn or 'none'}"))
+
+
+def _check_http2(conn: Http2Connection, checks: list[Check]) -> None:
+    """Open the HTTP/2 connection the catalog's checks then use: ALPN h2 (over TLS) and the server's preface, or
+    why the server does not speak HTTP/2 there."""
+    name = "HTTP/2 connection"
+    try:
+        conn.connect()
+    except NotHttp2 as exc:
+        checks.append(Check(name, False, str(exc)))
+        raise _Wrong("") from None
+    except (ConnectionError, socket.timeout, TimeoutError) as exc:
+        raise _Retryable(f"{name}: {type(exc).__name__}: {exc}") from None
+    except (OSError, http.client.HTTPException) as exc:
+        checks.append(Check(name, False, f"{type(exc).__name__}: {exc}"))
+        raise _Wrong("") from None
+    checks.append(Check(name, True, "h2 by ALPN" if isinstance(conn.sock, ssl.SSLSocket) else
+                        "h2c with prior knowledge"))
 
 
 def _cut(conn: http.client.HTTPConnection, expired: threading.Event) -> None:
@@ -208,7 +251,7 @@ def _get(conn: http.client.HTTPConnection, path: str, method: str = "GET", heade
             raise _Retryable(f"no response within timeout_s={timeout_s:g} s")
         if isinstance(error, (ConnectionError, socket.timeout, TimeoutError, http.client.RemoteDisconnected)):
             raise _Retryable(f"{type(error).__name__}: {error}")
-        raise _Wrong(f"not valid HTTP/1.1: {type(error).__name__}: {error}")
+        raise _Wrong(f"not valid {conn._http_vsn_str}: {type(error).__name__}: {error}")
     promised = resp.length or 0  # body bytes the head announced and that were not read
     if len(body) < max_body and resp.length != 0 and (expired.is_set() or error is not None or promised):
         conn.close()
@@ -223,8 +266,8 @@ def _get(conn: http.client.HTTPConnection, path: str, method: str = "GET", heade
     headers = {k.lower(): v for k, v in resp.getheaders()}
     if resp.status >= 500:
         raise _Retryable(f"status {resp.status}")
-    if resp.version != 11:
-        raise _Wrong(f"answered HTTP/{resp.version / 10:.1f}, expected HTTP/1.1")
+    if resp.version != conn._http_vsn:  # http.client's name; Http2Connection's is 20
+        raise _Wrong(f"answered HTTP/{resp.version / 10:.1f}, expected {conn._http_vsn_str}")
     return resp.status, headers, bytes(body), time.monotonic() - started
 
 
@@ -317,9 +360,14 @@ def _check_backlog(port: int, checks: list[Check]) -> None:
     checks.append(Check("listen backlog", True, f"backlog {shown}"))
 
 
-def _check_nagle(path: str, conn: http.client.HTTPConnection, checks: list[Check],
+def _check_nagle(path: str, conn: http.client.HTTPConnection | Http2Connection, checks: list[Check],
                  declared_stall: str | None = None) -> None:
     name = f"{NAGLE_CHECK_REQUESTS} x 2 GET {path} on one connection"
+    if isinstance(conn, Http2Connection):
+        # One stream at a time on one TCP connection: a response whose HEADERS and DATA frames leave in separate
+        # writes stalls behind the delayed ACK as an HTTP/1.1 head and body do, so the check is the same one.
+        # What it cannot see over HTTP/2 is several streams' frames sharing a write, which only a load makes.
+        name += " (HTTP/2: one stream at a time, each its own request)"
     # spread_ms[quick_ack]: from each response's first byte to its last; whole_ms: from each request to its last
     # byte, with delayed ACKs (what any client sees).
     spread_ms: dict[bool, list[float]] = {False: [], True: []}
@@ -361,7 +409,7 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
            responses_only: bool = False, host: str = "127.0.0.1", prefix: str = "",
            pool: int | None = None, closes_connections: bool = False,
            service_urls: dict[str, str] | None = None, cafile: Path | None = None,
-           tls: bool | None = None) -> Verification:
+           tls: bool | None = None, protocol: str | None = None) -> Verification:
     """Check the contestant on `port` against the catalog definition of `scenario`.
 
     After the scenario's responses: the listen backlog (MIN_LISTEN_BACKLOG), a Nagle check for the HTTP
@@ -380,15 +428,22 @@ def verify(scenario: str, port: int, static_dir: Path, timeout_s: float = 5.0,
     `cafile`: the server serves HTTPS with this certificate (an h1-tls level): one handshake is checked first,
     then every request goes over TLS trusting only it. `tls` True without `cafile`: a server of one's own at an
     https:// URL, trusted whatever its certificate (--insecure); with `cafile`, one's own trusted through it.
+    `protocol`: the level's (tls.PROTOCOLS; None: h1-tls with `cafile` or `tls`, else h1). Over h2 the handshake
+    must choose h2 by ALPN, over h1-tls it must not; over h2 and h2c every check runs on one HTTP/2 connection
+    (http2.Http2Connection), opened first so that a server not speaking HTTP/2 fails with why.
     """
     definition = registry.get(scenario)
     checks: list[Check] = []
+    if protocol is None:
+        protocol = H1_TLS if (tls or cafile is not None) else H1
     try:
         if definition.is_http:
-            if tls or cafile is not None:
-                _check_tls(host, port, timeout_s, cafile, checks, "run" if tls is None else "own")
-            conn = connect(host, port, timeout_s, cafile, tls)
+            if is_tls(protocol):
+                _check_tls(host, port, timeout_s, cafile, checks, "run" if tls is None else "own", protocol)
+            conn = connect(host, port, timeout_s, cafile, tls or is_tls(protocol), http2=is_http2(protocol))
             try:
+                if isinstance(conn, Http2Connection):
+                    _check_http2(conn, checks)
                 service_url = (service_urls or {}).get(f"{definition.service}_url") or None
                 definition.check_responses(HttpChecks(conn, checks, prefix, closes_connections, service_url),
                                            static_dir)

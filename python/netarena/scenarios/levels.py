@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from ..tls import H1
+from ..tls import H1, is_http2
 from . import registry
 
 
@@ -39,9 +39,13 @@ class Level:
     # rate / conn_rate of params; None: measure the level as it is.
     find_max_slo: str | None = None
     find_max_errors: str | None = None  # --max-errors, e.g. "0.1%"
-    # What the requests travel over (tls.PROTOCOLS): "h1" cleartext HTTP/1.1, "h1-tls" HTTP/1.1 over TLS. In
-    # the key only when not h1, so the keys stored before the axis existed still name the same levels.
+    # What the requests travel over (tls.PROTOCOLS): "h1" cleartext HTTP/1.1, "h1-tls" HTTP/1.1 over TLS, "h2" and
+    # "h2c" HTTP/2 over TLS and in cleartext. In the key only when not h1, so the keys stored before the axis
+    # existed still name the same levels.
     protocol: str = H1
+    # HTTP/2 streams in flight per connection (netarena-load --streams; h2 and h2c only). In the key only when
+    # not 1, as netarena-load's default.
+    streams: int = 1
 
     # Parameters that set the load's rate: a line against the offered rate runs along them.
     RATE_PARAMS = ("rate", "conn_rate")
@@ -70,6 +74,8 @@ class Level:
             parts.append(("spin", f"spin={self.generator_spin_us}us"))
         if self.protocol != H1:
             parts.append(("protocol", f"protocol={self.protocol}"))
+        if self.streams != 1:
+            parts.append(("streams", f"streams={self.streams}"))
         if self.find_max_slo is not None:
             parts.append(("find_max", f"find_max={self.find_max_slo}/errors<={self.find_max_errors}"))
         return parts
@@ -152,8 +158,12 @@ def levels_for(measure) -> list[Level]:
               probe_interval_s=getattr(measure, "probe_interval_s", None), warmup_s=measure.warmup_s, duration_s=measure.duration_s,
               arrival=measure.arrival, generator_spin_us=measure.generator_spin_us,
               find_max_slo=find_max.slo if find_max else None, find_max_errors=find_max.max_errors if find_max else None,
-              thresholds=tuple(measure.thresholds), requests=getattr(measure, "requests", None), protocol=proto)
-        for p in params for proto in getattr(measure, "protocol", [H1]) for w in measure.workers for th in (getattr(measure, "threads", None) or [None])
+              thresholds=tuple(measure.thresholds), requests=getattr(measure, "requests", None), protocol=proto,
+              streams=streams)
+        for p in params for proto in getattr(measure, "protocol", [H1])
+        # The streams axis multiplies the HTTP/2 levels only: an HTTP/1.1 level has one request in flight.
+        for streams in ((getattr(measure, "streams", None) or [1]) if is_http2(proto) else [1])
+        for w in measure.workers for th in (getattr(measure, "threads", None) or [None])
         for c in measure.connections
     ]
 

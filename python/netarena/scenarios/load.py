@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from ..tls import is_tls
+from ..tls import is_http2, is_tls
 from . import registry
 from .levels import Level
 from .static_set import STATIC_SEED, sha256_hex, url_list
@@ -50,6 +50,13 @@ def level_args(level: Level) -> list[str]:
 def http_level_args(level: Level) -> list[str]:
     """The netarena-load http options a level sets, whatever the request (catalog scenario or custom)."""
     http_args = level_args(level) + GENERATOR_IO_ARGS[level.generator_io]
+    if is_http2(level.protocol):
+        # HTTP/2: h2c with prior knowledge to http://, ALPN h2 alone to https:// (load_spec's scheme). Here with
+        # the level's other options, so that `netarena-load check` refuses what --h2 does not do (the open
+        # loop, io_uring) before anything runs (config.check_suite).
+        http_args.append("--h2")
+        if level.streams != 1:
+            http_args += ["--streams", str(level.streams)]
     if level.pipeline != 1:
         http_args += ["--pipeline", str(level.pipeline)]
     if level.close:
@@ -86,6 +93,7 @@ OPTION_FIELDS = {
     "--spin-us": "generator_spin_us", "--find-max": "find_max", "--slo": "find_max.slo",
     "--max-errors": "find_max.max_errors", "--step-duration": "duration_s", "--duration": "duration_s",
     "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes", "--cacert": "protocol", "--insecure": "protocol",
+    "--h2": "protocol", "--streams": "streams",
 }
 
 # netarena-load's mode for each scenario protocol.
@@ -126,8 +134,9 @@ def load_spec(scenario: str, level: Level, port: int, static_dir: Path, host: st
               base_url: str | None = None, cacert: Path | None = None, insecure: bool = False) -> LoadSpec:
     """The load for a catalog scenario on a server at host:port (127.0.0.1 on one machine, the server host's
     address across hosts), or at `base_url` (scheme://host:port and an optional path prefix) for a server
-    netarena did not start. A level over TLS (h1-tls) goes to https:// trusting only `cacert`, the run's
-    certificate the server was started with (trust_args)."""
+    netarena did not start. A level over TLS (h1-tls, h2) goes to https:// trusting only `cacert`, the run's
+    certificate the server was started with (trust_args); one over HTTP/2 (h2, h2c) has --h2 among its
+    options (http_level_args)."""
     definition = registry.get(scenario)
     _, options = level_options(scenario, level)
     if not definition.is_http:
