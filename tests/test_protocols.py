@@ -124,6 +124,21 @@ def test_protocol_is_in_the_level_key_only_when_not_h1(tmp_path):
     assert [level.series for level in levels_for(suite.measure[0])] == ["", "protocol=h1-tls"]
 
 
+def test_tls_resume_is_an_axis_of_the_tls_levels_only_and_refused_without_one(tmp_path):
+    entry = SUITE.format(scenario="hello", protocol='["h1", "h1-tls"]') + "tls_resume = [false, true]\n"
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", entry))
+    # h1 has no session to resume: one level; h1-tls one per value, the resumed one named in its key.
+    assert [level.key for level in levels_for(suite.measure[0])] == [
+        "c=4,w=1", "c=4,w=1,protocol=h1-tls", "c=4,w=1,protocol=h1-tls,tls_resume"]
+    for protocol, extra, message in (
+            ('["h1"]', "tls_resume = [true]\n", "tls_resume applies to levels over TLS, and protocol ['h1'] has none"),
+            ('["h1-tls"]', "tls_resume = [true, true]\n", "a value is listed twice: [True, True]")):
+        path = write_suite(tmp_path / "bad.toml", SUITE.format(scenario="hello", protocol=protocol) + extra)
+        with pytest.raises(ConfigError) as err:
+            load_suite(path)
+        assert message in err.value.render() and err.value.field == "measure[0].tls_resume", err.value.render()
+
+
 # ----------------------------------------------------------------------------- verification over TLS
 
 
@@ -262,6 +277,44 @@ def test_a_run_over_tls_is_refused_by_a_generator_without_https(tmp_path, cache_
                      cache_dir, NETARENA_LOAD=str(wrapper))
     assert result.returncode == 2, result.stdout + result.stderr
     assert "does not speak https" in result.stderr and "measure.protocol" in result.stderr
+
+
+def test_the_handshake_rate_sweep_makes_full_handshakes_or_resumes_sessions_as_its_level_says(
+        tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """A connection-rate sweep over h1-tls, one request per connection, tls_resume false and true (the
+    handshake-rate experiment of suites/tls-handshakes.toml): every connection is a handshake; resumed ones only
+    at the level that asks, and there all but the first of each generator thread."""
+    path = write_suite(tmp_path / "suite.toml", """name = "handshakes"
+contestants = ["fx-tls"]
+repeat = 1
+warmup_s = 0
+timeout_s = 5
+
+[[measure]]
+scenario = "hello"
+protocol = ["h1-tls"]
+tls_resume = [false, true]
+connections = [4]
+conn_rate = [20, 40]
+requests_per_conn = 1
+connections_per_step = 20
+""")
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--quiet"],
+                     cache_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {r["level_key"]: r for r in db_rows(results, "SELECT * FROM measurements")}
+    base = "c=4,w=1,conn_rate_steps=20:40:20,per_conn=1,conns_per_step=20,protocol=h1-tls"
+    assert sorted(rows) == [base, base + ",tls_resume"], sorted(rows)
+    for key, resume in ((base, False), (base + ",tls_resume", True)):
+        row = rows[key]
+        assert row["status"] == "ok", row["error"]
+        document = json.loads(row["generator_json"])
+        tls = document["tls"]
+        assert tls["resume"] is resume and tls["handshakes"] == 40, tls  # 2 steps of 20 connections
+        threads = document["config"]["threads"]
+        assert tls["resumed"] == (40 - threads if resume else 0), tls
+        assert ("--tls-resume" in json.loads(row["generator_argv_json"])) is resume
 
 
 def test_a_real_run_at_h1_tls_on_python_asyncio_and_nginx(tmp_path, cache_dir, generator_binary,

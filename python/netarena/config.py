@@ -254,6 +254,10 @@ class _MeasureCommon(Strict):
     # HTTP/2 streams in flight per connection (netarena-load --streams), one level per value, for the h2 and h2c
     # levels only (the entry's other protocols are measured at one request in flight per connection). Unset: 1.
     streams: Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1)] | None = None
+    # TLS session resumption (netarena-load --tls-resume), one level per value, for the levels over TLS (h1-tls,
+    # h2) only: false, a full handshake on every connection; true, each connection resumes the session of an
+    # earlier one of its generator thread. With conn_rate, the handshake-rate experiment. Unset: [false].
+    tls_resume: Annotated[list[bool], Field(min_length=1)] | None = None
     # Each scenario's own parameters (its module's `params`: sizes, sleep_ms, static_path, doc, gridfs_files,
     # gridfs_path, echo_bytes, probe_interval_s, ...) are added below (Measure); each is only allowed with its
     # scenario (checked after validation).
@@ -838,6 +842,12 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
             fail(("measure", index, "protocol"), f"protocol applies to the scenarios {', '.join(TLS_SCENARIOS)}, not "
                  f"{entry.scenario}: it is measured over h1 only", 'remove protocol or set protocol = ["h1"]')
         over_http2 = [p for p in entry.protocol if is_http2(p)]
+        if entry.tls_resume is not None and not any(is_tls(p) for p in entry.protocol):
+            fail(("measure", index, "tls_resume"), f"tls_resume applies to levels over TLS, and protocol "
+                 f"{entry.protocol} has none", 'add "h1-tls" (or "h2") to protocol, or remove tls_resume')
+        if entry.tls_resume is not None and len(set(entry.tls_resume)) != len(entry.tls_resume):
+            fail(("measure", index, "tls_resume"), f"a value is listed twice: {entry.tls_resume}",
+                 "list each once, e.g. tls_resume = [false, true]")
         if entry.streams is not None and not over_http2:
             fail(("measure", index, "streams"), f"streams applies to HTTP/2 levels, and protocol {entry.protocol} "
                  "has none", 'add "h2" or "h2c" to protocol, or remove streams')

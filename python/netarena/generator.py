@@ -20,6 +20,7 @@ from .ports import free_port
 from .scenarios import registry
 from .scenarios.levels import Level
 from .scenarios.load import level_options
+from .tls import is_tls
 
 # How long `netarena-load check` may take: it parses, probes io_uring and reads limits; nothing is sent.
 CHECK_TIMEOUT_S = 30
@@ -119,9 +120,11 @@ def level_check_argv(binary: Path, scenario: str, level: Level, *, warmup_s: flo
     placeholder server), for check_argv: what netarena-load says of a level before any server exists. The thread
     count is the plan's (generator_threads capped to the generator's CPUs where it runs): one here."""
     mode, options = level_options(scenario, dataclasses.replace(level, generator_threads=1))
-    # http:// even for a level over TLS: the options are the same, and whether this netarena-load speaks https
-    # is asked of the plan's TLS levels (supports_https), so a suite whose TLS levels are all skipped still runs.
     target = f"http://{_CHECK_HOST}/" if registry.get(scenario).is_http else _CHECK_HOST
+    if is_tls(level.protocol):
+        # As the load will run: https://, any certificate (the run's own is made later), so that an option of
+        # TLS alone (--tls-resume) is checked too.
+        target, options = f"https://{_CHECK_HOST}/", [*options, "--insecure"]
     return generator_argv(binary, mode, target, options, warmup_s=warmup_s, duration_s=duration_s,
                           timeout_s=timeout_s, cpus=[])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
-from ..tls import H1, is_http2
+from ..tls import H1, is_http2, is_tls
 from . import registry
 
 
@@ -46,6 +46,9 @@ class Level:
     # HTTP/2 streams in flight per connection (netarena-load --streams; h2 and h2c only). In the key only when
     # not 1, as netarena-load's default.
     streams: int = 1
+    # TLS session resumption (netarena-load --tls-resume; levels over TLS only): each new connection resumes an
+    # earlier one's session instead of a full handshake. In the key only when on.
+    tls_resume: bool = False
 
     # Parameters that set the load's rate: a line against the offered rate runs along them.
     RATE_PARAMS = ("rate", "conn_rate")
@@ -76,6 +79,8 @@ class Level:
             parts.append(("protocol", f"protocol={self.protocol}"))
         if self.streams != 1:
             parts.append(("streams", f"streams={self.streams}"))
+        if self.tls_resume:
+            parts.append(("tls_resume", "tls_resume"))
         if self.find_max_slo is not None:
             parts.append(("find_max", f"find_max={self.find_max_slo}/errors<={self.find_max_errors}"))
         return parts
@@ -159,10 +164,12 @@ def levels_for(measure) -> list[Level]:
               arrival=measure.arrival, generator_spin_us=measure.generator_spin_us,
               find_max_slo=find_max.slo if find_max else None, find_max_errors=find_max.max_errors if find_max else None,
               thresholds=tuple(measure.thresholds), requests=getattr(measure, "requests", None), protocol=proto,
-              streams=streams)
+              streams=streams, tls_resume=resume)
         for p in params for proto in getattr(measure, "protocol", [H1])
         # The streams axis multiplies the HTTP/2 levels only: an HTTP/1.1 level has one request in flight.
         for streams in ((getattr(measure, "streams", None) or [1]) if is_http2(proto) else [1])
+        # And tls_resume the levels over TLS only: a cleartext connection has no session to resume.
+        for resume in ((getattr(measure, "tls_resume", None) or [False]) if is_tls(proto) else [False])
         for w in measure.workers for th in (getattr(measure, "threads", None) or [None])
         for c in measure.connections
     ]

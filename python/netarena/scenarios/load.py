@@ -57,6 +57,8 @@ def http_level_args(level: Level) -> list[str]:
         http_args.append("--h2")
         if level.streams != 1:
             http_args += ["--streams", str(level.streams)]
+    if level.tls_resume:
+        http_args.append("--tls-resume")
     if level.pipeline != 1:
         http_args += ["--pipeline", str(level.pipeline)]
     if level.close:
@@ -93,7 +95,7 @@ OPTION_FIELDS = {
     "--spin-us": "generator_spin_us", "--find-max": "find_max", "--slo": "find_max.slo",
     "--max-errors": "find_max.max_errors", "--step-duration": "duration_s", "--duration": "duration_s",
     "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes", "--cacert": "protocol", "--insecure": "protocol",
-    "--h2": "protocol", "--streams": "streams",
+    "--h2": "protocol", "--streams": "streams", "--tls-resume": "tls_resume",
 }
 
 # netarena-load's mode for each scenario protocol.
