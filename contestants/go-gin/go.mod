@@ -55,3 +55,8 @@ require (
 )
 
 replace netarena/contestants/techempower => ../_go-shared/techempower
+
+// How the HTTP server is served over each protocol, shared with go-net: the standard library only.
+require netarena/contestants/httpserve v0.0.0
+
+replace netarena/contestants/httpserve => ../_go-shared/httpserve

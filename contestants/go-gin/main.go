@@ -9,8 +9,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -24,13 +22,13 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"netarena/contestants/httpserve"
 )
 
 // Refuse absurd /bytes/{n} and /sleep/{ms} so one request cannot exhaust memory or hang forever.
 const (
-	maxBytesLen  = 64 << 20
-	maxSleepMs   = 600_000
-	drainTimeout = 3 * time.Second
+	maxBytesLen = 64 << 20
+	maxSleepMs  = 600_000
 )
 
 // bytesBodies holds each /bytes/{n} body, built on first use and shared afterwards.
@@ -86,25 +84,6 @@ func newEngine(staticDir string) *gin.Engine {
 	return r
 }
 
-func serve(ln net.Listener, handler http.Handler, stop <-chan os.Signal) error {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second}
-	done := make(chan error, 1)
-	go func() {
-		<-stop
-		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
-		defer cancel()
-		done <- srv.Shutdown(ctx)
-	}()
-	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	// Shutdown timing out only means a slow request was cut off; the stop itself succeeded.
-	if err := <-done; err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
-}
-
 func main() {
 	host := flag.String("host", "127.0.0.1", "address to listen on (0.0.0.0: every address)")
 	port := flag.Int("port", 0, "TCP port to listen on")
@@ -112,11 +91,17 @@ func main() {
 	mongoURL := flag.String("mongo-url", "", "mongodb:// URL of the fixture database (empty: no /mongo)")
 	pgURL := flag.String("pg-url", "", "postgres:// URL of TechEmpower's database (empty: no /db, /queries, /fortunes, /updates, /cached-queries)")
 	pgPool := flag.Int("pg-pool", 8, "connections in the PostgreSQL pool")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate: serve HTTPS with it (empty: cleartext)")
+	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
+	protocol := flag.String("protocol", "h1", "h1, h1-tls, h2 (both with -tls-cert) or h2c: what the server speaks")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-gin: ")
 	if *port < 1 || *port > 65535 {
 		log.Fatalf("-port must be 1..65535, got %d", *port)
+	}
+	if err := httpserve.Check(*protocol, *tlsCert, *tlsKey); err != nil {
+		log.Fatal(err)
 	}
 	if st, err := os.Stat(*staticDir); err != nil || !st.IsDir() {
 		log.Fatalf("-static-dir %q is not a directory; pass the folder holding the static file set", *staticDir)
@@ -145,7 +130,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("cannot listen on %s port %d: %v", *host, *port, err)
 	}
-	if err := serve(ln, engine, stop); err != nil {
+	if err := httpserve.Serve(ln, engine, *protocol, *tlsCert, *tlsKey, stop); err != nil {
 		log.Fatal(fmt.Errorf("serving: %w", err))
 	}
 }

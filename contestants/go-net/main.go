@@ -7,8 +7,6 @@
 package main
 
 import (
-	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -23,13 +21,14 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"netarena/contestants/httpserve"
 )
 
 // Refuse absurd /bytes/{n} and /sleep/{ms} so one request cannot exhaust memory or hang forever.
 const (
-	maxBytesLen  = 64 << 20
-	maxSleepMs   = 600_000
-	drainTimeout = 3 * time.Second
+	maxBytesLen = 64 << 20
+	maxSleepMs  = 600_000
 )
 
 // bytesBodies holds each /bytes/{n} body, built on first use and shared afterwards.
@@ -113,51 +112,6 @@ func httpHandler(staticDir, mongoURL, pgURL string, pgPool int) (http.Handler, e
 	return mux, nil
 }
 
-// serverProtocols: what the server speaks for netarena's -protocol ({protocol}), each alone so that a server
-// started for one never serves another: HTTP/1.1 for h1 and h1-tls (ALPN offers http/1.1 only, where net/http
-// would offer h2 too), HTTP/2 over TLS for h2 (ALPN offers h2 only), cleartext HTTP/2 with prior knowledge for
-// h2c (http.Server.Protocols, Go 1.24+).
-func serverProtocols(protocol string) *http.Protocols {
-	p := new(http.Protocols)
-	switch protocol {
-	case "h2":
-		p.SetHTTP2(true)
-	case "h2c":
-		p.SetUnencryptedHTTP2(true)
-	default:
-		p.SetHTTP1(true)
-	}
-	return p
-}
-
-func serveHTTP(ln net.Listener, handler http.Handler, protocol, tlsCert, tlsKey string, stop <-chan os.Signal) error {
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second, Protocols: serverProtocols(protocol)}
-	if tlsCert != "" {
-		srv.TLSConfig = &tls.Config{} // crypto/tls's defaults (TLS 1.2 and 1.3); ALPN from Protocols
-	}
-	done := make(chan error, 1)
-	go func() {
-		<-stop
-		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
-		defer cancel()
-		done <- srv.Shutdown(ctx)
-	}()
-	var err error
-	if tlsCert != "" {
-		err = srv.ServeTLS(ln, tlsCert, tlsKey)
-	} else {
-		err = srv.Serve(ln)
-	}
-	if !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	// Shutdown timing out only means a slow request was cut off; the stop itself succeeded.
-	if err := <-done; err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
-}
-
 func echo(conn net.Conn) {
 	defer conn.Close()
 	io.Copy(conn, conn)
@@ -202,16 +156,8 @@ func main() {
 	if *pgPool < 1 {
 		log.Fatalf("-pg-pool must be at least 1, got %d", *pgPool)
 	}
-	if (*tlsCert == "") != (*tlsKey == "") {
-		log.Fatalf("-tls-cert and -tls-key go together: give both (HTTPS) or neither (cleartext)")
-	}
-	overTLS := map[string]bool{"h1": false, "h1-tls": true, "h2": true, "h2c": false}
-	if wantsTLS, known := overTLS[*protocol]; !known {
-		log.Fatalf("-protocol must be h1, h1-tls, h2 or h2c, got %q", *protocol)
-	} else if *mode == "http" && wantsTLS != (*tlsCert != "") {
-		log.Fatalf("-protocol %s is served %s: give -tls-cert and -tls-key %s", *protocol,
-			map[bool]string{true: "over TLS", false: "in cleartext"}[wantsTLS],
-			map[bool]string{true: "with it", false: "only with h1-tls or h2"}[wantsTLS])
+	if err := httpserve.Check(*protocol, *tlsCert, *tlsKey); err != nil {
+		log.Fatal(err)
 	}
 	if *mode != "http" && *mode != "echo" {
 		log.Fatalf("-mode must be http or echo, got %q", *mode)
@@ -238,7 +184,7 @@ func main() {
 	if *mode == "echo" {
 		err = serveEcho(ln, stop)
 	} else {
-		err = serveHTTP(ln, handler, *protocol, *tlsCert, *tlsKey, stop)
+		err = httpserve.Serve(ln, handler, *protocol, *tlsCert, *tlsKey, stop)
 	}
 	if err != nil {
 		log.Fatal(err)
