@@ -57,7 +57,6 @@ def test_streams_without_an_http2_protocol_is_refused(tmp_path):
 
 @pytest.mark.parametrize("scenario, extra, message, field", [
     ("sleep", "", "protocol applies to the scenarios hello, bytes, json, static, not sleep", "measure[0].protocol"),
-    ("json", "", "h2 applies to the scenarios hello, bytes, static, not json", "measure[0].protocol"),
     # What netarena-load --h2 does not do, refused by netarena-load's own check of the level.
     ("hello", "rate = [100]\n", "--rate", "measure[0].protocol"),
     ("hello", 'generator_io = "uring"\n', "uring", "measure[0].generator_io"),

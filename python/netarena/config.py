@@ -34,12 +34,9 @@ SERVICE_SCENARIOS = {s.name: s.service for s in registry.all() if s.service is n
 SERVICE_NAMES = registry.services()
 PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_dir", "build_dir", "run_dir", "python",
                 "java", "db_pool", "tls_cert", "tls_key", "protocol", *(f"{name}_url" for name in SERVICE_NAMES))
-# The scenarios a level may measure over TLS (their modules' `tls`): the HTTP scenarios whose server has no
-# backing service to wait for, where the protocol's own cost shows.
+# The scenarios a level may measure over TLS and HTTP/2 (their modules' `tls`): the HTTP scenarios whose server
+# has no backing service to wait for, where the protocol's own cost shows.
 TLS_SCENARIOS = tuple(s.name for s in registry.all() if s.tls)
-# The scenarios a level may measure over HTTP/2 (their modules' `http2`): those of TLS_SCENARIOS whose load
-# netarena-load --h2 can verify.
-HTTP2_SCENARIOS = tuple(s.name for s in registry.all() if s.http2)
 STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
 # An optional part's steps may also name the parts the build ends up with ({install_parts}, see
 # contestants._install_locked): one cargo build with every feature asked for, not the last part's alone.
@@ -248,8 +245,8 @@ class _MeasureCommon(Strict):
     # Unset: each contestant's own default. A contestant without a thread pool is skipped for these levels.
     threads: Annotated[list[Annotated[int, Field(ge=1, le=65_536)]], Field(min_length=1)] | None = None
     # What the requests travel over (tls.PROTOCOLS), one level per value: "h1" cleartext HTTP/1.1, "h1-tls"
-    # HTTP/1.1 over TLS (the TLS_SCENARIOS only), "h2" / "h2c" HTTP/2 over TLS / in cleartext (the
-    # HTTP2_SCENARIOS only). A contestant that does not list one is skipped for its levels.
+    # HTTP/1.1 over TLS, "h2" / "h2c" HTTP/2 over TLS / in cleartext (the others than h1 for the TLS_SCENARIOS
+    # only). A contestant that does not list one is skipped for its levels.
     protocol: Annotated[list[str], Field(min_length=1)] = [H1]
     # HTTP/2 streams in flight per connection (netarena-load --streams), one level per value, for the h2 and h2c
     # levels only (the entry's other protocols are measured at one request in flight per connection). Unset: 1.
@@ -851,11 +848,6 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if entry.streams is not None and not over_http2:
             fail(("measure", index, "streams"), f"streams applies to HTTP/2 levels, and protocol {entry.protocol} "
                  "has none", 'add "h2" or "h2c" to protocol, or remove streams')
-        if over_http2 and entry.scenario not in HTTP2_SCENARIOS:
-            fail(("measure", index, "protocol"), f"{over_http2[0]} applies to the scenarios "
-                 f"{', '.join(HTTP2_SCENARIOS)}, not {entry.scenario}: its load holds every response to the first "
-                 "one (netarena-load --verify-learn), which netarena-load --h2 does not do yet",
-                 f"measure {entry.scenario} over h1 or h1-tls")
         definition.check_entry(entry, lambda field, message: fail(("measure", index, field), message))
     if suite.cpus is not None:
         overlap = set(suite.cpus.server) & set(suite.cpus.generator)
@@ -871,9 +863,8 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
 
 def protocols_for(manifest: Manifest, scenario: str) -> list[str]:
     """The protocols `netarena verify` checks a contestant's scenario over: each its manifest lists that the
-    scenario may be measured over (h1 always, h1-tls for the TLS_SCENARIOS, h2 and h2c for the HTTP2_SCENARIOS)."""
-    return [p for p in manifest.protocols
-            if p == H1 or (scenario in HTTP2_SCENARIOS if is_http2(p) else scenario in TLS_SCENARIOS)]
+    scenario may be measured over (h1 always, the others for the TLS_SCENARIOS)."""
+    return [p for p in manifest.protocols if p == H1 or scenario in TLS_SCENARIOS]
 
 
 def _check_protocols(names: list[str], fail) -> None:
@@ -965,7 +956,7 @@ def check_names(requested: list[str], known: list[str], what: str, source: str) 
 
 
 __all__ = [
-    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "TLS_SCENARIOS", "HTTP2_SCENARIOS", "protocols_for", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
+    "SCENARIOS", "HTTP_SCENARIOS", "SERVICE_SCENARIOS", "TLS_SCENARIOS", "protocols_for", "BYTES_SIZES", "PLACEHOLDERS", "MODEL_GROUPS", "model_group",
     "NotHereEntry", "load_not_here", "Manifest", "Suite",
     "Measure", "FindMax", "Cpus", "Threads", "Request", "load_manifest", "load_request", "load_suite", "check_suite",
     "check_names", "key_lines", "value_line",

@@ -229,6 +229,82 @@ fn nginx_going_away_gracefully_is_a_reconnect_not_an_error() {
 }
 
 #[test]
+fn verify_learn_learns_over_http2_and_holds_every_stream_to_it() {
+    // Against nginx (h2c): the learning request is one more HTTP/2 request on a connection of its own,
+    // and its status, size and digest hold every stream of the load.
+    let dir = scratch("learn");
+    let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
+        common::feature_missing("nginx is not installed");
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/big.bin", nginx.port);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "--h2",
+            "--streams",
+            "4",
+            "-c",
+            "2",
+            "-n",
+            "50",
+            "--verify-learn",
+        ],
+        LIMIT,
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/responses"), 50, "{}", r.context);
+    assert_eq!(r.get("/config/verify_learn").as_bool(), Some(true));
+    assert_eq!(r.u64("/config/expect_body_size"), BIG_BODY_BYTES as u64);
+    assert_eq!(
+        r.get("/config/expect_body_sha256").as_str(),
+        Some(sha256_hex(&big_body()).as_str()),
+        "{}",
+        r.context
+    );
+    let log = access_log(&dir);
+    assert_eq!(
+        log.len(),
+        51,
+        "the load's 50 and the learning request: {log:?}"
+    );
+    assert!(
+        log.iter().all(|l| l.contains(" HTTP/2.0\" 200 ")),
+        "{log:?}"
+    );
+
+    // Against a server answering some streams with another body: what it learned is the right one,
+    // so each wrong stream is a verification mismatch.
+    let server = h2c_server(HELLO, H2Fault::WrongBodyEvery(5));
+    let url = server.url("/");
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "--h2",
+            "--streams",
+            "10",
+            "-c",
+            "2",
+            "-n",
+            "200",
+            "--verify-learn",
+        ],
+        LIMIT,
+    );
+    r.assert_only_errors(&["verification_mismatch"]);
+    assert_eq!(r.u64("/config/expect_body_size"), HELLO.len() as u64);
+    assert_eq!(
+        r.class("verification_mismatch"),
+        server.stats.misbehaved(),
+        "{}",
+        r.context
+    );
+    assert!(server.stats.misbehaved() >= 30, "{}", r.context);
+}
+
+#[test]
 fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream() {
     let server = h2c_server(HELLO, H2Fault::WrongBodyEvery(5));
     let url = server.url("/");
@@ -358,7 +434,6 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
             "the open loop over HTTP/2 is not built yet",
         ),
         (vec!["--h2", "--close"], "--h2 with --close"),
-        (vec!["--h2", "--verify-learn"], "--h2 with --verify-learn"),
         (
             vec!["--h2", "--streams", "0"],
             "--streams 0 is out of range",

@@ -17,7 +17,6 @@ class Bytes(Scenario):
 
     name = "bytes"
     tls = True
-    http2 = True
     order = 30
     nagle_path = "/bytes/10000"
     params = {"sizes": (list[Literal[BYTES_SIZES]] | None, None)}

@@ -15,7 +15,6 @@ class Hello(Scenario):
 
     name = "hello"
     tls = True
-    http2 = True
     order = 20
     nagle_path = "/hello"
 

@@ -16,9 +16,6 @@ class Json(Scenario):
 
     name = "json"
     tls = True
-    # Not over HTTP/2: its load holds every response to the first one (--verify-learn), which netarena-load
-    # --h2 does not do yet (docs/protocols.md).
-    http2 = False
     order = 40
     nagle_path = "/json"
 

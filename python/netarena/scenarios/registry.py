@@ -37,11 +37,9 @@ class Scenario:
     service: str | None = None
     # It reads the static file set (STATIC_SET_VERSION): a run generates the set before it is measured.
     static_set: bool = False
-    # A suite may measure it over TLS (`protocol = ["h1", "h1-tls"]`): an HTTP scenario without a backing service.
+    # A suite may measure it over a protocol other than cleartext HTTP/1.1 (`protocol = ["h1", "h1-tls", "h2",
+    # "h2c"]`): an HTTP scenario without a backing service, where the protocol's own cost shows.
     tls: bool = False
-    # A suite may measure it over HTTP/2 (`protocol = ["h2", "h2c"]`): one of the `tls` scenarios whose load
-    # netarena-load --h2 can hold to the catalog (json's learns its body, --verify-learn, not built with --h2).
-    http2: bool = False
     # The request the Nagle check repeats on one connection (None: no Nagle check, and no `nagle_stall`).
     nagle_path: str | None = None
     # Its own suite [[measure]] fields: name -> (pydantic annotation, default), each allowed only with this scenario

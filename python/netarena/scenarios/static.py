@@ -30,7 +30,6 @@ class Static(Scenario):
 
     name = "static"
     tls = True
-    http2 = True
     order = 50
     static_set = True
     nagle_path = "/static/bytes/10000"

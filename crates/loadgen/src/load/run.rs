@@ -4,7 +4,7 @@
 //! measured phase, optionally the echo probe beside it); `openrun` drives the open loop's phases
 //! with the same pieces.
 
-use std::io::{BufRead, Read, Write};
+use std::io::BufRead;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -13,7 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::{Config, HttpConfig, LoadKind, Mode};
 use crate::error::RunError;
 use crate::exchange::Exchange;
-use crate::http::{Expectation, ResponseParser, Step};
+use crate::http::{Expectation, Response, ResponseParser, Step};
+use crate::http2::{Event, H2Conn, H2Requests};
 use crate::io::echo::{self, Echo, EchoProtocol, ProbeResult};
 use crate::io::http::{HttpParams, HttpProtocol};
 use crate::io::uring::closed;
@@ -21,6 +22,7 @@ use crate::io::worker::{ThreadConns, ThreadSummary, WorkerConfig, WorkerResult};
 use crate::io::{epoll, on_engine, OnEngine};
 use crate::load::open::OpenStats;
 use crate::stats::ThreadStats;
+use crate::tls::Duplex;
 use crate::{progress, signals, sys};
 
 /// What one measured phase gave, merged over the threads: the closed loop's or echo's run, or one
@@ -323,40 +325,10 @@ pub fn learn_expectation(
         .map_err(|e| fail(e.to_string()))?;
     // https: the same TLS settings as the load's connections (a fresh session, never resumed).
     let mut s = crate::tls::blocking_stream(h.tls.as_ref(), tcp).map_err(fail)?;
-    s.write_all(&h.request).map_err(|e| fail(e.to_string()))?;
-    let mut parser = ResponseParser::new(true, h.method.eq_ignore_ascii_case("HEAD"));
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut have = 0;
-    let response = loop {
-        // A read with a timeout (SO_RCVTIMEO) is not restarted by the kernel after a signal, even one
-        // that is handled or stops and continues the process: retry it, as the engines do.
-        let n = match s.read(&mut buf[have..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(fail(e.to_string())),
-        };
-        if n == 0 {
-            match parser.on_eof() {
-                Some(r) if have == 0 => break r,
-                _ => {
-                    return Err(fail(
-                        "the server closed the connection before a complete response".into(),
-                    ))
-                }
-            }
-        }
-        have += n;
-        match parser.advance(&buf[..have]) {
-            Step::Done(_, r) => break r,
-            Step::NeedMore(k) => {
-                buf.copy_within(k..have, 0);
-                have -= k;
-                if have == buf.len() {
-                    return Err(fail("response head too large".into()));
-                }
-            }
-            Step::Error(e) => return Err(fail(e)),
-        }
+    let head = h.method.eq_ignore_ascii_case("HEAD");
+    let response = match &h.h2 {
+        Some(h2) => learn_over_h2(h2, s.as_mut(), head).map_err(fail)?,
+        None => learn_over_h1(h, s.as_mut(), head).map_err(fail)?,
     };
     if let Some(want) = h.expect.status {
         if response.status != want {
@@ -376,6 +348,89 @@ pub fn learn_expectation(
         body_size: Some(response.body_len),
         body_sha256: response.body_sha256,
     })
+}
+
+/// The learning request over HTTP/1.1: the run's request, its response parsed as the load's are.
+fn learn_over_h1(h: &HttpConfig, s: &mut dyn Duplex, head: bool) -> Result<Response, String> {
+    s.write_all(&h.request).map_err(|e| e.to_string())?;
+    let mut parser = ResponseParser::new(true, head);
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut have = 0;
+    loop {
+        // A read with a timeout (SO_RCVTIMEO) is not restarted by the kernel after a signal, even one
+        // that is handled or stops and continues the process: retry it, as the engines do.
+        let Some(n) = read_once(s, &mut buf[have..])? else {
+            continue;
+        };
+        if n == 0 {
+            return match parser.on_eof() {
+                Some(r) if have == 0 => Ok(r),
+                _ => Err("the server closed the connection before a complete response".into()),
+            };
+        }
+        have += n;
+        match parser.advance(&buf[..have]) {
+            Step::Done(_, r) => return Ok(r),
+            Step::NeedMore(k) => {
+                buf.copy_within(k..have, 0);
+                have -= k;
+                if have == buf.len() {
+                    return Err("response head too large".into());
+                }
+            }
+            Step::Error(e) => return Err(e),
+        }
+    }
+}
+
+/// The learning request over HTTP/2 (`--h2`): a connection of its own with one stream, the
+/// positional URL's request, driven by the load's own HTTP/2 client (`H2Conn`), so the learned
+/// response is judged exactly as the load's responses are.
+fn learn_over_h2(h2: &H2Requests, s: &mut dyn Duplex, head: bool) -> Result<Response, String> {
+    let mut conn = H2Conn::new(h2.settings, true, head);
+    let now = Instant::now();
+    conn.start_stream(0, &h2.blocks[0], &h2.body, now, now);
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let unsent = conn.unsent().len();
+        if unsent > 0 {
+            s.write_all(conn.unsent()).map_err(|e| e.to_string())?;
+            conn.wrote(unsent);
+        }
+        for event in conn.events.drain(..) {
+            match event {
+                Event::Done { response, .. } => return Ok(response),
+                Event::Reset { code, .. } => {
+                    return Err(format!("the server reset the stream (RST_STREAM, error code {code})"))
+                }
+                Event::GoAway { code, debug, .. } => {
+                    return Err(format!(
+                        "the server ended the connection before answering (GOAWAY, error code {code}{})",
+                        if debug.is_empty() { String::new() } else { format!(": {debug}") }
+                    ))
+                }
+            }
+        }
+        let Some(n) = read_once(s, &mut buf)? else {
+            continue;
+        };
+        if n == 0 {
+            return Err("the server closed the connection before a complete response".into());
+        }
+        conn.receive(&buf[..n])
+            .map_err(|e| format!("HTTP/2 protocol error: {e}"))?;
+    }
+}
+
+/// One read: Some(bytes read, 0 at the end), or None when a signal interrupted it. A read with a
+/// timeout (SO_RCVTIMEO) is not restarted by the kernel after a signal, even one that is handled or
+/// stops and continues the process: the caller retries it, as the engines do.
+fn read_once(s: &mut dyn Duplex, buf: &mut [u8]) -> Result<Option<usize>, String> {
+    match s.read(buf) {
+        Ok(n) => Ok(Some(n)),
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Ok(None),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 #[cfg(test)]
