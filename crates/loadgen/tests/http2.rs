@@ -3,16 +3,19 @@
 //! counts them), flow control that lets a body larger than the window through, a graceful GOAWAY
 //! (nginx's keepalive_requests) that the load rides over on new connections. Against a scripted
 //! server: a wrong body on some streams, RST_STREAM, GOAWAY with an error and a protocol violation,
-//! each counted in its own error class while the load goes on. Bad combinations of flags are
-//! refused before anything is sent.
+//! each counted in its own error class while the load goes on. The open loop (`--rate`, and its
+//! `--steps`): exactly the schedule's sends against nginx, each verified; several streams in flight
+//! on one connection of a slow scripted server, whose slowness shows in the corrected latency; a
+//! GOAWAY mid-load counted while the schedule goes on. Bad combinations of flags are refused
+//! before anything is sent.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{
-    h2c_server, run_json, run_load, sha256_hex, start_nginx, tls_http_server, Cert, H2Fault, Nginx,
-    TestCa, HELLO,
+    h2c_server, run_json, run_load, sha256_hex, start_nginx, tls_http_server,
+    validate_against_schema, Cert, H2Fault, Nginx, TestCa, HELLO,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -354,8 +357,12 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
             "HTTP/2 has no pipelining; use --streams",
         ),
         (
-            vec!["--h2", "--rate", "100"],
-            "the open loop over HTTP/2 is not built yet",
+            vec!["--h2", "--conn-rate", "10"],
+            "a new connection per arrival over HTTP/2 is not built",
+        ),
+        (
+            vec!["--h2", "--rate", "10", "--io", "uring"],
+            "--io uring does not speak HTTP/2 yet",
         ),
         (vec!["--h2", "--close"], "--h2 with --close"),
         (vec!["--h2", "--verify-learn"], "--h2 with --verify-learn"),
@@ -387,4 +394,236 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
     let r = run_json(&["http", &url, "--h2", "-n", "10", "--io", "auto"], LIMIT);
     let reason = r.get("/config/io_reason").to_string();
     assert!(reason.contains("HTTP/2 runs on epoll"), "{reason}");
+}
+
+/// The open loop's own figures of a run (or a step) that kept its schedule: every arrival the
+/// schedule made was sent (none dropped), and every send answered; how many were sent.
+fn assert_schedule_sent(r: &common::Result, base: &str) -> u64 {
+    let at = |p: &str| r.u64(&format!("{base}{p}"));
+    let started = at("/open_loop/started");
+    assert_eq!(at("/open_loop/dropped"), 0, "{}", r.context);
+    assert_eq!(started, at("/open_loop/intended"), "{}", r.context);
+    assert_eq!(at("/totals/requests"), started, "{}", r.context);
+    assert_eq!(at("/totals/responses"), started, "{}", r.context);
+    started
+}
+
+#[test]
+fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
+    let dir = scratch("h2c-rate");
+    let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
+        common::feature_missing("nginx is not installed");
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/hello", nginx.port);
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "--h2",
+            "--streams",
+            "4",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--rate",
+            "200",
+            "-d",
+            "2s",
+            "--expect-status",
+            "200",
+            "--expect-body-size",
+            "13",
+        ],
+        LIMIT,
+    );
+    validate_against_schema(&r.doc);
+    r.assert_only_errors(&[]);
+    assert_eq!(
+        r.get("/open_loop/kind").as_str(),
+        Some("rate"),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.get("/latency_corrected").as_bool(),
+        Some(true),
+        "{}",
+        r.context
+    );
+    // 2 s at 200/s: 400 arrivals, whatever the machine; each one sent and answered.
+    assert!(
+        (399..=401).contains(&r.u64("/open_loop/intended")),
+        "{}",
+        r.context
+    );
+    let sent = assert_schedule_sent(&r, "");
+    assert_eq!(
+        r.get("/http2/protocol").as_str(),
+        Some("h2c"),
+        "{}",
+        r.context
+    );
+    assert_eq!(r.u64("/http2/streams"), 4, "{}", r.context);
+    // nginx's own count: every send of the schedule, each over HTTP/2, none more.
+    let log = access_log(&dir);
+    assert_eq!(log.len() as u64, sent, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
+        "{log:?}"
+    );
+
+    // Rate steps ride on the same path: each step is its own schedule, kept on the same pool.
+    let r = run_json(
+        &[
+            "http",
+            &url,
+            "--h2",
+            "--streams",
+            "4",
+            "-c",
+            "2",
+            "-t",
+            "1",
+            "--rate",
+            "50",
+            "--steps",
+            "100:200:100",
+            "--step-duration",
+            "1s",
+            "--expect-body-size",
+            "13",
+        ],
+        LIMIT,
+    );
+    validate_against_schema(&r.doc);
+    r.assert_only_errors(&[]);
+    let steps = r.get("/steps").as_array().unwrap().len();
+    assert_eq!(steps, 2, "{}", r.context);
+    for (i, rate) in [100, 200].into_iter().enumerate() {
+        let step = format!("/steps/{i}");
+        let intended = r.u64(&format!("{step}/open_loop/intended"));
+        assert!(
+            (rate - 1..=rate + 1).contains(&intended),
+            "step {i}: {}",
+            r.context
+        );
+        assert_schedule_sent(&r, &step);
+        assert_eq!(r.u64(&format!("{step}/http2/streams")), 4, "{}", r.context);
+    }
+}
+
+#[test]
+fn the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_corrected_latency() {
+    // Each answer 100 ms after its request: one connection of 4 streams completes at most 40
+    // requests a second, and the schedule asks 50. The streams fill, and the requests due while
+    // all 4 are busy wait for one to free up (as HTTP/1.1's wait for a free connection), each
+    // a little longer than the one before: about 5 ms more per request, 0.5 s by the 100th.
+    let server = h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)));
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/"),
+            "--h2",
+            "--streams",
+            "4",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--rate",
+            "50",
+            "-d",
+            "2s",
+            "--timeout",
+            "10s",
+            "--expect-body-size",
+            "13",
+        ],
+        LIMIT,
+    );
+    validate_against_schema(&r.doc);
+    r.assert_only_errors(&[]);
+    let sent = assert_schedule_sent(&r, "");
+    assert_eq!(server.stats.good(), sent, "{}", r.context);
+    assert_eq!(server.stats.connections(), 1, "{}", r.context);
+    // Several streams side by side on the one connection, never more than --streams.
+    assert_eq!(server.stats.peak_streams(), 4, "{}", r.context);
+    // From its actual send each request took the server's 100 ms; from its intended time, the
+    // wait for a free stream comes on top. The bar is the queue's (hundreds of ms on any host; a
+    // slower one queues more), not this machine's speed.
+    let uncorrected_min = r.u64("/open_loop/latency_uncorrected/min_us");
+    let uncorrected_max = r.u64("/open_loop/latency_uncorrected/max_us");
+    let corrected_max = r.u64("/latency/max_us");
+    assert!(uncorrected_min >= 100_000, "{}", r.context);
+    assert!(
+        corrected_max >= uncorrected_max + 200_000,
+        "corrected max {corrected_max} us, uncorrected max {uncorrected_max} us\n{}",
+        r.context
+    );
+    // Sends that waited for a stream were late, and the result says the schedule was not kept.
+    assert!(r.u64("/open_loop/late") > 0, "{}", r.context);
+    assert_eq!(
+        r.get("/open_loop/rate_not_met").as_bool(),
+        Some(true),
+        "{}",
+        r.context
+    );
+}
+
+#[test]
+fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
+    // GOAWAY (ENHANCE_YOUR_CALM) at each connection's 11th request, which the server leaves
+    // unprocessed: about 9 times in 100 scheduled requests.
+    let server = h2c_server(HELLO, H2Fault::GoawayAfter(10));
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/"),
+            "--h2",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--rate",
+            "100",
+            "-d",
+            "1s",
+            "--expect-body-size",
+            "13",
+        ],
+        LIMIT,
+    );
+    validate_against_schema(&r.doc);
+    r.assert_only_errors(&["h2_goaway"]);
+    let goaways = r.class("h2_goaway");
+    assert_eq!(goaways, r.u64("/http2/goaways"), "{}", r.context);
+    assert!(goaways >= 4, "{}", r.context);
+    // Each connection that went away was replaced (the last one's replacement may come after the
+    // run's end).
+    assert!(
+        r.u64("/totals/connections_opened") + 1 >= goaways,
+        "{}",
+        r.context
+    );
+    // The schedule went on over new connections: every arrival was sent; each send was answered
+    // except the one stream each GOAWAY left unprocessed (one stream in flight at a time).
+    let started = r.u64("/open_loop/started");
+    assert_eq!(r.u64("/open_loop/dropped"), 0, "{}", r.context);
+    assert_eq!(started, r.u64("/open_loop/intended"), "{}", r.context);
+    assert_eq!(
+        r.u64("/totals/requests"),
+        server.stats.good(),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.u64("/totals/requests") + goaways,
+        started,
+        "{}",
+        r.context
+    );
+    assert!(r.u64("/totals/requests") >= 50, "{}", r.context);
 }
