@@ -857,6 +857,40 @@ mod tests {
     }
 
     #[test]
+    fn the_open_loop_starts_one_h2_stream_per_request_until_the_streams_are_full() {
+        let mut ex = one_url(1);
+        ex.h2 = Some(Arc::new(H2Requests {
+            settings: http2::H2Settings {
+                streams: 2,
+                window: 65_535,
+            },
+            blocks: vec![vec![0x82]],
+            body: Vec::new(),
+        }));
+        let mut c = ex.new_conn();
+        let now = Instant::now();
+        let stats = ThreadStats::new(now, now + Duration::from_secs(60), None);
+        // Connected: the preface goes out before any request.
+        assert!(ex.on_connected(&mut c));
+        let preface = c.h2().unwrap().unsent().len();
+        c.h2_mut().unwrap().wrote(preface);
+        // One request is one stream, meant for its intended time, whatever the room left.
+        let intended = now - Duration::from_millis(5);
+        assert!(ex.can_start(&c));
+        let len = ex.start_one(&mut c, intended, now, &stats).unwrap();
+        assert_eq!(len, 9 + 1, "one HEADERS frame and nothing else");
+        assert_eq!(ex.inflight(&c), 1);
+        let times: Vec<Instant> = c.h2().unwrap().intended_times().collect();
+        assert_eq!(times, vec![intended]);
+        assert_eq!(ex.busy_since(&c), Some(now));
+        // The second fills the connection's --streams.
+        assert!(ex.can_start(&c));
+        ex.start_one(&mut c, now, now, &stats).unwrap();
+        assert!(!ex.can_start(&c));
+        assert_eq!((ex.inflight(&c), ex.inflight_total()), (2, 2));
+    }
+
+    #[test]
     fn each_response_of_a_pipelined_batch_is_judged_by_its_own_url() {
         // Round-robin over /a (2-byte body) and /b (3-byte body): the batch is a then b, and the
         // same 2-byte answer to both is right for /a and a mismatch for /b.

@@ -627,3 +627,60 @@ fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
     );
     assert!(r.u64("/totals/requests") >= 50, "{}", r.context);
 }
+
+#[test]
+fn find_max_over_h2_stops_at_what_the_streams_can_carry() {
+    // A server answering each request 100 ms late, on one connection of 4 streams: at most 40
+    // requests a second. Above that the backlog waits for streams and grows through the step, so
+    // no rate well above it can meet the SLO, however fast the machine (a slower one only queues
+    // more). At 60/s a 1 s step ends with its last request waiting 0.5 s for a stream.
+    let server = h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)));
+    let r = run_json(
+        &[
+            "http",
+            &server.url("/"),
+            "--h2",
+            "--streams",
+            "4",
+            "-c",
+            "1",
+            "-t",
+            "1",
+            "--rate",
+            "10",
+            "--find-max",
+            "--slo",
+            "p99<=300ms",
+            "--step-duration",
+            "1s",
+            "--find-max-resolution",
+            "25%",
+            "--timeout",
+            "3s",
+            "--expect-body-size",
+            "13",
+        ],
+        LIMIT,
+    );
+    validate_against_schema(&r.doc);
+    let verdicts = r.get("/find_max/verdicts").as_array().unwrap();
+    eprintln!("find-max over h2: {}", r.get("/find_max"));
+    assert_eq!(
+        r.get("/steps").as_array().unwrap().len(),
+        verdicts.len(),
+        "{}",
+        r.context
+    );
+    for v in verdicts {
+        let rate = v["rate_per_s"].as_f64().unwrap();
+        let passed = v["passed"].as_bool().unwrap();
+        assert!(!passed || rate <= 60.0, "{rate}/s passed\n{}", r.context);
+    }
+    // The search did fail somewhere: the streams' capacity stopped it, not --find-max-limit.
+    assert!(
+        verdicts.iter().any(|v| v["passed"] == false),
+        "{}",
+        r.context
+    );
+    assert!(server.stats.peak_streams() <= 4, "{}", r.context);
+}
