@@ -3,11 +3,12 @@
 //! counts them), flow control that lets a body larger than the window through, a graceful GOAWAY
 //! (nginx's keepalive_requests) that the load rides over on new connections. Against a scripted
 //! server: a wrong body on some streams, RST_STREAM, GOAWAY with an error and a protocol violation,
-//! each counted in its own error class while the load goes on. The open loop (`--rate`, and its
-//! `--steps`): exactly the schedule's sends against nginx, each verified; several streams in flight
-//! on one connection of a slow scripted server, whose slowness shows in the corrected latency; a
-//! GOAWAY mid-load counted while the schedule goes on. Bad combinations of flags are refused
-//! before anything is sent.
+//! each counted in its own error class while the load goes on. The open loop (`--rate`, its
+//! `--steps` and `--find-max`): exactly the schedule's sends against nginx (h2c and TLS), each
+//! verified; several streams in flight on one connection of a slow scripted server, whose
+//! slowness shows in the corrected latency and bounds what find-max finds; a GOAWAY mid-load
+//! counted while the schedule goes on. Bad combinations of flags are refused before anything is
+//! sent.
 
 mod common;
 
@@ -181,6 +182,33 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() 
         log.iter()
             .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 ")),
         "{log:?}"
+    );
+
+    // The open loop over TLS: each scheduled request a stream on the two TLS connections, whose
+    // handshake and preface go out as soon as each connects.
+    let r = open_loop_run(
+        &url,
+        &[
+            "--cacert",
+            cacert,
+            "--streams",
+            "4",
+            "-c",
+            "2",
+            "--rate",
+            "100",
+            "-d",
+            "1s",
+        ],
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.get("/tls/alpn").as_str(), Some("h2"), "{}", r.context);
+    let sent = assert_schedule_sent(&r, "");
+    assert_eq!(
+        access_log(&ca.dir).len() as u64,
+        200 + sent,
+        "{}",
+        r.context
     );
 
     // A TLS server that speaks HTTP/1.1 only: no h2 by ALPN, so no HTTP/2 figure at all.
@@ -396,6 +424,25 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
     assert!(reason.contains("HTTP/2 runs on epoll"), "{reason}");
 }
 
+/// `netarena-load http URL --h2 -t 1 --expect-body-size 13 ARGS` (an open-loop run: ARGS give the
+/// rate and the pool), its document checked against the JSON Schema.
+fn open_loop_run(url: &str, args: &[&str]) -> common::Result {
+    let mut all = vec!["http", url, "--h2", "-t", "1", "--expect-body-size", "13"];
+    all.extend_from_slice(args);
+    let r = run_json(&all, LIMIT);
+    validate_against_schema(&r.doc);
+    r
+}
+
+/// A scripted server answering every request 100 ms after it arrived: one connection of 4
+/// streams (`SLOW_POOL`) completes at most 40 requests a second.
+fn slow_h2_server() -> common::TestServer {
+    h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)))
+}
+
+/// The pool the tests of `slow_h2_server` load it with: one connection of 4 streams.
+const SLOW_POOL: [&str; 4] = ["--streams", "4", "-c", "1"];
+
 /// The open loop's own figures of a run (or a step) that kept its schedule: every arrival the
 /// schedule made was sent (none dropped), and every send answered; how many were sent.
 fn assert_schedule_sent(r: &common::Result, base: &str) -> u64 {
@@ -416,29 +463,15 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
         return;
     };
     let url = format!("http://127.0.0.1:{}/hello", nginx.port);
-    let r = run_json(
+    let pool = ["--streams", "4", "-c", "2"];
+    let r = open_loop_run(
+        &url,
         &[
-            "http",
-            &url,
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--rate",
-            "200",
-            "-d",
-            "2s",
-            "--expect-status",
-            "200",
-            "--expect-body-size",
-            "13",
-        ],
-        LIMIT,
+            &pool[..],
+            &["--rate", "200", "-d", "2s", "--expect-status", "200"],
+        ]
+        .concat(),
     );
-    validate_against_schema(&r.doc);
     r.assert_only_errors(&[]);
     assert_eq!(
         r.get("/open_loop/kind").as_str(),
@@ -476,32 +509,22 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
     );
 
     // Rate steps ride on the same path: each step is its own schedule, kept on the same pool.
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "2",
-            "-t",
-            "1",
-            "--rate",
-            "50",
-            "--steps",
-            "100:200:100",
-            "--step-duration",
-            "1s",
-            "--expect-body-size",
-            "13",
-        ],
-        LIMIT,
-    );
-    validate_against_schema(&r.doc);
+    let steps = [
+        "--rate",
+        "50",
+        "--steps",
+        "100:200:100",
+        "--step-duration",
+        "1s",
+    ];
+    let r = open_loop_run(&url, &[&pool[..], &steps[..]].concat());
     r.assert_only_errors(&[]);
-    let steps = r.get("/steps").as_array().unwrap().len();
-    assert_eq!(steps, 2, "{}", r.context);
+    assert_eq!(
+        r.get("/steps").as_array().unwrap().len(),
+        2,
+        "{}",
+        r.context
+    );
     for (i, rate) in [100, 200].into_iter().enumerate() {
         let step = format!("/steps/{i}");
         let intended = r.u64(&format!("{step}/open_loop/intended"));
@@ -517,34 +540,19 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
 
 #[test]
 fn the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_corrected_latency() {
-    // Each answer 100 ms after its request: one connection of 4 streams completes at most 40
-    // requests a second, and the schedule asks 50. The streams fill, and the requests due while
-    // all 4 are busy wait for one to free up (as HTTP/1.1's wait for a free connection), each
-    // a little longer than the one before: about 5 ms more per request, 0.5 s by the 100th.
-    let server = h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)));
-    let r = run_json(
+    // The schedule asks 50 requests a second of a connection that completes at most 40. The
+    // streams fill, and the requests due while all 4 are busy wait for one to free up (as
+    // HTTP/1.1's wait for a free connection), each a little longer than the one before: about
+    // 5 ms more per request, 0.5 s by the 100th.
+    let server = slow_h2_server();
+    let r = open_loop_run(
+        &server.url("/"),
         &[
-            "http",
-            &server.url("/"),
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "--rate",
-            "50",
-            "-d",
-            "2s",
-            "--timeout",
-            "10s",
-            "--expect-body-size",
-            "13",
-        ],
-        LIMIT,
+            &SLOW_POOL[..],
+            &["--rate", "50", "-d", "2s", "--timeout", "10s"],
+        ]
+        .concat(),
     );
-    validate_against_schema(&r.doc);
     r.assert_only_errors(&[]);
     let sent = assert_schedule_sent(&r, "");
     assert_eq!(server.stats.good(), sent, "{}", r.context);
@@ -578,25 +586,7 @@ fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
     // GOAWAY (ENHANCE_YOUR_CALM) at each connection's 11th request, which the server leaves
     // unprocessed: about 9 times in 100 scheduled requests.
     let server = h2c_server(HELLO, H2Fault::GoawayAfter(10));
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/"),
-            "--h2",
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "--rate",
-            "100",
-            "-d",
-            "1s",
-            "--expect-body-size",
-            "13",
-        ],
-        LIMIT,
-    );
-    validate_against_schema(&r.doc);
+    let r = open_loop_run(&server.url("/"), &["-c", "1", "--rate", "100", "-d", "1s"]);
     r.assert_only_errors(&["h2_goaway"]);
     let goaways = r.class("h2_goaway");
     assert_eq!(goaways, r.u64("/http2/goaways"), "{}", r.context);
@@ -630,41 +620,33 @@ fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
 
 #[test]
 fn find_max_over_h2_stops_at_what_the_streams_can_carry() {
-    // A server answering each request 100 ms late, on one connection of 4 streams: at most 40
-    // requests a second. Above that the backlog waits for streams and grows through the step, so
-    // no rate well above it can meet the SLO, however fast the machine (a slower one only queues
-    // more). At 60/s a 1 s step ends with its last request waiting 0.5 s for a stream.
-    let server = h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)));
-    let r = run_json(
+    // At most 40 requests a second (`slow_h2_server`, 4 streams). Above that the backlog waits
+    // for streams and grows through the step, so no rate well above it can meet the SLO, however
+    // fast the machine (a slower one only queues more). At 60/s a 1 s step ends with its last
+    // request waiting 0.5 s for a stream.
+    let server = slow_h2_server();
+    let r = open_loop_run(
+        &server.url("/"),
         &[
-            "http",
-            &server.url("/"),
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "1",
-            "-t",
-            "1",
-            "--rate",
-            "10",
-            "--find-max",
-            "--slo",
-            "p99<=300ms",
-            "--step-duration",
-            "1s",
-            "--find-max-resolution",
-            "25%",
-            "--timeout",
-            "3s",
-            "--expect-body-size",
-            "13",
-        ],
-        LIMIT,
+            &SLOW_POOL[..],
+            &[
+                "--rate",
+                "10",
+                "--find-max",
+                "--slo",
+                "p99<=300ms",
+                "--step-duration",
+                "1s",
+                "--find-max-resolution",
+                "25%",
+                "--timeout",
+                "3s",
+            ],
+        ]
+        .concat(),
     );
-    validate_against_schema(&r.doc);
-    let verdicts = r.get("/find_max/verdicts").as_array().unwrap();
     eprintln!("find-max over h2: {}", r.get("/find_max"));
+    let verdicts = r.get("/find_max/verdicts").as_array().unwrap();
     assert_eq!(
         r.get("/steps").as_array().unwrap().len(),
         verdicts.len(),
