@@ -563,7 +563,7 @@ fn h2_settings(a: &HttpArgs, body: &[u8]) -> Result<Option<crate::http2::H2Setti
     let refused = [
         (a.pipeline > 1, "--pipeline", "HTTP/2 has no pipelining; use --streams N for N requests in flight per connection"),
         (a.close, "--close", "one request per HTTP/2 connection is not built; drop --close"),
-        (a.conn_rate.is_some(), "--conn-rate", "a new connection per arrival over HTTP/2 is not built (the open loop over HTTP/2 is --rate, on a pool of connections); use --rate, or drop --h2"),
+        (a.conn_rate.is_some() && streams > 1, "--conn-rate and --streams", "--conn-rate sends each connection's requests one after another, one stream at a time; drop --streams, or use --rate for streams side by side"),
         (a.verify_learn, "--verify-learn", "learning the response over HTTP/2 is not built yet; give --expect-body-size or --expect-body-sha256"),
     ];
     if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {

@@ -4,8 +4,8 @@
 //! (nginx's keepalive_requests) that the load rides over on new connections. Against a scripted
 //! server: a wrong body on some streams, RST_STREAM, GOAWAY with an error and a protocol violation,
 //! each counted in its own error class while the load goes on. The open loop (`--rate`, its
-//! `--steps` and `--find-max`): exactly the schedule's sends against nginx (h2c and TLS), each
-//! verified; several streams in flight on one connection of a slow scripted server, whose
+//! `--steps` and `--find-max`; `--conn-rate`): exactly the schedule's sends against nginx (h2c and
+//! TLS), each verified; several streams in flight on one connection of a slow scripted server, whose
 //! slowness shows in the corrected latency and bounds what find-max finds; a GOAWAY mid-load
 //! counted while the schedule goes on. Bad combinations of flags are refused before anything is
 //! sent.
@@ -385,8 +385,8 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
             "HTTP/2 has no pipelining; use --streams",
         ),
         (
-            vec!["--h2", "--conn-rate", "10"],
-            "a new connection per arrival over HTTP/2 is not built",
+            vec!["--h2", "--conn-rate", "10", "--streams", "4"],
+            "--conn-rate sends each connection's requests one after another",
         ),
         (
             vec!["--h2", "--rate", "10", "--io", "uring"],
@@ -536,6 +536,44 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
         assert_schedule_sent(&r, &step);
         assert_eq!(r.u64(&format!("{step}/http2/streams")), 4, "{}", r.context);
     }
+}
+
+#[test]
+fn conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn() {
+    let dir = scratch("h2c-conn-rate");
+    let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
+        common::feature_missing("nginx is not installed");
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/hello", nginx.port);
+    // 1 s at 50 connections a second, each with 4 requests, one stream after another.
+    let r = open_loop_run(
+        &url,
+        &["--conn-rate", "50", "--requests-per-conn", "4", "-d", "1s"],
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/open_loop/connections/started"), 50, "{}", r.context);
+    assert_eq!(
+        r.u64("/open_loop/connections/completed"),
+        50,
+        "{}",
+        r.context
+    );
+    assert_eq!(r.u64("/totals/connections_opened"), 50, "{}", r.context);
+    assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
+    assert_eq!(
+        r.get("/http2/protocol").as_str(),
+        Some("h2c"),
+        "{}",
+        r.context
+    );
+    let log = access_log(&dir);
+    assert_eq!(log.len(), 200, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
+        "{log:?}"
+    );
 }
 
 #[test]
