@@ -16,7 +16,9 @@
 //! With `--h2` a connection is an HTTP/2 connection (`http2::H2Conn`): a batch tops the connection
 //! up to `--streams` streams in flight, each answer is matched to its stream, and the closed loop
 //! replaces each answered stream at once (`Received::Ok { send_next: true }` after any answer or
-//! frame to send). Responses are judged and counted by the same code as HTTP/1.1's.
+//! frame to send); the open loop opens one stream per scheduled request (`start_one`) on a
+//! connection with a free one (`can_start`). Responses are judged and counted by the same code as
+//! HTTP/1.1's.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
