@@ -59,14 +59,35 @@ fn access_log(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
-    let dir = scratch("h2c");
+/// nginx over h2c (`nginx_h2`) in a folder of the test's own named `name`: the folder, nginx and
+/// its /hello URL. None without nginx (then reported as a missing feature).
+fn h2c_nginx(name: &str) -> Option<(std::path::PathBuf, Nginx, String)> {
+    let dir = scratch(name);
     let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
         common::feature_missing("nginx is not installed");
-        return;
+        return None;
     };
     let url = format!("http://127.0.0.1:{}/hello", nginx.port);
+    Some((dir, nginx, url))
+}
+
+/// nginx's own count: its access log in `dir` holds exactly `n` requests, each a GET of /hello
+/// over HTTP/2 answered 200 with its 13 bytes.
+fn assert_hello_log(dir: &std::path::Path, n: u64) {
+    let log = access_log(dir);
+    assert_eq!(log.len() as u64, n, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
+    let Some((dir, nginx, url)) = h2c_nginx("h2c") else {
+        return;
+    };
     let r = run_json(
         &[
             "http",
@@ -98,13 +119,7 @@ fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
     assert_eq!(r.u64("/http2/streams"), 8, "{}", r.context);
     assert_eq!(r.u64("/totals/connections_opened"), 2, "{}", r.context);
     // nginx's own count: every request of the run, each over HTTP/2 (-n sends no more than N).
-    let log = access_log(&dir);
-    assert_eq!(log.len(), 300, "{log:?}");
-    assert!(
-        log.iter()
-            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
-        "{log:?}"
-    );
+    assert_hello_log(&dir, 300);
 
     // A body of 200 kB through 64 KiB windows: it arrives only if the client gives the windows back.
     let big = format!("http://127.0.0.1:{}/big.bin", nginx.port);
@@ -434,14 +449,15 @@ fn open_loop_run(url: &str, args: &[&str]) -> common::Result {
     r
 }
 
-/// A scripted server answering every request 100 ms after it arrived: one connection of 4
-/// streams (`SLOW_POOL`) completes at most 40 requests a second.
-fn slow_h2_server() -> common::TestServer {
-    h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)))
+/// An open-loop run (ARGS: the rate) against a scripted server answering every request 100 ms
+/// after it arrived, on one connection of 4 streams: at most 40 requests a second. The server
+/// (its counts) and the run's document.
+fn slow_h2_run(args: &[&str]) -> (common::TestServer, common::Result) {
+    let server = h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)));
+    let pool = ["--streams", "4", "-c", "1"];
+    let r = open_loop_run(&server.url("/"), &[&pool[..], args].concat());
+    (server, r)
 }
-
-/// The pool the tests of `slow_h2_server` load it with: one connection of 4 streams.
-const SLOW_POOL: [&str; 4] = ["--streams", "4", "-c", "1"];
 
 /// The open loop's own figures of a run (or a step) that kept its schedule: every arrival the
 /// schedule made was sent (none dropped), and every send answered; how many were sent.
@@ -457,12 +473,9 @@ fn assert_schedule_sent(r: &common::Result, base: &str) -> u64 {
 
 #[test]
 fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
-    let dir = scratch("h2c-rate");
-    let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
-        common::feature_missing("nginx is not installed");
+    let Some((dir, _nginx, url)) = h2c_nginx("h2c-rate") else {
         return;
     };
-    let url = format!("http://127.0.0.1:{}/hello", nginx.port);
     let pool = ["--streams", "4", "-c", "2"];
     let r = open_loop_run(
         &url,
@@ -500,13 +513,7 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
     );
     assert_eq!(r.u64("/http2/streams"), 4, "{}", r.context);
     // nginx's own count: every send of the schedule, each over HTTP/2, none more.
-    let log = access_log(&dir);
-    assert_eq!(log.len() as u64, sent, "{log:?}");
-    assert!(
-        log.iter()
-            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
-        "{log:?}"
-    );
+    assert_hello_log(&dir, sent);
 
     // Rate steps ride on the same path: each step is its own schedule, kept on the same pool.
     let steps = [
@@ -540,12 +547,9 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
 
 #[test]
 fn conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn() {
-    let dir = scratch("h2c-conn-rate");
-    let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
-        common::feature_missing("nginx is not installed");
+    let Some((dir, _nginx, url)) = h2c_nginx("h2c-conn-rate") else {
         return;
     };
-    let url = format!("http://127.0.0.1:{}/hello", nginx.port);
     // 1 s at 50 connections a second, each with 4 requests, one stream after another.
     let r = open_loop_run(
         &url,
@@ -567,13 +571,7 @@ fn conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn() 
         "{}",
         r.context
     );
-    let log = access_log(&dir);
-    assert_eq!(log.len(), 200, "{log:?}");
-    assert!(
-        log.iter()
-            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
-        "{log:?}"
-    );
+    assert_hello_log(&dir, 200);
 }
 
 #[test]
@@ -582,15 +580,7 @@ fn the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_correcte
     // streams fill, and the requests due while all 4 are busy wait for one to free up (as
     // HTTP/1.1's wait for a free connection), each a little longer than the one before: about
     // 5 ms more per request, 0.5 s by the 100th.
-    let server = slow_h2_server();
-    let r = open_loop_run(
-        &server.url("/"),
-        &[
-            &SLOW_POOL[..],
-            &["--rate", "50", "-d", "2s", "--timeout", "10s"],
-        ]
-        .concat(),
-    );
+    let (server, r) = slow_h2_run(&["--rate", "50", "-d", "2s", "--timeout", "10s"]);
     r.assert_only_errors(&[]);
     let sent = assert_schedule_sent(&r, "");
     assert_eq!(server.stats.good(), sent, "{}", r.context);
@@ -658,31 +648,23 @@ fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
 
 #[test]
 fn find_max_over_h2_stops_at_what_the_streams_can_carry() {
-    // At most 40 requests a second (`slow_h2_server`, 4 streams). Above that the backlog waits
-    // for streams and grows through the step, so no rate well above it can meet the SLO, however
-    // fast the machine (a slower one only queues more). At 60/s a 1 s step ends with its last
-    // request waiting 0.5 s for a stream.
-    let server = slow_h2_server();
-    let r = open_loop_run(
-        &server.url("/"),
-        &[
-            &SLOW_POOL[..],
-            &[
-                "--rate",
-                "10",
-                "--find-max",
-                "--slo",
-                "p99<=300ms",
-                "--step-duration",
-                "1s",
-                "--find-max-resolution",
-                "25%",
-                "--timeout",
-                "3s",
-            ],
-        ]
-        .concat(),
-    );
+    // At most 40 requests a second (`slow_h2_run`: 4 streams of 100 ms answers). Above that the
+    // backlog waits for streams and grows through the step, so no rate well above it can meet the
+    // SLO, however fast the machine (a slower one only queues more). At 60/s a 1 s step ends with
+    // its last request waiting 0.5 s for a stream.
+    let (server, r) = slow_h2_run(&[
+        "--rate",
+        "10",
+        "--find-max",
+        "--slo",
+        "p99<=300ms",
+        "--step-duration",
+        "1s",
+        "--find-max-resolution",
+        "25%",
+        "--timeout",
+        "3s",
+    ]);
     eprintln!("find-max over h2: {}", r.get("/find_max"));
     let verdicts = r.get("/find_max/verdicts").as_array().unwrap();
     assert_eq!(
