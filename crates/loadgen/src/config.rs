@@ -561,21 +561,9 @@ fn h2_settings(a: &HttpArgs, body: &[u8]) -> Result<Option<crate::http2::H2Setti
         ));
     }
     let refused = [
-        (
-            a.pipeline > 1,
-            "--pipeline",
-            "HTTP/2 has no pipelining; use --streams N for N requests in flight per connection",
-        ),
-        (
-            a.close,
-            "--close",
-            "one request per HTTP/2 connection is not built; drop --close",
-        ),
-        (
-            a.rate.is_some() || a.conn_rate.is_some(),
-            "--rate/--conn-rate",
-            "the open loop over HTTP/2 is not built yet; drop --h2 or run the closed loop",
-        ),
+        (a.pipeline > 1, "--pipeline", "HTTP/2 has no pipelining; use --streams N for N requests in flight per connection"),
+        (a.close, "--close", "one request per HTTP/2 connection is not built; drop --close"),
+        (a.conn_rate.is_some() && streams > 1, "--conn-rate and --streams", "--conn-rate sends each connection's requests one after another, one stream at a time; drop --streams, or use --rate for streams side by side"),
     ];
     if let Some((_, flag, why)) = refused.iter().find(|(on, _, _)| *on) {
         return Err(format!("--h2 with {flag}: {why}"));

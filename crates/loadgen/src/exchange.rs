@@ -16,7 +16,9 @@
 //! With `--h2` a connection is an HTTP/2 connection (`http2::H2Conn`): a batch tops the connection
 //! up to `--streams` streams in flight, each answer is matched to its stream, and the closed loop
 //! replaces each answered stream at once (`Received::Ok { send_next: true }` after any answer or
-//! frame to send). Responses are judged and counted by the same code as HTTP/1.1's.
+//! frame to send); the open loop opens one stream per scheduled request (`start_one`) on a
+//! connection with a free one (`can_start`). Responses are judged and counted by the same code as
+//! HTTP/1.1's.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -297,6 +299,29 @@ impl Exchange {
         c.inflight
     }
 
+    /// The open loop: may one more request go out on this (open) connection now? HTTP/1.1: when
+    /// nothing is in flight (one request at a time). `--h2`: when a stream is free (fewer than
+    /// `--streams` and than the server's limit in flight, and the server is not going away).
+    pub fn can_start(&self, c: &ExchangeConn) -> bool {
+        match c.h2() {
+            Some(h2) => h2.can_open(),
+            None => c.inflight == 0,
+        }
+    }
+
+    /// The open loop: the connection is up. With `--h2` its preface is queued at once (so the
+    /// server's SETTINGS, its stream limit among them, arrive before the first scheduled request):
+    /// true when there are bytes to write now.
+    pub fn on_connected(&self, c: &mut ExchangeConn) -> bool {
+        match c.h2_mut() {
+            Some(h2) => {
+                h2.greet();
+                !h2.unsent().is_empty()
+            }
+            None => false,
+        }
+    }
+
     /// Responses completed on this connection since its socket opened.
     pub fn completed(&self, c: &ExchangeConn) -> u32 {
         c.completed
@@ -340,14 +365,23 @@ impl Exchange {
     }
 
     /// The open loop's phase ended at `end` with this connection's request unanswered: besides
-    /// `end_of_phase`, its wait since the actual send is a lower bound of its uncorrected latency.
+    /// `end_of_phase`, its wait since the actual send is a lower bound of its uncorrected latency
+    /// (with `--h2`, each stream's since its own send).
     pub fn censor_uncorrected(&mut self, c: &ExchangeConn, end: Instant) {
-        if let Some(u) = self.uncorrected.as_mut() {
-            if c.inflight > 0 && c.sent_at < end {
-                u.hist
-                    .saturating_record_n(micros(end - c.sent_at), c.inflight as u64);
-                u.censored += c.inflight as u64;
+        let Some(u) = self.uncorrected.as_mut() else {
+            return;
+        };
+        if let Some(h2) = c.h2() {
+            for sent_at in h2.sent_times().filter(|&t| t < end) {
+                u.hist.saturating_record(micros(end - sent_at));
+                u.censored += 1;
             }
+            return;
+        }
+        if c.inflight > 0 && c.sent_at < end {
+            u.hist
+                .saturating_record_n(micros(end - c.sent_at), c.inflight as u64);
+            u.censored += c.inflight as u64;
         }
     }
 
@@ -373,11 +407,16 @@ impl Exchange {
         now: Instant,
         stats: &ThreadStats,
     ) -> Option<usize> {
+        if c.h2.is_some() {
+            // The closed loop keeps every stream it may have busy.
+            return self.start_streams(c, usize::MAX, now, now, stats);
+        }
         self.start(c, self.pipeline, now, now, stats)
     }
 
     /// The open loop: begin one request meant to go out at `intended`, sent at `now`; its length in
-    /// bytes of `wire()`.
+    /// bytes of `wire()`. With `--h2` it is one new stream (`can_start` must be true), and the bytes
+    /// are the connection's outbox.
     pub fn start_one(
         &mut self,
         c: &mut ExchangeConn,
@@ -397,7 +436,7 @@ impl Exchange {
         stats: &ThreadStats,
     ) -> Option<usize> {
         if c.h2.is_some() {
-            return self.start_streams(c, now, stats);
+            return self.start_streams(c, most, intended, now, stats);
         }
         let k = match stats.response_quota {
             None => most,
@@ -430,30 +469,35 @@ impl Exchange {
         Some(c.batch.len())
     }
 
-    /// `--h2`: open streams until `--streams` are in flight (fewer if the server allows fewer, none
-    /// once it is going away or `--requests` is used up). Some(bytes to send) when the connection
-    /// has any (new requests, or frames its receipts asked for), None otherwise.
+    /// `--h2`: open at most `most` streams (meant for `intended`, sent at `now`), stopping when
+    /// `--streams` are in flight (fewer if the server allows fewer, none once it is going away or
+    /// `--requests` is used up). Some(bytes to send) when the connection has any (new requests, or
+    /// frames its receipts asked for), None otherwise.
     fn start_streams(
         &mut self,
         c: &mut ExchangeConn,
+        most: usize,
+        intended: Instant,
         now: Instant,
         stats: &ThreadStats,
     ) -> Option<usize> {
         let h = self.h2.as_ref().expect("an HTTP/2 exchange");
         let h2 = c.h2.as_mut().expect("an HTTP/2 connection");
-        while h2.can_open() {
+        let mut opened = 0;
+        while opened < most && h2.can_open() {
             if let Some(q) = stats.response_quota {
                 if q.saturating_sub(stats.responses + self.inflight_total) == 0 {
                     break;
                 }
             }
             let u = self.picker.pick();
-            h2.start_stream(u, &h.blocks[u], &h.body, now, now);
+            h2.start_stream(u, &h.blocks[u], &h.body, intended, now);
+            opened += 1;
             c.last_url = u;
             c.inflight += 1;
             self.inflight_total += 1;
             c.sent_at = now;
-            c.intended = now;
+            c.intended = intended;
         }
         let pending = h2.unsent().len();
         (pending > 0).then_some(pending)
@@ -812,6 +856,40 @@ mod tests {
         assert_eq!(ex.take_fastest_recent(2), None);
         assert_eq!(ex.take_fastest_recent(1), Some(Duration::from_micros(300)));
         assert_eq!(ex.take_fastest_recent(1), None);
+    }
+
+    #[test]
+    fn the_open_loop_starts_one_h2_stream_per_request_until_the_streams_are_full() {
+        let mut ex = one_url(1);
+        ex.h2 = Some(Arc::new(H2Requests {
+            settings: http2::H2Settings {
+                streams: 2,
+                window: 65_535,
+            },
+            blocks: vec![vec![0x82]],
+            body: Vec::new(),
+        }));
+        let mut c = ex.new_conn();
+        let now = Instant::now();
+        let stats = ThreadStats::new(now, now + Duration::from_secs(60), None);
+        // Connected: the preface goes out before any request.
+        assert!(ex.on_connected(&mut c));
+        let preface = c.h2().unwrap().unsent().len();
+        c.h2_mut().unwrap().wrote(preface);
+        // One request is one stream, meant for its intended time, whatever the room left.
+        let intended = now - Duration::from_millis(5);
+        assert!(ex.can_start(&c));
+        let len = ex.start_one(&mut c, intended, now, &stats).unwrap();
+        assert_eq!(len, 9 + 1, "one HEADERS frame and nothing else");
+        assert_eq!(ex.inflight(&c), 1);
+        let times: Vec<Instant> = c.h2().unwrap().intended_times().collect();
+        assert_eq!(times, vec![intended]);
+        assert_eq!(ex.busy_since(&c), Some(now));
+        // The second fills the connection's --streams.
+        assert!(ex.can_start(&c));
+        ex.start_one(&mut c, now, now, &stats).unwrap();
+        assert!(!ex.can_start(&c));
+        assert_eq!((ex.inflight(&c), ex.inflight_total()), (2, 2));
     }
 
     #[test]

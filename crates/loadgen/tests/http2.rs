@@ -3,16 +3,20 @@
 //! counts them), flow control that lets a body larger than the window through, a graceful GOAWAY
 //! (nginx's keepalive_requests) that the load rides over on new connections. Against a scripted
 //! server: a wrong body on some streams, RST_STREAM, GOAWAY with an error and a protocol violation,
-//! each counted in its own error class while the load goes on. Bad combinations of flags are
-//! refused before anything is sent.
+//! each counted in its own error class while the load goes on. The open loop (`--rate`, its
+//! `--steps` and `--find-max`; `--conn-rate`): exactly the schedule's sends against nginx (h2c and
+//! TLS), each verified; several streams in flight on one connection of a slow scripted server, whose
+//! slowness shows in the corrected latency and bounds what find-max finds; a GOAWAY mid-load
+//! counted while the schedule goes on. Bad combinations of flags are refused before anything is
+//! sent.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{
-    h2c_server, run_json, run_load, sha256_hex, start_nginx, tls_http_server, Cert, H2Fault, Nginx,
-    TestCa, HELLO,
+    h2c_server, run_json, run_load, sha256_hex, start_nginx, tls_http_server,
+    validate_against_schema, Cert, H2Fault, Nginx, TestCa, HELLO,
 };
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -55,14 +59,35 @@ fn access_log(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
-    let dir = scratch("h2c");
+/// nginx over h2c (`nginx_h2`) in a folder of the test's own named `name`: the folder, nginx and
+/// its /hello URL. None without nginx (then reported as a missing feature).
+fn h2c_nginx(name: &str) -> Option<(std::path::PathBuf, Nginx, String)> {
+    let dir = scratch(name);
     let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
         common::feature_missing("nginx is not installed");
-        return;
+        return None;
     };
     let url = format!("http://127.0.0.1:{}/hello", nginx.port);
+    Some((dir, nginx, url))
+}
+
+/// nginx's own count: its access log in `dir` holds exactly `n` requests, each a GET of /hello
+/// over HTTP/2 answered 200 with its 13 bytes.
+fn assert_hello_log(dir: &std::path::Path, n: u64) {
+    let log = access_log(dir);
+    assert_eq!(log.len() as u64, n, "{log:?}");
+    assert!(
+        log.iter()
+            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
+        "{log:?}"
+    );
+}
+
+#[test]
+fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
+    let Some((dir, nginx, url)) = h2c_nginx("h2c") else {
+        return;
+    };
     let r = run_json(
         &[
             "http",
@@ -94,13 +119,7 @@ fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
     assert_eq!(r.u64("/http2/streams"), 8, "{}", r.context);
     assert_eq!(r.u64("/totals/connections_opened"), 2, "{}", r.context);
     // nginx's own count: every request of the run, each over HTTP/2 (-n sends no more than N).
-    let log = access_log(&dir);
-    assert_eq!(log.len(), 300, "{log:?}");
-    assert!(
-        log.iter()
-            .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 13 ")),
-        "{log:?}"
-    );
+    assert_hello_log(&dir, 300);
 
     // A body of 200 kB through 64 KiB windows: it arrives only if the client gives the windows back.
     let big = format!("http://127.0.0.1:{}/big.bin", nginx.port);
@@ -178,6 +197,33 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() 
         log.iter()
             .all(|l| l.contains("\"GET /hello HTTP/2.0\" 200 ")),
         "{log:?}"
+    );
+
+    // The open loop over TLS: each scheduled request a stream on the two TLS connections, whose
+    // handshake and preface go out as soon as each connects.
+    let r = open_loop_run(
+        &url,
+        &[
+            "--cacert",
+            cacert,
+            "--streams",
+            "4",
+            "-c",
+            "2",
+            "--rate",
+            "100",
+            "-d",
+            "1s",
+        ],
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.get("/tls/alpn").as_str(), Some("h2"), "{}", r.context);
+    let sent = assert_schedule_sent(&r, "");
+    assert_eq!(
+        access_log(&ca.dir).len() as u64,
+        200 + sent,
+        "{}",
+        r.context
     );
 
     // A TLS server that speaks HTTP/1.1 only: no h2 by ALPN, so no HTTP/2 figure at all.
@@ -430,8 +476,12 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
             "HTTP/2 has no pipelining; use --streams",
         ),
         (
-            vec!["--h2", "--rate", "100"],
-            "the open loop over HTTP/2 is not built yet",
+            vec!["--h2", "--conn-rate", "10", "--streams", "4"],
+            "--conn-rate sends each connection's requests one after another",
+        ),
+        (
+            vec!["--h2", "--rate", "10", "--io", "uring"],
+            "--io uring does not speak HTTP/2 yet",
         ),
         (vec!["--h2", "--close"], "--h2 with --close"),
         (
@@ -462,4 +512,252 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
     let r = run_json(&["http", &url, "--h2", "-n", "10", "--io", "auto"], LIMIT);
     let reason = r.get("/config/io_reason").to_string();
     assert!(reason.contains("HTTP/2 runs on epoll"), "{reason}");
+}
+
+/// `netarena-load http URL --h2 -t 1 --expect-body-size 13 ARGS` (an open-loop run: ARGS give the
+/// rate and the pool), its document checked against the JSON Schema.
+fn open_loop_run(url: &str, args: &[&str]) -> common::Result {
+    let mut all = vec!["http", url, "--h2", "-t", "1", "--expect-body-size", "13"];
+    all.extend_from_slice(args);
+    let r = run_json(&all, LIMIT);
+    validate_against_schema(&r.doc);
+    r
+}
+
+/// An open-loop run (ARGS: the rate) against a scripted server answering every request 100 ms
+/// after it arrived, on one connection of 4 streams: at most 40 requests a second. The server
+/// (its counts) and the run's document.
+fn slow_h2_run(args: &[&str]) -> (common::TestServer, common::Result) {
+    let server = h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)));
+    let pool = ["--streams", "4", "-c", "1"];
+    let r = open_loop_run(&server.url("/"), &[&pool[..], args].concat());
+    (server, r)
+}
+
+/// The open loop's own figures of a run (or a step) that kept its schedule: every arrival the
+/// schedule made was sent (none dropped), and every send answered; how many were sent.
+fn assert_schedule_sent(r: &common::Result, base: &str) -> u64 {
+    let at = |p: &str| r.u64(&format!("{base}{p}"));
+    let started = at("/open_loop/started");
+    assert_eq!(at("/open_loop/dropped"), 0, "{}", r.context);
+    assert_eq!(started, at("/open_loop/intended"), "{}", r.context);
+    assert_eq!(at("/totals/requests"), started, "{}", r.context);
+    assert_eq!(at("/totals/responses"), started, "{}", r.context);
+    started
+}
+
+#[test]
+fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
+    let Some((dir, _nginx, url)) = h2c_nginx("h2c-rate") else {
+        return;
+    };
+    let pool = ["--streams", "4", "-c", "2"];
+    let r = open_loop_run(
+        &url,
+        &[
+            &pool[..],
+            &["--rate", "200", "-d", "2s", "--expect-status", "200"],
+        ]
+        .concat(),
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(
+        r.get("/open_loop/kind").as_str(),
+        Some("rate"),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.get("/latency_corrected").as_bool(),
+        Some(true),
+        "{}",
+        r.context
+    );
+    // 2 s at 200/s: 400 arrivals, whatever the machine; each one sent and answered.
+    assert!(
+        (399..=401).contains(&r.u64("/open_loop/intended")),
+        "{}",
+        r.context
+    );
+    let sent = assert_schedule_sent(&r, "");
+    assert_eq!(
+        r.get("/http2/protocol").as_str(),
+        Some("h2c"),
+        "{}",
+        r.context
+    );
+    assert_eq!(r.u64("/http2/streams"), 4, "{}", r.context);
+    // nginx's own count: every send of the schedule, each over HTTP/2, none more.
+    assert_hello_log(&dir, sent);
+
+    // Rate steps ride on the same path: each step is its own schedule, kept on the same pool.
+    let steps = [
+        "--rate",
+        "50",
+        "--steps",
+        "100:200:100",
+        "--step-duration",
+        "1s",
+    ];
+    let r = open_loop_run(&url, &[&pool[..], &steps[..]].concat());
+    r.assert_only_errors(&[]);
+    assert_eq!(
+        r.get("/steps").as_array().unwrap().len(),
+        2,
+        "{}",
+        r.context
+    );
+    for (i, rate) in [100, 200].into_iter().enumerate() {
+        let step = format!("/steps/{i}");
+        let intended = r.u64(&format!("{step}/open_loop/intended"));
+        assert!(
+            (rate - 1..=rate + 1).contains(&intended),
+            "step {i}: {}",
+            r.context
+        );
+        assert_schedule_sent(&r, &step);
+        assert_eq!(r.u64(&format!("{step}/http2/streams")), 4, "{}", r.context);
+    }
+}
+
+#[test]
+fn conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn() {
+    let Some((dir, _nginx, url)) = h2c_nginx("h2c-conn-rate") else {
+        return;
+    };
+    // 1 s at 50 connections a second, each with 4 requests, one stream after another.
+    let r = open_loop_run(
+        &url,
+        &["--conn-rate", "50", "--requests-per-conn", "4", "-d", "1s"],
+    );
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/open_loop/connections/started"), 50, "{}", r.context);
+    assert_eq!(
+        r.u64("/open_loop/connections/completed"),
+        50,
+        "{}",
+        r.context
+    );
+    assert_eq!(r.u64("/totals/connections_opened"), 50, "{}", r.context);
+    assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
+    assert_eq!(
+        r.get("/http2/protocol").as_str(),
+        Some("h2c"),
+        "{}",
+        r.context
+    );
+    assert_hello_log(&dir, 200);
+}
+
+#[test]
+fn the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_corrected_latency() {
+    // The schedule asks 50 requests a second of a connection that completes at most 40. The
+    // streams fill, and the requests due while all 4 are busy wait for one to free up (as
+    // HTTP/1.1's wait for a free connection), each a little longer than the one before: about
+    // 5 ms more per request, 0.5 s by the 100th.
+    let (server, r) = slow_h2_run(&["--rate", "50", "-d", "2s", "--timeout", "10s"]);
+    r.assert_only_errors(&[]);
+    let sent = assert_schedule_sent(&r, "");
+    assert_eq!(server.stats.good(), sent, "{}", r.context);
+    assert_eq!(server.stats.connections(), 1, "{}", r.context);
+    // Several streams side by side on the one connection, never more than --streams.
+    assert_eq!(server.stats.peak_streams(), 4, "{}", r.context);
+    // From its actual send each request took the server's 100 ms; from its intended time, the
+    // wait for a free stream comes on top. The bar is the queue's (hundreds of ms on any host; a
+    // slower one queues more), not this machine's speed.
+    let uncorrected_min = r.u64("/open_loop/latency_uncorrected/min_us");
+    let uncorrected_max = r.u64("/open_loop/latency_uncorrected/max_us");
+    let corrected_max = r.u64("/latency/max_us");
+    assert!(uncorrected_min >= 100_000, "{}", r.context);
+    assert!(
+        corrected_max >= uncorrected_max + 200_000,
+        "corrected max {corrected_max} us, uncorrected max {uncorrected_max} us\n{}",
+        r.context
+    );
+    // Sends that waited for a stream were late, and the result says the schedule was not kept.
+    assert!(r.u64("/open_loop/late") > 0, "{}", r.context);
+    assert_eq!(
+        r.get("/open_loop/rate_not_met").as_bool(),
+        Some(true),
+        "{}",
+        r.context
+    );
+}
+
+#[test]
+fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
+    // GOAWAY (ENHANCE_YOUR_CALM) at each connection's 11th request, which the server leaves
+    // unprocessed: about 9 times in 100 scheduled requests.
+    let server = h2c_server(HELLO, H2Fault::GoawayAfter(10));
+    let r = open_loop_run(&server.url("/"), &["-c", "1", "--rate", "100", "-d", "1s"]);
+    r.assert_only_errors(&["h2_goaway"]);
+    let goaways = r.class("h2_goaway");
+    assert_eq!(goaways, r.u64("/http2/goaways"), "{}", r.context);
+    assert!(goaways >= 4, "{}", r.context);
+    // Each connection that went away was replaced (the last one's replacement may come after the
+    // run's end).
+    assert!(
+        r.u64("/totals/connections_opened") + 1 >= goaways,
+        "{}",
+        r.context
+    );
+    // The schedule went on over new connections: every arrival was sent; each send was answered
+    // except the one stream each GOAWAY left unprocessed (one stream in flight at a time).
+    let started = r.u64("/open_loop/started");
+    assert_eq!(r.u64("/open_loop/dropped"), 0, "{}", r.context);
+    assert_eq!(started, r.u64("/open_loop/intended"), "{}", r.context);
+    assert_eq!(
+        r.u64("/totals/requests"),
+        server.stats.good(),
+        "{}",
+        r.context
+    );
+    assert_eq!(
+        r.u64("/totals/requests") + goaways,
+        started,
+        "{}",
+        r.context
+    );
+    assert!(r.u64("/totals/requests") >= 50, "{}", r.context);
+}
+
+#[test]
+fn find_max_over_h2_stops_at_what_the_streams_can_carry() {
+    // At most 40 requests a second (`slow_h2_run`: 4 streams of 100 ms answers). Above that the
+    // backlog waits for streams and grows through the step, so no rate well above it can meet the
+    // SLO, however fast the machine (a slower one only queues more). At 60/s a 1 s step ends with
+    // its last request waiting 0.5 s for a stream.
+    let (server, r) = slow_h2_run(&[
+        "--rate",
+        "10",
+        "--find-max",
+        "--slo",
+        "p99<=300ms",
+        "--step-duration",
+        "1s",
+        "--find-max-resolution",
+        "25%",
+        "--timeout",
+        "3s",
+    ]);
+    eprintln!("find-max over h2: {}", r.get("/find_max"));
+    let verdicts = r.get("/find_max/verdicts").as_array().unwrap();
+    assert_eq!(
+        r.get("/steps").as_array().unwrap().len(),
+        verdicts.len(),
+        "{}",
+        r.context
+    );
+    for v in verdicts {
+        let rate = v["rate_per_s"].as_f64().unwrap();
+        let passed = v["passed"].as_bool().unwrap();
+        assert!(!passed || rate <= 60.0, "{rate}/s passed\n{}", r.context);
+    }
+    // The search did fail somewhere: the streams' capacity stopped it, not --find-max-limit.
+    assert!(
+        verdicts.iter().any(|v| v["passed"] == false),
+        "{}",
+        r.context
+    );
+    assert!(server.stats.peak_streams() <= 4, "{}", r.context);
 }

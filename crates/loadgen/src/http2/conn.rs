@@ -162,6 +162,37 @@ impl H2Conn {
         self.streams.values().map(|s| s.intended)
     }
 
+    /// When each stream in flight actually went out.
+    pub fn sent_times(&self) -> impl Iterator<Item = Instant> + '_ {
+        self.streams.values().map(|s| s.sent_at)
+    }
+
+    /// Queue the connection's preface (the client's SETTINGS, and the connection window's raise)
+    /// if it is not queued yet. The first stream does it itself; the open loop does it as soon as
+    /// the connection is up, so the server's SETTINGS (its stream limit) arrive before its first
+    /// scheduled request.
+    pub fn greet(&mut self) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        self.out.extend_from_slice(frame::PREFACE);
+        frame::put_settings(
+            &mut self.out,
+            &[
+                (frame::SETTINGS_ENABLE_PUSH, 0),
+                (frame::SETTINGS_INITIAL_WINDOW_SIZE, self.settings.window),
+            ],
+        );
+        if self.settings.window > frame::DEFAULT_WINDOW {
+            frame::put_window_update(
+                &mut self.out,
+                0,
+                self.settings.window - frame::DEFAULT_WINDOW,
+            );
+        }
+    }
+
     /// Queue a request on a new stream: its header `block` (and `body` in one DATA frame), after
     /// the preface on the connection's first. `can_open` must be true.
     pub fn start_stream(
@@ -173,24 +204,7 @@ impl H2Conn {
         now: Instant,
     ) {
         debug_assert!(self.can_open() && body.len() <= MAX_REQUEST_BODY);
-        if !self.started {
-            self.started = true;
-            self.out.extend_from_slice(frame::PREFACE);
-            frame::put_settings(
-                &mut self.out,
-                &[
-                    (frame::SETTINGS_ENABLE_PUSH, 0),
-                    (frame::SETTINGS_INITIAL_WINDOW_SIZE, self.settings.window),
-                ],
-            );
-            if self.settings.window > frame::DEFAULT_WINDOW {
-                frame::put_window_update(
-                    &mut self.out,
-                    0,
-                    self.settings.window - frame::DEFAULT_WINDOW,
-                );
-            }
-        }
+        self.greet();
         let id = self.next_id;
         self.next_id += 2;
         let end = if body.is_empty() {

@@ -268,7 +268,9 @@ impl OpenIo for EpollOpen {
         let Some(sock) = slot.sock.as_mut() else {
             return Outcome::Ok;
         };
-        // Sending waits for the schedule: an answered request only frees the connection.
+        // Sending waits for the schedule: an answered request only frees the connection. HTTP/2
+        // alone has something to write at once: the frames its receipts call for (SETTINGS and
+        // PING acknowledgements, window updates).
         http::read_responses(
             ex,
             c,
@@ -277,12 +279,18 @@ impl OpenIo for EpollOpen {
             &mut self.scratch,
             stats,
             peer_closed,
-            |_: &mut Exchange,
-             _: &mut ExchangeConn,
-             _: &mut WriteState,
-             _: &mut TcpStream,
-             _: Instant,
-             _: &mut ThreadStats| Outcome::Ok,
+            |ex: &mut Exchange,
+             c: &mut ExchangeConn,
+             w: &mut WriteState,
+             sock: &mut TcpStream,
+             now: Instant,
+             stats: &mut ThreadStats| {
+                if c.h2().is_some() {
+                    http::flush(ex, c, w, sock, now, stats)
+                } else {
+                    Outcome::Ok
+                }
+            },
         )
     }
 

@@ -10,7 +10,9 @@
 //! The schedule is written once, for either engine: how bytes move (connect, send, receive, close,
 //! wait until a time or an event) is `io::open_io::OpenIo`, with an epoll backend (mio + a timerfd,
 //! `EpollOpen`) and an io_uring one (`io::uring::open::UringOpen`). `Worker` is generic over it, so
-//! phases, backlog, dispatch, drain, sweep and accounting cannot differ between engines.
+//! phases, backlog, dispatch, drain, sweep and accounting cannot differ between engines. Nor between
+//! HTTP/1.1 and HTTP/2 (`--h2`, epoll only): a connection is free when the exchange says it can
+//! take a request (`Exchange::can_start`: HTTP/2 with a free stream), the rest is the same.
 //!
 //! Per thread: a long-lived worker opens its connections once, then runs the phases the main
 //! thread sends it, one at a time, and returns one `PhaseReport` per phase. A phase ends at its end
@@ -211,10 +213,13 @@ pub enum WorkerMsg {
 }
 
 /// One connection slot. Its life (`Phase`) is the closed loop's: `Open` with a request in flight
-/// is busy, `Open` without one is free; a `--conn-rate` slot not in use is `Done`.
+/// is busy, `Open` with room for another request (`Exchange::can_start`: HTTP/1.1 with nothing in
+/// flight, HTTP/2 with a free stream) is free; a `--conn-rate` slot not in use is `Done`.
 struct Slot {
     phase: Phase,
     ex: ExchangeConn,
+    /// Pool: the slot is in `Worker::free` (once at most, so the list stays as long as the pool).
+    listed: bool,
     /// `--conn-rate`: when the connection was meant to start, and the requests it has still to make.
     conn_intended: Instant,
     requests_left: u32,
@@ -229,10 +234,12 @@ struct Worker<B: OpenIo> {
     /// How bytes move (epoll or io_uring): slot i's socket is the backend's slot i.
     io: B,
     slots: Vec<Slot>,
-    /// Pool: free slots (stale entries are skipped). Conn-rate: slots not in use.
+    /// Pool: slots with room for a request (stale entries are skipped; see `list_free`).
+    /// Conn-rate: slots not in use.
     free: Vec<usize>,
     backlog: VecDeque<Instant>,
-    /// Slots with a request outstanding, or (conn-rate) a connection in use.
+    /// Slots with a request outstanding (HTTP/2: any stream in flight), or (conn-rate) a
+    /// connection in use.
     outstanding: usize,
     stats: ThreadStats,
     open: OpenStats,
@@ -605,19 +612,23 @@ impl<B: OpenIo> Worker<B> {
         Ok(lags[lags.len() * 99 / 100])
     }
 
-    /// Pool mode: send due requests on free connections, oldest first.
+    /// Pool mode: send due requests on free connections (HTTP/2: connections with a free
+    /// stream), oldest first. A connection that still has room after a send (HTTP/2) goes back on
+    /// top, so its streams fill before the next connection's are used.
     #[inline]
     fn dispatch(&mut self) {
         while !self.backlog.is_empty() {
             let Some(i) = self.free.pop() else { return };
-            if !matches!(self.slots[i].phase, Phase::Open) || self.busy(i) {
-                continue; // stale entry: the slot failed or closed since it was freed
+            self.slots[i].listed = false;
+            if !self.has_room(i) {
+                continue; // stale entry: the slot failed, closed or filled up since it was listed
             }
             let intended = self.backlog.pop_front().expect("checked non-empty");
             // A fresh reading: the previous send's write() took time, and the lag must say so.
             let now = Instant::now();
             let out = self.send_request(i, intended, now);
             self.apply(i, out, now);
+            self.list_free(i);
         }
     }
 
@@ -625,6 +636,20 @@ impl<B: OpenIo> Worker<B> {
     fn busy(&self, i: usize) -> bool {
         let slot = &self.slots[i];
         matches!(slot.phase, Phase::Open) && self.ex.inflight(&slot.ex) > 0
+    }
+
+    /// Slot `i` is open and may take one more request now.
+    fn has_room(&self, i: usize) -> bool {
+        let slot = &self.slots[i];
+        matches!(slot.phase, Phase::Open) && self.ex.can_start(&slot.ex)
+    }
+
+    /// Pool: put slot `i` on the free list if it has room and is not on it already.
+    fn list_free(&mut self, i: usize) {
+        if !self.slots[i].listed && self.has_room(i) {
+            self.slots[i].listed = true;
+            self.free.push(i);
+        }
     }
 
     fn record_start(&mut self, intended: Instant, now: Instant) {
@@ -645,11 +670,13 @@ impl<B: OpenIo> Worker<B> {
     fn send_request(&mut self, i: usize, intended: Instant, now: Instant) -> Outcome {
         if matches!(self.cfg.kind, LoadKind::Rate) {
             self.record_start(intended, now);
-            self.outstanding += 1;
+            if !self.busy(i) {
+                self.outstanding += 1;
+            }
         }
         let slot = &mut self.slots[i];
         let Some(len) = self.ex.start_one(&mut slot.ex, intended, now, &self.stats) else {
-            unreachable!("the open loop has no request quota");
+            unreachable!("the open loop has no request quota and sends only where there is room");
         };
         self.io
             .send(i, &self.ex, &mut slot.ex, len, now, &mut self.stats)
@@ -703,8 +730,15 @@ impl<B: OpenIo> Worker<B> {
                 slot.phase = Phase::Open;
                 match self.cfg.kind {
                     LoadKind::Rate => {
-                        self.free.push(i);
-                        Outcome::Ok
+                        self.list_free(i);
+                        // HTTP/2: the preface goes out now, not with the first request.
+                        let slot = &mut self.slots[i];
+                        if self.ex.on_connected(&mut slot.ex) {
+                            self.io
+                                .flush(i, &self.ex, &mut slot.ex, now, &mut self.stats)
+                        } else {
+                            Outcome::Ok
+                        }
                     }
                     // The first request is late by the connect: its corrected latency counts
                     // from the connection's intended start.
@@ -739,9 +773,10 @@ impl<B: OpenIo> Worker<B> {
             LoadKind::Rate => {
                 if answered {
                     self.outstanding -= 1;
-                    if matches!(out, Outcome::Ok) {
-                        self.free.push(i);
-                    }
+                }
+                // Free again once answered (HTTP/2: as soon as a stream is free).
+                if matches!(out, Outcome::Ok) {
+                    self.list_free(i);
                 }
                 let unused = self.ex.completed(&self.slots[i].ex) == 0;
                 if matches!(out, Outcome::Reconnect) && !was_busy && unused {
@@ -866,6 +901,7 @@ fn new_slot(cfg: &OpenWorkerConfig, ex: &Exchange, k: usize, now: Instant) -> Sl
             LoadKind::ConnRate { .. } => Phase::Done,
         },
         ex: ex.new_conn(),
+        listed: false,
         conn_intended: now,
         requests_left: 0,
         backoff_ms: 0,

@@ -4,13 +4,16 @@
 //! SETTINGS sent (and the client's acknowledged), and every request (a HEADERS frame with
 //! END_STREAM) answered with `:status 200` (one HPACK byte, static index 8) and `body` in one DATA
 //! frame, unless the fault says otherwise for that request. Real HTTP/2 servers (nginx) are the
-//! tests' main partners; this one only misbehaves where told.
+//! tests' main partners; this one only misbehaves where told, or answers late when told
+//! (`AnswerAfter`, which also records how many streams a connection had in flight at once).
 
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
-use super::servers::{is_poll_timeout, loopback_listener, ConnCtx, TestServer};
+use super::servers::{is_poll_timeout, loopback_listener, ConnCtx, TestServer, POLL_INTERVAL};
 
 pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -26,6 +29,9 @@ pub enum H2Fault {
     GoawayAfter(u64),
     /// After N requests on a connection: a DATA frame on stream 0, which no server may send.
     ProtocolErrorAfter(u64),
+    /// Every request is answered (correctly) this long after it arrived, not at once: a slow
+    /// server, with the streams of a connection in flight side by side (`Stats::peak_streams`).
+    AnswerAfter(Duration),
 }
 
 fn frame(out: &mut Vec<u8>, kind: u8, flags: u8, stream: u32, payload: &[u8]) {
@@ -51,7 +57,27 @@ fn serve(mut stream: TcpStream, body: &[u8], fault: H2Fault, ctx: &ConnCtx) {
     if stream.write_all(&out).is_err() {
         return;
     }
+    // AnswerAfter: the streams waiting for their answer, with when it is due, oldest first.
+    let mut held: VecDeque<(Instant, u32)> = VecDeque::new();
     while !ctx.should_stop() {
+        if let H2Fault::AnswerAfter(_) = fault {
+            // Wake for the next answer due, not only every poll interval.
+            let wait = held.front().map_or(POLL_INTERVAL, |&(due, _)| {
+                due.saturating_duration_since(Instant::now())
+                    .clamp(Duration::from_millis(1), POLL_INTERVAL)
+            });
+            let _ = stream.set_read_timeout(Some(wait));
+            let mut out = Vec::new();
+            while held.front().is_some_and(|&(due, _)| due <= Instant::now()) {
+                let (_, id) = held.pop_front().expect("checked");
+                frame(&mut out, 0x1, 0x4, id, &[0x88]);
+                frame(&mut out, 0x0, 0x1, id, body);
+                ctx.stats.good.fetch_add(1, Ordering::SeqCst);
+            }
+            if !out.is_empty() && stream.write_all(&out).is_err() {
+                return;
+            }
+        }
         match stream.read(&mut buf) {
             Ok(0) => return,
             Ok(n) => input.extend_from_slice(&buf[..n]),
@@ -106,6 +132,12 @@ fn serve(mut stream: TcpStream, body: &[u8], fault: H2Fault, ctx: &ConnCtx) {
                         H2Fault::ResetEvery(n) if answered.is_multiple_of(n) => {
                             frame(&mut out, 0x3, 0, id, &2u32.to_be_bytes());
                             ctx.stats.misbehaved.fetch_add(1, Ordering::SeqCst);
+                        }
+                        H2Fault::AnswerAfter(delay) => {
+                            held.push_back((Instant::now() + delay, id));
+                            ctx.stats
+                                .peak_streams
+                                .fetch_max(held.len() as u64, Ordering::SeqCst);
                         }
                         H2Fault::WrongBodyEvery(n) if answered.is_multiple_of(n) => {
                             frame(&mut out, 0x1, 0x4, id, &[0x88]);

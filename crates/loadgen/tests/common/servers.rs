@@ -74,6 +74,9 @@ pub struct Stats {
     /// Echo servers: the most connections open at once (the scale test's proof that the generator
     /// really held all of them).
     pub peak_connections: AtomicU64,
+    /// The scripted HTTP/2 server holding its answers (`H2Fault::AnswerAfter`): the most requests
+    /// one connection had unanswered at once (streams in flight as the server saw them).
+    pub peak_streams: AtomicU64,
 }
 
 impl Stats {
@@ -94,6 +97,9 @@ impl Stats {
     }
     pub fn peak_connections(&self) -> u64 {
         self.peak_connections.load(Ordering::SeqCst)
+    }
+    pub fn peak_streams(&self) -> u64 {
+        self.peak_streams.load(Ordering::SeqCst)
     }
 }
 
