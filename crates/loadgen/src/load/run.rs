@@ -403,6 +403,8 @@ fn learn_over_h2(h2: &H2Requests, s: &mut dyn Duplex, head: bool) -> Result<Resp
                 Event::Reset { code, .. } => {
                     return Err(format!("the server reset the stream (RST_STREAM, error code {code})"))
                 }
+                // Going away with this stream kept (processed): its answer still comes.
+                Event::GoAway { unprocessed: 0, .. } => {}
                 Event::GoAway { code, debug, .. } => {
                     return Err(format!(
                         "the server ended the connection before answering (GOAWAY, error code {code}{})",
