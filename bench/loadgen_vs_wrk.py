@@ -35,8 +35,13 @@ Method
   prints the floor's own efficiency against wrk and each configuration's CPU per request against the
   floor's (of the medians, and paired with the floor's run of the same round). The floor counts answers
   by the length of the first one; its count must agree with nginx's.
+* ``--tls``: HTTP/1.1 over TLS instead. nginx's ssl module (OpenSSL, TLS 1.2 and 1.3) with a certificate made for
+  the run (``openssl req``: not a CA, SAN 127.0.0.1), wrk and netarena-load (``--cacert``) to ``https://``,
+  keep-alive; the configurations that speak TLS only (``default``, ``epoll``), no floor. The goal there: wrk's
+  efficiency at least (CPU per request no higher than wrk's), at no fewer requests/s. nginx's stub_status is on a
+  cleartext port of its own in both modes.
 
-Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick]
+Usage: bench/loadgen_vs_wrk.py [--runs 5] [--duration 10] [--connections 100] [--quick] [--tls]
                                [--engines default,epoll,uring,uring-auto] [--floor] [--load-args "..."] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
 """
 
@@ -49,6 +54,7 @@ import math
 import os
 import shlex
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -61,8 +67,10 @@ HELLO = b"Hello, World!"
 PATH = "/hello"
 STATUS_PATH = "/nginx_status"
 
-# The goal: 1.5x wrk's efficiency (its CPU per request / ours), at no fewer requests/s.
+# The goal: 1.5x wrk's efficiency (its CPU per request / ours), at no fewer requests/s; over TLS (--tls), at least
+# wrk's efficiency (most of either tool's work is then the encryption, which neither can skip).
 GOAL_CPU_RATIO = 1 / 1.5
+GOAL_CPU_RATIO_TLS = 1.0
 GOAL_RPS_RATIO = 1.0
 
 # The netarena-load configurations measured against wrk (--engines picks among them), each by name.
@@ -75,6 +83,8 @@ ENGINES = {
     "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
 }
 DEFAULT_ENGINES = "default,epoll,uring,uring-auto"
+# With --tls: netarena-load runs TLS on epoll only (--io auto picks it and says why).
+TLS_ENGINES = "default,epoll"
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -94,16 +104,26 @@ http {{
     uwsgi_temp_path {tmp}/uwsgi;
     scgi_temp_path {tmp}/scgi;
     server {{
-        listen 127.0.0.1:{port} backlog=4096;
-        location = /nginx_status {{
-            stub_status;
-        }}
-        location = /hello {{
+        listen 127.0.0.1:{port}{ssl} backlog=4096;
+{tls}        location = /hello {{
             default_type text/plain;
             return 200 "Hello, World!";
         }}
     }}
+    server {{
+        listen 127.0.0.1:{status_port};
+        location = /nginx_status {{
+            stub_status;
+        }}
+    }}
 }}
+"""
+# --tls: nginx's ssl module (OpenSSL) with a self-signed certificate made for the bench; TLS 1.3 as both tools
+# negotiate by default.
+NGINX_TLS = """\
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        ssl_protocols TLSv1.2 TLSv1.3;
 """
 
 # wrk calls done() once at the end with the merged summary; summary.duration is in microseconds.
@@ -119,16 +139,36 @@ end
 """
 
 
-def start_nginx(tmp: Path, port: int, cpu: int) -> subprocess.Popen:
+def start_nginx(tmp: Path, port: int, status_port: int, cpu: int, cert: tuple[Path, Path] | None) -> subprocess.Popen:
+    """nginx serving /hello on `port` (over TLS with `cert`, a (certificate, key) pair), its stub_status in
+    cleartext on `status_port`."""
     nginx = benchlib.require_tool("nginx", "install it with: apt-get install nginx")
     conf = tmp / "nginx.conf"
-    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port))
+    tls = NGINX_TLS.format(cert=cert[0], key=cert[1]) if cert else ""
+    conf.write_text(NGINX_CONF.format(tmp=tmp, port=port, status_port=status_port, ssl=" ssl" if cert else "",
+                                      tls=tls))
     return benchlib.start_pinned_server([nginx, "-p", str(tmp), "-c", str(conf), "-e", str(tmp / "error.log")],
                                         port, cpu, tmp / "nginx.stderr", "nginx")
 
 
-def check_hello(port: int) -> None:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+def make_certificate(tmp: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost, and its key (openssl's command line)."""
+    openssl = benchlib.require_tool("openssl", "install it with: apt-get install openssl")
+    cert, key = tmp / "cert.pem", tmp / "key.pem"
+    made = subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                           "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                           # Not a CA: rustls (webpki) refuses a CA certificate as a server's own.
+                           "-addext", "basicConstraints=critical,CA:FALSE",
+                           "-keyout", str(key), "-out", str(cert)], capture_output=True, text=True, timeout=60)
+    if made.returncode != 0:
+        raise BenchError(f"openssl could not make the bench's certificate: {made.stderr.strip()[-1000:]}")
+    return cert, key
+
+
+def check_hello(port: int, cert: Path | None) -> None:
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=5,
+                                       context=ssl.create_default_context(cafile=str(cert))) if cert \
+        else http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
         conn.request("GET", PATH)
         resp = conn.getresponse()
@@ -142,7 +182,7 @@ def check_hello(port: int) -> None:
 def run_netarena(load_bin: Path, url: str, engine: str, args, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "-c", str(args.connections), "-t", "1",
             "-d", f"{args.duration}s", "--timeout", "5s", "--json", *ENGINES[engine],
-            *shlex.split(args.load_args)]
+            *(["--cacert", str(args.cert)] if args.tls else []), *shlex.split(args.load_args)]
     run, doc = benchlib.run_pinned_json(argv, args.client_cpu, args.duration + 60, tmp, "netarena-load")
     requests = doc["totals"]["requests"]
     return {
@@ -235,12 +275,20 @@ def main() -> int:
                         "what this I/O alone costs per request on this machine")
     p.add_argument("--load-args", default="",
                    help='extra netarena-load options for every configuration (default: none)')
+    p.add_argument("--tls", action="store_true",
+                   help="HTTP/1.1 over TLS: nginx's ssl module, wrk (OpenSSL) and netarena-load (rustls) to https:// "
+                        "(keep-alive: the handshakes happen at connect; every response is encrypted)")
     args = p.parse_args()
     if args.quick:
         args.runs, args.duration = 1, 2
     if args.runs < 1 or args.duration < 1 or args.connections < 1:
         p.error("--runs, --duration and --connections must be at least 1")
+    if args.tls and args.engines == DEFAULT_ENGINES:
+        args.engines = TLS_ENGINES
     args.engines = benchlib.parse_choices(p, "--engines", args.engines, ENGINES)
+    if args.tls and (args.floor or set(args.engines) - set(TLS_ENGINES.split(","))):
+        p.error(f"--tls measures the engines that speak TLS ({TLS_ENGINES}: netarena-load runs TLS on epoll), and "
+                "no --floor (the floor client is cleartext): drop those options")
 
     return benchlib.run_bench(bench, args, stopped="nginx and any running generator")
 
@@ -267,13 +315,18 @@ def bench(args) -> int:
         if args.floor:  # before nginx starts: a missing liburing stops the bench with nothing to undo
             floor_exe = benchlib.build_c(tmp, "http_floor", ("-luring",),
                                          hint="it needs liburing: apt-get install liburing-dev")
-        port = benchlib.free_port()
-        nginx = start_nginx(tmp, port, args.server_cpu)
+        port, status_port = benchlib.free_port(), benchlib.free_port()
+        args.cert = None
+        cert = make_certificate(tmp) if args.tls else None
+        if cert:
+            args.cert = cert[0]
+        nginx = start_nginx(tmp, port, status_port, args.server_cpu, cert)
         try:
-            check_hello(port)
-            url = f"http://127.0.0.1:{port}{PATH}"
+            check_hello(port, args.cert)
+            url = f"{'https' if args.tls else 'http'}://127.0.0.1:{port}{PATH}"
             for engine in list(args.engines):
-                why, _ = benchlib.probe_load(load_bin, url, [*ENGINES[engine], *shlex.split(args.load_args)],
+                why, _ = benchlib.probe_load(load_bin, url, [*ENGINES[engine], *shlex.split(args.load_args),
+                                                             *(["--cacert", str(args.cert)] if args.tls else [])],
                                              args.client_cpu, tmp)
                 if why:
                     print(f"skipping netarena-load {engine}: it cannot run here: {why}")
@@ -286,14 +339,14 @@ def bench(args) -> int:
                 shift = (i - 1) % len(tools)
                 for tool in tools[shift:] + tools[:shift]:
                     load = os.getloadavg()[0]
-                    before = benchlib.nginx_requests(port, STATUS_PATH)
+                    before = benchlib.nginx_requests(status_port, STATUS_PATH)
                     if tool == "wrk":
                         r = run_wrk(url, args, tmp)
                     elif tool == "floor":
                         r = run_floor(floor_exe, port, args, tmp)
                     else:
                         r = run_netarena(load_bin, url, tool, args, tmp)
-                    served = benchlib.nginx_requests(port, STATUS_PATH) - before - 1  # not the second status request
+                    served = benchlib.nginx_requests(status_port, STATUS_PATH) - before - 1  # not the second status request
                     r.update(run=i, loadavg_1m=load, nginx_requests=served,
                              cpu_us_per_request=r["cpu_s"] / served * 1e6 if served > 0 else math.inf)
                     if tool == "floor":
@@ -304,7 +357,7 @@ def bench(args) -> int:
             # SIGQUIT is nginx's graceful stop; stop_process_group escalates to SIGKILL if needed.
             benchlib.stop_process_group(nginx, signal.SIGQUIT)
 
-    summary = summarize(results, args.engines, args.floor)
+    summary = summarize(results, args.engines, args.floor, args.tls)
     print()
     for tool in tool_names(args.engines, args.floor):
         s = summary[tool]
@@ -314,7 +367,7 @@ def bench(args) -> int:
     for engine in args.engines:
         v = summary["vs_wrk"][engine]
         print(f"ratio netarena-load {engine}/wrk: req/s {v['rps_ratio']:.3f} (goal >= {GOAL_RPS_RATIO}), "
-              f"CPU/req {v['cpu_ratio']:.3f} (goal <= {GOAL_CPU_RATIO:.3f}), efficiency {v['efficiency']:.2f}x: goal "
+              f"CPU/req {v['cpu_ratio']:.3f} (goal <= {goal_cpu_ratio(args.tls):.3f}), efficiency {v['efficiency']:.2f}x: goal "
               + ("MET" if v["goal_met"] else "NOT MET")
               + f"; median of the {v['runs_paired']} runs' own ratios to wrk's run of the same round: "
                 f"efficiency {benchlib.ratio_text(v['efficiency_paired'], 2, 'x')}, req/s {benchlib.ratio_text(v['rps_ratio_paired'])}")
@@ -340,7 +393,8 @@ def bench(args) -> int:
             "config": {"runs": args.runs, "duration_s": args.duration, "connections": args.connections,
                        "threads": 1, "engines": {e: ENGINES[e] for e in args.engines}, "floor": args.floor,
                        "load_args": args.load_args, "server_cpu": args.server_cpu, "client_cpu": args.client_cpu,
-                       "quick": args.quick, "target": "nginx return 200 \"Hello, World!\""},
+                       "quick": args.quick, "tls": args.tls,
+                       "target": "nginx return 200 \"Hello, World!\"" + (" over TLS" if args.tls else "")},
             "machine": state, "versions": versions, "runs": results, "summary": summary,
         }, indent=2) + "\n")
         print(f"saved {args.json_out}")
@@ -351,7 +405,11 @@ def tool_names(engines: list[str], floor: bool) -> list[str]:
     return ["wrk", *(f"netarena-load {e}" for e in engines), *(["floor"] if floor else [])]
 
 
-def summarize(results: list[dict], engines: list[str], floor: bool = False) -> dict:
+def goal_cpu_ratio(tls: bool) -> float:
+    return GOAL_CPU_RATIO_TLS if tls else GOAL_CPU_RATIO
+
+
+def summarize(results: list[dict], engines: list[str], floor: bool = False, tls: bool = False) -> dict:
     """Medians per tool, then each netarena-load configuration's ratios to wrk and the goal verdict, and with
     the floor its efficiency against wrk and each configuration's CPU per request against it."""
     out: dict = {"vs_wrk": {}}
@@ -377,7 +435,7 @@ def summarize(results: list[dict], engines: list[str], floor: bool = False) -> d
         efficiency_paired, runs_paired = benchlib.paired_ratio(results, tool, "wrk", "cpu_us_per_request", True)
         rps_paired, _ = benchlib.paired_ratio(results, tool, "wrk", "requests_per_s", False)
         out["vs_wrk"][engine] = {"rps_ratio": rps_ratio, "cpu_ratio": cpu_ratio, "efficiency": 1 / cpu_ratio,
-                                 "goal_met": cpu_ratio <= GOAL_CPU_RATIO and rps_ratio >= GOAL_RPS_RATIO,
+                                 "goal_met": cpu_ratio <= goal_cpu_ratio(tls) and rps_ratio >= GOAL_RPS_RATIO,
                                  "efficiency_paired": efficiency_paired, "rps_ratio_paired": rps_paired,
                                  "runs_paired": runs_paired}
     if floor:
