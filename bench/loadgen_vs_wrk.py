@@ -36,7 +36,7 @@ Method
   floor's (of the medians, and paired with the floor's run of the same round). The floor counts answers
   by the length of the first one; its count must agree with nginx's.
 * ``--tls``: HTTP/1.1 over TLS instead. nginx's ssl module (OpenSSL, TLS 1.2 and 1.3) with a certificate made for
-  the run (``openssl req``: not a CA, SAN 127.0.0.1), wrk and netarena-load (``--cacert``) to ``https://``,
+  the run as netarena makes a run's (``netarena.tls.make_run_certificate``), wrk and netarena-load (``--cacert``) to ``https://``,
   keep-alive; the configurations that speak TLS only (``default``, ``epoll``), no floor. The goal there: wrk's
   efficiency at least (CPU per request no higher than wrk's), at no fewer requests/s. nginx's stub_status is on a
   cleartext port of its own in both modes.
@@ -152,17 +152,15 @@ def start_nginx(tmp: Path, port: int, status_port: int, cpu: int, cert: tuple[Pa
 
 
 def make_certificate(tmp: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 and localhost, and its key (openssl's command line)."""
-    openssl = benchlib.require_tool("openssl", "install it with: apt-get install openssl")
-    cert, key = tmp / "cert.pem", tmp / "key.pem"
-    made = subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                           "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-                           # Not a CA: rustls (webpki) refuses a CA certificate as a server's own.
-                           "-addext", "basicConstraints=critical,CA:FALSE",
-                           "-keyout", str(key), "-out", str(cert)], capture_output=True, text=True, timeout=60)
-    if made.returncode != 0:
-        raise BenchError(f"openssl could not make the bench's certificate: {made.stderr.strip()[-1000:]}")
-    return cert, key
+    """The certificate and key a run's TLS servers get (netarena.tls.make_run_certificate: self-signed, not a CA,
+    for localhost, 127.0.0.1 and ::1), made for this bench."""
+    try:
+        from netarena.tls import make_run_certificate
+    except ImportError as exc:
+        raise BenchError(f"--tls makes its certificate with netarena's own code, which needs its venv ({exc}): run "
+                         ".venv/bin/python bench/loadgen_vs_wrk.py --tls (after make setup)") from None
+    made = make_run_certificate(tmp / "tls")
+    return made.cert, made.key
 
 
 def check_hello(port: int, cert: Path | None) -> None:

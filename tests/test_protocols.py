@@ -283,7 +283,7 @@ def test_the_handshake_rate_sweep_makes_full_handshakes_or_resumes_sessions_as_i
         tmp_path, cache_dir, generator_binary, no_leftover_processes):
     """A connection-rate sweep over h1-tls, one request per connection, tls_resume false and true (the
     handshake-rate experiment of suites/tls-handshakes.toml): every connection is a handshake; resumed ones only
-    at the level that asks, and there all but the first of each generator thread."""
+    at the level that asks, and there never a generator thread's first."""
     path = write_suite(tmp_path / "suite.toml", """name = "handshakes"
 contestants = ["fx-tls"]
 repeat = 1
@@ -312,8 +312,14 @@ connections_per_step = 20
         document = json.loads(row["generator_json"])
         tls = document["tls"]
         assert tls["resume"] is resume and tls["handshakes"] == 40, tls  # 2 steps of 20 connections
+        # Resumed: never without tls_resume; with it, some, and never a thread's first connection (it has no
+        # session yet). Not all the others: on a slow host a connection may start before the previous one's
+        # ticket arrived, and then makes a full handshake.
         threads = document["config"]["threads"]
-        assert tls["resumed"] == (40 - threads if resume else 0), tls
+        if resume:
+            assert 0 < tls["resumed"] <= 40 - threads, tls
+        else:
+            assert tls["resumed"] == 0, tls
         assert ("--tls-resume" in json.loads(row["generator_argv_json"])) is resume
 
 
