@@ -7,6 +7,9 @@
 //! `postgresql` feature);
 //! `server --mode echo [--host A] --port P --workers W` is the raw TCP echo server.
 //! `--workers` is the number of tokio worker threads (one multi-threaded runtime).
+//! HTTP mode serves the protocol netarena starts it for, NETARENA_PROTOCOL: h1, h1-tls, h2 or h2c (TLS with
+//! the PEM files NETARENA_TLS_CERT and NETARENA_TLS_KEY), through the crate shared with rust-axum,
+//! contestants/_rust-shared/tls.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -23,14 +26,13 @@ use hyper::body::Incoming;
 #[cfg(feature = "postgresql")]
 use hyper::header::SERVER;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
-use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 #[cfg(feature = "mongo")]
 use mongodb::bson::{doc, RawDocumentBuf};
 #[cfg(feature = "mongo")]
 use mongodb::Collection;
+use netarena_tls::{tls_acceptor, Protocol};
 use serde::Serialize;
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tower::ServiceExt;
@@ -294,48 +296,6 @@ async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, Strin
     Ok(db.collection::<RawDocumentBuf>("docs"))
 }
 
-/// What netarena starts the server for (NETARENA_PROTOCOL): HTTP/1.1 for "h1", cleartext HTTP/2 with prior
-/// knowledge for "h2c" (hyper's http2 connection; no HTTP/1.1 on that port). Over TLS (h1-tls, h2) it serves
-/// nothing: it has no TLS.
-fn http2_cleartext() -> Result<bool, String> {
-    match std::env::var("NETARENA_PROTOCOL").unwrap_or_default().as_str() {
-        "" | "h1" => Ok(false),
-        "h2c" => Ok(true),
-        other => Err(format!(
-            "NETARENA_PROTOCOL={other:?}: this server speaks h1 and h2c only (no TLS)"
-        )),
-    }
-}
-
-async fn serve_http(listener: TcpListener, app: Arc<App>, h2c: bool) {
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(conn) => conn,
-            // EMFILE and friends: back off briefly instead of spinning or dying.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let app = app.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |req| handle(app.clone(), req));
-            if h2c {
-                // hyper's HTTP/2 defaults (its settings, windows and stream limits); streams run as tasks.
-                let _ = http2::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            } else {
-                let _ = http1::Builder::new()
-                    .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            }
-        });
-    }
-}
-
 /// The chunk size of the echo scenario (netarena-load's `--chunk` default): one read and one write per chunk.
 const ECHO_BUFFER: usize = 32 * 1024;
 
@@ -377,8 +337,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let h2c = match http2_cleartext() {
-        Ok(h2c) => h2c,
+    // What netarena starts the server for (NETARENA_PROTOCOL), and over TLS the certificate and key it serves:
+    // both read before anything listens, so a bad setting is one message and exit code 2.
+    let (protocol, tls) = match Protocol::from_env().and_then(|p| Ok((p, tls_acceptor(p)?))) {
+        Ok(found) => found,
         Err(msg) => {
             eprintln!("rust-hyper: {msg}");
             return ExitCode::from(2);
@@ -464,7 +426,8 @@ fn main() -> ExitCode {
                     #[cfg(feature = "postgresql")]
                     pg,
                 });
-                serve_http(listener, app, h2c).await
+                let service = service_fn(move |req| handle(app.clone(), req));
+                netarena_tls::serve(listener, protocol, tls, service).await
             }
         };
         tokio::select! {
