@@ -5,7 +5,9 @@
 //! with a non-empty `--mongo-url`, and only in a binary built with the `mongo` cargo feature: one without it
 //! refuses a non-empty `--mongo-url` with exit code 2. TechEmpower's database routes (/db, /queries,
 //! /fortunes, /updates, /cached-queries) likewise: only with a non-empty `--pg-url`, only in a binary built
-//! with the `postgresql` feature.
+//! with the `postgresql` feature. It serves the protocol netarena starts it for, NETARENA_PROTOCOL: h1 and h2c
+//! through axum::serve, h1-tls and h2 (TLS with the PEM files NETARENA_TLS_CERT and NETARENA_TLS_KEY) through
+//! the crate shared with rust-hyper, contestants/_rust-shared/tls.
 
 use std::collections::HashMap;
 use std::future::IntoFuture;
@@ -23,10 +25,12 @@ use axum::routing::get;
 use axum::serve::ListenerExt;
 use axum::{Json, Router};
 use bytes::Bytes;
+use hyper_util::service::TowerToHyperService;
 #[cfg(feature = "mongo")]
 use mongodb::bson::{doc, RawDocumentBuf};
 #[cfg(feature = "mongo")]
 use mongodb::Collection;
+use netarena_tls::{tls_acceptor, Protocol, TlsAcceptor};
 use serde::Serialize;
 use tokio::net::{TcpListener, TcpSocket};
 use tower_http::services::ServeDir;
@@ -255,14 +259,9 @@ async fn shutdown_signal() {
     }
 }
 
-async fn run(opts: Options) -> ExitCode {
+async fn run(opts: Options, protocol: Protocol, tls: Option<TlsAcceptor>) -> ExitCode {
     let listener = match listen(opts.host, opts.port) {
-        // axum::serve leaves TCP_NODELAY to the listener; tap_io is its documented hook for it (0.8 has no
-        // tcp_nodelay option on serve). Without it a response written in pieces (ServeDir's chunks) waits for
-        // the client's delayed ACK.
-        Ok(listener) => listener.tap_io(|tcp| {
-            let _ = tcp.set_nodelay(true);
-        }),
+        Ok(listener) => listener,
         Err(err) => {
             eprintln!("{NAME}: cannot listen on {} port {}: {err}", opts.host, opts.port);
             return ExitCode::from(1);
@@ -301,6 +300,22 @@ async fn run(opts: Options) -> ExitCode {
         // ServeDir maps the path below /static onto the folder (refusing `..`).
         app = app.nest_service("/static", ServeDir::new(dir));
     }
+    if let Some(tls) = tls {
+        // h1-tls or h2: hyper's http1 or http2 connection over tokio-rustls, each request handed to the Router
+        // (TCP_NODELAY set there too).
+        let service = TowerToHyperService::new(app);
+        tokio::select! {
+            _ = netarena_tls::serve(listener, protocol, Some(tls), service) => {}
+            _ = shutdown_signal() => {}
+        }
+        return ExitCode::SUCCESS;
+    }
+    // axum::serve leaves TCP_NODELAY to the listener; tap_io is its documented hook for it (0.8 has no
+    // tcp_nodelay option on serve). Without it a response written in pieces (ServeDir's chunks) waits for the
+    // client's delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     // Stop at once on the signal rather than axum's graceful shutdown, which would wait for every client to
     // close its connection.
     tokio::select! {
@@ -341,6 +356,15 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    // What netarena starts the server for (NETARENA_PROTOCOL), and over TLS the certificate and key it serves:
+    // both read before anything listens, so a bad setting is one message and exit code 2.
+    let (protocol, tls) = match Protocol::from_env().and_then(|p| Ok((p, tls_acceptor(p)?))) {
+        Ok(found) => found,
+        Err(msg) => {
+            eprintln!("{NAME}: {msg}");
+            return ExitCode::from(2);
+        }
+    };
     if let Some(dir) = &opts.static_dir {
         if !dir.is_dir() {
             eprintln!("{NAME}: --static-dir {} is not a directory; pass the folder holding the static file set", dir.display());
@@ -352,5 +376,5 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    runtime.block_on(run(opts))
+    runtime.block_on(run(opts, protocol, tls))
 }
