@@ -75,15 +75,20 @@ fn parse_args() -> Result<Options, String> {
     let mut pg_pool = 1usize;
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
+        let value = args
+            .next()
+            .ok_or_else(|| format!("{flag} needs a value; {}", usage()))?;
         match flag.as_str() {
             "--host" => {
-                host = value
-                    .parse()
-                    .map_err(|_| format!("--host must be an IP address (0.0.0.0: every address), got {value:?}"))?
+                host = value.parse().map_err(|_| {
+                    format!("--host must be an IP address (0.0.0.0: every address), got {value:?}")
+                })?
             }
             "--port" => {
-                port = Some(value.parse::<u16>().map_err(|_| format!("--port must be an integer 1..65535, got {value:?}"))?)
+                port =
+                    Some(value.parse::<u16>().map_err(|_| {
+                        format!("--port must be an integer 1..65535, got {value:?}")
+                    })?)
             }
             "--workers" => {
                 workers = value
@@ -100,17 +105,31 @@ fn parse_args() -> Result<Options, String> {
                     .parse::<usize>()
                     .ok()
                     .filter(|n| *n >= 1)
-                    .ok_or_else(|| format!("--pg-pool must be an integer >= 1 (connections), got {value:?}"))?
+                    .ok_or_else(|| {
+                        format!("--pg-pool must be an integer >= 1 (connections), got {value:?}")
+                    })?
             }
             other => return Err(format!("unknown option {other:?}; {}", usage())),
         }
     }
     let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
-    Ok(Options { host, port, workers, static_dir, mongo_url, pg_url, pg_pool })
+    Ok(Options {
+        host,
+        port,
+        workers,
+        static_dir,
+        mongo_url,
+        pg_url,
+        pg_pool,
+    })
 }
 
 fn listen(host: IpAddr, port: u16) -> std::io::Result<TcpListener> {
-    let socket = if host.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let socket = if host.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
     // A restarted contestant must be able to rebind while old connections sit in TIME_WAIT.
     socket.set_reuseaddr(true)?;
     socket.bind(SocketAddr::new(host, port))?;
@@ -131,15 +150,23 @@ async fn hello() -> &'static str {
 }
 
 async fn json() -> Json<Message> {
-    Json(Message { message: "Hello, World!" })
+    Json(Message {
+        message: "Hello, World!",
+    })
 }
 
 /// axum answers Bytes as application/octet-stream.
-async fn bytes(State(bodies): State<BytesBodies>, Path(n): Path<usize>) -> Result<Bytes, StatusCode> {
+async fn bytes(
+    State(bodies): State<BytesBodies>,
+    Path(n): Path<usize>,
+) -> Result<Bytes, StatusCode> {
     if n > MAX_BYTES_LEN {
         return Err(StatusCode::NOT_FOUND);
     }
-    Ok(bodies.get(&n).cloned().unwrap_or_else(|| Bytes::from(vec![b'*'; n])))
+    Ok(bodies
+        .get(&n)
+        .cloned()
+        .unwrap_or_else(|| Bytes::from(vec![b'*'; n])))
 }
 
 async fn sleep(Path(ms): Path<u64>) -> Result<String, StatusCode> {
@@ -155,7 +182,10 @@ async fn sleep(Path(ms): Path<u64>) -> Result<String, StatusCode> {
 /// kept, int32/int64 as JSON integers, doubles as JSON floats, strings, booleans, nested documents and arrays as
 /// themselves. An unknown _id is a 404, a database error a 500 with its message.
 #[cfg(feature = "mongo")]
-async fn find_doc(State(docs): State<Collection<RawDocumentBuf>>, Path(name): Path<String>) -> Response {
+async fn find_doc(
+    State(docs): State<Collection<RawDocumentBuf>>,
+    Path(name): Path<String>,
+) -> Response {
     match docs.find_one(doc! { "_id": name }).await {
         Ok(Some(found)) => Json(found).into_response(),
         Ok(None) => StatusCode::NOT_FOUND.into_response(),
@@ -178,10 +208,11 @@ async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, Strin
         .await
         .map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
     options.max_pool_size.get_or_insert(MONGO_POOL_SIZE);
-    let client = mongodb::Client::with_options(options).map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
-    let db = client
-        .default_database()
-        .ok_or_else(|| format!("--mongo-url {url:?} names no database (mongodb://host:port/DATABASE)"))?;
+    let client = mongodb::Client::with_options(options)
+        .map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
+    let db = client.default_database().ok_or_else(|| {
+        format!("--mongo-url {url:?} names no database (mongodb://host:port/DATABASE)")
+    })?;
     Ok(db.collection::<RawDocumentBuf>("docs"))
 }
 
@@ -211,7 +242,10 @@ mod techempower {
     fn answer_rows<T: serde::Serialize>(rows: Result<T, Error>) -> Response {
         match rows {
             Ok(rows) => answer(Json(rows)),
-            Err(err) => answer((StatusCode::INTERNAL_SERVER_ERROR, format!("database error: {err}"))),
+            Err(err) => answer((
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("database error: {err}"),
+            )),
         }
     }
 
@@ -224,17 +258,25 @@ mod techempower {
     }
 
     async fn updates(State(db): SharedDb, RawQuery(query): RawQuery) -> Response {
-        answer_rows(db.update_worlds(count_param(query.as_deref(), "queries")).await)
+        answer_rows(
+            db.update_worlds(count_param(query.as_deref(), "queries"))
+                .await,
+        )
     }
 
     async fn cached_queries(State(db): SharedDb, RawQuery(query): RawQuery) -> Response {
-        answer(Json(db.cached_worlds(count_param(query.as_deref(), "count"))))
+        answer(Json(
+            db.cached_worlds(count_param(query.as_deref(), "count")),
+        ))
     }
 
     async fn fortunes(State(db): SharedDb) -> Response {
         match db.fortunes_page().await {
             Ok(page) => answer(Html(page)),
-            Err(err) => answer((StatusCode::INTERNAL_SERVER_ERROR, format!("database error: {err}"))),
+            Err(err) => answer((
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("database error: {err}"),
+            )),
         }
     }
 
@@ -263,11 +305,19 @@ async fn run(opts: Options, protocol: Protocol, tls: Option<TlsAcceptor>) -> Exi
     let listener = match listen(opts.host, opts.port) {
         Ok(listener) => listener,
         Err(err) => {
-            eprintln!("{NAME}: cannot listen on {} port {}: {err}", opts.host, opts.port);
+            eprintln!(
+                "{NAME}: cannot listen on {} port {}: {err}",
+                opts.host, opts.port
+            );
             return ExitCode::from(1);
         }
     };
-    let bodies: BytesBodies = Arc::new(BYTES_SIZES.iter().map(|&n| (n, Bytes::from(vec![b'*'; n]))).collect());
+    let bodies: BytesBodies = Arc::new(
+        BYTES_SIZES
+            .iter()
+            .map(|&n| (n, Bytes::from(vec![b'*'; n])))
+            .collect(),
+    );
     let mut app = Router::new()
         .route("/hello", get(hello))
         .route("/json", get(json))
@@ -278,7 +328,13 @@ async fn run(opts: Options, protocol: Protocol, tls: Option<TlsAcceptor>) -> Exi
     #[cfg(feature = "mongo")]
     if !opts.mongo_url.is_empty() {
         match mongo_collection(&opts.mongo_url).await {
-            Ok(docs) => app = app.merge(Router::new().route("/mongo/{doc}", get(find_doc)).with_state(docs)),
+            Ok(docs) => {
+                app = app.merge(
+                    Router::new()
+                        .route("/mongo/{doc}", get(find_doc))
+                        .with_state(docs),
+                )
+            }
             Err(msg) => {
                 eprintln!("{NAME}: {msg}");
                 return ExitCode::from(2);

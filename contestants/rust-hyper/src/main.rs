@@ -86,14 +86,15 @@ fn parse_args() -> Result<Options, String> {
         match flag.as_str() {
             "--mode" => mode = Some(value),
             "--host" => {
-                host = value
-                    .parse()
-                    .map_err(|_| format!("--host must be an IP address (0.0.0.0: every address), got {value:?}"))?
+                host = value.parse().map_err(|_| {
+                    format!("--host must be an IP address (0.0.0.0: every address), got {value:?}")
+                })?
             }
             "--port" => {
-                port = Some(value.parse::<u16>().map_err(|_| {
-                    format!("--port must be an integer 1..65535, got {value:?}")
-                })?)
+                port =
+                    Some(value.parse::<u16>().map_err(|_| {
+                        format!("--port must be an integer 1..65535, got {value:?}")
+                    })?)
             }
             "--workers" => {
                 workers = value
@@ -110,7 +111,9 @@ fn parse_args() -> Result<Options, String> {
                     .parse::<usize>()
                     .ok()
                     .filter(|n| *n >= 1)
-                    .ok_or_else(|| format!("--pg-pool must be an integer >= 1 (connections), got {value:?}"))?
+                    .ok_or_else(|| {
+                        format!("--pg-pool must be an integer >= 1 (connections), got {value:?}")
+                    })?
             }
             other => return Err(format!("unknown option {other:?}; {}", usage())),
         }
@@ -120,12 +123,25 @@ fn parse_args() -> Result<Options, String> {
         return Err(format!("--mode must be http or echo, got {mode:?}"));
     }
     let port = port.ok_or_else(|| format!("--port is required; {}", usage()))?;
-    Ok(Options { mode, host, port, workers, static_dir, mongo_url, pg_url, pg_pool })
+    Ok(Options {
+        mode,
+        host,
+        port,
+        workers,
+        static_dir,
+        mongo_url,
+        pg_url,
+        pg_pool,
+    })
 }
 
 fn listen(host: std::net::IpAddr, port: u16) -> std::io::Result<TcpListener> {
     let addr = SocketAddr::new(host, port);
-    let socket = if host.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    let socket = if host.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
     // A restarted contestant must be able to rebind while old connections sit in TIME_WAIT.
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
@@ -161,7 +177,11 @@ impl App {
 }
 
 fn response(status: StatusCode, content_type: &'static str, body: Bytes) -> Response<Body> {
-    let mut resp = Response::new(Full::new(body).map_err(|never| match never {}).boxed_unsync());
+    let mut resp = Response::new(
+        Full::new(body)
+            .map_err(|never| match never {})
+            .boxed_unsync(),
+    );
     *resp.status_mut() = status;
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -169,7 +189,11 @@ fn response(status: StatusCode, content_type: &'static str, body: Bytes) -> Resp
 }
 
 fn not_found() -> Response<Body> {
-    response(StatusCode::NOT_FOUND, "text/plain", Bytes::from_static(b"not found"))
+    response(
+        StatusCode::NOT_FOUND,
+        "text/plain",
+        Bytes::from_static(b"not found"),
+    )
 }
 
 async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
@@ -182,17 +206,30 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
     }
     let path = req.uri().path();
     if path == "/hello" {
-        return Ok(response(StatusCode::OK, "text/plain", Bytes::from_static(b"Hello, World!")));
+        return Ok(response(
+            StatusCode::OK,
+            "text/plain",
+            Bytes::from_static(b"Hello, World!"),
+        ));
     }
     if path == "/json" {
-        let body = serde_json::to_vec(&Message { message: "Hello, World!" }).expect("serializable");
-        return Ok(response(StatusCode::OK, "application/json", Bytes::from(body)));
+        let body = serde_json::to_vec(&Message {
+            message: "Hello, World!",
+        })
+        .expect("serializable");
+        return Ok(response(
+            StatusCode::OK,
+            "application/json",
+            Bytes::from(body),
+        ));
     }
     if let Some(n) = path.strip_prefix("/bytes/") {
         return Ok(match n.parse::<usize>() {
-            Ok(n) if n <= MAX_BYTES_LEN => {
-                response(StatusCode::OK, "application/octet-stream", app.bytes_body(n))
-            }
+            Ok(n) if n <= MAX_BYTES_LEN => response(
+                StatusCode::OK,
+                "application/octet-stream",
+                app.bytes_body(n),
+            ),
             _ => not_found(),
         });
     }
@@ -200,7 +237,11 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
         return Ok(match ms.parse::<u64>() {
             Ok(ms) if ms <= MAX_SLEEP_MS => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                response(StatusCode::OK, "text/plain", Bytes::from(format!("slept {ms}")))
+                response(
+                    StatusCode::OK,
+                    "text/plain",
+                    Bytes::from(format!("slept {ms}")),
+                )
             }
             _ => not_found(),
         });
@@ -225,7 +266,10 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
         };
         let (mut parts, body) = req.into_parts();
         parts.uri = uri;
-        let Ok(resp) = files.clone().oneshot(Request::from_parts(parts, body)).await;
+        let Ok(resp) = files
+            .clone()
+            .oneshot(Request::from_parts(parts, body))
+            .await;
         return Ok(resp.map(|body| body.boxed_unsync()));
     }
     Ok(not_found())
@@ -234,26 +278,47 @@ async fn handle(app: Arc<App>, req: Request<Incoming>) -> Result<Response<Body>,
 /// TechEmpower's database scenarios: the answers come from the crate shared with rust-axum and rust-actix
 /// (contestants/_rust-shared/tfb-pg), written here as hyper responses; None for any other path.
 #[cfg(feature = "postgresql")]
-async fn techempower(db: &netarena_tfb_pg::Db, path: &str, query: Option<&str>) -> Option<Response<Body>> {
+async fn techempower(
+    db: &netarena_tfb_pg::Db,
+    path: &str,
+    query: Option<&str>,
+) -> Option<Response<Body>> {
     use netarena_tfb_pg::count_param;
 
     fn json<T: Serialize>(value: &T) -> (&'static str, Bytes) {
-        ("application/json", Bytes::from(serde_json::to_vec(value).expect("serializable")))
+        (
+            "application/json",
+            Bytes::from(serde_json::to_vec(value).expect("serializable")),
+        )
     }
     let answer = match path {
         "/db" => db.worlds(1).await.map(|rows| json(&rows[0])),
-        "/queries" => db.worlds(count_param(query, "queries")).await.map(|rows| json(&rows)),
-        "/updates" => db.update_worlds(count_param(query, "queries")).await.map(|rows| json(&rows)),
+        "/queries" => db
+            .worlds(count_param(query, "queries"))
+            .await
+            .map(|rows| json(&rows)),
+        "/updates" => db
+            .update_worlds(count_param(query, "queries"))
+            .await
+            .map(|rows| json(&rows)),
         "/cached-queries" => Ok(json(&db.cached_worlds(count_param(query, "count")))),
-        "/fortunes" => db.fortunes_page().await.map(|page| ("text/html; charset=utf-8", Bytes::from(page))),
+        "/fortunes" => db
+            .fortunes_page()
+            .await
+            .map(|page| ("text/html; charset=utf-8", Bytes::from(page))),
         _ => return None,
     };
     let mut resp = match answer {
         Ok((content_type, body)) => response(StatusCode::OK, content_type, body),
-        Err(err) => response(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", Bytes::from(format!("database error: {err}"))),
+        Err(err) => response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            Bytes::from(format!("database error: {err}")),
+        ),
     };
     // TechEmpower requires a Server header on these answers (hyper adds Date).
-    resp.headers_mut().insert(SERVER, HeaderValue::from_static("rust-hyper"));
+    resp.headers_mut()
+        .insert(SERVER, HeaderValue::from_static("rust-hyper"));
     Some(resp)
 }
 
@@ -263,7 +328,13 @@ async fn techempower(db: &netarena_tfb_pg::Db, path: &str, query: Option<&str>) 
 /// implementation: field order kept, int32/int64 as JSON integers, doubles as JSON floats (`1.0` stays a
 /// float), strings, booleans, nested documents and arrays as themselves.
 async fn find_doc(docs: &Collection<RawDocumentBuf>, name: &str) -> Response<Body> {
-    let text_error = |msg: String| response(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", Bytes::from(msg));
+    let text_error = |msg: String| {
+        response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            Bytes::from(msg),
+        )
+    };
     match docs.find_one(doc! { "_id": name }).await {
         Ok(Some(found)) => match serde_json::to_vec(&found) {
             Ok(body) => response(StatusCode::OK, "application/json", Bytes::from(body)),
@@ -289,7 +360,8 @@ async fn mongo_collection(url: &str) -> Result<Collection<RawDocumentBuf>, Strin
         .await
         .map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
     options.max_pool_size.get_or_insert(MONGO_POOL_SIZE);
-    let client = mongodb::Client::with_options(options).map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
+    let client = mongodb::Client::with_options(options)
+        .map_err(|err| format!("--mongo-url {url:?}: {err}"))?;
     let db = client.default_database().ok_or_else(|| {
         format!("--mongo-url {url:?} names no database (mongodb://host:port/DATABASE)")
     })?;
@@ -384,7 +456,10 @@ fn main() -> ExitCode {
         let listener = match listen(opts.host, opts.port) {
             Ok(l) => l,
             Err(err) => {
-                eprintln!("rust-hyper: cannot listen on {} port {}: {err}", opts.host, opts.port);
+                eprintln!(
+                    "rust-hyper: cannot listen on {} port {}: {err}",
+                    opts.host, opts.port
+                );
                 return ExitCode::from(1);
             }
         };
@@ -420,7 +495,10 @@ fn main() -> ExitCode {
             } else {
                 let app = Arc::new(App {
                     static_files: opts.static_dir.as_ref().map(ServeDir::new),
-                    bytes_bodies: BYTES_SIZES.iter().map(|&n| (n, Bytes::from(vec![b'*'; n]))).collect(),
+                    bytes_bodies: BYTES_SIZES
+                        .iter()
+                        .map(|&n| (n, Bytes::from(vec![b'*'; n])))
+                        .collect(),
                     #[cfg(feature = "mongo")]
                     mongo_docs,
                     #[cfg(feature = "postgresql")]
