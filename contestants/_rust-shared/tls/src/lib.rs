@@ -28,19 +28,29 @@ pub enum Protocol {
 }
 
 impl Protocol {
+    const ALL: [Protocol; 4] = [Protocol::H1, Protocol::H1Tls, Protocol::H2, Protocol::H2c];
+
     /// `NETARENA_PROTOCOL`; unset or empty is h1, as a server started by hand expects.
     pub fn from_env() -> Result<Protocol, String> {
-        match std::env::var("NETARENA_PROTOCOL")
-            .unwrap_or_default()
-            .as_str()
-        {
-            "" | "h1" => Ok(Protocol::H1),
-            "h1-tls" => Ok(Protocol::H1Tls),
-            "h2" => Ok(Protocol::H2),
-            "h2c" => Ok(Protocol::H2c),
-            other => Err(format!(
-                "NETARENA_PROTOCOL={other:?}: this server speaks h1, h1-tls, h2 and h2c"
-            )),
+        let value = std::env::var("NETARENA_PROTOCOL").unwrap_or_default();
+        if value.is_empty() {
+            return Ok(Protocol::H1);
+        }
+        Protocol::ALL
+            .into_iter()
+            .find(|protocol| protocol.name() == value)
+            .ok_or_else(|| {
+                format!("NETARENA_PROTOCOL={value:?}: this server speaks h1, h1-tls, h2 and h2c")
+            })
+    }
+
+    /// The name NETARENA_PROTOCOL gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::H1 => "h1",
+            Protocol::H1Tls => "h1-tls",
+            Protocol::H2 => "h2",
+            Protocol::H2c => "h2c",
         }
     }
 
@@ -66,7 +76,13 @@ pub fn tls_acceptor(protocol: Protocol) -> Result<Option<TlsAcceptor>, String> {
         std::env::var(var)
             .ok()
             .filter(|path| !path.is_empty())
-            .ok_or_else(|| format!("started for {protocol:?} (NETARENA_PROTOCOL) without {var}, the PEM file it serves TLS with"))
+            .ok_or_else(|| {
+                format!(
+                    "NETARENA_PROTOCOL={} without {var}: set it to the PEM file to serve TLS with \
+                     (netarena does for its h1-tls and h2 levels)",
+                    protocol.name()
+                )
+            })
     };
     let (cert_path, key_path) = (file("NETARENA_TLS_CERT")?, file("NETARENA_TLS_KEY")?);
     let certs = CertificateDer::pem_file_iter(&cert_path)
@@ -148,10 +164,11 @@ async fn serve_connection<S, B>(
     match tls {
         // A failed handshake (a client that does not trust the certificate, or offers no protocol of ours)
         // ends the connection; rustls has sent the client its alert.
-        Some(acceptor) => match acceptor.accept(stream).await {
-            Ok(stream) => serve_http(TokioIo::new(stream), protocol, service).await,
-            Err(_) => {}
-        },
+        Some(acceptor) => {
+            if let Ok(stream) = acceptor.accept(stream).await {
+                serve_http(TokioIo::new(stream), protocol, service).await
+            }
+        }
         None => serve_http(TokioIo::new(stream), protocol, service).await,
     }
 }
