@@ -271,10 +271,11 @@ def _summary(page: _Page, report: Report) -> None:
                          *(("database CPU", "bound") if database else ()),
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
         if database:
-            page.add('<p class="note">database CPU = the database\'s processes (FerretDB + its storage), % of one '
-                     f"core (median of repeats); bound = the side whose own processes kept its CPUs at least "
-                     f"{SATURATED_BUSY_PCT:g}% busy in most repeats: server, database, or neither (look at latency "
-                     "and errors); a generator that could not keep up is badged GEN.</p>")
+            page.add('<p class="note">database CPU = the database\'s processes (FerretDB and its storage, or '
+                     "PostgreSQL), % of one core (median of repeats); bound = the side whose own processes kept its "
+                     f"CPUs at least {SATURATED_BUSY_PCT:g}% busy in most repeats: server, database, host (the two "
+                     "together, on CPUs they share), or neither (look at latency and errors); a generator that could "
+                     "not keep up is badged GEN.</p>")
         for level_key, groups in report.levels_for(scenario):
             if database_bound_note(groups):
                 page.add(f'<p class="note database-bound" data-level="{e(level_key)}"><b>{e(level_key)}</b>: '

@@ -67,7 +67,7 @@ def render_markdown(report: Report) -> str:
             found += [f"- {sweep_line(g)}" for g in groups if g.sweep is not None]
             found += [f"- {stopped_line(g)}" for g in groups if g.stopped_because is not None]
             found += [f"- {database_bound_note(groups)}"] if database_bound_note(groups) else []
-            found += [f"- bound (server / database / neither): " + ", ".join(
+            found += [f"- bound (server / database / host / neither): " + ", ".join(
                 f"{g.contestant} {g.bound_by or 'neither'}" for g in groups)] \
                 if any(g.database_cpu_pct_median is not None for g in groups) else []
             out += found + ([""] if found else [])
