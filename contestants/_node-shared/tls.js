@@ -1,10 +1,10 @@
 'use strict';
-// Shared by node-express, node-fastify, node-hono and deno-serve: which of netarena's protocols a server is
+// Shared by node-express, node-fastify and node-hono: which of netarena's protocols a server is
 // started for, and the certificate and key of its h1-tls level (docs/protocols.md). These contestants speak h1
 // and h1-tls only; node-http, which also speaks HTTP/2, chooses its servers itself.
 //
 // h1Tls() returns null for h1 (cleartext) and, for h1-tls, { cert, key } read from the PEM files netarena names in
-// NETARENA_TLS_CERT and NETARENA_TLS_KEY, as strings (what both Node's tls options and Deno.serve take). Any other
+// NETARENA_TLS_CERT and NETARENA_TLS_KEY, as strings (Node's tls options take them), for their https server. Any other
 // protocol, or h1-tls without readable files, stops the server with one message and exit 2 (cluster.js's fail).
 
 const fs = require('node:fs');
