@@ -27,8 +27,9 @@ run:
 	@start=$$(date +%s); $(MAKE) --no-print-directory setup && \
 	NETARENA_BUILD_S=$$(( $$(date +%s) - start )) $(BIN)/netarena run
 
-# --profile tests (Cargo.toml): the release profile without fat LTO, so that linking each test binary is not a
-# whole-program optimization; the generator installed by setup keeps the release profile.
+# --profile tests (Cargo.toml): the release profile without fat LTO (linking each test binary is then not a
+# whole-program optimization), unwinding (one build of each dependency instead of two) and the tests' own
+# dependencies unoptimized; the generator installed by setup keeps the release profile.
 # The HTTP scenarios run once per engine: the default (--io auto: io_uring with automatic coalescing,
 # which make test needs), epoll, and io_uring without coalescing (NETARENA_LOAD_TEST_IO, see
 # crates/loadgen/tests/common/mod.rs).

@@ -220,6 +220,24 @@ def test_two_workers_both_serve(name, availability, tmp_path):
     assert not stop["leftover"] and not stop["escaped"] and not stop["killed"], stop
 
 
+def _installed(name, availability):
+    """The contestant `name` installed (done by verify above: a cache hit), a backend to start it and the static
+    folder to give it (built by verify; a server only checks it exists); skipped when it cannot run here."""
+    from netarena.backends.real import RealBackend
+    from netarena.contestants import cache_root, default_contestants_dir, for_servers, install, load
+    from netarena.scenarios import STATIC_SET_VERSION
+
+    row = availability[name]
+    if not row["runnable"]:
+        pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
+    contestant = load(default_contestants_dir(), [name])[0]
+    user = for_servers(False, [contestant])
+    install(contestant, allow_apt=False, say=lambda *_: None, user=user)
+    static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
+    static_dir.mkdir(parents=True, exist_ok=True)
+    return contestant, RealBackend(generator=None, user=user), static_dir
+
+
 # An address of the loopback network that no contestant would pick by itself: a server that ignores {host}
 # (binding 127.0.0.1 or every address) is told apart from one that listens where it is told.
 LISTEN_TEST_HOST = "127.0.0.3"
@@ -229,25 +247,14 @@ LISTEN_TEST_HOST = "127.0.0.3"
 def test_contestant_listens_on_the_host_it_is_given(name, availability, tmp_path):
     """{host} reaches the server: started with host 127.0.0.3, it accepts there and nowhere else on loopback, so
     on a cluster's server host (host 0.0.0.0) the generators of other hosts can reach it (docs/many-machines.md)."""
-    from netarena.backends.real import RealBackend
-    from netarena.contestants import cache_root, default_contestants_dir, install, load
     from netarena.ports import free_port
     from netarena.process import available_cpus
-    from netarena.scenarios import STATIC_SET_VERSION
-    from netarena.contestants import for_servers
 
+    contestant, backend, static_dir = _installed(name, availability)
     row = availability[name]
-    if not row["runnable"]:
-        pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
-    contestant = load(default_contestants_dir(), [name])[0]
-    user = for_servers(False, [contestant])
-    install(contestant, allow_apt=False, say=lambda *_: None, user=user)  # done by verify above: a cache hit
     claimed = [s for s, reason in row["scenarios"].items() if reason is None and s not in SERVICE_SCENARIOS]
     scenario = "hello" if "hello" in claimed else claimed[0]
-    backend = RealBackend(generator=None, user=user)
     port = free_port()
-    static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"  # built by verify; a server only checks it exists
-    static_dir.mkdir(parents=True, exist_ok=True)
     server = backend.start_server(contestant, scenario, port, 1, static_dir,
                                   [available_cpus()[0]], tmp_path / "server.log", host=LISTEN_TEST_HOST)
     try:
@@ -265,3 +272,34 @@ def test_contestant_listens_on_the_host_it_is_given(name, availability, tmp_path
     finally:
         outcome = backend.stop_server(contestant, server)
     assert not outcome.get("killed"), outcome
+
+
+# The Node contestants serving h1-tls (node-http's own check; node-express, node-fastify and node-hono through
+# contestants/_node-shared/tls.js): each is started for h1-tls here without the run's certificate and key.
+NODE_TLS_NAMES = [n for n in NAMES
+                  if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).runtime == "node"
+                  and "h1-tls" in m.protocols]
+
+
+@pytest.mark.parametrize("name", NODE_TLS_NAMES)
+def test_node_contestant_started_for_h1_tls_without_a_certificate_stops_with_one_message(name, availability,
+                                                                                          tmp_path):
+    """NETARENA_PROTOCOL=h1-tls with neither NETARENA_TLS_CERT nor NETARENA_TLS_KEY: the server exits non-zero
+    naming the missing variable, instead of serving cleartext where HTTPS was asked for."""
+    from netarena.ports import free_port
+    from netarena.process import available_cpus
+
+    contestant, backend, static_dir = _installed(name, availability)
+    log = tmp_path / "server.log"
+    server = backend.start_server(contestant, "hello", free_port(), 1, static_dir, [available_cpus()[0]], log,
+                                  tls=None, protocol="h1-tls")
+    try:
+        deadline = time.monotonic() + contestant.manifest.start.ready_timeout_s
+        while server.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        code = server.poll()
+    finally:
+        backend.stop_server(contestant, server)
+    said = log.read_text()
+    assert code not in (None, 0), f"{name} started for h1-tls without a certificate did not stop (exit {code}):\n{said}"
+    assert "NETARENA_TLS_CERT" in said and "Error:" not in said and "    at " not in said, said

@@ -47,12 +47,34 @@ def test_streams_multiply_the_http2_levels_only_and_reach_netarena_load(tmp_path
     assert spec.target == "http://127.0.0.1:8080/hello"
 
 
-def test_streams_without_an_http2_protocol_is_refused(tmp_path):
+def test_h2_window_multiplies_the_http2_levels_only_and_reaches_netarena_load(tmp_path):
+    from netarena.scenarios.load import load_spec
+
+    suite, _ = load_suite(write_suite(tmp_path / "s.toml", SUITE.format(scenario="hello", protocol='["h1", "h2c"]')
+                                      + "h2_window = [65535, 1048576]\n"))
+    levels = levels_for(suite.measure[0])
+    assert [level.key for level in levels] == ["c=4,w=1", "c=4,w=1,protocol=h2c,h2_window=65535",
+                                               "c=4,w=1,protocol=h2c,h2_window=1048576"]
+    argv = [load_spec("hello", level, 8080, tmp_path).args for level in levels]
+    assert "--h2-window" not in argv[0]
+    assert [a[a.index("--h2-window") + 1] for a in argv[1:]] == ["65535", "1048576"]
+
+
+@pytest.mark.parametrize("axis", ["streams", "h2_window"])
+def test_an_http2_axis_without_an_http2_protocol_is_refused(tmp_path, axis):
     path = write_suite(tmp_path / "s.toml", SUITE.format(scenario="hello", protocol='["h1", "h1-tls"]')
-                       + "streams = [8]\n")
+                       + f"{axis} = [8]\n")
     with pytest.raises(ConfigError) as err:
         load_suite(path)
-    assert "streams applies to HTTP/2 levels" in err.value.render() and err.value.field == "measure[0].streams"
+    assert f"{axis} applies to HTTP/2 levels" in err.value.render() and err.value.field == f"measure[0].{axis}"
+
+
+@pytest.mark.parametrize("axis", ["streams", "h2_window"])
+def test_an_http2_axis_value_listed_twice_is_refused(tmp_path, axis):
+    path = write_suite(tmp_path / "s.toml", SUITE.format(scenario="hello", protocol='["h2c"]') + f"{axis} = [8, 8]\n")
+    with pytest.raises(ConfigError) as err:
+        load_suite(path)
+    assert "a value is listed twice" in err.value.render() and err.value.field == f"measure[0].{axis}"
 
 
 @pytest.mark.parametrize("scenario, extra, message, field", [
@@ -61,6 +83,7 @@ def test_streams_without_an_http2_protocol_is_refused(tmp_path):
     ("hello", "conn_rate = [10]\nstreams = [4]\n", "--conn-rate and --streams", "measure[0].protocol"),
     ("hello", 'generator_io = "uring"\n', "uring", "measure[0].generator_io"),
     ("hello", "streams = [20000]\n", "less than or equal to 10000", "measure[0].streams[0]"),
+    ("hello", "h2_window = [0]\n", "greater than or equal to 1", "measure[0].h2_window[0]"),
 ])
 def test_a_suite_asking_for_what_http2_cannot_measure_is_refused(tmp_path, scenario, extra, message, field):
     path = write_suite(tmp_path / "s.toml", SUITE.format(scenario=scenario, protocol='["h2"]') + extra)
@@ -180,8 +203,11 @@ RUN_SUITE = TLS_RUN_SUITE.format(contestants='["nginx", "go-net"]').replace(
 scenario = "bytes"
 contestants = ["nginx"]
 connections = [2]
+sizes = [10000]
 protocol = ["h2c"]
 streams = [4]
+# A window smaller than the 10 kB body: nginx must wait for the client's WINDOW_UPDATE frames to finish each one.
+h2_window = [4096]
 """
 
 
@@ -200,7 +226,7 @@ def test_a_real_run_at_h2_and_h2c_on_nginx_and_go_net(tmp_path, cache_dir, gener
     assert sorted((r["contestant"], r["level_key"]) for r in rows) == sorted(
         [(name, key) for name in ("nginx", "go-net") for key in ("c=4,w=1", "c=4,w=1,protocol=h2",
                                                                  "c=4,w=1,protocol=h2c")]
-        + [("nginx", "c=2,w=1,size=40,protocol=h2c,streams=4")])
+        + [("nginx", "c=2,w=1,size=10000,protocol=h2c,streams=4,h2_window=4096")])
     for row in rows:
         assert row["status"] == "ok", row["error"]
         argv = json.loads(row["generator_argv_json"])
@@ -214,6 +240,8 @@ def test_a_real_run_at_h2_and_h2c_on_nginx_and_go_net(tmp_path, cache_dir, gener
         # netarena-load's own word on what it spoke: h2 by ALPN over TLS, h2c with prior knowledge.
         assert document["http2"]["protocol"] == protocol, document["http2"]
         assert document["http2"]["streams"] == (4 if "streams=4" in row["level_key"] else 1)
+        if "h2_window=" in row["level_key"]:
+            assert argv[argv.index("--h2-window") + 1] == "4096" and document["http2"]["window"] == 4096
         target = next(a for a in argv if "://127.0.0.1:" in a)
         assert target.startswith("https://" if protocol == "h2" else "http://")
         assert ("--cacert" in argv) == (protocol == "h2")

@@ -322,6 +322,32 @@ connections_per_step = 20
             assert tls["resumed"] == 0, tls
         assert ("--tls-resume" in json.loads(row["generator_argv_json"])) is resume
 
+    # The report sets the two sweeps side by side, step by step (report.protocols.handshake_costs).
+    from netarena.report import load_report
+    from netarena.report.markdown import render_markdown
+    from netarena.report.protocols import handshake_costs
+    from netarena.store import Store
+    from test_report_html import chart_traces, tables
+    store = Store(results)
+    report = load_report(store, 1)
+    store.close()
+    [cost] = handshake_costs(report.groups)
+    assert (cost.contestant, cost.level_key, cost.resumed_key) == ("fx-tls", base, base + ",tls_resume")
+    assert [st.rate_per_s for st in cost.steps] == [20, 40]
+    sweeps = {g.level_key: g.sweep for g in report.groups}
+    assert [st.server_cpu_us for st in cost.steps] == [st["server_cpu_us"] for st in sweeps[base]["steps"]]
+    assert [st.resumed_server_cpu_us for st in cost.steps] == [
+        st["server_cpu_us"] for st in sweeps[base + ",tls_resume"]["steps"]]
+    html = (results / "report-run-1.html").read_text()
+    [table] = tables(html, "handshake-cost")
+    assert [row[:4] for row in table[1:]] == [["fx-tls", "hello", base, "2"]]
+    traces = chart_traces(html, "hello: TLS handshakes, full against resumed, against the connection rate")
+    # server CPU per request and p99, each full and resumed
+    assert sorted((t["name"], t["line"]["dash"]) for t in traces) == sorted(
+        [("fx-tls (full)", "solid"), ("fx-tls (resumed)", "dash")] * 2)
+    assert all(t["x"] == [20, 40] for t in traces)
+    assert "## TLS handshakes: full against resumed" in render_markdown(report)
+
 
 def test_a_real_run_at_h1_tls_on_python_asyncio_and_nginx(tmp_path, cache_dir, generator_binary,
                                                           no_leftover_processes):

@@ -290,6 +290,18 @@ def test_saturated_side_from_the_measured_processes_own_cpu():
     assert saturated_side(monitor(30, 20)) is None
     assert saturated_side({"summary": {"server": {"cpu_pct_mean": 99}}}) is None  # no database: not judged
 
+    # The cluster mode's server host: the server and the database on the same CPUs, the generator elsewhere.
+    def shared_host(server_pct, db_pct):
+        return {"cpus_allowed": {"server": [0, 1], "generator": None, "services": {"postgresql": [0, 1]}},
+                "summary": {"server": {"cpu_pct_mean": server_pct}, "services": {"postgresql": {"cpu_pct_mean": db_pct}}}}
+
+    assert saturated_side(shared_host(185, 10)) == "server"
+    assert saturated_side(shared_host(20, 185)) == "database"
+    assert saturated_side(shared_host(100, 85)) == "host"  # together 185% of 200%: neither alone
+    assert saturated_side(shared_host(60, 50)) is None
+    # Separate CPUs (one machine): the two sides' sum is not a verdict.
+    assert saturated_side(monitor(60, 60)) is None
+
 
 def test_a_database_bound_level_says_it_does_not_rank_the_frameworks(tmp_path):
     """Every output names the side that held each figure of a level with a database, and says that a level the
@@ -331,7 +343,7 @@ def test_a_database_bound_level_says_it_does_not_rank_the_frameworks(tmp_path):
     assert text.index(every) > text.index("doc=big") and text.index(some) > text.index("doc=small"), text
     markdown = render_markdown(report)
     assert markdown.count(every) == 1 and markdown.count(some) == 1, markdown
-    assert "bound (server / database / neither): alpha server, beta database" in markdown, markdown
+    assert "bound (server / database / host / neither): alpha server, beta database" in markdown, markdown
     page = render(report).decode()
     assert page.count('class="note database-bound" data-level="c=200,w=1,doc=big"') == 1
     assert page.count('class="note database-bound" data-level="c=200,w=1,doc=small"') == 1

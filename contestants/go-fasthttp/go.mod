@@ -10,6 +10,10 @@ require (
 )
 
 require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/pgx/v5 v5.12.0 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/molecule-man/go-brrr v1.0.1 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
@@ -20,3 +24,9 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )
+
+// TechEmpower's database scenarios, shared with go-net and go-gin; pgx v5.12.0, which it requires, is pinned by
+// go.sum. The install's stamp covers that folder (contestant.toml: install.build_inputs).
+require netarena/contestants/techempower v0.0.0
+
+replace netarena/contestants/techempower => ../_go-shared/techempower

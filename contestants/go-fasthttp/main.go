@@ -1,4 +1,5 @@
-// netarena contestant: valyala/fasthttp with its own server (fasthttp.Server), HTTP scenarios only.
+// netarena contestant: valyala/fasthttp with its own server (fasthttp.Server): the HTTP scenarios, /mongo
+// (mongo.go) and TechEmpower's database scenarios (pg.go).
 //
 // fasthttp's set-up as its README gives it: one fasthttp.RequestHandler routing on ctx.Path() (fasthttp has
 // no router of its own; its examples switch on the path), fasthttp.FS for files, fasthttp.Server with its
@@ -68,8 +69,9 @@ var (
 	mongoPath  = []byte("/mongo/")
 )
 
-// newHandler routes the catalog's paths; mongo is nil without a database.
-func newHandler(staticDir string, mongo fasthttp.RequestHandler) fasthttp.RequestHandler {
+// newHandler routes the catalog's paths; mongo is nil without MongoDB, pg (TechEmpower's routes by path) nil
+// without PostgreSQL.
+func newHandler(staticDir string, mongo fasthttp.RequestHandler, pg map[string]fasthttp.RequestHandler) fasthttp.RequestHandler {
 	fs := &fasthttp.FS{
 		Root: staticDir,
 		// /static/img/00001.jpg -> img/00001.jpg under Root.
@@ -118,6 +120,11 @@ func newHandler(staticDir string, mongo fasthttp.RequestHandler) fasthttp.Reques
 		case mongo != nil && bytes.HasPrefix(path, mongoPath):
 			mongo(ctx)
 		default:
+			// Go looks a map up by string(path) without copying path. A nil map holds nothing.
+			if handler, ok := pg[string(path)]; ok {
+				handler(ctx)
+				return
+			}
 			ctx.NotFound()
 		}
 	}
@@ -128,6 +135,8 @@ func main() {
 	port := flag.Int("port", 0, "TCP port to listen on")
 	staticDir := flag.String("static-dir", "", "folder served under /static/")
 	mongoURL := flag.String("mongo-url", "", "mongodb:// URL of the fixture database (empty: no /mongo)")
+	pgURL := flag.String("pg-url", "", "postgres:// URL of TechEmpower's database (empty: no /db, /queries, /fortunes, /updates, /cached-queries)")
+	pgPool := flag.Int("pg-pool", 8, "connections in the PostgreSQL pool")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-fasthttp: ")
@@ -136,6 +145,9 @@ func main() {
 	}
 	if st, err := os.Stat(*staticDir); err != nil || !st.IsDir() {
 		log.Fatalf("-static-dir %q is not a directory; pass the folder holding the static file set", *staticDir)
+	}
+	if *pgPool < 1 {
+		log.Fatalf("-pg-pool must be at least 1, got %d", *pgPool)
 	}
 	for _, n := range []int{40, 10000, 524288} {
 		bytesBody(n)
@@ -147,11 +159,18 @@ func main() {
 			log.Fatalf("-mongo-url %q: %v", *mongoURL, err)
 		}
 	}
+	var pg map[string]fasthttp.RequestHandler
+	if *pgURL != "" {
+		var err error
+		if pg, err = postgresHandlers(*pgURL, *pgPool); err != nil {
+			log.Fatalf("-pg-url %q: %v", *pgURL, err)
+		}
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
 	if err != nil {
 		log.Fatalf("cannot listen on %s port %d: %v", *host, *port, err)
 	}
-	srv := &fasthttp.Server{Handler: newHandler(*staticDir, mongo)}
+	srv := &fasthttp.Server{Handler: newHandler(*staticDir, mongo, pg)}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	go func() {

@@ -19,7 +19,7 @@ require (
 )
 
 // TechEmpower's database scenarios, shared with go-gin; pgx v5.12.0, which it requires, is pinned by go.sum.
-// The install's stamp covers that folder (contestant.toml: install.shared).
+// The install's stamp covers that folder (contestant.toml: install.build_inputs).
 require (
 	github.com/jackc/pgx/v5 v5.12.0 // indirect
 	netarena/contestants/techempower v0.0.0

@@ -2,20 +2,26 @@
 // netarena contestant: Express on Node.js, HTTP scenarios only.
 // Usage: node server.js --port P --workers W --static-dir D --mongo-url URL (empty: no /mongo or /gridfs routes)
 //        [--pg-url URL --pg-pool N (TechEmpower's /db, /queries, /fortunes, /updates, /cached-queries)]
+// Started for netarena's h1-tls (NETARENA_PROTOCOL, with the PEM files NETARENA_TLS_CERT and NETARENA_TLS_KEY) the app
+// is served by Node's https.createServer instead, Express's documented way to serve HTTPS: Node's OpenSSL, its
+// default TLS versions (1.2 and 1.3) and its https server's default ALPN, http/1.1 alone.
 
 const fs = require('node:fs');
 const path = require('node:path');
 const http = require('node:http');
+const https = require('node:https');
 const express = require('express');
 const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBodies } = require('../_node-shared/catalog.js');
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
 const tfb = require('../_node-shared/pg.js');
+const { h1Tls } = require('../_node-shared/tls.js');
 
 const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
 const pgPool = tfb.parsePgPool(opts.pg_pool);
+const tls = h1Tls(); // null: cleartext
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }
@@ -85,8 +91,9 @@ async function start() {
   // The /cached-queries copy of World is read before listening, so the server is ready only with it.
   let world = null;
   if (opts.pg_url) world = await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool);
-  // http.createServer rather than app.listen() only to pass noDelay explicitly.
-  const server = http.createServer({ noDelay: true }, buildApp(world));
+  // http.createServer rather than app.listen() only to pass noDelay explicitly; https.createServer for h1-tls.
+  const app = buildApp(world);
+  const server = tls === null ? http.createServer({ noDelay: true }, app) : https.createServer({ noDelay: true, ...tls }, app);
   server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }
 

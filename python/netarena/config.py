@@ -251,6 +251,10 @@ class _MeasureCommon(Strict):
     # HTTP/2 streams in flight per connection (netarena-load --streams), one level per value, for the h2 and h2c
     # levels only (the entry's other protocols are measured at one request in flight per connection). Unset: 1.
     streams: Annotated[list[Annotated[int, Field(ge=1, le=10_000)]], Field(min_length=1)] | None = None
+    # HTTP/2 flow control (netarena-load --h2-window): every stream's and the connection's receive window in bytes,
+    # one level per value, for the h2 and h2c levels only. Unset: netarena-load's default (h2load's, 1 GiB - 1:
+    # the server is never held back by the client). A small window makes a server wait for WINDOW_UPDATE frames.
+    h2_window: Annotated[list[Annotated[int, Field(ge=1, le=2**31 - 1)]], Field(min_length=1)] | None = None
     # TLS session resumption (netarena-load --tls-resume), one level per value, for the levels over TLS (h1-tls,
     # h2) only: false, a full handshake on every connection; true, each connection resumes the session of an
     # earlier one of its generator thread. With conn_rate, the handshake-rate experiment. Unset: [false].
@@ -845,9 +849,13 @@ def check_suite(suite: Suite, path: Path | str, text: str = "") -> None:
         if entry.tls_resume is not None and len(set(entry.tls_resume)) != len(entry.tls_resume):
             fail(("measure", index, "tls_resume"), f"a value is listed twice: {entry.tls_resume}",
                  "list each once, e.g. tls_resume = [false, true]")
-        if entry.streams is not None and not over_http2:
-            fail(("measure", index, "streams"), f"streams applies to HTTP/2 levels, and protocol {entry.protocol} "
-                 "has none", 'add "h2" or "h2c" to protocol, or remove streams')
+        for axis in ("streams", "h2_window"):
+            values = getattr(entry, axis)
+            if values is not None and not over_http2:
+                fail(("measure", index, axis), f"{axis} applies to HTTP/2 levels, and protocol {entry.protocol} "
+                     "has none", f'add "h2" or "h2c" to protocol, or remove {axis}')
+            if values is not None and len(set(values)) != len(values):
+                fail(("measure", index, axis), f"a value is listed twice: {values}", "list each value once")
         definition.check_entry(entry, lambda field, message: fail(("measure", index, field), message))
     if suite.cpus is not None:
         overlap = set(suite.cpus.server) & set(suite.cpus.generator)

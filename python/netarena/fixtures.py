@@ -206,7 +206,8 @@ def database_url(url: str, database: str) -> str:
 
 def load_techempower_fixture(url: str) -> dict:
     """(Re)create database TECHEMPOWER_DB on the PostgreSQL server at `url` (any of its databases) with
-    World, Fortune and pg_stat_statements; returns what was loaded (for the store)."""
+    World, Fortune, CachedWorld (World's rows again, the table TechEmpower's cached-queries implementations fill
+    their cache from) and pg_stat_statements; returns what was loaded (for the store)."""
     import psycopg
 
     started = time.monotonic()
@@ -218,14 +219,18 @@ def load_techempower_fixture(url: str) -> dict:
         conn.execute("CREATE EXTENSION pg_stat_statements")
         conn.execute("CREATE TABLE world (id integer NOT NULL PRIMARY KEY, randomnumber integer NOT NULL DEFAULT 0)")
         conn.execute("CREATE TABLE fortune (id integer NOT NULL PRIMARY KEY, message varchar(2048) NOT NULL)")
+        conn.execute("CREATE TABLE cachedworld (id integer NOT NULL PRIMARY KEY, "
+                     "randomnumber integer NOT NULL DEFAULT 0)")
         with conn.cursor() as cur:
-            with cur.copy("COPY world (id, randomnumber) FROM STDIN") as copy:
-                for row in world_rows():
-                    copy.write_row(row)
+            for table in ("world", "cachedworld"):
+                with cur.copy(f"COPY {table} (id, randomnumber) FROM STDIN") as copy:
+                    for row in world_rows():
+                        copy.write_row(row)
             cur.executemany("INSERT INTO fortune (id, message) VALUES (%s, %s)", list(FORTUNES.items()))
-        conn.execute("ANALYZE world")
-        conn.execute("ANALYZE fortune")
-    return {"database": TECHEMPOWER_DB, "world_rows": WORLD_ROWS, "fortune_rows": len(FORTUNES),
+        for table in ("world", "fortune", "cachedworld"):
+            conn.execute(f"ANALYZE {table}")
+    return {"database": TECHEMPOWER_DB, "world_rows": WORLD_ROWS, "cachedworld_rows": WORLD_ROWS,
+            "fortune_rows": len(FORTUNES),
             "seed": TECHEMPOWER_SEED, "load_s": round(time.monotonic() - started, 3)}
 
 
@@ -237,6 +242,7 @@ def techempower_fixture_intact(url: str) -> str | None:
     try:
         with psycopg.connect(database_url(url, TECHEMPOWER_DB), connect_timeout=5) as conn:
             world = conn.execute("SELECT id, randomnumber FROM world ORDER BY id").fetchall()
+            cached_world = conn.execute("SELECT id, randomnumber FROM cachedworld ORDER BY id").fetchall()
             fortunes = dict(conn.execute("SELECT id, message FROM fortune").fetchall())
             statements = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'").fetchall()
     except psycopg.Error as exc:
@@ -249,4 +255,6 @@ def techempower_fixture_intact(url: str) -> str | None:
     if world != expected:
         changed = sum(1 for a, b in zip(world, expected) if a != b) + abs(len(world) - len(expected))
         return f"table world differs from the fixture in {changed} of {WORLD_ROWS} rows"
+    if cached_world != expected:
+        return f"table cachedworld holds {len(cached_world)} rows or changed numbers, expected World's {WORLD_ROWS}"
     return None

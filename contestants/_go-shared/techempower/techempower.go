@@ -1,7 +1,7 @@
 // Package techempower is TechEmpower's database scenarios (/db, /queries, /fortunes, /updates,
-// /cached-queries) on PostgreSQL through pgx v5 and its pgxpool, shared by go-net and go-gin (each builds
-// it through a replace directive in its go.mod). It reads and writes rows and renders nothing but the
-// fortunes template; each contestant serves the answers with its own framework.
+// /cached-queries) on PostgreSQL through pgx v5 and its pgxpool, shared by go-net, go-gin and go-fasthttp
+// (each builds it through a replace directive in its go.mod). It reads and writes rows and renders nothing
+// but the fortunes template; each contestant serves the answers with its own framework.
 //
 // One pool per process of poolSize connections, a request holding one for each query it makes (pgx runs
 // one query at a time on a connection: no pipelining here).

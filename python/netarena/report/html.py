@@ -24,7 +24,7 @@ from .. import stats
 from ..config import MODEL_GROUPS, model_group
 from ..scenarios import registry
 from . import fmt, profiles
-from .protocols import PROTOCOL_COST_NOTE, protocol_costs
+from .protocols import HANDSHAKE_COST_NOTE, PROTOCOL_COST_NOTE, handshake_costs, protocol_costs
 from .model import (BADGES, OPEN_LOOP_NOTE, SATURATED_BUSY_PCT, TIE_RULE, Group, Measurement, Report, capacity_pct,
                     database_bound_note, database_text, external_line, found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
 
@@ -271,10 +271,11 @@ def _summary(page: _Page, report: Report) -> None:
                          *(("database CPU", "bound") if database else ()),
                          "ok/repeats", "badges", "from"], rows, cls=f"summary scenario-{_slug(scenario)}"))
         if database:
-            page.add('<p class="note">database CPU = the database\'s processes (FerretDB + its storage), % of one '
-                     f"core (median of repeats); bound = the side whose own processes kept its CPUs at least "
-                     f"{SATURATED_BUSY_PCT:g}% busy in most repeats: server, database, or neither (look at latency "
-                     "and errors); a generator that could not keep up is badged GEN.</p>")
+            page.add('<p class="note">database CPU = the database\'s processes (FerretDB and its storage, or '
+                     "PostgreSQL), % of one core (median of repeats); bound = the side whose own processes kept its "
+                     f"CPUs at least {SATURATED_BUSY_PCT:g}% busy in most repeats: server, database, host (the two "
+                     "together, on CPUs they share), or neither (look at latency and errors); a generator that could "
+                     "not keep up is badged GEN.</p>")
         for level_key, groups in report.levels_for(scenario):
             if database_bound_note(groups):
                 page.add(f'<p class="note database-bound" data-level="{e(level_key)}"><b>{e(level_key)}</b>: '
@@ -657,6 +658,53 @@ def _sweep_section(page: _Page, report: Report) -> None:
                           cls="sweep-steps") + "</div>")
     _steps_against_rate(page, groups, lambda g: g.sweep["steps"], "rate_per_s", "connection rate asked (conn/s)",
                         "connection-rate sweep")
+
+
+def _handshake_cost(page: _Page, report: Report) -> None:
+    """The handshake-rate experiment: each contestant's sweep over TLS with full handshakes beside the same sweep
+    resuming sessions (report.protocols.handshake_costs), a table and, per scenario, the two against the rate."""
+    costs = handshake_costs(report.groups)
+    if not costs:
+        return
+    page.add('<h2 id="handshakes">TLS handshakes: full against resumed</h2>')
+    page.add(f'<p class="note">{e(HANDSHAKE_COST_NOTE)}</p>')
+    rows = [f'<tr data-contestant="{e(c.contestant)}" data-scenario="{e(c.scenario)}" data-level="{e(c.level_key)}">'
+            f"<td>{e(c.contestant)}</td><td>{e(c.scenario)}</td><td>{e(c.level_key)}</td>"
+            f'<td class="num">{len(c.steps)}</td>'
+            f'<td class="num" data-field="full">{fmt.cpu_us(c.server_cpu_us)}</td>'
+            f'<td class="num" data-field="resumed">{fmt.cpu_us(c.resumed_server_cpu_us)}</td>'
+            f'<td class="num" data-field="ratio">{fmt.times_reference(c.server_cpu_ratio)}</td>'
+            f"<td>{ids_html([c.id])} vs {ids_html([c.resumed_id])}</td></tr>" for c in costs]
+    page.add(_table(["contestant", "scenario", "level (full handshakes)", "steps",
+                     "server CPU per request, full (median of steps)", "resumed", "full ÷ resumed", "from"], rows,
+                    cls="handshake-cost"))
+    for scenario in report.scenarios():
+        members = [c for c in costs if c.scenario == scenario]
+        if not members:
+            continue
+        fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08,
+                            subplot_titles=("server CPU per request, µs: full handshakes (solid), resumed (dashed)",
+                                            f"p99, ms, {OPEN_LOOP_NOTE}: full (solid), resumed (dashed)"))
+        for c in members:
+            xs = [st.rate_per_s for st in c.steps]
+            colour = colour_for(c.contestant)
+            for row, full, resumed, unit in (
+                    (1, [st.server_cpu_us for st in c.steps], [st.resumed_server_cpu_us for st in c.steps], "µs"),
+                    (2, [st.p99_us / 1000 if st.p99_us is not None else None for st in c.steps],
+                     [st.resumed_p99_us / 1000 if st.resumed_p99_us is not None else None for st in c.steps], "ms")):
+                for values, dash, kind in ((full, "solid", "full"), (resumed, "dash", "resumed")):
+                    fig.add_trace(go.Scatter(
+                        x=xs, y=values, mode="lines+markers", name=f"{c.contestant} ({kind})",
+                        showlegend=row == 1, legendgroup=c.contestant, meta=_of(c.contestant),
+                        line={"color": colour, "dash": dash},
+                        marker={"symbol": symbol_for(c.contestant), "color": colour},
+                        hovertemplate=f"%{{x:,.0f}} conn/s: %{{y:,.2f}} {unit} ({kind})"
+                                      f"<extra>{e(c.contestant)}</extra>"), row=row, col=1)
+        fig.update_yaxes(rangemode="tozero", row=1, col=1)
+        fig.update_yaxes(type="log", row=2, col=1)
+        fig.update_xaxes(title="connection rate asked (conn/s)", row=2, col=1)
+        fig.update_layout(height=700)
+        page.chart(fig, f"{scenario}: TLS handshakes, full against resumed, against the connection rate")
 
 
 STEP_RESOURCE_HEADERS = ("server CPU", "server CPU µs/req", "server peak RSS", "context switches/req")
@@ -1529,6 +1577,7 @@ def render(report: Report) -> bytes:
     _find_max_section(page, report)
     _requests_section(page, report)
     _sweep_section(page, report)
+    _handshake_cost(page, report)
     _latency_charts(page, report)
     _errors(page, report)
     _over_time(page, report)
@@ -1544,7 +1593,7 @@ def render(report: Report) -> bytes:
                 ("protocols", "Cost of the protocol"),
                 ("throughput", "Throughput"),
                 ("rates", "Against rate"), ("find-max", "Highest rate"), ("requests", "Request counts"),
-                ("sweeps", "Sweeps"), ("latency", "Latency"), ("errors", "Errors"),
+                ("sweeps", "Sweeps"), ("handshakes", "TLS handshakes"), ("latency", "Latency"), ("errors", "Errors"),
                 ("resources", "Over time"), ("echo", "Echo flood"), ("profiles", "Profiles"),
                 ("relative", "Relative to the reference"), ("environment", "Environment"),
                 ("skipped", "Skipped and failed"), ("measurements", "Measurements")]

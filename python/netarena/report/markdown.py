@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import stats
 from . import fmt, profiles
-from .protocols import PROTOCOL_COST_NOTE, protocol_costs
+from .protocols import HANDSHAKE_COST_NOTE, PROTOCOL_COST_NOTE, handshake_costs, protocol_costs
 from .model import (BADGES, TIE_RULE, Report, database_bound_note, find_max_line, level_title, rank_text, ranking,
                     requests_line, stopped_line, sweep_line)
 
@@ -67,7 +67,7 @@ def render_markdown(report: Report) -> str:
             found += [f"- {sweep_line(g)}" for g in groups if g.sweep is not None]
             found += [f"- {stopped_line(g)}" for g in groups if g.stopped_because is not None]
             found += [f"- {database_bound_note(groups)}"] if database_bound_note(groups) else []
-            found += [f"- bound (server / database / neither): " + ", ".join(
+            found += [f"- bound (server / database / host / neither): " + ", ".join(
                 f"{g.contestant} {g.bound_by or 'neither'}" for g in groups)] \
                 if any(g.database_cpu_pct_median is not None for g in groups) else []
             out += found + ([""] if found else [])
@@ -85,6 +85,17 @@ def render_markdown(report: Report) -> str:
                      fmt.times_reference(c.server_cpu_ratio), fmt.times_reference(c.generator_cpu_ratio),
                      fmt.times_reference(c.p99_ratio), "yes" if c.within_noise else "no",
                      f"{fmt.ids(c.ids)} vs {fmt.ids(c.base_ids)}"]
+            out.append("| " + " | ".join(_cell(x) for x in cells) + " |")
+        out.append("")
+    handshakes = handshake_costs(report.groups)
+    if handshakes:
+        out += ["## TLS handshakes: full against resumed", "", HANDSHAKE_COST_NOTE, "",
+                "| contestant | scenario | level (full handshakes) | steps | server CPU/req, full | resumed "
+                "| full ÷ resumed | from |", "|---|---|---|---:|---:|---:|---:|---|"]
+        for c in handshakes:
+            cells = [c.contestant, c.scenario, c.level_key, str(len(c.steps)), fmt.cpu_us(c.server_cpu_us),
+                     fmt.cpu_us(c.resumed_server_cpu_us), fmt.times_reference(c.server_cpu_ratio),
+                     f"{fmt.ids([c.id])} vs {fmt.ids([c.resumed_id])}"]
             out.append("| " + " | ".join(_cell(x) for x in cells) + " |")
         out.append("")
     if used:

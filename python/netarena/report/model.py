@@ -712,9 +712,10 @@ def _database_cpu_pct(measurement: dict) -> float | None:
 def saturated_side(monitor: dict | None) -> str | None:
     """"server" when the server's processes used at least SATURATED_BUSY_PCT of its CPUs; else "database"
     when the database's processes, with the generator's where they share CPUs, used that much of the
-    database's CPUs and the database the larger part; else None (neither: look at latency and errors).
-    Only the measured processes' own CPU time counts, so another program busy on the same CPU does not make
-    a side look saturated."""
+    database's CPUs and the database the larger part; else "host" when the server and the database run on the
+    same CPUs (the cluster mode's server host) and together used that much of them; else None (neither: look
+    at latency and errors). Only the measured processes' own CPU time counts, so another program busy on the
+    same CPU does not make a side look saturated."""
     summary = (monitor or {}).get("summary") or {}
     allowed = (monitor or {}).get("cpus_allowed") or {}
     services = summary.get("services") or {}
@@ -730,6 +731,10 @@ def saturated_side(monitor: dict | None) -> str | None:
     shared = generator_pct if db_cpus & set(allowed.get("generator") or []) else 0
     if db_cpus and database_pct + shared >= SATURATED_BUSY_PCT * len(db_cpus) and database_pct > shared:
         return "database"
+    # One host for both (the generators elsewhere): neither alone may fill the CPUs they split between them.
+    server_pct = (summary.get("server") or {}).get("cpu_pct_mean") or 0
+    if db_cpus and db_cpus == set(server_cpus) and server_pct + database_pct >= SATURATED_BUSY_PCT * len(db_cpus):
+        return "host"
     return None
 
 

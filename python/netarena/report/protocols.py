@@ -4,14 +4,19 @@
 A pair is made only where the two levels are the same in everything but the protocol (connections, workers,
 parameters, generator options), so a ratio says what the protocol alone changed. Find-max searches and
 connection sweeps are left out: their figures are a search's or a sweep's, not one level's.
+
+The handshake-rate experiment (suites/tls-handshakes.toml) has a pairing of its own: a connection-rate sweep over
+TLS making a full handshake on every connection, set beside the same sweep resuming sessions (tls_resume), step
+by step (handshake_costs).
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, replace
 
 from ..scenarios.levels import Level
-from ..tls import H1
+from ..tls import H1, is_tls
 from .model import Group, rank_interval, rank_key
 
 
@@ -99,3 +104,86 @@ PROTOCOL_COST_NOTE = (
     "(above 1: each request costs more), p99 ×. Medians of the counted repeats. \"within noise\": the two "
     "intervals of what ranks the level (throughput; p99 in the open loop) overlap, so the repeats cannot tell the "
     "protocols apart on it. Find-max searches and sweeps are left out.")
+
+
+@dataclass
+class HandshakeStep:
+    """One step (connection rate) of the two sweeps: the server's CPU per request and the p99 of each."""
+
+    rate_per_s: float
+    server_cpu_us: float | None
+    resumed_server_cpu_us: float | None
+    p99_us: float | None
+    resumed_p99_us: float | None
+
+
+@dataclass
+class HandshakeCost:
+    """One contestant's connection-rate sweep over TLS with a full handshake on every connection, beside the same
+    sweep resuming sessions: what a full handshake costs the server over a resumed one."""
+
+    contestant: str
+    scenario: str
+    protocol: str
+    level_key: str          # full handshakes
+    resumed_key: str        # the same level with tls_resume
+    requests_per_conn: int | None
+    steps: list[HandshakeStep]   # the rates both sweeps stepped through, in order
+    id: int | None          # the measurement whose steps are shown (the median repeat's), of each sweep
+    resumed_id: int | None
+
+    @property
+    def server_cpu_us(self) -> float | None:
+        """The median over the steps of the server's CPU per request with full handshakes."""
+        return _median(st.server_cpu_us for st in self.steps)
+
+    @property
+    def resumed_server_cpu_us(self) -> float | None:
+        return _median(st.resumed_server_cpu_us for st in self.steps)
+
+    @property
+    def server_cpu_ratio(self) -> float | None:
+        """Full over resumed: how many times a connection's server CPU a full handshake makes it cost."""
+        return _ratio(self.server_cpu_us, self.resumed_server_cpu_us)
+
+
+def _median(values) -> float | None:
+    known = [v for v in values if v is not None]
+    return statistics.median(known) if known else None
+
+
+def handshake_costs(groups: list[Group]) -> list[HandshakeCost]:
+    """Every connection-rate sweep over TLS without tls_resume whose twin with tls_resume (same contestant,
+    scenario and level otherwise) was measured too, steps paired by their asked rate."""
+    sweeps = {(g.contestant, g.scenario, Level.from_dict(g.level).key): g
+              for g in groups if g.sweep is not None and g.level and g.ok_ids}
+    out = []
+    for g in sorted(groups, key=lambda g: (g.scenario, g.level_key, g.contestant)):
+        if g.sweep is None or not g.level or not g.ok_ids:
+            continue
+        level = Level.from_dict(g.level)
+        if not is_tls(level.protocol) or level.tls_resume:
+            continue
+        twin = sweeps.get((g.contestant, g.scenario, replace(level, tls_resume=True).key))
+        if twin is None:
+            continue
+        resumed = {st["rate_per_s"]: st for st in twin.sweep["steps"]}
+        steps = [HandshakeStep(rate_per_s=st["rate_per_s"], server_cpu_us=st.get("server_cpu_us"),
+                               resumed_server_cpu_us=resumed[st["rate_per_s"]].get("server_cpu_us"),
+                               p99_us=st.get("p99_us"), resumed_p99_us=resumed[st["rate_per_s"]].get("p99_us"))
+                 for st in g.sweep["steps"] if st["rate_per_s"] in resumed]
+        out.append(HandshakeCost(contestant=g.contestant, scenario=g.scenario, protocol=level.protocol,
+                                 level_key=g.level_key, resumed_key=twin.level_key,
+                                 requests_per_conn=g.sweep.get("requests_per_conn"), steps=steps,
+                                 id=g.sweep.get("steps_measurement_id"), resumed_id=twin.sweep.get("steps_measurement_id")))
+    return out
+
+
+# What the handshake section says its columns are, in every renderer.
+HANDSHAKE_COST_NOTE = (
+    "Connection-rate sweeps over TLS, each connection making a full handshake, beside the same sweeps where each new "
+    "connection resumes an earlier one's session (tls_resume): the server's CPU per request at each step (with one "
+    "request per connection, per connection: the handshake is most of it), its median over the steps, and full ÷ "
+    "resumed (above 1: a full handshake costs the server that many times a resumed one). Steps from the median "
+    "repeat of each sweep. A server that issues no session tickets resumes nothing, and its two sweeps then agree "
+    "(the measurement's tls.resumed says how many were).")

@@ -7,7 +7,8 @@ from typing import Annotated
 
 from pydantic import Field
 
-from .techempower import QUERIES_MAX, TechEmpowerScenario, check_world_lists, queries_path, same_as_database
+from .techempower import (CACHED_TABLES, QUERIES_MAX, TechEmpowerScenario, check_world_lists, queries_path,
+                          same_as_database)
 
 # TechEmpower's levels are 1, 10, 20, 50 and 100 rows.
 DEFAULT_CACHED_COUNT = 20
@@ -22,6 +23,8 @@ class CachedQueries(TechEmpowerScenario):
     order = 130
     nagle_path = queries_path("cached-queries", str(DEFAULT_CACHED_COUNT), "count")
     params = {"count": (list[Annotated[int, Field(ge=1, le=QUERIES_MAX)]] | None, None)}
+
+    counted_table = CACHED_TABLES
 
     def selects_per_request(self, level):
         return 0  # every row from the cache filled at start

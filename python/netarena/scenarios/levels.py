@@ -46,6 +46,9 @@ class Level:
     # HTTP/2 streams in flight per connection (netarena-load --streams; h2 and h2c only). In the key only when
     # not 1, as netarena-load's default.
     streams: int = 1
+    # HTTP/2 receive window in bytes (netarena-load --h2-window; h2 and h2c only). In the key only when set;
+    # None: netarena-load's default.
+    h2_window: int | None = None
     # TLS session resumption (netarena-load --tls-resume; levels over TLS only): each new connection resumes an
     # earlier one's session instead of a full handshake. In the key only when on.
     tls_resume: bool = False
@@ -79,6 +82,8 @@ class Level:
             parts.append(("protocol", f"protocol={self.protocol}"))
         if self.streams != 1:
             parts.append(("streams", f"streams={self.streams}"))
+        if self.h2_window is not None:
+            parts.append(("h2_window", f"h2_window={self.h2_window}"))
         if self.tls_resume:
             parts.append(("tls_resume", "tls_resume"))
         if self.find_max_slo is not None:
@@ -164,10 +169,11 @@ def levels_for(measure) -> list[Level]:
               arrival=measure.arrival, generator_spin_us=measure.generator_spin_us,
               find_max_slo=find_max.slo if find_max else None, find_max_errors=find_max.max_errors if find_max else None,
               thresholds=tuple(measure.thresholds), requests=getattr(measure, "requests", None), protocol=proto,
-              streams=streams, tls_resume=resume)
+              streams=streams, h2_window=window, tls_resume=resume)
         for p in params for proto in getattr(measure, "protocol", [H1])
         # The streams axis multiplies the HTTP/2 levels only: an HTTP/1.1 level has one request in flight.
         for streams in ((getattr(measure, "streams", None) or [1]) if is_http2(proto) else [1])
+        for window in ((getattr(measure, "h2_window", None) or [None]) if is_http2(proto) else [None])
         # And tls_resume the levels over TLS only: a cleartext connection has no session to resume.
         for resume in ((getattr(measure, "tls_resume", None) or [False]) if is_tls(proto) else [False])
         for w in measure.workers for th in (getattr(measure, "threads", None) or [None])

@@ -57,6 +57,8 @@ def http_level_args(level: Level) -> list[str]:
         http_args.append("--h2")
         if level.streams != 1:
             http_args += ["--streams", str(level.streams)]
+        if level.h2_window is not None:
+            http_args += ["--h2-window", str(level.h2_window)]
     if level.tls_resume:
         http_args.append("--tls-resume")
     if level.pipeline != 1:
@@ -95,7 +97,8 @@ OPTION_FIELDS = {
     "--spin-us": "generator_spin_us", "--find-max": "find_max", "--slo": "find_max.slo",
     "--max-errors": "find_max.max_errors", "--step-duration": "duration_s", "--duration": "duration_s",
     "--warmup": "warmup_s", "--chunk": "echo_chunk_bytes", "--cacert": "protocol", "--insecure": "protocol",
-    "--h2": "protocol", "--streams": "streams", "--tls-resume": "tls_resume",
+    "--h2": "protocol", "--streams": "streams", "--h2-window": "h2_window",
+    "--tls-resume": "tls_resume",
 }
 
 # netarena-load's mode for each scenario protocol.

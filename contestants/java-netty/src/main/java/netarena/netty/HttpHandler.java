@@ -27,7 +27,6 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import io.netty.handler.codec.http.HttpChunkedInput;
-import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.stream.ChunkedFile;
 import java.io.IOException;
 import java.io.RandomAccessFile;
@@ -40,9 +39,12 @@ import java.util.concurrent.TimeUnit;
 
 final class HttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
     private final Routes routes;
+    /** Static files by sendfile (DefaultFileRegion): only on an HTTP/1.1 connection in cleartext. */
+    private final boolean sendfile;
 
-    HttpHandler(Routes routes) {
+    HttpHandler(Routes routes, boolean sendfile) {
         this.routes = routes;
+        this.sendfile = sendfile;
     }
 
     @Override
@@ -127,13 +129,14 @@ final class HttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         });
     }
 
-    /**
-     * Netty's HttpStaticFileServer approach: headers first, then the file as a DefaultFileRegion
-     * (sendfile(2), zero-copy) and an empty last chunk.
-     */
-    // Over TLS, a static file is read and encrypted this many bytes at a time (Netty's ChunkedFile default).
+    // Without sendfile, a static file is read (and encrypted, or framed) this many bytes at a time (Netty's
+    // ChunkedFile default).
     private static final int STATIC_CHUNK_BYTES = 8192;
 
+    /**
+     * Netty's HttpStaticFileServer approach: headers first, then the file as a DefaultFileRegion
+     * (sendfile(2), zero-copy) and an empty last chunk; over TLS or HTTP/2 the file in chunks instead.
+     */
     private void staticFile(ChannelHandlerContext ctx, String relative) {
         Path file = routes.staticDir.resolve(relative).normalize();
         if (!file.startsWith(routes.staticDir) || relative.isEmpty()) {
@@ -159,9 +162,9 @@ final class HttpHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         response.headers().set(HttpHeaderNames.CONTENT_TYPE,
                 type != null ? type : HttpHeaderValues.APPLICATION_OCTET_STREAM);
         ctx.write(response);
-        if (ctx.pipeline().get(SslHandler.class) != null) {
-            // Over TLS the bytes must pass through the SslHandler: chunks read from the file (as the example
-            // does), the last chunk written by HttpChunkedInput itself.
+        if (!sendfile) {
+            // Over TLS the bytes must pass through the SslHandler, over HTTP/2 through the codec's DATA frames:
+            // chunks read from the file (as the example does), the last chunk written by HttpChunkedInput itself.
             try {
                 ctx.writeAndFlush(new HttpChunkedInput(new ChunkedFile(raf, 0, length, STATIC_CHUNK_BYTES)));
             } catch (IOException e) {
