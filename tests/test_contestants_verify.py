@@ -281,18 +281,16 @@ NODE_TLS_NAMES = [n for n in NAMES
                   and "h1-tls" in m.protocols]
 
 
-@pytest.mark.parametrize("name", NODE_TLS_NAMES)
-def test_node_contestant_started_for_h1_tls_without_a_certificate_stops_with_one_message(name, availability,
-                                                                                          tmp_path):
-    """NETARENA_PROTOCOL=h1-tls with neither NETARENA_TLS_CERT nor NETARENA_TLS_KEY: the server exits non-zero
-    naming the missing variable, instead of serving cleartext where HTTPS was asked for."""
+def _started_without_a_certificate(name, protocol, availability, tmp_path) -> tuple[int | None, str]:
+    """Starts the contestant for a TLS protocol with neither NETARENA_TLS_CERT nor NETARENA_TLS_KEY and waits
+    (up to its ready timeout) for it to stop: its exit code (None: still running) and what it wrote."""
     from netarena.ports import free_port
     from netarena.process import available_cpus
 
     contestant, backend, static_dir = _installed(name, availability)
     log = tmp_path / "server.log"
     server = backend.start_server(contestant, "hello", free_port(), 1, static_dir, [available_cpus()[0]], log,
-                                  tls=None, protocol="h1-tls")
+                                  tls=None, protocol=protocol)
     try:
         deadline = time.monotonic() + contestant.manifest.start.ready_timeout_s
         while server.poll() is None and time.monotonic() < deadline:
@@ -300,6 +298,31 @@ def test_node_contestant_started_for_h1_tls_without_a_certificate_stops_with_one
         code = server.poll()
     finally:
         backend.stop_server(contestant, server)
-    said = log.read_text()
+    return code, log.read_text()
+
+
+@pytest.mark.parametrize("name", NODE_TLS_NAMES)
+def test_node_contestant_started_for_h1_tls_without_a_certificate_stops_with_one_message(name, availability,
+                                                                                          tmp_path):
+    """NETARENA_PROTOCOL=h1-tls with neither NETARENA_TLS_CERT nor NETARENA_TLS_KEY: the server exits non-zero
+    naming the missing variable, instead of serving cleartext where HTTPS was asked for."""
+    code, said = _started_without_a_certificate(name, "h1-tls", availability, tmp_path)
     assert code not in (None, 0), f"{name} started for h1-tls without a certificate did not stop (exit {code}):\n{said}"
     assert "NETARENA_TLS_CERT" in said and "Error:" not in said and "    at " not in said, said
+
+
+# The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum).
+RUST_TLS_NAMES = [n for n in NAMES
+                  if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "rust"
+                  and "h1-tls" in m.protocols]
+
+
+@pytest.mark.parametrize("protocol", ["h1-tls", "h2"])
+@pytest.mark.parametrize("name", RUST_TLS_NAMES)
+def test_rust_contestant_started_for_tls_without_a_certificate_stops_with_one_message(name, protocol, availability,
+                                                                                       tmp_path):
+    """Started for h1-tls or h2 without the run's certificate and key, the server exits with code 2 (its bad
+    setting) naming NETARENA_TLS_CERT, without a panic, instead of serving cleartext where TLS was asked for."""
+    code, said = _started_without_a_certificate(name, protocol, availability, tmp_path)
+    assert code == 2, f"{name} started for {protocol} without a certificate: exit {code}, not 2:\n{said}"
+    assert f"NETARENA_PROTOCOL={protocol} without NETARENA_TLS_CERT" in said and "panicked" not in said, said
