@@ -5,9 +5,7 @@ time.sleep blocks a thread (uwsgi threads) or yields to other greenlets (gevent,
 gunicorn's gevent worker or by uwsgi --gevent-early-monkey-patch). The static folder comes from the
 environment (the manifests set it from {static_dir}) because WSGI servers import the app by name.
 """
-import email.utils
 import os
-import threading
 import time
 
 from flask import Flask, Response, abort, jsonify, render_template, request
@@ -65,68 +63,43 @@ def create_app(static_dir):
 
 
 def add_database_routes(app):
-    """TechEmpower's database routes on psycopg 3 with psycopg_pool: one ConnectionPool per worker process,
-    opened on its first request (a pool's threads and connections must not cross a fork), a request holding
-    one connection while it queries; each World row its own query, updates one executemany. cached-queries
-    reads a copy of World made here, as the app loads, from cachedworld (World's rows again, the table
-    TechEmpower's implementations fill their cache from): gunicorn --preload loads the app before it listens,
-    so no request of a verification ever sees that read; uWSGI binds its port before it loads the app, so a
-    request can wait in the listen queue while the read runs, and reading cachedworld keeps the read out of the
-    counts of the queries on world (the manifests of the uWSGI contestants say what that leaves out). psycopg
-    is imported only here, after a gevent worker has monkey-patched (its wait function is chosen as it is
-    imported)."""
-    import psycopg
-    from psycopg_pool import ConnectionPool
+    """TechEmpower's database routes on psycopg 3 with psycopg_pool (netarena_shared.psycopg_world): one
+    ConnectionPool per worker process, opened on its first request, a request holding one connection while it
+    queries; each World row its own query, updates one executemany. cached-queries reads a copy of World made
+    here, as the app loads: gunicorn --preload loads the app before it listens, so no request of a verification
+    ever sees that read; uWSGI and gunicorn's gevent workers load it after the port is bound (the manifests say
+    what that leaves out). psycopg is imported only here: after a gevent worker's monkey patching, and never by
+    the flask-* contestants that lack it."""
+    from netarena_shared import psycopg_world as pw
+    from netarena_shared.pg import cached_worlds
 
-    size = world.pool_size()
-    with psycopg.connect(world.postgresql_url()) as conn:
-        cache = dict(conn.execute("SELECT id, randomnumber FROM cachedworld"))
-    pools = {}  # pid -> this worker process's pool
-    lock = threading.Lock()
-
-    def connection():
-        """A connection of this process's pool, held for one request's queries."""
-        with lock:
-            pool = pools.get(os.getpid())
-            if pool is None:
-                pool = pools[os.getpid()] = ConnectionPool(world.postgresql_url(), min_size=size, max_size=size,
-                                                           kwargs={"autocommit": True}, open=True)
-        return pool.connection()
-
-    def read_worlds(conn, n):
-        return [{"id": i, "randomNumber": conn.execute("SELECT id, randomnumber FROM world WHERE id = %s",
-                                                       (i,)).fetchone()[1]} for i in world.random_ids(n)]
+    cache = pw.read_world_cache()
+    pool = pw.ProcessPool()
 
     @app.get("/db")
     def db():
-        with connection() as conn:
-            return jsonify(read_worlds(conn, 1)[0])
+        with pool.connection() as conn:
+            return jsonify(pw.read_worlds(conn, 1)[0])
 
     @app.get("/queries")
     def queries():
-        with connection() as conn:
-            return jsonify(read_worlds(conn, world.queries_count(request.args.get("queries"))))
+        with pool.connection() as conn:
+            return jsonify(pw.some_worlds(conn, request.args.get("queries")))
 
     @app.get("/updates")
     def updates():
-        with connection() as conn:
-            rows = read_worlds(conn, world.queries_count(request.args.get("queries")))
-            for row in rows:
-                row["randomNumber"] = world.random_id()
-            with conn.cursor() as cur:
-                cur.executemany("UPDATE world SET randomnumber = %s WHERE id = %s", world.updated_last(rows))
-        return jsonify(rows)
+        with pool.connection() as conn:
+            return jsonify(pw.update_worlds(conn, request.args.get("queries")))
 
     @app.get("/cached-queries")
     def cached_queries():
-        ids = world.random_ids(world.queries_count(request.args.get("count")))
-        return jsonify([{"id": i, "randomNumber": cache[i]} for i in ids])
+        return jsonify(cached_worlds(cache, request.args.get("count")))
 
     @app.get("/fortunes")
     def fortunes():
-        with connection() as conn:
-            rows = conn.execute("SELECT id, message FROM fortune").fetchall()
-        return render_template("fortunes.html", fortunes=world.sorted_fortunes(rows))
+        with pool.connection() as conn:
+            rows = pw.fortunes(conn)
+        return render_template("fortunes.html", fortunes=rows)
 
     if under_uwsgi():
         database_endpoints = {"db", "queries", "updates", "cached_queries", "fortunes"}
@@ -137,8 +110,8 @@ def add_database_routes(app):
             this build has no internal routing to add a Date per response). Set on these routes only, so the
             other scenarios' answers stay as uWSGI makes them."""
             if request.endpoint in database_endpoints:
-                response.headers["Server"] = "uWSGI"
-                response.headers["Date"] = email.utils.formatdate(usegmt=True)
+                for name, value in world.server_date_headers("uWSGI"):
+                    response.headers[name] = value
             return response
 
 
