@@ -10,7 +10,6 @@ import os
 import threading
 
 import psycopg
-from psycopg_pool import ConnectionPool
 
 from netarena_shared import world
 
@@ -45,6 +44,9 @@ class ProcessPool:
         with self._lock:
             pool = self._pools.get(os.getpid())
             if pool is None:
+                # Imported here: python-twisted uses these queries on adbapi's pool and does not install it.
+                from psycopg_pool import ConnectionPool
+
                 size = world.pool_size()
                 pool = self._pools[os.getpid()] = ConnectionPool(
                     world.postgresql_url(), min_size=size, max_size=size, kwargs={"autocommit": True}, open=True)
