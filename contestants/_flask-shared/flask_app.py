@@ -6,7 +6,6 @@ gunicorn's gevent worker or by uwsgi --gevent-early-monkey-patch). The static fo
 environment (the manifests set it from {static_dir}) because WSGI servers import the app by name.
 """
 import os
-import threading
 import time
 
 from flask import Flask, Response, abort, jsonify, render_template, request
@@ -64,64 +63,65 @@ def create_app(static_dir):
 
 
 def add_database_routes(app):
-    """TechEmpower's database routes on psycopg 3 with psycopg_pool: one ConnectionPool per worker process,
-    opened on its first request (a pool's threads and connections must not cross a fork), a request holding
-    one connection while it queries; each World row its own query, updates one executemany. cached-queries
-    reads a copy of World made here, as the app loads: before the server listens when it loads the app before
-    forking (gunicorn --preload), so no request of a verification ever sees that read. psycopg is imported
-    only here: the other flask-* contestants lack it."""
-    import psycopg
-    from psycopg_pool import ConnectionPool
+    """TechEmpower's database routes on psycopg 3 with psycopg_pool (netarena_shared.psycopg_world): one
+    ConnectionPool per worker process, opened on its first request, a request holding one connection while it
+    queries; each World row its own query, updates one executemany. cached-queries reads a copy of World made
+    here, as the app loads: gunicorn --preload loads the app before it listens, so no request of a verification
+    ever sees that read; uWSGI and gunicorn's gevent workers load it after the port is bound (the manifests say
+    what that leaves out). psycopg is imported only here: after a gevent worker's monkey patching, and never by
+    the flask-* contestants that lack it."""
+    from netarena_shared import psycopg_world as pw
+    from netarena_shared.pg import cached_worlds
 
-    size = world.pool_size()
-    with psycopg.connect(world.postgresql_url()) as conn:
-        cache = dict(conn.execute("SELECT id, randomnumber FROM world"))
-    pools = {}  # pid -> this worker process's pool
-    lock = threading.Lock()
-
-    def connection():
-        """A connection of this process's pool, held for one request's queries."""
-        with lock:
-            pool = pools.get(os.getpid())
-            if pool is None:
-                pool = pools[os.getpid()] = ConnectionPool(world.postgresql_url(), min_size=size, max_size=size,
-                                                           kwargs={"autocommit": True}, open=True)
-        return pool.connection()
-
-    def read_worlds(conn, n):
-        return [{"id": i, "randomNumber": conn.execute("SELECT id, randomnumber FROM world WHERE id = %s",
-                                                       (i,)).fetchone()[1]} for i in world.random_ids(n)]
+    cache = pw.read_world_cache()
+    pool = pw.ProcessPool()
 
     @app.get("/db")
     def db():
-        with connection() as conn:
-            return jsonify(read_worlds(conn, 1)[0])
+        with pool.connection() as conn:
+            return jsonify(pw.read_worlds(conn, 1)[0])
 
     @app.get("/queries")
     def queries():
-        with connection() as conn:
-            return jsonify(read_worlds(conn, world.queries_count(request.args.get("queries"))))
+        with pool.connection() as conn:
+            return jsonify(pw.some_worlds(conn, request.args.get("queries")))
 
     @app.get("/updates")
     def updates():
-        with connection() as conn:
-            rows = read_worlds(conn, world.queries_count(request.args.get("queries")))
-            for row in rows:
-                row["randomNumber"] = world.random_id()
-            with conn.cursor() as cur:
-                cur.executemany("UPDATE world SET randomnumber = %s WHERE id = %s", world.updated_last(rows))
-        return jsonify(rows)
+        with pool.connection() as conn:
+            return jsonify(pw.update_worlds(conn, request.args.get("queries")))
 
     @app.get("/cached-queries")
     def cached_queries():
-        ids = world.random_ids(world.queries_count(request.args.get("count")))
-        return jsonify([{"id": i, "randomNumber": cache[i]} for i in ids])
+        return jsonify(cached_worlds(cache, request.args.get("count")))
 
     @app.get("/fortunes")
     def fortunes():
-        with connection() as conn:
-            rows = conn.execute("SELECT id, message FROM fortune").fetchall()
-        return render_template("fortunes.html", fortunes=world.sorted_fortunes(rows))
+        with pool.connection() as conn:
+            rows = pw.fortunes(conn)
+        return render_template("fortunes.html", fortunes=rows)
+
+    if under_uwsgi():
+        database_endpoints = {"db", "queries", "updates", "cached_queries", "fortunes"}
+
+        @app.after_request
+        def techempower_headers(response):
+            """The Server and Date headers TechEmpower requires: gunicorn sends both itself, uWSGI neither (and
+            this build has no internal routing to add a Date per response). Set on these routes only, so the
+            other scenarios' answers stay as uWSGI makes them."""
+            if request.endpoint in database_endpoints:
+                for name, value in world.server_date_headers("uWSGI"):
+                    response.headers[name] = value
+            return response
+
+
+def under_uwsgi():
+    """True in a uWSGI worker: uWSGI embeds the Python interpreter and offers its `uwsgi` module to it only."""
+    try:
+        import uwsgi  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 if STATIC_DIR_VAR not in os.environ:

@@ -87,6 +87,33 @@ class SleepFor(resource.Resource):
         return server.NOT_DONE_YET
 
 
+def answer_later(request, deferred, respond, what: str) -> None:
+    """Finish `request` when `deferred` (work on a thread: a query) fires: `respond(result)` gives (status,
+    content type or None, body); a failure answers 500 and is logged as `what` failed. A client that went away
+    meanwhile gets nothing written."""
+    gone = []
+    request.notifyFinish().addErrback(lambda _failure: gone.append(True))
+
+    def answer(result):
+        if gone:  # the client went away while the work ran
+            return
+        status, content_type, body = respond(result)
+        request.setResponseCode(status)
+        if content_type is not None:
+            request.setHeader(b"content-type", content_type)
+        request.setHeader(b"content-length", b"%d" % len(body))
+        request.write(body)
+        request.finish()
+
+    def failed(failure):
+        if not gone:
+            request.setResponseCode(500)
+            request.finish()
+        sys.stderr.write(f"{what} failed: {failure.getErrorMessage()}\n")
+
+    deferred.addCallbacks(answer, failed)
+
+
 class Mongo(resource.Resource):
     def getChild(self, name, request):
         return MongoDoc(name.decode("ascii", "replace"))
@@ -107,30 +134,69 @@ class MongoDoc(resource.Resource):
 
         from netarena_shared.mongo import sync_docs_collection
 
-        gone = []
-        request.notifyFinish().addErrback(lambda _failure: gone.append(True))
-
-        def answer(doc):
-            if gone:  # the client went away while the query ran
-                return
+        def respond(doc):
             if doc is None:
-                request.setResponseCode(404)
-                body = b"no such document"
-            else:
-                request.setHeader(b"content-type", b"application/json")
-                body = json.dumps(doc).encode()
-            request.setHeader(b"content-length", b"%d" % len(body))
-            request.write(body)
-            request.finish()
+                return 404, None, b"no such document"
+            return 200, b"application/json", json.dumps(doc).encode()
 
-        def failed(failure):
-            if not gone:
-                request.setResponseCode(500)
-                request.finish()
-            sys.stderr.write(f"mongo query failed: {failure.getErrorMessage()}\n")
-
-        deferToThread(lambda: sync_docs_collection().find_one({"_id": self.name})).addCallbacks(answer, failed)
+        answer_later(request, deferToThread(lambda: sync_docs_collection().find_one({"_id": self.name})), respond,
+                     "mongo query")
         return server.NOT_DONE_YET
+
+
+class Database:
+    """TechEmpower's database routes' pool: Twisted's own database story, twisted.enterprise.adbapi, over psycopg 3
+    (a DB-API driver): ConnectionPool runs each interaction on a thread of its own pool, cp_min = cp_max = the
+    manifest's {db_pool} threads, each holding one psycopg connection (autocommit), so the reactor never waits on
+    PostgreSQL. The queries are netarena_shared.psycopg_world's, given adbapi's connection (which forwards
+    execute and cursor to psycopg's). Built in each process that serves (a worker builds its own), after the
+    reactor is installed."""
+
+    def __init__(self) -> None:
+        from twisted.enterprise import adbapi
+
+        from netarena_shared import world
+
+        size = world.pool_size()
+        self.pool = adbapi.ConnectionPool("psycopg", world.postgresql_url(), autocommit=True,
+                                          cp_min=size, cp_max=size, cp_noisy=False)
+
+
+class DatabaseRoute(resource.Resource):
+    """One of /db, /queries, /updates, /fortunes: `query(conn, args)` run on the pool's thread with one connection
+    (adbapi's runWithConnection), its result turned into the body by `to_body(rows)` on the reactor."""
+
+    isLeaf = True
+
+    def __init__(self, database: Database, query, content_type: bytes, to_body) -> None:
+        super().__init__()
+        self.database, self.query, self.content_type, self.to_body = database, query, content_type, to_body
+
+    def render_GET(self, request):
+        args = {key.decode(): values[0].decode() for key, values in request.args.items() if values}
+        answer_later(request, self.database.pool.runWithConnection(self.query, args),
+                     lambda rows: (200, self.content_type, self.to_body(rows)), "database query")
+        return server.NOT_DONE_YET
+
+
+def add_database_routes(root: resource.Resource) -> None:
+    """TechEmpower's db, queries, updates and fortunes (cached-queries is not served: the manifest says why)."""
+    from netarena_shared import psycopg_world as pw
+    from netarena_shared import world
+
+    database = Database()
+    as_json = lambda rows: json.dumps(rows).encode()  # noqa: E731
+    json_type = b"application/json"
+    root.putChild(b"db", DatabaseRoute(database, lambda conn, args: pw.read_worlds(conn, 1)[0], json_type, as_json))
+    root.putChild(b"queries", DatabaseRoute(database, lambda conn, args: pw.some_worlds(conn, args.get("queries")),
+                                            json_type, as_json))
+    root.putChild(b"updates", DatabaseRoute(database, lambda conn, args: pw.update_worlds(conn, args.get("queries")),
+                                            json_type, as_json))
+    # No template engine here (twisted.web.template builds pages from Python objects): the shared hand-built page,
+    # every message escaped by html.escape.
+    root.putChild(b"fortunes", DatabaseRoute(database, lambda conn, args: pw.fortunes(conn),
+                                             b"text/html; charset=utf-8",
+                                             lambda rows: world.fortunes_page(rows).encode()))
 
 
 class NoDelayChannel(http.HTTPChannel):
@@ -157,6 +223,8 @@ def build_site(static_dir: str | None) -> server.Site:
     root.putChild(b"sleep", Sleep())
     if os.environ.get("NETARENA_MONGO_URL"):  # where the manifest asks for the mongo scenario (and installs pymongo)
         root.putChild(b"mongo", Mongo())
+    if os.environ.get("NETARENA_POSTGRESQL_URL"):  # where the manifest asks for them (and installs psycopg)
+        add_database_routes(root)
     if static_dir is not None:
         # Twisted's default type for unknown extensions is text/html; the bytes/{n} files have none.
         root.putChild(b"static", static.File(static_dir, defaultType="application/octet-stream"))

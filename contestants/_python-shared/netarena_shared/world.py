@@ -5,6 +5,7 @@ The database's address comes from NETARENA_POSTGRESQL_URL (the manifests set it 
 when the measured scenario uses no database) and the pool size per server process from NETARENA_DB_POOL
 ({db_pool}, the manifest's [database] pool).
 """
+import email.utils
 import html
 import os
 import random
@@ -61,6 +62,12 @@ def updated_last(rows):
     order (no deadlock); an id drawn twice keeps its last number, which is also the one the answer shows last."""
     last = {row["id"]: row["randomNumber"] for row in rows}
     return [(number, id_) for id_, number in sorted(last.items())]
+
+
+def server_date_headers(server):
+    """The Server and Date headers TechEmpower requires, for the servers that send neither (uWSGI) or no Server
+    (gevent.pywsgi): the Date formatted per response."""
+    return [("Server", server), ("Date", email.utils.formatdate(usegmt=True))]
 
 
 def fortunes_page(rows):
