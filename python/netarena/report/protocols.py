@@ -158,9 +158,7 @@ def handshake_costs(groups: list[Group]) -> list[HandshakeCost]:
     sweeps = {(g.contestant, g.scenario, Level.from_dict(g.level).key): g
               for g in groups if g.sweep is not None and g.level and g.ok_ids}
     out = []
-    for g in sorted(groups, key=lambda g: (g.scenario, g.level_key, g.contestant)):
-        if g.sweep is None or not g.level or not g.ok_ids:
-            continue
+    for g in sorted(sweeps.values(), key=lambda g: (g.scenario, g.level_key, g.contestant)):
         level = Level.from_dict(g.level)
         if not is_tls(level.protocol) or level.tls_resume:
             continue

@@ -258,13 +258,17 @@ class LoadQueryCount:
 
     def __init__(self, url: str, table: Tables, per_request: int):
         self.url, self.tables, self.per_request = url, table, per_request
-        self.table = tables_text(table)
         self.error = None
         try:
             with _connect(url) as conn:
                 reset_when_quiet(conn)  # the check before the load may have left a statement unrecorded
         except Exception as exc:  # _Wrong or psycopg.Error: the measurement fails with the database, not the run
             self.error = f"{type(exc).__name__}: {exc}"
+
+    @property
+    def table(self) -> str:
+        """The counted table(s) as the verdict names them."""
+        return tables_text(self.tables)
 
     def finish(self, generator: dict | None) -> dict | None:
         if generator is None:
