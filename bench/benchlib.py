@@ -27,7 +27,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # The orchestrator's stdlib-only modules (the benches run without its virtualenv): one definition of a
 # server's free port for the project.
 sys.path.insert(0, str(REPO_ROOT / "python"))
-from netarena.ports import free_port  # noqa: E402  (after the path it is found on)
+from netarena.generator_build import generator_version, not_the_release_build  # noqa: E402  (after the path it is found on)
+from netarena.ports import free_port  # noqa: E402
 
 
 class BenchError(Exception):
@@ -47,6 +48,10 @@ def find_load_bin(explicit: str | None) -> Path:
             continue
         p = Path(path)
         if p.is_file() and os.access(p, os.X_OK):
+            # The benches measure the generator users run: a `make test` build (no fat LTO) costs more per request.
+            why_not = not_the_release_build(generator_version(p))
+            if why_not:
+                raise BenchError(f"{p} (from {source}): {why_not}")
             return p
         if source in ("--load-bin", "$NETARENA_LOAD"):
             raise BenchError(f"{source} points to {path}, which is not an executable file")

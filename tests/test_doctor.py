@@ -249,3 +249,23 @@ def test_cpu_speed_check_times_the_fixed_loop_on_each_cpu_a_run_uses():
         # The median unit is never faster than the fastest, nor slower than the slowest.
         assert 0.0 <= medians[-1] <= float(slowest.removeprefix("slowest +").rstrip("%")) + 0.5, part
     assert check.status == ("warn" if max(medians) > doctor.STEADINESS_WARN_PCT else "ok"), check
+
+
+def test_generator_check_names_the_build_and_warns_when_it_is_not_the_release_one(tmp_path, monkeypatch,
+                                                                                   generator_binary):
+    """The generator a run would use, with the cargo profile its --version names: another build than release
+    (make test's) warns and says how to get the measured one; the real binary's check names its own build."""
+    from netarena.generator_build import generator_version
+
+    monkeypatch.setenv("NETARENA_LOAD", str(generator_binary))
+    check = doctor._check_generator_build()
+    assert check in [c for c in doctor.collect_checks() if c.name == "load generator"]
+    says = generator_version(generator_binary)
+    assert check.value == f"{says} at {generator_binary}"
+    assert check.status == ("ok" if says.endswith("(release build)") else "warn"), check
+    fake = tmp_path / "netarena-load"
+    fake.write_text('#!/bin/sh\necho "netarena-load 0.1.0 (tests build)"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("NETARENA_LOAD", str(fake))
+    check = doctor._check_generator_build()
+    assert check.status == "warn" and "the tests build" in check.meaning and check.fix == "make setup", check

@@ -497,6 +497,25 @@ def measure_one_entry(tmp_path, cache_dir, extra: str, duration: float):
     return row, json.loads(row["generator_json"])
 
 
+def test_a_generator_that_is_not_the_release_build_is_named_in_the_warnings_and_the_runs_record(
+        tmp_path, cache_dir, generator_binary, no_leftover_processes):
+    """A netarena-load whose --version names another cargo profile (make test's build; this wrapper says so for
+    the real one) still measures, with a warning that its CPU per request is not the release build's, and the run
+    records the version it gave."""
+    wrapper = tmp_path / "tests-build-netarena-load"
+    wrapper.write_text(f'#!/bin/sh\nif [ "$1" = "--version" ]; then echo "netarena-load 0.1.0 (tests build)"; exit 0; fi\n'
+                       f'exec "{generator_binary}" "$@"\n')
+    wrapper.chmod(0o755)
+    results = tmp_path / "results"
+    path = suite(tmp_path, ["fx-good"], repeat=1, duration=0.3)
+    result = run_cli(["run", path, *common(results), "--quiet"], cache_dir, NETARENA_LOAD=str(wrapper))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "netarena-load is the tests build" in result.stderr and "make setup" in result.stderr, result.stderr
+    [run] = db_rows(results, "SELECT environment_json FROM runs")
+    assert json.loads(run["environment_json"])["generator"]["version"] == "netarena-load 0.1.0 (tests build)"
+    assert [r["status"] for r in db_rows(results, "SELECT status FROM measurements")] == ["ok"]
+
+
 def test_generator_io_uring_auto_reaches_the_generator(tmp_path, cache_dir, generator_binary, no_leftover_processes):
     """A suite entry's generator_io becomes netarena-load's engine, recorded in the stored result and level key."""
     row, doc = measure_one_entry(tmp_path, cache_dir, 'generator_io = "uring-auto"\n', 0.5)

@@ -424,6 +424,23 @@ def _check_cpu_speed() -> list[Check]:
         manual_only="the host's, not a setting of this machine" if unsteady else None)]
 
 
+def _check_generator_build() -> Check:
+    """Which build of netarena-load a run here would use: the release build is the measured one."""
+    from .generator import GeneratorMissing, find_generator
+    from .generator_build import generator_version, not_the_release_build
+
+    try:
+        generator = find_generator()
+    except GeneratorMissing as exc:
+        return Check("load generator", "not found", str(exc), "warn", "make setup (builds netarena-load)")
+    says = generator_version(generator) or "no --version"
+    why_not = not_the_release_build(says)
+    if why_not:
+        return Check("load generator", f"{says} at {generator}", why_not + ".", "warn", "make setup")
+    return Check("load generator", f"{says} at {generator}",
+                 "the generator runs use; its CPU per request is what bench/loadgen_vs_wrk.py measures.", "ok")
+
+
 def _check_noise() -> list[Check]:
     """The machine's noise before a run: CPU steal now, and how late a timer wakes up."""
     from .stats import NOISY_STEAL_PCT
@@ -468,6 +485,7 @@ def collect_checks() -> list[Check]:
         *_check_buffers(),
         *_check_cpus(),
         _check_io_uring(),
+        _check_generator_build(),
         *_check_noise(),
         *_check_cpu_speed(),
     ]

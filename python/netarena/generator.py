@@ -50,14 +50,6 @@ def find_generator() -> Path:
                            "(from the repository root) or install netarena with `pip install .`")
 
 
-def generator_version(path: Path) -> str | None:
-    try:
-        out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
-
-
 @functools.lru_cache(maxsize=None)
 def supports_https(binary: Path) -> bool:
     """Whether this netarena-load speaks https:// (its http mode takes --cacert): a level over TLS needs it."""

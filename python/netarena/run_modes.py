@@ -24,7 +24,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from .backends import make_backend
 from .backends.base import StopRun
-from .generator import GeneratorMissing, check_thresholds, find_generator, generator_version, supports_https
+from .generator import GeneratorMissing, check_thresholds, find_generator, supports_https
+from .generator_build import generator_version, not_the_release_build
 from .backends.cluster import ClusterBackend
 from .cli_common import exit_interrupted, fail_bad_input, ignore_stop_signals, parse_cpus, split_list
 from .cli_report import measured_any, report_after_run, summary_after_run
@@ -391,6 +392,9 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
     generator_path, json_mode, quiet = setup.generator_path, o.json_mode, o.quiet
     if setup.cpu_warning:
         ui.warn(setup.cpu_warning)
+    generator_says = generator_version(generator_path) if generator_path else None
+    if not_the_release_build(generator_says):
+        ui.warn(not_the_release_build(generator_says))
     for notice in plan.notices:
         ui.warn(notice)
     if external is not None and external.pid is None:
@@ -445,7 +449,7 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
                          backend_name=backend_kind,
             server_cpus=server, generator_cpus=generator_set,
             generator_path=str(generator_path) if generator_path else None,
-            generator_version=generator_version(generator_path) if generator_path else None, cluster=cluster_info)
+            generator_version=generator_says, cluster=cluster_info)
         # Installs are estimated from this machine's cache; a cluster's happen on its server host.
         estimate = plan.estimate(o.install_jobs, installs=backend_kind == "real")
         installs_elsewhere = " plus installs on the server host" if backend_kind == "cluster" else ""

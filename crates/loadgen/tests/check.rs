@@ -154,3 +154,15 @@ fn skip_limits_checks_the_rules_only() {
     assert!(broken.stderr.contains("--close"), "{}", broken.describe());
     assert_no_connection(&server);
 }
+
+/// `--version` names the cargo profile of the build, the folder cargo put this binary in
+/// (target/<profile>/netarena-load): netarena tells a `make test` build from the measured release build by it.
+#[test]
+fn version_names_the_cargo_profile_the_binary_was_built_with() {
+    let bin = std::path::Path::new(env!("CARGO_BIN_EXE_netarena-load"));
+    let profile = bin.parent().and_then(|dir| dir.file_name()).unwrap().to_str().unwrap();
+    let out = std::process::Command::new(bin).arg("--version").output().unwrap();
+    assert!(out.status.success());
+    let expected = format!("netarena-load {} ({profile} build)\n", env!("CARGO_PKG_VERSION"));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}

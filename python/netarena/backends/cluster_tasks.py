@@ -27,7 +27,8 @@ from ..process import ManagedProcess, available_cpus
 from ..scenarios import STATIC_SET_VERSION, build_static_files, load_spec, registry, static_set_ready
 from ..services import ServiceManager, load_all, service_availability
 from ..spread import read_ready
-from ..generator import GeneratorMissing, find_generator, generator_argv, generator_version
+from ..generator import GeneratorMissing, find_generator, generator_argv
+from ..generator_build import generator_version
 from ..store import file_name_part
 from .base import GENERATOR_GRACE_S, STDERR_TAIL_BYTES, MeasureRequest, used_services
 from .real import RealBackend
