@@ -9,7 +9,12 @@ use crate::parse::{parse_bytes, parse_duration};
 
 /// `--version`: the package version and the cargo profile of this build (build.rs), e.g. "0.1.0 (release
 /// build)". netarena records it with every run and warns when the generator is not the release build.
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("NETARENA_LOAD_BUILD"), " build)");
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("NETARENA_LOAD_BUILD"),
+    " build)"
+);
 
 #[derive(Parser, Debug)]
 #[command(

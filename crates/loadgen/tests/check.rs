@@ -160,9 +160,20 @@ fn skip_limits_checks_the_rules_only() {
 #[test]
 fn version_names_the_cargo_profile_the_binary_was_built_with() {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_netarena-load"));
-    let profile = bin.parent().and_then(|dir| dir.file_name()).unwrap().to_str().unwrap();
-    let out = std::process::Command::new(bin).arg("--version").output().unwrap();
+    let profile = bin
+        .parent()
+        .and_then(|dir| dir.file_name())
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let out = std::process::Command::new(bin)
+        .arg("--version")
+        .output()
+        .unwrap();
     assert!(out.status.success());
-    let expected = format!("netarena-load {} ({profile} build)\n", env!("CARGO_PKG_VERSION"));
+    let expected = format!(
+        "netarena-load {} ({profile} build)\n",
+        env!("CARGO_PKG_VERSION")
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
 }
