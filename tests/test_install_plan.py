@@ -297,19 +297,21 @@ DEFAULT_CACHE = ct.cache_root()
 def test_rust_hyper_builds_the_mongodb_driver_only_for_a_plan_with_mongo(cache, tmp_path):
     """Real release builds of rust-hyper into a private cache. A plan without mongo builds the binary without
     the `mongodb` crate, which then refuses --mongo-url; a later plan with mongo runs the part's build, once,
-    and its binary has the driver (which reads the URL). Cargo's target folder starts as a copy of the default
-    cache's, when the bundled tests built rust-hyper there, so the crates are compiled once for the whole
-    suite (minutes on a slow machine) instead of twice: what is proved is what netarena runs (the install
-    log's steps, the binary), not which crates cargo found fresh."""
+    and its binary has the driver (which reads the URL). The shared cargo target folder ({cargo_target_dir})
+    starts as a copy of the default cache's, when the bundled tests built the Rust contestants there, so the
+    crates are compiled once for the whole suite (minutes on a slow machine) instead of twice: what is proved is
+    what netarena runs (the install log's steps, the binary), not which crates cargo found fresh."""
     contestant = ct.load(REPO / "contestants", ["rust-hyper"])[0]
-    built = DEFAULT_CACHE / "envs" / "rust-hyper"
-    if (built / "build").is_dir():
+    shared = Path(contestant.placeholders()["cargo_target_dir"])
+    built = DEFAULT_CACHE / shared.relative_to(ct.cache_root())
+    if built.is_dir():
         # A copy, not links: cargo rewrites its fingerprint files in place, and the default cache must not change.
-        # Under that install's lock, so a build running there (another netarena process) is never half copied.
-        contestant.env_dir.mkdir(parents=True)
-        with ct._exclusive(built / "install.lock", "waiting for the default cache's rust-hyper install", print):
-            subprocess.run(["cp", "-a", str(built / "build"), str(contestant.env_dir / "build")], check=True)
-    binary = contestant.env_dir / "build" / "release" / "netarena-rust-hyper"
+        # Under cargo's own lock of that folder, so a build running there (another netarena process) is never
+        # half copied.
+        with ct._exclusive(built / "release" / ".cargo-lock", "waiting for a cargo build in the default cache", print):
+            shared.parent.mkdir(parents=True)
+            subprocess.run(["cp", "-a", str(built), str(shared)], check=True)
+    binary = contestant.env_dir / "build" / "netarena-rust-hyper"
     log = contestant.env_dir / "install.log"
     part_build = "(mongo): cargo build --release --locked --features mongo"
 
@@ -383,3 +385,55 @@ def test_quick_builds_leave_contestants_without_cargo_steps_alone(cache, tmp_pat
     assert "quick_build" not in ct.install(contestant, allow_apt=False)
     monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "0")
     assert ct.install_current(contestant) and _runs(contestant) == ["base"]
+
+
+# Two cargo contestants whose crates depend on one more crate beside them (a path dependency): what the shared
+# target folder ({cargo_target_dir}) compiles once for both.
+COMMON_CRATE = {"Cargo.toml": '[package]\nname = "fx-common"\nversion = "0.1.0"\nedition = "2021"\n',
+                "src/lib.rs": 'pub const SHARED: &str = "shared";\n'}
+
+
+def _sharing_contestant(where: Path, name: str) -> ct.Contestant:
+    manifest = OPT_LEVEL_MANIFEST.replace('name = "fx-opt-level"', f'name = "{name}"').replace(
+        'steps = [["cargo", "build", "--release", "--offline", "--target-dir", "{build_dir}"]]',
+        f'steps = [["cargo", "build", "--release", "--offline", "--target-dir", "{{cargo_target_dir}}"],\n'
+        f'         ["cp", "--remove-destination", "{{cargo_target_dir}}/release/{name}", "{{build_dir}}/{name}"]]')
+    contestant = _contestant(where, manifest, name)
+    (contestant.dir / "Cargo.toml").write_text(
+        f'[package]\nname = "{name}"\nversion = "0.1.0"\nedition = "2021"\n\n[workspace]\n\n'
+        '[dependencies]\nfx-common = { path = "../fx-common" }\n')
+    (contestant.dir / "src").mkdir()
+    (contestant.dir / "src" / "main.rs").write_text(f'fn main() {{ println!("{name} {{}}", fx_common::SHARED); }}\n')
+    return contestant
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="needs cargo (CI installs it)")
+def test_cargo_contestants_share_the_crates_they_have_in_common_and_each_runs_its_own_binary(
+        cache, tmp_path, monkeypatch):
+    """{cargo_target_dir} is one cargo target folder for every contestant's build: the crate two contestants
+    depend on is compiled by the first build only. Each binary is copied into its own {build_dir}, where the
+    server runs it. Quick and optimized builds keep folders of their own (they write the same paths)."""
+    where = tmp_path / "contestants"
+    for name, text in COMMON_CRATE.items():
+        (where / "fx-common" / name).parent.mkdir(parents=True, exist_ok=True)
+        (where / "fx-common" / name).write_text(text)
+    first, second = (_sharing_contestant(where, name) for name in ("fx-share-a", "fx-share-b"))
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "1")
+    assert first.placeholders()["cargo_target_dir"] == str(cache / "cargo-target" / "quick")
+
+    def built(contestant: ct.Contestant) -> tuple[str, str]:
+        """(what its binary prints, the install log of its last install)."""
+        ct.install(contestant, allow_apt=False)
+        ran = subprocess.run([str(contestant.env_dir / "build" / contestant.name)], capture_output=True,
+                             text=True, check=True, timeout=30)
+        return ran.stdout.strip(), (contestant.env_dir / "install.log").read_text()
+
+    said, log = built(first)
+    assert said == "fx-share-a shared" and "Compiling fx-common" in log, log[-3000:]
+    said, log = built(second)
+    assert said == "fx-share-b shared", said
+    assert "Compiling fx-share-b" in log and "Compiling fx-common" not in log, log[-3000:]
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "0")
+    assert first.placeholders()["cargo_target_dir"] == str(cache / "cargo-target" / "optimized")
+    said, log = built(first)
+    assert said == "fx-share-a shared" and "Compiling fx-common" in log, log[-3000:]

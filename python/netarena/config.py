@@ -37,7 +37,9 @@ PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_
 # The scenarios a level may measure over TLS and HTTP/2 (their modules' `tls`): the HTTP scenarios whose server
 # has no backing service to wait for, where the protocol's own cost shows.
 TLS_SCENARIOS = tuple(s.name for s in registry.all() if s.tls)
-STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "python", "java")
+# {cargo_target_dir} (contestants.shared_cargo_target_dir) in the steps only: other contestants' builds write there,
+# so a server runs the binary its steps copied into {build_dir}.
+STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "cargo_target_dir", "python", "java")
 # An optional part's steps may also name the parts the build ends up with ({install_parts}, see
 # contestants._install_locked): one cargo build with every feature asked for, not the last part's alone.
 PART_STEP_PLACEHOLDERS = (*STEP_PLACEHOLDERS, "install_parts")

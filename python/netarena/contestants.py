@@ -123,6 +123,7 @@ class Contestant:
             "dir": str(self.dir),
             "env_dir": str(self.env_dir),
             "build_dir": str(self.env_dir / "build"),
+            "cargo_target_dir": str(shared_cargo_target_dir(self.manifest)),
             "run_dir": str(self.run_dir),
             "python": self.python(),
             # The JDK's java when the manifest asks for one ([install] java), else the java on PATH.
@@ -326,6 +327,16 @@ def quick_build(manifest: Manifest) -> bool:
     """Whether this install builds unoptimized (QUICK_BUILDS_ENV): asked for, and a step of the contestant runs cargo."""
     steps = [*manifest.install.steps, *(step for part in manifest.install.optional.values() for step in part.steps)]
     return os.environ.get(QUICK_BUILDS_ENV, "") not in ("", "0") and any(step[0] == "cargo" for step in steps)
+
+
+def shared_cargo_target_dir(manifest: Manifest) -> Path:
+    """{cargo_target_dir}: one cargo target folder for the builds of every contestant, so a crate built at the same
+    version, features and profile is compiled once for all of them (rust-hyper, rust-axum and rust-actix share
+    tokio, hyper, rustls and the database drivers: the second and third builds compiled about a third of the units
+    the first did). Quick builds (QUICK_BUILDS_ENV) get a folder of their own: both write the same binary paths.
+    Two builds into one folder take turns (cargo locks it), so a step copies its binary into {build_dir}, where the
+    server runs it from and where no other contestant's build writes."""
+    return cache_root() / "cargo-target" / ("quick" if quick_build(manifest) else "optimized")
 
 
 def _steps_stamp(contestant: Contestant) -> str:
