@@ -203,6 +203,25 @@ def test_the_install_phase_is_the_longest_job_of_the_pool():
     assert install_phase_s([30, 20, 20], 4) == 30
 
 
+def test_installs_start_longest_first_by_their_estimates(cache, tmp_path):
+    """install_concurrently starts the installs in the order install_phase_s assumes: the longest estimate first
+    (this cache's last install times here), whatever order it is given them in."""
+    order = tmp_path / "contestants" / "order"  # beside the contestants: steps name no path outside their folder
+    contestants = []
+    for name, last_s in (("fx-short", 5.0), ("fx-long", 300.0), ("fx-middle", 40.0)):
+        manifest = PARTS_MANIFEST.replace('name = "fx-parts"', f'name = "{name}"').replace(
+            'steps = [["sh", "-c", "echo base >> {env_dir}/runs"]]', f'steps = [["sh", "-c", "echo {name} >> {{dir}}/../order"]]')
+        contestant = _contestant(tmp_path / "contestants", manifest, name)
+        contestant.env_dir.mkdir(parents=True)
+        ct._remember_install_time(contestant, last_s, {})
+        contestants.append(contestant)
+    ended = []
+    ct.install_concurrently(contestants, lambda c: ct.install(c, allow_apt=False), 1,
+                            lambda done: ended.append((done.contestant.name, done.error)))
+    assert order.read_text().split() == ["fx-long", "fx-middle", "fx-short"]
+    assert ended == [("fx-long", None), ("fx-middle", None), ("fx-short", None)]
+
+
 # Two contestants whose install steps each wait (30 s at most) for the other's to have started: both succeed
 # only when they install at the same time. A third one's step fails.
 WAITS_FOR_OTHER = ("touch {env_dir}/started; i=0; while [ ! -e {env_dir}/../OTHER/started ] && [ $i -lt 600 ]; "

@@ -409,7 +409,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
 
     install_concurrently([c for c in contestants if c.name not in cannot],
                          lambda c: install(c, allow_apt=not no_apt, user=user, parts=parts(c)),
-                         install_jobs or default_install_jobs(), installed)
+                         install_jobs or default_install_jobs(), installed, parts)
     # One certificate for every server verified over TLS, removed once they are all checked; a folder of this
     # verify's own, since several may run at once on one cache.
     for folder in remove_stale_certificates(verify_log_dir=log_dir):

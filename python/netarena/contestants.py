@@ -34,7 +34,10 @@ INSTALL_MARKER = ".netarena-installed"
 # each language's mean in the quick suite's first run on a fresh 2-core machine (empty caches, 2 installs at a
 # time; 2026-11-28: Python 4-32 s, mean 10; Go 7-65 s, mean 39; rust-hyper 19 s; play-scala 42 s; java-netty
 # 12 s; Node 2-4 s), times 1.5 for slower hosts. The whole phase was 3 min 29 s; these give an estimate of about 5 min.
-DEFAULT_INSTALL_S = {"rust": 30.0, "python": 15.0, "scala": 65.0, "java": 20.0, "go": 60.0, "javascript": 5.0,
+# Rust's since TLS and the database drivers' parts came (2026-11-29, `make run` from an empty cache: rust-hyper 83 s,
+# rust-actix 132 s, rust-axum 159 s, each in a cargo folder of its own; they share one now): the longest installs,
+# which go first (install_concurrently).
+DEFAULT_INSTALL_S = {"rust": 120.0, "python": 15.0, "scala": 65.0, "java": 20.0, "go": 60.0, "javascript": 5.0,
                      "erlang": 5.0, "ruby": 10.0, "c": 5.0}
 DEFAULT_INSTALL_PART_S = 120.0  # an optional part (a database driver) without a time of its own
 # Build tools whose shared cache two builds must not write at once: their steps hold a lock named after the
@@ -727,11 +730,15 @@ class Installed:
     seconds: float
 
 
-def install_concurrently(contestants: list[Contestant], install_one, jobs: int, on_done) -> None:
+def install_concurrently(contestants: list[Contestant], install_one, jobs: int, on_done, parts=lambda c: ()) -> None:
     """Run install_one(contestant) for every contestant, at most `jobs` at once (threads: the work is in the
     build tools' processes). on_done(Installed) is called in this thread as each one ends, in the order they
     end; a failing one (any exception) is reported there and the others go on. Each install keeps its own
     lock (install.lock, and apt.lock around apt-get), so concurrent ones never step on each other.
+
+    They start longest first by install_estimate_s (with parts(contestant), the optional parts asked for), as the
+    plan's estimate (plan.suite.install_phase_s) assumes: a long build started last would run alone at the end,
+    with no download or short install left to fill the other CPU.
 
     Ctrl-C: the installs not started yet are dropped, those running end (their build tools got the signal
     too), and the KeyboardInterrupt goes on."""
@@ -743,9 +750,10 @@ def install_concurrently(contestants: list[Contestant], install_one, jobs: int, 
             record, error = None, exc
         return Installed(contestant, record, error, time.monotonic() - started)
 
+    longest_first = sorted(contestants, key=lambda c: install_estimate_s(c, parts(c))[0], reverse=True)
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="install")
     try:
-        for future in as_completed([pool.submit(timed, c) for c in contestants]):
+        for future in as_completed([pool.submit(timed, c) for c in longest_first]):
             on_done(future.result())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -195,7 +195,7 @@ class Runner:
         # host"); several at once, it would interleave: it stays in each contestant's install log.
         say = self.ui.info if jobs == 1 else (lambda message: None)
         install_concurrently(todo, lambda c: self.backend.prepare(c, self.allow_apt, say, plan.install_parts(c)),
-                             jobs, done)
+                             jobs, done, plan.install_parts)
         return unusable
 
     def calibrate(self, run_id: int, server_cpus: list[int], generator_cpus: list[int]) -> None:

@@ -71,7 +71,7 @@ class Estimate:
 
 def install_phase_s(seconds: list[float], jobs: int) -> float:
     """How long installs of these durations take `jobs` at a time: the longest first, each to the job that
-    frees up first (what the pool does, up to the order it is given)."""
+    frees up first (what contestants.install_concurrently does)."""
     lanes = [0.0] * max(1, jobs)
     for one in sorted(seconds, reverse=True):
         lanes[lanes.index(min(lanes))] += one
