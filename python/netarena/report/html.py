@@ -674,9 +674,11 @@ def _handshake_cost(page: _Page, report: Report) -> None:
             f'<td class="num" data-field="full">{fmt.cpu_us(c.server_cpu_us)}</td>'
             f'<td class="num" data-field="resumed">{fmt.cpu_us(c.resumed_server_cpu_us)}</td>'
             f'<td class="num" data-field="ratio">{fmt.times_reference(c.server_cpu_ratio)}</td>'
+            f'<td class="num" data-field="sessions-resumed">{e(c.sessions_resumed)}</td>'
             f"<td>{ids_html([c.id])} vs {ids_html([c.resumed_id])}</td></tr>" for c in costs]
     page.add(_table(["contestant", "scenario", "level (full handshakes)", "steps",
-                     "server CPU per request, full (median of steps)", "resumed", "full ÷ resumed", "from"], rows,
+                     "server CPU per request, full (median of steps)", "resumed", "full ÷ resumed",
+                     "sessions resumed", "from"], rows,
                     cls="handshake-cost"))
     for scenario in report.scenarios():
         members = [c for c in costs if c.scenario == scenario]

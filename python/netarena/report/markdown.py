@@ -91,10 +91,10 @@ def render_markdown(report: Report) -> str:
     if handshakes:
         out += ["## TLS handshakes: full against resumed", "", HANDSHAKE_COST_NOTE, "",
                 "| contestant | scenario | level (full handshakes) | steps | server CPU/req, full | resumed "
-                "| full ÷ resumed | from |", "|---|---|---|---:|---:|---:|---:|---|"]
+                "| full ÷ resumed | sessions resumed | from |", "|---|---|---|---:|---:|---:|---:|---:|---|"]
         for c in handshakes:
             cells = [c.contestant, c.scenario, c.level_key, str(len(c.steps)), fmt.cpu_us(c.server_cpu_us),
-                     fmt.cpu_us(c.resumed_server_cpu_us), fmt.times_reference(c.server_cpu_ratio),
+                     fmt.cpu_us(c.resumed_server_cpu_us), fmt.times_reference(c.server_cpu_ratio), c.sessions_resumed,
                      f"{fmt.ids([c.id])} vs {fmt.ids([c.resumed_id])}"]
             out.append("| " + " | ".join(_cell(x) for x in cells) + " |")
         out.append("")

@@ -891,6 +891,9 @@ def _sweep(ok: list[dict]) -> dict | None:
                       "error_rate": stats.error_rate(doc) if doc.get("totals") else None,
                       "errors": (doc.get("totals") or {}).get("errors"), "duration_s": doc.get("duration_s"),
                       "rate_not_met": bool(open_loop.get("rate_not_met")),
+                      # Over TLS: the step's completed handshakes, and how many of them resumed a session.
+                      "handshakes": (doc.get("tls") or {}).get("handshakes"),
+                      "resumed": (doc.get("tls") or {}).get("resumed"),
                       **(resources[index] if index < len(resources) else _NO_STEP_RESOURCES)})
     return {"conns_per_step": config.get("conns_per_step"), "requests_per_conn": config.get("requests_per_conn"),
             "steps": steps, "steps_measurement_id": median_m["id"]}

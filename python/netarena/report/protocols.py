@@ -115,6 +115,9 @@ class HandshakeStep:
     resumed_server_cpu_us: float | None
     p99_us: float | None
     resumed_p99_us: float | None
+    # The resumed sweep's step: its completed handshakes, and how many resumed a session (the generator's tls).
+    resumed_handshakes: int | None = None
+    resumed_sessions: int | None = None
 
 
 @dataclass
@@ -146,6 +149,15 @@ class HandshakeCost:
         """Full over resumed: how many times a connection's server CPU a full handshake makes it cost."""
         return _ratio(self.server_cpu_us, self.resumed_server_cpu_us)
 
+    @property
+    def sessions_resumed(self) -> str:
+        """How many of the resumed sweep's handshakes did resume, over its steps ("37 of 40"): a server that issues
+        no tickets shows 0, and its two sweeps measure the same thing; "—" for documents that do not say."""
+        known = [st for st in self.steps if st.resumed_handshakes is not None and st.resumed_sessions is not None]
+        if not known:
+            return "—"
+        return f"{sum(st.resumed_sessions for st in known)} of {sum(st.resumed_handshakes for st in known)}"
+
 
 def _median(values) -> float | None:
     known = [v for v in values if v is not None]
@@ -168,7 +180,9 @@ def handshake_costs(groups: list[Group]) -> list[HandshakeCost]:
         resumed = {st["rate_per_s"]: st for st in twin.sweep["steps"]}
         steps = [HandshakeStep(rate_per_s=st["rate_per_s"], server_cpu_us=st.get("server_cpu_us"),
                                resumed_server_cpu_us=resumed[st["rate_per_s"]].get("server_cpu_us"),
-                               p99_us=st.get("p99_us"), resumed_p99_us=resumed[st["rate_per_s"]].get("p99_us"))
+                               p99_us=st.get("p99_us"), resumed_p99_us=resumed[st["rate_per_s"]].get("p99_us"),
+                               resumed_handshakes=resumed[st["rate_per_s"]].get("handshakes"),
+                               resumed_sessions=resumed[st["rate_per_s"]].get("resumed"))
                  for st in g.sweep["steps"] if st["rate_per_s"] in resumed]
         out.append(HandshakeCost(contestant=g.contestant, scenario=g.scenario, protocol=level.protocol,
                                  level_key=g.level_key, resumed_key=twin.level_key,
@@ -184,4 +198,4 @@ HANDSHAKE_COST_NOTE = (
     "request per connection, per connection: the handshake is most of it), its median over the steps, and full ÷ "
     "resumed (above 1: a full handshake costs the server that many times a resumed one). Steps from the median "
     "repeat of each sweep. A server that issues no session tickets resumes nothing, and its two sweeps then agree "
-    "(the measurement's tls.resumed says how many were).")
+    "(the column sessions resumed: of the resumed sweep's handshakes, how many did).")
