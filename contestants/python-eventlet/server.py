@@ -1,17 +1,30 @@
-"""netarena contestant: a plain WSGI app on eventlet.wsgi, greenthread per connection."""
-import os
-import signal
-import socket
-import sys
+"""netarena contestant: a plain WSGI app on eventlet.wsgi, greenthread per connection.
 
+For TechEmpower's database routes (and only then: the other scenarios run unpatched, as before) the standard
+library is monkey-patched first, and psycopg 3 is its pure-Python implementation (PSYCOPG_IMPL=python, the
+manifest's): its C implementation waits in C, where eventlet's patching cannot reach, and would block every green
+thread of the process for each query; the pure-Python one waits in select.select on eventlet's patched selectors,
+so a query blocks only its own green thread (psycopg_pool's threads are green too).
+"""
 import eventlet
-import eventlet.tpool
-import eventlet.wsgi
 
-from netarena_shared import prefork
-from netarena_shared.cli import parse_args
-from netarena_shared.mongo import MONGO_URL_VAR, sync_docs_collection
-from netarena_shared.wsgi_app import make_app
+from netarena_shared import world
+
+if world.postgresql_url():  # empty when the measured scenario uses no database
+    eventlet.monkey_patch()
+
+import os  # noqa: E402  (after the patching)
+import signal  # noqa: E402
+import socket  # noqa: E402
+import sys  # noqa: E402
+
+import eventlet.tpool  # noqa: E402
+import eventlet.wsgi  # noqa: E402
+
+from netarena_shared import prefork  # noqa: E402
+from netarena_shared.cli import parse_args  # noqa: E402
+from netarena_shared.mongo import MONGO_URL_VAR, sync_docs_collection  # noqa: E402
+from netarena_shared.wsgi_app import make_app  # noqa: E402
 
 # eventlet.wsgi's default pool (1024) would leave connections beyond it waiting in the accept queue.
 MAX_CONNECTIONS = 10000
@@ -28,11 +41,21 @@ def find_document(name):
 
 def main():
     args = parse_args(__doc__)
+    app = make_app(args.static_dir, sleep=eventlet.sleep,
+                   find_document=find_document if os.environ.get(MONGO_URL_VAR) else None)
+    if world.postgresql_url():
+        from psycopg import waiting
+
+        from netarena_shared import psycopg_world
+
+        if waiting.wait is getattr(waiting, "wait_c", None):  # wait_c exists only in the C implementation
+            sys.exit("psycopg waits in C here, which blocks eventlet's hub on every query: "
+                     "start with PSYCOPG_IMPL=python (the manifest sets it)")
+        # The World cache for cached-queries is read now, before the port is bound and the workers forked.
+        app = psycopg_world.wsgi_database_routes(app, "eventlet")
     listener = eventlet.listen((args.host, args.port), backlog=2048)
     # Linux copies TCP_NODELAY from the listening socket to every accepted one.
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    app = make_app(args.static_dir, sleep=eventlet.sleep,
-                   find_document=find_document if os.environ.get(MONGO_URL_VAR) else None)
 
     def stop(*_):
         eventlet.spawn_after(STOP_GRACE_S, os._exit, 0)
@@ -40,7 +63,15 @@ def main():
 
     def serve():
         signal.signal(signal.SIGTERM, stop)
-        eventlet.wsgi.server(listener, app, max_size=MAX_CONNECTIONS, log_output=False)
+        try:
+            eventlet.wsgi.server(listener, app, max_size=MAX_CONNECTIONS, log_output=False)
+        except SystemExit:  # stop()
+            pass
+        # Every process ends as prefork's children do (os._exit), never through the interpreter's finalization:
+        # under the patching psycopg_pool's threads are green threads, and the pool's __del__ then fails
+        # ("greenlet is being finalized").
+        sys.stderr.flush()
+        os._exit(0)
 
     prefork.run(args.workers, serve)
 

@@ -9,11 +9,9 @@ from gevent import monkey
 
 monkey.patch_all()
 
-import json  # noqa: E402  (after patch_all, as gevent requires)
-import os  # noqa: E402
+import os  # noqa: E402  (after patch_all, as gevent requires)
 import signal  # noqa: E402
 import socket  # noqa: E402
-from urllib.parse import parse_qs  # noqa: E402
 
 import gevent  # noqa: E402
 import gevent.socket  # noqa: E402
@@ -40,54 +38,17 @@ def open_gridfs_file(name):
         return None
 
 
-def with_database_routes(app):
-    """TechEmpower's database routes (psycopg 3, a psycopg_pool per worker process: netarena_shared.psycopg_world)
-    in front of the shared WSGI app. The World cache for cached-queries is read here, in the parent before it binds
-    the port and forks, so no request can wait while that read runs. pywsgi sends a Date header but no Server: the
-    answers carry both, as TechEmpower requires."""
-    from netarena_shared import psycopg_world as pw
-    from netarena_shared.pg import cached_worlds
-
-    cache = pw.read_world_cache()
-    pool = pw.ProcessPool()
-
-    def respond(start_response, content_type, body):
-        start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body))),
-                                  *world.server_date_headers("gevent")])
-        return [body]
-
-    def database_app(environ, start_response):
-        path = environ["PATH_INFO"]
-        # ?queries= / ?count= as it came (None when absent or empty: TechEmpower's clamp makes it 1).
-        params = parse_qs(environ.get("QUERY_STRING", ""))
-        if path == "/cached-queries":
-            rows = cached_worlds(cache, params.get("count", [None])[0])
-            return respond(start_response, "application/json", json.dumps(rows).encode())
-        if path not in ("/db", "/queries", "/updates", "/fortunes"):
-            return app(environ, start_response)
-        # The request's greenlet holds one connection of this worker's pool while it queries.
-        with pool.connection() as conn:
-            if path == "/fortunes":
-                page = world.fortunes_page(pw.fortunes(conn))
-                return respond(start_response, "text/html; charset=utf-8", page.encode())
-            if path == "/db":
-                rows = pw.read_worlds(conn, 1)[0]
-            elif path == "/queries":
-                rows = pw.some_worlds(conn, params.get("queries", [None])[0])
-            else:
-                rows = pw.update_worlds(conn, params.get("queries", [None])[0])
-        return respond(start_response, "application/json", json.dumps(rows).encode())
-
-    return database_app
-
-
 def main():
     args = parse_args(__doc__)
     mongo = bool(os.environ.get(MONGO_URL_VAR))
     app = make_app(args.static_dir, sleep=gevent.sleep, find_document=find_document if mongo else None,
                    open_gridfs_file=open_gridfs_file if mongo else None)
     if world.postgresql_url():  # empty when the measured scenario uses no database
-        app = with_database_routes(app)
+        from netarena_shared import psycopg_world
+
+        # TechEmpower's routes (psycopg 3, a psycopg_pool per worker process); the World cache for cached-queries
+        # is read now, before the port is bound and the workers forked.
+        app = psycopg_world.wsgi_database_routes(app, "gevent")
     # A gevent socket: a plain one would block the whole hub in accept().
     listener = gevent.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -9,7 +9,8 @@ tornado.platform.twisted (which runs on PyPy 3.9 only) lets Tornado's own HTTPSe
 the sockets and parse HTTP, so Twisted would do neither.
 
 One event loop serves both: Twisted's asyncio reactor runs the asyncio loop, and Tornado's IOLoop is that
-same loop (Tornado 6 is built on asyncio), so `await asyncio.sleep()` in a handler yields to Twisted.
+same loop (Tornado 6 is built on asyncio), so `await asyncio.sleep()` in a handler yields to Twisted, and so
+does python-tornado's asyncpg pool (TechEmpower's database routes), opened on that loop.
 """
 
 from __future__ import annotations
@@ -39,8 +40,24 @@ class _Context:
         self.remote_ip = remote_ip
 
 
-def build_site(static_dir: str | None):
-    """The Twisted Site whose one resource hands every request to the Tornado application.
+def open_database(app) -> None:
+    """python-tornado's asyncpg pool (netarena_shared.pg) on the application's settings, where its database
+    handlers look for it. Opened on the reactor's asyncio loop before the reactor runs (run_until_complete: the
+    pool binds to that loop), so it is ready before this process accepts; closed when the reactor shuts down."""
+    from twisted.internet import defer, reactor
+
+    from netarena_shared import pg
+
+    loop = asyncio.get_event_loop()  # the loop asyncioreactor.install() made current, the one the reactor runs
+    pool = app.settings["pool"] = loop.run_until_complete(pg.open_pool())
+    reactor.addSystemEventTrigger("before", "shutdown",
+                                  lambda: defer.Deferred.fromFuture(asyncio.ensure_future(pool.close())))
+
+
+def build_site(static_dir: str | None, serving: bool):
+    """The Twisted Site whose one resource hands every request to the Tornado application; `serving`: this
+    process accepts connections (a single process or an adopted worker, not the master of several), and opens
+    the database pool when the manifest gave a database.
 
     Imported here, after twisted_workers.serve installed the asyncio reactor: twisted.web pulls in the
     global reactor, which would otherwise be the default (epoll) one."""
@@ -49,9 +66,13 @@ def build_site(static_dir: str | None):
     from twisted.web import resource, server
     from zope.interface import implementer
 
+    from netarena_shared import world
+
     twisted_site = load_module("twisted_site", os.path.join(HERE, "..", "python-twisted", "server.py"))
     tornado_app = load_module("tornado_app", os.path.join(HERE, "..", "python-tornado", "server.py"))
     app = tornado_app.make_app(static_dir)
+    if serving and world.postgresql_url() is not None:  # None when the measured scenario uses no database
+        open_database(app)
 
     def done_future() -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
@@ -114,7 +135,9 @@ def build_site(static_dir: str | None):
             # The client went away before the response was finished: nothing more is written (finish() is
             # then a no-op), and a handler waiting on a write or on_connection_close goes on.
             self.finished = True
-            if self.request.producer is not None:
+            # A request whose channel is already gone (the connection closed while a query or a sleep ran: the end
+            # of every load) has nothing left to unregister from; Request.unregisterProducer would fail on it.
+            if self.request.producer is not None and self.request.channel is not None:
                 self.request.unregisterProducer()
             self._release()
             if self.close_callback is not None:
@@ -176,7 +199,8 @@ def main() -> int:
         parser.error(f"--static-dir {args.static_dir!r} is not a directory; pass the folder holding the static file set")
     worker_argv = [sys.executable, os.path.abspath(__file__), "--port", str(args.port), "--workers", "1",
                    "--reactor", "asyncio", "--static-dir", args.static_dir]
-    return serve(args, lambda: build_site(args.static_dir), worker_argv)
+    serving = args.workers == 1 or args.adopt_fd is not None
+    return serve(args, lambda: build_site(args.static_dir, serving), worker_argv)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,18 @@
 """TechEmpower's database scenarios on psycopg 3 with psycopg_pool, for the synchronous Python contestants (the
-shared Flask app on gunicorn and uWSGI, python-gevent's raw WSGI server): the pool, the World cache and the
-queries each route makes. What a route returns and how the fortunes page is rendered stay with each server.
+shared Flask app on gunicorn and uWSGI, python-gevent's and python-eventlet's raw WSGI servers): the pool, the World
+cache and the queries each route makes. What a route returns and how the fortunes page is rendered stay with each
+server (wsgi_database_routes: the raw WSGI servers').
 
 Import this module only when the database is used (the contestants without psycopg import it never), and under
-gevent only after the monkey patching: psycopg picks its wait function as it is imported, gevent's cooperative
-select.poll after the patching, its C wait (which blocks every greenlet of the process) before.
+gevent or eventlet only after the monkey patching: psycopg picks its wait function as it is imported, gevent's
+cooperative select.poll after the patching, its C wait (which blocks every greenlet of the process) before. Under
+eventlet psycopg's C implementation always waits in C; its pure-Python one (PSYCOPG_IMPL=python) picks a
+select-based wait on eventlet's patched selectors.
 """
+import json
 import os
 import threading
+from urllib.parse import parse_qs
 
 import psycopg
 
@@ -77,3 +82,43 @@ def update_worlds(conn, raw_count):
 def fortunes(conn):
     """The fortune table's rows plus the one added at request time, sorted by message: what the page renders."""
     return world.sorted_fortunes(conn.execute(FORTUNE_ALL).fetchall())
+
+
+def wsgi_database_routes(app, server):
+    """TechEmpower's database routes in front of the WSGI `app` (python-gevent's and python-eventlet's raw servers):
+    a ProcessPool per worker process, and `server` as the Server header (neither server sends one; both send a Date
+    header unless the response has one). The World cache for cached-queries is read here: call this in the parent
+    before it binds the port and forks, so no request can wait while that read runs."""
+    from netarena_shared.pg import cached_worlds
+
+    cache = read_world_cache()
+    pool = ProcessPool()
+
+    def respond(start_response, content_type, body):
+        start_response("200 OK", [("Content-Type", content_type), ("Content-Length", str(len(body))),
+                                  *world.server_date_headers(server)])
+        return [body]
+
+    def database_app(environ, start_response):
+        path = environ["PATH_INFO"]
+        # ?queries= / ?count= as it came (None when absent or empty: TechEmpower's clamp makes it 1).
+        params = parse_qs(environ.get("QUERY_STRING", ""))
+        if path == "/cached-queries":
+            rows = cached_worlds(cache, params.get("count", [None])[0])
+            return respond(start_response, "application/json", json.dumps(rows).encode())
+        if path not in ("/db", "/queries", "/updates", "/fortunes"):
+            return app(environ, start_response)
+        # The request's green thread holds one connection of this worker's pool while it queries.
+        with pool.connection() as conn:
+            if path == "/fortunes":
+                page = world.fortunes_page(fortunes(conn))
+                return respond(start_response, "text/html; charset=utf-8", page.encode())
+            if path == "/db":
+                rows = read_worlds(conn, 1)[0]
+            elif path == "/queries":
+                rows = some_worlds(conn, params.get("queries", [None])[0])
+            else:
+                rows = update_worlds(conn, params.get("queries", [None])[0])
+        return respond(start_response, "application/json", json.dumps(rows).encode())
+
+    return database_app
