@@ -129,5 +129,10 @@ app.static("/static", static_dir)
 
 if __name__ == "__main__":
     args = parse_args(__doc__, static_dir=False)
+    # h1-tls: netarena names the run's certificate and key in these variables, and sets neither for a cleartext
+    # start. Given as a dict, Sanic makes its own context (sanic.http.tls.CertSimple: TLS 1.2 and 1.3, ALPN
+    # http/1.1 only), as its docs show.
+    tls_cert = os.environ.get("NETARENA_TLS_CERT")
+    tls = {"cert": tls_cert, "key": os.environ["NETARENA_TLS_KEY"]} if tls_cert else None
     app.run(host=args.host, port=args.port, workers=args.workers, backlog=LISTEN_BACKLOG, access_log=False,
-            motd=False, single_process=False)
+            motd=False, single_process=False, ssl=tls)
