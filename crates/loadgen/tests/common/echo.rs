@@ -1,17 +1,19 @@
-//! The one echo test server. It runs on a single thread with mio (edge-triggered epoll), because
+//! The one echo test server. It serves on a single thread with mio (edge-triggered epoll), because
 //! the scale test holds 19,000 connections at once, which a thread per connection would not
-//! survive; `EchoFault` makes it misbehave on one connection, or on every one.
+//! survive; `EchoFault` makes it misbehave on one connection, or on every one. A second thread does
+//! nothing but accept: see `accept_loop`.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener as MioListener, TcpStream as MioStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
 
 use super::{listener_with_backlog, Stats, TestServer, SERVER_LIFETIME};
 
@@ -22,7 +24,10 @@ pub const ECHO_PREFIX_BYTES: usize = 4096;
 /// accept queue (std asks for 128) would drop SYNs and slow the scale test down to TCP's retries.
 const ECHO_BACKLOG: i32 = 4096;
 
+/// The accept thread's listener, in its own poll.
 const LISTENER: Token = Token(usize::MAX);
+/// The serving thread's poll: the accept thread has handed over connections.
+const ACCEPTED: Token = Token(usize::MAX - 1);
 
 #[derive(Clone, Copy, Debug)]
 pub enum EchoFault {
@@ -90,14 +95,14 @@ pub fn echo_server(fault: EchoFault) -> TestServer {
     let addr = std_listener.local_addr().unwrap();
     let stats = Arc::new(Stats::default());
     let stop = Arc::new(AtomicBool::new(false));
+    let mut poll = Poll::new().unwrap();
+    let waker = Waker::new(poll.registry(), ACCEPTED).unwrap();
+    let (accepted, handed_over) = mpsc::channel();
+    let stop_accepting = stop.clone();
+    thread::spawn(move || accept_loop(std_listener, accepted, waker, stop_accepting));
     let (stats2, stop2) = (stats.clone(), stop.clone());
     let serve = thread::spawn(move || {
         let born = Instant::now();
-        let mut poll = Poll::new().unwrap();
-        let mut listener = MioListener::from_std(std_listener);
-        poll.registry()
-            .register(&mut listener, LISTENER, Interest::READABLE)
-            .unwrap();
         let mut conns: HashMap<usize, EchoConn> = HashMap::new();
         let mut events = Events::with_capacity(1024);
         let mut buf = vec![0u8; 64 * 1024];
@@ -105,8 +110,8 @@ pub fn echo_server(fault: EchoFault) -> TestServer {
             // A short wait, so that a dropped server notices its stop flag at once.
             poll.poll(&mut events, Some(Duration::from_millis(20))).ok();
             for ev in events.iter() {
-                if ev.token() == LISTENER {
-                    accept_all(&listener, &poll, &mut conns, &stats2, fault);
+                if ev.token() == ACCEPTED {
+                    register_accepted(&handed_over, &poll, &mut conns, &stats2, fault);
                     continue;
                 }
                 let id = ev.token().0;
@@ -125,16 +130,50 @@ pub fn echo_server(fault: EchoFault) -> TestServer {
     TestServer::running(addr, stats, stop, serve)
 }
 
-/// Accepts until the queue is empty: the listener is edge-triggered, it reports no more
-/// connections until a new one arrives.
-fn accept_all(
-    listener: &MioListener,
+/// Accepts as fast as the kernel completes handshakes and hands each connection to the serving
+/// thread. Accepting there, between the echoes of thousands of connections, let the accept queue
+/// fill while the scale test opened its connections: the kernel then drops the handshakes' last
+/// ACKs, keeps those requests in the SYN queue and, once that queue is long, prunes some of them, so
+/// a connection the generator already saw established is answered with an RST when it first sends.
+fn accept_loop(
+    listener: std::net::TcpListener,
+    accepted: Sender<MioStream>,
+    waker: Waker,
+    stop: Arc<AtomicBool>,
+) {
+    let born = Instant::now();
+    let mut poll = Poll::new().unwrap();
+    let mut listener = MioListener::from_std(listener);
+    poll.registry()
+        .register(&mut listener, LISTENER, Interest::READABLE)
+        .unwrap();
+    let mut events = Events::with_capacity(8);
+    while !stop.load(Ordering::SeqCst) && born.elapsed() < SERVER_LIFETIME {
+        poll.poll(&mut events, Some(Duration::from_millis(20))).ok();
+        // Until the queue is empty: the listener is edge-triggered, it reports no more connections
+        // until a new one arrives.
+        let mut any = false;
+        while let Ok((stream, _)) = listener.accept() {
+            if accepted.send(stream).is_err() {
+                return; // the serving thread has ended
+            }
+            any = true;
+        }
+        if any {
+            waker.wake().ok();
+        }
+    }
+}
+
+/// Registers what the accept thread handed over, in accept order.
+fn register_accepted(
+    handed_over: &Receiver<MioStream>,
     poll: &Poll,
     conns: &mut HashMap<usize, EchoConn>,
     stats: &Stats,
     fault: EchoFault,
 ) {
-    while let Ok((mut stream, _)) = listener.accept() {
+    for mut stream in handed_over.try_iter() {
         stream.set_nodelay(true).ok();
         let index = stats.connections.fetch_add(1, Ordering::SeqCst);
         poll.registry()
