@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-# The orchestrator's stdlib-only modules (the benches run without its virtualenv): one definition of a
-# server's free port for the project.
+# The orchestrator's stdlib-only modules (the benches run without its virtualenv): one definition for the project
+# of which build a netarena-load binary is, and of a server's free port.
 sys.path.insert(0, str(REPO_ROOT / "python"))
 from netarena.generator_build import generator_version, not_the_release_build  # noqa: E402  (after the path it is found on)
 from netarena.ports import free_port  # noqa: E402

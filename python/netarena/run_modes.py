@@ -393,8 +393,9 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
     if setup.cpu_warning:
         ui.warn(setup.cpu_warning)
     generator_says = generator_version(generator_path) if generator_path else None
-    if not_the_release_build(generator_says):
-        ui.warn(not_the_release_build(generator_says))
+    build_warning = not_the_release_build(generator_says)
+    if build_warning:
+        ui.warn(build_warning)
     for notice in plan.notices:
         ui.warn(notice)
     if external is not None and external.pid is None:
