@@ -48,8 +48,17 @@ test-rust: test-packages
 
 # --durations: the slowest tests, after the time per test file (tests/conftest.py), so slow ones show in CI logs.
 # NETARENA_LOAD: the generator setup just built, not an older target/release/netarena-load of this checkout.
+# Two pytest-xdist workers (TEST_JOBS), each given a test file at a time (tests/conftest.py): most of a real
+# test waits (a server starting, a fixed-length measurement, a build's download), and the tests assert mechanisms
+# made for a busy or slower host, so two at once fill the two cores. Then the tests marked `alone` (pyproject.toml),
+# with nothing beside them, also when the others failed (every failure shows in one run).
+TEST_JOBS ?= 2
+TEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load"
 test-python: test-packages setup
-	PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load" $(BIN)/python -m pytest -q --durations=15
+	status=0; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone" || status=$$?; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone || status=$$?; \
+	exit $$status
 
 test test-rust test-python: GENERATOR_PROFILE = tests
 test: test-packages setup test-rust test-python

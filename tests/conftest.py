@@ -57,6 +57,31 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under CI, where every test must run: {reason}"
 
 
+# `make test` runs pytest with two workers (pytest-xdist) and gives each a test file at a time: a file's module
+# fixtures are set up once, on one worker (test_contestants_verify's starts every contestant's verification).
+# These three files install every bundled contestant into the shared cache and form one unit, run in this order on
+# one worker: test_contestants_verify builds each contestant with all its parts (--build-all-parts), and the two
+# database files then find those builds instead of making their own at the same time.
+CONTESTANT_INSTALL_FILES = ("test_contestants_verify.py", "test_services_real.py",
+                            "test_techempower_contestants_real.py")
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without the plugin (-p no:xdist) it is never called
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByTestFile(LoadScopeScheduling):
+        """xdist's scope scheduling (the units with the most tests first, each whole to one worker), with a test
+        file as the unit, the contestant-install files one unit. (xdist's own --dist loadgroup marks node ids in a
+        way pytest 9 no longer reads, and would split a file over workers.)"""
+
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "contestant installs" if Path(path).name in CONTESTANT_INSTALL_FILES else path
+
+    return ByTestFile(config, log)
+
+
 def pytest_terminal_summary(terminalreporter):
     """At the end of a run, each test file's time (its tests' set-up, call and tear-down summed), slowest first:
     which files make the suite slow shows in any CI log (`make test` adds pytest's --durations for single tests)."""

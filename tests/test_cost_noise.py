@@ -143,6 +143,7 @@ def _measure(tmp_path: Path, generator: Path, contestant: Contestant, name: str,
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2 or not {SERVER_CPU, GENERATOR_CPU} <= os.sched_getaffinity(0),
                     reason="needs CPUs 0 and 1")
+@pytest.mark.alone  # its quiet measurement must be quiet: another test's load would be a hog of its own
 def test_a_hog_beside_the_server_lowers_throughput_not_cpu_per_request_and_is_noisy(
         tmp_path, cache_dir, generator_binary, no_leftover_processes, monkeypatch):
     # python-asyncio: one thread, its event loop. A server whose threads share a lock pays for the hog in CPU too:

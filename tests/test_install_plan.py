@@ -198,9 +198,47 @@ def test_the_estimate_counts_installs_from_the_cache_state(cache, tmp_path):
 
 def test_the_install_phase_is_the_longest_job_of_the_pool():
     assert install_phase_s([], 2) == 0
-    assert install_phase_s([30, 20, 20], 1) == 70
-    assert install_phase_s([30, 20, 20], 2) == 40  # 30 | 20 + 20
-    assert install_phase_s([30, 20, 20], 4) == 30
+    alone = [(30, None), (20, None), (20, None)]
+    assert install_phase_s(alone, 1) == 70
+    assert install_phase_s(alone, 2) == 40  # 30 | 20 + 20
+    assert install_phase_s(alone, 4) == 30
+    # Two builds into one shared folder take turns; the job beside them does the rest meanwhile.
+    shared = [(30, "cargo"), (20, "cargo"), (20, None), (10, None)]
+    assert install_phase_s(shared, 2) == 50  # cargo 30 + cargo 20 | 20 + 10
+    assert install_phase_s(shared, 4) == 50  # a free job does not start the second build early
+
+
+# Three contestants whose steps prove what ran beside what: fx-share-a and fx-share-b build into the shared cargo
+# folder ({cargo_target_dir}) and fail if they ever hold it at once (a folder made there for the turn, refused
+# while the other holds it); fx-beside builds into none and waits (30 s at most) for fx-share-a to have started,
+# fx-share-a for it: both succeed only when an install runs beside the first shared build.
+TURN_STEP = ("mkdir -p {cargo_target_dir} && mkdir {cargo_target_dir}/turn && touch {env_dir}/started && "
+             "WAIT && sleep 0.3 && rmdir {cargo_target_dir}/turn")
+WAIT_FOR = ("i=0; while [ ! -e {env_dir}/../OTHER/started ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+            "test -e {env_dir}/../OTHER/started")
+
+
+def test_installs_sharing_a_build_folder_take_turns_while_another_runs_beside(cache, tmp_path):
+    contestants = []
+    for name, last_s, step in (
+            ("fx-share-a", 300.0, TURN_STEP.replace("WAIT", WAIT_FOR.replace("OTHER", "fx-beside"))),
+            ("fx-share-b", 200.0, TURN_STEP.replace("WAIT", "true")),
+            ("fx-beside", 5.0, "touch {env_dir}/started; " + WAIT_FOR.replace("OTHER", "fx-share-a"))):
+        manifest = PARTS_MANIFEST.replace('name = "fx-parts"', f'name = "{name}"').replace(
+            'steps = [["sh", "-c", "echo base >> {env_dir}/runs"]]', f"steps = [{json.dumps(['sh', '-c', step])}]")
+        contestant = _contestant(tmp_path / "contestants", manifest, name)
+        contestant.env_dir.mkdir(parents=True)
+        ct._remember_install_time(contestant, last_s, {})
+        contestants.append(contestant)
+    shared = ct.shared_build_folder(contestants[0])
+    assert shared is not None and shared == ct.shared_build_folder(contestants[1])
+    assert ct.shared_build_folder(contestants[2]) is None
+    ended = []
+    ct.install_concurrently(contestants, lambda c: ct.install(c, allow_apt=False), 2,
+                            lambda done: ended.append((done.contestant.name, done.error)))
+    # Longest first would have started fx-share-b beside fx-share-a, both in the folder: fx-beside went instead.
+    assert sorted(ended) == [("fx-beside", None), ("fx-share-a", None), ("fx-share-b", None)], ended
+    assert ended[-1][0] == "fx-share-b"
 
 
 def test_installs_start_longest_first_by_their_estimates(cache, tmp_path):

@@ -12,7 +12,7 @@ import shutil
 import stat
 import subprocess
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -730,6 +730,26 @@ class Installed:
     seconds: float
 
 
+def shared_build_folder(contestant: Contestant) -> Path | None:
+    """The build folder this contestant's install shares with other contestants' ({cargo_target_dir} in a step,
+    shared_cargo_target_dir), or None. Two installs building into one folder take turns (cargo locks it): started
+    together, the second holds an install job while it waits."""
+    install = contestant.manifest.install
+    steps = [*install.steps, *(step for part in install.optional.values() for step in part.steps)]
+    if any("{cargo_target_dir}" in arg for step in steps for arg in step):
+        return shared_cargo_target_dir(contestant.manifest)
+    return None
+
+
+def next_install(pending: list, running: list, folder) -> object | None:
+    """The install to start next, the one rule for install_concurrently and the plan's estimate of it
+    (plan.suite.install_phase_s): the first of `pending` (longest first) whose shared build folder (folder(one),
+    None for none) no running install builds into; None when every pending one would wait for a running one's
+    folder. A job is then given to an install that can work instead of one that would wait for cargo's lock."""
+    busy = {folder(one) for one in running} - {None}
+    return next((one for one in pending if folder(one) is None or folder(one) not in busy), None)
+
+
 def install_concurrently(contestants: list[Contestant], install_one, jobs: int, on_done, parts=lambda c: ()) -> None:
     """Run install_one(contestant) for every contestant, at most `jobs` at once (threads: the work is in the
     build tools' processes). on_done(Installed) is called in this thread as each one ends, in the order they
@@ -738,7 +758,8 @@ def install_concurrently(contestants: list[Contestant], install_one, jobs: int, 
 
     They start longest first by install_estimate_s (with parts(contestant), the optional parts asked for), as the
     plan's estimate (plan.suite.install_phase_s) assumes: a long build started last would run alone at the end,
-    with no download or short install left to fill the other CPU.
+    with no download or short install left to fill the other CPU. An install whose shared build folder another
+    running install builds into waits for it, and the next one that can work starts instead (next_install).
 
     Ctrl-C: the installs not started yet are dropped, those running end (their build tools got the signal
     too), and the KeyboardInterrupt goes on."""
@@ -750,11 +771,21 @@ def install_concurrently(contestants: list[Contestant], install_one, jobs: int, 
             record, error = None, exc
         return Installed(contestant, record, error, time.monotonic() - started)
 
-    longest_first = sorted(contestants, key=lambda c: install_estimate_s(c, parts(c))[0], reverse=True)
+    pending = sorted(contestants, key=lambda c: install_estimate_s(c, parts(c))[0], reverse=True)
+    running: dict = {}  # future -> contestant
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="install")
     try:
-        for future in as_completed([pool.submit(timed, c) for c in longest_first]):
-            on_done(future.result())
+        while pending or running:
+            while len(running) < max(1, jobs):
+                chosen = next_install(pending, list(running.values()), shared_build_folder)
+                if chosen is None:
+                    break
+                pending.remove(chosen)
+                running[pool.submit(timed, chosen)] = chosen
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                del running[future]
+                on_done(future.result())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -869,7 +900,8 @@ def markdown_catalog(contestants: list[Contestant], not_here: list[NotHereEntry]
 
 __all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts",
            "quick_build", "QUICK_BUILDS_ENV",
-           "install_current", "install_estimate_s", "install_concurrently", "default_install_jobs", "select", "load", "list_names",
+           "install_current", "install_estimate_s", "install_concurrently", "next_install", "shared_build_folder",
+           "default_install_jobs", "select", "load", "list_names",
            "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note", "markdown_catalog"]
 
 

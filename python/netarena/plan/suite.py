@@ -7,7 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..config import SERVICE_SCENARIOS, Suite
-from ..contestants import INSTALLED, Contestant, entry_measures, install_estimate_s, install_parts, scenario_note
+from ..contestants import (INSTALLED, Contestant, entry_measures, install_estimate_s, install_parts, next_install,
+                           scenario_note, shared_build_folder)
 from ..doctor import FD_SPARE
 from ..generator import sweep_rates
 from ..scenarios import Level, levels_for, registry
@@ -69,13 +70,24 @@ class Estimate:
         return f"{installs} + measuring {minutes_seconds(self.measuring_s)}"
 
 
-def install_phase_s(seconds: list[float], jobs: int) -> float:
-    """How long installs of these durations take `jobs` at a time: the longest first, each to the job that
-    frees up first (what contestants.install_concurrently does)."""
-    lanes = [0.0] * max(1, jobs)
-    for one in sorted(seconds, reverse=True):
-        lanes[lanes.index(min(lanes))] += one
-    return max(lanes)
+def install_phase_s(installs: list[tuple[float, object]], jobs: int) -> float:
+    """How long installs of these (seconds, shared build folder or None) take `jobs` at a time, as
+    contestants.install_concurrently runs them: the longest first, each to the job that frees up first, except that
+    an install waits while another builds into its shared folder (contestants.next_install)."""
+    pending = sorted(installs, key=lambda one: -one[0])
+    running: list[tuple[float, tuple[float, object]]] = []  # (when it ends, the install)
+    now = 0.0
+    while pending or running:
+        while len(running) < max(1, jobs):
+            chosen = next_install(pending, [one for _, one in running], folder=lambda one: one[1])
+            if chosen is None:
+                break
+            pending.remove(chosen)
+            running.append((now + chosen[0], chosen))
+        ending = min(running, key=lambda end_and_one: end_and_one[0])
+        running.remove(ending)
+        now = ending[0]
+    return now
 
 
 @dataclass
@@ -146,8 +158,9 @@ class Plan:
                 if any(i.contestant == contestant.name for i in self.items):
                     seconds, source = install_estimate_s(contestant, self.install_parts(contestant))
                     if source != INSTALLED:
-                        todo.append((contestant.name, seconds, source))
-        return Estimate(install_phase_s([s for _, s, _ in todo], jobs), self.estimate_s(), jobs, todo)
+                        todo.append((contestant, seconds, source))
+        return Estimate(install_phase_s([(s, shared_build_folder(c)) for c, s, _ in todo], jobs), self.estimate_s(),
+                        jobs, [(c.name, s, source) for c, s, source in todo])
 
     def install_parts(self, contestant: Contestant) -> list[str]:
         """The contestant's optional install parts that the planned scenarios need (a database driver only
