@@ -196,6 +196,20 @@ def test_the_estimate_counts_installs_from_the_cache_state(cache, tmp_path):
     assert plan.estimate(jobs=2, installs=False).installs_s == 0
 
 
+def _timed_contestants(tmp_path: Path, specs) -> list[ct.Contestant]:
+    """Fixture contestants from (name, its last install's seconds here, its one shell step): the seconds are what
+    install_concurrently orders them by (install_estimate_s)."""
+    contestants = []
+    for name, last_s, step in specs:
+        manifest = PARTS_MANIFEST.replace('name = "fx-parts"', f'name = "{name}"').replace(
+            'steps = [["sh", "-c", "echo base >> {env_dir}/runs"]]', f"steps = [{json.dumps(['sh', '-c', step])}]")
+        contestant = _contestant(tmp_path / "contestants", manifest, name)
+        contestant.env_dir.mkdir(parents=True)
+        ct._remember_install_time(contestant, last_s, {})
+        contestants.append(contestant)
+    return contestants
+
+
 def test_the_install_phase_is_the_longest_job_of_the_pool():
     assert install_phase_s([], 2) == 0
     alone = [(30, None), (20, None), (20, None)]
@@ -219,17 +233,10 @@ WAIT_FOR = ("i=0; while [ ! -e {env_dir}/../OTHER/started ] && [ $i -lt 600 ]; d
 
 
 def test_installs_sharing_a_build_folder_take_turns_while_another_runs_beside(cache, tmp_path):
-    contestants = []
-    for name, last_s, step in (
-            ("fx-share-a", 300.0, TURN_STEP.replace("WAIT", WAIT_FOR.replace("OTHER", "fx-beside"))),
-            ("fx-share-b", 200.0, TURN_STEP.replace("WAIT", "true")),
-            ("fx-beside", 5.0, "touch {env_dir}/started; " + WAIT_FOR.replace("OTHER", "fx-share-a"))):
-        manifest = PARTS_MANIFEST.replace('name = "fx-parts"', f'name = "{name}"').replace(
-            'steps = [["sh", "-c", "echo base >> {env_dir}/runs"]]', f"steps = [{json.dumps(['sh', '-c', step])}]")
-        contestant = _contestant(tmp_path / "contestants", manifest, name)
-        contestant.env_dir.mkdir(parents=True)
-        ct._remember_install_time(contestant, last_s, {})
-        contestants.append(contestant)
+    contestants = _timed_contestants(tmp_path, (
+        ("fx-share-a", 300.0, TURN_STEP.replace("WAIT", WAIT_FOR.replace("OTHER", "fx-beside"))),
+        ("fx-share-b", 200.0, TURN_STEP.replace("WAIT", "true")),
+        ("fx-beside", 5.0, "touch {env_dir}/started; " + WAIT_FOR.replace("OTHER", "fx-share-a"))))
     shared = ct.shared_build_folder(contestants[0])
     assert shared is not None and shared == ct.shared_build_folder(contestants[1])
     assert ct.shared_build_folder(contestants[2]) is None
@@ -245,14 +252,9 @@ def test_installs_start_longest_first_by_their_estimates(cache, tmp_path):
     """install_concurrently starts the installs in the order install_phase_s assumes: the longest estimate first
     (this cache's last install times here), whatever order it is given them in."""
     order = tmp_path / "contestants" / "order"  # beside the contestants: steps name no path outside their folder
-    contestants = []
-    for name, last_s in (("fx-short", 5.0), ("fx-long", 300.0), ("fx-middle", 40.0)):
-        manifest = PARTS_MANIFEST.replace('name = "fx-parts"', f'name = "{name}"').replace(
-            'steps = [["sh", "-c", "echo base >> {env_dir}/runs"]]', f'steps = [["sh", "-c", "echo {name} >> {{dir}}/../order"]]')
-        contestant = _contestant(tmp_path / "contestants", manifest, name)
-        contestant.env_dir.mkdir(parents=True)
-        ct._remember_install_time(contestant, last_s, {})
-        contestants.append(contestant)
+    contestants = _timed_contestants(tmp_path, [(name, last_s, f"echo {name} >> {{dir}}/../order")
+                                                for name, last_s in (("fx-short", 5.0), ("fx-long", 300.0),
+                                                                     ("fx-middle", 40.0))])
     ended = []
     ct.install_concurrently(contestants, lambda c: ct.install(c, allow_apt=False), 1,
                             lambda done: ended.append((done.contestant.name, done.error)))
