@@ -4,6 +4,9 @@ The standard library is monkey-patched first, as gevent applications that use a 
 pymongo's sockets and locks then yield to the hub (PyMongo supports gevent this way), so /mongo blocks only
 its own greenlet. psycopg 3, for TechEmpower's database routes, is imported after the patching too, so its
 waits are on gevent's cooperative select.poll (netarena_shared.psycopg_world).
+
+With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls) pywsgi serves HTTPS: its ssl_context argument,
+netarena_shared.tls's context, which is gevent's own SSLContext once the standard library is patched.
 """
 from gevent import monkey
 
@@ -18,7 +21,7 @@ import gevent.socket  # noqa: E402
 from gevent.pywsgi import WSGIServer  # noqa: E402
 import gridfs.errors  # noqa: E402  (pymongo's GridFS)
 
-from netarena_shared import prefork  # noqa: E402
+from netarena_shared import prefork, tls  # noqa: E402
 from netarena_shared.cli import parse_args  # noqa: E402
 from netarena_shared import world  # noqa: E402
 from netarena_shared.mongo import MONGO_URL_VAR, sync_docs_collection, sync_gridfs_bucket  # noqa: E402
@@ -58,8 +61,13 @@ def main():
     listener.bind((args.host, args.port))
     listener.listen(2048)
 
+    # h1-tls: every accepted connection is wrapped (and its handshake made) in its own greenlet, by pywsgi.
+    # Made after patch_all, so the context's sockets are gevent's and a handshake blocks only its greenlet.
+    context = tls.server_context()
+    ssl_args = {} if context is None else {"ssl_context": context}
+
     def serve():
-        server = WSGIServer(listener, app, log=None)
+        server = WSGIServer(listener, app, log=None, **ssl_args)
         gevent.signal_handler(signal.SIGTERM, server.stop)
         server.serve_forever()
 
