@@ -15,6 +15,7 @@ monkey.patch_all()
 import os  # noqa: E402  (after patch_all, as gevent requires)
 import signal  # noqa: E402
 import socket  # noqa: E402
+import ssl  # noqa: E402
 
 import gevent  # noqa: E402
 import gevent.socket  # noqa: E402
@@ -39,6 +40,17 @@ def open_gridfs_file(name):
         return sync_gridfs_bucket().open_download_stream_by_name(name)
     except gridfs.errors.NoFile:
         return None
+
+
+class Server(WSGIServer):
+    """pywsgi's server, quiet about a client that leaves or fails its TLS handshake (netarena's readiness check connects
+    and closes without one): not a server error, yet gevent would print a traceback for each."""
+
+    def wrap_socket_and_handle(self, client_socket, address):
+        try:
+            return super().wrap_socket_and_handle(client_socket, address)
+        except ssl.SSLError:
+            pass
 
 
 def main():
@@ -67,7 +79,7 @@ def main():
     ssl_args = {} if context is None else {"ssl_context": context}
 
     def serve():
-        server = WSGIServer(listener, app, log=None, **ssl_args)
+        server = Server(listener, app, log=None, **ssl_args)
         gevent.signal_handler(signal.SIGTERM, server.stop)
         server.serve_forever()
 
