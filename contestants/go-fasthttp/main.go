@@ -5,11 +5,13 @@
 // no router of its own; its examples switch on the path), fasthttp.FS for files, fasthttp.Server with its
 // default settings. The server runs each connection in a goroutine from its worker pool, on GOMAXPROCS OS
 // threads (the manifest sets GOMAXPROCS from {workers}). The listen backlog is the kernel's somaxconn, which
-// Go's net.Listen passes to listen(); Go sets TCP_NODELAY on every TCP connection by default.
+// Go's net.Listen passes to listen(); Go sets TCP_NODELAY on every TCP connection by default. With -tls-cert and
+// -tls-key (netarena's h1-tls) it serves HTTPS through fasthttp.Server.ServeTLS.
 package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -137,6 +139,8 @@ func main() {
 	mongoURL := flag.String("mongo-url", "", "mongodb:// URL of the fixture database (empty: no /mongo)")
 	pgURL := flag.String("pg-url", "", "postgres:// URL of TechEmpower's database (empty: no /db, /queries, /fortunes, /updates, /cached-queries)")
 	pgPool := flag.Int("pg-pool", 8, "connections in the PostgreSQL pool")
+	tlsCert := flag.String("tls-cert", "", "PEM certificate: serve HTTPS with it (empty: cleartext)")
+	tlsKey := flag.String("tls-key", "", "PEM private key of -tls-cert")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetPrefix("go-fasthttp: ")
@@ -148,6 +152,9 @@ func main() {
 	}
 	if *pgPool < 1 {
 		log.Fatalf("-pg-pool must be at least 1, got %d", *pgPool)
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		log.Fatal("-tls-cert and -tls-key go together: give both (HTTPS) or neither (cleartext)")
 	}
 	for _, n := range []int{40, 10000, 524288} {
 		bytesBody(n)
@@ -179,7 +186,16 @@ func main() {
 		// off by the orchestrator's stop timeout, as a benchmark server has nothing to flush.
 		srv.Shutdown()
 	}()
-	if err := srv.Serve(ln); err != nil {
+	if *tlsCert != "" {
+		// h1-tls: fasthttp's own TLS, ServeTLS with the two files: crypto/tls over the listener, each connection's
+		// handshake made by the goroutine serving it. crypto/tls's defaults (TLS 1.2 and 1.3, session tickets);
+		// ALPN offers http/1.1 alone, the one protocol fasthttp speaks (it has no HTTP/2).
+		srv.TLSConfig = &tls.Config{NextProtos: []string{"http/1.1"}}
+		err = srv.ServeTLS(ln, *tlsCert, *tlsKey)
+	} else {
+		err = srv.Serve(ln)
+	}
+	if err != nil {
 		log.Fatal(err)
 	}
 }

@@ -5,6 +5,10 @@ library is monkey-patched first, and psycopg 3 is its pure-Python implementation
 manifest's): its C implementation waits in C, where eventlet's patching cannot reach, and would block every green
 thread of the process for each query; the pure-Python one waits in select.select on eventlet's patched selectors,
 so a query blocks only its own green thread (psycopg_pool's threads are green too).
+
+With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls) eventlet.wsgi serves HTTPS: the listening socket
+wrapped by eventlet's green ssl module (its SSLContext, with netarena_shared.tls's settings), as eventlet's docs wrap
+one with eventlet.wrap_ssl.
 """
 import eventlet
 
@@ -18,10 +22,11 @@ import signal  # noqa: E402
 import socket  # noqa: E402
 import sys  # noqa: E402
 
+from eventlet.green import ssl as green_ssl  # noqa: E402
 import eventlet.tpool  # noqa: E402
 import eventlet.wsgi  # noqa: E402
 
-from netarena_shared import prefork  # noqa: E402
+from netarena_shared import prefork, tls  # noqa: E402
 from netarena_shared.cli import parse_args  # noqa: E402
 from netarena_shared.mongo import MONGO_URL_VAR, sync_docs_collection  # noqa: E402
 from netarena_shared.wsgi_app import make_app  # noqa: E402
@@ -56,6 +61,12 @@ def main():
     listener = eventlet.listen((args.host, args.port), backlog=2048)
     # Linux copies TCP_NODELAY from the listening socket to every accepted one.
     listener.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    # h1-tls: a green SSLContext (its sockets wait on the hub; the standard library's would block the process, which
+    # is patched only for the database scenarios). Its accept() wraps each connection without a handshake, which the
+    # connection's own green thread then makes on its first read, so a slow handshake holds up no other.
+    context = tls.server_context(green_ssl.SSLContext)
+    if context is not None:
+        listener = context.wrap_socket(listener, server_side=True)
 
     def stop(*_):
         eventlet.spawn_after(STOP_GRACE_S, os._exit, 0)

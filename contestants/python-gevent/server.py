@@ -4,6 +4,9 @@ The standard library is monkey-patched first, as gevent applications that use a 
 pymongo's sockets and locks then yield to the hub (PyMongo supports gevent this way), so /mongo blocks only
 its own greenlet. psycopg 3, for TechEmpower's database routes, is imported after the patching too, so its
 waits are on gevent's cooperative select.poll (netarena_shared.psycopg_world).
+
+With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls) pywsgi serves HTTPS: its ssl_context argument,
+netarena_shared.tls's context, which is gevent's own SSLContext once the standard library is patched.
 """
 from gevent import monkey
 
@@ -12,13 +15,14 @@ monkey.patch_all()
 import os  # noqa: E402  (after patch_all, as gevent requires)
 import signal  # noqa: E402
 import socket  # noqa: E402
+import ssl  # noqa: E402
 
 import gevent  # noqa: E402
 import gevent.socket  # noqa: E402
 from gevent.pywsgi import WSGIServer  # noqa: E402
 import gridfs.errors  # noqa: E402  (pymongo's GridFS)
 
-from netarena_shared import prefork  # noqa: E402
+from netarena_shared import prefork, tls  # noqa: E402
 from netarena_shared.cli import parse_args  # noqa: E402
 from netarena_shared import world  # noqa: E402
 from netarena_shared.mongo import MONGO_URL_VAR, sync_docs_collection, sync_gridfs_bucket  # noqa: E402
@@ -36,6 +40,17 @@ def open_gridfs_file(name):
         return sync_gridfs_bucket().open_download_stream_by_name(name)
     except gridfs.errors.NoFile:
         return None
+
+
+class Server(WSGIServer):
+    """pywsgi's server, quiet about a client that leaves or fails its TLS handshake (netarena's readiness check connects
+    and closes without one): not a server error, yet gevent would print a traceback for each."""
+
+    def wrap_socket_and_handle(self, client_socket, address):
+        try:
+            return super().wrap_socket_and_handle(client_socket, address)
+        except ssl.SSLError:
+            pass
 
 
 def main():
@@ -58,8 +73,13 @@ def main():
     listener.bind((args.host, args.port))
     listener.listen(2048)
 
+    # h1-tls: every accepted connection is wrapped (and its handshake made) in its own greenlet, by pywsgi.
+    # Made after patch_all, so the context's sockets are gevent's and a handshake blocks only its greenlet.
+    context = tls.server_context()
+    ssl_args = {} if context is None else {"ssl_context": context}
+
     def serve():
-        server = WSGIServer(listener, app, log=None)
+        server = Server(listener, app, log=None, **ssl_args)
         gevent.signal_handler(signal.SIGTERM, server.stop)
         server.serve_forever()
 

@@ -3,14 +3,19 @@ or with --threads N a fixed pool of N threads that take the connections in turn.
 
 /sleep/{ms} blocks the connection's thread with time.sleep: that is what a threaded server does,
 and the contrast with the event loops is seed 002's point.
+
+With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls) it serves HTTPS: each accepted socket wrapped
+by the standard library's ssl (netarena_shared.tls's context), its handshake made on the connection's own thread.
 """
 
 import http.server
 import json
 import os
+import ssl
 import sys
 import time
 
+from netarena_shared import tls
 from netarena_shared.cli import parse_args
 from threaded_serving import PooledThreads, ThreadPerConnection, serve_until_stopped
 
@@ -34,6 +39,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     # StreamRequestHandler's switch for TCP_NODELAY on the accepted socket.
     disable_nagle_algorithm = True
     server_version = "netarena-threads"
+
+    def setup(self):
+        super().setup()  # TCP_NODELAY first, so the handshake's last flight is not held back either
+        if isinstance(self.request, ssl.SSLSocket):
+            # h1-tls: the handshake Server.get_request left to this connection's thread.
+            self.request.do_handshake()
 
     def do_GET(self):
         path = self.path.split("?", 1)[0]
@@ -78,7 +89,19 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 
 class Server(PooledThreads, ThreadPerConnection, http.server.ThreadingHTTPServer):
-    pass
+    tls_context: ssl.SSLContext | None = None  # h1-tls's (netarena_shared.tls), None for cleartext
+
+    def get_request(self):
+        request, client_address = super().get_request()
+        if self.tls_context is not None:
+            # Wrapped without a handshake: ThreadingHTTPServer accepts on one thread for every connection, where a
+            # slow handshake would hold up the others; Handler.setup makes it on the connection's own thread.
+            try:
+                request = self.tls_context.wrap_socket(request, server_side=True, do_handshake_on_connect=False)
+            except OSError:  # the client is gone already; the accept loop goes on to the next one
+                request.close()
+                raise
+        return request, client_address
 
 
 def main() -> int:
@@ -91,6 +114,7 @@ def main() -> int:
 
     server = Server((args.host, args.port), StaticHandler)
     server.pool_size = args.threads
+    server.tls_context = tls.server_context()
     return serve_until_stopped(server)
 
 

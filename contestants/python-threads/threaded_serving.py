@@ -1,5 +1,6 @@
 """What server.py (ThreadingHTTPServer) and echo.py (ThreadingTCPServer) both need from socketserver."""
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -16,9 +17,9 @@ class ThreadPerConnection:
     allow_reuse_address = True
 
     def handle_error(self, request, client_address):
-        # A client closing or resetting its connection (every load generator does at the end) is
-        # not a server error; socketserver would print a traceback for each one.
-        if isinstance(sys.exc_info()[1], ConnectionError):
+        # A client closing or resetting its connection (every load generator does at the end), or over TLS
+        # leaving or refusing a handshake, is not a server error; socketserver would print a traceback for each.
+        if isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
             return
         super().handle_error(request, client_address)
 
@@ -47,7 +48,11 @@ class PooledThreads:
             try:
                 request, client_address = self.get_request()
             except OSError:
-                return  # the listening socket was closed: the server is stopping
+                if self.socket.fileno() < 0:
+                    return  # the listening socket was closed: the server is stopping
+                # One connection lost as it was taken (over TLS, a client gone before its socket was wrapped),
+                # as socketserver's own accept loop drops it: the next one is served.
+                continue
             # ThreadingMixIn's body of a connection's thread: handle it, report errors, close it.
             self.process_request_thread(request, client_address)
 

@@ -32,12 +32,12 @@ def load_module(name: str, path: str):
 
 
 class _Context:
-    """What HTTPServerRequest reads from `connection.context`: the peer's address and the scheme."""
+    """What HTTPServerRequest reads from `connection.context`: the peer's address and the scheme ("https" over
+    h1-tls's TLS, as Tornado's own HTTPServer says for a request that came over it)."""
 
-    protocol = "http"
-
-    def __init__(self, remote_ip: str | None) -> None:
+    def __init__(self, remote_ip: str | None, secure: bool) -> None:
         self.remote_ip = remote_ip
+        self.protocol = "https" if secure else "http"
 
 
 def open_database(app) -> None:
@@ -89,7 +89,7 @@ def build_site(static_dir: str | None, serving: bool):
 
         def __init__(self, request) -> None:
             self.request = request
-            self.context = _Context(getattr(request.getClientAddress(), "host", None))
+            self.context = _Context(getattr(request.getClientAddress(), "host", None), request.isSecure())
             self.close_callback = None
             self.waiting: list[asyncio.Future] = []
             self.paused = False
@@ -183,7 +183,8 @@ def build_site(static_dir: str | None, serving: bool):
             app(tornado_request)
             return server.NOT_DONE_YET
 
-    return twisted_site.QuietSite(TornadoResource())
+    # h1-tls: python-twisted's TLSMemoryBIOFactory around the Site when netarena gives a certificate and key.
+    return twisted_site.over_tls_when_asked(twisted_site.QuietSite(TornadoResource()))
 
 
 def main() -> int:

@@ -2,8 +2,9 @@
 
 Shared by python-twisted (default reactor), python-twisted-asyncio (`--reactor asyncio`) and
 pypy-twisted (the same code on PyPy). With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls) the
-site is served over TLS: Twisted's TLSMemoryBIOFactory around it, pyOpenSSL underneath (python-twisted's
-requirements pin it; the others do not list h1-tls).
+site is served over TLS: Twisted's TLSMemoryBIOFactory around it, pyOpenSSL underneath (pinned by python-twisted,
+python-twisted-asyncio and python-tornado-on-twisted, which wraps its own Site with over_tls_when_asked; pypy-twisted
+does not list h1-tls, its manifest says why).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 # HTTP on Thin, the EventMachine-based Rack server, with a plain Rack app.
 require "netarena_rack"
+require "netarena_tls"
 require "thin"
 require_relative "listen_socket"
 
@@ -64,4 +65,12 @@ server = Thin::Server.new(host, port, app, backend: NetarenaBackend, listener: N
 # accept at most 1024; the benchmark opens thousands of keep-alive connections.
 server.maximum_persistent_connections = 20_000
 server.maximum_connections = 20_000
+# h1-tls (netarena gives the run's certificate and key): Thin's own TLS, EventMachine's start_tls on every accepted
+# connection (Thin's backend calls it), TLS 1.2 and 1.3, no client certificates.
+tls_cert, tls_key = NetarenaTLS.files
+unless tls_cert.nil?
+  server.ssl = true
+  server.ssl_options = { cert_chain_file: tls_cert, private_key_file: tls_key, verify_peer: false,
+                         ssl_version: %w[TLSv1_2 TLSv1_3] }
+end
 server.start

@@ -1,6 +1,7 @@
 # Puma's production set-up (Puma 5.6's README "Clustered mode" and docs/deployment.md): cluster mode, forked
 # worker processes that each run a pool of threads, the app preloaded before the fork.
 require_relative "app"
+require "netarena_tls"
 
 environment "production"
 
@@ -33,6 +34,15 @@ on_worker_boot { RubyPuma.connect_databases }
 # every server to set TCP_NODELAY where its framework offers it, and Puma offers it here.
 host = RubyPuma.setting("NETARENA_HOST")
 host = "[#{host}]" if host.include?(":")
-bind "tcp://#{host}:#{RubyPuma.count('NETARENA_PORT')}?backlog=1024&low_latency=true"
+port = RubyPuma.count("NETARENA_PORT")
+tls_cert, tls_key = NetarenaTLS.files
+if tls_cert.nil?
+  bind "tcp://#{host}:#{port}?backlog=1024&low_latency=true"
+else
+  # h1-tls (netarena gives the run's certificate and key): Puma's own TLS, its MiniSSL extension over OpenSSL,
+  # with the same backlog. TLS 1.2 and 1.3 (no_tlsv1_1); no client certificates. Puma 5.6 sets TCP_NODELAY on
+  # every ssl:// bind itself.
+  ssl_bind host, port, cert: tls_cert, key: tls_key, verify_mode: "none", no_tlsv1_1: true, backlog: 1024
+end
 
 rackup File.join(__dir__, "config.ru")
