@@ -58,7 +58,10 @@ public class Application {
     }
 
     public static void main(String[] args) {
-        SpringApplication.run(Application.class, args);
+        SpringApplication app = new SpringApplication(Application.class);
+        // HTTPS for an h1-tls start (ServedProtocol), nothing for a cleartext one.
+        app.setDefaultProperties(ServedProtocol.serverProperties());
+        app.run(args);
     }
 
     @GetMapping(value = "/hello", produces = MediaType.TEXT_PLAIN_VALUE)
