@@ -18,6 +18,8 @@ public class Application {
         // Checked once Spring has read the command line, before any bean exists: a wrong value exits 2 with one
         // line saying what to fix instead of a context failure's stack trace.
         app.addListeners((ApplicationEnvironmentPreparedEvent event) -> checkArguments(event.getEnvironment()));
+        // HTTPS for an h1-tls start (ServedProtocol), nothing for a cleartext one.
+        app.setDefaultProperties(ServedProtocol.serverProperties());
         app.run(args);
     }
 
