@@ -8,6 +8,7 @@ import com.mongodb.client.model.Filters;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import netarena.shared.ServedProtocol;
 import org.bson.Document;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;

@@ -2,6 +2,7 @@ package netarena.webflux;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import netarena.shared.ServedProtocol;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;

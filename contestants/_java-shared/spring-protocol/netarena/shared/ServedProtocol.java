@@ -1,4 +1,4 @@
-package netarena.webflux;
+package netarena.shared;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,12 +15,13 @@ import java.util.Map;
  *       Boot's default, stated because a server started for h1-tls must never choose h2 by ALPN).
  * </ul>
  * Any other protocol, or h1-tls without a readable file, exits 2 with one line before Spring starts, instead of
- * serving cleartext where HTTPS was asked for.
+ * serving cleartext where HTTPS was asked for. Shared by java-spring-mvc-vt and java-spring-webflux: each pom adds
+ * this folder to its sources (build-helper-maven-plugin's add-source), each manifest names it in build_inputs.
  */
-final class ServedProtocol {
+public final class ServedProtocol {
     private ServedProtocol() {}
 
-    static Map<String, Object> serverProperties() {
+    public static Map<String, Object> serverProperties() {
         String protocol = System.getenv().getOrDefault("NETARENA_PROTOCOL", "h1");
         if (protocol.equals("h1")) {
             return Map.of();
