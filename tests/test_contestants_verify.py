@@ -326,3 +326,20 @@ def test_rust_contestant_started_for_tls_without_a_certificate_stops_with_one_me
     code, said = _started_without_a_certificate(name, protocol, availability, tmp_path)
     assert code == 2, f"{name} started for {protocol} without a certificate: exit {code}, not 2:\n{said}"
     assert f"NETARENA_PROTOCOL={protocol} without NETARENA_TLS_CERT" in said and "panicked" not in said, said
+
+
+# The JVM contestants serving h1-tls (java-netty, java-vertx, java-helidon-se, java-spring-mvc-vt and
+# java-spring-webflux), each checking NETARENA_PROTOCOL and the certificate's variables before its server starts.
+JVM_TLS_NAMES = [n for n in NAMES
+                 if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).runtime == "jvm"
+                 and "h1-tls" in m.protocols]
+
+
+@pytest.mark.parametrize("name", JVM_TLS_NAMES)
+def test_jvm_contestant_started_for_h1_tls_without_a_certificate_stops_with_one_message(name, availability,
+                                                                                         tmp_path):
+    """Started for h1-tls without the run's certificate and key, the JVM exits with code 2 (its bad setting) naming
+    NETARENA_TLS_CERT, without a stack trace, instead of serving cleartext where HTTPS was asked for."""
+    code, said = _started_without_a_certificate(name, "h1-tls", availability, tmp_path)
+    assert code == 2, f"{name} started for h1-tls without a certificate: exit {code}, not 2:\n{said}"
+    assert "NETARENA_TLS_CERT" in said and "\tat " not in said and "Exception" not in said, said

@@ -4,10 +4,13 @@ import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.model.Filters;
+import io.helidon.common.configurable.Resource;
+import io.helidon.common.pki.Keys;
 import io.helidon.config.Config;
 import io.helidon.http.HeaderValues;
 import io.helidon.http.Status;
 import io.helidon.webserver.WebServer;
+import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
@@ -54,7 +57,7 @@ public final class Main {
             bytes(n);
         }
 
-        WebServer.builder()
+        WebServerConfig.Builder server = WebServer.builder()
                 .config(config.get("server"))
                 .addFeature(StaticContentFeature.create(s -> s.addPath(p -> p.location(staticDir).context("/static"))))
                 .routing(routing -> {
@@ -62,9 +65,58 @@ public final class Main {
                     if (postgres != null) {
                         postgres.routes(routing);
                     }
-                })
-                .build()
-                .start();
+                });
+        tlsForProtocol(server);
+        server.build().start();
+    }
+
+    /**
+     * The protocol netarena started the server for (NETARENA_PROTOCOL; unset, as when started by hand, is h1).
+     * h1: cleartext, nothing to set. h1-tls: HTTPS on the same listener, Helidon's Tls from the PEM certificate
+     * and key netarena names in NETARENA_TLS_CERT and NETARENA_TLS_KEY (Keys.builder().pem(...), as Helidon's docs
+     * configure a PEM key), over the JDK's own TLS (JSSE) at Helidon's Tls defaults. ALPN: Helidon picks the
+     * first protocol the client offers that one of its connection providers serves, and the only one here is
+     * HTTP/1.1's (helidon-webserver-http2 is not a dependency), so a client offering h2 beside http/1.1 gets
+     * http/1.1. Any other protocol exits 2: this server speaks no HTTP/2.
+     */
+    static void tlsForProtocol(WebServerConfig.Builder server) {
+        String protocol = System.getenv().getOrDefault("NETARENA_PROTOCOL", "h1");
+        if (protocol.equals("h1")) {
+            return;
+        }
+        if (!protocol.equals("h1-tls")) {
+            fail("NETARENA_PROTOCOL must be h1 or h1-tls (this contestant serves no other), got '" + protocol + "'");
+        }
+        Path cert = pemFile("NETARENA_TLS_CERT");
+        Path key = pemFile("NETARENA_TLS_KEY");
+        Keys keys;
+        try {
+            keys = Keys.builder()
+                    .pem(pem -> pem.key(Resource.create(key)).certChain(Resource.create(cert)))
+                    .build();
+        } catch (RuntimeException e) {
+            keys = fail("NETARENA_TLS_CERT " + cert + " with NETARENA_TLS_KEY " + key + ": " + e.getMessage());
+        }
+        if (keys.privateKey().isEmpty() || keys.certChain().isEmpty()) {
+            fail("NETARENA_TLS_CERT " + cert + " with NETARENA_TLS_KEY " + key
+                    + ": no PEM certificate chain and PKCS#8 private key found in them");
+        }
+        Keys pemKeys = keys;
+        server.tls(tls -> tls.privateKey(pemKeys).privateKeyCertChain(pemKeys));
+    }
+
+    /** The readable file the environment variable names, or exit 2 saying which is missing. */
+    static Path pemFile(String variable) {
+        String file = System.getenv(variable);
+        if (file == null || file.isEmpty()) {
+            fail("NETARENA_PROTOCOL=h1-tls without " + variable + ": set it to the PEM file to serve TLS with"
+                    + " (netarena does for its h1-tls levels)");
+        }
+        Path path = Path.of(file);
+        if (!Files.isReadable(path)) {
+            fail(variable + "=" + file + " cannot be read; it must name a PEM file");
+        }
+        return path;
     }
 
     static void routes(HttpRouting.Builder routing, MongoCollection<Document> docs) {

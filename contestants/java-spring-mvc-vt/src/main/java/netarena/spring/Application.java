@@ -8,6 +8,7 @@ import com.mongodb.client.model.Filters;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import netarena.shared.ServedProtocol;
 import org.bson.Document;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
@@ -58,7 +59,10 @@ public class Application {
     }
 
     public static void main(String[] args) {
-        SpringApplication.run(Application.class, args);
+        SpringApplication app = new SpringApplication(Application.class);
+        // HTTPS for an h1-tls start (ServedProtocol), nothing for a cleartext one.
+        app.setDefaultProperties(ServedProtocol.serverProperties());
+        app.run(args);
     }
 
     @GetMapping(value = "/hello", produces = MediaType.TEXT_PLAIN_VALUE)

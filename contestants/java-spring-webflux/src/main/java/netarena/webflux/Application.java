@@ -2,6 +2,7 @@ package netarena.webflux;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import netarena.shared.ServedProtocol;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
@@ -18,6 +19,8 @@ public class Application {
         // Checked once Spring has read the command line, before any bean exists: a wrong value exits 2 with one
         // line saying what to fix instead of a context failure's stack trace.
         app.addListeners((ApplicationEnvironmentPreparedEvent event) -> checkArguments(event.getEnvironment()));
+        // HTTPS for an h1-tls start (ServedProtocol), nothing for a cleartext one.
+        app.setDefaultProperties(ServedProtocol.serverProperties());
         app.run(args);
     }
 

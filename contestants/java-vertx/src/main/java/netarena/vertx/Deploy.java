@@ -36,8 +36,10 @@ final class Deploy {
                     .toCompletionStage().toCompletableFuture().get(30, TimeUnit.SECONDS);
         } catch (Exception e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
+            // A bind failure is most likely a port in use; anything else (say, an h1-tls start whose PEM files
+            // hold no certificate or key) is named by its cause alone.
             System.err.println("error: cannot serve on " + host + " port " + port + ": " + cause
-                    + " (is the port already in use?)");
+                    + (cause instanceof java.net.BindException ? " (is the port already in use?)" : ""));
             close(vertx);
             // halt, not exit: exit would run the shutdown hook, which closes Vert.x a second time.
             Runtime.getRuntime().halt(1);

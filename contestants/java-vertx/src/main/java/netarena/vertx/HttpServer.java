@@ -7,7 +7,10 @@ import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.http.HttpHeaders;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpVersion;
 import io.vertx.core.json.JsonObject;
+import io.vertx.core.net.JdkSSLEngineOptions;
+import io.vertx.core.net.PemKeyCertOptions;
 import io.vertx.ext.mongo.MongoClient;
 import io.vertx.ext.web.Router;
 import io.vertx.ext.web.RoutingContext;
@@ -16,6 +19,7 @@ import io.vertx.ext.web.handler.StaticHandler;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 
 /** The HTTP verticle: Vert.x Web's Router on an HttpServer; {workers} instances of it share the port. */
@@ -32,6 +36,8 @@ public final class HttpServer extends VerticleBase {
 
     private final String host;
     private final int port;
+    /** Vert.x's defaults, or HTTPS on the same port for h1-tls: {@link #serverOptions}. */
+    private final HttpServerOptions options;
     private final String staticDir;
     /** Null without --mongo-url: /mongo answers 404 then. */
     private final JsonObject mongoConfig;
@@ -39,9 +45,11 @@ public final class HttpServer extends VerticleBase {
     /** Null without --pg-url: TechEmpower's database routes answer 404 then. */
     private final Postgres postgres;
 
-    HttpServer(String host, int port, String staticDir, JsonObject mongoConfig, Postgres postgres) {
+    HttpServer(String host, int port, HttpServerOptions options, String staticDir, JsonObject mongoConfig,
+               Postgres postgres) {
         this.host = host;
         this.port = port;
+        this.options = options;
         this.staticDir = staticDir;
         this.mongoConfig = mongoConfig;
         this.postgres = postgres;
@@ -65,11 +73,11 @@ public final class HttpServer extends VerticleBase {
             postgres.routes(router);
         }
         // Vert.x Web's StaticHandler with its production defaults (cache headers, cached file properties,
-        // sendfile); FileSystemAccess.ROOT because the static set lives outside the working directory.
+        // sendfile); FileSystemAccess.ROOT because the static set lives outside the working directory. Over TLS
+        // Vert.x sends the file in 8 KiB chunks through the encryption instead (sendfile cannot pass through it).
         router.get("/static/*").handler(StaticHandler.create(FileSystemAccess.ROOT, staticDir));
-        // Vert.x's defaults otherwise: TCP_NODELAY on; the listen backlog is Netty's, the kernel's
-        // net.core.somaxconn (4096 on current kernels, above the catalog's 1024).
-        return vertx.createHttpServer(new HttpServerOptions())
+        // A copy per instance: Vert.x keeps the object it is given, so no two servers share one.
+        return vertx.createHttpServer(new HttpServerOptions(options))
                 .requestHandler(router)
                 .listen(port, host);
     }
@@ -140,6 +148,46 @@ public final class HttpServer extends VerticleBase {
         return n <= max ? n : -1;
     }
 
+    /**
+     * The server's options for the protocol netarena started it for (NETARENA_PROTOCOL; unset, as when started
+     * by hand, is h1). h1: Vert.x's defaults, which meet the catalog (TCP_NODELAY on; the listen backlog is
+     * Netty's, the kernel's net.core.somaxconn, 4096 on current kernels, above the catalog's 1024). h1-tls: the
+     * same, serving HTTPS on the same port with the PEM certificate and key netarena names in NETARENA_TLS_CERT
+     * and NETARENA_TLS_KEY, through the JDK's own TLS (JSSE, Vert.x's JdkSSLEngineOptions, stated although it
+     * is Vert.x's default engine), ALPN offering http/1.1 alone: a client offering h2 beside it still gets
+     * HTTP/1.1, which is what an h1-tls level measures. Any other protocol exits 2: this server speaks no HTTP/2.
+     */
+    static HttpServerOptions serverOptions(Args args) {
+        HttpServerOptions options = new HttpServerOptions();
+        String protocol = System.getenv().getOrDefault("NETARENA_PROTOCOL", "h1");
+        if (protocol.equals("h1")) {
+            return options;
+        }
+        if (!protocol.equals("h1-tls")) {
+            args.fail("NETARENA_PROTOCOL must be h1 or h1-tls (this contestant serves no other), got '" + protocol + "'");
+        }
+        return options.setSsl(true)
+                .setSslEngineOptions(new JdkSSLEngineOptions())
+                .setKeyCertOptions(new PemKeyCertOptions()
+                        .setCertPath(pemFile(args, "NETARENA_TLS_CERT"))
+                        .setKeyPath(pemFile(args, "NETARENA_TLS_KEY")))
+                .setUseAlpn(true)
+                .setAlpnVersions(List.of(HttpVersion.HTTP_1_1));
+    }
+
+    /** The readable file the environment variable names, or exit 2 saying which is missing. */
+    private static String pemFile(Args args, String variable) {
+        String file = System.getenv(variable);
+        if (file == null || file.isEmpty()) {
+            args.fail("NETARENA_PROTOCOL=h1-tls without " + variable + ": set it to the PEM file to serve TLS with"
+                    + " (netarena does for its h1-tls levels)");
+        }
+        if (!Files.isReadable(Path.of(file))) {
+            args.fail(variable + "=" + file + " cannot be read; it must name a PEM file");
+        }
+        return file;
+    }
+
     public static void main(String[] argv) {
         Args args = new Args(argv,
                 "java -jar netarena-vertx.jar [--host ADDR] --port PORT [--workers N] --static-dir DIR"
@@ -172,12 +220,13 @@ public final class HttpServer extends VerticleBase {
         String pgUrl = args.string("pg-url", "");
         int pgPool = args.positiveInt("pg-pool", 8);
         JsonObject mongo = mongoConfig;
+        HttpServerOptions options = serverOptions(args);
         for (int n : new int[] {40, 10_000, 524_288}) {
             body(n);
         }
         Vertx vertx = Deploy.create(workers);
         Postgres postgres = pgUrl.isEmpty() ? null : Postgres.connect(vertx, pgUrl, pgPool, workers, args);
         Deploy.start(vertx, workers, host, port,
-                () -> new HttpServer(host, port, staticDir.toString(), mongo, postgres));
+                () -> new HttpServer(host, port, options, staticDir.toString(), mongo, postgres));
     }
 }
