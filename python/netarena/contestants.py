@@ -326,10 +326,15 @@ def _venv_stamp(contestant: Contestant) -> str:
                        "requirements_sha256": _hash_file(contestant.dir / install.python_requirements)})
 
 
+def _every_step(manifest: Manifest) -> list[list[str]]:
+    """The install steps and every optional part's steps: whatever an install of the contestant may run."""
+    return [*manifest.install.steps, *(step for part in manifest.install.optional.values() for step in part.steps)]
+
+
 def quick_build(manifest: Manifest) -> bool:
     """Whether this install builds unoptimized (QUICK_BUILDS_ENV): asked for, and a step of the contestant runs cargo."""
-    steps = [*manifest.install.steps, *(step for part in manifest.install.optional.values() for step in part.steps)]
-    return os.environ.get(QUICK_BUILDS_ENV, "") not in ("", "0") and any(step[0] == "cargo" for step in steps)
+    return os.environ.get(QUICK_BUILDS_ENV, "") not in ("", "0") and any(step[0] == "cargo"
+                                                                          for step in _every_step(manifest))
 
 
 def shared_cargo_target_dir(manifest: Manifest) -> Path:
@@ -734,9 +739,7 @@ def shared_build_folder(contestant: Contestant) -> Path | None:
     """The build folder this contestant's install shares with other contestants' ({cargo_target_dir} in a step,
     shared_cargo_target_dir), or None. Two installs building into one folder take turns (cargo locks it): started
     together, the second holds an install job while it waits."""
-    install = contestant.manifest.install
-    steps = [*install.steps, *(step for part in install.optional.values() for step in part.steps)]
-    if any("{cargo_target_dir}" in arg for step in steps for arg in step):
+    if any("{cargo_target_dir}" in arg for step in _every_step(contestant.manifest) for arg in step):
         return shared_cargo_target_dir(contestant.manifest)
     return None
 
