@@ -22,6 +22,7 @@ from .config import MODEL_GROUPS, SCENARIOS, Manifest, NotHereEntry, load_manife
 from .scenarios import registry
 from .errors import ConfigError, did_you_mean
 from .jdk import Jdk, find_jdk, jdk_missing_reason
+from . import python_env
 from .server_user import ServerUser, check_reachable, reachable, reachable_executable, server_user
 
 MANIFEST_NAME = "contestant.toml"
@@ -320,9 +321,10 @@ def _tree_hash(folder: Path) -> str:
 
 def _venv_stamp(contestant: Contestant) -> str:
     install = contestant.manifest.install
-    # "wheels": how packages were built; a venv from before --no-cache-dir may hold a wheel built for another
-    # interpreter, so a stamp without it is not current.
-    return json.dumps({"runtime": install.python_runtime, "wheels": "built-for-this-interpreter",
+    # "made_by": a venv made by pip (before uv, netarena.python_env) also holds pip and setuptools, which its
+    # requirements do not pin, so a stamp without it is not current; each interpreter's uv cache keeps what pip's
+    # "wheels" setting once ensured (a wheel built from source reused only by the interpreter that built it).
+    return json.dumps({"runtime": install.python_runtime, "made_by": "uv, a wheel cache per interpreter",
                        "requirements_sha256": _hash_file(contestant.dir / install.python_requirements)})
 
 
@@ -651,19 +653,17 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
             (contestant.env_dir / "venv.stamp").unlink(missing_ok=True)
             runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
             runtime = reachable_executable(runtime, user) or runtime  # the first on PATH the servers' user can run
-            _run_logged([runtime, "-m", "venv", str(contestant.venv_dir)], contestant.dir, log, "venv creation")
-            # --no-cache-dir: pip's wheel cache is keyed by the wheel's tags (cp311-linux_x86_64), not by the
-            # interpreter that built it, so a package that embeds Python (uWSGI) built once for another CPython
-            # 3.11 (a pyenv build beside Debian's) would be reused here and fail at start (its libpython finds
-            # this interpreter's standard library without the modules it expects built in, e.g. math).
-            _run_logged([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "install", "--no-cache-dir",
-                         "--disable-pip-version-check", "--no-input", "-r",
-                         str(contestant.dir / manifest.install.python_requirements)],
-                        contestant.dir, log, "pip install")
+            interpreter = shutil.which(runtime) or runtime
+            try:
+                commands = python_env.venv_commands(interpreter, contestant.venv_dir,
+                                                    contestant.dir / manifest.install.python_requirements)
+            except python_env.PythonEnvError as exc:
+                raise InstallError(str(exc)) from exc
+            venv_env = python_env.venv_environment(cache_root(), interpreter)
+            for argv, what in commands:
+                _run_logged(argv, contestant.dir, log, what, venv_env)
             (contestant.env_dir / "venv.stamp").write_text(_venv_stamp(contestant))
-        freeze = subprocess.run([str(contestant.venv_dir / "bin" / "python"), "-m", "pip", "freeze",
-                                 "--disable-pip-version-check"], capture_output=True, text=True, timeout=120)
-        record["pip_freeze"] = freeze.stdout.split()
+        record["pip_freeze"] = python_env.installed_packages(contestant.venv_dir)
         version = subprocess.run([str(contestant.venv_dir / "bin" / "python"), "-c",
                                   "import sys,platform;print(platform.python_implementation(), sys.version.split()[0])"],
                                  capture_output=True, text=True, timeout=60)
