@@ -54,32 +54,14 @@ test-rust: test-packages
 # with nothing beside them, also when the others failed (every failure shows in one run).
 TEST_JOBS ?= 2
 TEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load"
-PYTEST_SHARED = $(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone"
-PYTEST_ALONE = $(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone
 test-python: test-packages setup
 	status=0; \
-	$(PYTEST_SHARED) || status=$$?; \
-	$(PYTEST_ALONE) || status=$$?; \
-	exit $$status
-
-# make test: the Rust tests run beside pytest's first part. They wait most of their five minutes (fixed-length
-# loads and timeouts: 22% of the two CPUs busy on average, measured), while pytest's installs keep both busy; one
-# after the other, those minutes were an eighth of the whole. Both assert mechanisms made for a busy host. Their output goes
-# to RUST_TEST_LOG and is shown when they end; the `alone` tests wait for them.
-RUST_TEST_LOG := target/test-rust.log
-test: test-packages setup
-	@mkdir -p target; echo "make test: the Rust tests run beside pytest; their output: $(RUST_TEST_LOG), shown when pytest ends"
-	@status=0; rm -f $(RUST_TEST_LOG).status; \
-	( $(MAKE) --no-print-directory test-rust > $(RUST_TEST_LOG) 2>&1; echo $$? > $(RUST_TEST_LOG).status ) & \
-	rust=$$!; \
-	$(PYTEST_SHARED) || status=$$?; \
-	wait $$rust; rust_status=$$(cat $(RUST_TEST_LOG).status 2>/dev/null || echo 1); \
-	echo "================ the Rust tests ($(RUST_TEST_LOG)) ================"; cat $(RUST_TEST_LOG); \
-	if [ "$$rust_status" != 0 ]; then echo "make test: the Rust tests failed (exit $$rust_status), above"; status=1; fi; \
-	$(PYTEST_ALONE) || status=$$?; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone" || status=$$?; \
+	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone || status=$$?; \
 	exit $$status
 
 test test-rust test-python: GENERATOR_PROFILE = tests
+test: test-packages setup test-rust test-python
 
 lint:
 	cargo fmt --all --check

@@ -59,13 +59,11 @@ def pytest_runtest_makereport(item, call):
 
 # `make test` runs pytest with two workers (pytest-xdist) and gives each a test file at a time: a file's module
 # fixtures are set up once, on one worker (test_contestants_verify's starts every contestant's verification).
-# The files that install bundled contestants into the shared cache form one unit, run in collection (file name)
-# order on one worker: test_contestants_verify builds each contestant with all its parts (--build-all-parts), and
-# the others then find those builds instead of making their own at the same time: the database files, the
-# versions test (which reads what verify installed, and beside it waited minutes on verify's install locks), and
-# the install-plan test whose rust-hyper builds start from a copy of verify's cargo folder.
-CONTESTANT_INSTALL_FILES = ("test_contestants_verify.py", "test_contestants_versions.py", "test_install_plan.py",
-                            "test_services_real.py", "test_techempower_contestants_real.py")
+# These three files install every bundled contestant into the shared cache and form one unit, run in this order on
+# one worker: test_contestants_verify builds each contestant with all its parts (--build-all-parts), and the two
+# database files then find those builds instead of making their own at the same time.
+CONTESTANT_INSTALL_FILES = ("test_contestants_verify.py", "test_services_real.py",
+                            "test_techempower_contestants_real.py")
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without the plugin (-p no:xdist) it is never called
