@@ -664,7 +664,10 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
             for argv, what in commands:
                 _run_logged(argv, contestant.dir, log, what, venv_env)
             (contestant.env_dir / "venv.stamp").write_text(_venv_stamp(contestant))
-        record["pip_freeze"] = python_env.installed_packages(contestant.venv_dir)
+        try:  # also for a venv made earlier, while uv may have gone since
+            record["pip_freeze"] = python_env.installed_packages(contestant.venv_dir)
+        except python_env.PythonEnvError as exc:
+            raise InstallError(str(exc)) from exc
         version = subprocess.run([str(contestant.venv_dir / "bin" / "python"), "-c",
                                   "import sys,platform;print(platform.python_implementation(), sys.version.split()[0])"],
                                  capture_output=True, text=True, timeout=60)

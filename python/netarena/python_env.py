@@ -1,9 +1,10 @@
 """A contestant's Python environment: its venv, made and filled by uv with the package-index settings pip has.
 
-Why uv rather than `python -m venv` and pip: the same venv for a tenth of the CPU. Measured on a 2-core machine
-(2026-11-29), per venv: pip 8 to 13 s of CPU (python-fastapi 11.4 s, python-litestar 13.1 s), uv under 2 s with
-the bytecode compiled as pip does; nineteen Python contestants made this half of a first run's installs. uWSGI's
-compilation (about 30 s of CPU) is the same either way.
+Why uv rather than `python -m venv` and pip: the same venv for a third to a quarter of the CPU. Measured on a
+2-core machine (2026-11-29), a contestant's whole install (venv, packages with their bytecode, the install record):
+pip 8 to 13 s of CPU (python-fastapi 11.4 s, python-litestar 13.1 s), uv 2.3 to 4.9 s (3.1 s, 4.9 s); nineteen
+Python contestants made half of a first run's installs. uWSGI's compilation (about 30 s of CPU) is the same either
+way.
 
 uv does not read pip's configuration. A machine set up for pip (a private index, a proxy's certificate, a folder
 of wheels) keeps working: pip's settings, from its files and PIP_* variables (`pip config list`), are handed to uv
