@@ -40,11 +40,19 @@ run:
 # The HTTP scenarios run once per engine: the default (--io auto: io_uring with automatic coalescing,
 # which make test needs), epoll, and io_uring without coalescing (NETARENA_LOAD_TEST_IO, see
 # crates/loadgen/tests/common/mod.rs).
+# --no-fail-fast and the status kept: every test binary and engine runs even after a failure, so one run shows
+# every failure (cargo test otherwise stops at the first failing binary).
 URING_TESTS := --test contract --test misbehaving_http --test misbehaving_echo --test echo_scale --test uring --test run_control --test unfinished --test url_list --test load_models_agree --test open_loop
+CARGO_TEST := cargo test --profile tests --locked --no-fail-fast
+define RUST_TESTS
+status=0; \
+$(CARGO_TEST) --workspace || status=$$?; \
+NETARENA_LOAD_TEST_IO=epoll $(CARGO_TEST) -p netarena-load $(URING_TESTS) || status=$$?; \
+NETARENA_LOAD_TEST_IO=uring $(CARGO_TEST) -p netarena-load $(URING_TESTS) || status=$$?; \
+exit $$status
+endef
 test-rust: test-packages
-	cargo test --profile tests --locked --workspace
-	NETARENA_LOAD_TEST_IO=epoll cargo test --profile tests --locked -p netarena-load $(URING_TESTS)
-	NETARENA_LOAD_TEST_IO=uring cargo test --profile tests --locked -p netarena-load $(URING_TESTS)
+	@$(RUST_TESTS)
 
 # --durations: the slowest tests, after the time per test file (tests/conftest.py), so slow ones show in CI logs.
 # NETARENA_LOAD: the generator setup just built, not an older target/release/netarena-load of this checkout.
@@ -54,14 +62,22 @@ test-rust: test-packages
 # with nothing beside them, also when the others failed (every failure shows in one run).
 TEST_JOBS ?= 2
 TEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load"
+define PYTHON_TESTS
+status=0; \
+$(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone" || status=$$?; \
+$(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone || status=$$?; \
+exit $$status
+endef
 test-python: test-packages setup
-	status=0; \
-	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone" || status=$$?; \
-	$(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone || status=$$?; \
-	exit $$status
+	@$(PYTHON_TESTS)
 
+# The Rust tests, then pytest also when they failed: the exit status is non-zero when either failed.
 test test-rust test-python: GENERATOR_PROFILE = tests
-test: test-packages setup test-rust test-python
+test: test-packages setup
+	@status=0; \
+	( $(RUST_TESTS) ) || status=$$?; \
+	( $(PYTHON_TESTS) ) || status=$$?; \
+	exit $$status
 
 lint:
 	cargo fmt --all --check
