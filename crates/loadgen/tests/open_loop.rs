@@ -1332,10 +1332,12 @@ fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
     // such waits, by far more (measured: 644 us at 100/s, 660 ms at 300/s).
     assert!(tput[2] < 1.1 * CAPACITY_REQ, "{tput:?}");
     // The queue adds about 80 ms to the p99 (79.6-80.0 ms measured on an idle machine, where the
-    // 100/s step's p99 is 0.2-0.3 ms). Compared as a difference: what a busy machine adds to every
-    // step (10 ms to the 100/s step's p99 at load 8) is not the queue's.
-    assert!(p99[2] > p99[0] + 40_000, "{p99:?}");
-    assert!(life[2] > 200_000, "{life:?}");
+    // 100/s step's p99 is 0.2-0.3 ms), but a saturated machine adds as much to every step (72 ms
+    // to the 100/s step's p99 beside pytest's two workers, 88 ms at 300/s): the per-request p99
+    // only has to grow. A connection's lifetime, ten waits in the queue, shows it by far more
+    // (0.6 ms to 660 ms idle; 353 to 717 ms on that saturated machine).
+    assert!(p99[2] > p99[0], "{p99:?}");
+    assert!(life[2] > 200_000 && life[2] > life[0] + 200_000, "{life:?}");
 
     let doc = run_load(
         &[
