@@ -5,7 +5,7 @@
 //!
 //! Every `--timeout` here is longer than the run, the case in which nothing else would report the
 //! requests left waiting. Closed-loop runs go through both engines (`NETARENA_LOAD_TEST_IO`, see
-//! the Makefile's URING_TESTS); the open loop is epoll's.
+//! the Makefile's ENGINE_TESTS); the open loop is epoll's.
 
 mod common;
 
