@@ -52,10 +52,13 @@ def test_narrow_spread_stops_at_the_minimum_and_wide_spread_runs_to_the_repeat_b
     report = load_report(results, 1)
     stopped = {g.contestant: g.stopped_because for g in report.groups}
     assert stopped == {"fx-steady": "precise", "fx-jitter": "repeat budget"}
+    # Each group's interval is the one its stopping reason was read from, against the ±30% asked: the range of
+    # three repeats within it, the 95% CI of six beyond it. (How narrow the steady one is depends on the host:
+    # 0.235 under a CPU quota of 35%, a few % on a quiet machine.)
     steady_group = next(g for g in report.groups if g.contestant == "fx-steady")
-    assert steady_group.requests_per_s_ci_relative <= 0.15 and steady_group.requests_per_s_ci_kind == "min–max"
+    assert steady_group.requests_per_s_ci_relative <= 0.30 and steady_group.requests_per_s_ci_kind == "min–max"
     jitter_group = next(g for g in report.groups if g.contestant == "fx-jitter")
-    assert jitter_group.requests_per_s_ci_relative > 0.15 and jitter_group.requests_per_s_ci_kind == "95% CI"
+    assert jitter_group.requests_per_s_ci_relative > 0.30 and jitter_group.requests_per_s_ci_kind == "95% CI"
     text = render_text(report)
     assert "fx-steady: 3 repeat(s)" in text and "stopped: precise" in text
     assert "fx-jitter: 6 repeat(s)" in text and "stopped: repeat budget" in text

@@ -47,6 +47,8 @@ _SIG_DFL = 0
 _SIG_IGN = 1
 # The signals netarena stops a process with (a manifest's stop_signal; SIGKILL cannot be ignored).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGQUIT)
+# How long the processes of a group SIGKILL hit may take to be gone (see ManagedProcess._sigkill_group_and_reap).
+KILL_SETTLE_S = 2.0
 
 
 class StopRequest:
@@ -347,6 +349,12 @@ class ManagedProcess:
         except ProcessLookupError:
             pass
         self._reap()
+        # A process SIGKILL hit is still listed until the kernel has torn it down (its command line already
+        # gone), which takes a slow host a while: a stubborn fixture's second process was seen so under a CPU
+        # quota of 35%. What is still there after KILL_SETTLE_S survived SIGKILL: a leftover.
+        deadline = time.monotonic() + KILL_SETTLE_S
+        while group_members(self.pgid) and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def _reap(self) -> None:
         try:
