@@ -115,7 +115,8 @@ def test_forked_workers_are_summed_cpu_rises_and_rss_is_plausible():
             block = bytearray(40 * 1024 * 1024)
             for i in range(0, len(block), 4096):
                 block[i] = 1   # touch every page so it is resident
-            say("allocated")
+            say("allocated", os.getpid())
+            wait_go()
             burn(0.3)
             say("burnt")
             time.sleep(60)
@@ -124,9 +125,13 @@ def test_forked_workers_are_summed_cpu_rises_and_rss_is_plausible():
     wait_go()
     """
     with Tree(body) as tree:
-        for _ in range(3):
-            tree.expect("allocated")
+        kids = [int(tree.expect("allocated")[0]) for _ in range(3)]
         with Monitor(tree.pid, interval_s=0.05) as monitor:
+            # The workers burn only once the window has its first sample: burning from "allocated" on, a busy
+            # host's late first sample left part of it outside the window (CI: 0.79 s of the 0.9).
+            _wait_until(lambda: len(monitor._server_samples) >= 1)
+            for kid in kids:
+                tree.go(kid)
             for _ in range(3):
                 tree.expect("burnt")
             time.sleep(0.15)
