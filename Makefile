@@ -46,10 +46,14 @@ run:
 # every failure (cargo test otherwise stops at the first failing binary).
 ENGINE_TESTS := --test contract --test misbehaving_http --test uring --test run_control --test unfinished --test url_list --test load_models_agree
 CARGO_TEST := cargo test --profile tests --locked --no-fail-fast
+# Each pass names its engine first: cargo's own lines do not, and a failure's engine matters.
 define RUST_TESTS
 status=0; \
+echo "make test: Rust tests, --io auto"; \
 $(CARGO_TEST) --workspace || status=$$?; \
+echo "make test: load tests again, NETARENA_LOAD_TEST_IO=epoll"; \
 NETARENA_LOAD_TEST_IO=epoll $(CARGO_TEST) -p netarena-load $(ENGINE_TESTS) --test misbehaving_echo --test echo_scale || status=$$?; \
+echo "make test: load tests again, NETARENA_LOAD_TEST_IO=uring (io_uring without coalescing)"; \
 NETARENA_LOAD_TEST_IO=uring $(CARGO_TEST) -p netarena-load $(ENGINE_TESTS) --test open_loop || status=$$?; \
 exit $$status
 endef

@@ -1,4 +1,4 @@
-"""Scenarios are plugins (issue 36): each is one module of python/netarena/scenarios/, found by the registry, and no
+"""Scenarios are plugins: each is one module of python/netarena/scenarios/, found by the registry, and no
 other module of netarena decides anything by a scenario's name. A scenario added by a module of its own flows through
 the suite's validation and the load's arguments without an edit elsewhere."""
 

@@ -1337,7 +1337,7 @@ fn conn_rate_steps_and_find_max_land_near_a_known_capacity() {
     // only has to grow. A connection's lifetime, ten waits in the queue, shows it by far more
     // (0.6 ms to 660 ms idle; 353 to 717 ms on that saturated machine).
     assert!(p99[2] > p99[0], "{p99:?}");
-    assert!(life[2] > 200_000 && life[2] > life[0] + 200_000, "{life:?}");
+    assert!(life[2] > life[0] + 200_000, "{life:?}");
 
     let doc = run_load(
         &[
