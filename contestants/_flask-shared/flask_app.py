@@ -66,9 +66,9 @@ def add_database_routes(app):
     """TechEmpower's database routes on psycopg 3 with psycopg_pool (netarena_shared.psycopg_world): one
     ConnectionPool per worker process, opened on its first request, a request holding one connection while it
     queries; each World row its own query, updates one executemany. cached-queries reads a copy of World made
-    here, as the app loads: gunicorn --preload loads the app before it listens, so no request of a verification
-    ever sees that read; uWSGI and gunicorn's gevent workers load it after the port is bound (the manifests say
-    what that leaves out). psycopg is imported only here: after a gevent worker's monkey patching, and never by
+    here, as the app loads: gunicorn --preload loads the app before it listens; uWSGI and gunicorn's gevent workers
+    load it after the port is bound, and a request may then wait on that read (netarena counts a read of the whole
+    table as a cache fill, not as the request's query). psycopg is imported only here: after a gevent worker's monkey patching, and never by
     the flask-* contestants that lack it."""
     from netarena_shared import psycopg_world as pw
     from netarena_shared.pg import cached_worlds

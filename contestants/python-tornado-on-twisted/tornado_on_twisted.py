@@ -41,15 +41,18 @@ class _Context:
 
 
 def open_database(app) -> None:
-    """python-tornado's asyncpg pool (netarena_shared.pg) on the application's settings, where its database
-    handlers look for it. Opened on the reactor's asyncio loop before the reactor runs (run_until_complete: the
-    pool binds to that loop), so it is ready before this process accepts; closed when the reactor shuts down."""
+    """python-tornado's asyncpg pool (netarena_shared.pg) and cached-queries' copy of World on the application's
+    settings, where its database handlers look for them. Opened and read on the reactor's asyncio loop before the
+    reactor runs (run_until_complete: the pool binds to that loop), so both are ready before this process accepts
+    (a spawned worker's read comes after the master opened the port: netarena counts such a whole-table read as a
+    cache fill, not as a waiting request's query); the pool closed when the reactor shuts down."""
     from twisted.internet import defer, reactor
 
     from netarena_shared import pg
 
     loop = asyncio.get_event_loop()  # the loop asyncioreactor.install() made current, the one the reactor runs
     pool = app.settings["pool"] = loop.run_until_complete(pg.open_pool())
+    app.settings["world_cache"] = loop.run_until_complete(pg.read_world_table(pool))
     reactor.addSystemEventTrigger("before", "shutdown",
                                   lambda: defer.Deferred.fromFuture(asyncio.ensure_future(pool.close())))
 

@@ -99,9 +99,9 @@ async def postgresql(app):
 
 
 def make_app(static_dir, world_cache=None):
-    """The application; `world_cache` is cached-queries' copy of World (main), absent where no database is served
-    and in python-tornado-on-twisted (which serves this app, with the database pool its own open_database puts on
-    the settings, but not cached-queries)."""
+    """The application; `world_cache` is cached-queries' copy of World (main), absent where no database is served.
+    python-tornado-on-twisted serves this app with the database pool and the copy of World that its own
+    open_database puts on the settings."""
     return tornado.web.Application([
         (r"/hello", HelloHandler),
         (r"/bytes/([0-9]+)", BytesHandler),

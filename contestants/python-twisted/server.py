@@ -180,12 +180,34 @@ class DatabaseRoute(resource.Resource):
         return server.NOT_DONE_YET
 
 
+class CachedQueries(resource.Resource):
+    """/cached-queries?count=N: N rows from this process's copy of World (`cache`), no query, answered on the
+    reactor at once."""
+
+    isLeaf = True
+
+    def __init__(self, cache: dict) -> None:
+        super().__init__()
+        self.cache = cache
+
+    def render_GET(self, request):
+        from netarena_shared.pg import cached_worlds
+
+        count = request.args.get(b"count", [b""])[0].decode("ascii", "replace")
+        request.setHeader(b"content-type", b"application/json")
+        return json.dumps(cached_worlds(self.cache, count)).encode()
+
+
 def add_database_routes(root: resource.Resource) -> None:
-    """TechEmpower's db, queries, updates and fortunes (cached-queries is not served: the manifest says why)."""
+    """TechEmpower's db, queries, updates, fortunes and cached-queries. cached-queries' copy of World is read here,
+    as the process builds its site: before it listens with one worker; with several, each spawned worker reads its
+    own after the master opened the port (netarena counts such a whole-table read as a cache fill, not as a
+    waiting request's query)."""
     from netarena_shared import psycopg_world as pw
     from netarena_shared import world
 
     database = Database()
+    root.putChild(b"cached-queries", CachedQueries(pw.read_world_cache()))
     as_json = lambda rows: json.dumps(rows).encode()  # noqa: E731
     json_type = b"application/json"
     root.putChild(b"db", DatabaseRoute(database, lambda conn, args: pw.read_worlds(conn, 1)[0], json_type, as_json))
