@@ -6,6 +6,9 @@
 //! cargo feature: one without it refuses a non-empty `--mongo-url` with exit code 2. TechEmpower's database
 //! routes (/db, /queries, /fortunes, /updates, /cached-queries) likewise: only with a non-empty `--pg-url`
 //! (and `--pg-pool N`), only in a binary built with the `postgresql` feature.
+//! `NETARENA_PROTOCOL` says what to serve (docs/protocols.md): `h1`, or `h1-tls`, HTTP/1.1 over TLS through Actix's
+//! own rustls acceptor with the PEM files `NETARENA_TLS_CERT` and `NETARENA_TLS_KEY` (the configuration of the crate
+//! shared with rust-axum and rust-hyper, contestants/_rust-shared/tls); h2 and h2c are refused.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -20,6 +23,7 @@ use actix_web::{App, HttpResponse, HttpServer};
 use mongodb::bson::{doc, RawDocumentBuf};
 #[cfg(feature = "mongo")]
 use mongodb::Collection;
+use netarena_tls::{server_config, Protocol, ServerConfig};
 use serde::Serialize;
 
 const NAME: &str = "rust-actix";
@@ -228,7 +232,7 @@ mod techempower {
     }
 }
 
-async fn run(opts: Options) -> ExitCode {
+async fn run(opts: Options, tls: Option<ServerConfig>) -> ExitCode {
     #[cfg(feature = "mongo")]
     let mongo_docs = if opts.mongo_url.is_empty() {
         None
@@ -286,7 +290,12 @@ async fn run(opts: Options) -> ExitCode {
     // Actix keeps the OS default (Nagle on) unless told: a response written in pieces (actix-files' chunks)
     // would wait for the client's delayed ACK.
     .tcp_nodelay(true);
-    let server = match server.bind(SocketAddr::new(opts.host, opts.port)) {
+    let addr = SocketAddr::new(opts.host, opts.port);
+    let bound = match tls {
+        Some(config) => server.bind_rustls_0_23(addr, config),
+        None => server.bind(addr),
+    };
+    let server = match bound {
         Ok(server) => server,
         Err(err) => {
             eprintln!("{NAME}: cannot listen on {} port {}: {err}", opts.host, opts.port);
@@ -335,8 +344,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    // h1 or h1-tls (its rustls configuration read now: a missing or unreadable PEM file is an error at start).
+    let tls = match Protocol::from_env().and_then(|protocol| {
+        if protocol.is_http2() {
+            return Err(format!(
+                "NETARENA_PROTOCOL={}: this server speaks h1 and h1-tls (Actix's HTTP/2 would be offered by ALPN \
+                 beside HTTP/1.1 on every TLS listener)",
+                protocol.name()
+            ));
+        }
+        server_config(protocol)
+    }) {
+        Ok(tls) => tls,
+        Err(msg) => {
+            eprintln!("{NAME}: {msg}");
+            return ExitCode::from(2);
+        }
+    };
     // The runtime of the main thread, as #[actix_web::main] makes it: it runs the server's control and signal
     // handling (and the mongodb Client's background tasks); actix-server accepts on its own acceptor thread
     // and the workers serve the requests.
-    actix_web::rt::System::new().block_on(run(opts))
+    actix_web::rt::System::new().block_on(run(opts, tls))
 }

@@ -1,23 +1,22 @@
-//! The protocols netarena starts the hyper-based Rust contestants for (rust-hyper, rust-axum), from
-//! `NETARENA_PROTOCOL` (docs/protocols.md): `h1` HTTP/1.1 in cleartext, `h1-tls` HTTP/1.1 over TLS, `h2` HTTP/2
-//! over TLS, `h2c` HTTP/2 in cleartext with prior knowledge. Over TLS the certificate and key are the PEM files
-//! named by `NETARENA_TLS_CERT` and `NETARENA_TLS_KEY`, served with rustls (the `ring` provider) through
-//! tokio-rustls; each connection is then hyper's own http1 or http2 connection, as in cleartext.
+//! The protocols netarena starts the Rust contestants for, from `NETARENA_PROTOCOL` (docs/protocols.md): `h1`
+//! HTTP/1.1 in cleartext, `h1-tls` HTTP/1.1 over TLS, `h2` HTTP/2 over TLS, `h2c` HTTP/2 in cleartext with prior
+//! knowledge. Over TLS the certificate and key are the PEM files named by `NETARENA_TLS_CERT` and
+//! `NETARENA_TLS_KEY`, served with rustls (the `ring` provider): by the hyper-based contestants (rust-hyper,
+//! rust-axum) through tokio-rustls and hyper's own http1 or http2 connection (`serve`), by rust-actix through
+//! Actix's own server (`server_config`).
 
-use std::error::Error as StdError;
 use std::sync::Arc;
-use std::time::Duration;
 
-use hyper::body::{Body, Incoming};
-use hyper::rt::bounds::Http2ServerConnExec;
-use hyper::server::conn::{http1, http2};
-use hyper::service::HttpService;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use rustls::ServerConfig;
+pub use rustls::ServerConfig;
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::{TcpListener, TcpStream};
-pub use tokio_rustls::TlsAcceptor;
+
+// The hyper server loop (feature `serve`, on by default): rust-hyper and rust-axum serve each connection with it.
+// rust-actix takes only the protocol and the rustls configuration, which Actix's own server binds.
+#[cfg(feature = "serve")]
+mod serving;
+#[cfg(feature = "serve")]
+pub use serving::{serve, tls_acceptor, TlsAcceptor};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Protocol {
@@ -63,12 +62,12 @@ impl Protocol {
     }
 }
 
-/// The TLS acceptor for a TLS protocol (None in cleartext), from the PEM files netarena names in
+/// The rustls server configuration for a TLS protocol (None in cleartext), from the PEM files netarena names in
 /// `NETARENA_TLS_CERT` (the certificate chain) and `NETARENA_TLS_KEY` (the private key). TLS 1.3 and 1.2
 /// (rustls' safe defaults). ALPN offers only the protocol the server was started for: `http/1.1` for h1-tls
 /// (a client offering h2 beside it still gets HTTP/1.1), `h2` for h2; a client offering neither is refused
 /// by rustls with the no_application_protocol alert, and one offering no ALPN at all gets the started protocol.
-pub fn tls_acceptor(protocol: Protocol) -> Result<Option<TlsAcceptor>, String> {
+pub fn server_config(protocol: Protocol) -> Result<Option<ServerConfig>, String> {
     if !protocol.is_tls() {
         return Ok(None);
     }
@@ -113,84 +112,5 @@ pub fn tls_acceptor(protocol: Protocol) -> Result<Option<TlsAcceptor>, String> {
     } else {
         b"http/1.1".to_vec()
     }];
-    Ok(Some(TlsAcceptor::from(Arc::new(config))))
-}
-
-/// Accepts connections forever and serves each on a task of its own, over `protocol`: the TLS handshake first
-/// when `tls` is given (tls_acceptor's), then hyper's http1 connection (keep-alive) or http2 connection (hyper's
-/// default settings and windows, streams run as tasks). TCP_NODELAY on every connection: a response written
-/// in pieces (a head, then its body; ServeDir's chunks) must not wait for the client's delayed ACK.
-pub async fn serve<S, B>(
-    listener: TcpListener,
-    protocol: Protocol,
-    tls: Option<TlsAcceptor>,
-    service: S,
-) where
-    S: HttpService<Incoming, ResBody = B> + Clone + Send + 'static,
-    S::Future: Send + 'static,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
-    TokioExecutor: Http2ServerConnExec<S::Future, B>,
-{
-    loop {
-        let (stream, _) = match listener.accept().await {
-            Ok(conn) => conn,
-            // EMFILE and friends: back off briefly instead of spinning or dying.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let (tls, service) = (tls.clone(), service.clone());
-        tokio::spawn(serve_connection(stream, protocol, tls, service));
-    }
-}
-
-async fn serve_connection<S, B>(
-    stream: TcpStream,
-    protocol: Protocol,
-    tls: Option<TlsAcceptor>,
-    service: S,
-) where
-    S: HttpService<Incoming, ResBody = B>,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + 'static,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
-    TokioExecutor: Http2ServerConnExec<S::Future, B>,
-{
-    match tls {
-        // A failed handshake (a client that does not trust the certificate, or offers no protocol of ours)
-        // ends the connection; rustls has sent the client its alert.
-        Some(acceptor) => {
-            if let Ok(stream) = acceptor.accept(stream).await {
-                serve_http(TokioIo::new(stream), protocol, service).await
-            }
-        }
-        None => serve_http(TokioIo::new(stream), protocol, service).await,
-    }
-}
-
-async fn serve_http<I, S, B>(io: I, protocol: Protocol, service: S)
-where
-    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
-    S: HttpService<Incoming, ResBody = B>,
-    S::Error: Into<Box<dyn StdError + Send + Sync>>,
-    B: Body + 'static,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
-    TokioExecutor: Http2ServerConnExec<S::Future, B>,
-{
-    // A connection's error (a client gone mid-request, a protocol error) ends that connection only.
-    if protocol.is_http2() {
-        let _ = http2::Builder::new(TokioExecutor::new())
-            .serve_connection(io, service)
-            .await;
-    } else {
-        let _ = http1::Builder::new()
-            .keep_alive(true)
-            .serve_connection(io, service)
-            .await;
-    }
+    Ok(Some(config))
 }
