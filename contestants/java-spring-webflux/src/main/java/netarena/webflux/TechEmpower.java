@@ -115,7 +115,7 @@ public class TechEmpower {
 
     @GetMapping("/cached-queries")
     public ResponseEntity<Object> cachedQueries(@RequestParam(required = false) String count) {
-        database();
+        database(); // 404 without --netarena.pg-url: the cache was never filled
         int n = count(count);
         List<World> worlds = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
