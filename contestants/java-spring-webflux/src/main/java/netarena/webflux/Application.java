@@ -2,23 +2,30 @@ package netarena.webflux;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import netarena.shared.ServedProtocol;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
 import org.springframework.boot.context.event.ApplicationEnvironmentPreparedEvent;
+import org.springframework.core.env.ConfigurableEnvironment;
 import org.springframework.core.env.Environment;
+import org.springframework.core.env.MapPropertySource;
 
 /** Spring Boot WebFlux on Reactor Netty, started as Boot documents for production: `java -jar` on the fat jar. */
 @SpringBootApplication
 public class Application {
     static final String USAGE = "java -Dreactor.netty.ioWorkerCount=N -jar netarena-webflux.jar --server.address=ADDR"
-            + " --server.port=PORT --netarena.static-dir=DIR [--netarena.mongo-url=mongodb://HOST:PORT/DATABASE]";
+            + " --server.port=PORT --netarena.static-dir=DIR [--netarena.mongo-url=mongodb://HOST:PORT/DATABASE]"
+            + " [--netarena.pg-url=postgres://USER@HOST:PORT/DATABASE --netarena.pg-pool=N]";
 
     public static void main(String[] args) {
         SpringApplication app = new SpringApplication(Application.class);
         // Checked once Spring has read the command line, before any bean exists: a wrong value exits 2 with one
         // line saying what to fix instead of a context failure's stack trace.
-        app.addListeners((ApplicationEnvironmentPreparedEvent event) -> checkArguments(event.getEnvironment()));
+        app.addListeners((ApplicationEnvironmentPreparedEvent event) -> {
+            checkArguments(event.getEnvironment());
+            configurePostgres(event.getEnvironment());
+        });
         // HTTPS for an h1-tls start (ServedProtocol), nothing for a cleartext one.
         app.setDefaultProperties(ServedProtocol.serverProperties());
         app.run(args);
@@ -38,6 +45,17 @@ public class Application {
             if (problem != null) {
                 fail("--netarena.mongo-url '" + mongoUrl + "': " + problem);
             }
+        }
+    }
+
+    /** Boot's R2DBC settings from --netarena.pg-url and --netarena.pg-pool (PostgresSettings). */
+    private static void configurePostgres(ConfigurableEnvironment env) {
+        try {
+            Map<String, Object> properties = PostgresSettings.springProperties(
+                    env.getProperty("netarena.pg-url", ""), env.getProperty("netarena.pg-pool", "10"));
+            env.getPropertySources().addLast(new MapPropertySource("netarena-postgresql", properties));
+        } catch (IllegalArgumentException e) {
+            fail(e.getMessage());
         }
     }
 
