@@ -3,14 +3,14 @@ package netarena.spring;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import jakarta.annotation.PreDestroy;
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
-import java.util.concurrent.ThreadLocalRandom;
+import netarena.shared.TechEmpowerRows.DatabaseUrl;
+import netarena.shared.TechEmpowerRows.Fortune;
+import netarena.shared.TechEmpowerRows.World;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
@@ -19,7 +19,11 @@ import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
-import org.springframework.web.util.HtmlUtils;
+
+import static netarena.shared.TechEmpowerRows.WORLD_ROWS;
+import static netarena.shared.TechEmpowerRows.count;
+import static netarena.shared.TechEmpowerRows.fortunesPage;
+import static netarena.shared.TechEmpowerRows.randomId;
 
 /**
  * TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries) on PostgreSQL through
@@ -29,17 +33,11 @@ import org.springframework.web.util.HtmlUtils;
  */
 @RestController
 public class TechEmpower {
-    static final int WORLD_ROWS = 10_000;
-    static final int MAX_QUERIES = 500;
     // TechEmpower requires a Server header on these answers; Tomcat adds Date but no Server by default.
     private static final String SERVER = "java-spring-mvc-vt";
     // One batched UPDATE (allowed by TechEmpower's rules): the ids and their new numbers as two arrays.
     private static final String WORLD_UPDATE =
             "UPDATE world SET randomnumber = v.n FROM unnest(?::int[], ?::int[]) AS v(id, n) WHERE world.id = v.id";
-
-    record World(int id, int randomNumber) {}
-
-    record Fortune(int id, String message) {}
 
     /** Null when netarena.pg-url is empty (its {postgresql_url} outside these scenarios): the routes answer 404. */
     private final HikariDataSource pool;
@@ -73,27 +71,14 @@ public class TechEmpower {
 
     /** postgres://USER[:PASSWORD]@HOST:PORT/DATABASE (libpq's form, which netarena gives) as JDBC's settings. */
     static HikariConfig jdbcConfig(String url) {
-        URI uri;
-        try {
-            uri = new URI(url);
-        } catch (URISyntaxException e) {
-            throw new IllegalArgumentException("netarena.pg-url '" + url + "': " + e.getMessage());
-        }
-        String scheme = uri.getScheme();
-        if (!("postgres".equals(scheme) || "postgresql".equals(scheme)) || uri.getHost() == null
-                || uri.getPath() == null || uri.getPath().length() < 2) {
-            throw new IllegalArgumentException("netarena.pg-url '" + url
-                    + "' is not postgres://USER@HOST:PORT/DATABASE");
-        }
+        DatabaseUrl database = DatabaseUrl.parse(url, "netarena.pg-url");
         HikariConfig config = new HikariConfig();
-        int port = uri.getPort() < 0 ? 5432 : uri.getPort();
-        config.setJdbcUrl("jdbc:postgresql://" + uri.getHost() + ":" + port + uri.getPath());
-        if (uri.getUserInfo() != null) {
-            String[] user = uri.getUserInfo().split(":", 2);
-            config.setUsername(user[0]);
-            if (user.length == 2) {
-                config.setPassword(user[1]);
-            }
+        config.setJdbcUrl("jdbc:postgresql://" + database.hostPortDatabase());
+        if (database.user() != null) {
+            config.setUsername(database.user());
+        }
+        if (database.password() != null) {
+            config.setPassword(database.password());
         }
         return config;
     }
@@ -159,22 +144,11 @@ public class TechEmpower {
         if (pool == null) {
             return notConfigured();
         }
-        List<Fortune> fortunes = new ArrayList<>(jdbc.query("SELECT id, message FROM fortune",
-                (row, index) -> new Fortune(row.getInt(1), row.getString(2))));
-        fortunes.add(new Fortune(0, "Additional fortune added at request time."));
-        fortunes.sort((a, b) -> a.message().compareTo(b.message()));
-        // Plain string building with Spring's HtmlUtils.htmlEscape: a template engine (JTE, Mustache,
-        // Thymeleaf) would be one more dependency with its own start-up; the escaping is Spring's.
-        StringBuilder page = new StringBuilder(2048).append("<!DOCTYPE html><html><head><title>Fortunes</title>"
-                + "</head><body><table><tr><th>id</th><th>message</th></tr>");
-        for (Fortune fortune : fortunes) {
-            page.append("<tr><td>").append(fortune.id()).append("</td><td>")
-                    .append(HtmlUtils.htmlEscape(fortune.message(), "UTF-8")).append("</td></tr>");
-        }
-        page.append("</table></body></html>");
+        List<Fortune> fortunes = jdbc.query("SELECT id, message FROM fortune",
+                (row, index) -> new Fortune(row.getInt(1), row.getString(2)));
         return ResponseEntity.ok().header("Server", SERVER)
                 .contentType(new MediaType(MediaType.TEXT_HTML, StandardCharsets.UTF_8))
-                .body(page.toString());
+                .body(fortunesPage(fortunes));
     }
 
     /** n random rows, each read by its own query (TechEmpower forbids one IN (...) query). */
@@ -185,19 +159,6 @@ public class TechEmpower {
                     (row, index) -> new World(row.getInt(1), row.getInt(2)), randomId()));
         }
         return worlds;
-    }
-
-    /** TechEmpower's clamp of queries/count: missing or not a number is 1, then 1..500. */
-    static int count(String value) {
-        try {
-            return Math.max(1, Math.min(Integer.parseInt(value), MAX_QUERIES));
-        } catch (NumberFormatException e) {
-            return 1;
-        }
-    }
-
-    private static int randomId() {
-        return ThreadLocalRandom.current().nextInt(WORLD_ROWS) + 1;
     }
 
     private static ResponseEntity<?> json(Object body) {

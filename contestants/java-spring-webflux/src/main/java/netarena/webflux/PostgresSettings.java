@@ -1,9 +1,8 @@
 package netarena.webflux;
 
-import java.net.URI;
-import java.net.URISyntaxException;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import netarena.shared.TechEmpowerRows.DatabaseUrl;
 
 /**
  * Spring Boot's R2DBC properties for --netarena.pg-url and --netarena.pg-pool, which the application adds to
@@ -30,16 +29,14 @@ final class PostgresSettings {
             return Map.of("spring.autoconfigure.exclude", R2DBC_AUTO_CONFIGURATION);
         }
         int size = poolSize(pool);
-        URI uri = libpqUrl(url);
+        DatabaseUrl database = DatabaseUrl.parse(url, "--netarena.pg-url");
         Map<String, Object> properties = new LinkedHashMap<>();
-        int port = uri.getPort() < 0 ? 5432 : uri.getPort();
-        properties.put("spring.r2dbc.url", "r2dbc:postgresql://" + uri.getHost() + ":" + port + uri.getPath());
-        if (uri.getUserInfo() != null) {
-            String[] user = uri.getUserInfo().split(":", 2);
-            properties.put("spring.r2dbc.username", user[0]);
-            if (user.length == 2) {
-                properties.put("spring.r2dbc.password", user[1]);
-            }
+        properties.put("spring.r2dbc.url", "r2dbc:postgresql://" + database.hostPortDatabase());
+        if (database.user() != null) {
+            properties.put("spring.r2dbc.username", database.user());
+        }
+        if (database.password() != null) {
+            properties.put("spring.r2dbc.password", database.password());
         }
         // A fixed pool, as java-spring-mvc-vt's HikariCP (whose minimumIdle defaults to its maximum): Boot's
         // initial size (10) would otherwise exceed a smaller maximum.
@@ -59,20 +56,5 @@ final class PostgresSettings {
             throw new IllegalArgumentException("--netarena.pg-pool must be at least 1, got " + size);
         }
         return size;
-    }
-
-    private static URI libpqUrl(String url) {
-        URI uri;
-        try {
-            uri = new URI(url);
-        } catch (URISyntaxException e) {
-            throw new IllegalArgumentException("--netarena.pg-url '" + url + "': " + e.getMessage());
-        }
-        String scheme = uri.getScheme();
-        if (!("postgres".equals(scheme) || "postgresql".equals(scheme)) || uri.getHost() == null
-                || uri.getPath() == null || uri.getPath().length() < 2) {
-            throw new IllegalArgumentException("--netarena.pg-url '" + url + "' is not postgres://USER@HOST:PORT/DATABASE");
-        }
-        return uri;
     }
 }

@@ -7,7 +7,8 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.TreeMap;
-import java.util.concurrent.ThreadLocalRandom;
+import netarena.shared.TechEmpowerRows.Fortune;
+import netarena.shared.TechEmpowerRows.World;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.r2dbc.autoconfigure.ConnectionFactoryOptionsBuilderCustomizer;
 import org.springframework.context.annotation.Bean;
@@ -20,9 +21,13 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 import org.springframework.web.server.ResponseStatusException;
-import org.springframework.web.util.HtmlUtils;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+
+import static netarena.shared.TechEmpowerRows.WORLD_ROWS;
+import static netarena.shared.TechEmpowerRows.count;
+import static netarena.shared.TechEmpowerRows.fortunesPage;
+import static netarena.shared.TechEmpowerRows.randomId;
 
 /**
  * TechEmpower's database scenarios (/db, /queries, /fortunes, /updates, /cached-queries) on PostgreSQL through
@@ -34,8 +39,6 @@ import reactor.core.publisher.Mono;
  */
 @RestController
 public class TechEmpower {
-    static final int WORLD_ROWS = 10_000;
-    static final int MAX_QUERIES = 500;
     // TechEmpower requires Server and Date headers on these answers; Reactor Netty adds neither.
     private static final String SERVER = "java-spring-webflux";
     private static final String WORLD_SELECT = "SELECT id, randomnumber FROM world WHERE id = $1";
@@ -44,10 +47,6 @@ public class TechEmpower {
             "UPDATE world SET randomnumber = v.n FROM unnest($1::int[], $2::int[]) AS v(id, n) WHERE world.id = v.id";
     // Read before the server listens: its start-up fails rather than hang when the database does not answer.
     private static final Duration CACHE_READ_TIMEOUT = Duration.ofSeconds(60);
-
-    record World(int id, int randomNumber) {}
-
-    record Fortune(int id, String message) {}
 
     /** Null without --netarena.pg-url (Boot's R2DBC auto-configuration is then excluded): the routes answer 404. */
     private final DatabaseClient db;
@@ -130,26 +129,9 @@ public class TechEmpower {
         return database().sql("SELECT id, message FROM fortune")
                 .map(row -> new Fortune(row.get(0, Integer.class), row.get(1, String.class)))
                 .all().collectList()
-                .map(fortunes -> {
-                    List<Fortune> sorted = new ArrayList<>(fortunes);
-                    sorted.add(new Fortune(0, "Additional fortune added at request time."));
-                    sorted.sort((a, b) -> a.message().compareTo(b.message()));
-                    return ResponseEntity.ok().header("Server", SERVER).header("Date", HttpDate.now())
-                            .contentType(new MediaType(MediaType.TEXT_HTML, StandardCharsets.UTF_8))
-                            .body(fortunesPage(sorted));
-                });
-    }
-
-    // Plain string building with Spring's HtmlUtils.htmlEscape, as java-spring-mvc-vt: a template engine (JTE,
-    // Mustache, Thymeleaf) would be one more dependency with its own start-up; the escaping is Spring's.
-    private static String fortunesPage(List<Fortune> fortunes) {
-        StringBuilder page = new StringBuilder(2048).append("<!DOCTYPE html><html><head><title>Fortunes</title>"
-                + "</head><body><table><tr><th>id</th><th>message</th></tr>");
-        for (Fortune fortune : fortunes) {
-            page.append("<tr><td>").append(fortune.id()).append("</td><td>")
-                    .append(HtmlUtils.htmlEscape(fortune.message(), "UTF-8")).append("</td></tr>");
-        }
-        return page.append("</table></body></html>").toString();
+                .map(fortunes -> ResponseEntity.ok().header("Server", SERVER).header("Date", HttpDate.now())
+                        .contentType(new MediaType(MediaType.TEXT_HTML, StandardCharsets.UTF_8))
+                        .body(fortunesPage(fortunes)));
     }
 
     /**
@@ -172,19 +154,6 @@ public class TechEmpower {
 
     private static World world(Readable row) {
         return new World(row.get(0, Integer.class), row.get(1, Integer.class));
-    }
-
-    /** TechEmpower's clamp of queries/count: missing or not a number is 1, then 1..500. */
-    static int count(String value) {
-        try {
-            return Math.max(1, Math.min(Integer.parseInt(value), MAX_QUERIES));
-        } catch (NumberFormatException e) {
-            return 1;
-        }
-    }
-
-    private static int randomId() {
-        return ThreadLocalRandom.current().nextInt(WORLD_ROWS) + 1;
     }
 
     private static ResponseEntity<Object> json(Object body) {
