@@ -50,9 +50,11 @@ class TechEmpower @Inject() (cc: ControllerComponents, dbApi: DBApi, databaseCon
       // An id drawn twice keeps its last number, in the answer too. Sorted by id so that concurrent
       // requests lock the rows in the same order and cannot deadlock.
       val last = SortedMap.from(read.map(world => world.id -> randomId()))
+      // As pairs, in id order: keys and values mapped apart would each be rebuilt as a set, losing the pairing.
+      val (ids, numbers) = last.toVector.unzip
       Using.resource(conn.prepareStatement(WorldUpdate)) { update =>
-        update.setArray(1, conn.createArrayOf("int4", last.keys.map(Int.box).toArray[AnyRef]))
-        update.setArray(2, conn.createArrayOf("int4", last.values.map(Int.box).toArray[AnyRef]))
+        update.setArray(1, conn.createArrayOf("int4", ids.map(Int.box).toArray[AnyRef]))
+        update.setArray(2, conn.createArrayOf("int4", numbers.map(Int.box).toArray[AnyRef]))
         update.executeUpdate()
       }
       Json.toJson(read.map(world => World(world.id, last(world.id))))
