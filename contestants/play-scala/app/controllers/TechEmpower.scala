@@ -12,7 +12,7 @@ import models.{Fortune, World}
 import org.apache.pekko.actor.ActorSystem
 import play.api.db.{DBApi, Database}
 import play.api.libs.concurrent.CustomExecutionContext
-import play.api.libs.json.Json
+import play.api.libs.json.{JsValue, Json}
 import play.api.mvc._
 
 /** Play's "database dispatcher": the thread pool configured as database.dispatcher, where JDBC may block. */
@@ -80,8 +80,9 @@ class TechEmpower @Inject() (cc: ControllerComponents, dbApi: DBApi, databaseCon
     }
   }
 
-  /** The query runs on the database dispatcher with a pooled connection; the JSON answer is written here. */
-  private def onDatabase(query: Connection => play.api.libs.json.JsValue): Action[AnyContent] = Action.async {
+  /** The query and its rows' JSON tree on the database dispatcher with a pooled connection; the answer is
+   * written on Play's default dispatcher. */
+  private def onDatabase(query: Connection => JsValue): Action[AnyContent] = Action.async {
     database match {
       case None     => Future.successful(notConfigured)
       case Some(db) => Future(db.withConnection(query))(databaseContext).map(Ok(_).withHeaders(ServerHeader))
