@@ -36,6 +36,17 @@ public final class TechEmpowerRows {
         return ThreadLocalRandom.current().nextInt(WORLD_ROWS) + 1;
     }
 
+    /** cached-queries' rows: ?count= random ids (clamped), each row from `cache` (World's copy, index = id). */
+    public static List<World> cachedWorlds(int[] cache, String rawCount) {
+        int n = count(rawCount);
+        List<World> worlds = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            int id = randomId();
+            worlds.add(new World(id, cache[id]));
+        }
+        return worlds;
+    }
+
     /**
      * The fortunes page of the table's rows: the one added at request time, sorted by message, each message
      * escaped with Spring's HtmlUtils.htmlEscape. Plain string building: a template engine (JTE, Mustache,

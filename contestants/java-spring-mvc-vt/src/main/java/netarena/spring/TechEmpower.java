@@ -21,6 +21,7 @@ import org.springframework.web.bind.annotation.RequestParam;
 import org.springframework.web.bind.annotation.RestController;
 
 import static netarena.shared.TechEmpowerRows.WORLD_ROWS;
+import static netarena.shared.TechEmpowerRows.cachedWorlds;
 import static netarena.shared.TechEmpowerRows.count;
 import static netarena.shared.TechEmpowerRows.fortunesPage;
 import static netarena.shared.TechEmpowerRows.randomId;
@@ -130,13 +131,7 @@ public class TechEmpower {
         if (pool == null) {
             return notConfigured();
         }
-        int n = count(count);
-        List<World> worlds = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            int id = randomId();
-            worlds.add(new World(id, cache[id]));
-        }
-        return json(worlds);
+        return json(cachedWorlds(cache, count));
     }
 
     @GetMapping("/fortunes")

@@ -25,6 +25,7 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 import static netarena.shared.TechEmpowerRows.WORLD_ROWS;
+import static netarena.shared.TechEmpowerRows.cachedWorlds;
 import static netarena.shared.TechEmpowerRows.count;
 import static netarena.shared.TechEmpowerRows.fortunesPage;
 import static netarena.shared.TechEmpowerRows.randomId;
@@ -115,13 +116,7 @@ public class TechEmpower {
     @GetMapping("/cached-queries")
     public ResponseEntity<Object> cachedQueries(@RequestParam(required = false) String count) {
         database(); // 404 without --netarena.pg-url: the cache was never filled
-        int n = count(count);
-        List<World> worlds = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            int id = randomId();
-            worlds.add(new World(id, cache[id]));
-        }
-        return json(worlds);
+        return json(cachedWorlds(cache, count));
     }
 
     @GetMapping("/fortunes")
