@@ -311,14 +311,14 @@ def test_node_contestant_started_for_h1_tls_without_a_certificate_stops_with_one
     assert "NETARENA_TLS_CERT" in said and "Error:" not in said and "    at " not in said, said
 
 
-# The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum).
-RUST_TLS_NAMES = [n for n in NAMES
-                  if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "rust"
-                  and "h1-tls" in m.protocols]
+# The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum: h1-tls and h2;
+# rust-actix: h1-tls), with each TLS protocol each claims.
+RUST_TLS_STARTS = [(n, protocol) for n in NAMES
+                   if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "rust"
+                   for protocol in ("h1-tls", "h2") if protocol in m.protocols]
 
 
-@pytest.mark.parametrize("protocol", ["h1-tls", "h2"])
-@pytest.mark.parametrize("name", RUST_TLS_NAMES)
+@pytest.mark.parametrize("name,protocol", RUST_TLS_STARTS)
 def test_rust_contestant_started_for_tls_without_a_certificate_stops_with_one_message(name, protocol, availability,
                                                                                        tmp_path):
     """Started for h1-tls or h2 without the run's certificate and key, the server exits with code 2 (its bad
@@ -326,6 +326,21 @@ def test_rust_contestant_started_for_tls_without_a_certificate_stops_with_one_me
     code, said = _started_without_a_certificate(name, protocol, availability, tmp_path)
     assert code == 2, f"{name} started for {protocol} without a certificate: exit {code}, not 2:\n{said}"
     assert f"NETARENA_PROTOCOL={protocol} without NETARENA_TLS_CERT" in said and "panicked" not in said, said
+
+
+# The Rust contestants that do not claim h2 (rust-actix) and so must refuse a start for it.
+RUST_WITHOUT_H2 = [n for n in NAMES
+                   if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "rust"
+                   and "h1-tls" in m.protocols and "h2" not in m.protocols]
+
+
+@pytest.mark.parametrize("name", RUST_WITHOUT_H2)
+def test_rust_contestant_without_h2_refuses_a_start_for_it(name, availability, tmp_path):
+    """Started for h2, which its manifest does not claim, the server exits with code 2 saying what it speaks,
+    instead of serving something else."""
+    code, said = _started_without_a_certificate(name, "h2", availability, tmp_path)
+    assert code == 2, f"{name} started for h2: exit {code}, not 2:\n{said}"
+    assert "NETARENA_PROTOCOL=h2: this server speaks h1 and h1-tls" in said and "panicked" not in said, said
 
 
 # The JVM contestants serving h1-tls (java-netty, java-vertx, java-helidon-se, java-spring-mvc-vt and
