@@ -68,31 +68,21 @@ test-rust: test-packages
 # with nothing beside them, also when the others failed (every failure shows in one run).
 TEST_JOBS ?= 2
 TEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load"
-PYTEST_SHARED = $(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone"
-PYTEST_ALONE = $(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone
 define PYTHON_TESTS
 status=0; \
-$(PYTEST_SHARED) || status=$$?; \
-$(PYTEST_ALONE) || status=$$?; \
+$(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone" || status=$$?; \
+$(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone || status=$$?; \
 exit $$status
 endef
 test-python: test-packages setup
 	@$(PYTHON_TESTS)
 
-# The Rust tests run beside pytest's workers, their output kept in a file and shown when both are done: they mostly
-# wait (their servers, timers and fixed-length loads leave the CPUs about 80% idle, 5 minutes of a make test), and
-# their assertions hold on a busy or slower host, as pytest's do. Then the `alone` tests, with nothing beside them.
-# The exit status is non-zero when any part failed; every part runs whatever the others did.
+# The Rust tests, then pytest also when they failed: the exit status is non-zero when either failed.
 test test-rust test-python: GENERATOR_PROFILE = tests
 test: test-packages setup
-	@status=0; rust_log=$$(mktemp); trap 'rm -f "$$rust_log"' EXIT; \
-	echo "make test: the Rust tests run beside pytest's workers; their output follows pytest's"; \
-	( $(RUST_TESTS) ) > "$$rust_log" 2>&1 & rust_pid=$$!; \
-	$(PYTEST_SHARED) || status=$$?; \
-	rust_status=0; wait $$rust_pid || rust_status=$$?; \
-	cat "$$rust_log"; \
-	if [ $$rust_status != 0 ]; then echo "make test: the Rust tests failed (exit $$rust_status), above"; status=$$rust_status; fi; \
-	$(PYTEST_ALONE) || status=$$?; \
+	@status=0; \
+	( $(RUST_TESTS) ) || status=$$?; \
+	( $(PYTHON_TESTS) ) || status=$$?; \
 	exit $$status
 
 lint:
