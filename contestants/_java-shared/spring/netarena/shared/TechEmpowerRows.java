@@ -4,6 +4,7 @@ import java.net.URI;
 import java.net.URISyntaxException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.TreeMap;
 import java.util.concurrent.ThreadLocalRandom;
 import org.springframework.web.util.HtmlUtils;
 
@@ -34,6 +35,25 @@ public final class TechEmpowerRows {
 
     public static int randomId() {
         return ThreadLocalRandom.current().nextInt(WORLD_ROWS) + 1;
+    }
+
+    /**
+     * /updates' new numbers for rows read: `byId` the number each id gets, sorted by id so that concurrent requests
+     * lock the rows in the same order and cannot deadlock (an id drawn twice keeps its last number); `answer` the
+     * rows as the request answers them, in the order read.
+     */
+    public record NewNumbers(TreeMap<Integer, Integer> byId, List<World> answer) {
+        public static NewNumbers draw(List<World> worlds) {
+            TreeMap<Integer, Integer> byId = new TreeMap<>();
+            for (World world : worlds) {
+                byId.put(world.id(), randomId());
+            }
+            List<World> answer = new ArrayList<>(worlds.size());
+            for (World world : worlds) {
+                answer.add(new World(world.id(), byId.get(world.id())));
+            }
+            return new NewNumbers(byId, answer);
+        }
     }
 
     /** cached-queries' rows: ?count= random ids (clamped), each row from `cache` (World's copy, index = id). */

@@ -7,9 +7,9 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Array;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.TreeMap;
 import netarena.shared.TechEmpowerRows.DatabaseUrl;
 import netarena.shared.TechEmpowerRows.Fortune;
+import netarena.shared.TechEmpowerRows.NewNumbers;
 import netarena.shared.TechEmpowerRows.World;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.http.HttpStatus;
@@ -107,23 +107,14 @@ public class TechEmpower {
             return notConfigured();
         }
         List<World> worlds = readWorlds(count(queries));
-        // An id drawn twice keeps its last number, in the answer too. The map is sorted by id so that
-        // concurrent requests lock the rows in the same order and cannot deadlock.
-        TreeMap<Integer, Integer> last = new TreeMap<>();
-        for (World world : worlds) {
-            last.put(world.id(), randomId());
-        }
-        List<World> updated = new ArrayList<>(worlds.size());
-        for (World world : worlds) {
-            updated.add(new World(world.id(), last.get(world.id())));
-        }
+        NewNumbers drawn = NewNumbers.draw(worlds);
         jdbc.update(WORLD_UPDATE, statement -> {
-            Array ids = statement.getConnection().createArrayOf("int4", last.keySet().toArray());
-            Array numbers = statement.getConnection().createArrayOf("int4", last.values().toArray());
+            Array ids = statement.getConnection().createArrayOf("int4", drawn.byId().keySet().toArray());
+            Array numbers = statement.getConnection().createArrayOf("int4", drawn.byId().values().toArray());
             statement.setArray(1, ids);
             statement.setArray(2, numbers);
         });
-        return json(updated);
+        return json(drawn.answer());
     }
 
     @GetMapping("/cached-queries")

@@ -4,10 +4,9 @@ import io.r2dbc.postgresql.PostgresqlConnectionFactoryProvider;
 import io.r2dbc.spi.Readable;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.TreeMap;
 import netarena.shared.TechEmpowerRows.Fortune;
+import netarena.shared.TechEmpowerRows.NewNumbers;
 import netarena.shared.TechEmpowerRows.World;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.r2dbc.autoconfigure.ConnectionFactoryOptionsBuilderCustomizer;
@@ -95,21 +94,12 @@ public class TechEmpower {
     @GetMapping("/updates")
     public Mono<ResponseEntity<Object>> updates(@RequestParam(required = false) String queries) {
         return readWorlds(count(queries)).flatMap(worlds -> {
-            // An id drawn twice keeps its last number, in the answer too. The map is sorted by id so that
-            // concurrent requests lock the rows in the same order and cannot deadlock.
-            TreeMap<Integer, Integer> last = new TreeMap<>();
-            for (World world : worlds) {
-                last.put(world.id(), randomId());
-            }
-            List<World> updated = new ArrayList<>(worlds.size());
-            for (World world : worlds) {
-                updated.add(new World(world.id(), last.get(world.id())));
-            }
+            NewNumbers drawn = NewNumbers.draw(worlds);
             return database().sql(WORLD_UPDATE)
-                    .bind(0, last.keySet().toArray(new Integer[0]))
-                    .bind(1, last.values().toArray(new Integer[0]))
+                    .bind(0, drawn.byId().keySet().toArray(new Integer[0]))
+                    .bind(1, drawn.byId().values().toArray(new Integer[0]))
                     .fetch().rowsUpdated()
-                    .thenReturn(json(updated));
+                    .thenReturn(json(drawn.answer()));
         });
     }
 
