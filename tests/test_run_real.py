@@ -1087,8 +1087,11 @@ def test_requests_not_reached_is_not_retried_and_says_so(tmp_path, cache_dir, ge
     each try costs the whole limit: the second repeat is not attempted, with the first one's reason."""
     path = write_suite(tmp_path / "suite.toml", NOT_REACHED)
     results = tmp_path / "results"
-    result = run_cli(["run", path, *common(results)], cache_dir)
+    result = run_cli(["run", path, *common(results), "--json"], cache_dir)
     assert result.returncode == 1, result.stdout + result.stderr  # no measurement succeeded (EXIT_FAILED)
+    # With --json too, stderr says why the exit status is 1 (the document on stdout holds every failure).
+    assert "error: no measurement succeeded; first failure: fx-good hello" in result.stderr, result.stderr
+    assert "requests_not_reached" in result.stderr and json.loads(result.stdout)["measurements"]["ok"] == 0
     first, second = db_rows(results, "SELECT * FROM measurements ORDER BY repeat_index")
     assert (first["status"], first["failure_kind"]) == ("failed", "requests_not_reached"), first["error"]
     assert json.loads(first["generator_json"])["totals"]["responses"] > 0

@@ -542,6 +542,12 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
         ui.out.print("took: " + ", ".join(f"{name} {minutes_seconds(s)}" for name, s in phases.items()))
     store.close()  # the WAL folded into netarena.sqlite: that one file now holds the run
     if summary["measurements"]["ok"] == 0:
+        if json_mode:  # the document holds each failure; stderr still says why the exit status is 1
+            failures = [f"{g['contestant']} {g['scenario']} {g['level_key']} {failure}"
+                        for g in summary["groups"] for failure in g["failures"]]
+            ui.err.print(f"error: no measurement succeeded{f'; first failure: {failures[0]}' if failures else ''} "
+                         f"(every failure: groups[].failures in the JSON)", markup=False, highlight=False,
+                         soft_wrap=True)
         sys.exit(EXIT_FAILED)
     if summary["measurements"]["threshold_failed"]:
         if not json_mode:
