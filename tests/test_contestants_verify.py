@@ -311,6 +311,28 @@ def test_node_contestant_started_for_h1_tls_without_a_certificate_stops_with_one
     assert "NETARENA_TLS_CERT" in said and "Error:" not in said and "    at " not in said, said
 
 
+# The contestants whose start goes through a script choosing the listener by NETARENA_PROTOCOL (the uWSGI ones'
+# contestants/_flask-shared/uwsgi_start.sh, play-scala's start.sh): h1-tls without the run's certificate and key,
+# and a protocol they do not serve, are refused by the script before the server starts.
+START_SCRIPT_NAMES = [n for n in NAMES
+                      if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).start.command
+                      and any(word.endswith("start.sh") for word in m.start.command[:2]) and "h1-tls" in m.protocols]
+
+
+@pytest.mark.parametrize("name", START_SCRIPT_NAMES)
+def test_start_script_refuses_h1_tls_without_a_certificate_and_a_protocol_it_does_not_serve(name, availability,
+                                                                                             tmp_path):
+    assert {"flask-uwsgi-threads", "play-scala"} <= set(START_SCRIPT_NAMES), START_SCRIPT_NAMES
+    (tmp_path / "h1-tls").mkdir()
+    (tmp_path / "h2c").mkdir()
+    code, said = _started_without_a_certificate(name, "h1-tls", availability, tmp_path / "h1-tls")
+    assert code == 2, f"{name} started for h1-tls without a certificate: exit {code}, not 2:\n{said}"
+    assert "h1-tls needs NETARENA_TLS_CERT and NETARENA_TLS_KEY" in said, said
+    code, said = _started_without_a_certificate(name, "h2c", availability, tmp_path / "h2c")
+    assert code == 2, f"{name} started for h2c: exit {code}, not 2:\n{said}"
+    assert "serves h1 and h1-tls here, not h2c" in said, said
+
+
 # The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum: h1-tls and h2;
 # rust-actix: h1-tls), with each TLS protocol each claims.
 RUST_TLS_STARTS = [(n, protocol) for n in NAMES

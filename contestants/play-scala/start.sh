@@ -1,0 +1,50 @@
+#!/bin/sh
+# Starts the staged Play app listening for the protocol netarena asks for (NETARENA_PROTOCOL):
+#
+#   start.sh APP HOST PORT RUN_DIR [JVM OPTION]...
+#
+# h1 listens with Play's HTTP listener on PORT. h1-tls listens with Play's HTTPS listener on PORT instead
+# (http.port=disabled): Pekko HTTP over the JDK's TLS (JSSE), its key and certificate from a keystore. Play reads
+# them from a keystore file only (JKS or PKCS12, no PEM), so the run's PEM files (NETARENA_TLS_CERT,
+# NETARENA_TLS_KEY) are put into a PKCS12 keystore in RUN_DIR first, with Debian's openssl; its password guards
+# nothing (the PEM key beside it is not encrypted either). TLS 1.3 and 1.2, as the other contestants: Pekko's
+# ssl-config, which Pekko HTTP's HTTPS follows, allows TLS 1.2 alone by default (pekko-stream's reference.conf:
+# ssl-config.protocol = "TLSv1.2"; checked with openssl s_client). Play's HTTP/2 is off (its default: no
+# PlayPekkoHttp2Support), so ALPN never chooses h2. The manifest's start command cannot do this itself:
+# {tls_cert} and {tls_key} are empty for a cleartext start.
+set -eu
+
+if [ "$#" -lt 4 ]; then
+    echo "usage: start.sh APP HOST PORT RUN_DIR [JVM OPTION]..." >&2
+    exit 2
+fi
+app=$1
+host=$2
+port=$3
+run_dir=$4
+shift 4
+
+case "${NETARENA_PROTOCOL:-h1}" in
+    h1)
+        exec "$app" "-Dhttp.port=$port" "-Dhttp.address=$host" "$@"
+        ;;
+    h1-tls)
+        if [ -z "${NETARENA_TLS_CERT:-}" ] || [ -z "${NETARENA_TLS_KEY:-}" ]; then
+            echo "start.sh: h1-tls needs NETARENA_TLS_CERT and NETARENA_TLS_KEY" >&2
+            exit 2
+        fi
+        keystore=$run_dir/play-https.p12
+        password=netarena-not-a-secret
+        openssl pkcs12 -export -in "$NETARENA_TLS_CERT" -inkey "$NETARENA_TLS_KEY" -name netarena \
+            -out "$keystore" -passout "pass:$password"
+        exec "$app" -Dhttp.port=disabled "-Dhttps.port=$port" "-Dhttp.address=$host" \
+            "-Dplay.server.https.keyStore.path=$keystore" -Dplay.server.https.keyStore.type=PKCS12 \
+            "-Dplay.server.https.keyStore.password=$password" \
+            -Dpekko.ssl-config.protocol=TLSv1.3 -Dpekko.ssl-config.enabledProtocols.0=TLSv1.3 \
+            -Dpekko.ssl-config.enabledProtocols.1=TLSv1.2 "$@"
+        ;;
+    *)
+        echo "start.sh: Play serves h1 and h1-tls here, not ${NETARENA_PROTOCOL}" >&2
+        exit 2
+        ;;
+esac
