@@ -102,13 +102,10 @@ fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream(io: &str
     let Some((dir, nginx, url)) = h2c_nginx(&format!("h2c-{io}")) else {
         return;
     };
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--io",
-            io,
-            "--h2",
             "--streams",
             "8",
             "-c",
@@ -122,7 +119,6 @@ fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream(io: &str
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 300, "{}", r.context);
@@ -137,33 +133,35 @@ fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream(io: &str
     // nginx's own count: every request of the run, each over HTTP/2 (-n sends no more than N).
     assert_hello_log(&dir, 300);
 
-    // A body of 200 kB through 64 KiB windows: it arrives only if the client gives the windows back.
     let big = format!("http://127.0.0.1:{}/big.bin", nginx.port);
-    let r = run_json(
-        &[
-            "http",
-            &big,
-            "--io",
-            io,
-            "--h2",
-            "--streams",
-            "4",
-            "--h2-window",
-            "65535",
-            "-c",
-            "1",
-            "-n",
-            "20",
-            "--timeout",
-            "10s",
-            "--expect-body-sha256",
-            &sha256_hex(&big_body()),
-        ],
-        LIMIT,
-    );
+    big_body_through_small_windows(io, &big, &[]);
+}
+
+/// 20 requests of the body of 200 kB (`big_body`, at `url`) on one connection of 4 streams, through
+/// 64 KiB windows: each arrives (its digest checked) only if the client gives the windows back as
+/// it reads. `extra`: the run's other arguments.
+fn big_body_through_small_windows(io: &str, url: &str, extra: &[&str]) -> common::Result {
+    let digest = sha256_hex(&big_body());
+    let mut args = vec![
+        "--streams",
+        "4",
+        "--h2-window",
+        "65535",
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--timeout",
+        "10s",
+        "--expect-body-sha256",
+        &digest,
+    ];
+    args.extend_from_slice(extra);
+    let r = h2_run(io, url, &args);
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 20, "{}", r.context);
     assert_eq!(r.u64("/http2/window"), 65535, "{}", r.context);
+    r
 }
 
 fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error(io: &str) {
@@ -181,13 +179,10 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error(io
     };
     let url = format!("https://localhost:{}/hello", nginx.port);
     let cacert = ca.ca_pem.to_str().unwrap();
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--io",
-            io,
-            "--h2",
             "--cacert",
             cacert,
             "--streams",
@@ -199,7 +194,6 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error(io
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
@@ -221,32 +215,7 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error(io
     // Flow control over TLS: a body of 200 kB through 64 KiB windows arrives only if the window
     // updates go out as records while the DATA frames come in.
     let big = format!("https://localhost:{}/big.bin", nginx.port);
-    let r = run_json(
-        &[
-            "http",
-            &big,
-            "--io",
-            io,
-            "--h2",
-            "--cacert",
-            cacert,
-            "--streams",
-            "4",
-            "--h2-window",
-            "65535",
-            "-c",
-            "1",
-            "-n",
-            "20",
-            "--timeout",
-            "10s",
-            "--expect-body-sha256",
-            &sha256_hex(&big_body()),
-        ],
-        LIMIT,
-    );
-    r.assert_only_errors(&[]);
-    assert_eq!(r.u64("/totals/requests"), 20, "{}", r.context);
+    let r = big_body_through_small_windows(io, &big, &["--cacert", cacert]);
     assert_eq!(r.get("/tls/alpn").as_str(), Some("h2"), "{}", r.context);
 
     // The open loop over TLS: each scheduled request a stream on the two TLS connections, whose
@@ -280,12 +249,7 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error(io
     // A TLS server that speaks HTTP/1.1 only: no h2 by ALPN, so no HTTP/2 figure at all.
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = format!("https://localhost:{}/", server.addr.port());
-    let r = run_json(
-        &[
-            "http", &url, "--io", io, "--h2", "--cacert", cacert, "-c", "1", "-d", "1s",
-        ],
-        LIMIT,
-    );
+    let r = h2_run(io, &url, &["--cacert", cacert, "-c", "1", "-d", "1s"]);
     assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
     assert!(r.class("tls_handshake") > 0, "{}", r.context);
     r.assert_only_errors(&["tls_handshake"]);
@@ -301,13 +265,10 @@ fn nginx_going_away_gracefully_is_a_reconnect_not_an_error(io: &str) {
         return;
     };
     let url = format!("http://127.0.0.1:{}/hello", nginx.port);
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--io",
-            io,
-            "--h2",
             "--streams",
             "4",
             "-c",
@@ -317,7 +278,6 @@ fn nginx_going_away_gracefully_is_a_reconnect_not_an_error(io: &str) {
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
@@ -335,22 +295,10 @@ fn verify_learn_learns_over_http2_and_holds_every_stream_to_it(io: &str) {
         return;
     };
     let url = format!("http://127.0.0.1:{}/big.bin", nginx.port);
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "--io",
-            io,
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "2",
-            "-n",
-            "50",
-            "--verify-learn",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &url,
+        &["--streams", "4", "-c", "2", "-n", "50", "--verify-learn"],
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/responses"), 50, "{}", r.context);
@@ -377,22 +325,10 @@ fn verify_learn_learns_over_http2_and_holds_every_stream_to_it(io: &str) {
     // so each wrong stream is a verification mismatch.
     let server = h2c_server(HELLO, H2Fault::WrongBodyEvery(5));
     let url = server.url("/");
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "--io",
-            io,
-            "--h2",
-            "--streams",
-            "10",
-            "-c",
-            "2",
-            "-n",
-            "200",
-            "--verify-learn",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &url,
+        &["--streams", "10", "-c", "2", "-n", "200", "--verify-learn"],
     );
     r.assert_only_errors(&["verification_mismatch"]);
     assert_eq!(r.u64("/config/expect_body_size"), HELLO.len() as u64);
@@ -408,13 +344,10 @@ fn verify_learn_learns_over_http2_and_holds_every_stream_to_it(io: &str) {
 fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream(io: &str) {
     let server = h2c_server(HELLO, H2Fault::WrongBodyEvery(5));
     let url = server.url("/");
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--io",
-            io,
-            "--h2",
             "--streams",
             "10",
             "-c",
@@ -424,7 +357,6 @@ fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream(io: &str)
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&["verification_mismatch"]);
     assert_eq!(
@@ -446,21 +378,10 @@ fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream(io: &str)
 fn reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_classes(io: &str) {
     // RST_STREAM on every 4th stream: counted, the connection goes on.
     let server = h2c_server(HELLO, H2Fault::ResetEvery(4));
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/"),
-            "--io",
-            io,
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "1",
-            "-n",
-            "120",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &server.url("/"),
+        &["--streams", "4", "-c", "1", "-n", "120"],
     );
     r.assert_only_errors(&["h2_rst_stream"]);
     assert_eq!(
@@ -480,21 +401,10 @@ fn reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_cla
     // GOAWAY (ENHANCE_YOUR_CALM) after 10 requests per connection: counted, and the load goes on
     // on new connections until -n is reached.
     let server = h2c_server(HELLO, H2Fault::GoawayAfter(10));
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/"),
-            "--io",
-            io,
-            "--h2",
-            "-c",
-            "1",
-            "-n",
-            "50",
-            "--expect-body-size",
-            "13",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &server.url("/"),
+        &["-c", "1", "-n", "50", "--expect-body-size", "13"],
     );
     r.assert_only_errors(&["h2_goaway"]);
     assert_eq!(r.u64("/totals/requests"), 50, "{}", r.context);
@@ -509,20 +419,7 @@ fn reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_cla
 
     // DATA on stream 0 after 5 requests: the connection is closed, counted as h2_protocol.
     let server = h2c_server(HELLO, H2Fault::ProtocolErrorAfter(5));
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/"),
-            "--io",
-            io,
-            "--h2",
-            "-c",
-            "1",
-            "-n",
-            "30",
-        ],
-        LIMIT,
-    );
+    let r = h2_run(io, &server.url("/"), &["-c", "1", "-n", "30"]);
     r.assert_only_errors(&["h2_protocol"]);
     assert_eq!(r.u64("/totals/requests"), 30, "{}", r.context);
     assert!(r.class("h2_protocol") >= 5, "{}", r.context);
@@ -580,8 +477,7 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
         (&["-n", "10"][..], engine, "io_uring"),
         (&["--rate", "20", "-d", "500ms"], "epoll", "open loop"),
     ] {
-        let args = [&["http", url.as_str(), "--h2", "--io", "auto"][..], model].concat();
-        let r = run_json(&args, LIMIT);
+        let r = h2_run("auto", &url, model);
         r.assert_only_errors(&[]);
         assert_eq!(
             r.get("/config/io_backend").as_str(),
@@ -594,22 +490,23 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
     }
 }
 
+/// `netarena-load http URL --io IO --h2 ARGS`: its document, checked for the invariants every
+/// result satisfies.
+fn h2_run(io: &str, url: &str, args: &[&str]) -> common::Result {
+    run_json(
+        &[&["http", url, "--io", io, "--h2"][..], args].concat(),
+        LIMIT,
+    )
+}
+
 /// `netarena-load http URL --io IO --h2 -t 1 --expect-body-size 13 ARGS` (an open-loop run: ARGS
 /// give the rate and the pool), its document checked against the JSON Schema.
 fn open_loop_run(io: &str, url: &str, args: &[&str]) -> common::Result {
-    let mut all = vec![
-        "http",
-        url,
-        "--io",
+    let r = h2_run(
         io,
-        "--h2",
-        "-t",
-        "1",
-        "--expect-body-size",
-        "13",
-    ];
-    all.extend_from_slice(args);
-    let r = run_json(&all, LIMIT);
+        url,
+        &[&["-t", "1", "--expect-body-size", "13"][..], args].concat(),
+    );
     validate_against_schema(&r.doc);
     r
 }

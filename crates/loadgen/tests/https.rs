@@ -45,9 +45,9 @@ fn hello_over_tls(ca_name: &str, host: &str) -> (TestCa, common::TestServer, Str
     (ca, server, url)
 }
 
-/// `http URL --cacert CA` and the rest of a run's arguments.
-fn https_args<'a>(url: &'a str, ca: &'a TestCa, rest: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["http", url, "--cacert", cacert(ca)];
+/// `http URL --cacert CA --io IO` and the rest of a run's arguments.
+fn https_args<'a>(io: &'a str, url: &'a str, ca: &'a TestCa, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["http", url, "--cacert", cacert(ca), "--io", io];
     args.extend_from_slice(rest);
     args
 }
@@ -91,6 +91,7 @@ fn closed_loop_over_https_verifies_every_response(io: &str) {
         let url = https_url(host, server.addr.port());
         let r = run_json(
             &https_args(
+                io,
                 &url,
                 &ca,
                 &[
@@ -106,8 +107,6 @@ fn closed_loop_over_https_verifies_every_response(io: &str) {
                     "13",
                     "--expect-body-sha256",
                     &digest,
-                    "--io",
-                    io,
                 ],
             ),
             LIMIT,
@@ -134,29 +133,19 @@ fn closed_loop_over_https_verifies_every_response(io: &str) {
 fn a_batch_larger_than_the_tls_buffers_goes_out_whole(io: &str) {
     let (ca, server, url) = hello_over_tls(&format!("batch-{io}"), "127.0.0.1");
     let pad = format!("X-Pad: {}", "p".repeat(8000));
-    let r = run_json(
-        &https_args(
-            &url,
-            &ca,
-            &[
-                "-c",
-                "2",
-                "-t",
-                "1",
-                "--pipeline",
-                "32",
-                "-n",
-                "256",
-                "-H",
-                &pad,
-                "--expect-body-size",
-                "13",
-                "--io",
-                io,
-            ],
-        ),
-        LIMIT,
-    );
+    let batches = [
+        "-c",
+        "2",
+        "--pipeline",
+        "32",
+        "-n",
+        "256",
+        "-H",
+        &pad,
+        "--expect-body-size",
+        "13",
+    ];
+    let r = run_json(&https_args(io, &url, &ca, &batches), LIMIT);
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 256, "{}", r.context);
     assert!(r.u64("/totals/bytes_sent") >= 256 * 8000, "{}", r.context);
@@ -169,7 +158,7 @@ fn a_batch_larger_than_the_tls_buffers_goes_out_whole(io: &str) {
 fn auto_picks_the_engine_for_https_as_for_plain_http() {
     let (ca, _server, url) = hello_over_tls("engines", "127.0.0.1");
     let r = run_json(
-        &https_args(&url, &ca, &["-c", "2", "-n", "50", "--io", "auto"]),
+        &https_args("auto", &url, &ca, &["-c", "2", "-n", "50"]),
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -188,9 +177,10 @@ fn auto_picks_the_engine_for_https_as_for_plain_http() {
     assert!(why_contains(&r, why), "{}", r.context);
     let r = run_json(
         &https_args(
+            "auto",
             &url,
             &ca,
-            &["--rate", "50", "-c", "2", "-d", "500ms", "--io", "auto"],
+            &["--rate", "50", "-c", "2", "-d", "500ms"],
         ),
         LIMIT,
     );
@@ -207,19 +197,10 @@ fn auto_picks_the_engine_for_https_as_for_plain_http() {
     }
     let run = run_load(
         &https_args(
+            "uring",
             &url,
             &ca,
-            &[
-                "-c",
-                "4",
-                "-n",
-                "400",
-                "--io",
-                "uring",
-                "--coalesce-us",
-                "200",
-                "--json",
-            ],
+            &["-c", "4", "-n", "400", "--coalesce-us", "200", "--json"],
         ),
         LIMIT,
     );
@@ -251,6 +232,7 @@ fn open_loop_over_https(io: &str) {
     let (ca, _server, url) = hello_over_tls(&format!("open-{io}"), "127.0.0.1");
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
             &[
@@ -264,8 +246,6 @@ fn open_loop_over_https(io: &str) {
                 "1s",
                 "--expect-body-size",
                 "13",
-                "--io",
-                io,
             ],
         ),
         LIMIT,
@@ -283,6 +263,7 @@ fn conn_rate_over_https_resumes_only_when_asked(io: &str) {
     let (ca, _server, url) = hello_over_tls(&format!("connrate-{io}"), "127.0.0.1");
     for resume in [false, true] {
         let mut args = https_args(
+            io,
             &url,
             &ca,
             &[
@@ -296,8 +277,6 @@ fn conn_rate_over_https_resumes_only_when_asked(io: &str) {
                 "1s",
                 "--expect-body-size",
                 "13",
-                "--io",
-                io,
             ],
         );
         if resume {
@@ -395,6 +374,7 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch(io: &str) {
     let url = https_url("127.0.0.1", server.addr.port());
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
             &[
@@ -404,8 +384,6 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch(io: &str) {
                 "20",
                 "--expect-body-sha256",
                 &sha256_hex(HELLO),
-                "--io",
-                io,
             ],
         ),
         LIMIT,
@@ -417,11 +395,7 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch(io: &str) {
 fn verify_learn_over_https(io: &str) {
     let (ca, _server, url) = hello_over_tls(&format!("learn-{io}"), "localhost");
     let r = run_json(
-        &https_args(
-            &url,
-            &ca,
-            &["-c", "2", "-n", "30", "--verify-learn", "--io", io],
-        ),
+        &https_args(io, &url, &ca, &["-c", "2", "-n", "30", "--verify-learn"]),
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -490,20 +464,10 @@ fn nginx_over_https_closed_loop_and_resumed_reconnects(io: &str) {
     let url = https_url("localhost", nginx.port);
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
-            &[
-                "-c",
-                "4",
-                "-t",
-                "1",
-                "-n",
-                "200",
-                "--expect-status",
-                "200",
-                "--io",
-                io,
-            ],
+            &["-c", "4", "-t", "1", "-n", "200", "--expect-status", "200"],
         ),
         LIMIT,
     );
@@ -513,6 +477,7 @@ fn nginx_over_https_closed_loop_and_resumed_reconnects(io: &str) {
     // --close: a connection per request, each resuming the session of an earlier one.
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
             &[
@@ -526,8 +491,6 @@ fn nginx_over_https_closed_loop_and_resumed_reconnects(io: &str) {
                 "--tls-resume",
                 "--expect-status",
                 "200",
-                "--io",
-                io,
             ],
         ),
         LIMIT,
