@@ -81,7 +81,6 @@ def test_an_http2_axis_value_listed_twice_is_refused(tmp_path, axis):
     ("sleep", "", "protocol applies to the scenarios hello, bytes, json, static, not sleep", "measure[0].protocol"),
     # What netarena-load --h2 does not do, refused by netarena-load's own check of the level.
     ("hello", "conn_rate = [10]\nstreams = [4]\n", "--conn-rate and --streams", "measure[0].protocol"),
-    ("hello", 'generator_io = "uring"\n', "uring", "measure[0].generator_io"),
     ("hello", "streams = [20000]\n", "less than or equal to 10000", "measure[0].streams[0]"),
     ("hello", "h2_window = [0]\n", "greater than or equal to 1", "measure[0].h2_window[0]"),
 ])
@@ -91,6 +90,24 @@ def test_a_suite_asking_for_what_http2_cannot_measure_is_refused(tmp_path, scena
         load_suite(path)
     assert message in err.value.render(), err.value.render()
     assert err.value.field == field
+
+
+@pytest.mark.parametrize("generator_io, io_args", [("uring", ["--io", "uring"]),
+                                                   ("uring-auto", ["--io", "uring", "--coalesce-us", "auto"])])
+def test_tls_and_http2_levels_may_run_on_io_uring(tmp_path, generator_io, io_args):
+    """netarena-load runs https and HTTP/2 on io_uring too: a suite asking for it is accepted (its own check of
+    every level) and the levels' loads name the engine."""
+    from netarena.scenarios.load import load_spec
+
+    path = write_suite(tmp_path / "s.toml", SUITE.format(scenario="hello", protocol='["h1-tls", "h2", "h2c"]')
+                       + f'generator_io = "{generator_io}"\n')
+    suite, _ = load_suite(path)
+    levels = levels_for(suite.measure[0])
+    assert [level.protocol for level in levels] == ["h1-tls", "h2", "h2c"]
+    for level in levels:
+        args = load_spec("hello", level, 8080, tmp_path, insecure=True).args
+        at = args.index("--io")
+        assert args[at:at + len(io_args)] == io_args, args
 
 
 # ----------------------------------------------------------------------------- servers started for a protocol

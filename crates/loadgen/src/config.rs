@@ -354,12 +354,8 @@ pub fn from_cli(
             };
             let h2 = h2_settings(&a, &body)?;
             let tls = tls_settings(&a, &url, h2.is_some())?;
-            (c.io, c.coalesce, c.io_reason) =
-                if let Some(why) = epoll_only(tls.is_some(), h2.is_some()) {
-                    epoll_io(&a.common, why)?
-                } else {
-                    resolve_io(&a.common, model, io_uring)?
-                };
+            // https and HTTP/2 run on either engine, chosen as for plain HTTP/1.1.
+            (c.io, c.coalesce, c.io_reason) = resolve_io(&a.common, model, io_uring)?;
             let order = match a.url_order {
                 UrlOrderArg::Random => UrlOrder::Random,
                 UrlOrderArg::RoundRobin => UrlOrder::RoundRobin,
@@ -497,38 +493,6 @@ fn tls_settings(
         }
     };
     settings(&url.host, trust, a.tls_resume, h2).map(Some)
-}
-
-/// What only the epoll engine speaks yet, and where that engine has it: https (the TLS layer,
-/// `io::tls`) and HTTP/2 (the outbox `io::http::flush` drains). None: both engines can run it.
-fn epoll_only(tls: bool, h2: bool) -> Option<(&'static str, &'static str)> {
-    match (tls, h2) {
-        (true, _) => Some(("https", "the TLS layer runs on the epoll engine only")),
-        (false, true) => Some(("HTTP/2", "its frames are written by the epoll engine only")),
-        (false, false) => None,
-    }
-}
-
-/// The engine for what only epoll speaks yet (`epoll_only`): `--io uring` is refused and auto picks
-/// epoll, saying why.
-fn epoll_io(
-    a: &CommonArgs,
-    (what, why): (&str, &str),
-) -> Result<(IoBackend, Coalesce, String), String> {
-    if a.coalesce.is_some() {
-        return Err(format!("--coalesce-us applies to the io_uring engine, which does not speak {what} yet: drop --coalesce-us"));
-    }
-    match a.io {
-        IoChoice::Uring => Err(format!(
-            "--io uring does not speak {what} yet ({why}): use --io epoll or --io auto"
-        )),
-        IoChoice::Epoll => Ok((IoBackend::Epoll, Coalesce::Off, "--io epoll".into())),
-        IoChoice::Auto => Ok((
-            IoBackend::Epoll,
-            Coalesce::Off,
-            format!("--io auto: {what} runs on epoll ({why})"),
-        )),
-    }
 }
 
 /// `--h2`, `--streams`, `--h2-window`: the HTTP/2 settings, or None for HTTP/1.1. What HTTP/2 has no
@@ -1146,6 +1110,51 @@ mod io_resolution_tests {
                 "{model:?}"
             );
         }
+    }
+
+    /// https (HTTP/1.1 over TLS, h2 by ALPN) and h2c: every engine, chosen as for plain HTTP/1.1
+    /// in each load model, with the closed loop's coalescing.
+    #[test]
+    fn https_and_http2_resolve_their_engine_as_plain_http_does() {
+        let https = ["http", "https://127.0.0.1:9/", "--insecure"];
+        let h2c = ["http", "http://127.0.0.1:9/", "--h2"];
+        let h2 = ["http", "https://127.0.0.1:9/", "--insecure", "--h2"];
+        for protocol in [&https[..], &h2c[..], &h2[..]] {
+            let with = |extra: &[&str], support: IoSupport| {
+                resolve(&[protocol, extra].concat(), Some(support)).expect("valid")
+            };
+            let plain = |extra: &[&str], support: IoSupport| {
+                resolve(&[&HTTP[..], extra].concat(), Some(support)).expect("valid")
+            };
+            let cases: [(&[&str], IoSupport); 5] = [
+                (&[], IoSupport::Full),
+                (&[], IoSupport::NoMinWait),
+                (&[], IoSupport::Unavailable("seccomp".into())),
+                (&["--rate", "100"], IoSupport::Full),
+                (&["--io", "uring", "--coalesce-us", "20"], IoSupport::Full),
+            ];
+            for (extra, support) in cases {
+                let (c, p) = (with(extra, support.clone()), plain(extra, support));
+                assert_eq!(engine(&c), engine(&p), "{protocol:?} {extra:?}");
+            }
+            for model in [&["--rate", "100"][..], &["--conn-rate", "10"]] {
+                let c = with(&[model, &["--io", "uring"]].concat(), IoSupport::NoMinWait);
+                assert_eq!(
+                    engine(&c),
+                    (IoBackend::Uring, Coalesce::Off, "--io uring"),
+                    "{protocol:?} {model:?}"
+                );
+            }
+        }
+        let c = resolve(&https, Some(IoSupport::Full)).expect("valid");
+        assert_eq!(
+            engine(&c),
+            (
+                IoBackend::Uring,
+                Coalesce::Auto,
+                "--io auto: io_uring usable, with min-wait coalescing"
+            )
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! open loop in `load::open_run` over `load::open` and its `load::schedule`; one coordinator splits
 //! the work over threads and merges their measurements) → `io` (one engine per thread, epoll or
 //! io_uring, chosen in one place, `io::on_engine`, moving the bytes; https through `io::tls`, on
-//! epoll, with the client settings of `tls`) ↔ `exchange` (what HTTP bytes mean, for every engine
+//! both engines, with the client settings of `tls`) ↔ `exchange` (what HTTP bytes mean, for every engine
 //! and load model) over `http2` (HTTP/2 frames and connection state, for `--h2`) and `http`
 //! (parser, requests, expectations) → `stats`
 //! (per-thread counters and `histogram`s, merged once at the end) → `result` (the document, the

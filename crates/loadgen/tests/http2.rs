@@ -8,16 +8,31 @@
 //! TLS), each verified; several streams in flight on one connection of a slow scripted server, whose
 //! slowness shows in the corrected latency and bounds what find-max finds; a GOAWAY mid-load
 //! counted while the schedule goes on. Bad combinations of flags are refused before anything is
-//! sent.
+//! sent. Every scenario runs on both engines (`on_both_engines!`: one HTTP/2 connection code, whose
+//! frames io_uring stages for its sends), and `--io auto` picks the engine as for HTTP/1.1.
 
 mod common;
 
 use std::time::Duration;
 
 use common::{
-    h2c_server, run_json, run_load, sha256_hex, start_nginx, tls_http_server,
+    h2c_server, run_json, run_load, sha256_hex, start_nginx, tls_http_server, uring_usable_here,
     validate_against_schema, Cert, H2Fault, Nginx, TestCa, HELLO,
 };
+
+on_both_engines!(
+    h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream,
+    h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error,
+    nginx_going_away_gracefully_is_a_reconnect_not_an_error,
+    verify_learn_learns_over_http2_and_holds_every_stream_to_it,
+    a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream,
+    reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_classes,
+    the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream,
+    conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn,
+    the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_corrected_latency,
+    a_goaway_mid_load_is_counted_and_the_open_loop_goes_on,
+    find_max_over_h2_stops_at_what_the_streams_can_carry,
+);
 
 const LIMIT: Duration = Duration::from_secs(60);
 /// A body larger than the windows the tests set, so it crosses them only with WINDOW_UPDATEs.
@@ -83,16 +98,14 @@ fn assert_hello_log(dir: &std::path::Path, n: u64) {
     );
 }
 
-#[test]
-fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
-    let Some((dir, nginx, url)) = h2c_nginx("h2c") else {
+fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream(io: &str) {
+    let Some((dir, nginx, url)) = h2c_nginx(&format!("h2c-{io}")) else {
         return;
     };
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--h2",
             "--streams",
             "8",
             "-c",
@@ -106,7 +119,6 @@ fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 300, "{}", r.context);
@@ -121,36 +133,39 @@ fn h2c_against_nginx_sends_exactly_n_requests_and_verifies_every_stream() {
     // nginx's own count: every request of the run, each over HTTP/2 (-n sends no more than N).
     assert_hello_log(&dir, 300);
 
-    // A body of 200 kB through 64 KiB windows: it arrives only if the client gives the windows back.
     let big = format!("http://127.0.0.1:{}/big.bin", nginx.port);
-    let r = run_json(
-        &[
-            "http",
-            &big,
-            "--h2",
-            "--streams",
-            "4",
-            "--h2-window",
-            "65535",
-            "-c",
-            "1",
-            "-n",
-            "20",
-            "--timeout",
-            "10s",
-            "--expect-body-sha256",
-            &sha256_hex(&big_body()),
-        ],
-        LIMIT,
-    );
+    big_body_through_small_windows(io, &big, &[]);
+}
+
+/// 20 requests of the body of 200 kB (`big_body`, at `url`) on one connection of 4 streams, through
+/// 64 KiB windows: each arrives (its digest checked) only if the client gives the windows back as
+/// it reads. `extra`: the run's other arguments.
+fn big_body_through_small_windows(io: &str, url: &str, extra: &[&str]) -> common::Result {
+    let digest = sha256_hex(&big_body());
+    let mut args = vec![
+        "--streams",
+        "4",
+        "--h2-window",
+        "65535",
+        "-c",
+        "1",
+        "-n",
+        "20",
+        "--timeout",
+        "10s",
+        "--expect-body-sha256",
+        &digest,
+    ];
+    args.extend_from_slice(extra);
+    let r = h2_run(io, url, &args);
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 20, "{}", r.context);
     assert_eq!(r.u64("/http2/window"), 65535, "{}", r.context);
+    r
 }
 
-#[test]
-fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() {
-    let ca = TestCa::new("h2-tls");
+fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error(io: &str) {
+    let ca = TestCa::new(&format!("h2-tls-{io}"));
     let (cert, key) = ca.server_pem_files(Cert::Good);
     let listen = format!(
         "listen 127.0.0.1:{{port}} ssl http2;
@@ -164,11 +179,10 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() 
     };
     let url = format!("https://localhost:{}/hello", nginx.port);
     let cacert = ca.ca_pem.to_str().unwrap();
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--h2",
             "--cacert",
             cacert,
             "--streams",
@@ -180,7 +194,6 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() 
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
@@ -199,9 +212,16 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() 
         "{log:?}"
     );
 
+    // Flow control over TLS: a body of 200 kB through 64 KiB windows arrives only if the window
+    // updates go out as records while the DATA frames come in.
+    let big = format!("https://localhost:{}/big.bin", nginx.port);
+    let r = big_body_through_small_windows(io, &big, &["--cacert", cacert]);
+    assert_eq!(r.get("/tls/alpn").as_str(), Some("h2"), "{}", r.context);
+
     // The open loop over TLS: each scheduled request a stream on the two TLS connections, whose
     // handshake and preface go out as soon as each connects.
     let r = open_loop_run(
+        io,
         &url,
         &[
             "--cacert",
@@ -221,7 +241,7 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() 
     let sent = assert_schedule_sent(&r, "");
     assert_eq!(
         access_log(&ca.dir).len() as u64,
-        200 + sent,
+        200 + 20 + sent,
         "{}",
         r.context
     );
@@ -229,20 +249,14 @@ fn h2_over_tls_is_chosen_by_alpn_and_a_server_without_it_is_a_handshake_error() 
     // A TLS server that speaks HTTP/1.1 only: no h2 by ALPN, so no HTTP/2 figure at all.
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let url = format!("https://localhost:{}/", server.addr.port());
-    let r = run_json(
-        &[
-            "http", &url, "--h2", "--cacert", cacert, "-c", "1", "-d", "1s",
-        ],
-        LIMIT,
-    );
+    let r = h2_run(io, &url, &["--cacert", cacert, "-c", "1", "-d", "1s"]);
     assert_eq!(r.u64("/totals/requests"), 0, "{}", r.context);
     assert!(r.class("tls_handshake") > 0, "{}", r.context);
     r.assert_only_errors(&["tls_handshake"]);
 }
 
-#[test]
-fn nginx_going_away_gracefully_is_a_reconnect_not_an_error() {
-    let dir = scratch("goaway");
+fn nginx_going_away_gracefully_is_a_reconnect_not_an_error(io: &str) {
+    let dir = scratch(&format!("goaway-{io}"));
     let Some(nginx) = nginx_h2(
         &dir,
         "listen 127.0.0.1:{port} http2; keepalive_requests 20;",
@@ -251,11 +265,10 @@ fn nginx_going_away_gracefully_is_a_reconnect_not_an_error() {
         return;
     };
     let url = format!("http://127.0.0.1:{}/hello", nginx.port);
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--h2",
             "--streams",
             "4",
             "-c",
@@ -265,7 +278,6 @@ fn nginx_going_away_gracefully_is_a_reconnect_not_an_error() {
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/requests"), 200, "{}", r.context);
@@ -274,30 +286,19 @@ fn nginx_going_away_gracefully_is_a_reconnect_not_an_error() {
     assert!(r.u64("/totals/connections_opened") >= 9, "{}", r.context);
 }
 
-#[test]
-fn verify_learn_learns_over_http2_and_holds_every_stream_to_it() {
+fn verify_learn_learns_over_http2_and_holds_every_stream_to_it(io: &str) {
     // Against nginx (h2c): the learning request is one more HTTP/2 request on a connection of its own,
     // and its status, size and digest hold every stream of the load.
-    let dir = scratch("learn");
+    let dir = scratch(&format!("learn-{io}"));
     let Some(nginx) = nginx_h2(&dir, "listen 127.0.0.1:{port} http2;") else {
         common::feature_missing("nginx is not installed");
         return;
     };
     let url = format!("http://127.0.0.1:{}/big.bin", nginx.port);
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "2",
-            "-n",
-            "50",
-            "--verify-learn",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &url,
+        &["--streams", "4", "-c", "2", "-n", "50", "--verify-learn"],
     );
     r.assert_only_errors(&[]);
     assert_eq!(r.u64("/totals/responses"), 50, "{}", r.context);
@@ -324,20 +325,10 @@ fn verify_learn_learns_over_http2_and_holds_every_stream_to_it() {
     // so each wrong stream is a verification mismatch.
     let server = h2c_server(HELLO, H2Fault::WrongBodyEvery(5));
     let url = server.url("/");
-    let r = run_json(
-        &[
-            "http",
-            &url,
-            "--h2",
-            "--streams",
-            "10",
-            "-c",
-            "2",
-            "-n",
-            "200",
-            "--verify-learn",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &url,
+        &["--streams", "10", "-c", "2", "-n", "200", "--verify-learn"],
     );
     r.assert_only_errors(&["verification_mismatch"]);
     assert_eq!(r.u64("/config/expect_body_size"), HELLO.len() as u64);
@@ -350,15 +341,13 @@ fn verify_learn_learns_over_http2_and_holds_every_stream_to_it() {
     assert!(server.stats.misbehaved() >= 30, "{}", r.context);
 }
 
-#[test]
-fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream() {
+fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream(io: &str) {
     let server = h2c_server(HELLO, H2Fault::WrongBodyEvery(5));
     let url = server.url("/");
-    let r = run_json(
+    let r = h2_run(
+        io,
+        &url,
         &[
-            "http",
-            &url,
-            "--h2",
             "--streams",
             "10",
             "-c",
@@ -368,7 +357,6 @@ fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream() {
             "--expect-body-size",
             "13",
         ],
-        LIMIT,
     );
     r.assert_only_errors(&["verification_mismatch"]);
     assert_eq!(
@@ -387,23 +375,13 @@ fn a_wrong_body_on_some_streams_is_a_mismatch_counted_stream_by_stream() {
     assert!(server.stats.misbehaved() >= 80, "{}", r.context);
 }
 
-#[test]
-fn reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_classes() {
+fn reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_classes(io: &str) {
     // RST_STREAM on every 4th stream: counted, the connection goes on.
     let server = h2c_server(HELLO, H2Fault::ResetEvery(4));
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/"),
-            "--h2",
-            "--streams",
-            "4",
-            "-c",
-            "1",
-            "-n",
-            "120",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &server.url("/"),
+        &["--streams", "4", "-c", "1", "-n", "120"],
     );
     r.assert_only_errors(&["h2_rst_stream"]);
     assert_eq!(
@@ -423,19 +401,10 @@ fn reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_cla
     // GOAWAY (ENHANCE_YOUR_CALM) after 10 requests per connection: counted, and the load goes on
     // on new connections until -n is reached.
     let server = h2c_server(HELLO, H2Fault::GoawayAfter(10));
-    let r = run_json(
-        &[
-            "http",
-            &server.url("/"),
-            "--h2",
-            "-c",
-            "1",
-            "-n",
-            "50",
-            "--expect-body-size",
-            "13",
-        ],
-        LIMIT,
+    let r = h2_run(
+        io,
+        &server.url("/"),
+        &["-c", "1", "-n", "50", "--expect-body-size", "13"],
     );
     r.assert_only_errors(&["h2_goaway"]);
     assert_eq!(r.u64("/totals/requests"), 50, "{}", r.context);
@@ -450,10 +419,7 @@ fn reset_streams_goaway_with_an_error_and_protocol_violations_have_their_own_cla
 
     // DATA on stream 0 after 5 requests: the connection is closed, counted as h2_protocol.
     let server = h2c_server(HELLO, H2Fault::ProtocolErrorAfter(5));
-    let r = run_json(
-        &["http", &server.url("/"), "--h2", "-c", "1", "-n", "30"],
-        LIMIT,
-    );
+    let r = h2_run(io, &server.url("/"), &["-c", "1", "-n", "30"]);
     r.assert_only_errors(&["h2_protocol"]);
     assert_eq!(r.u64("/totals/requests"), 30, "{}", r.context);
     assert!(r.class("h2_protocol") >= 5, "{}", r.context);
@@ -479,10 +445,6 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
             vec!["--h2", "--conn-rate", "10", "--streams", "4"],
             "--conn-rate sends each connection's requests one after another",
         ),
-        (
-            vec!["--h2", "--rate", "10", "--io", "uring"],
-            "--io uring does not speak HTTP/2 yet",
-        ),
         (vec!["--h2", "--close"], "--h2 with --close"),
         (
             vec!["--h2", "--streams", "0"],
@@ -491,10 +453,6 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
         (
             vec!["--h2", "--h2-window", "0"],
             "--h2-window 0 is out of range",
-        ),
-        (
-            vec!["--h2", "--io", "uring"],
-            "--io uring does not speak HTTP/2 yet",
         ),
     ] {
         let mut full = vec!["http", url.as_str(), "-d", "1s"];
@@ -508,18 +466,47 @@ fn flags_http2_cannot_take_are_refused_before_anything_is_sent() {
         );
     }
     assert_eq!(server.stats.connections(), 0, "nothing may be sent");
-    // --io auto runs HTTP/2 on epoll and says why.
-    let r = run_json(&["http", &url, "--h2", "-n", "10", "--io", "auto"], LIMIT);
-    let reason = r.get("/config/io_reason").to_string();
-    assert!(reason.contains("HTTP/2 runs on epoll"), "{reason}");
+    // --io auto picks the engine for HTTP/2 as for HTTP/1.1: the closed loop on io_uring where it
+    // is usable, the open loop on epoll; each says why.
+    let engine = if uring_usable_here() {
+        "uring"
+    } else {
+        "epoll"
+    };
+    for (model, engine, why) in [
+        (&["-n", "10"][..], engine, "io_uring"),
+        (&["--rate", "20", "-d", "500ms"], "epoll", "open loop"),
+    ] {
+        let r = h2_run("auto", &url, model);
+        r.assert_only_errors(&[]);
+        assert_eq!(
+            r.get("/config/io_backend").as_str(),
+            Some(engine),
+            "{}",
+            r.context
+        );
+        let reason = r.get("/config/io_reason").to_string();
+        assert!(reason.contains(why), "{reason}");
+    }
 }
 
-/// `netarena-load http URL --h2 -t 1 --expect-body-size 13 ARGS` (an open-loop run: ARGS give the
-/// rate and the pool), its document checked against the JSON Schema.
-fn open_loop_run(url: &str, args: &[&str]) -> common::Result {
-    let mut all = vec!["http", url, "--h2", "-t", "1", "--expect-body-size", "13"];
-    all.extend_from_slice(args);
-    let r = run_json(&all, LIMIT);
+/// `netarena-load http URL --io IO --h2 ARGS`: its document, checked for the invariants every
+/// result satisfies.
+fn h2_run(io: &str, url: &str, args: &[&str]) -> common::Result {
+    run_json(
+        &[&["http", url, "--io", io, "--h2"][..], args].concat(),
+        LIMIT,
+    )
+}
+
+/// `netarena-load http URL --io IO --h2 -t 1 --expect-body-size 13 ARGS` (an open-loop run: ARGS
+/// give the rate and the pool), its document checked against the JSON Schema.
+fn open_loop_run(io: &str, url: &str, args: &[&str]) -> common::Result {
+    let r = h2_run(
+        io,
+        url,
+        &[&["-t", "1", "--expect-body-size", "13"][..], args].concat(),
+    );
     validate_against_schema(&r.doc);
     r
 }
@@ -527,10 +514,10 @@ fn open_loop_run(url: &str, args: &[&str]) -> common::Result {
 /// An open-loop run (ARGS: the rate) against a scripted server answering every request 100 ms
 /// after it arrived, on one connection of 4 streams: at most 40 requests a second. The server
 /// (its counts) and the run's document.
-fn slow_h2_run(args: &[&str]) -> (common::TestServer, common::Result) {
+fn slow_h2_run(io: &str, args: &[&str]) -> (common::TestServer, common::Result) {
     let server = h2c_server(HELLO, H2Fault::AnswerAfter(Duration::from_millis(100)));
     let pool = ["--streams", "4", "-c", "1"];
-    let r = open_loop_run(&server.url("/"), &[&pool[..], args].concat());
+    let r = open_loop_run(io, &server.url("/"), &[&pool[..], args].concat());
     (server, r)
 }
 
@@ -546,13 +533,13 @@ fn assert_schedule_sent(r: &common::Result, base: &str) -> u64 {
     started
 }
 
-#[test]
-fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
-    let Some((dir, _nginx, url)) = h2c_nginx("h2c-rate") else {
+fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream(io: &str) {
+    let Some((dir, _nginx, url)) = h2c_nginx(&format!("h2c-rate-{io}")) else {
         return;
     };
     let pool = ["--streams", "4", "-c", "2"];
     let r = open_loop_run(
+        io,
         &url,
         &[
             &pool[..],
@@ -599,7 +586,7 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
         "--step-duration",
         "1s",
     ];
-    let r = open_loop_run(&url, &[&pool[..], &steps[..]].concat());
+    let r = open_loop_run(io, &url, &[&pool[..], &steps[..]].concat());
     r.assert_only_errors(&[]);
     assert_eq!(
         r.get("/steps").as_array().unwrap().len(),
@@ -620,13 +607,13 @@ fn the_open_loop_over_h2c_sends_the_schedule_and_verifies_every_stream() {
     }
 }
 
-#[test]
-fn conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn() {
-    let Some((dir, _nginx, url)) = h2c_nginx("h2c-conn-rate") else {
+fn conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn(io: &str) {
+    let Some((dir, _nginx, url)) = h2c_nginx(&format!("h2c-conn-rate-{io}")) else {
         return;
     };
     // 1 s at 50 connections a second, each with 4 requests, one stream after another.
     let r = open_loop_run(
+        io,
         &url,
         &["--conn-rate", "50", "--requests-per-conn", "4", "-d", "1s"],
     );
@@ -649,13 +636,14 @@ fn conn_rate_over_h2c_opens_a_connection_per_arrival_for_its_requests_in_turn() 
     assert_hello_log(&dir, 200);
 }
 
-#[test]
-fn the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_corrected_latency() {
+fn the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_corrected_latency(
+    io: &str,
+) {
     // The schedule asks 50 requests a second of a connection that completes at most 40. The
     // streams fill, and the requests due while all 4 are busy wait for one to free up (as
     // HTTP/1.1's wait for a free connection), each a little longer than the one before: about
     // 5 ms more per request, 0.5 s by the 100th.
-    let (server, r) = slow_h2_run(&["--rate", "50", "-d", "2s", "--timeout", "10s"]);
+    let (server, r) = slow_h2_run(io, &["--rate", "50", "-d", "2s", "--timeout", "10s"]);
     r.assert_only_errors(&[]);
     let sent = assert_schedule_sent(&r, "");
     assert_eq!(server.stats.good(), sent, "{}", r.context);
@@ -684,12 +672,15 @@ fn the_open_loop_fills_a_connections_streams_and_a_slow_server_shows_in_correcte
     );
 }
 
-#[test]
-fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
+fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on(io: &str) {
     // GOAWAY (ENHANCE_YOUR_CALM) at each connection's 11th request, which the server leaves
     // unprocessed: about 9 times in 100 scheduled requests.
     let server = h2c_server(HELLO, H2Fault::GoawayAfter(10));
-    let r = open_loop_run(&server.url("/"), &["-c", "1", "--rate", "100", "-d", "1s"]);
+    let r = open_loop_run(
+        io,
+        &server.url("/"),
+        &["-c", "1", "--rate", "100", "-d", "1s"],
+    );
     r.assert_only_errors(&["h2_goaway"]);
     let goaways = r.class("h2_goaway");
     assert_eq!(goaways, r.u64("/http2/goaways"), "{}", r.context);
@@ -721,25 +712,27 @@ fn a_goaway_mid_load_is_counted_and_the_open_loop_goes_on() {
     assert!(r.u64("/totals/requests") >= 50, "{}", r.context);
 }
 
-#[test]
-fn find_max_over_h2_stops_at_what_the_streams_can_carry() {
+fn find_max_over_h2_stops_at_what_the_streams_can_carry(io: &str) {
     // At most 40 requests a second (`slow_h2_run`: 4 streams of 100 ms answers). Above that the
     // backlog waits for streams and grows through the step, so no rate well above it can meet the
     // SLO, however fast the machine (a slower one only queues more). At 60/s a 1 s step ends with
     // its last request waiting 0.5 s for a stream.
-    let (server, r) = slow_h2_run(&[
-        "--rate",
-        "10",
-        "--find-max",
-        "--slo",
-        "p99<=300ms",
-        "--step-duration",
-        "1s",
-        "--find-max-resolution",
-        "25%",
-        "--timeout",
-        "3s",
-    ]);
+    let (server, r) = slow_h2_run(
+        io,
+        &[
+            "--rate",
+            "10",
+            "--find-max",
+            "--slo",
+            "p99<=300ms",
+            "--step-duration",
+            "1s",
+            "--find-max-resolution",
+            "25%",
+            "--timeout",
+            "3s",
+        ],
+    );
     eprintln!("find-max over h2: {}", r.get("/find_max"));
     let verdicts = r.get("/find_max/verdicts").as_array().unwrap();
     assert_eq!(

@@ -1,8 +1,9 @@
 //! https:// (HTTP/1.1 over TLS) against real TLS servers on loopback, certificates made at test
 //! time: the closed loop, the open loop and `--conn-rate` (with and without `--tls-resume`) verify
 //! every response as over http://; a refused certificate is `tls_certificate`, a broken handshake
-//! `tls_handshake`; bad TLS flags are refused before anything is sent. The TLS layer runs on the
-//! epoll engine only: `--io uring` is refused for https and `--io auto` picks epoll.
+//! `tls_handshake`; bad TLS flags are refused before anything is sent. Every scenario runs on both
+//! engines (`on_both_engines!`: one TLS layer, whose records io_uring stages for its sends), and
+//! `--io auto` picks the engine as for http://.
 
 mod common;
 
@@ -10,8 +11,20 @@ use std::time::Duration;
 
 use common::{
     closes_during_handshake_server, plain_http_400_server, run_json, run_load, sha256_hex,
-    tls_http_server, validate_against_schema, Cert, TestCa, HELLO,
+    tls_http_server, uring_usable_here, validate_against_schema, Cert, TestCa, HELLO,
 };
+
+on_both_engines!(
+    closed_loop_over_https_verifies_every_response,
+    a_batch_larger_than_the_tls_buffers_goes_out_whole,
+    open_loop_over_https,
+    conn_rate_over_https_resumes_only_when_asked,
+    refused_certificates_are_tls_certificate_errors,
+    broken_handshakes_are_tls_handshake_errors,
+    a_wrong_body_over_tls_is_a_verification_mismatch,
+    verify_learn_over_https,
+    nginx_over_https_closed_loop_and_resumed_reconnects,
+);
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -32,9 +45,9 @@ fn hello_over_tls(ca_name: &str, host: &str) -> (TestCa, common::TestServer, Str
     (ca, server, url)
 }
 
-/// `http URL --cacert CA` and the rest of a run's arguments.
-fn https_args<'a>(url: &'a str, ca: &'a TestCa, rest: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["http", url, "--cacert", cacert(ca)];
+/// `http URL --cacert CA --io IO` and the rest of a run's arguments.
+fn https_args<'a>(io: &'a str, url: &'a str, ca: &'a TestCa, rest: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["http", url, "--cacert", cacert(ca), "--io", io];
     args.extend_from_slice(rest);
     args
 }
@@ -69,9 +82,8 @@ fn assert_tls_block(r: &common::Result, resume: bool) {
     assert!(r.u64("/tls/handshakes") >= 1, "{}", r.context);
 }
 
-#[test]
-fn closed_loop_over_https_verifies_every_response() {
-    let ca = TestCa::new("closed");
+fn closed_loop_over_https_verifies_every_response(io: &str) {
+    let ca = TestCa::new(&format!("closed-{io}"));
     let server = tls_http_server(ca.server_config(Cert::Good), HELLO);
     let digest = sha256_hex(HELLO);
     // By IP (an IpAddress server name) and by DNS name: both are in the certificate.
@@ -79,6 +91,7 @@ fn closed_loop_over_https_verifies_every_response() {
         let url = https_url(host, server.addr.port());
         let r = run_json(
             &https_args(
+                io,
                 &url,
                 &ca,
                 &[
@@ -94,8 +107,6 @@ fn closed_loop_over_https_verifies_every_response() {
                     "13",
                     "--expect-body-sha256",
                     &digest,
-                    "--io",
-                    "epoll",
                 ],
             ),
             LIMIT,
@@ -116,21 +127,61 @@ fn closed_loop_over_https_verifies_every_response() {
     assert!(server.stats.good() >= 600);
 }
 
+/// A pipelined batch of large requests is more than rustls takes at once (its buffer) and more than
+/// a record: it goes out in pieces (on io_uring, staged while the previous send is in flight), and
+/// every request arrives whole and is answered.
+fn a_batch_larger_than_the_tls_buffers_goes_out_whole(io: &str) {
+    let (ca, server, url) = hello_over_tls(&format!("batch-{io}"), "127.0.0.1");
+    let pad = format!("X-Pad: {}", "p".repeat(8000));
+    let batches = [
+        "-c",
+        "2",
+        "--pipeline",
+        "32",
+        "-n",
+        "256",
+        "-H",
+        &pad,
+        "--expect-body-size",
+        "13",
+    ];
+    let r = run_json(&https_args(io, &url, &ca, &batches), LIMIT);
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 256, "{}", r.context);
+    assert!(r.u64("/totals/bytes_sent") >= 256 * 8000, "{}", r.context);
+    assert_eq!(server.stats.good(), 256, "{}", r.context);
+}
+
+/// `--io auto` picks the engine for https as for http://: the closed loop on io_uring where it is
+/// usable (with its coalescing), the open loop on epoll; io_uring's coalescing applies over TLS too.
 #[test]
-fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
+fn auto_picks_the_engine_for_https_as_for_plain_http() {
     let (ca, _server, url) = hello_over_tls("engines", "127.0.0.1");
-    let refused = run_load(
-        &https_args(&url, &ca, &["-n", "10", "--io", "uring", "--json"]),
+    let r = run_json(
+        &https_args("auto", &url, &ca, &["-c", "2", "-n", "50"]),
         LIMIT,
     );
-    assert_eq!(refused.code, 2, "{}", refused.describe());
-    assert!(
-        refused.stderr.contains("--io uring does not speak https"),
+    r.assert_only_errors(&[]);
+    let uring = uring_usable_here();
+    let (engine, why) = if uring {
+        ("uring", "io_uring usable")
+    } else {
+        ("epoll", "io_uring cannot be used here")
+    };
+    assert_eq!(
+        r.get("/config/io_backend").as_str(),
+        Some(engine),
         "{}",
-        refused.describe()
+        r.context
     );
+    assert!(why_contains(&r, why), "{}", r.context);
     let r = run_json(
-        &https_args(&url, &ca, &["-c", "2", "-n", "50", "--io", "auto"]),
+        &https_args(
+            "auto",
+            &url,
+            &ca,
+            &["--rate", "50", "-c", "2", "-d", "500ms"],
+        ),
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -140,18 +191,48 @@ fn io_uring_is_refused_for_https_and_auto_picks_epoll() {
         "{}",
         r.context
     );
-    assert!(r
-        .get("/config/io_reason")
-        .as_str()
-        .unwrap()
-        .contains("https runs on epoll"));
+    assert!(why_contains(&r, "open loop"), "{}", r.context);
+    if !uring {
+        return;
+    }
+    let run = run_load(
+        &https_args(
+            "uring",
+            &url,
+            &ca,
+            &["-c", "4", "-n", "400", "--coalesce-us", "200", "--json"],
+        ),
+        LIMIT,
+    );
+    if run.code == 2 && run.stderr.contains("Linux 6.12+") {
+        common::feature_missing(
+            "this kernel has no io_uring min-wait (Linux 6.12+); only the refusal was checked",
+        );
+        return;
+    }
+    let r = run.result();
+    r.assert_only_errors(&[]);
+    assert_eq!(r.u64("/totals/requests"), 400, "{}", r.context);
+    assert_eq!(
+        r.get("/generator/batch_wait_max_us").as_f64(),
+        Some(200.0),
+        "{}",
+        r.context
+    );
+    assert_tls_block(&r, false);
 }
 
-#[test]
-fn open_loop_over_https() {
-    let (ca, _server, url) = hello_over_tls("open", "127.0.0.1");
+fn why_contains(r: &common::Result, words: &str) -> bool {
+    r.get("/config/io_reason")
+        .as_str()
+        .is_some_and(|why| why.contains(words))
+}
+
+fn open_loop_over_https(io: &str) {
+    let (ca, _server, url) = hello_over_tls(&format!("open-{io}"), "127.0.0.1");
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
             &[
@@ -165,8 +246,6 @@ fn open_loop_over_https() {
                 "1s",
                 "--expect-body-size",
                 "13",
-                "--io",
-                "epoll",
             ],
         ),
         LIMIT,
@@ -180,11 +259,11 @@ fn open_loop_over_https() {
 
 /// `--conn-rate`: every connection its own handshake; resumed ones only with `--tls-resume` (the
 /// server issues TLS 1.3 tickets after every full handshake).
-#[test]
-fn conn_rate_over_https_resumes_only_when_asked() {
-    let (ca, _server, url) = hello_over_tls("connrate", "127.0.0.1");
+fn conn_rate_over_https_resumes_only_when_asked(io: &str) {
+    let (ca, _server, url) = hello_over_tls(&format!("connrate-{io}"), "127.0.0.1");
     for resume in [false, true] {
         let mut args = https_args(
+            io,
             &url,
             &ca,
             &[
@@ -198,8 +277,6 @@ fn conn_rate_over_https_resumes_only_when_asked() {
                 "1s",
                 "--expect-body-size",
                 "13",
-                "--io",
-                "epoll",
             ],
         );
         if resume {
@@ -230,10 +307,13 @@ fn conn_rate_over_https_resumes_only_when_asked() {
 
 /// A run whose every connection fails in its handshake: its errors are all of `class`, no response
 /// came, and the generator exited normally with its document.
-fn assert_every_connection_fails(url: &str, extra: &[&str], class: &str) -> common::Result {
-    let mut args = vec![
-        "http", url, "-c", "2", "-t", "1", "-d", "500ms", "--io", "epoll",
-    ];
+fn assert_every_connection_fails(
+    io: &str,
+    url: &str,
+    extra: &[&str],
+    class: &str,
+) -> common::Result {
+    let mut args = vec!["http", url, "-c", "2", "-t", "1", "-d", "500ms", "--io", io];
     args.extend_from_slice(extra);
     let r = run_json(&args, LIMIT);
     r.assert_only_errors(&[class]);
@@ -243,20 +323,20 @@ fn assert_every_connection_fails(url: &str, extra: &[&str], class: &str) -> comm
     r
 }
 
-#[test]
-fn refused_certificates_are_tls_certificate_errors() {
-    let ca = TestCa::new("certs");
+fn refused_certificates_are_tls_certificate_errors(io: &str) {
+    let ca = TestCa::new(&format!("certs-{io}"));
     for cert in [Cert::WrongName, Cert::Expired] {
         let server = tls_http_server(ca.server_config(cert), HELLO);
         let url = https_url("127.0.0.1", server.addr.port());
-        let r = assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_certificate");
+        let r =
+            assert_every_connection_fails(io, &url, &["--cacert", cacert(&ca)], "tls_certificate");
         assert_eq!(server.stats.good(), 0, "{cert:?}\n{}", r.context);
     }
     // A certificate of a CA the run does not trust: refused, unless --insecure.
-    let other = TestCa::new("other");
+    let other = TestCa::new(&format!("other-{io}"));
     let server = tls_http_server(other.server_config(Cert::Good), HELLO);
     let url = https_url("127.0.0.1", server.addr.port());
-    assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_certificate");
+    assert_every_connection_fails(io, &url, &["--cacert", cacert(&ca)], "tls_certificate");
     let r = run_json(
         &[
             "http",
@@ -267,7 +347,7 @@ fn refused_certificates_are_tls_certificate_errors() {
             "-n",
             "40",
             "--io",
-            "epoll",
+            io,
         ],
         LIMIT,
     );
@@ -277,25 +357,24 @@ fn refused_certificates_are_tls_certificate_errors() {
     assert_tls_block(&r, false);
 }
 
-#[test]
-fn broken_handshakes_are_tls_handshake_errors() {
-    let ca = TestCa::new("handshake");
+fn broken_handshakes_are_tls_handshake_errors(io: &str) {
+    let ca = TestCa::new(&format!("handshake-{io}"));
     let closing = closes_during_handshake_server();
     let url = https_url("127.0.0.1", closing.addr.port());
-    assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_handshake");
+    assert_every_connection_fails(io, &url, &["--cacert", cacert(&ca)], "tls_handshake");
     // https spoken to a plain-HTTP server: its 400 is no TLS record.
     let plain = plain_http_400_server();
     let url = https_url("127.0.0.1", plain.addr.port());
-    assert_every_connection_fails(&url, &["--cacert", cacert(&ca)], "tls_handshake");
+    assert_every_connection_fails(io, &url, &["--cacert", cacert(&ca)], "tls_handshake");
 }
 
-#[test]
-fn a_wrong_body_over_tls_is_a_verification_mismatch() {
-    let ca = TestCa::new("mismatch");
+fn a_wrong_body_over_tls_is_a_verification_mismatch(io: &str) {
+    let ca = TestCa::new(&format!("mismatch-{io}"));
     let server = tls_http_server(ca.server_config(Cert::Good), b"Goodbye, World");
     let url = https_url("127.0.0.1", server.addr.port());
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
             &[
@@ -305,8 +384,6 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch() {
                 "20",
                 "--expect-body-sha256",
                 &sha256_hex(HELLO),
-                "--io",
-                "epoll",
             ],
         ),
         LIMIT,
@@ -315,15 +392,10 @@ fn a_wrong_body_over_tls_is_a_verification_mismatch() {
     assert!(r.class("verification_mismatch") >= 1, "{}", r.context);
 }
 
-#[test]
-fn verify_learn_over_https() {
-    let (ca, _server, url) = hello_over_tls("learn", "localhost");
+fn verify_learn_over_https(io: &str) {
+    let (ca, _server, url) = hello_over_tls(&format!("learn-{io}"), "localhost");
     let r = run_json(
-        &https_args(
-            &url,
-            &ca,
-            &["-c", "2", "-n", "30", "--verify-learn", "--io", "epoll"],
-        ),
+        &https_args(io, &url, &ca, &["-c", "2", "-n", "30", "--verify-learn"]),
         LIMIT,
     );
     r.assert_only_errors(&[]);
@@ -383,9 +455,8 @@ fn start_nginx(ca: &TestCa) -> Option<common::Nginx> {
 }
 
 /// A real TLS server: OpenSSL's side of the handshake, its session tickets, its records.
-#[test]
-fn nginx_over_https_closed_loop_and_resumed_reconnects() {
-    let ca = TestCa::new("nginx");
+fn nginx_over_https_closed_loop_and_resumed_reconnects(io: &str) {
+    let ca = TestCa::new(&format!("nginx-{io}"));
     let Some(nginx) = start_nginx(&ca) else {
         common::feature_missing("nginx is not installed");
         return;
@@ -393,6 +464,7 @@ fn nginx_over_https_closed_loop_and_resumed_reconnects() {
     let url = https_url("localhost", nginx.port);
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
             &["-c", "4", "-t", "1", "-n", "200", "--expect-status", "200"],
@@ -405,6 +477,7 @@ fn nginx_over_https_closed_loop_and_resumed_reconnects() {
     // --close: a connection per request, each resuming the session of an earlier one.
     let r = run_json(
         &https_args(
+            io,
             &url,
             &ca,
             &[

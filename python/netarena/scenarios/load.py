@@ -52,8 +52,8 @@ def http_level_args(level: Level) -> list[str]:
     http_args = level_args(level) + GENERATOR_IO_ARGS[level.generator_io]
     if is_http2(level.protocol):
         # HTTP/2: h2c with prior knowledge to http://, ALPN h2 alone to https:// (load_spec's scheme). Here with
-        # the level's other options, so that `netarena-load check` refuses what --h2 does not do (io_uring,
-        # --close, --pipeline, --conn-rate with --streams) before anything runs (config.check_suite).
+        # the level's other options, so that `netarena-load check` refuses what --h2 does not do (--close,
+        # --pipeline, --conn-rate with --streams) before anything runs (config.check_suite).
         http_args.append("--h2")
         if level.streams != 1:
             http_args += ["--streams", str(level.streams)]

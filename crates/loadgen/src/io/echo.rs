@@ -682,11 +682,11 @@ impl UringProtocol for Echo {
         Echo::on_eof(self, c)
     }
 
-    fn read_failed(&self, e: &io::Error) -> Outcome {
+    fn read_failed(&self, _c: &EchoConn, e: &io::Error) -> Outcome {
         Echo::read_failed(self, e)
     }
 
-    fn write_failed(&self, e: &io::Error) -> Outcome {
+    fn write_failed(&self, _c: &EchoConn, e: &io::Error) -> Outcome {
         Echo::write_failed(self, e)
     }
 

@@ -1,8 +1,15 @@
 //! HTTP on both engines, around the shared `Exchange`: on epoll, reads and writes for both load
 //! models (the closed loop's `HttpProtocol`; the open loop's `open_io::EpollOpen` calls `flush` and
 //! `read_responses` itself); on io_uring, the closed loop's `HttpParams` (the open loop's
-//! `uring::open::UringOpen` drives the exchange itself, with the error classes of `read_failed` and
-//! `write_failed` here).
+//! `uring::open::UringOpen` drives the exchange itself, with `flush`, `receive_staged` and the error
+//! classes of `WriteState::read_error` and `write_error` here).
+//!
+//! https (`io::tls`) and HTTP/2 go through the same code on both engines: `flush` hands what the
+//! connection has to send to its TLS session (or writes it as it is) and the TLS read path
+//! (`read_tls_responses`) turns records into plaintext for the exchange. Both are written against
+//! `Read`/`Write`: on epoll that is the socket, on io_uring a receive completion's bytes and the
+//! connection's send stage (`uring::stage`, `receive_staged`). Plain HTTP/1.1 on io_uring needs no
+//! stage: its sends point at the exchange's request bytes, which stay in place.
 
 use std::io::{self, Read, Write};
 use std::time::Instant;
@@ -16,6 +23,7 @@ use crate::io::epoll::Protocol;
 use crate::io::tls::{Records, TlsSession};
 use crate::io::uring::closed::{SendBuf, UringProtocol};
 use crate::io::uring::ring::HTTP_RECV_BUF_BYTES;
+use crate::io::uring::stage::{Arrived, SendStage, StagedIo};
 use crate::io::uring::window::{auto_window_us, WindowTrial, AUTO_SAMPLE};
 use crate::io::worker::ConnRules;
 use crate::stats::{ErrorClass, ThreadStats};
@@ -49,6 +57,30 @@ impl WriteState {
         }
         Ok(self.tls.is_some())
     }
+
+    /// What a failed read of this connection is (io_uring's failed receive): during a TLS
+    /// handshake the handshake's failure, as on epoll, else `read_failed`.
+    pub(crate) fn read_error(&self, e: &io::Error) -> Outcome {
+        match &self.tls {
+            Some(tls) => tls.socket_failed(read_failed(e), e, "read"),
+            None => read_failed(e),
+        }
+    }
+
+    /// What a failed write of this connection is (io_uring's failed send), as `read_error`.
+    pub(crate) fn write_error(&self, e: &io::Error) -> Outcome {
+        match &self.tls {
+            Some(tls) => tls.socket_failed(write_failed(e), e, "write"),
+            None => write_failed(e),
+        }
+    }
+}
+
+/// Whether io_uring stages this connection's sends (`uring::stage`): with https (TLS records) or
+/// HTTP/2 (its frames), the bytes that go out are not the exchange's request bytes, which stay in
+/// place for a send to point at.
+pub(crate) fn needs_stage(ex: &Exchange, c: &ExchangeConn) -> bool {
+    ex.tls().is_some() || c.h2().is_some()
 }
 
 /// One connection's HTTP state in the closed loop on the epoll engine: its side of the exchange
@@ -58,7 +90,6 @@ pub struct HttpConn {
     w: WriteState,
 }
 
-/// Per-thread read buffer for `read_responses`.
 /// What a failed read of an HTTP connection is, on every engine and load model.
 pub(crate) fn read_failed(e: &io::Error) -> Outcome {
     Outcome::Fail(ErrorClass::of_read_error(e), format!("read: {e}"))
@@ -69,6 +100,7 @@ pub(crate) fn write_failed(e: &io::Error) -> Outcome {
     Outcome::Fail(ErrorClass::of_write_error(e), format!("write: {e}"))
 }
 
+/// Per-thread read buffer for `read_responses` (and the plaintext of TLS records on both engines).
 pub(crate) fn scratch_buffer() -> Vec<u8> {
     vec![0; SCRATCH_BYTES]
 }
@@ -90,13 +122,15 @@ fn wrote(c: &mut ExchangeConn, w: &mut WriteState, n: usize) {
     }
 }
 
-/// Write as much of what the connection has to send as the socket takes (the rest on the next
-/// writable edge). Both load models write this way on epoll, through the TLS session with https.
-pub(crate) fn flush(
+/// Write as much of what the connection has to send as the socket takes (the rest when it takes
+/// more: epoll's next writable edge, io_uring's completion of the send in flight). Both load models
+/// write this way on both engines (epoll: to the socket; io_uring: to the send stage), through the
+/// TLS session with https.
+pub(crate) fn flush<S: Write>(
     ex: &Exchange,
     c: &mut ExchangeConn,
     w: &mut WriteState,
-    sock: &mut TcpStream,
+    sock: &mut S,
     now: Instant,
     stats: &mut ThreadStats,
 ) -> Outcome {
@@ -143,29 +177,48 @@ pub(crate) fn flush(
     }
 }
 
-/// What `read_responses` calls each time the connection's batch is fully answered.
-pub(crate) trait Answered:
+/// What `read_responses` (and the TLS read path) calls each time the connection's batch is fully
+/// answered, with what the connection writes to (`S`: the socket on epoll, the stage on io_uring).
+pub(crate) trait Answered<S>:
     FnMut(
     &mut Exchange,
     &mut ExchangeConn,
     &mut WriteState,
-    &mut TcpStream,
+    &mut S,
     Instant,
     &mut ThreadStats,
 ) -> Outcome
 {
 }
 
-impl<F> Answered for F where
+impl<S, F> Answered<S> for F where
     F: FnMut(
         &mut Exchange,
         &mut ExchangeConn,
         &mut WriteState,
-        &mut TcpStream,
+        &mut S,
         Instant,
         &mut ThreadStats,
     ) -> Outcome
 {
+}
+
+/// The open loop's `Answered` on both engines: sending waits for the schedule, an answered request
+/// only frees the connection. HTTP/2 alone has something to write at once: the frames its receipts
+/// call for (SETTINGS and PING acknowledgements, window updates).
+pub(crate) fn send_frames_owed<S: Write>(
+    ex: &mut Exchange,
+    c: &mut ExchangeConn,
+    w: &mut WriteState,
+    sock: &mut S,
+    now: Instant,
+    stats: &mut ThreadStats,
+) -> Outcome {
+    if c.h2().is_some() {
+        flush(ex, c, w, sock, now, stats)
+    } else {
+        Outcome::Ok
+    }
 }
 
 /// Read what the socket holds and hand it to the exchange, until the receive queue is drained (or
@@ -181,11 +234,11 @@ pub(crate) fn read_responses(
     scratch: &mut [u8],
     stats: &mut ThreadStats,
     peer_closed: bool,
-    mut answered: impl Answered,
+    mut answered: impl Answered<TcpStream>,
 ) -> Outcome {
     match w.start_tls(ex) {
         Err(out) => return out,
-        Ok(true) => return read_tls_responses(ex, c, w, sock, scratch, stats, answered),
+        Ok(true) => return read_tls_responses(ex, c, w, sock, scratch, stats, None, answered),
         Ok(false) => {}
     }
     loop {
@@ -216,20 +269,58 @@ pub(crate) fn read_responses(
     }
 }
 
-/// `read_responses` over TLS: records from the socket, decrypted, and their plaintext to the
-/// exchange, until the socket says EAGAIN (rustls reads in its own chunks, so a short read proves
-/// nothing about the queue) or the peer closes.
-fn read_tls_responses(
+/// What one io_uring receive brought (`arrived`: its bytes, or the peer's EOF) to the exchange, on
+/// a connection whose sends are staged (`needs_stage`): through the TLS session with https (the
+/// same read path as epoll's), as they are with h2c. What the connection has to send then (the
+/// handshake's next flight, requests, HTTP/2's replies) is staged in `stage`; `answered` as in
+/// `read_responses`. `now`: when the completion batch was reaped, the time of every byte in it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn receive_staged<'a>(
     ex: &mut Exchange,
     c: &mut ExchangeConn,
     w: &mut WriteState,
-    sock: &mut TcpStream,
+    stage: &'a mut SendStage,
+    arrived: Arrived<'a>,
+    now: Instant,
     scratch: &mut [u8],
     stats: &mut ThreadStats,
-    mut answered: impl Answered,
+    mut answered: impl Answered<StagedIo<'a>>,
+) -> Outcome {
+    let tls = match w.start_tls(ex) {
+        Err(out) => return out,
+        Ok(tls) => tls,
+    };
+    let mut io = StagedIo { arrived, stage };
+    if tls {
+        return read_tls_responses(ex, c, w, &mut io, scratch, stats, Some(now), answered);
+    }
+    let Arrived::Bytes(data) = arrived else {
+        return ex.on_eof(c, now, stats);
+    };
+    match ex.on_bytes(c, data, now, stats) {
+        Received::Stop(out) => out,
+        Received::Ok { send_next: true } => answered(ex, c, w, &mut io, now, stats),
+        Received::Ok { send_next: false } => Outcome::Ok,
+    }
+}
+
+/// `read_responses` over TLS, on both engines: records from the socket, decrypted, and their
+/// plaintext to the exchange, until the socket says EAGAIN (rustls reads in its own chunks, so a
+/// short read proves nothing about the queue) or the peer closes. `reaped_at`: io_uring's time of
+/// the bytes (its completion batch's); None on epoll, where each read is timed when it returns.
+#[allow(clippy::too_many_arguments)]
+fn read_tls_responses<S: Read + Write>(
+    ex: &mut Exchange,
+    c: &mut ExchangeConn,
+    w: &mut WriteState,
+    sock: &mut S,
+    scratch: &mut [u8],
+    stats: &mut ThreadStats,
+    reaped_at: Option<Instant>,
+    mut answered: impl Answered<S>,
 ) -> Outcome {
     loop {
-        let now = Instant::now();
+        let now = reaped_at.unwrap_or_else(Instant::now);
         let tls = w.tls.as_mut().expect("read_responses started the session");
         let got = match tls.receive_records(sock, now, stats) {
             Ok(got) => got,
@@ -285,12 +376,13 @@ impl HttpProtocol {
     }
 }
 
-/// Start the next batch (if `--requests` leaves one) and write as much of it as the socket takes.
-fn send_next_batch(
+/// Start the next batch (if `--requests` leaves one) and write as much of it as the socket takes:
+/// the closed loop's `Answered` on both engines.
+fn send_next_batch<S: Write>(
     ex: &mut Exchange,
     c: &mut ExchangeConn,
     w: &mut WriteState,
-    sock: &mut TcpStream,
+    sock: &mut S,
     now: Instant,
     stats: &mut ThreadStats,
 ) -> Outcome {
@@ -385,6 +477,8 @@ impl Protocol for HttpProtocol {
 /// own setting.
 pub struct HttpParams {
     ex: Exchange,
+    /// https: the plaintext of the records a receive brought (empty without TLS).
+    scratch: Vec<u8>,
     coalesce: Coalesce,
     /// `--coalesce-us auto`: the current window (µs), starting at 0 until latencies are known.
     auto_window_us: u32,
@@ -396,6 +490,11 @@ impl HttpParams {
     pub fn new(h: &HttpConfig, coalesce: Coalesce, thread_index: usize) -> HttpParams {
         HttpParams {
             ex: Exchange::for_config(h, thread_index),
+            scratch: if h.tls.is_some() {
+                scratch_buffer()
+            } else {
+                Vec::new()
+            },
             coalesce,
             auto_window_us: 0,
             trial: WindowTrial::default(),
@@ -403,11 +502,35 @@ impl HttpParams {
     }
 }
 
-impl ConnRules for HttpParams {
-    type Conn = ExchangeConn;
+/// One connection of io_uring's closed loop: its side of the exchange and, with https or `--h2`,
+/// what the epoll engine's `HttpConn` holds (the batch being written, the TLS session) and the
+/// stage its sends go out from.
+pub struct UringHttpConn {
+    ex: ExchangeConn,
+    w: WriteState,
+    stage: SendStage,
+}
 
-    fn new_conn(&self, _index: usize) -> ExchangeConn {
-        self.ex.new_conn()
+/// What the engine does after a staged connection's bytes were handled: send what they staged,
+/// unless they ended the connection.
+fn staged_received(out: Outcome, stage: &SendStage) -> Received {
+    match out {
+        Outcome::Ok => Received::Ok {
+            send_next: stage.ready(),
+        },
+        other => Received::Stop(other),
+    }
+}
+
+impl ConnRules for HttpParams {
+    type Conn = UringHttpConn;
+
+    fn new_conn(&self, _index: usize) -> UringHttpConn {
+        UringHttpConn {
+            ex: self.ex.new_conn(),
+            w: WriteState::default(),
+            stage: SendStage::default(),
+        }
     }
 
     fn nodelay(&self) -> bool {
@@ -418,12 +541,14 @@ impl ConnRules for HttpParams {
         true
     }
 
-    fn reset(&mut self, c: &mut ExchangeConn) {
-        self.ex.reset(c);
+    fn reset(&mut self, c: &mut UringHttpConn) {
+        self.ex.reset(&mut c.ex);
+        c.w.clear();
+        c.stage.clear();
     }
 
-    fn busy_since(&self, c: &ExchangeConn) -> Option<Instant> {
-        self.ex.busy_since(c)
+    fn busy_since(&self, c: &UringHttpConn) -> Option<Instant> {
+        self.ex.busy_since(&c.ex)
     }
 
     fn thread_done(&self, stats: &ThreadStats) -> bool {
@@ -432,65 +557,120 @@ impl ConnRules for HttpParams {
 
     fn end_of_phase(
         &self,
-        c: &ExchangeConn,
+        c: &UringHttpConn,
         connecting: bool,
         end: Instant,
         stats: &mut ThreadStats,
     ) {
-        self.ex.end_of_phase(c, connecting, end, stats);
+        self.ex.end_of_phase(&c.ex, connecting, end, stats);
     }
 }
 
+/// Plain HTTP/1.1 sends the exchange's request bytes as they are, one batch per send, whose
+/// success completes nothing. With https or `--h2` (`needs_stage`) the connection's bytes go through
+/// the epoll engine's code (`send_next_batch`, `flush`, `receive_staged`) into its stage, which
+/// sends them one send at a time, each completing (`on_sent`) so that what was staged meanwhile
+/// follows.
 impl UringProtocol for HttpParams {
     const RECV_BUF_BYTES: usize = HTTP_RECV_BUF_BYTES;
 
-    fn sending(&self, c: &ExchangeConn) -> bool {
-        self.ex.inflight(c) > 0
+    fn sending(&self, c: &UringHttpConn) -> bool {
+        self.ex.inflight(&c.ex) > 0 || c.stage.busy()
     }
 
+    /// With https the first batch goes to the TLS session at once (sent when the handshake is
+    /// done, as on epoll), so the stage holds the ClientHello; with h2c the preface and the
+    /// first streams.
     fn on_connected(
         &mut self,
-        _c: &mut ExchangeConn,
-        _now: Instant,
-        _s: &mut ThreadStats,
+        c: &mut UringHttpConn,
+        now: Instant,
+        stats: &mut ThreadStats,
     ) -> Received {
-        Received::Ok { send_next: true }
+        if !needs_stage(&self.ex, &c.ex) {
+            return Received::Ok { send_next: true };
+        }
+        let out = send_next_batch(&mut self.ex, &mut c.ex, &mut c.w, &mut c.stage, now, stats);
+        staged_received(out, &c.stage)
     }
 
     fn on_bytes(
         &mut self,
-        c: &mut ExchangeConn,
+        c: &mut UringHttpConn,
         data: &[u8],
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Received {
-        self.ex.on_bytes(c, data, now, stats)
+        if !needs_stage(&self.ex, &c.ex) {
+            return self.ex.on_bytes(&mut c.ex, data, now, stats);
+        }
+        let out = receive_staged(
+            &mut self.ex,
+            &mut c.ex,
+            &mut c.w,
+            &mut c.stage,
+            Arrived::Bytes(data),
+            now,
+            &mut self.scratch,
+            stats,
+            send_next_batch,
+        );
+        staged_received(out, &c.stage)
     }
 
-    fn on_eof(&mut self, c: &mut ExchangeConn, now: Instant, stats: &mut ThreadStats) -> Outcome {
-        self.ex.on_eof(c, now, stats)
+    fn on_eof(&mut self, c: &mut UringHttpConn, now: Instant, stats: &mut ThreadStats) -> Outcome {
+        if !needs_stage(&self.ex, &c.ex) {
+            return self.ex.on_eof(&mut c.ex, now, stats);
+        }
+        receive_staged(
+            &mut self.ex,
+            &mut c.ex,
+            &mut c.w,
+            &mut c.stage,
+            Arrived::Eof,
+            now,
+            &mut self.scratch,
+            stats,
+            send_next_batch,
+        )
     }
 
-    fn read_failed(&self, e: &io::Error) -> Outcome {
-        read_failed(e)
+    /// Only a staged send asks for its completion: what was staged while it was in flight goes
+    /// now.
+    fn on_sent(
+        &mut self,
+        c: &mut UringHttpConn,
+        now: Instant,
+        stats: &mut ThreadStats,
+    ) -> Received {
+        c.stage.sent();
+        let out = flush(&self.ex, &mut c.ex, &mut c.w, &mut c.stage, now, stats);
+        staged_received(out, &c.stage)
     }
 
-    fn write_failed(&self, e: &io::Error) -> Outcome {
-        write_failed(e)
+    fn read_failed(&self, c: &UringHttpConn, e: &io::Error) -> Outcome {
+        c.w.read_error(e)
     }
 
-    /// The next batch of requests, if the `--requests` quota allows. The wire bytes stay where they
-    /// are for the whole run (in the exchange, or in the connection's batch buffer, never
-    /// reallocated).
+    fn write_failed(&self, c: &UringHttpConn, e: &io::Error) -> Outcome {
+        c.w.write_error(e)
+    }
+
+    /// Plain HTTP/1.1: the next batch of requests, if the `--requests` quota allows. The wire bytes
+    /// stay where they are for the whole run (in the exchange, or in the connection's batch
+    /// buffer, never reallocated). Staged: what the stage holds, if no send of it is in flight.
     fn next_send(
         &mut self,
-        c: &mut ExchangeConn,
+        c: &mut UringHttpConn,
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Option<SendBuf> {
-        let len = self.ex.start_batch(c, now, stats)?;
+        if needs_stage(&self.ex, &c.ex) {
+            return c.stage.take();
+        }
+        let len = self.ex.start_batch(&mut c.ex, now, stats)?;
         stats.sent(now, len);
-        Some(SendBuf::of(&self.ex.wire(c)[..len], false))
+        Some(SendBuf::of(&self.ex.wire(&c.ex)[..len], false))
     }
 
     fn batch_wait(&mut self, now: Instant) -> (u32, usize) {

@@ -1,9 +1,9 @@
 //! Moving bytes: the engines (`epoll`; `uring`, with its ring plumbing, closed-loop worker, open-loop
-//! backend and coalescing trial) and what they share (`worker`), the one place `--io`'s engine is
-//! chosen for a load thread (`on_engine`), each protocol on both engines (`http`, `echo`; `echo` also
-//! holds the echo flood's rules both engines follow), the open loop's I/O interface with its epoll
-//! backend (`open_io`), https's TLS layer between the socket and the exchange (`tls`, epoll only),
-//! and page-aligned buffers (`page`). No load-model decision is made here: when
+//! backend, send stage and coalescing trial) and what they share (`worker`), the one place `--io`'s
+//! engine is chosen for a load thread (`on_engine`), each protocol on both engines (`http`, `echo`;
+//! `echo` also holds the echo flood's rules both engines follow), the open loop's I/O interface with
+//! its epoll backend (`open_io`), https's TLS layer between the connection's bytes and the exchange
+//! (`tls`, both engines), and page-aligned buffers (`page`). No load-model decision is made here: when
 //! a request goes out is the load model's (`load`), what the bytes mean is the exchange's.
 
 pub mod echo;

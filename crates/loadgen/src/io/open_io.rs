@@ -34,7 +34,8 @@ pub enum IoEvent<R> {
     Connected,
     /// The connect or a send/receive failed (the message is the same on both engines).
     Failed(ErrorClass, String),
-    /// The socket takes more bytes: `OpenIo::flush` writes the rest of a partial send.
+    /// The socket takes more bytes (epoll: its writable edge; io_uring: a staged send completed):
+    /// `OpenIo::flush` writes the rest of a partial send, or what was staged meanwhile.
     Writable,
     /// Bytes (or the peer's close) arrived: `OpenIo::receive` hands them to the exchange.
     Readable(R),
@@ -268,9 +269,6 @@ impl OpenIo for EpollOpen {
         let Some(sock) = slot.sock.as_mut() else {
             return Outcome::Ok;
         };
-        // Sending waits for the schedule: an answered request only frees the connection. HTTP/2
-        // alone has something to write at once: the frames its receipts call for (SETTINGS and
-        // PING acknowledgements, window updates).
         http::read_responses(
             ex,
             c,
@@ -279,18 +277,7 @@ impl OpenIo for EpollOpen {
             &mut self.scratch,
             stats,
             peer_closed,
-            |ex: &mut Exchange,
-             c: &mut ExchangeConn,
-             w: &mut WriteState,
-             sock: &mut TcpStream,
-             now: Instant,
-             stats: &mut ThreadStats| {
-                if c.h2().is_some() {
-                    http::flush(ex, c, w, sock, now, stats)
-                } else {
-                    Outcome::Ok
-                }
-            },
+            http::send_frames_owed,
         )
     }
 

@@ -1,8 +1,10 @@
-//! The TLS layer of an https connection: one rustls `ClientConnection` between the socket's bytes
-//! and the exchange, which sees only plaintext. rustls does no I/O of its own, so this is where its
-//! records meet the socket: `http::flush` and `http::read_responses` go through here for every load
-//! model on the epoll engine (the closed loop, the open loop, `--conn-rate`), the one engine with
-//! TLS (config refuses `--io uring` for https).
+//! The TLS layer of an https connection: one rustls `ClientConnection` between the connection's
+//! bytes and the exchange, which sees only plaintext. rustls does no I/O of its own, so this is where
+//! its records meet whatever moves them: `http::flush` and the TLS read path of `http` go through
+//! here for every load model (the closed loop, the open loop, `--conn-rate`) on both engines. On
+//! epoll the records are read from and written to the socket; on io_uring they are read from what a
+//! receive completion brought and written to the connection's send stage (`uring::stage`), which
+//! looks to this code like a socket that is full while a send is in flight.
 //!
 //! The session starts with the connection's first write or read (not at the connect): the first
 //! request is handed to rustls at once, held until the handshake completes and sent right after it,
@@ -11,7 +13,6 @@
 use std::io::{self, Read, Write};
 use std::time::Instant;
 
-use mio::net::TcpStream;
 use rustls::{ClientConnection, HandshakeKind};
 
 use crate::exchange::Outcome;
@@ -56,8 +57,9 @@ impl TlsSession {
     }
 
     /// Write the records waiting (handshake messages, encrypted requests, alerts) to the socket.
-    /// `Ok(true)`: all written; `Ok(false)`: the socket is full (the writable edge resumes).
-    pub(crate) fn send_records(&mut self, sock: &mut TcpStream) -> Result<bool, Outcome> {
+    /// `Ok(true)`: all written; `Ok(false)`: the socket is full (epoll: the writable edge resumes;
+    /// io_uring: the completion of the send in flight).
+    pub(crate) fn send_records<W: Write>(&mut self, sock: &mut W) -> Result<bool, Outcome> {
         while self.conn.wants_write() {
             match self.conn.write_tls(sock) {
                 Ok(_) => {}
@@ -73,9 +75,9 @@ impl TlsSession {
 
     /// Read what the socket holds (at most one buffer's worth of records: rustls refuses more until
     /// the plaintext is taken) and decrypt it. A handshake that completes here is counted.
-    pub(crate) fn receive_records(
+    pub(crate) fn receive_records<S: Read + Write>(
         &mut self,
-        sock: &mut TcpStream,
+        sock: &mut S,
         now: Instant,
         stats: &mut ThreadStats,
     ) -> Result<Records, Outcome> {
@@ -94,7 +96,8 @@ impl TlsSession {
             } else {
                 ErrorClass::ReadError
             };
-            // The alert rustls queued tells the server why; best effort, the connection is done.
+            // The alert rustls queued tells the server why; best effort, the connection is done (on
+            // io_uring it only reaches the stage, which the close discards).
             let _ = self.conn.write_tls(sock);
             return Err(Outcome::Fail(class, format!("TLS: {e}")));
         }
@@ -138,8 +141,14 @@ impl TlsSession {
     }
 
     /// A socket error: during the handshake it is the handshake's failure (the server reset or
-    /// refused the session), after it the plain read or write failure.
-    fn socket_failed(&self, after_handshake: Outcome, e: &io::Error, op: &str) -> Outcome {
+    /// refused the session), after it the plain read or write failure. io_uring's failed
+    /// completions come here too (`http::WriteState::read_error`, `write_error`).
+    pub(crate) fn socket_failed(
+        &self,
+        after_handshake: Outcome,
+        e: &io::Error,
+        op: &str,
+    ) -> Outcome {
         if self.conn.is_handshaking() {
             Outcome::Fail(
                 ErrorClass::TlsHandshake,

@@ -11,7 +11,7 @@
 //! wait until a time or an event) is `io::open_io::OpenIo`, with an epoll backend (mio + a timerfd,
 //! `EpollOpen`) and an io_uring one (`io::uring::open::UringOpen`). `Worker` is generic over it, so
 //! phases, backlog, dispatch, drain, sweep and accounting cannot differ between engines. Nor between
-//! HTTP/1.1 and HTTP/2 (`--h2`, epoll only): a connection is free when the exchange says it can
+//! HTTP/1.1 and HTTP/2 (`--h2`): a connection is free when the exchange says it can
 //! take a request (`Exchange::can_start`: HTTP/2 with a free stream), the rest is the same.
 //!
 //! Per thread: a long-lived worker opens its connections once, then runs the phases the main

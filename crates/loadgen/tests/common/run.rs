@@ -143,6 +143,68 @@ pub fn feature_missing(what: &str) {
     eprintln!("SKIPPED: {what}");
 }
 
+/// Whether this machine can run the io_uring engine, as a run finds out: `netarena-load check`
+/// probes it the same way (once per test binary). Where it cannot, the refusal must name the cause
+/// and the way out, and the calling test reports what it did not check (`feature_missing`: a
+/// failure under CI).
+pub fn uring_usable_here() -> bool {
+    static PROBE: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
+    let probe = PROBE.get_or_init(|| {
+        let check = run_load(
+            &[
+                "check",
+                "--skip-limits",
+                "http",
+                "http://127.0.0.1:9/",
+                "--io",
+                "uring",
+            ],
+            Duration::from_secs(20),
+        );
+        if check.code == 0 {
+            return Ok(());
+        }
+        assert_eq!(check.code, 2, "{}", check.describe());
+        assert!(
+            check.stderr.contains("io_uring cannot be used here")
+                && check.stderr.contains("--io epoll"),
+            "the refusal must name the cause and the way out\n{}",
+            check.describe()
+        );
+        Err(check.stderr.trim().to_string())
+    });
+    match probe {
+        Ok(()) => true,
+        Err(why) => {
+            feature_missing(&format!("io_uring is not usable here: {why}"));
+            false
+        }
+    }
+}
+
+/// A scenario's tests on both engines: for each `fn scenario(io: &str)` given (`io` as `--io` takes
+/// it), the tests `scenario::epoll` and `scenario::uring` (where io_uring is usable here, see
+/// `uring_usable_here`), so a scenario is written once, `cargo test scenario` runs it on both, and
+/// a failure names its engine.
+#[macro_export]
+macro_rules! on_both_engines {
+    ($($scenario:ident),+ $(,)?) => {$(
+        mod $scenario {
+            #[test]
+            fn epoll() {
+                super::$scenario("epoll");
+            }
+
+            #[test]
+            fn uring() {
+                if $crate::common::uring_usable_here() {
+                    super::$scenario("uring");
+                }
+            }
+        }
+    )+};
+}
+
 /// Waits for `cond` to hold, looking every 10 ms; fails the test naming `what` if it does not within
 /// `limit`. For waiting on what a process did (a request served, a line printed) instead of
 /// sleeping for a time a slower machine might need more of: `limit` only bounds a hang.

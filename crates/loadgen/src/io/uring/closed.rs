@@ -11,7 +11,9 @@
 //!   provided-buffer ring: no recv syscall, no epoll bookkeeping, no re-arming per response; the
 //!   buffers just freed are handed out again first, so they are still in cache (`BufRing`);
 //! - sends are queued as SQEs with `MSG_WAITALL` (the kernel finishes short sends itself) and
-//!   `IOSQE_CQE_SKIP_SUCCESS` (only a failed send produces a completion);
+//!   `IOSQE_CQE_SKIP_SUCCESS` (only a failed send produces a completion); https's records and
+//!   HTTP/2's frames are staged first (`stage`: the exchange does not hold them in place) and go
+//!   one send at a time, each completing, so that what was staged meanwhile follows it;
 //! - sockets are registered files (slot i of the ring's file table is connection i's socket), so
 //!   no operation looks a descriptor up or counts references on it (see `Worker::slot_fds`);
 //! - all sends and re-arms produced by one batch of completions go to the kernel in the single
@@ -65,9 +67,10 @@ use crate::stats::{ErrorClass, ThreadStats};
 pub struct SendBuf {
     pub(crate) ptr: *const u8,
     pub(crate) len: usize,
-    /// More bytes follow once these are sent: the send completes with a CQE on success too, and
-    /// `next_send` is asked again then. Never two sends in flight on one connection: io_uring does
-    /// not keep two sends on one socket in order when the first has to wait for buffer space.
+    /// More bytes may follow once these are sent: the send completes with a CQE on success too,
+    /// and the protocol hears of it (`UringProtocol::on_sent`). Never two sends in flight on one
+    /// connection: io_uring does not keep two sends on one socket in order when the first has to
+    /// wait for buffer space.
     pub(crate) more: bool,
 }
 
@@ -108,8 +111,19 @@ pub trait UringProtocol: ConnRules {
         stats: &mut ThreadStats,
     ) -> Received;
     fn on_eof(&mut self, c: &mut Self::Conn, now: Instant, stats: &mut ThreadStats) -> Outcome;
-    fn read_failed(&self, e: &io::Error) -> Outcome;
-    fn write_failed(&self, e: &io::Error) -> Outcome;
+    /// A send that asked for its completion (`SendBuf::more`) is done (`send_next`: call
+    /// `next_send`); by default the next one may go.
+    fn on_sent(
+        &mut self,
+        _c: &mut Self::Conn,
+        _now: Instant,
+        _stats: &mut ThreadStats,
+    ) -> Received {
+        Received::Ok { send_next: true }
+    }
+    /// What a failed receive (`read_failed`) or send (`write_failed`) on the connection is.
+    fn read_failed(&self, c: &Self::Conn, e: &io::Error) -> Outcome;
+    fn write_failed(&self, c: &Self::Conn, e: &io::Error) -> Outcome;
     /// What to send now on the connection, if anything; counted as sent when queued (`MSG_WAITALL`
     /// sends it all or fails).
     fn next_send(
@@ -344,7 +358,9 @@ impl<P: UringProtocol> Worker<P> {
                         out
                     }
                     None if res == 0 => self.on_eof(i, now)?,
-                    None => recv_error(res).map_or(Outcome::Ok, |e| self.p.read_failed(&e)),
+                    None => recv_error(res).map_or(Outcome::Ok, |e| {
+                        self.p.read_failed(&self.conns[i].proto, &e)
+                    }),
                 };
                 let c = &self.conns[i];
                 if matches!(out, Outcome::Ok)
@@ -356,11 +372,14 @@ impl<P: UringProtocol> Worker<P> {
                 }
                 out
             }
-            OP_SEND if res < 0 => self.p.write_failed(&completion_error(res)),
-            // A send that asked for its completion (`SendBuf::more`) is done: the next one may go.
+            OP_SEND if res < 0 => self
+                .p
+                .write_failed(&self.conns[i].proto, &completion_error(res)),
+            // A send that asked for its completion (`SendBuf::more`) is done.
             OP_SEND => {
-                self.send(i, now)?;
-                Outcome::Ok
+                let c = &mut self.conns[i];
+                let done = self.p.on_sent(&mut c.proto, now, &mut self.stats);
+                self.after_received(i, done, now)?
             }
             _ => Outcome::Ok,
         };

@@ -20,6 +20,11 @@
 //! No coalescing (`--coalesce-us`): waiting for more completions would add to the latency the
 //! schedule measures.
 //!
+//! https and HTTP/2 go through the epoll engine's code (`io::http::flush`, `io::http::receive_staged`,
+//! with `io::tls`) into each slot's send stage (`uring::stage`): one send at a time, each
+//! completing, and its completion is the `IoEvent::Writable` that stages and sends what came
+//! meanwhile, as epoll's writable edge does.
+//!
 //! A request's send is queued when the schedule dispatches it and reaches the kernel at the next
 //! wait, which follows at once (the loop has nothing else to do in between); its send time is the
 //! dispatch's clock reading, as on epoll. Responses are timed at the reap of the completion batch
@@ -36,7 +41,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use socket2::{SockAddr, Socket};
 
 use crate::exchange::{Exchange, ExchangeConn, Outcome, Received};
-use crate::io::http;
+use crate::io::http::{self, WriteState};
 use crate::io::open_io::{IoEvent, OpenIo};
 use crate::io::uring::ring::{
     build_ring, completion_error, connect_failure, decode, files_update, files_update_error,
@@ -44,6 +49,7 @@ use crate::io::uring::ring::{
     with_buffers, BufRing, BUF_GROUP, GEN_MASK, HTTP_RECV_BUF_BYTES, OP_CONNECT, OP_FILES_UPDATE,
     OP_RECV, OP_SEND,
 };
+use crate::io::uring::stage::{Arrived, SendStage};
 use crate::io::worker::connect_failed;
 use crate::stats::{ErrorClass, ThreadStats};
 
@@ -66,6 +72,10 @@ struct Slot {
     connecting: bool,
     /// A multishot recv is queued or armed in the kernel for the current socket.
     recv_armed: bool,
+    /// https: the TLS session; the batch being written (with https or `--h2`, see `stage`).
+    w: WriteState,
+    /// https, `--h2`: the bytes going out (`io::http::needs_stage`).
+    stage: SendStage,
 }
 
 pub struct UringOpen {
@@ -90,6 +100,8 @@ pub struct UringOpen {
     reaped_at: Instant,
     /// An error found while taking events (a refused file-table update), returned by the next wait.
     failed: Option<io::Error>,
+    /// https: the plaintext of the records a receive brought.
+    scratch: Vec<u8>,
 }
 
 /// `IORING_ENTER_GETEVENTS` (include/uapi/linux/io_uring.h): post what has completed.
@@ -117,6 +129,7 @@ impl UringOpen {
             rearm: Vec::new(),
             reaped_at: Instant::now(),
             failed: None,
+            scratch: http::scratch_buffer(),
         })
     }
 
@@ -167,6 +180,34 @@ impl UringOpen {
         self.push(sqe)
     }
 
+    /// Queue a send of `len` bytes at `buf` on slot i (open); `completes`: its success completes
+    /// too (a staged send, see `stage`), else only a failure does.
+    fn queue_send(&mut self, i: usize, buf: *const u8, len: usize, completes: bool) -> Outcome {
+        let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
+        let sqe = match self.file(i) {
+            File::Fixed(f) => opcode::Send::new(f, buf, len as u32).flags(flags).build(),
+            File::Fd(fd) => opcode::Send::new(fd, buf, len as u32).flags(flags).build(),
+        };
+        let sqe = if completes {
+            sqe
+        } else {
+            sqe.flags(squeue::Flags::SKIP_SUCCESS)
+        }
+        .user_data(user_data(i, self.slots[i].gen, OP_SEND));
+        match self.push(sqe) {
+            Ok(()) => Outcome::Ok,
+            Err(e) => http::write_failed(&e),
+        }
+    }
+
+    /// Send what slot i's stage holds, unless a send of it is in flight.
+    fn send_staged(&mut self, i: usize) -> Outcome {
+        match self.slots[i].stage.take() {
+            Some(buf) => self.queue_send(i, buf.ptr, buf.len, true),
+            None => Outcome::Ok,
+        }
+    }
+
     /// Move every available completion to `cqes`.
     fn reap(&mut self) {
         let before = self.cqes.len();
@@ -206,10 +247,15 @@ impl UringOpen {
                     res,
                 }))
             }
-            OP_SEND if res < 0 => match http::write_failed(&completion_error(res)) {
+            OP_SEND if res < 0 => match self.slots[i].w.write_error(&completion_error(res)) {
                 Outcome::Fail(class, msg) => Some(IoEvent::Failed(class, msg)),
                 _ => unreachable!("a failed send is a failure"),
             },
+            // Only a staged send completes on success: the stage takes bytes again.
+            OP_SEND => {
+                self.slots[i].stage.sent();
+                Some(IoEvent::Writable)
+            }
             _ => None,
         }
     }
@@ -228,6 +274,8 @@ impl OpenIo for UringOpen {
             gen: 0,
             connecting: false,
             recv_armed: false,
+            w: WriteState::default(),
+            stage: SendStage::default(),
         });
     }
 
@@ -267,6 +315,8 @@ impl OpenIo for UringOpen {
         s.gen = s.gen.wrapping_add(1) & GEN_MASK;
         s.connecting = false;
         s.recv_armed = false;
+        s.w.clear();
+        s.stage.clear();
         // Empty the table's entry too: it holds its own reference to the socket, which would
         // otherwise stay open (no FIN to the server) until the slot is reused.
         if let Err(e) = self.set_slot(i, -1) {
@@ -286,59 +336,84 @@ impl OpenIo for UringOpen {
         if self.slots[i].sock.is_none() {
             return Outcome::Ok;
         }
-        let buf = ex.wire(c).as_ptr();
-        let flags = libc::MSG_WAITALL | libc::MSG_NOSIGNAL;
+        if http::needs_stage(ex, c) {
+            self.slots[i].w.begin(len);
+            return self.flush(i, ex, c, now, stats);
+        }
         // The wire bytes stay put for the connection's whole life (see `Exchange::wire`), so the
         // SQE may point at them.
-        let sqe = match self.file(i) {
-            File::Fixed(f) => opcode::Send::new(f, buf, len as u32).flags(flags).build(),
-            File::Fd(fd) => opcode::Send::new(fd, buf, len as u32).flags(flags).build(),
-        }
-        .flags(squeue::Flags::SKIP_SUCCESS)
-        .user_data(user_data(i, self.slots[i].gen, OP_SEND));
         stats.sent(now, len);
-        match self.push(sqe) {
-            Ok(()) => Outcome::Ok,
-            Err(e) => http::write_failed(&e),
-        }
+        self.queue_send(i, ex.wire(c).as_ptr(), len, false)
     }
 
-    /// Sends finish in the kernel (`MSG_WAITALL`): nothing is ever left to write.
+    /// Plain HTTP/1.1's sends finish in the kernel (`MSG_WAITALL`): nothing is ever left to write.
+    /// https and `--h2`: stage what the connection has to send and send it, unless a send is in
+    /// flight (its completion, `IoEvent::Writable`, comes back here).
     fn flush(
         &mut self,
-        _i: usize,
-        _ex: &Exchange,
-        _c: &mut ExchangeConn,
-        _now: Instant,
-        _stats: &mut ThreadStats,
+        i: usize,
+        ex: &Exchange,
+        c: &mut ExchangeConn,
+        now: Instant,
+        stats: &mut ThreadStats,
     ) -> Outcome {
-        Outcome::Ok
+        let s = &mut self.slots[i];
+        if s.sock.is_none() || !http::needs_stage(ex, c) {
+            return Outcome::Ok;
+        }
+        match http::flush(ex, c, &mut s.w, &mut s.stage, now, stats) {
+            Outcome::Ok => self.send_staged(i),
+            other => other,
+        }
     }
 
     fn receive(
         &mut self,
-        _i: usize,
+        i: usize,
         r: RecvDone,
         ex: &mut Exchange,
         c: &mut ExchangeConn,
         stats: &mut ThreadStats,
     ) -> Outcome {
         let now = self.reaped_at;
-        match r.bid {
-            Some(bid) => {
-                // SAFETY: the kernel handed this buffer back in this completion; it is recycled
-                // right after and the slice does not outlive this block.
-                let data = unsafe { self.bufs.data(bid, r.res.max(0) as usize) };
-                // Sending waits for the schedule: an answered request only frees the connection.
-                let out = match ex.on_bytes(c, data, now, stats) {
-                    Received::Stop(out) => out,
-                    Received::Ok { .. } => Outcome::Ok,
-                };
-                self.bufs.recycle(bid);
-                out
+        let arrived = match r.bid {
+            // SAFETY: the kernel handed this buffer back in this completion; it is recycled
+            // below, after its bytes were handled, and the slice is not used after that.
+            Some(bid) => Arrived::Bytes(unsafe { self.bufs.data(bid, r.res.max(0) as usize) }),
+            None if r.res == 0 => Arrived::Eof,
+            None => {
+                return recv_error(r.res).map_or(Outcome::Ok, |e| self.slots[i].w.read_error(&e))
             }
-            None if r.res == 0 => ex.on_eof(c, now, stats),
-            None => recv_error(r.res).map_or(Outcome::Ok, |e| http::read_failed(&e)),
+        };
+        let staged = http::needs_stage(ex, c);
+        // Sending waits for the schedule: an answered request only frees the connection.
+        let out = match arrived {
+            _ if staged => {
+                let s = &mut self.slots[i];
+                http::receive_staged(
+                    ex,
+                    c,
+                    &mut s.w,
+                    &mut s.stage,
+                    arrived,
+                    now,
+                    &mut self.scratch,
+                    stats,
+                    http::send_frames_owed,
+                )
+            }
+            Arrived::Bytes(data) => match ex.on_bytes(c, data, now, stats) {
+                Received::Stop(out) => out,
+                Received::Ok { .. } => Outcome::Ok,
+            },
+            Arrived::Eof => ex.on_eof(c, now, stats),
+        };
+        if let Some(bid) = r.bid {
+            self.bufs.recycle(bid);
+        }
+        match out {
+            Outcome::Ok if staged => self.send_staged(i),
+            other => other,
         }
     }
 
