@@ -73,7 +73,7 @@ function addPostgres(app) {
   });
 }
 
-// Node's http2 sessions set TCP_NODELAY on their sockets themselves, as its http server does.
+// Node's http2 servers set TCP_NODELAY on every connection themselves, as its http server does.
 function serverOptions() {
   if (protocol === 'h1') return {};
   if (protocol === 'h1-tls') return { https: tls };

@@ -110,7 +110,7 @@ async function start() {
   prebuildBytesBodies();
   // The /cached-queries copy of World is read before listening, so the server is ready only with it.
   const world = opts.pg_url ? await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool) : null;
-  // noDelay is Node's default since 18 (its http2 sessions set it too); passed so the TCP_NODELAY the catalog asks
+  // noDelay is Node's default since 18 (its http2 servers set it too); passed so the TCP_NODELAY the catalog asks
   // for is visible here.
   const server = createAdaptorServer({ fetch: buildApp(world).fetch, ...nodeServer() });
   server.on('error', (err) => fail(`cannot listen on ${opts.host} port ${port}: ${err.message}`));
