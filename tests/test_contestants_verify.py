@@ -274,11 +274,16 @@ def test_contestant_listens_on_the_host_it_is_given(name, availability, tmp_path
     assert not outcome.get("killed"), outcome
 
 
-# The Node contestants serving h1-tls (node-http's own check; node-express, node-fastify and node-hono through
-# contestants/_node-shared/tls.js): each is started for h1-tls here without the run's certificate and key.
-NODE_TLS_NAMES = [n for n in NAMES
-                  if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).runtime == "node"
-                  and "h1-tls" in m.protocols]
+# The JavaScript contestants serving TLS (node-http's own check; node-express, node-fastify, node-hono and deno-serve
+# through contestants/_node-shared/tls.js): each is started for each TLS protocol it claims (h1-tls, h2) here without
+# the run's certificate and key.
+JS_TLS_STARTS = [(n, protocol) for n in NAMES
+                 if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "javascript"
+                 for protocol in ("h1-tls", "h2") if protocol in m.protocols]
+# And for each protocol it does not claim, which it must refuse instead of serving another.
+JS_UNSERVED_STARTS = [(n, protocol) for n in NAMES
+                      if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "javascript"
+                      for protocol in ("h1-tls", "h2", "h2c") if protocol not in m.protocols]
 
 
 def _started_without_a_certificate(name, protocol, availability, tmp_path) -> tuple[int | None, str]:
@@ -301,14 +306,23 @@ def _started_without_a_certificate(name, protocol, availability, tmp_path) -> tu
     return code, log.read_text()
 
 
-@pytest.mark.parametrize("name", NODE_TLS_NAMES)
-def test_node_contestant_started_for_h1_tls_without_a_certificate_stops_with_one_message(name, availability,
-                                                                                          tmp_path):
-    """NETARENA_PROTOCOL=h1-tls with neither NETARENA_TLS_CERT nor NETARENA_TLS_KEY: the server exits non-zero
-    naming the missing variable, instead of serving cleartext where HTTPS was asked for."""
-    code, said = _started_without_a_certificate(name, "h1-tls", availability, tmp_path)
-    assert code not in (None, 0), f"{name} started for h1-tls without a certificate did not stop (exit {code}):\n{said}"
+@pytest.mark.parametrize("name,protocol", JS_TLS_STARTS)
+def test_js_contestant_started_for_tls_without_a_certificate_stops_with_one_message(name, protocol, availability,
+                                                                                     tmp_path):
+    """NETARENA_PROTOCOL=h1-tls or h2 with neither NETARENA_TLS_CERT nor NETARENA_TLS_KEY: the server exits non-zero
+    naming the missing variable, instead of serving cleartext where TLS was asked for."""
+    code, said = _started_without_a_certificate(name, protocol, availability, tmp_path)
+    assert code not in (None, 0), f"{name} started for {protocol} without a certificate did not stop (exit {code}):\n{said}"
     assert "NETARENA_TLS_CERT" in said and "Error:" not in said and "    at " not in said, said
+
+
+@pytest.mark.parametrize("name,protocol", JS_UNSERVED_STARTS)
+def test_js_contestant_refuses_a_start_for_a_protocol_it_does_not_serve(name, protocol, availability, tmp_path):
+    """Started for a protocol its manifest does not claim (deno-serve for h1-tls, node-express for h2), the server
+    exits with code 2 saying what it serves."""
+    code, said = _started_without_a_certificate(name, protocol, availability, tmp_path)
+    assert code == 2, f"{name} started for {protocol}: exit {code}, not 2:\n{said}"
+    assert f"(this contestant serves no other), got \"{protocol}\"" in said and "Error:" not in said, said
 
 
 # The contestants whose start goes through a script choosing the listener by NETARENA_PROTOCOL (the uWSGI ones'

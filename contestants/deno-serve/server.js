@@ -9,6 +9,11 @@
 // Static files: Deno's static-file facility is @std/http's serveDir, published on JSR only, a registry this
 // project cannot reach; the file is opened and its stream returned (Deno's documented way to send a file),
 // written here like node-http's.
+// NETARENA_PROTOCOL: h1 and h2c are served by the same cleartext listener (Deno.serve tells an HTTP/1.1 request and
+// HTTP/2's prior-knowledge preface apart by a connection's first bytes). Nothing over TLS: Deno.serve given a
+// certificate and key offers h2 beside http/1.1 by ALPN (so it cannot serve h1-tls) and leaves TCP_NODELAY off on
+// the connections it accepts, with no option to set it (so over h2 a response's last segment waits for the
+// client's delayed ACK); the manifest's notes say more.
 
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
@@ -19,10 +24,12 @@ const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBod
 const { parseArgs, parsePort, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc } = require('../_node-shared/mongo.js');
 const tfb = require('../_node-shared/pg.js');
+const { startedFor } = require('../_node-shared/tls.js');
 
 const opts = parseArgs(Deno.args, { host: '127.0.0.1', port: undefined, static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const pgPool = tfb.parsePgPool(opts.pg_pool);
+startedFor(['h1', 'h2c']);
 let staticRoot;
 try {
   if (!Deno.statSync(opts.static_dir).isDirectory) throw new Error();

@@ -15,13 +15,13 @@ const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBod
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
 const tfb = require('../_node-shared/pg.js');
-const { h1Tls } = require('../_node-shared/tls.js');
+const { startedFor } = require('../_node-shared/tls.js');
 
 const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
 const pgPool = tfb.parsePgPool(opts.pg_pool);
-const tls = h1Tls(); // null: cleartext
+const { tls } = startedFor(['h1', 'h1-tls']); // tls null: cleartext
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }

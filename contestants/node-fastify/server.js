@@ -7,9 +7,11 @@
 // request costs throughput), a response schema on /json so fast-json-stringify serializes it (the docs'
 // recommended way to serialize), @fastify/static for files, fastify.listen(). Node's http server underneath
 // sets TCP_NODELAY on accepted sockets by default (http.createServer's noDelay, true since Node 18).
-// Started for netarena's h1-tls (NETARENA_PROTOCOL, with the PEM files NETARENA_TLS_CERT and NETARENA_TLS_KEY),
-// Fastify's own `https` option serves HTTPS: Fastify then builds Node's https server (Node's OpenSSL, its default
-// TLS 1.2 and 1.3, the https server's default ALPN, http/1.1 alone).
+// NETARENA_PROTOCOL says what it serves, each through Fastify's own options (its HTTP/2 reference page): h1-tls with
+// `https` (the PEM files NETARENA_TLS_CERT and NETARENA_TLS_KEY), so Fastify builds Node's https server (Node's
+// OpenSSL, its default TLS 1.2 and 1.3, the https server's default ALPN, http/1.1 alone); h2 with `http2` and
+// `https`, so it builds http2.createSecureServer, allowHTTP1 false so that ALPN offers h2 alone; h2c with `http2`
+// alone, http2.createServer (prior knowledge).
 
 const fs = require('node:fs');
 const Fastify = require('fastify');
@@ -19,13 +21,13 @@ const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBod
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
 const tfb = require('../_node-shared/pg.js');
-const { h1Tls } = require('../_node-shared/tls.js');
+const { startedFor } = require('../_node-shared/tls.js');
 
 const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
 const pgPool = tfb.parsePgPool(opts.pg_pool);
-const tls = h1Tls(); // null: cleartext
+const { protocol, tls } = startedFor(['h1', 'h1-tls', 'h2', 'h2c']); // tls null: cleartext
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }
@@ -71,8 +73,16 @@ function addPostgres(app) {
   });
 }
 
+// Node's http2 servers set TCP_NODELAY on every connection themselves, as its http server does.
+function serverOptions() {
+  if (protocol === 'h1') return {};
+  if (protocol === 'h1-tls') return { https: tls };
+  if (protocol === 'h2') return { http2: true, https: { ...tls, allowHTTP1: false } };
+  return { http2: true };
+}
+
 function buildApp() {
-  const app = Fastify(tls === null ? { logger: false } : { logger: false, https: tls });
+  const app = Fastify({ logger: false, ...serverOptions() });
   app.get('/hello', (req, reply) => {
     reply.type('text/plain').send('Hello, World!');
   });

@@ -6,12 +6,15 @@
 // Hono's Node set-up as its docs give it: the app's fetch handler served by @hono/node-server, serveStatic from
 // @hono/node-server for files. createAdaptorServer is what serve() calls before listening; it is used instead
 // of serve() only to listen with the catalog's backlog (serve() listens with Node's default of 511).
-// Started for netarena's h1-tls (NETARENA_PROTOCOL, with the PEM files NETARENA_TLS_CERT and NETARENA_TLS_KEY), the
-// adapter builds Node's https server instead (@hono/node-server's documented `createServer: https.createServer`
-// with the certificate and key in `serverOptions`): Node's OpenSSL, its default TLS 1.2 and 1.3, the https
-// server's default ALPN, http/1.1 alone.
+// NETARENA_PROTOCOL says which Node server the adapter builds, through @hono/node-server's documented `createServer`
+// option (the certificate and key, the PEM files NETARENA_TLS_CERT and NETARENA_TLS_KEY, in `serverOptions`):
+// http.createServer for h1; https.createServer for h1-tls (Node's OpenSSL, its default TLS 1.2 and 1.3, the https
+// server's default ALPN, http/1.1 alone); http2.createSecureServer for h2 (allowHTTP1 false, so ALPN offers h2
+// alone), http2.createServer for h2c (prior knowledge), as Hono's Node.js page shows for HTTP/2.
 
 const fs = require('node:fs');
+const http = require('node:http');
+const http2 = require('node:http2');
 const https = require('node:https');
 const { Hono } = require('hono');
 const { createAdaptorServer } = require('@hono/node-server');
@@ -23,13 +26,13 @@ const { LISTEN_BACKLOG, MAX_BYTES_LEN, MAX_SLEEP_MS, bytesBody, prebuildBytesBod
 const { runWorkers, parseArgs, parsePort, parseWorkers, fail } = require('../_node-shared/cluster.js');
 const { connectFixture, findDoc, streamGridfsFile } = require('../_node-shared/mongo.js');
 const tfb = require('../_node-shared/pg.js');
-const { h1Tls } = require('../_node-shared/tls.js');
+const { startedFor } = require('../_node-shared/tls.js');
 
 const opts = parseArgs(process.argv.slice(2), { host: '127.0.0.1', port: undefined, workers: '1', static_dir: undefined, mongo_url: '', pg_url: '', pg_pool: '10' });
 const port = parsePort(opts.port);
 const workers = parseWorkers(opts.workers);
 const pgPool = tfb.parsePgPool(opts.pg_pool);
-const tls = h1Tls(); // null: cleartext
+const { protocol, tls } = startedFor(['h1', 'h1-tls', 'h2', 'h2c']); // tls null: cleartext
 if (!fs.statSync(opts.static_dir, { throwIfNoEntry: false })?.isDirectory()) {
   fail(`--static-dir ${opts.static_dir} is not a directory; pass the folder holding the static file set`);
 }
@@ -96,15 +99,20 @@ function buildApp(world) {
   return app;
 }
 
+function nodeServer() {
+  if (protocol === 'h1') return { createServer: http.createServer, serverOptions: { noDelay: true } };
+  if (protocol === 'h1-tls') return { createServer: https.createServer, serverOptions: { noDelay: true, ...tls } };
+  if (protocol === 'h2') return { createServer: http2.createSecureServer, serverOptions: { noDelay: true, ...tls, allowHTTP1: false } };
+  return { createServer: http2.createServer, serverOptions: { noDelay: true } };
+}
+
 async function start() {
   prebuildBytesBodies();
   // The /cached-queries copy of World is read before listening, so the server is ready only with it.
   const world = opts.pg_url ? await tfb.connectWorldOrFail(require('pg'), opts.pg_url, pgPool) : null;
-  // noDelay is Node's default since 18; passed so the TCP_NODELAY the catalog asks for is visible here.
-  const fetch = buildApp(world).fetch;
-  const server = tls === null
-    ? createAdaptorServer({ fetch, serverOptions: { noDelay: true } })
-    : createAdaptorServer({ fetch, createServer: https.createServer, serverOptions: { noDelay: true, ...tls } });
+  // noDelay is Node's default since 18 (its http2 servers set it too); passed so the TCP_NODELAY the catalog asks
+  // for is visible here.
+  const server = createAdaptorServer({ fetch: buildApp(world).fetch, ...nodeServer() });
   server.on('error', (err) => fail(`cannot listen on ${opts.host} port ${port}: ${err.message}`));
   server.listen({ host: opts.host, port, backlog: LISTEN_BACKLOG });
 }

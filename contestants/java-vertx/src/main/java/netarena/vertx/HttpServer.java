@@ -36,7 +36,7 @@ public final class HttpServer extends VerticleBase {
 
     private final String host;
     private final int port;
-    /** Vert.x's defaults, or HTTPS on the same port for h1-tls: {@link #serverOptions}. */
+    /** For the protocol started for: {@link #serverOptions}. */
     private final HttpServerOptions options;
     private final String staticDir;
     /** Null without --mongo-url: /mongo answers 404 then. */
@@ -150,37 +150,50 @@ public final class HttpServer extends VerticleBase {
 
     /**
      * The server's options for the protocol netarena started it for (NETARENA_PROTOCOL; unset, as when started
-     * by hand, is h1). h1: Vert.x's defaults, which meet the catalog (TCP_NODELAY on; the listen backlog is
-     * Netty's, the kernel's net.core.somaxconn, 4096 on current kernels, above the catalog's 1024). h1-tls: the
-     * same, serving HTTPS on the same port with the PEM certificate and key netarena names in NETARENA_TLS_CERT
-     * and NETARENA_TLS_KEY, through the JDK's own TLS (JSSE, Vert.x's JdkSSLEngineOptions, stated although it
-     * is Vert.x's default engine), ALPN offering http/1.1 alone: a client offering h2 beside it still gets
-     * HTTP/1.1, which is what an h1-tls level measures. Any other protocol exits 2: this server speaks no HTTP/2.
+     * by hand, is h1), each served alone. h1: Vert.x's defaults, which meet the catalog (TCP_NODELAY on; the listen
+     * backlog is Netty's, the kernel's net.core.somaxconn, 4096 on current kernels, above the catalog's 1024), but
+     * for its cleartext HTTP/2, on by default, turned off so that it speaks HTTP/1.1 alone. h2c: that cleartext
+     * HTTP/2 on (Vert.x tells a client's HTTP/2 preface, prior knowledge, from an HTTP/1.1 request by its first
+     * bytes). h1-tls and h2: HTTPS on the same port with the PEM certificate and key netarena names in
+     * NETARENA_TLS_CERT and NETARENA_TLS_KEY, through the JDK's own TLS (JSSE, Vert.x's JdkSSLEngineOptions,
+     * stated although it is Vert.x's default engine), ALPN offering the one protocol started for: http/1.1 alone
+     * for h1-tls (a client offering h2 beside it still gets HTTP/1.1, which is what an h1-tls level measures), h2
+     * alone for h2. Any other protocol exits 2.
      */
     static HttpServerOptions serverOptions(Args args) {
         HttpServerOptions options = new HttpServerOptions();
         String protocol = System.getenv().getOrDefault("NETARENA_PROTOCOL", "h1");
-        if (protocol.equals("h1")) {
-            return options;
+        switch (protocol) {
+            case "h1":
+                return options.setHttp2ClearTextEnabled(false);
+            case "h2c":
+                return options.setHttp2ClearTextEnabled(true);
+            case "h1-tls":
+                return overTls(options, args, protocol).setAlpnVersions(List.of(HttpVersion.HTTP_1_1));
+            case "h2":
+                return overTls(options, args, protocol).setAlpnVersions(List.of(HttpVersion.HTTP_2));
+            default:
+                args.fail("NETARENA_PROTOCOL must be h1, h1-tls, h2 or h2c (this contestant serves no other), got '"
+                        + protocol + "'");
+                return options;
         }
-        if (!protocol.equals("h1-tls")) {
-            args.fail("NETARENA_PROTOCOL must be h1 or h1-tls (this contestant serves no other), got '" + protocol + "'");
-        }
+    }
+
+    private static HttpServerOptions overTls(HttpServerOptions options, Args args, String protocol) {
         return options.setSsl(true)
                 .setSslEngineOptions(new JdkSSLEngineOptions())
                 .setKeyCertOptions(new PemKeyCertOptions()
-                        .setCertPath(pemFile(args, "NETARENA_TLS_CERT"))
-                        .setKeyPath(pemFile(args, "NETARENA_TLS_KEY")))
-                .setUseAlpn(true)
-                .setAlpnVersions(List.of(HttpVersion.HTTP_1_1));
+                        .setCertPath(pemFile(args, protocol, "NETARENA_TLS_CERT"))
+                        .setKeyPath(pemFile(args, protocol, "NETARENA_TLS_KEY")))
+                .setUseAlpn(true);
     }
 
     /** The readable file the environment variable names, or exit 2 saying which is missing. */
-    private static String pemFile(Args args, String variable) {
+    private static String pemFile(Args args, String protocol, String variable) {
         String file = System.getenv(variable);
         if (file == null || file.isEmpty()) {
-            args.fail("NETARENA_PROTOCOL=h1-tls without " + variable + ": set it to the PEM file to serve TLS with"
-                    + " (netarena does for its h1-tls levels)");
+            args.fail("NETARENA_PROTOCOL=" + protocol + " without " + variable + ": set it to the PEM file to serve"
+                    + " TLS with (netarena does for its h1-tls and h2 levels)");
         }
         if (!Files.isReadable(Path.of(file))) {
             args.fail(variable + "=" + file + " cannot be read; it must name a PEM file");
