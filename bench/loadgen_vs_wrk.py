@@ -37,7 +37,7 @@ Method
   by the length of the first one; its count must agree with nginx's.
 * ``--tls``: HTTP/1.1 over TLS instead. nginx's ssl module (OpenSSL, TLS 1.2 and 1.3) with a certificate made for
   the run as netarena makes a run's (``netarena.tls.make_run_certificate``), wrk and netarena-load (``--cacert``) to ``https://``,
-  keep-alive; the configurations that speak TLS only (``default``, ``epoll``), no floor. The goal there: wrk's
+  keep-alive; every engine configuration (each speaks TLS), no floor. The goal there: wrk's
   efficiency at least (CPU per request no higher than wrk's), at no fewer requests/s. nginx's stub_status is on a
   cleartext port of its own in both modes.
 
@@ -83,8 +83,6 @@ ENGINES = {
     "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
 }
 DEFAULT_ENGINES = "default,epoll,uring,uring-auto"
-# With --tls: netarena-load runs TLS on epoll only (--io auto picks it and says why).
-TLS_ENGINES = "default,epoll"
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -281,12 +279,9 @@ def main() -> int:
         args.runs, args.duration = 1, 2
     if args.runs < 1 or args.duration < 1 or args.connections < 1:
         p.error("--runs, --duration and --connections must be at least 1")
-    if args.tls and args.engines == DEFAULT_ENGINES:
-        args.engines = TLS_ENGINES
     args.engines = benchlib.parse_choices(p, "--engines", args.engines, ENGINES)
-    if args.tls and (args.floor or set(args.engines) - set(TLS_ENGINES.split(","))):
-        p.error(f"--tls measures the engines that speak TLS ({TLS_ENGINES}: netarena-load runs TLS on epoll), and "
-                "no --floor (the floor client is cleartext): drop those options")
+    if args.tls and args.floor:
+        p.error("--tls takes no --floor (the floor client is cleartext): drop it")
 
     return benchlib.run_bench(bench, args, stopped="nginx and any running generator")
 
