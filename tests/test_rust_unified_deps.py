@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "contestants" / "_rust-shared" / "unify_deps.py"
+CONTESTANTS = Path(__file__).resolve().parents[1] / "contestants"
+SCRIPT = CONTESTANTS / "_rust-shared" / "unify_deps.py"
 _spec = importlib.util.spec_from_file_location("unify_deps", SCRIPT)
 unify_deps = sys.modules["unify_deps"] = importlib.util.module_from_spec(_spec)  # dataclasses look it up there
 _spec.loader.exec_module(unify_deps)
@@ -42,3 +43,15 @@ def test_a_driver_is_only_in_the_builds_with_its_feature(builds):
             # actix-http's http2 would put h2 first in every TLS listener's ALPN list (rust-actix/Cargo.toml).
             http = next(unit for crate, unit in units.items() if crate.name == "actix-http")
             assert "http2" not in http.features and "h2" not in names, label
+
+
+def test_the_builds_are_those_of_every_contestant_sharing_the_cargo_folder():
+    """The script's contestants and features are every contestant building into {cargo_target_dir} and its
+    optional install parts (the cargo features a run builds): a new one is unified too, or this fails."""
+    from netarena import contestants as ct
+
+    names = sorted(p.parent.name for p in CONTESTANTS.glob("*/contestant.toml"))
+    sharing = [c for c in ct.load(CONTESTANTS, names) if ct.shared_build_folder(c)]
+    assert sorted(c.name for c in sharing) == sorted(unify_deps.CONTESTANTS)
+    for contestant in sharing:
+        assert sorted(contestant.manifest.install.optional) == sorted(unify_deps.OPTIONAL_FEATURES), contestant.name
