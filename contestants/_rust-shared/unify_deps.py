@@ -42,7 +42,8 @@ BUILDS = [(contestant, features) for contestant in CONTESTANTS
 # One line of `cargo tree -f '{p} {f}'`: name, version, whether a proc-macro, a path crate's folder, its features.
 TREE_LINE = re.compile(r"(?P<name>\S+) v(?P<version>\S+)(?P<proc_macro> \(proc-macro\))?(?P<path> \([^)]*\))?"
                        r"(?: (?P<features>\S*))?$")
-TREE_DRAWING = frozenset("│├└─ \u00a0")
+# What cargo tree draws before a node: four characters a level of depth.
+TREE_DRAWING = "│├└─ "
 BUILD_SECTION = "[build-dependencies]"
 
 
@@ -103,7 +104,7 @@ def build_units(contestant: str, features, *, locked: bool = True, triple: str |
     # far are its build-dependencies.
     ancestors: list[list[bool]] = []
     for line in proc.stdout.splitlines():
-        indent = len(line) - len(line.lstrip("".join(TREE_DRAWING)))
+        indent = len(line) - len(line.lstrip(TREE_DRAWING))
         depth, text = indent // 4, line[indent:]
         if text == BUILD_SECTION:
             ancestors[depth][1] = True
