@@ -343,8 +343,9 @@ def quick_build(manifest: Manifest) -> bool:
 def shared_cargo_target_dir(manifest: Manifest) -> Path:
     """{cargo_target_dir}: one cargo target folder for the builds of every contestant, so a crate built at the same
     version, features and profile is compiled once for all of them (rust-hyper, rust-axum and rust-actix share
-    tokio, hyper, rustls and the database drivers: the second and third builds compiled about a third of the units
-    the first did). Quick builds (QUICK_BUILDS_ENV) get a folder of their own: both write the same binary paths.
+    tokio, hyper, rustls and the database drivers, and contestants/_rust-shared/unified-deps gives each crate the
+    same features in all their builds: after rust-hyper's builds, rust-axum's with both drivers compiles 9 crates,
+    its own). Quick builds (QUICK_BUILDS_ENV) get a folder of their own: both write the same binary paths.
     Two builds into one folder take turns (cargo locks it), so a step copies its binary into {build_dir}, where the
     server runs it from and where no other contestant's build writes."""
     return cache_root() / "cargo-target" / ("quick" if quick_build(manifest) else "optimized")
