@@ -28,10 +28,21 @@ const SATURATION_BAR: f64 = 0.90;
 /// A process that spins on `cpu` until dropped (killed by its PID, then reaped).
 struct Hog(Child);
 
+/// The busy loop, first moved to the root CPU cgroup when this test runs in another one (as root;
+/// elsewhere the move fails and changes nothing): it stands for another tenant of the machine. In a
+/// cgroup with a CPU quota, the way a slower host is simulated, a hog inside the quota would spend
+/// it and leave the in-process server too little: the generator then waited for the server, not
+/// for its CPU (busy 0.85 under a 35% quota). Outside it, the server keeps the quota's CPU.
+const HOG_SCRIPT: &str =
+    "for procs in /sys/fs/cgroup/cpu/cgroup.procs /sys/fs/cgroup/cgroup.procs; do \
+     [ -f \"$procs\" ] && { echo $$ > \"$procs\"; } 2>/dev/null && break; \
+   done; \
+   while :; do :; done";
+
 impl Hog {
     fn pinned_to(cpu: usize) -> Hog {
         let child = Command::new("sh")
-            .args(["-c", "while :; do :; done"])
+            .args(["-c", HOG_SCRIPT])
             .stdin(Stdio::null())
             .spawn()
             .expect("start the busy loop");
