@@ -23,8 +23,8 @@ case "$protocol" in
     h1-tls | h2)
         # Without them Granian would serve cleartext where HTTPS was asked for.
         if [ -z "${GRANIAN_SSL_CERTIFICATE:-}" ] || [ -z "${GRANIAN_SSL_KEYFILE:-}" ]; then
-            echo "start.sh: $protocol is served over TLS: GRANIAN_SSL_CERTIFICATE and GRANIAN_SSL_KEYFILE (netarena" \
-                 "sets them from NETARENA_TLS_CERT and NETARENA_TLS_KEY) must name the PEM certificate and key" >&2
+            echo "start.sh: $protocol needs NETARENA_TLS_CERT and NETARENA_TLS_KEY (the manifest gives them to" \
+                 "Granian as GRANIAN_SSL_CERTIFICATE and GRANIAN_SSL_KEYFILE, which are empty)" >&2
             exit 2
         fi
         ;;
