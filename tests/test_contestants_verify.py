@@ -7,6 +7,8 @@ A contestant whose runtime cannot be had here is skipped with the reason `netare
 """
 
 import json
+import os
+import re
 import socket
 import subprocess
 import sys
@@ -326,8 +328,9 @@ def test_js_contestant_refuses_a_start_for_a_protocol_it_does_not_serve(name, pr
 
 
 # The contestants whose start goes through a script choosing the listener by NETARENA_PROTOCOL (the uWSGI ones'
-# contestants/_flask-shared/uwsgi_start.sh, play-scala's start.sh): h1-tls without the run's certificate and key,
-# and a protocol they do not serve, are refused by the script before the server starts.
+# contestants/_flask-shared/uwsgi_start.sh, play-scala's and python-granian's start.sh): h1-tls without the run's
+# certificate and key, a protocol they do not claim, and a value that is no protocol at all, are refused by the
+# script before the server starts.
 START_SCRIPT_NAMES = [n for n in NAMES
                       if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).start.command
                       and any(word.endswith("start.sh") for word in m.start.command[:2]) and "h1-tls" in m.protocols]
@@ -336,15 +339,25 @@ START_SCRIPT_NAMES = [n for n in NAMES
 @pytest.mark.parametrize("name", START_SCRIPT_NAMES)
 def test_start_script_refuses_h1_tls_without_a_certificate_and_a_protocol_it_does_not_serve(name, availability,
                                                                                              tmp_path):
-    assert {"flask-uwsgi-threads", "play-scala"} <= set(START_SCRIPT_NAMES), START_SCRIPT_NAMES
+    assert {"flask-uwsgi-threads", "play-scala", "python-granian"} <= set(START_SCRIPT_NAMES), START_SCRIPT_NAMES
+    manifest = load_manifest(REPO / "contestants" / name / "contestant.toml")
     (tmp_path / "h1-tls").mkdir()
-    (tmp_path / "h2c").mkdir()
     code, said = _started_without_a_certificate(name, "h1-tls", availability, tmp_path / "h1-tls")
     assert code == 2, f"{name} started for h1-tls without a certificate: exit {code}, not 2:\n{said}"
     assert "h1-tls needs NETARENA_TLS_CERT and NETARENA_TLS_KEY" in said, said
-    code, said = _started_without_a_certificate(name, "h2c", availability, tmp_path / "h2c")
-    assert code == 2, f"{name} started for h2c: exit {code}, not 2:\n{said}"
-    assert "serves h1 and h1-tls here, not h2c" in said, said
+    for protocol in (p for p in ("h2", "h2c") if p not in manifest.protocols):
+        (tmp_path / protocol).mkdir()
+        code, said = _started_without_a_certificate(name, protocol, availability, tmp_path / protocol)
+        assert code == 2, f"{name} started for {protocol}: exit {code}, not 2:\n{said}"
+        assert f"not {protocol}" in said, said
+    # A value netarena never sends (it starts servers for the four protocols only), so the script is run by hand,
+    # with its manifest's arguments: a script claiming all four still has this branch.
+    folder = str(REPO / "contestants" / name)
+    argv = [re.sub(r"\{[a-z_]+\}", "unused", word.replace("{dir}", folder)) for word in manifest.start.command]
+    said = subprocess.run(argv, env={"PATH": os.environ["PATH"], "NETARENA_PROTOCOL": "h3"}, capture_output=True,
+                          text=True, timeout=30)
+    assert said.returncode == 2, f"{name}'s start script given NETARENA_PROTOCOL=h3: exit {said.returncode}:\n{said}"
+    assert "h3" in said.stderr and said.stdout == "", said
 
 
 # The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum: h1-tls and h2;

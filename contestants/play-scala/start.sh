@@ -9,9 +9,12 @@
 # NETARENA_TLS_KEY) are put into a PKCS12 keystore in RUN_DIR first, with Debian's openssl; its password guards
 # nothing (the PEM key beside it is not encrypted either). TLS 1.3 and 1.2, as the other contestants: Pekko's
 # ssl-config, which Pekko HTTP's HTTPS follows, allows TLS 1.2 alone by default (pekko-stream's reference.conf:
-# ssl-config.protocol = "TLSv1.2"; checked with openssl s_client). Play's HTTP/2 is off (its default: no
-# PlayPekkoHttp2Support), so ALPN never chooses h2. The manifest's start command cannot do this itself:
-# {tls_cert} and {tls_key} are empty for a cleartext start.
+# ssl-config.protocol = "TLSv1.2"; checked with openssl s_client).
+# Play's HTTP/2 (Pekko HTTP's, play.server.pekko.http2.enabled) is on for h2 and h2c only: h2 is the same HTTPS
+# listener with it, h2c the HTTP listener with it. Off, ALPN never chooses h2 and the HTTP listener takes no
+# HTTP/2 preface. The setting is what Play's PlayPekkoHttp2Support plugin turns on (its play-pekko-http2-support
+# module holds nothing else), given here since that module is not on the Maven Central netarena resolves from.
+# The manifest's start command cannot do this itself: {tls_cert} and {tls_key} are empty for a cleartext start.
 set -eu
 
 if [ "$#" -lt 4 ]; then
@@ -24,13 +27,24 @@ port=$3
 run_dir=$4
 shift 4
 
-case "${NETARENA_PROTOCOL:-h1}" in
-    h1)
-        exec "$app" "-Dhttp.port=$port" "-Dhttp.address=$host" "$@"
+protocol=${NETARENA_PROTOCOL:-h1}
+case "$protocol" in
+    h1 | h1-tls) http2=false ;;
+    h2 | h2c) http2=true ;;
+    *)
+        echo "start.sh: NETARENA_PROTOCOL must be h1, h1-tls, h2 or h2c (play-scala serves no other), got" \
+             "'$protocol'" >&2
+        exit 2
         ;;
-    h1-tls)
+esac
+
+case "$protocol" in
+    h1 | h2c)
+        exec "$app" "-Dhttp.port=$port" "-Dhttp.address=$host" "-Dplay.server.pekko.http2.enabled=$http2" "$@"
+        ;;
+    *)
         if [ -z "${NETARENA_TLS_CERT:-}" ] || [ -z "${NETARENA_TLS_KEY:-}" ]; then
-            echo "start.sh: h1-tls needs NETARENA_TLS_CERT and NETARENA_TLS_KEY" >&2
+            echo "start.sh: $protocol needs NETARENA_TLS_CERT and NETARENA_TLS_KEY" >&2
             exit 2
         fi
         keystore=$run_dir/play-https.p12
@@ -41,10 +55,6 @@ case "${NETARENA_PROTOCOL:-h1}" in
             "-Dplay.server.https.keyStore.path=$keystore" -Dplay.server.https.keyStore.type=PKCS12 \
             "-Dplay.server.https.keyStore.password=$password" \
             -Dpekko.ssl-config.protocol=TLSv1.3 -Dpekko.ssl-config.enabledProtocols.0=TLSv1.3 \
-            -Dpekko.ssl-config.enabledProtocols.1=TLSv1.2 "$@"
-        ;;
-    *)
-        echo "start.sh: Play serves h1 and h1-tls here, not ${NETARENA_PROTOCOL}" >&2
-        exit 2
+            -Dpekko.ssl-config.enabledProtocols.1=TLSv1.2 "-Dplay.server.pekko.http2.enabled=$http2" "$@"
         ;;
 esac

@@ -14,11 +14,15 @@ import io.helidon.webserver.WebServerConfig;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import io.helidon.webserver.http1.Http1Config;
+import io.helidon.webserver.http2.Http2Config;
+import io.helidon.webserver.spi.ProtocolConfig;
 import io.helidon.webserver.staticcontent.StaticContentFeature;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import org.bson.Document;
@@ -66,29 +70,56 @@ public final class Main {
                         postgres.routes(routing);
                     }
                 });
-        tlsForProtocol(server);
+        serveProtocol(server);
         server.build().start();
     }
 
     /**
-     * The protocol netarena started the server for (NETARENA_PROTOCOL; unset, as when started by hand, is h1).
-     * h1: cleartext, nothing to set. h1-tls: HTTPS on the same listener, Helidon's Tls from the PEM certificate
-     * and key netarena names in NETARENA_TLS_CERT and NETARENA_TLS_KEY (Keys.builder().pem(...), as Helidon's docs
-     * configure a PEM key), over the JDK's own TLS (JSSE) at Helidon's Tls defaults. ALPN: Helidon picks the
-     * first protocol the client offers that one of its connection providers serves, and the only one here is
-     * HTTP/1.1's (helidon-webserver-http2 is not a dependency), so a client offering h2 beside http/1.1 gets
-     * http/1.1. Any other protocol exits 2: this server speaks no HTTP/2.
+     * The protocol netarena started the server for (NETARENA_PROTOCOL; unset, as when started by hand, is h1), that
+     * one alone: the listener's connection providers are named here instead of discovered (both HTTP/1.1's and
+     * HTTP/2's are on the class path), so a start for one protocol never serves another.
+     * <ul>
+     *   <li>h1: HTTP/1.1 in cleartext. No HTTP/2 provider, hence no upgrade to h2c either (HTTP/1.1's upgraders
+     *       are made only for the protocols the listener lists).
+     *   <li>h1-tls: the same over Helidon's Tls (see {@link #tls}). Helidon's ALPN selector picks the first
+     *       protocol the client offers that a listed provider serves: http/1.1 here, even for a client offering h2.
+     *   <li>h2: HTTP/2 alone over the same Tls on the JDK's SSLSocket; its provider's one ALPN protocol is h2, and a
+     *       client offering none Helidon serves gets TLS's no_application_protocol alert.
+     *   <li>h2c: HTTP/2 alone in cleartext: Helidon's HTTP/2 selector takes a connection whose first bytes are the
+     *       client's preface (prior knowledge).
+     * </ul>
+     * Both HTTP/2 starts run Helidon's HTTP/2 at its defaults (settings, windows, stream limits). Any other
+     * protocol exits 2.
      */
-    static void tlsForProtocol(WebServerConfig.Builder server) {
+    static void serveProtocol(WebServerConfig.Builder server) {
         String protocol = System.getenv().getOrDefault("NETARENA_PROTOCOL", "h1");
-        if (protocol.equals("h1")) {
-            return;
+        ProtocolConfig served = switch (protocol) {
+            case "h1", "h1-tls" -> Http1Config.create();
+            case "h2", "h2c" -> Http2Config.create();
+            default -> fail("NETARENA_PROTOCOL must be h1, h1-tls, h2 or h2c (this contestant serves no other), got '"
+                    + protocol + "'");
+        };
+        server.protocolsDiscoverServices(false).protocols(List.of(served));
+        if (protocol.equals("h1-tls") || protocol.equals("h2")) {
+            tls(server, protocol);
         }
-        if (!protocol.equals("h1-tls")) {
-            fail("NETARENA_PROTOCOL must be h1 or h1-tls (this contestant serves no other), got '" + protocol + "'");
+        if (protocol.equals("h2")) {
+            // The JDK's SSLSocket instead of Helidon's own TLS over a SocketChannel (use-nio, its default): that
+            // one loses the server's first HTTP/2 frame, its SETTINGS, written right after the handshake while the
+            // JDK's TLS 1.3 engine still has a post-handshake message to wrap (TlsNioSocket.doHandshake clears the
+            // buffer holding the frame), so the client's first frame is a WINDOW_UPDATE and it gives up.
+            server.useNio(false);
         }
-        Path cert = pemFile("NETARENA_TLS_CERT");
-        Path key = pemFile("NETARENA_TLS_KEY");
+    }
+
+    /**
+     * HTTPS on the same listener: Helidon's Tls from the PEM certificate and key netarena names in
+     * NETARENA_TLS_CERT and NETARENA_TLS_KEY (Keys.builder().pem(...), as Helidon's docs configure a PEM key), over
+     * the JDK's own TLS (JSSE) at Helidon's Tls defaults.
+     */
+    static void tls(WebServerConfig.Builder server, String protocol) {
+        Path cert = pemFile("NETARENA_TLS_CERT", protocol);
+        Path key = pemFile("NETARENA_TLS_KEY", protocol);
         Keys keys;
         try {
             keys = Keys.builder()
@@ -106,11 +137,11 @@ public final class Main {
     }
 
     /** The readable file the environment variable names, or exit 2 saying which is missing. */
-    static Path pemFile(String variable) {
+    static Path pemFile(String variable, String protocol) {
         String file = System.getenv(variable);
         if (file == null || file.isEmpty()) {
-            fail("NETARENA_PROTOCOL=h1-tls without " + variable + ": set it to the PEM file to serve TLS with"
-                    + " (netarena does for its h1-tls levels)");
+            fail("NETARENA_PROTOCOL=" + protocol + " without " + variable + ": set it to the PEM file to serve TLS"
+                    + " with (netarena does for its h1-tls and h2 levels)");
         }
         Path path = Path.of(file);
         if (!Files.isReadable(path)) {

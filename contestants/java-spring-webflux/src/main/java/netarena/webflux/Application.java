@@ -26,7 +26,8 @@ public class Application {
             checkArguments(event.getEnvironment());
             configurePostgres(event.getEnvironment());
         });
-        // HTTPS for an h1-tls start (ServedProtocol), nothing for a cleartext one.
+        // The server properties of the protocol started for (ServedProtocol): HTTPS for h1-tls and h2, HTTP/2 for h2
+        // and h2c, nothing for h1.
         app.setDefaultProperties(ServedProtocol.serverProperties());
         app.run(args);
     }
