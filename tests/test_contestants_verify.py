@@ -83,13 +83,28 @@ def verified_pairs(name: str, scenarios: list[str]) -> list[tuple[str, str]]:
     return [(s, p) for s in scenarios for p in protocols_for(manifest, s)]
 
 
+def failed_rows(table: str) -> str:
+    """The rows of `netarena verify`'s table that failed, each with its wrapped lines (those whose first cell is
+    blank), so that the failure message names them even when the whole table is too long to show."""
+    rows, inside = [], False
+    for line in table.splitlines():
+        if "│ FAIL" in line:
+            inside = True
+        elif not re.match(r"^\s*│\s+│", line):
+            inside = False
+        if inside:
+            rows.append(line)
+    return "\n".join(rows) or "(no FAIL row in the table)"
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_contestant_passes_verify(name, availability, verifications):
     row = availability[name]
     if not row["runnable"]:
         pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
     result = verifications[name].result()
-    assert result.returncode == 0, f"netarena verify {name} failed:\n{result.stdout[-6000:]}\n{result.stderr[-3000:]}"
+    assert result.returncode == 0, (f"netarena verify {name} failed:\n{failed_rows(result.stdout)}\n"
+                                    f"{result.stdout[-6000:]}\n{result.stderr[-3000:]}")
     claimed = [s for s, reason in row["scenarios"].items() if reason is None]
     # verify starts no database: a scenario that needs a backing service is shown skipped (test_services_real
     # runs it for real); every other claimed scenario must pass.
