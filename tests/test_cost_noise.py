@@ -73,7 +73,8 @@ def _contestant(name: str) -> Contestant:
 
 def _real_time() -> bool:
     """Make this process SCHED_FIFO. Where real-time groups are configured a CPU cgroup other than the root has
-    no real-time budget (slowbox's, for one): the hog, another tenant of the machine, moves to the root one."""
+    no real-time budget (one with a CPU quota that simulates a slower host, for one): the hog, another tenant of
+    the machine, moves to the root one."""
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
         return True

@@ -382,7 +382,7 @@ echo_bytes = [16384, 65536]
 
 
 def test_compare_two_real_runs(tmp_path, cache_dir, generator_binary, no_leftover_processes):
-    """Issue 6: `compare` on two real small runs in one SQLite store, in the terminal and as HTML."""
+    """`compare` on two real small runs in one SQLite store, in the terminal and as HTML."""
     path = suite(tmp_path, ["fx-good", "fx-other"], repeat=2, duration=0.5)
     results = tmp_path / "results"
     for _ in range(2):
