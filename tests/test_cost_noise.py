@@ -73,20 +73,16 @@ def _contestant(name: str) -> Contestant:
 
 def _real_time() -> bool:
     """Make this process SCHED_FIFO. Where real-time groups are configured a CPU cgroup other than the root has
-    no real-time budget (one with a CPU quota that simulates a slower host, for one): the hog, another tenant of
-    the machine, moves to the root one."""
-    try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-        return True
-    except PermissionError:
-        pass
-    for procs in ("/sys/fs/cgroup/cpu/cgroup.procs", "/sys/fs/cgroup/cgroup.procs"):
+    no real-time budget (one with a CPU quota that simulates a slower host, for one): then the hog, another tenant
+    of the machine, moves to the root one (cgroup v1's cpu controller, or v2) and tries again."""
+    for root_group in (None, "/sys/fs/cgroup/cpu/cgroup.procs", "/sys/fs/cgroup/cgroup.procs"):
         try:
-            with open(procs, "w") as root_group:
-                root_group.write(str(os.getpid()))
+            if root_group is not None:
+                with open(root_group, "w") as procs:
+                    procs.write(str(os.getpid()))
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
             return True
-        except OSError:
+        except OSError:  # refused here (PermissionError), or no such cgroup: the next way
             continue
     return False
 
@@ -248,8 +244,8 @@ def _fx_good_starting_under_the_hog(contestants: Path) -> Path:
                     reason="needs CPUs 0 and 1")
 @pytest.mark.parametrize("budget", ["time_budget_s = 600", ""], ids=["with-budget", "no-budget"])
 # Its hog holds half of CPU 0 at real-time priority for a whole run, a hog for any test beside it too (beside the
-# MongoDB contestants' test, a server on CPU 0 once missed its 30 s readiness); and another test's load there makes this run's
-# measurements fail instead of being merely noisy.
+# MongoDB contestants' test, a server on CPU 0 once missed its 30 s readiness); and another test's load there makes
+# this run's measurements fail instead of being merely noisy.
 @pytest.mark.alone
 def test_a_noisy_measurement_is_discarded_and_measured_again_within_the_budget(
         tmp_path, cache_dir, generator_binary, no_leftover_processes, budget):
