@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from html import unescape
 from pathlib import Path
 
 import psutil
@@ -337,6 +338,81 @@ connections = [2]
     summary = run_cli(["show", "--results", results], cache_dir, COLUMNS="200")
     assert "flagged COLD (warm-up below the contestant's minimum), 1 group(s): fx-other hello c=2,w=1\n" \
         in summary.stdout, summary.stdout
+
+
+def one_server_suite(tmp_path, contestants: list[str], repeat: int, duration: float) -> Path:
+    return write_suite(tmp_path / "suite.toml", f"""name = "one-server"
+contestants = {json.dumps(contestants)}
+repeat = {repeat}
+warmup_s = 0.2
+duration_s = {duration}
+timeout_s = 1
+server_per = "level"
+
+[[measure]]
+scenario = "hello"
+connections = [2]
+""")
+
+
+def test_one_server_per_level_serves_its_repeats_back_to_back_warmed_up_once(tmp_path, cache_dir, generator_binary,
+                                                                             no_leftover_processes):
+    """server_per = "level": a level's repeats run one after the other on one server, started once and warmed up
+    to the contestant's start.warmup_min_s once; each later repeat is verified again, warmed up for the suite's
+    warm-up, flagged server_reused; the last repeat stops it. A repeat that crashed its server leaves the next
+    to start its own. The report says what such an interval holds."""
+    contestants = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "_fixture-shared", contestants / "_fixture-shared")
+    for name in ("fx-good", "fx-other", "fx-crash"):
+        shutil.copytree(FIXTURE_CONTESTANTS / name, contestants / name)
+    manifest = contestants / "fx-other" / "contestant.toml"
+    manifest.write_text(manifest.read_text().replace("stop_timeout_s = 2", "stop_timeout_s = 2\nwarmup_min_s = 0.6"))
+    path = one_server_suite(tmp_path, ["fx-good", "fx-other", "fx-crash"], repeat=3, duration=0.3)
+    results = tmp_path / "results"
+    result = run_cli(["run", path, "--results", results, "--contestants-dir", contestants], cache_dir,
+                     COLUMNS="200")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    assert [(r["contestant"], r["repeat_index"]) for r in rows] == [
+        (name, index) for name in ("fx-good", "fx-other", "fx-crash") for index in range(3)]
+    for name, raised in (("fx-good", 0.2), ("fx-other", 0.6)):
+        mine = [r for r in rows if r["contestant"] == name]
+        assert all(r["status"] == "ok" for r in mine), [r["error"] for r in mine]
+        assert len({r["port"] for r in mine}) == 1 and len({r["log_path"] for r in mine}) == 1
+        # The fixture says its uid once per start: one start for the three repeats.
+        assert Path(mine[0]["log_path"]).read_text().count("fixture: uid ") == 1
+        warmups = [json.loads(r["generator_json"])["config"]["warmup_s"] for r in mine]
+        assert warmups == [raised, 0.2, 0.2], warmups
+        flags = [json.loads(r["flags_json"]) for r in mine]
+        assert ["server_reused" in f for f in flags] == [False, True, True], flags
+        assert [json.loads(r["verification_json"]).get("server_started_by_repeat") for r in mine] == [None, 0, 0]
+        assert [json.loads(r["verification_json"])["ok"] for r in mine] == [True, True, True]
+        stops = [json.loads(r["stop_json"]) for r in mine]
+        assert stops[:2] == [{"kept_for_next_repeat": True}] * 2 and stops[2]["leftover"] == [], stops
+    crashed = [r for r in rows if r["contestant"] == "fx-crash"]
+    assert [r["failure_kind"] for r in crashed] == ["crashed"] * 3
+    assert len({r["log_path"] for r in crashed}) == 3  # none kept: each repeat started its own
+    assert db_rows(results, "SELECT * FROM live_processes") == []
+    assert "one server per level (the suite's server_per = \"level\")" in result.stdout.replace("\n", " ")
+    assert "One server per level (the suite's server_per = \"level\")" in \
+        unescape((results / "report-run-1.html").read_text())
+
+
+def test_ctrl_c_stops_a_server_kept_for_the_next_repeat(tmp_path, cache_dir, generator_binary,
+                                                        no_leftover_processes):
+    """A run interrupted while a server waits for its level's next repeat stops it: nothing is left behind
+    (no_leftover_processes), and the store forgets its process group."""
+    path = one_server_suite(tmp_path, ["fx-good"], repeat=6, duration=1)
+    results = tmp_path / "results"
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    wait_until(proc, lambda: count_rows(results) >= 1, "its first stored measurement")
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
+    assert rows[0]["status"] == "ok" and json.loads(rows[0]["stop_json"]) == {"kept_for_next_repeat": True}
+    assert len(rows) < 6
+    assert db_rows(results, "SELECT * FROM live_processes") == []
 
 
 def test_verify_shows_the_end_of_a_failed_servers_log(tmp_path, cache_dir, no_leftover_processes):

@@ -343,6 +343,14 @@ class Suite(Strict):
     # correctness (answers, verification, stopping), not figures: each measurement warmed up less than its
     # contestant asks is flagged warmup_below_min (badge COLD).
     apply_warmup_min: bool = True
+    # "repeat": every repeat starts its own server, the repeats interleaved across contestants (A B C A B C), so
+    # a figure's interval holds the differences between starts (JIT decisions, memory layout) and the machine's
+    # drift. "level": one server serves all of a (contestant, scenario, level)'s repeats back to back (A A A B B
+    # B), started, verified and warmed up (to start.warmup_min_s) once; each later repeat is verified again and
+    # warmed up for warmup_s on new connections. Cheaper where starting and warming up cost most (the JIT
+    # runtimes), but its interval shows one process's run-to-run noise only (docs/suites.md, "One server per
+    # level"). Only on one machine: across hosts every repeat starts its server.
+    server_per: Literal["repeat", "level"] = "repeat"
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
     # How many extra measurements each (contestant, scenario, level) may take to replace ones the machine made
     # noisy (stats.noisy_reason: CPU steal, or the server or the generator waiting for a CPU); the noisy ones are

@@ -128,6 +128,12 @@ class Runner:
     def untrack(self, proc) -> None:
         self.store.remove_live_process(self.run_id, proc.pgid)
 
+    def release_kept(self) -> None:
+        """Stop a server the backend kept for a next repeat (suite server_per = "level") that will not come."""
+        release = getattr(self.backend, "release_kept", None)
+        if release is not None:
+            release()
+
     def stop_leftovers(self) -> None:
         """Kill every process group of this run still registered (after a measurement failed unexpectedly, its
         server or generator may be left behind)."""
@@ -319,11 +325,16 @@ class Runner:
             key = (row["contestant"], row["scenario"], row["level_key"])
             retries[key] = retries.get(key, 0) + (1 if row["discarded"] and row["discarded"] != PROFILED else 0)
         next_index = self._next_free_indexes(run_id, plan.suite.repeat)
-        remaining_s = sum(plan.item_estimate_s(i) for _, i in todo)  # what the plan still has to measure
+        # What the plan still has to measure (a repeat after its item's previous one reuses that server when the
+        # suite keeps one per level).
+        remaining_s = sum(plan.item_estimate_s(i, reused=plan.server_per_level and n > 0 and todo[n - 1][1] == i)
+                          for n, (_, i) in enumerate(todo))
 
-        def measure(repeat_index: int, item: Item, profile=None) -> None:
+        def measure(repeat_index: int, item: Item, profile=None, keep_server: bool = False) -> None:
+            """Measure one repeat of an item; `keep_server`: the next measurement is this item's next repeat, on the
+            same server (suite server_per = "level")."""
             nonlocal remaining_s
-            remaining_s = max(0.0, remaining_s - plan.item_estimate_s(item))
+            remaining_s = max(0.0, remaining_s - plan.item_estimate_s(item, reused=reusing.get(item, False)))
             if StopRequest.requested:
                 raise Interrupted()
             group = (item.contestant, item.scenario, item.level.key)
@@ -341,9 +352,13 @@ class Runner:
                                      generator_cpus, static_dir, log_dir, self.services,
                                      plan.suite.generator_open_files, plan.suite.warmup_until_steady,
                                      plan.suite.warmup_max_s, profile=profile,
-                                     tls=certificate if is_tls(item.level.protocol) else None)
+                                     tls=certificate if is_tls(item.level.protocol) else None,
+                                     keep_server=keep_server, reused_warmup_s=plan.reused_warmup_s(item))
             while True:
                 record = self._measure_one(run_id, request, item, base)
+                reusing[item] = keep_server and record["status"] == "ok"
+                if record.get("server_reused"):
+                    record["flags"] = [*(record.get("flags") or []), stats.FLAG_SERVER_REUSED]
                 if profile is not None:
                     # A profiled repeat is never in a figure (its profiler may have slowed the server): kept
                     # apart, its throughput compared with the unprofiled repeats' in the report.
@@ -385,9 +400,19 @@ class Runner:
                 failed_before[group] = f"#{repeat_index + 1} failed ({record['failure_kind']}): {record['error']}"
             self.ui.measured(record)
 
+        # Suite server_per = "level": one server serves an item's repeats, which plan.rounds() puts back to back.
+        keeps = plan.server_per_level and getattr(self.backend, "keeps_servers", True)
+        if plan.server_per_level and not keeps:
+            self.ui.warn(f"server_per = \"level\" is not followed by the {self.backend.name} backend: every repeat "
+                         "starts its own server")
+        reusing: dict[Item, bool] = {}  # whether the item's next repeat is expected on a kept server (estimates)
         self.ui.start_progress(len(todo), already_done=len(done))
-        for repeat_index, item in todo:
-            measure(repeat_index, item)
+        try:
+            for position, (repeat_index, item) in enumerate(todo):
+                next_item = todo[position + 1][1] if position + 1 < len(todo) else None
+                measure(repeat_index, item, keep_server=keeps and next_item == item)
+        finally:
+            self.release_kept()
         self.ui.end_progress()
         target = precision.settings(plan.suite)
         if target is not None:

@@ -39,6 +39,9 @@ FLAG_NO_ANSWER = "no_answer"
 # The machine took CPU time away from the measurement (steal, or the server or the generator waiting for a CPU
 # another process held): its throughput says as much about the machine as about the server (see noisy_reason).
 FLAG_NOISY = "noisy"
+# The repeat ran on a server kept from its level's previous repeat (suite server_per = "level"), not on one of its
+# own: the level's interval holds no differences between starts.
+FLAG_SERVER_REUSED = "server_reused"
 
 # Noise thresholds (noisy_reason). Steal: the hypervisor's share of all CPUs' time over the measured window, in
 # %. Others: the share of a side's (server's or generator's) CPUs that processes other than that side used over

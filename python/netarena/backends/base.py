@@ -49,6 +49,11 @@ class MeasureRequest:
     profile: object | None = None
     # The run's server certificate (tls.RunCertificate) for a level over TLS; None: a cleartext level.
     tls: object | None = None
+    # Suite server_per = "level": keep the server running after a measurement that ended well, for the next
+    # repeat of the same level (the runner asks only when that comes next); such a repeat is warmed up for
+    # reused_warmup_s (the suite's warm-up, not raised to start.warmup_min_s: the server has had that).
+    keep_server: bool = False
+    reused_warmup_s: float | None = None
 
     def base_record(self) -> dict:
         return {"contestant": self.contestant.name, "scenario": self.scenario, "level_key": self.level.key,

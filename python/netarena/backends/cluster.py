@@ -80,6 +80,9 @@ class ServerHostServices:
 class ClusterBackend:
     name = "cluster"
     makes_run_certificate = True  # a TLS level's server is started with the run's certificate (Runner)
+    # Each repeat's server is started and stopped by one task on the server host: none is kept between repeats
+    # (a suite's server_per = "level" is not followed; the run says so).
+    keeps_servers = False
 
     def __init__(self, spec: ClusterSpec, base, say=lambda text: None):
         self.spec = spec

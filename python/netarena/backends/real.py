@@ -8,6 +8,7 @@ import os
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,7 +25,7 @@ from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from ..services import ServiceError
 from ..spread import (READY_MARGIN_S, START_LEAD_S, MergeFailed, is_loopback_host, merge_documents, plan_for,
                       read_ready, share_level)
-from ..store import file_name_part, now_iso
+from ..store import STATUS_OK, file_name_part, now_iso
 from ..generator import generator_argv
 from ..tls import H1, PROTOCOL_ENV, TLS_ENV, RunCertificate, hand_over, tls_placeholders
 from .base import (MeasureRequest, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
@@ -32,6 +33,23 @@ from .base import (MeasureRequest, conclude, failed, generator_time_limit_s, par
 
 # With workers > 1, how long readiness may wait for the server's process tree to go idle (all workers started).
 WORKERS_SETTLE_MAX_S = 5.0
+
+
+def kept_key(req: MeasureRequest) -> tuple:
+    """What a kept server serves: the next repeat of the same contestant, scenario and level (its protocol, workers
+    and threads among the level's fields)."""
+    return req.contestant.name, req.scenario, req.level.key
+
+
+@dataclass
+class KeptServer:
+    """A server left running after a repeat for the next repeat of its level (suite server_per = "level")."""
+    key: tuple
+    contestant: Contestant
+    server: ManagedProcess
+    port: int
+    log_path: Path
+    started_by: int  # the repeat index that started it
 
 
 class RealBackend:
@@ -45,9 +63,13 @@ class RealBackend:
         self.on_reaped = on_reaped
         self.monitor_interval_s = monitor_interval_s
         self.user = user  # server_user.ServerUser the servers run as, or None: netarena's own user
+        self._kept: KeptServer | None = None  # the server kept for the next repeat of its level
 
     # Installs are processes on this machine, each under its own lock: several may run at once.
     concurrent_installs = True
+    # A server may be kept between the repeats of a level (suite server_per = "level"); the runner releases the
+    # last one (release_kept).
+    keeps_servers = True
 
     def prepare(self, contestant: Contestant, allow_apt: bool, say, parts=()) -> dict:
         return install(contestant, allow_apt=allow_apt, say=say, user=self.user, parts=parts)
@@ -166,31 +188,47 @@ class RealBackend:
     def measure(self, req: MeasureRequest, progress=lambda text: None) -> dict:
         record = req.base_record()
         record["started_at"] = now_iso()
-        port = free_port()
-        record["port"] = port
-        log_path = req.log_dir / file_name_part(
-            f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
-        record["log_path"] = str(log_path)
-        server = None
+        # A server kept by the previous repeat of this level (suite server_per = "level"), or None; any other kept
+        # server is stopped first.
+        kept = self._take_kept(req)
+        server = kept.server if kept is not None else None
         needs = used_services(req)
         try:
             service_urls, failure = self._services_for(req, record, progress)
             if failure is not None:
                 return failure
-            try:
-                server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
-                                           req.server_cpus, log_path, service_urls=service_urls,
-                                           threads=req.level.threads,
-                                           profile_env=req.profile.env if req.profile is not None else None,
-                                           tls=req.tls, protocol=req.level.protocol)
-            except OSError as exc:
-                return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
-                                    f"{exc}", None)
-            progress("starting")
-            kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port, req.static_dir,
-                                                        req.timeout_s, workers=req.level.workers,
-                                                        threads=req.level.threads, service_urls=service_urls,
-                                                        tls=req.tls, protocol=req.level.protocol)
+            if kept is not None:
+                port, log_path = kept.port, kept.log_path
+                record.update(port=port, log_path=str(log_path), server_reused=True)
+                # Its warm-up to start.warmup_min_s was the first repeat's; new connections get the suite's.
+                req = dataclasses.replace(req, warmup_s=req.reused_warmup_s if req.reused_warmup_s is not None
+                                          else req.warmup_s)
+                progress("checking")
+                kind, error, verification = self.check_running(
+                    server, req.contestant, req.scenario, port, req.static_dir, req.timeout_s,
+                    workers=req.level.workers, threads=req.level.threads, service_urls=service_urls, tls=req.tls,
+                    protocol=req.level.protocol)
+                # The repeat that started the server: its verification's figures (e.g. a start's) are that one's.
+                verification = dict(verification or {}, server_started_by_repeat=kept.started_by)
+            else:
+                port = free_port()
+                log_path = req.log_dir / file_name_part(
+                    f"{req.contestant.name}.{req.scenario}.{req.level.key}.r{req.repeat_index}.log")
+                record.update(port=port, log_path=str(log_path))
+                try:
+                    server = self.start_server(req.contestant, req.scenario, port, req.level.workers, req.static_dir,
+                                               req.server_cpus, log_path, service_urls=service_urls,
+                                               threads=req.level.threads,
+                                               profile_env=req.profile.env if req.profile is not None else None,
+                                               tls=req.tls, protocol=req.level.protocol)
+                except OSError as exc:
+                    return failed(record, "start_failed", f"cannot start {req.contestant.command(req.scenario)}: "
+                                        f"{exc}", None)
+                progress("starting")
+                kind, error, verification = self.wait_ready(server, req.contestant, req.scenario, port,
+                                                            req.static_dir, req.timeout_s, workers=req.level.workers,
+                                                            threads=req.level.threads, service_urls=service_urls,
+                                                            tls=req.tls, protocol=req.level.protocol)
             record["verification"] = verification
             if kind is not None:
                 record["stop"] = self.stop_server(req.contestant, server)
@@ -214,22 +252,53 @@ class RealBackend:
                 progress("checking")
                 hang = self.check_answers(req, port)
                 record["verification"] = dict(record["verification"] or {}, after_load=hang)
-            record["stop"] = self.stop_server(req.contestant, server)
+            # Kept for the next repeat only after a load that ended well; its stop is that repeat's (or the last's).
+            keep = req.keep_server and req.profile is None and crashed_code is None and gen_error is None \
+                and hang is None
+            if not keep:
+                record["stop"] = self.stop_server(req.contestant, server)
             crashed = None if crashed_code is None else \
                 f"the contestant exited with code {crashed_code} while under load"
-            return conclude(record, generator, crashed=crashed, gen_error=gen_error, hang=hang,
-                            timeout_s=req.timeout_s, log_path=log_path,
-                            during_load=(record["verification"] or {}).get("during_load"))
+            result = conclude(record, generator, crashed=crashed, gen_error=gen_error, hang=hang,
+                              timeout_s=req.timeout_s, log_path=log_path,
+                              during_load=(record["verification"] or {}).get("during_load"))
+            if keep and result["status"] == STATUS_OK:
+                self._kept = KeptServer(kept_key(req), req.contestant, server, port, log_path,
+                                        kept.started_by if kept is not None else req.repeat_index)
+                result["stop"] = {"kept_for_next_repeat": True}
+            elif keep:
+                result["stop"] = self.stop_server(req.contestant, server)
+            return result
         finally:
-            if server is not None and not server.released:
+            if server is not None and not server.released and (self._kept is None or self._kept.server is not server):
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
-                pids = [p.pid for p in group_members(server.pgid)]
-                try:
-                    server.stop(req.contestant.manifest.start.stop_signal,
-                                min(req.contestant.manifest.start.stop_timeout_s, 2.0))
-                finally:
-                    self.release(server)
-                    remove_perf_maps(pids)
+                self._stop_quickly(req.contestant, server)
+
+    def _take_kept(self, req: MeasureRequest) -> KeptServer | None:
+        """The server kept for this request's level, still running; None otherwise, after stopping any other."""
+        kept, self._kept = self._kept, None
+        if kept is None:
+            return None
+        if kept.key == kept_key(req) and req.profile is None and kept.server.poll() is None:
+            return kept
+        self._stop_quickly(kept.contestant, kept.server)
+        return None
+
+    def release_kept(self) -> dict | None:
+        """Stop the server kept for a next repeat that will not come (the run ends, is interrupted, or measures
+        something else next); returns its stop's outcome, or None when none was kept."""
+        kept, self._kept = self._kept, None
+        if kept is None:
+            return None
+        return self.stop_server(kept.contestant, kept.server)
+
+    def _stop_quickly(self, contestant: Contestant, server: ManagedProcess) -> None:
+        pids = [p.pid for p in group_members(server.pgid)]
+        try:
+            server.stop(contestant.manifest.start.stop_signal, min(contestant.manifest.start.stop_timeout_s, 2.0))
+        finally:
+            self.release(server)
+            remove_perf_maps(pids)
 
     def load(self, record: dict, spec_for, server_pid: int | None, req: MeasureRequest, progress,
              count=lambda: None) -> tuple:

@@ -17,6 +17,9 @@ from ..tls import is_tls
 
 # Per measurement, beyond warm-up and duration: start, readiness, verification, stop (for the estimate).
 ESTIMATED_OVERHEAD_S = 1.0
+# Per measurement on a server kept from the previous repeat (suite server_per = "level"): its verification and
+# the generator's start.
+ESTIMATED_REUSED_OVERHEAD_S = 0.3
 
 
 # Steps a find-max search usually measures: doubling from 100 req/s to a few thousand, then bisecting to 5%.
@@ -94,7 +97,9 @@ def install_phase_s(installs: list[tuple[float, object]], jobs: int) -> float:
 class Plan:
     suite: Suite
     contestants: list[Contestant]
-    items: list[Item]  # one round; every repeat runs the whole round (A B C A B C, never A A A)
+    # One round; every repeat runs the whole round (A B C A B C), unless the suite keeps one server per level
+    # (server_per = "level": A A A B B B, see rounds()).
+    items: list[Item]
     skips: list[tuple[str, str | None, str | None, str]] = field(default_factory=list)
     # What the plan changed from the suite and the run's output must say (a capped generator_threads).
     notices: list[str] = field(default_factory=list)
@@ -130,9 +135,22 @@ class Plan:
         """The item is warmed up less than its contestant's start.warmup_min_s (apply_warmup_min = false)."""
         return not item.level.param("bytes") and self.timing(item)[0] < self.warmup_min_s(item.contestant)
 
-    def item_estimate_s(self, item: Item) -> float:
-        """How long one measurement of an item is expected to take, its overhead included."""
+    @property
+    def server_per_level(self) -> bool:
+        """Whether one server serves all of a level's repeats (the suite's server_per = "level")."""
+        return self.suite.server_per == "level"
+
+    def reused_warmup_s(self, item: Item) -> float:
+        """The warm-up of a repeat on a server kept from the previous one: the suite's (or the entry's), never
+        raised to start.warmup_min_s, which the server's first repeat has had."""
+        return self.suite.warmup_s if item.level.warmup_s is None else item.level.warmup_s
+
+    def item_estimate_s(self, item: Item, reused: bool = False) -> float:
+        """How long one measurement of an item is expected to take, its overhead included; `reused`: on a server
+        kept from the previous repeat (no start, a warm-up of the suite's own length)."""
         warmup, duration = self.timing(item)
+        if reused:
+            warmup = min(warmup, self.reused_warmup_s(item))
         flood_bytes = item.level.param("bytes")
         if flood_bytes:  # a fixed-size echo flood ends when its bytes are echoed; duration is only its limit
             expected = min(duration, item.level.connections * flood_bytes / ESTIMATED_ECHO_BYTES_PER_S)
@@ -143,11 +161,15 @@ class Plan:
             expected = warmup + sum(n / rate for rate in sweep_rates(item.level.param("conn_rate_steps")))
         else:
             expected = warmup + duration
-        return expected + ESTIMATED_OVERHEAD_S
+        return expected + (ESTIMATED_REUSED_OVERHEAD_S if reused else ESTIMATED_OVERHEAD_S)
 
     def estimate_s(self) -> float:
         one_round = sum(self.item_estimate_s(i) for i in self.items)
-        return one_round * self.repeats
+        if not self.server_per_level:
+            return one_round * self.repeats
+        # The first repeat starts and warms the server up, the others reuse it; a profiled repeat starts its own.
+        reused_round = sum(self.item_estimate_s(i, reused=True) for i in self.items)
+        return one_round * (self.repeats - self.suite.repeat + 1) + reused_round * (self.suite.repeat - 1)
 
     def estimate(self, jobs: int, installs: bool = True) -> Estimate:
         """The measurements' time and, with `installs` (contestants installed on this machine), what installing
@@ -168,6 +190,13 @@ class Plan:
         return install_parts(contestant, {i.scenario for i in self.items if i.contestant == contestant.name})
 
     def rounds(self):
+        """(repeat index, item) in the order measured: interleaved rounds (A B C A B C), or with server_per =
+        "level" each item's repeats back to back (A A A B B B), so that one server can serve them."""
+        if self.server_per_level:
+            for item in self.items:
+                for repeat_index in range(self.suite.repeat):
+                    yield repeat_index, item
+            return
         for repeat_index in range(self.suite.repeat):
             for item in self.items:
                 yield repeat_index, item

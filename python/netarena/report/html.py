@@ -26,7 +26,7 @@ from ..scenarios import registry
 from . import fmt, profiles
 from .protocols import HANDSHAKE_COST_NOTE, PROTOCOL_COST_NOTE, handshake_costs, protocol_costs
 from .model import (BADGES, OPEN_LOOP_NOTE, SATURATED_BUSY_PCT, TIE_RULE, Group, Measurement, Report, capacity_pct,
-                    database_bound_note, database_text, external_line, found_rate_text, interval_series, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
+                    database_bound_note, database_text, external_line, found_rate_text, interval_series, one_server_line, rank_basis, rank_key, rank_text, ranking, ranks, requests_line)
 
 CHART_HEIGHT_PX = 420
 PLOTLY_CONFIG = {"displaylogo": False, "responsive": True}
@@ -227,6 +227,9 @@ def _summary(page: _Page, report: Report) -> None:
              "server CPU in % of the CPUs its processes were allowed on "
              "(median of repeats; 100% = all of them busy); peak RSS of the server's process tree over all repeats. "
              "<b>from</b> lists the measurement ids each row was computed from.</p>")
+    one_server = one_server_line(report.run)
+    if one_server:
+        page.add(f'<p class="note one-server">{e(one_server[0].upper() + one_server[1:])}.</p>')
     rank = ranking(report.groups)
     for scenario in report.scenarios():
         unit = fmt.throughput_unit(scenario)

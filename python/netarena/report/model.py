@@ -362,6 +362,17 @@ def level_order(g: Group) -> tuple:
     return (g.connections, g.workers, g.series, g.offered_rate_per_s or 0.0, g.level_key)
 
 
+def one_server_line(run: RunInfo) -> str | None:
+    """One sentence for a run whose suite keeps one server per level (server_per = "level"), None otherwise: what
+    its intervals do not hold."""
+    if (run.suite or {}).get("server_per") != "level":
+        return None
+    return ("one server per level (the suite's server_per = \"level\"): a level's repeats ran back to back on one "
+            "server, started and warmed up once, so an interval shows that process's run-to-run noise, not the "
+            "differences between starts (JIT decisions, memory layout) nor the machine's drift over the run; "
+            "ties are read from narrower intervals than a server per repeat gives")
+
+
 def external_line(run: RunInfo) -> str | None:
     """One sentence naming the server of a `netarena run --url` run (None for a run of contestants)."""
     ext = (run.args or {}).get("external")

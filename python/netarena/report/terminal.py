@@ -13,7 +13,7 @@ from . import fmt, profiles
 from ..term import console as make_console
 from .. import stats
 from .model import (BADGES, SATURATED_BUSY_PCT, TIE_NOTE, Report, capped_line, database_bound_note,
-                    external_line, find_max_line, level_title, rank_key, rank_text, ranking, requests_line, stopped_line, sweep_line,
+                    one_server_line, external_line, find_max_line, level_title, rank_key, rank_text, ranking, requests_line, stopped_line, sweep_line,
                     unfinished_notable)
 
 
@@ -35,6 +35,8 @@ def summary_renderables(report: Report) -> list:
     out += attention_lines(report)
     out.append(Text(f"median of repeats; {stats.interval_note()}; latency percentiles from the repeats' merged "
                     f"histograms; #N = measurement id in the store; {TIE_NOTE}", style="dim"))
+    if one_server_line(run):
+        out.append(Text(one_server_line(run), style="dim"))
     rank = ranking(report.groups)
     used: set[str] = set()
     for scenario in report.scenarios():
