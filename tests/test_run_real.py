@@ -372,6 +372,8 @@ def test_one_server_per_level_serves_its_repeats_back_to_back_warmed_up_once(tmp
     result = run_cli(["run", path, "--results", results, "--contestants-dir", contestants], cache_dir,
                      COLUMNS="200")
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "fx-other: warm-up 0.6 s instead of 0.2 s on each level's first repeat (its start.warmup_min_s" in \
+        result.stdout + result.stderr
     rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
     assert [(r["contestant"], r["repeat_index"]) for r in rows] == [
         (name, index) for name in ("fx-good", "fx-other", "fx-crash") for index in range(3)]

@@ -470,7 +470,9 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
         if contestant.manifest.start.warmup_min_s > plan.suite.warmup_s and not json_mode:
             if plan.suite.apply_warmup_min:
                 ui.info(f"{contestant.name}: warm-up {contestant.manifest.start.warmup_min_s:g} s instead of "
-                        f"{plan.suite.warmup_s:g} s (its start.warmup_min_s; marked WARM in the report)")
+                        f"{plan.suite.warmup_s:g} s" + (" on each level's first repeat" if plan.server_per_level
+                                                      else "")
+                        + " (its start.warmup_min_s; marked WARM in the report)")
             else:
                 ui.info(f"{contestant.name}: warm-up {plan.suite.warmup_s:g} s, below its start.warmup_min_s "
                         f"{contestant.manifest.start.warmup_min_s:g} s (the suite's apply_warmup_min = false; "
