@@ -230,15 +230,22 @@ def resumed_rows(results, kept: dict) -> list:
     return rows
 
 
+def interrupt_after_first_measurement(path: Path, results: Path, cache_dir, sig: int) -> str:
+    """Start a run, send `sig` once its first measurement is stored (the second has just started), and return
+    its stderr after asserting the interrupted run's exit code, 130."""
+    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
+    wait_until(proc, lambda: count_rows(results) >= 1, "its first stored measurement")
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    return stderr
+
+
 def test_ctrl_c_keeps_measurements_and_prints_resume(tmp_path, cache_dir, generator_binary, no_leftover_processes):
     # 10 measurements of >= 1.3 s each: the signal lands well before the end even on a starved machine.
     path = suite(tmp_path, ["fx-good", "fx-other"], repeat=5, duration=1)
     results = tmp_path / "results"
-    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
-    wait_until(proc, lambda: count_rows(results) >= 1, "its first stored measurement")
-    proc.send_signal(signal.SIGINT)  # the second measurement has just started
-    _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130, stderr
+    stderr = interrupt_after_first_measurement(path, results, cache_dir, signal.SIGINT)
     assert f"netarena run --resume 1 --results {results}" in stderr
     [run] = db_rows(results, "SELECT * FROM runs")
     assert run["status"] == "interrupted"
@@ -406,11 +413,7 @@ def test_ctrl_c_stops_a_server_kept_for_the_next_repeat(tmp_path, cache_dir, gen
     (no_leftover_processes), and the store forgets its process group."""
     path = one_server_suite(tmp_path, ["fx-good"], repeat=6, duration=1)
     results = tmp_path / "results"
-    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
-    wait_until(proc, lambda: count_rows(results) >= 1, "its first stored measurement")
-    proc.send_signal(signal.SIGINT)
-    _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130, stderr
+    interrupt_after_first_measurement(path, results, cache_dir, signal.SIGINT)
     rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
     assert rows[0]["status"] == "ok" and json.loads(rows[0]["stop_json"]) == {"kept_for_next_repeat": True}
     assert len(rows) < 6
@@ -916,11 +919,7 @@ def test_sigterm_stops_a_run_that_resumes_where_it_stopped(tmp_path, cache_dir, 
     what was measured kept, and --resume measures only what is missing."""
     path = suite(tmp_path, ["fx-good", "fx-other"], repeat=3, duration=1)
     results = tmp_path / "results"
-    proc = start_cli(["run", path, *common(results), "--quiet"], cache_dir)
-    wait_until(proc, lambda: count_rows(results) >= 1, "its first stored measurement")
-    proc.send_signal(signal.SIGTERM)
-    _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode == 130, stderr
+    stderr = interrupt_after_first_measurement(path, results, cache_dir, signal.SIGTERM)
     assert f"netarena run --resume 1 --results {results}" in stderr
     [run] = db_rows(results, "SELECT * FROM runs")
     assert run["status"] == "interrupted"
