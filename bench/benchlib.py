@@ -255,6 +255,18 @@ def add_common_args(p, quick_help: str) -> None:
     p.add_argument("--client-cpu", type=int, default=1)
 
 
+# The netarena-load configurations a bench measures against a reference tool (its --engines picks among them), each
+# by name: the same names in every bench.
+LOAD_ENGINES = {
+    # netarena-load's default (--io auto): what a user gets without options; the result names the engine.
+    "default": [],
+    "epoll": ["--io", "epoll"],
+    "uring": ["--io", "uring"],
+    # io_uring, waiting for more completions up to 5% of the fastest recent latency (<= 50 µs).
+    "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
+}
+
+
 def parse_choices(p, option: str, text: str, allowed) -> list[str]:
     """A comma-separated list of names given to `option`, each one of `allowed`; else the parser's usage error."""
     names = [n.strip() for n in text.split(",") if n.strip()]

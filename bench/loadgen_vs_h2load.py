@@ -10,9 +10,10 @@ Method
   (h2c, ``listen ... http2``) on one port, and its ``stub_status`` over HTTP/1.1 on another.
 * For each ``--streams`` value (default 1, 10, 100), h2load (Debian's nghttp2-client: ``-c C -m STREAMS
   -t 1 -D SECONDS``, h2c with prior knowledge for an http:// URL) and netarena-load (``--h2 --streams
-  STREAMS -c C -t 1 -d SECONDS``, verifying every body's size) take turns, each pinned to the client CPU
-  (default 1), with the same connections (default 10) and duration. Who goes first rotates from round to
-  round. Both use the same receive window, h2load's default (2^30 - 1), netarena-load's default too.
+  STREAMS -c C -t 1 -d SECONDS``, verifying every body's size) in each of its ``--engines`` configurations
+  (default ``default``: no option, --io auto, which runs HTTP/2's closed loop on io_uring where the kernel
+  allows it; and ``epoll``) take turns, each pinned to the client CPU (default 1), with the same connections
+  (default 10) and duration. Who goes first rotates from round to round. Both use the same receive window, h2load's default (2^30 - 1), netarena-load's default too.
 * Generator CPU: user + system time of the generator process, from ``os.wait4``'s rusage, the same for both.
   CPU per request divides it by the requests nginx itself counted during the run (``stub_status``, read
   before and after), whatever each tool says of itself.
@@ -22,7 +23,7 @@ Method
   with the machine state printed at the top, never a best run.
 
 Usage: bench/loadgen_vs_h2load.py [--runs 5] [--duration 10] [--connections 10] [--streams 1,10,100] [--quick]
-                                  [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
+                                  [--engines default,epoll] [--load-bin PATH] [--json-out FILE] [--server-cpu 0] [--client-cpu 1]
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ HELLO = b"Hello, World!"
 PATH = "/hello"
 STATUS_PATH = "/nginx_status"
 DEFAULT_STREAMS = "1,10,100"
+DEFAULT_ENGINES = "default,epoll"
 
 NGINX_CONF = """\
 worker_processes 1;
@@ -88,12 +90,14 @@ def start_nginx(tmp: Path, port: int, status_port: int, cpu: int):
                                         port, cpu, tmp / "nginx.stderr", "nginx")
 
 
-def run_netarena(load_bin: Path, url: str, streams: int, args, tmp: Path) -> dict:
+def run_netarena(load_bin: Path, url: str, engine: str, streams: int, args, tmp: Path) -> dict:
     argv = [str(load_bin), "http", url, "--h2", "--streams", str(streams), "-c", str(args.connections), "-t", "1",
-            "-d", f"{args.duration}s", "--timeout", "5s", "--expect-body-size", str(len(HELLO)), "--json"]
+            "-d", f"{args.duration}s", "--timeout", "5s", "--expect-body-size", str(len(HELLO)), "--json",
+            *benchlib.LOAD_ENGINES[engine]]
     run, doc = benchlib.run_pinned_json(argv, args.client_cpu, args.duration + 60, tmp, "netarena-load")
     requests = doc["totals"]["requests"]
-    return {"tool": "netarena-load", "streams": streams, "requests": requests, "errors": doc["errors"]["total"],
+    return {"tool": f"netarena-load {engine}", "streams": streams, "io_backend": doc["config"].get("io_backend"),
+            "requests": requests, "errors": doc["errors"]["total"],
             "requests_per_s": doc["throughput"]["requests_per_s"], "p50_us": doc["latency"]["p50_us"],
             "p99_us": doc["latency"]["p99_us"], **benchlib.cpu_figures(run, requests)}
 
@@ -115,7 +119,7 @@ def run_h2load(h2load: str, url: str, streams: int, args, tmp: Path) -> dict:
 
 
 def describe(i: int, runs: int, r: dict) -> str:
-    return (f"run {i}/{runs} {r['tool']:<14} streams {r['streams']:>4} {r['requests_per_s']:>11,.0f} req/s  "
+    return (f"run {i}/{runs} {r['tool']:<22} streams {r['streams']:>4} {r['requests_per_s']:>11,.0f} req/s  "
             f"{r['cpu_us_per_request']:6.2f} µs CPU/req  (user {r['cpu_user_s']:.2f} s, sys {r['cpu_sys_s']:.2f} s)  "
             f"nginx counted {r['nginx_requests']:,}, errors {r['errors']}  load {r['loadavg_1m']:.2f}")
 
@@ -126,6 +130,9 @@ def main() -> int:
     p.add_argument("--duration", type=int, default=10, help="seconds per run (default 10)")
     p.add_argument("--connections", type=int, default=10, help="connections (default 10)")
     p.add_argument("--streams", default=DEFAULT_STREAMS, help=f"streams per connection to measure at (default {DEFAULT_STREAMS})")
+    p.add_argument("--engines", default=DEFAULT_ENGINES,
+                   help=f"netarena-load configurations to measure, of {', '.join(benchlib.LOAD_ENGINES)} "
+                        f"(default {DEFAULT_ENGINES})")
     benchlib.add_common_args(p, quick_help="smoke run: 1 run of 2 s each")
     args = p.parse_args()
     if args.quick:
@@ -136,6 +143,7 @@ def main() -> int:
         p.error(f"--streams {args.streams!r}: give whole numbers separated by commas, e.g. 1,10,100")
     if args.runs < 1 or args.duration < 1 or args.connections < 1 or min(args.streams) < 1:
         p.error("--runs, --duration, --connections and every --streams value must be at least 1")
+    args.engines = benchlib.parse_choices(p, "--engines", args.engines, benchlib.LOAD_ENGINES)
     return benchlib.run_bench(bench, args, stopped="nginx and any running generator")
 
 
@@ -157,7 +165,7 @@ def bench(args) -> int:
         nginx = start_nginx(tmp, port, status_port, args.server_cpu)
         try:
             url = f"http://127.0.0.1:{port}{PATH}"
-            tools = ["h2load", "netarena-load"]
+            tools = ["h2load", *(f"netarena-load {engine}" for engine in args.engines)]
             for streams in args.streams:
                 for i in range(1, args.runs + 1):
                     shift = (i - 1) % len(tools)
@@ -165,7 +173,7 @@ def bench(args) -> int:
                         load = os.getloadavg()[0]
                         before = benchlib.nginx_requests(status_port, STATUS_PATH)
                         r = run_h2load(h2load, url, streams, args, tmp) if tool == "h2load" \
-                            else run_netarena(load_bin, url, streams, args, tmp)
+                            else run_netarena(load_bin, url, tool.split()[1], streams, args, tmp)
                         served = benchlib.nginx_requests(status_port, STATUS_PATH) - before - 1
                         r.update(run=i, loadavg_1m=load, nginx_requests=served,
                                  cpu_us_per_request=r["cpu_s"] / served * 1e6 if served > 0 else math.inf)
@@ -174,24 +182,27 @@ def bench(args) -> int:
         finally:
             benchlib.stop_process_group(nginx, signal.SIGQUIT)
 
-    summary = summarize(results, args.streams)
+    summary = summarize(results, args.streams, tools[1:])
     print()
     for streams in args.streams:
         s = summary[str(streams)]
-        for tool in ("h2load", "netarena-load"):
+        for tool in tools:
             t = s[tool]
-            print(f"median streams {streams:>4} {tool:<14} {t['requests_per_s']:>11,.0f} req/s  "
-                  f"{t['cpu_us_per_request']:6.2f} µs CPU/req")
-        print(f"ratio streams {streams}: netarena-load's CPU/req / h2load's {s['cpu_ratio']:.3f} "
-              f"(paired {benchlib.ratio_text(s['cpu_ratio_paired'])}), req/s {s['rps_ratio']:.3f}: goal (<= 1) "
-              + ("MET" if s["goal_met"] else "NOT MET"))
+            print(f"median streams {streams:>4} {tool:<22} {t['requests_per_s']:>11,.0f} req/s  "
+                  f"{t['cpu_us_per_request']:6.2f} µs CPU/req" + (f"  (ran on {t['io_backend']})"
+                                                                   if t.get("io_backend") else ""))
+        for tool in tools[1:]:
+            r = s["ratios"][tool]
+            print(f"ratio streams {streams}: {tool}'s CPU/req / h2load's {r['cpu_ratio']:.3f} "
+                  f"(paired {benchlib.ratio_text(r['cpu_ratio_paired'])}), req/s {r['rps_ratio']:.3f}: goal (<= 1) "
+                  + ("MET" if r["goal_met"] else "NOT MET"))
     if args.quick:
         print("(a --quick run is a smoke test, not a measurement)")
     if args.json_out:
         args.json_out.write_text(json.dumps({
             "benchmark": "loadgen_vs_h2load",
             "config": {"runs": args.runs, "duration_s": args.duration, "connections": args.connections,
-                       "streams": args.streams, "threads": 1, "server_cpu": args.server_cpu,
+                       "streams": args.streams, "engines": args.engines, "threads": 1, "server_cpu": args.server_cpu,
                        "client_cpu": args.client_cpu, "quick": args.quick,
                        "target": "nginx h2c return 200 \"Hello, World!\""},
             "machine": state, "versions": versions, "runs": results, "summary": summary,
@@ -200,23 +211,27 @@ def bench(args) -> int:
     return 0
 
 
-def summarize(results: list[dict], streams_values: list[int]) -> dict:
-    """Per streams value: each tool's medians, and netarena-load's ratios to h2load (of the medians, and paired
-    round by round)."""
+def summarize(results: list[dict], streams_values: list[int], load_tools: list[str]) -> dict:
+    """Per streams value: each tool's medians, and each netarena-load configuration's ratios to h2load (of the
+    medians, and paired round by round)."""
     out: dict = {}
     for streams in streams_values:
         rows = [r for r in results if r["streams"] == streams]
         tools = {}
-        for tool in ("h2load", "netarena-load"):
+        for tool in ("h2load", *load_tools):
             mine = [r for r in rows if r["tool"] == tool]
+            engines = sorted({r["io_backend"] for r in mine if r.get("io_backend")})
             tools[tool] = {"requests_per_s": benchlib.median([r["requests_per_s"] for r in mine]),
                            "cpu_us_per_request": benchlib.median([r["cpu_us_per_request"] for r in mine]),
-                           "errors": sum(r["errors"] for r in mine)}
-        cpu_ratio = tools["netarena-load"]["cpu_us_per_request"] / tools["h2load"]["cpu_us_per_request"]
-        paired, n = benchlib.paired_ratio(rows, "netarena-load", "h2load", "cpu_us_per_request", False)
-        out[str(streams)] = {**tools, "cpu_ratio": cpu_ratio, "cpu_ratio_paired": paired, "runs_paired": n,
-                             "rps_ratio": tools["netarena-load"]["requests_per_s"] / tools["h2load"]["requests_per_s"],
-                             "goal_met": cpu_ratio <= 1.0}
+                           "errors": sum(r["errors"] for r in mine), "io_backend": ", ".join(engines) or None}
+        ratios = {}
+        for tool in load_tools:
+            cpu_ratio = tools[tool]["cpu_us_per_request"] / tools["h2load"]["cpu_us_per_request"]
+            paired, n = benchlib.paired_ratio(rows, tool, "h2load", "cpu_us_per_request", False)
+            ratios[tool] = {"cpu_ratio": cpu_ratio, "cpu_ratio_paired": paired, "runs_paired": n,
+                            "rps_ratio": tools[tool]["requests_per_s"] / tools["h2load"]["requests_per_s"],
+                            "goal_met": cpu_ratio <= 1.0}
+        out[str(streams)] = {**tools, "ratios": ratios}
     return out
 
 

@@ -73,15 +73,8 @@ GOAL_CPU_RATIO = 1 / 1.5
 GOAL_CPU_RATIO_TLS = 1.0
 GOAL_RPS_RATIO = 1.0
 
-# The netarena-load configurations measured against wrk (--engines picks among them), each by name.
-ENGINES = {
-    # netarena-load's default (--io auto): what a user gets without options; the result names the engine.
-    "default": [],
-    "epoll": ["--io", "epoll"],
-    "uring": ["--io", "uring"],
-    # io_uring, waiting for more completions up to 5% of the fastest recent latency (<= 50 µs).
-    "uring-auto": ["--io", "uring", "--coalesce-us", "auto"],
-}
+# The netarena-load configurations measured against wrk (--engines picks among them).
+ENGINES = benchlib.LOAD_ENGINES
 DEFAULT_ENGINES = "default,epoll,uring,uring-auto"
 
 NGINX_CONF = """\
