@@ -366,32 +366,33 @@ def test_one_server_per_level_serves_its_repeats_back_to_back_warmed_up_once(tmp
                                                                              no_leftover_processes):
     """server_per = "level": a level's repeats run one after the other on one server, started once and warmed up
     to the contestant's start.warmup_min_s once; each later repeat is verified again, warmed up for the suite's
-    warm-up, flagged server_reused; the last repeat stops it. A repeat that crashed its server leaves the next
+    warm-up (or a quarter of a raised one), flagged server_reused; the last repeat stops it. A repeat that crashed its server leaves the next
     to start its own. The report says what such an interval holds."""
     contestants = tmp_path / "contestants"
     shutil.copytree(FIXTURE_CONTESTANTS / "_fixture-shared", contestants / "_fixture-shared")
     for name in ("fx-good", "fx-other", "fx-crash"):
         shutil.copytree(FIXTURE_CONTESTANTS / name, contestants / name)
     manifest = contestants / "fx-other" / "contestant.toml"
-    manifest.write_text(manifest.read_text().replace("stop_timeout_s = 2", "stop_timeout_s = 2\nwarmup_min_s = 0.6"))
+    manifest.write_text(manifest.read_text().replace("stop_timeout_s = 2", "stop_timeout_s = 2\nwarmup_min_s = 1.2"))
     path = one_server_suite(tmp_path, ["fx-good", "fx-other", "fx-crash"], repeat=3, duration=0.3)
     results = tmp_path / "results"
     result = run_cli(["run", path, "--results", results, "--contestants-dir", contestants], cache_dir,
                      COLUMNS="200")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "fx-other: warm-up 0.6 s instead of 0.2 s on each level's first repeat (its start.warmup_min_s" in \
+    assert "fx-other: warm-up 1.2 s instead of 0.2 s on each level's first repeat (its start.warmup_min_s" in \
         result.stdout + result.stderr
     rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
     assert [(r["contestant"], r["repeat_index"]) for r in rows] == [
         (name, index) for name in ("fx-good", "fx-other", "fx-crash") for index in range(3)]
-    for name, raised in (("fx-good", 0.2), ("fx-other", 0.6)):
+    # The later repeats: the suite's 0.2 s, or a quarter of a raised first warm-up (plan.REUSED_WARMUP_SHARE).
+    for name, raised, reused in (("fx-good", 0.2, 0.2), ("fx-other", 1.2, 0.3)):
         mine = [r for r in rows if r["contestant"] == name]
         assert all(r["status"] == "ok" for r in mine), [r["error"] for r in mine]
         assert len({r["port"] for r in mine}) == 1 and len({r["log_path"] for r in mine}) == 1
         # The fixture says its uid once per start: one start for the three repeats.
         assert Path(mine[0]["log_path"]).read_text().count("fixture: uid ") == 1
         warmups = [json.loads(r["generator_json"])["config"]["warmup_s"] for r in mine]
-        assert warmups == [raised, 0.2, 0.2], warmups
+        assert warmups == [raised, reused, reused], warmups
         flags = [json.loads(r["flags_json"]) for r in mine]
         assert ["server_reused" in f for f in flags] == [False, True, True], flags
         assert [json.loads(r["verification_json"]).get("server_started_by_repeat") for r in mine] == [None, 0, 0]

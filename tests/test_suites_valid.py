@@ -57,7 +57,8 @@ def test_one_server_per_level_measures_an_items_repeats_back_to_back_and_counts_
     interleaved rounds, and the estimate counts one start and one warm-up to start.warmup_min_s per item, the
     other repeats with the suite's warm-up and no start."""
     from netarena.contestants import load
-    from netarena.plan.suite import ESTIMATED_OVERHEAD_S, ESTIMATED_REUSED_OVERHEAD_S, build_plan
+    from netarena.plan.suite import (ESTIMATED_OVERHEAD_S, ESTIMATED_REUSED_OVERHEAD_S, REUSED_WARMUP_SHARE,
+                                     build_plan)
 
     path = REPO / "suites" / "quick.toml"
     suite, _ = load_suite(path)
@@ -72,8 +73,13 @@ def test_one_server_per_level_measures_an_items_repeats_back_to_back_and_counts_
     warmup_min = one_server.warmup_min_s("play-scala")
     assert warmup_min > suite.warmup_s
     assert one_server.item_estimate_s(play) == warmup_min + suite.duration_s + ESTIMATED_OVERHEAD_S
+    # A repeat on the kept server warms up for a share of the first repeat's warm-up (the JIT recompiles what
+    # the previous repeat's closing connections invalidated), never less than the suite's.
+    assert one_server.reused_warmup_s(play) == REUSED_WARMUP_SHARE * warmup_min > suite.warmup_s
     assert one_server.item_estimate_s(play, reused=True) == \
-        suite.warmup_s + suite.duration_s + ESTIMATED_REUSED_OVERHEAD_S
+        REUSED_WARMUP_SHARE * warmup_min + suite.duration_s + ESTIMATED_REUSED_OVERHEAD_S
+    go = next(i for i in items if i.contestant == "go-net")
+    assert one_server.reused_warmup_s(go) == suite.warmup_s
     saved = sum((per_repeat.item_estimate_s(i) - one_server.item_estimate_s(i, reused=True)) * (suite.repeat - 1)
                 for i in items)
     assert abs(per_repeat.estimate_s() - one_server.estimate_s() - saved) < 1e-9

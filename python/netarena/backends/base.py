@@ -51,7 +51,7 @@ class MeasureRequest:
     tls: object | None = None
     # Suite server_per = "level": keep the server running after a measurement that ended well, for the next
     # repeat of the same level (the runner asks only when that comes next); such a repeat is warmed up for
-    # reused_warmup_s (the suite's warm-up, not raised to start.warmup_min_s: the server has had that).
+    # reused_warmup_s (Plan.reused_warmup_s: the suite's, or a share of the first repeat's raised warm-up).
     keep_server: bool = False
     reused_warmup_s: float | None = None
 

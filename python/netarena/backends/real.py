@@ -200,7 +200,7 @@ class RealBackend:
             if kept is not None:
                 port, log_path = kept.port, kept.log_path
                 record.update(port=port, log_path=str(log_path), server_reused=True)
-                # Its warm-up to start.warmup_min_s was the first repeat's; new connections get the suite's.
+                # Its warm-up to start.warmup_min_s was the first repeat's; new connections get a shorter one.
                 req = dataclasses.replace(req, warmup_s=req.reused_warmup_s if req.reused_warmup_s is not None
                                           else req.warmup_s)
                 progress("checking")

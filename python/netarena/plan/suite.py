@@ -20,6 +20,13 @@ ESTIMATED_OVERHEAD_S = 1.0
 # Per measurement on a server kept from the previous repeat (suite server_per = "level"): its verification and
 # the generator's start.
 ESTIMATED_REUSED_OVERHEAD_S = 0.3
+# A repeat on a kept server warms up for at least this share of the warm-up its level's first repeat had (the
+# contestant's start.warmup_min_s, where that raised it). A JIT runtime needs it: the previous repeat's connections
+# closing is code the JIT had not seen, and it recompiles what that invalidated under the next load. Measured on
+# 2-core hosts, hello at 50 connections after a 6-12 s first warm-up, with the suite's 0.5 s instead: the first
+# repeat after a close served 30-70% less (Vert.x 56k req/s against 158-188k, Netty 104k against 152-162k, Spring
+# WebFlux 18k then 32k against 41-46k); with 2 s every repeat was within 8% of the first.
+REUSED_WARMUP_SHARE = 0.25
 
 
 # Steps a find-max search usually measures: doubling from 100 req/s to a few thousand, then bisecting to 5%.
@@ -141,9 +148,10 @@ class Plan:
         return self.suite.server_per == "level"
 
     def reused_warmup_s(self, item: Item) -> float:
-        """The warm-up of a repeat on a server kept from the previous one: the suite's (or the entry's), never
-        raised to start.warmup_min_s, which the server's first repeat has had."""
-        return self.suite.warmup_s if item.level.warmup_s is None else item.level.warmup_s
+        """The warm-up of a repeat on a server kept from the previous one: the suite's (or the entry's), raised to
+        REUSED_WARMUP_SHARE of its first repeat's (start.warmup_min_s, which that one has had in full)."""
+        own = self.suite.warmup_s if item.level.warmup_s is None else item.level.warmup_s
+        return max(own, REUSED_WARMUP_SHARE * self.timing(item)[0])
 
     def item_estimate_s(self, item: Item, reused: bool = False) -> float:
         """How long one measurement of an item is expected to take, its overhead included; `reused`: on a server
