@@ -384,15 +384,18 @@ def test_one_server_per_level_serves_its_repeats_back_to_back_warmed_up_once(tmp
     rows = db_rows(results, "SELECT * FROM measurements ORDER BY id")
     assert [(r["contestant"], r["repeat_index"]) for r in rows] == [
         (name, index) for name in ("fx-good", "fx-other", "fx-crash") for index in range(3)]
-    # The later repeats: the suite's 0.2 s, or a quarter of a raised first warm-up (plan.REUSED_WARMUP_SHARE).
-    for name, raised, reused in (("fx-good", 0.2, 0.2), ("fx-other", 1.2, 0.3)):
+    # The later repeats: the suite's 0.2 s, or a quarter of a raised first warm-up (plan.REUSED_WARMUP_SHARE); a
+    # raised first warm-up runs its first half on connections that then close, the measured run the second half.
+    for name, first, reused, split in (("fx-good", 0.2, 0.2, None), ("fx-other", 0.6, 0.3, 0.6)):
         mine = [r for r in rows if r["contestant"] == name]
         assert all(r["status"] == "ok" for r in mine), [r["error"] for r in mine]
         assert len({r["port"] for r in mine}) == 1 and len({r["log_path"] for r in mine}) == 1
         # The fixture says its uid once per start: one start for the three repeats.
         assert Path(mine[0]["log_path"]).read_text().count("fixture: uid ") == 1
         warmups = [json.loads(r["generator_json"])["config"]["warmup_s"] for r in mine]
-        assert warmups == [raised, reused, reused], warmups
+        assert warmups == [first, reused, reused], warmups
+        splits = [json.loads(r["warmup_json"] or "{}").get("closed_after_s") for r in mine]
+        assert splits == [split, None, None], splits
         flags = [json.loads(r["flags_json"]) for r in mine]
         assert ["server_reused" in f for f in flags] == [False, True, True], flags
         assert [json.loads(r["verification_json"]).get("server_started_by_repeat") for r in mine] == [None, 0, 0]

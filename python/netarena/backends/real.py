@@ -318,6 +318,17 @@ class RealBackend:
                 record["warmup"] = self.warm_up(spec, server_pid, req)
                 # The measurement opens its connections afresh: one window of warm-up for them.
                 req = dataclasses.replace(req, warmup_s=warmup.WINDOW_S)
+            elif req.keep_server and record.get("server_reused") is None and req.reused_warmup_s is not None \
+                    and req.warmup_s > req.reused_warmup_s and warmup.applies(req.level):
+                # The first repeat on a server kept for the next ones: the first half of its warm-up on connections
+                # that then close, so that it too is measured after the JIT has recompiled what a close
+                # invalidates, as the later repeats are (plan.REUSED_WARMUP_SHARE).
+                progress("warm-up")
+                first = req.warmup_s / 2
+                before = dataclasses.replace(req, warmup_s=0.0, duration_s=first)
+                _, _, error = self._run_generator(self._argv(spec, before), server_pid, before)
+                record["warmup"] = {"mode": "split", "closed_after_s": first, "error": error}
+                req = dataclasses.replace(req, warmup_s=req.warmup_s - first)
             argv = self._argv(spec, req)
             record["generator_argv"] = argv
             profile = {} if req.profile is not None else None

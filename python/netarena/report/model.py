@@ -688,7 +688,8 @@ def build_groups(rows: list[dict]) -> list[Group]:
             bound_by=_majority([saturated_side(m.get("monitor")) for m in ok]),
             **{name: getattr(summary, name) for name in COST_FIELDS},
             warmups=[{"repeat_index": m["repeat_index"], "used_s": m["warmup"]["used_s"],
-                      "settled": m["warmup"]["settled"]} for m in ok if m.get("warmup")],
+                      "settled": m["warmup"]["settled"]} for m in ok
+                     if (m.get("warmup") or {}).get("mode") == "until_steady"],
         )
         if merged is not None and merged.get_total_count():
             group.latency_mean_us, group.latency_stdev_us = stats.mean_stdev(merged)
