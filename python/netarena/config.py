@@ -347,9 +347,10 @@ class Suite(Strict):
     # a figure's interval holds the differences between starts (JIT decisions, memory layout) and the machine's
     # drift. "level": one server serves all of a (contestant, scenario, level)'s repeats back to back (A A A B B
     # B), started, verified and warmed up (to start.warmup_min_s) once; each later repeat is verified again and
-    # warmed up on new connections for warmup_s, at least a quarter of the first repeat's (plan.REUSED_WARMUP_SHARE). Cheaper where starting and warming up cost most (the JIT
-    # runtimes), but its interval shows one process's run-to-run noise only (docs/suites.md, "One server per
-    # level"). Only on one machine: across hosts every repeat starts its server.
+    # warmed up on new connections for warmup_s, at least a quarter of the first repeat's
+    # (plan.REUSED_WARMUP_SHARE). Cheaper where starting and warming up cost most (the JIT runtimes), but its
+    # interval shows one process's run-to-run noise only (docs/suites.md, "One server per level"). Only on one
+    # machine: across hosts every repeat starts its server.
     server_per: Literal["repeat", "level"] = "repeat"
     time_budget_s: Annotated[float, Field(gt=0)] | None = None
     # How many extra measurements each (contestant, scenario, level) may take to replace ones the machine made

@@ -270,7 +270,8 @@ class RealBackend:
                 result["stop"] = self.stop_server(req.contestant, server)
             return result
         finally:
-            if server is not None and not server.released and (self._kept is None or self._kept.server is not server):
+            kept_now = self._kept is not None and self._kept.server is server
+            if server is not None and not server.released and not kept_now:
                 # Reached on KeyboardInterrupt or an unexpected error: never leave the server behind.
                 self._stop_quickly(req.contestant, server)
 
@@ -325,8 +326,7 @@ class RealBackend:
                 # invalidates, as the later repeats are (plan.REUSED_WARMUP_SHARE).
                 progress("warm-up")
                 first = req.warmup_s / 2
-                before = dataclasses.replace(req, warmup_s=0.0, duration_s=first)
-                _, _, error = self._run_generator(self._argv(spec, before), server_pid, before)
+                _, error = self._warm_up_load(spec, server_pid, req, first)
                 record["warmup"] = {"mode": "split", "closed_after_s": first, "error": error}
                 req = dataclasses.replace(req, warmup_s=req.warmup_s - first)
             argv = self._argv(spec, req)
@@ -361,16 +361,21 @@ class RealBackend:
 
     def warm_up(self, spec, server_pid: int | None, req: MeasureRequest) -> dict:
         """Warm the server up with the measurement's own load in windows until steady (netarena.warmup)."""
-        window_req = dataclasses.replace(req, warmup_s=0.0, duration_s=warmup.WINDOW_S)
-
         def run_window() -> tuple[float | None, str | None]:
-            document, _, error = self._run_generator(self._argv(spec, window_req), server_pid, window_req)
+            document, error = self._warm_up_load(spec, server_pid, req, warmup.WINDOW_S)
             if error is not None:
                 return None, f"a warm-up window failed: {error}"
             return document["throughput"]["requests_per_s"], None
 
         return warmup.warm_up(run_window, tolerance=req.steady_tolerance, min_s=req.warmup_s,
                               max_s=req.warmup_max_s if req.warmup_max_s is not None else req.warmup_s)
+
+    def _warm_up_load(self, spec, server_pid: int | None, req: MeasureRequest, seconds: float) -> tuple:
+        """One netarena-load run of the measurement's own load for `seconds`, nothing measured after it (its
+        connections close at the end): (its document, error or None)."""
+        load = dataclasses.replace(req, warmup_s=0.0, duration_s=seconds)
+        document, _, error = self._run_generator(self._argv(spec, load), server_pid, load)
+        return document, error
 
     def _argv(self, spec, req: MeasureRequest) -> list[str]:
         return generator_argv(self.generator, spec.mode, spec.target, spec.args, warmup_s=req.warmup_s,
