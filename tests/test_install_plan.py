@@ -172,6 +172,42 @@ def test_an_optional_part_is_checked_like_the_steps(tmp_path):
         _contestant(tmp_path / "c", PARTS_MANIFEST.replace('steps = [["sh", "-c", "echo mongo', 'step = [["sh", "-c", "echo mongo'))
 
 
+# The fixture with a second part needed by its levels over TLS (a TLS library, an HTTP/2 build), whatever their
+# scenario.
+TLS_PART_MANIFEST = PARTS_MANIFEST.replace('needs = ["mongo"]', 'needs = ["mongo"]\nprotocols = ["h1", "h1-tls"]') + """
+[install.optional.tls]
+protocols = ["h1-tls"]
+steps = [["sh", "-c", "echo tls >> {env_dir}/runs"]]
+"""
+
+
+def test_a_part_named_by_a_protocol_is_built_only_for_a_plan_with_a_level_over_it(cache, tmp_path):
+    contestant = _contestant(tmp_path / "contestants", TLS_PART_MANIFEST)
+
+    def install_for(*levels: tuple[str, str]) -> None:
+        suite = Suite.model_validate({"name": "t", "measure": [{"scenario": s, "connections": [1], "protocol": [p]}
+                                                               for s, p in levels]})
+        plan = build_plan(suite, [contestant])
+        ct.install(contestant, allow_apt=False, parts=plan.install_parts(contestant))
+
+    install_for(("hello", "h1"), ("mongo", "h1"))
+    assert _runs(contestant) == ["base", "mongo"]
+    install_for(("hello", "h1-tls"))
+    assert _runs(contestant) == ["base", "mongo", "tls"]
+    install_for(("hello", "h1-tls"), ("hello", "h1"))
+    assert _runs(contestant) == ["base", "mongo", "tls"]  # once
+    assert ct.install_parts(contestant, [("mongo", "h1-tls")]) == ["mongo", "tls"]
+    assert ct.install_parts(contestant, [("hello", "h1")]) == []
+
+
+def test_a_part_names_the_levels_that_need_it(tmp_path):
+    with pytest.raises(ConfigError, match="'h2' is not one of this contestant's protocols") as info:
+        _contestant(tmp_path / "a", TLS_PART_MANIFEST.replace('protocols = ["h1-tls"]\nsteps', 'protocols = ["h2"]\nsteps'))
+    assert info.value.line is not None
+    with pytest.raises(ConfigError, match="names neither scenarios nor protocols"):
+        _contestant(tmp_path / "b", TLS_PART_MANIFEST.replace('protocols = ["h1-tls"]\nsteps', 'steps'))
+
+
 def test_the_estimate_counts_installs_from_the_cache_state(cache, tmp_path):
     contestant = _contestant(tmp_path / "contestants")
     plan = build_plan(_suite("hello", "mongo"), [contestant])

@@ -383,8 +383,8 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     # verify starts no database: the scenarios that need one are not checked, so their install parts are not built,
     # unless asked for (--build-all-parts: one build with every driver instead of one more build per database later).
     def parts(contestant) -> list[str]:
-        return install_parts(contestant, [s for s in checked(contestant)
-                                          if build_all_parts or s not in SERVICE_SCENARIOS])
+        return install_parts(contestant, verified_pairs(contestant.manifest, [
+            s for s in checked(contestant) if build_all_parts or s not in SERVICE_SCENARIOS]))
 
     cannot: dict[str, str] = {}
     for contestant in contestants:

@@ -63,11 +63,13 @@ InstallSteps = list[Annotated[list[str], Field(min_length=1)]]
 
 
 class OptionalInstall(Strict):
-    """[install.optional.NAME]: build steps only some scenarios need (a database driver), run after the base
-    steps and only when a run or verification plans one of `scenarios`; the install cache records which parts
-    were built, so a later plan that needs this one builds it once (docs/contestant-manifest.md)."""
+    """[install.optional.NAME]: build steps only some levels need (a database driver, a TLS library, an HTTP/2
+    build), run after the base steps and only when a run or verification plans a level whose scenario is one of
+    `scenarios` or whose protocol is one of `protocols`; the install cache records which parts were built, so a
+    later plan that needs this one builds it once (docs/contestant-manifest.md)."""
 
-    scenarios: Annotated[list[ScenarioName], Field(min_length=1)]
+    scenarios: list[ScenarioName] = []
+    protocols: list[str] = []
     steps: Annotated[InstallSteps, Field(min_length=1)]
     # The part's steps build everything the base steps do and more (the same build with a cargo feature): when
     # the base is not built yet they run instead of it. A cargo feature changes the features of shared
@@ -737,6 +739,14 @@ def load_manifest(path: Path) -> Manifest:
         if not re.fullmatch(NAME_PATTERN, part):
             fail(("install", "optional", part), f"{part!r} is not a part name (lower-case letters, digits and '-', "
                  "starting with a letter or digit)", 'name it after what it builds, e.g. [install.optional.mongo]')
+        if not optional.scenarios and not optional.protocols:
+            fail(("install", "optional", part), "names neither scenarios nor protocols: the part would never be built",
+                 'say which levels need it, e.g. scenarios = ["mongo"] or protocols = ["h1-tls"]')
+        for protocol in optional.protocols:
+            if protocol not in manifest.protocols:
+                fail(("install", "optional", part, "protocols"), f"'{protocol}' is not one of this contestant's "
+                     f"protocols ({', '.join(manifest.protocols)}): the part would never be built",
+                     did_you_mean(protocol, manifest.protocols))
         for scenario in optional.scenarios:
             if scenario not in manifest.scenarios:
                 fail(("install", "optional", part, "scenarios"), f"'{scenario}' is not one of this contestant's "

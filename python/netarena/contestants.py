@@ -373,10 +373,13 @@ def _has_steps(manifest: Manifest) -> bool:
     return bool(manifest.install.steps or manifest.install.optional)
 
 
-def install_parts(contestant: Contestant, scenarios) -> list[str]:
-    """The optional install parts ([install.optional.NAME]) that measuring `scenarios` needs, by name."""
-    wanted = set(scenarios)
-    return sorted(name for name, part in contestant.manifest.install.optional.items() if wanted & set(part.scenarios))
+def install_parts(contestant: Contestant, levels) -> list[str]:
+    """The optional install parts ([install.optional.NAME]) that measuring `levels` needs, by name: each level a
+    (scenario, protocol) pair, needing every part that names its scenario or its protocol."""
+    scenarios = {scenario for scenario, _ in levels}
+    protocols = {protocol for _, protocol in levels}
+    return sorted(name for name, part in contestant.manifest.install.optional.items()
+                  if scenarios & set(part.scenarios) or protocols & set(part.protocols))
 
 
 def _venv_current(contestant: Contestant, user=None) -> bool:

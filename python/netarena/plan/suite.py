@@ -193,9 +193,10 @@ class Plan:
                         jobs, [(c.name, s, source) for c, s, source in todo])
 
     def install_parts(self, contestant: Contestant) -> list[str]:
-        """The contestant's optional install parts that the planned scenarios need (a database driver only
-        where a mongo or gridfs level is planned)."""
-        return install_parts(contestant, {i.scenario for i in self.items if i.contestant == contestant.name})
+        """The contestant's optional install parts that the planned levels need (a database driver only where a
+        mongo or gridfs level is planned, a TLS or HTTP/2 build only where a level over it is)."""
+        return install_parts(contestant, {(i.scenario, i.level.protocol) for i in self.items
+                                          if i.contestant == contestant.name})
 
     def rounds(self):
         """(repeat index, item) in the order measured: interleaved rounds (A B C A B C), or with server_per =
