@@ -140,6 +140,22 @@ def test_a_second_part_is_built_with_the_parts_built_before(cache, tmp_path):
     assert _runs(both) == ["mongo:mongo,postgresql", "postgresql:mongo,postgresql"]
 
 
+def test_a_part_that_builds_something_else_stays_out_of_the_bases_build(cache, tmp_path):
+    """A part not `instead_of_steps` (a second binary, for HTTP/2) is not in {install_parts}: the base's
+    feature build asked for beside it stays without its feature, and it sees the base's parts."""
+    manifest = TWO_PARTS_MANIFEST.replace('needs = ["mongo", "postgresql"]',
+                                          'needs = ["mongo", "postgresql"]\nprotocols = ["h1", "h2"]') + """
+[install.optional.h2]
+protocols = ["h2"]
+steps = [["sh", "-c", "echo h2:{install_parts} >> {env_dir}/runs"]]
+"""
+    contestant = _contestant(tmp_path / "contestants", manifest)
+    suite = Suite.model_validate({"name": "t", "measure": [{"scenario": "mongo", "connections": [1]},
+                                                           {"scenario": "hello", "connections": [1], "protocol": ["h2"]}]})
+    ct.install(contestant, allow_apt=False, parts=build_plan(suite, [contestant]).install_parts(contestant))
+    assert _runs(contestant) == ["mongo:mongo", "h2:mongo"]
+
+
 def test_a_change_in_a_build_input_outside_the_folder_rebuilds(cache, tmp_path):
     """[install] build_inputs (a crate or Go module shared by several contestants: contestants/_rust-shared,
     contestants/_go-shared) count in the build's stamp as the contestant's own files do; a name that is not a

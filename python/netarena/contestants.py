@@ -683,17 +683,24 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
         # otherwise only the parts asked for that were not built yet: a plan with mongo after one without
         # builds the driver once, on top of what is there.
         replacing = any(manifest.install.optional[part].instead_of_steps for part in parts)
+        # The base's build first (the base steps, or the parts that replace them), then the parts that build
+        # something of their own.
         todo = ([(None, manifest.install.steps)] if built is None and not replacing else []) + \
-            [(part, manifest.install.optional[part].steps) for part in parts if part not in (built or set())]
+            [(part, manifest.install.optional[part].steps)
+             for part in sorted(parts, key=lambda part: not manifest.install.optional[part].instead_of_steps)
+             if part not in (built or set())]
         if todo:
             (contestant.env_dir / "steps.stamp").unlink(missing_ok=True)
             (contestant.env_dir / "build").mkdir(parents=True, exist_ok=True)
             values = contestant.placeholders()
-            # {install_parts}: every part the build ends up with, those built before and those asked for now,
-            # comma-separated (cargo's --features list). A part's build replaces the binary: built with its own
-            # feature alone, a postgresql part after a mongo one would leave a binary without the MongoDB driver
-            # while the stamp says both are built.
-            values["install_parts"] = ",".join(sorted((built or set()) | set(parts)))
+            # {install_parts}: every part the base's build ends up with (the parts that build all the base
+            # does and more, `instead_of_steps`), those built before and those asked for now, comma-separated
+            # (cargo's --features list). Such a part's build replaces the binary: built with its own feature
+            # alone, a postgresql part after a mongo one would leave a binary without the MongoDB driver while
+            # the stamp says both are built. A part that builds something else (a second binary for HTTP/2)
+            # stays out of the base's build.
+            values["install_parts"] = ",".join(sorted(
+                part for part in (built or set()) | set(parts) if manifest.install.optional[part].instead_of_steps))
             step_env = {**os.environ, **contestant.java_env(),
                         **(QUICK_CARGO_ENV if quick_build(manifest) else {})}
             count, index = sum(len(part_steps) for _, part_steps in todo), 0
