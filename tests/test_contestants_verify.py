@@ -375,6 +375,26 @@ def test_start_script_refuses_h1_tls_without_a_certificate_and_a_protocol_it_doe
     assert "h3" in said.stderr and said.stdout == "", said
 
 
+# The contestants serving twisted.web's HTTP/2 (python-twisted's server.py: python-twisted, python-twisted-asyncio).
+TWISTED_H2_NAMES = [n for n in NAMES
+                    if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).framework == "twisted"
+                    and "h2" in m.protocols]
+
+
+@pytest.mark.parametrize("name", TWISTED_H2_NAMES)
+def test_twisted_contestant_refuses_h2c_and_tls_without_a_certificate(name, availability, tmp_path):
+    """Started for h2c (twisted.web has no cleartext HTTP/2 server), or for h1-tls or h2 without the run's certificate
+    and key, the server exits with code 2 saying why, without a traceback, instead of serving another protocol."""
+    assert {"python-twisted", "python-twisted-asyncio"} <= set(TWISTED_H2_NAMES), TWISTED_H2_NAMES
+    for protocol, reason in (("h2c", "Twisted has no HTTP/2 server for a cleartext connection"),
+                             ("h1-tls", "NETARENA_PROTOCOL=h1-tls is over TLS: set NETARENA_TLS_CERT"),
+                             ("h2", "NETARENA_PROTOCOL=h2 is over TLS: set NETARENA_TLS_CERT")):
+        (tmp_path / protocol).mkdir()
+        code, said = _started_without_a_certificate(name, protocol, availability, tmp_path / protocol)
+        assert code == 2, f"{name} started for {protocol} without a certificate: exit {code}, not 2:\n{said}"
+        assert reason in said and "Traceback" not in said, said
+
+
 # The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum: h1-tls and h2;
 # rust-actix: h1-tls), with each TLS protocol each claims.
 RUST_TLS_STARTS = [(n, protocol) for n in NAMES

@@ -5,6 +5,11 @@ pypy-twisted (the same code on PyPy). With NETARENA_TLS_CERT and NETARENA_TLS_KE
 site is served over TLS: Twisted's TLSMemoryBIOFactory around it, pyOpenSSL underneath (pinned by python-twisted,
 python-twisted-asyncio and python-tornado-on-twisted, which wraps its own Site with over_tls_when_asked; pypy-twisted
 does not list h1-tls, its manifest says why).
+
+NETARENA_PROTOCOL says which protocol (unset, as when started by hand: h1-tls with a certificate given, else h1).
+Over TLS, ALPN offers http/1.1 alone for h1-tls, and h2 alone for h2, which twisted.web's own HTTP/2 serves
+(Twisted's http2 extra, the h2 and priority packages, pinned by python-twisted and python-twisted-asyncio). Not h2c:
+Twisted has no HTTP/2 server for a cleartext connection.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import NoReturn
 
 from twisted.web import http, resource, server, static
 
@@ -19,6 +25,8 @@ from twisted_workers import argument_parser, check_args, serve
 
 MAX_BYTES_N = 64 * 1024 * 1024
 MAX_SLEEP_MS = 60_000
+SERVED_PROTOCOLS = ("h1", "h1-tls", "h2")
+OVER_TLS = ("h1-tls", "h2")
 
 
 def parse_int(segment: bytes, maximum: int):
@@ -237,8 +245,26 @@ class QuietSite(server.Site):
     def log(self, request):
         pass
 
+    def acceptableProtocols(self):
+        # What ALPN offers over TLS: TLSMemoryBIOFactory asks the wrapped site (IProtocolNegotiationFactory), and
+        # twisted.web's Site would put h2 first whenever the h2 package is installed, which NoDelayChannel never speaks.
+        return [b"http/1.1"]
 
-def build_site(static_dir: str | None) -> server.Site:
+
+class QuietHttp2Site(QuietSite):
+    """QuietSite serving HTTP/2 alone over TLS: ALPN offers h2 only, and twisted.web's own channel factory
+    (HTTPFactory's default, which QuietSite replaces) starts each connection as an HTTPChannel behind a proxy that, on
+    the first bytes after the handshake, hands it to twisted.web._http2.H2Connection when the TLS transport negotiated
+    h2. Both channels set TCP_NODELAY themselves (the TLS transport provides the TCP one's interfaces and passes the
+    call on)."""
+
+    protocol = server.Site.protocol
+
+    def acceptableProtocols(self):
+        return [b"h2"]
+
+
+def build_site(static_dir: str | None, protocol: str = "h1") -> server.Site:
     root = resource.Resource()
     root.putChild(b"hello", Hello())
     root.putChild(b"json", Json())
@@ -251,22 +277,53 @@ def build_site(static_dir: str | None) -> server.Site:
     if static_dir is not None:
         # Twisted's default type for unknown extensions is text/html; the bytes/{n} files have none.
         root.putChild(b"static", static.File(static_dir, defaultType="application/octet-stream"))
-    return QuietSite(root)
+    return (QuietHttp2Site if protocol == "h2" else QuietSite)(root)
+
+
+def started_for() -> str:
+    """The protocol netarena started this server for: NETARENA_PROTOCOL, or when it is unset (a start by hand) h1-tls
+    with a certificate given and h1 without. One that is not served, or one over TLS without its PEM files, ends the
+    process with its reason (exit 2)."""
+    protocol = os.environ.get("NETARENA_PROTOCOL") or ("h1-tls" if os.environ.get("NETARENA_TLS_CERT") else "h1")
+    if protocol == "h2c":
+        refuse("NETARENA_PROTOCOL=h2c: this server serves h1, h1-tls and h2; Twisted has no HTTP/2 server for a "
+               "cleartext connection (its HTTP/2 is chosen by ALPN over TLS only)")
+    if protocol not in SERVED_PROTOCOLS:
+        refuse(f"NETARENA_PROTOCOL must be h1, h1-tls or h2 (this server serves no other), got {protocol!r}")
+    if protocol in OVER_TLS:
+        for variable in ("NETARENA_TLS_CERT", "NETARENA_TLS_KEY"):
+            if not os.environ.get(variable):
+                refuse(f"NETARENA_PROTOCOL={protocol} is over TLS: set {variable} to a PEM file (netarena sets "
+                       "NETARENA_TLS_CERT and NETARENA_TLS_KEY for an h1-tls or h2 level)")
+    return protocol
+
+
+def refuse(reason: str) -> NoReturn:
+    sys.stderr.write(f"server.py: {reason}\n")
+    sys.exit(2)
 
 
 def over_tls_when_asked(site: server.Site):
     """The site as is for a cleartext start; wrapped in TLS (Twisted's TLSMemoryBIOFactory, pyOpenSSL's OpenSSL:
-    TLS 1.2 and 1.3, ALPN http/1.1) when netarena gives a certificate and key."""
-    cert = os.environ.get("NETARENA_TLS_CERT")
-    if not cert:
+    TLS 1.2 and 1.3) for h1-tls and h2. ALPN offers what the site's acceptableProtocols says: http/1.1 for a QuietSite,
+    h2 for a QuietHttp2Site, the one site an h2 start takes."""
+    protocol = started_for()
+    if protocol not in OVER_TLS:
         return site
+    if protocol == "h2" and not isinstance(site, QuietHttp2Site):
+        refuse("NETARENA_PROTOCOL=h2: this site's channels speak HTTP/1.1 only")
     from twisted.internet import ssl
     from twisted.protocols.tls import TLSMemoryBIOFactory
 
-    with open(cert, "rb") as cert_file, open(os.environ["NETARENA_TLS_KEY"], "rb") as key_file:
-        pem = ssl.PrivateCertificate.loadPEM(cert_file.read() + key_file.read())
+    try:
+        with open(os.environ["NETARENA_TLS_CERT"], "rb") as cert_file, \
+                open(os.environ["NETARENA_TLS_KEY"], "rb") as key_file:
+            pem = ssl.PrivateCertificate.loadPEM(cert_file.read() + key_file.read())
+    except OSError as err:
+        refuse(f"cannot read the TLS certificate or key ({err}); NETARENA_TLS_CERT and NETARENA_TLS_KEY must name PEM "
+               "files")
     options = ssl.CertificateOptions(privateKey=pem.privateKey.original, certificate=pem.original,
-                                     raiseMinimumTo=ssl.TLSVersion.TLSv1_2, acceptableProtocols=[b"http/1.1"])
+                                     raiseMinimumTo=ssl.TLSVersion.TLSv1_2)
     return TLSMemoryBIOFactory(options, False, site)
 
 
@@ -275,13 +332,14 @@ def main() -> int:
     parser.add_argument("--static-dir")
     args = parser.parse_args()
     check_args(parser, args)
+    protocol = started_for()  # refused here, before the port is opened
     if args.static_dir is not None and not os.path.isdir(args.static_dir):
         parser.error(f"--static-dir {args.static_dir!r} is not a directory; pass the folder holding the static file set")
     worker_argv = [sys.executable, os.path.abspath(__file__), "--port", str(args.port), "--workers", "1",
                    "--reactor", args.reactor]
     if args.static_dir:
         worker_argv += ["--static-dir", args.static_dir]
-    return serve(args, lambda: over_tls_when_asked(build_site(args.static_dir)), worker_argv)
+    return serve(args, lambda: over_tls_when_asked(build_site(args.static_dir, protocol)), worker_argv)
 
 
 if __name__ == "__main__":
