@@ -286,8 +286,8 @@ def started_for() -> str:
     process with its reason (exit 2)."""
     protocol = os.environ.get("NETARENA_PROTOCOL") or ("h1-tls" if os.environ.get("NETARENA_TLS_CERT") else "h1")
     if protocol == "h2c":
-        refuse("NETARENA_PROTOCOL=h2c: this server serves h1, h1-tls and h2; Twisted has no HTTP/2 server for a "
-               "cleartext connection (its HTTP/2 is chosen by ALPN over TLS only)")
+        refuse("NETARENA_PROTOCOL=h2c: Twisted has no HTTP/2 server for a cleartext connection (its HTTP/2 is "
+               "chosen by ALPN over TLS only)")
     if protocol not in SERVED_PROTOCOLS:
         refuse(f"NETARENA_PROTOCOL must be h1, h1-tls or h2 (this server serves no other), got {protocol!r}")
     if protocol in OVER_TLS:
