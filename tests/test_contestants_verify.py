@@ -237,11 +237,12 @@ def test_two_workers_both_serve(name, availability, tmp_path):
     assert not stop["leftover"] and not stop["escaped"] and not stop["killed"], stop
 
 
-def _installed(name, availability):
-    """The contestant `name` installed (done by verify above: a cache hit), a backend to start it and the static
-    folder to give it (built by verify; a server only checks it exists); skipped when it cannot run here."""
+def _installed(name, availability, protocol="h1"):
+    """The contestant `name` installed with the install parts a level over `protocol` needs (done by verify above:
+    a cache hit), a backend to start it and the static folder to give it (built by verify; a server only checks it
+    exists); skipped when it cannot run here."""
     from netarena.backends.real import RealBackend
-    from netarena.contestants import cache_root, default_contestants_dir, for_servers, install, load
+    from netarena.contestants import cache_root, default_contestants_dir, for_servers, install, install_parts, load
     from netarena.scenarios import STATIC_SET_VERSION
 
     row = availability[name]
@@ -249,7 +250,8 @@ def _installed(name, availability):
         pytest.skip(f"{name} cannot run here: {'; '.join(row['reasons'])}")
     contestant = load(default_contestants_dir(), [name])[0]
     user = for_servers(False, [contestant])
-    install(contestant, allow_apt=False, say=lambda *_: None, user=user)
+    install(contestant, allow_apt=False, say=lambda *_: None, user=user,
+            parts=install_parts(contestant, [("hello", protocol)]))
     static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
     static_dir.mkdir(parents=True, exist_ok=True)
     return contestant, RealBackend(generator=None, user=user), static_dir
@@ -309,7 +311,7 @@ def _started_without_a_certificate(name, protocol, availability, tmp_path) -> tu
     from netarena.ports import free_port
     from netarena.process import available_cpus
 
-    contestant, backend, static_dir = _installed(name, availability)
+    contestant, backend, static_dir = _installed(name, availability, protocol)
     log = tmp_path / "server.log"
     server = backend.start_server(contestant, "hello", free_port(), 1, static_dir, [available_cpus()[0]], log,
                                   tls=None, protocol=protocol)
@@ -395,8 +397,8 @@ def test_twisted_contestant_refuses_h2c_and_tls_without_a_certificate(name, avai
         assert reason in said and "Traceback" not in said, said
 
 
-# The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum: h1-tls and h2;
-# rust-actix: h1-tls), with each TLS protocol each claims.
+# The Rust contestants serving TLS through contestants/_rust-shared/tls (rust-hyper, rust-axum, rust-actix: h1-tls
+# and h2), with each TLS protocol each claims.
 RUST_TLS_STARTS = [(n, protocol) for n in NAMES
                    if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "rust"
                    for protocol in ("h1-tls", "h2") if protocol in m.protocols]
@@ -412,19 +414,30 @@ def test_rust_contestant_started_for_tls_without_a_certificate_stops_with_one_me
     assert f"NETARENA_PROTOCOL={protocol} without NETARENA_TLS_CERT" in said and "panicked" not in said, said
 
 
-# The Rust contestants that do not claim h2 (rust-actix) and so must refuse a start for it.
-RUST_WITHOUT_H2 = [n for n in NAMES
-                   if (m := load_manifest(REPO / "contestants" / n / "contestant.toml")).language == "rust"
-                   and "h1-tls" in m.protocols and "h2" not in m.protocols]
+# rust-actix's two binaries (its manifest's install steps): the base one, without Actix's HTTP/2, started for h1 and
+# h1-tls, and the `http2` build for h2 and h2c, each through a link named for the protocol. Each refuses the other's
+# protocols, so a link to the wrong one stops the start instead of serving another protocol (over TLS, Actix's
+# HTTP/2 build offers h2 first by ALPN, which h1-tls must not).
+ACTIX_BINARIES = {"h1": "netarena-rust-actix", "h1-tls": "netarena-rust-actix", "h2": "netarena-rust-actix-h2",
+                  "h2c": "netarena-rust-actix-h2"}
 
 
-@pytest.mark.parametrize("name", RUST_WITHOUT_H2)
-def test_rust_contestant_without_h2_refuses_a_start_for_it(name, availability, tmp_path):
-    """Started for h2, which its manifest does not claim, the server exits with code 2 saying what it speaks,
-    instead of serving something else."""
-    code, said = _started_without_a_certificate(name, "h2", availability, tmp_path)
-    assert code == 2, f"{name} started for h2: exit {code}, not 2:\n{said}"
-    assert "NETARENA_PROTOCOL=h2: this server speaks h1 and h1-tls" in said and "panicked" not in said, said
+@pytest.mark.parametrize("binary,protocol,says", [
+    ("netarena-rust-actix", "h2", "built without the `http2` cargo feature"),
+    ("netarena-rust-actix", "h2c", "built without the `http2` cargo feature"),
+    ("netarena-rust-actix-h2", "h1-tls", "built with the `http2` cargo feature, whose TLS listeners offer h2 first"),
+])
+def test_rust_actix_binary_refuses_the_protocols_of_the_other_one(binary, protocol, says, availability):
+    from netarena.ports import free_port
+
+    contestant, _, _ = _installed("rust-actix", availability, "h2")
+    build = contestant.env_dir / "build"
+    assert {p: (build / f"netarena-rust-actix-{p}").resolve().name for p in ACTIX_BINARIES} == ACTIX_BINARIES
+    said = subprocess.run([str(build / binary), "--port", str(free_port())], capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "NETARENA_PROTOCOL": protocol}, timeout=30)
+    assert said.returncode == 2, f"{binary} started for {protocol}: exit {said.returncode}, not 2:\n{said}"
+    assert f"NETARENA_PROTOCOL={protocol}: this binary was {says}" in said.stderr, said
+    assert "panicked" not in said.stderr and said.stdout == "", said
 
 
 # The JVM contestants serving h1-tls (java-netty, java-vertx, java-helidon-se, java-spring-mvc-vt and

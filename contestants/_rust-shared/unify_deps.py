@@ -3,14 +3,17 @@
 builds share is compiled once into the shared cargo target folder ({cargo_target_dir}).
 
 The Rust contestants (CONTESTANTS) build into one cargo target folder, each with its own Cargo.lock and with the
-optional cargo features OPTIONAL_FEATURES. Cargo compiles a crate again for every other version or set of
+optional cargo features OPTIONAL_FEATURES, and rust-actix also alone with a feature building a binary of its own
+(BINARY_FEATURES: `http2`). Cargo compiles a crate again for every other version or set of
 features it is asked for, and a feature changes the features of crates all builds have (tokio, serde, syn, ...):
 so without this crate each contestant and each combination of features compiled most of the graph again.
 unified-deps depends on every crate that is built with other features in another build, with the union of the
 features any build gives it; it is one path crate (as a "workspace-hack" of cargo-hakari, which needs one cargo
 workspace, while each contestant is a workspace of its own). A crate is added only to the builds that already
 have it: through the unified-deps feature named after the contestant (each contestant enables its own), or a
-feature a contestant forwards (`mongo`, `postgresql`), so a build without `mongo` still has no MongoDB driver.
+feature a contestant forwards (`mongo`, `postgresql`, `http2`), so a build without `mongo` still has no MongoDB
+driver. The crate features a binary's feature exists for (actix-http's `http2`) stay out of the union: they are
+that binary's alone, so those crates are compiled once per binary.
 
 Run it after a change to a Rust contestant's or a shared crate's dependencies (it compiles nothing; cargo reads
 crates.io only for what the lock files do not pin yet), then commit unified-deps/Cargo.toml and the contestants'
@@ -35,9 +38,27 @@ CONTESTANTS_DIR = SHARED.parent
 UNIFIED = SHARED / "unified-deps"
 CONTESTANTS = ("rust-hyper", "rust-axum", "rust-actix")
 OPTIONAL_FEATURES = ("mongo", "postgresql")
-# Every build a run may ask for: each contestant with each combination of its optional features.
+
+
+@dataclass(frozen=True)
+class BinaryFeature:
+    """A contestant's cargo feature that builds a binary of its own beside the base one, alone (no optional feature
+    with it), and the features it turns on in crates the base builds have too, which only its build may have."""
+    contestant: str
+    own_crate_features: dict[str, tuple[str, ...]]
+
+
+# rust-actix's HTTP/2 server (its contestant.toml's [install.optional.h2]). Unified into every build, actix-http's
+# `http2` would put h2 first in the base binary's ALPN list, which a start for h1-tls must not offer
+# (rust-actix/Cargo.toml); actix-web's only turns on actix-http's.
+BINARY_FEATURES = {"http2": BinaryFeature("rust-actix", {"actix-web": ("http2",), "actix-http": ("http2",)})}
+# unified-deps' features besides the contestants' names, each forwarded by the contestants' feature of that name.
+FEATURES = OPTIONAL_FEATURES + tuple(BINARY_FEATURES)
+# Every build a run may ask for: each contestant with each combination of its optional features, and each binary
+# feature's build.
 BUILDS = [(contestant, features) for contestant in CONTESTANTS
           for n in range(len(OPTIONAL_FEATURES) + 1) for features in itertools.combinations(OPTIONAL_FEATURES, n)]
+BUILDS += [(binary.contestant, (feature,)) for feature, binary in BINARY_FEATURES.items()]
 
 # One line of `cargo tree -f '{p} {f}'`: name, version, whether a proc-macro, a path crate's folder, its features.
 TREE_LINE = re.compile(r"(?P<name>\S+) v(?P<version>\S+)(?P<proc_macro> \(proc-macro\))?(?P<path> \([^)]*\))?"
@@ -131,15 +152,21 @@ def every_build_units(*, locked: bool = True) -> dict[tuple, dict[Crate, Unit]]:
     return {build: build_units(*build, locked=locked, triple=triple) for build in BUILDS}
 
 
+def shared_unit(crate: Crate, unit: Unit) -> Unit:
+    """The unit without the features a binary feature keeps to its own build (BINARY_FEATURES)."""
+    own = {feature for binary in BINARY_FEATURES.values() for feature in binary.own_crate_features.get(crate.name, ())}
+    return Unit(unit.version, tuple(feature for feature in unit.features if feature not in own))
+
+
 def divergent(builds: dict[tuple, dict[Crate, Unit]]) -> dict[Crate, dict[Unit, list[str]]]:
-    """Each crate that two builds compile differently (another version or other features): its units, each with
-    the builds that compile it so."""
+    """Each crate that two builds compile differently (another version or other features, but those a binary
+    feature keeps to its own build): its units, each with the builds that compile it so."""
     found: dict[Crate, dict[Unit, list[str]]] = {}
     for crate in sorted({crate for units in builds.values() for crate in units}):
         ways: dict[Unit, list[str]] = {}
         for build, units in builds.items():
             if crate in units:
-                ways.setdefault(units[crate], []).append(build_label(build))
+                ways.setdefault(shared_unit(crate, units[crate]), []).append(build_label(build))
         if len(ways) > 1:
             found[crate] = ways
     return found
@@ -185,15 +212,17 @@ class Entry:
 
 def presence_features(crate: Crate, present: set) -> tuple[str, ...]:
     """The unified-deps features whose builds are exactly the builds that have `crate`: the contestants all of
-    whose builds have it, and the optional features all of whose builds have it."""
+    whose builds have it, and the optional and binary features all of whose builds have it."""
     if present == set(BUILDS):
         return ()
     chosen = [c for c in CONTESTANTS if all(b in present for b in BUILDS if b[0] == c)]
-    chosen += [f for f in OPTIONAL_FEATURES if all(b in present for b in BUILDS if f in b[1])]
+    # A feature whose builds are all some chosen contestant's adds nothing (rust-actix covers its http2 build).
+    chosen += [f for f in FEATURES if all(b in present for b in BUILDS if f in b[1])
+               and not all(b[0] in chosen for b in BUILDS if f in b[1])]
     covered = {b for b in BUILDS if b[0] in chosen or set(b[1]) & set(chosen)}
     if covered != present:
         raise UnifyError(f"{crate} is in the builds {' '.join(sorted(map(build_label, present)))}, which no "
-                         f"union of unified-deps features ({', '.join(CONTESTANTS + OPTIONAL_FEATURES)}) names: "
+                         f"union of unified-deps features ({', '.join(CONTESTANTS + FEATURES)}) names: "
                          f"give unified-deps a feature for them")
     return tuple(chosen)
 
@@ -216,10 +245,11 @@ HEADER = """\
 # with the contestants' Cargo.lock files; tests/test_rust_unified_deps.py fails until then.
 #
 # Every crate that two builds of the Rust contestants (rust-hyper, rust-axum, rust-actix, each with any of its
-# features mongo and postgresql) would compile with other features, with the union of those features: each is
-# then compiled once into the shared cargo target folder, whatever a run's build asks for. A crate is added only to
-# the builds that have it anyway, through the feature named after the contestant (each enables its own) or one a
-# contestant's feature forwards (mongo, postgresql).
+# features mongo and postgresql, and rust-actix with http2 alone, its HTTP/2 binary) would compile with other
+# features, with the union of those features: each is then compiled once into the shared cargo target folder,
+# whatever a run's build asks for. A crate is added only to the builds that have it anyway, through the feature
+# named after the contestant (each enables its own) or one a contestant's feature forwards (mongo, postgresql,
+# http2). actix-web's and actix-http's `http2` are the HTTP/2 binary's alone, never unified.
 """
 
 
@@ -244,7 +274,7 @@ def render(made: list[Entry]) -> str:
     lines = [HEADER, '[package]\nname = "netarena-unified-deps"\nversion = "0.1.0"\nedition = "2021"\n'
              'publish = false\n\n# Own workspace root so this crate never joins the repository\'s Cargo workspace.'
              '\n[workspace]\n\n[features]']
-    for feature in CONTESTANTS + OPTIONAL_FEATURES:
+    for feature in CONTESTANTS + FEATURES:
         added = sorted(f"dep:{keys[e]}" for e in made if feature in e.added_by)
         lines.append(f"{feature} = {_toml_list(added)}")
     for host, section in ((False, "dependencies"), (True, "build-dependencies")):
@@ -277,7 +307,7 @@ def regenerate(max_rounds: int = 10) -> list[Entry]:
             known = merged.get(entry.crate)
             merged[entry.crate] = entry if not known else Entry(
                 entry.crate, entry.version, tuple(sorted(set(known.features) | set(entry.features))),
-                tuple(f for f in CONTESTANTS + OPTIONAL_FEATURES if f in known.added_by + entry.added_by)
+                tuple(f for f in CONTESTANTS + FEATURES if f in known.added_by + entry.added_by)
                 if known.added_by and entry.added_by else ())
         made = list(merged.values())
         cargo_toml.write_text(render(made))

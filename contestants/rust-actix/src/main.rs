@@ -8,7 +8,10 @@
 //! (and `--pg-pool N`), only in a binary built with the `postgresql` feature.
 //! `NETARENA_PROTOCOL` says what to serve (docs/protocols.md): `h1`, or `h1-tls`, HTTP/1.1 over TLS through Actix's
 //! own rustls acceptor with the PEM files `NETARENA_TLS_CERT` and `NETARENA_TLS_KEY` (the configuration of the crate
-//! shared with rust-axum and rust-hyper, contestants/_rust-shared/tls); h2 and h2c are refused.
+//! shared with rust-axum and rust-hyper, contestants/_rust-shared/tls). HTTP/2 only in a binary built with the
+//! `http2` cargo feature, which serves `h2` (the same acceptor, h2 chosen by ALPN) and `h2c` (prior knowledge
+//! beside HTTP/1.1 on one port) and refuses h1-tls, since its TLS listeners offer h2 first by ALPN; a binary
+//! without it refuses h2 and h2c. Either refuses with exit code 2.
 
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -232,7 +235,53 @@ mod techempower {
     }
 }
 
-async fn run(opts: Options, tls: Option<ServerConfig>) -> ExitCode {
+/// How the server listens for the protocol it was started for.
+enum Listener {
+    /// HTTP/1.1 in cleartext.
+    Cleartext,
+    /// Actix's rustls acceptor: HTTP/1.1, or in the `http2` build h2 when the client chooses it by ALPN.
+    Tls(ServerConfig),
+    /// HTTP/2 with prior knowledge beside HTTP/1.1 on one port, told apart by the connection's first bytes.
+    #[cfg(feature = "http2")]
+    AutoH2c,
+}
+
+fn tls_listener(protocol: Protocol) -> Result<Listener, String> {
+    // Read now: a missing or unreadable PEM file is an error at start.
+    let config = server_config(protocol)?.ok_or_else(|| format!("{} is not a TLS protocol", protocol.name()))?;
+    Ok(Listener::Tls(config))
+}
+
+/// The listener for `protocol`, or why this binary does not serve it. Built without `http2` it serves h1 and
+/// h1-tls; with it, h2 and h2c (and h1, cleartext offering no ALPN): actix-http's rustls acceptor then puts
+/// "h2", "http/1.1" before the configuration's own ALPN list, so a start for h1-tls would choose h2 for a client
+/// offering both, which h1-tls must not.
+fn listener(protocol: Protocol) -> Result<Listener, String> {
+    match protocol {
+        Protocol::H1 => Ok(Listener::Cleartext),
+        #[cfg(not(feature = "http2"))]
+        Protocol::H1Tls => tls_listener(protocol),
+        #[cfg(not(feature = "http2"))]
+        Protocol::H2 | Protocol::H2c => Err(format!(
+            "NETARENA_PROTOCOL={}: this binary was built without the `http2` cargo feature (Actix's HTTP/2); the \
+             one built with `cargo build --release --features http2` serves h2 and h2c (netarena builds it when a \
+             run measures one of them)",
+            protocol.name()
+        )),
+        #[cfg(feature = "http2")]
+        Protocol::H1Tls => Err(format!(
+            "NETARENA_PROTOCOL={}: this binary was built with the `http2` cargo feature, whose TLS listeners offer \
+             h2 first by ALPN; h1-tls is served by the one built without it",
+            protocol.name()
+        )),
+        #[cfg(feature = "http2")]
+        Protocol::H2 => tls_listener(protocol),
+        #[cfg(feature = "http2")]
+        Protocol::H2c => Ok(Listener::AutoH2c),
+    }
+}
+
+async fn run(opts: Options, listener: Listener) -> ExitCode {
     #[cfg(feature = "mongo")]
     let mongo_docs = if opts.mongo_url.is_empty() {
         None
@@ -291,9 +340,11 @@ async fn run(opts: Options, tls: Option<ServerConfig>) -> ExitCode {
     // would wait for the client's delayed ACK.
     .tcp_nodelay(true);
     let addr = SocketAddr::new(opts.host, opts.port);
-    let bound = match tls {
-        Some(config) => server.bind_rustls_0_23(addr, config),
-        None => server.bind(addr),
+    let bound = match listener {
+        Listener::Cleartext => server.bind(addr),
+        Listener::Tls(config) => server.bind_rustls_0_23(addr, config),
+        #[cfg(feature = "http2")]
+        Listener::AutoH2c => server.bind_auto_h2c(addr),
     };
     let server = match bound {
         Ok(server) => server,
@@ -344,18 +395,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    // h1 or h1-tls (its rustls configuration read now: a missing or unreadable PEM file is an error at start).
-    let tls = match Protocol::from_env().and_then(|protocol| {
-        if protocol.is_http2() {
-            return Err(format!(
-                "NETARENA_PROTOCOL={}: this server speaks h1 and h1-tls (Actix's HTTP/2 would be offered by ALPN \
-                 beside HTTP/1.1 on every TLS listener)",
-                protocol.name()
-            ));
-        }
-        server_config(protocol)
-    }) {
-        Ok(tls) => tls,
+    let listener = match Protocol::from_env().and_then(listener) {
+        Ok(listener) => listener,
         Err(msg) => {
             eprintln!("{NAME}: {msg}");
             return ExitCode::from(2);
@@ -364,5 +405,5 @@ fn main() -> ExitCode {
     // The runtime of the main thread, as #[actix_web::main] makes it: it runs the server's control and signal
     // handling (and the mongodb Client's background tasks); actix-server accepts on its own acceptor thread
     // and the workers serve the requests.
-    actix_web::rt::System::new().block_on(run(opts, tls))
+    actix_web::rt::System::new().block_on(run(opts, listener))
 }
