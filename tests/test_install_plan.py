@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURE_CONTESTANTS, REPO, db_rows, run_cli, write_suite
-from netarena import contestants as ct
+from netarena import contestants as ct, python_env
 from netarena.config import Suite
 from netarena.errors import ConfigError
 from netarena.ports import free_port
@@ -222,6 +222,49 @@ def test_a_part_names_the_levels_that_need_it(tmp_path):
     assert info.value.line is not None
     with pytest.raises(ConfigError, match="names neither scenarios nor protocols"):
         _contestant(tmp_path / "b", TLS_PART_MANIFEST.replace('protocols = ["h1-tls"]\nsteps', 'steps'))
+
+
+# The TLS fixture with a venv, its part installing into it as a Python TLS library would: the part's steps mark the
+# venv they ran in and say which uv and uv cache they were given.
+VENV_PART_MANIFEST = TLS_PART_MANIFEST.replace(
+    'requires = ["sh"]', 'requires = ["sh"]\npython_requirements = "requirements.txt"').replace(
+    'steps = [["sh", "-c", "echo tls >> {env_dir}/runs"]]',
+    """steps = [["sh", "-c", "echo tls >> {env_dir}/runs"],
+         ["{python}", "-c", 'import pathlib, sys; pathlib.Path(sys.prefix, "tls-part").touch()'],
+         ["sh", "-c", "{uv} --version > {env_dir}/uv-version && echo uv-cache:$UV_CACHE_DIR >> {env_dir}/runs"]]""")
+
+
+def test_a_part_installing_into_the_venv_is_rebuilt_with_it_and_leaves_it_current(cache, tmp_path):
+    """A part's packages in the venv ({uv} into {python}) do not make the venv look stale, and a venv made again
+    (removed, or for changed requirements) is made without them: the part is built again into it."""
+    where = tmp_path / "contestants"
+    (where / "fx-parts").mkdir(parents=True)
+    (where / "fx-parts" / "requirements.txt").write_text("# nothing: the fixture imports nothing\n")
+    contestant = _contestant(where, VENV_PART_MANIFEST)
+    tls_part_marker = contestant.venv_dir / "tls-part"
+    venv_stamp = contestant.env_dir / "venv.stamp"
+
+    def install_for(protocol: str) -> None:
+        suite = Suite.model_validate({"name": "t", "measure": [{"scenario": "hello", "connections": [1],
+                                                                "protocol": [protocol]}]})
+        ct.install(contestant, allow_apt=False, parts=build_plan(suite, [contestant]).install_parts(contestant))
+
+    install_for("h1")
+    made = venv_stamp.stat().st_mtime_ns
+    assert _runs(contestant) == ["base"] and not tls_part_marker.exists()
+    install_for("h1-tls")
+    # The part's steps get the uv and the uv cache the venv was made with.
+    uv_cache = python_env.uv_cache_dir(cache, contestant.python())
+    assert _runs(contestant) == ["base", "tls", f"uv-cache:{uv_cache}"] and tls_part_marker.exists()
+    assert ct.install_current(contestant, ["tls"]) and venv_stamp.stat().st_mtime_ns == made
+    shutil.rmtree(contestant.venv_dir)
+    assert not ct.install_current(contestant, ["tls"])
+    install_for("h1-tls")
+    assert _runs(contestant)[3:] == ["base", "tls", f"uv-cache:{uv_cache}"] and tls_part_marker.exists()
+    (contestant.dir / "requirements.txt").write_text("# changed\n")
+    install_for("h1-tls")
+    assert _runs(contestant)[6:] == ["base", "tls", f"uv-cache:{uv_cache}"] and tls_part_marker.exists()
+    assert venv_stamp.stat().st_mtime_ns != made
 
 
 def test_the_estimate_counts_installs_from_the_cache_state(cache, tmp_path):

@@ -4,7 +4,7 @@ Shared by python-twisted (default reactor), python-twisted-asyncio (`--reactor a
 pypy-twisted (the same code on PyPy). With NETARENA_TLS_CERT and NETARENA_TLS_KEY set (netarena's h1-tls) the
 site is served over TLS: Twisted's TLSMemoryBIOFactory around it, pyOpenSSL underneath (pinned by python-twisted,
 python-twisted-asyncio and python-tornado-on-twisted, which wraps its own Site with over_tls_when_asked; pypy-twisted
-does not list h1-tls, its manifest says why).
+pins older releases in requirements-tls.txt, cryptography built from source for PyPy 3.9, its manifest says why).
 
 NETARENA_PROTOCOL says which protocol (unset, as when started by hand: h1-tls with a certificate given, else h1).
 Over TLS, ALPN offers http/1.1 alone for h1-tls, and h2 alone for h2, which twisted.web's own HTTP/2 serves

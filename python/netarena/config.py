@@ -38,8 +38,10 @@ PLACEHOLDERS = ("host", "port", "workers", "threads", "static_dir", "dir", "env_
 # has no backing service to wait for, where the protocol's own cost shows.
 TLS_SCENARIOS = tuple(s.name for s in registry.all() if s.tls)
 # {cargo_target_dir} (contestants.shared_cargo_target_dir) in the steps only: other contestants' builds write there,
-# so a server runs the binary its steps copied into {build_dir}.
-STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "cargo_target_dir", "python", "java")
+# so a server runs the binary its steps copied into {build_dir}. {uv}: the uv that makes the venvs
+# (python_env.uv_binary), for a step installing more into the venv; it is not on PATH when netarena runs from its
+# own venv without activating it.
+STEP_PLACEHOLDERS = ("static_dir", "dir", "env_dir", "build_dir", "cargo_target_dir", "python", "java", "uv")
 # An optional part's steps may also name the parts the build ends up with ({install_parts}, see
 # contestants._install_locked): one cargo build with every feature asked for, not the last part's alone.
 PART_STEP_PLACEHOLDERS = (*STEP_PLACEHOLDERS, "install_parts")

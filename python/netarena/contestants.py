@@ -445,14 +445,27 @@ def _parts_built(contestant: Contestant) -> set[str] | None:
         recorded = json.loads(stamp.read_text())
     except ValueError:
         return None
-    if recorded.get("stamp") != _steps_stamp(contestant) or recorded.get("outputs") != _folder_outputs(contestant):
+    if (recorded.get("stamp") != _steps_stamp(contestant) or recorded.get("outputs") != _folder_outputs(contestant)
+            or recorded.get("venv") != _venv_identity(contestant)):
         return None
     return set(recorded.get("parts", []))
+
+
+def _venv_identity(contestant: Contestant) -> list[int] | None:
+    """Which making of the venv this is (its stamp file's identity, written once per venv): steps may install into
+    the venv (a part's Python packages), and a venv made again, for changed requirements or after it was removed,
+    is made without them, so steps recorded beside another venv are not current."""
+    try:
+        st = (contestant.env_dir / "venv.stamp").stat()
+    except OSError:
+        return None
+    return [st.st_ino, st.st_mtime_ns]
 
 
 def _record_steps_installed(contestant: Contestant, parts: set[str]) -> None:
     (contestant.env_dir / "steps.stamp").write_text(json.dumps({"stamp": _steps_stamp(contestant),
                                                                 "outputs": _folder_outputs(contestant),
+                                                                "venv": _venv_identity(contestant),
                                                                 "parts": sorted(parts)}))
 
 
@@ -703,6 +716,15 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
                 part for part in (built or set()) | set(parts) if manifest.install.optional[part].instead_of_steps))
             step_env = {**os.environ, **contestant.java_env(),
                         **(QUICK_CARGO_ENV if quick_build(manifest) else {})}
+            if any("{uv}" in word for _, part_steps in todo for step in part_steps for word in step):
+                try:
+                    values["uv"] = python_env.uv_binary()
+                except python_env.PythonEnvError as exc:
+                    raise InstallError(str(exc)) from exc
+            if manifest.install.python_requirements:
+                # A step installing into the venv ({uv} pip install --python {python}) does so as the venv's own
+                # install did: with the uv cache of its interpreter and pip's index settings.
+                step_env.update(python_env.venv_environment(cache_root(), contestant.python()))
             count, index = sum(len(part_steps) for _, part_steps in todo), 0
             for part, part_steps in todo:
                 part_started = time.monotonic()
