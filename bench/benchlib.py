@@ -362,8 +362,15 @@ def fail(message: str) -> None:
     sys.exit(2)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def run_bench(bench, args, stopped: str) -> int:
-    """Run `bench(args)`: a BenchError is one message and exit 2, Ctrl-C says what was stopped (`stopped`)."""
+    """Run `bench(args)`: a BenchError is one message and exit 2, Ctrl-C says what was stopped (`stopped`). SIGTERM
+    (`kill`, a timeout) stops it as Ctrl-C does: the servers it started run in process groups of their own, so
+    without the `finally` blocks that stop them they would outlive it."""
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return bench(args)
     except BenchError as e:
