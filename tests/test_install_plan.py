@@ -216,6 +216,21 @@ def test_a_part_named_by_a_protocol_is_built_only_for_a_plan_with_a_level_over_i
     assert ct.install_parts(contestant, [("hello", "h1")]) == []
 
 
+def test_a_parts_own_executables_are_needed_only_when_it_is_asked_for(cache, tmp_path):
+    """A part's `requires` (cargo for pypy-twisted's TLS part) makes the contestant unavailable, with the missing
+    executable named, only for a plan that needs the part; the install then refuses before any step runs."""
+    contestant = _contestant(tmp_path / "contestants", TLS_PART_MANIFEST.replace(
+        'protocols = ["h1-tls"]\nsteps', 'protocols = ["h1-tls"]\nrequires = ["netarena-no-such-tool"]\nsteps'))
+    assert ct.availability(contestant, allow_apt=False).runnable
+    without = ct.availability(contestant, allow_apt=False, parts=["tls"])
+    assert not without.runnable and "netarena-no-such-tool not installed" in without.summary, without.summary
+    with pytest.raises(ct.InstallError, match="netarena-no-such-tool not installed"):
+        ct.install(contestant, allow_apt=False, parts=["tls"])
+    assert _runs(contestant) == []
+    ct.install(contestant, allow_apt=False, parts=[])
+    assert _runs(contestant) == ["base"]
+
+
 def test_a_part_names_the_levels_that_need_it(tmp_path):
     with pytest.raises(ConfigError, match="'h2' is not one of this contestant's protocols") as info:
         _contestant(tmp_path / "a", TLS_PART_MANIFEST.replace('protocols = ["h1-tls"]\nsteps', 'protocols = ["h2"]\nsteps'))

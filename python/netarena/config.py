@@ -72,6 +72,9 @@ class OptionalInstall(Strict):
 
     scenarios: list[ScenarioName] = []
     protocols: list[str] = []
+    # Executables only this part's steps need (cargo to compile a Python package's Rust code): checked, with the
+    # contestant's own `requires`, only when the part is asked for, so a run without it does not need them.
+    requires: list[str] = []
     steps: Annotated[InstallSteps, Field(min_length=1)]
     # The part's steps build everything the base steps do and more (the same build with a cargo feature): when
     # the base is not built yet they run instead of it. A cargo feature changes the features of shared

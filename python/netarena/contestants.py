@@ -236,8 +236,11 @@ class Availability:
         return "; ".join(self.reasons) if self.reasons else ("; ".join(self.notes) or "ready")
 
 
-def _required_executables(manifest: Manifest) -> list[str]:
-    required = list(manifest.install.requires)
+def _required_executables(manifest: Manifest, parts=()) -> list[str]:
+    """The executables the install needs: [install] requires, the venv's interpreter, and the `requires` of the
+    optional `parts` asked for (cargo for a part that compiles a Python package's Rust code)."""
+    required = list(dict.fromkeys([*manifest.install.requires,
+                                   *(exe for part in parts for exe in manifest.install.optional[part].requires)]))
     if manifest.install.python_requirements:
         runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
         if runtime not in required:
@@ -261,7 +264,7 @@ def availability(contestant: Contestant, allow_apt: bool = True, parts=()) -> Av
             why = "not root" if not is_root() else ("--no-apt given" if not allow_apt else "apt-get not found")
             av.reasons.append(f"Debian package(s) {', '.join(missing_debs)} not installed ({why}): "
                               f"sudo {command}")
-    for exe in _required_executables(manifest):
+    for exe in _required_executables(manifest, parts):
         if shutil.which(exe):
             continue
         if apt_will_install:
@@ -655,10 +658,10 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
                 _run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing_debs], contestant.dir,
                             log, "apt-get install", env)
     record["debian"] = {p: _dpkg_version(p) for p in manifest.install.debian}
-    for exe in _required_executables(manifest):
+    for exe in _required_executables(manifest, parts):
         if not shutil.which(exe):
-            raise InstallError(availability(contestant, allow_apt).summary or f"{exe} not installed")
-    record["executables"] = {exe: shutil.which(exe) for exe in _required_executables(manifest)}
+            raise InstallError(availability(contestant, allow_apt, parts).summary or f"{exe} not installed")
+    record["executables"] = {exe: shutil.which(exe) for exe in _required_executables(manifest, parts)}
     if manifest.install.java:
         record["jdk"] = _jdk_record(contestant)
         if record["jdk"] is None:
