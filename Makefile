@@ -18,10 +18,14 @@ BIN := $(VENV)/bin
 # minutes). Its --version says "(tests build)", and netarena run, doctor and bench/ name it until `make setup` (or
 # `make run`) builds the release one again.
 GENERATOR_PROFILE ?= release
+# compileall: netarena's own modules as bytecode, which an editable install leaves to the first import, and which
+# nothing writes where PYTHONDONTWRITEBYTECODE is set (as on the machines CI runs on): every netarena command then
+# compiled its modules again, a quarter of a second of CPU each, hundreds of times in a `make test`.
 setup:
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	SETUPTOOLS_RUST_CARGO_PROFILE=$(GENERATOR_PROFILE) \
 	  $(BIN)/pip install -q --disable-pip-version-check -c requirements.lock -e '.[test]'
+	$(BIN)/python -m compileall -q python/netarena
 
 # The Debian packages the tests need (nginx, wrk, chromium, ...): .ci/debian-packages installs the missing ones as
 # root, else stops naming them and the apt-get command.

@@ -41,6 +41,7 @@ if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
 # check what servers do, never how fast; optimized, the three Rust contestants' builds with their database
 # drivers were about half an hour of a CI run's CPU. Their install records say so (the report's UNOPT badge),
 # and a `make run` afterwards rebuilds them optimized. NETARENA_QUICK_BUILDS=0 make test builds as a run does.
+# The same setting runs the JVM contestants' servers with the JIT's first tier alone (contestants.QUICK_JIT_OPTIONS).
 os.environ.setdefault("NETARENA_QUICK_BUILDS", "1")
 
 def under_ci() -> bool:

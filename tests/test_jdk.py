@@ -189,3 +189,58 @@ def test_a_manifest_without_java_keeps_the_java_on_path_and_its_environment(java
     assert contestant.jdk() is None
     assert contestant.java_env() == {}
     assert contestant.placeholders()["java"] == "java"
+
+
+FLAGS_MANIFEST = MANIFEST.replace(
+    'command = ["sh", "-c", "echo $JAVA_HOME > {run_dir}/java_home; exec {java} -version 2> {run_dir}/java_version"]',
+    'command = ["sh", "-c", "exec {java} -XX:+PrintFlagsFinal -version > {run_dir}/flags 2> {run_dir}/stderr"]\n'
+    'env = { JAVA_TOOL_OPTIONS = "-Xss2m" }')
+
+
+def _server_flags(contestant: ct.Contestant, where: Path, profile_env: dict | None = None) -> dict[str, str]:
+    """Start the fixture's server (a real JVM that prints its final flags and exits), wait for it; its flags by
+    name, and what it said on stderr."""
+    proc = RealBackend(generator=None).start_server(contestant, "hello", free_port(), 1, where, available_cpus()[:1],
+                                                    where / "server.log", profile_env=profile_env)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() == 0, ct.tail(where / "server.log")
+    flags = {}
+    for line in (contestant.run_dir / "flags").read_text().splitlines():
+        words = line.split()
+        if len(words) >= 4 and words[2] == "=":  # "intx TieredStopAtLevel = 1 {C1 product} {default}"
+            flags[words[1]] = words[3]
+    flags["stderr"] = (contestant.run_dir / "stderr").read_text()
+    return flags
+
+
+def test_quick_builds_run_a_jvm_server_with_the_first_jit_tier_alone_and_say_so(java_env, monkeypatch):
+    """NETARENA_QUICK_BUILDS=1 (the tests' setting): a JVM contestant's server runs with -XX:TieredStopAtLevel=1
+    after its manifest's JAVA_TOOL_OPTIONS and a profiled repeat's, and its install record says so (the report's
+    UNOPT badge); without it the JVM keeps all its tiers and the record says nothing."""
+    monkeypatch.setenv("JAVA_HOME", str(_real_jdk().home))
+    contestant = _contestant(java_env, FLAGS_MANIFEST)
+
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "0")
+    assert "quick_jit" not in ct.install(contestant, allow_apt=False)
+    flags = _server_flags(contestant, java_env)
+    assert flags["TieredStopAtLevel"] == "4" and flags["ThreadStackSize"] == "2048", flags
+
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "1")
+    assert ct.install(contestant, allow_apt=False)["quick_jit"] == "-XX:TieredStopAtLevel=1"
+    flags = _server_flags(contestant, java_env)
+    assert flags["TieredStopAtLevel"] == "1" and flags["ThreadStackSize"] == "2048", flags
+    assert "Picked up JAVA_TOOL_OPTIONS: -Xss2m -XX:TieredStopAtLevel=1" in flags["stderr"], flags["stderr"]
+    # A profiled repeat's environment replaces the manifest's variable; the first tier still comes after it.
+    flags = _server_flags(contestant, java_env, {"JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer"})
+    assert flags["TieredStopAtLevel"] == "1" and flags["PreserveFramePointer"] == "true", flags
+
+
+def test_quick_builds_leave_servers_of_other_runtimes_alone(java_env, monkeypatch):
+    monkeypatch.setenv(ct.QUICK_BUILDS_ENV, "1")
+    monkeypatch.setenv("JAVA_HOME", str(_real_jdk().home))
+    contestant = _contestant(java_env, FLAGS_MANIFEST.replace('runtime = "jvm"', 'runtime = "native"'))
+    assert "quick_jit" not in ct.install(contestant, allow_apt=False)
+    flags = _server_flags(contestant, java_env)
+    assert flags["TieredStopAtLevel"] == "4", flags

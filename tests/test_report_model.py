@@ -390,11 +390,12 @@ def test_database_pools_are_stated_and_pipelining_drivers_badged_on_database_sce
 
 
 def test_a_contestant_built_unoptimized_has_every_figure_badged_unopt(tmp_path):
-    """An install record with quick_build (NETARENA_QUICK_BUILDS, the tests' cargo builds at opt-level 0): UNOPT on
-    each of that contestant's groups, none on the others', and the page says what it means."""
+    """An install record with quick_build (NETARENA_QUICK_BUILDS, the tests' cargo builds at opt-level 0) or
+    quick_jit (a JVM server's JIT at its first tier alone): UNOPT on each of that contestant's groups, none on the
+    others', and the page says what it means."""
     from report_fixtures import MANIFEST, _record, generator_doc, monitor_doc
 
-    from netarena.contestants import QUICK_CARGO_ENV
+    from netarena.contestants import QUICK_CARGO_ENV, QUICK_JIT_OPTIONS
     from netarena.report.html import render
 
     store = Store(tmp_path)
@@ -402,7 +403,8 @@ def test_a_contestant_built_unoptimized_has_every_figure_badged_unopt(tmp_path):
                               args={"argv": ["netarena", "run"]}, backend="real", server_cpus=[0], generator_cpus=[1],
                               environment={}, planned=4, netarena_version="0.1.0", git_sha="abc",
                               orchestrator_start_time=None)
-    for name, install in (("quick", {"quick_build": QUICK_CARGO_ENV}), ("optimized", {"steps": []})):
+    for name, install in (("quick", {"quick_build": QUICK_CARGO_ENV}), ("optimized", {"steps": []}),
+                          ("quick-jit", {"quick_jit": QUICK_JIT_OPTIONS})):
         store.record_contestant(run_id, name, {"name": name, **MANIFEST, "display_name": name}, install, "ready")
         for scenario in ("hello", "json"):
             _record(store, run_id, contestant=name, scenario=scenario, connections=10, repeat=0,
@@ -412,5 +414,7 @@ def test_a_contestant_built_unoptimized_has_every_figure_badged_unopt(tmp_path):
     report = load_report(tmp_path, run_id)
     badges = {(g.contestant, g.scenario): g.badges for g in report.groups}
     assert badges[("quick", "hello")] == ["UNOPT"] and badges[("quick", "json")] == ["UNOPT"], badges
+    assert badges[("quick-jit", "hello")] == ["UNOPT"] and badges[("quick-jit", "json")] == ["UNOPT"], badges
     assert not badges[("optimized", "hello")] and not badges[("optimized", "json")], badges
-    assert "built unoptimized for the tests" in render(report).decode()
+    page = render(report).decode()
+    assert "built or run unoptimized for the tests" in page and "-XX:TieredStopAtLevel=1" in page

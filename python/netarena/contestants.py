@@ -55,6 +55,13 @@ SHARED_CACHE_TOOLS = {"mvn": "Maven's local repository (~/.m2) is not safe for t
 QUICK_BUILDS_ENV = "NETARENA_QUICK_BUILDS"
 QUICK_CARGO_ENV = {"CARGO_PROFILE_RELEASE_OPT_LEVEL": "0", "CARGO_PROFILE_RELEASE_LTO": "false",
                    "CARGO_PROFILE_RELEASE_CODEGEN_UNITS": "16"}
+# The same setting for a JVM contestant, whose optimizing build happens in its server as it runs: the server's
+# JIT stops at its first tier (C1), without C2's profiling and recompilation. C2's compiler threads were about
+# half of a Spring Boot server's CPU in a `netarena verify` (40 s of CPU against 21 s with C1 alone), and the
+# JVM servers a third of the CPU a `make test` spent on servers. What a server answers is the same with either
+# tier; how fast is not, so the install record says so (the report's UNOPT badge). Appended to the server's
+# JAVA_TOOL_OPTIONS (after its manifest's and a profiled repeat's), where a flag on its own command line wins.
+QUICK_JIT_OPTIONS = "-XX:TieredStopAtLevel=1"
 # Folders that builds write into; hashing them would make every build invalidate itself.
 _BUILD_OUTPUT_DIRS = {"node_modules", "target", "__pycache__", ".venv", "build", "_build", "deps", "ebin"}
 
@@ -337,10 +344,19 @@ def _every_step(manifest: Manifest) -> list[list[str]]:
     return [*manifest.install.steps, *(step for part in manifest.install.optional.values() for step in part.steps)]
 
 
+def _quick_asked() -> bool:
+    return os.environ.get(QUICK_BUILDS_ENV, "") not in ("", "0")
+
+
 def quick_build(manifest: Manifest) -> bool:
     """Whether this install builds unoptimized (QUICK_BUILDS_ENV): asked for, and a step of the contestant runs cargo."""
-    return os.environ.get(QUICK_BUILDS_ENV, "") not in ("", "0") and any(step[0] == "cargo"
-                                                                          for step in _every_step(manifest))
+    return _quick_asked() and any(step[0] == "cargo" for step in _every_step(manifest))
+
+
+def quick_jit(manifest: Manifest) -> bool:
+    """Whether this contestant's servers run with the JIT's first tier alone (QUICK_JIT_OPTIONS): asked for
+    (QUICK_BUILDS_ENV), and it runs on the JVM."""
+    return _quick_asked() and manifest.runtime == "jvm"
 
 
 def shared_cargo_target_dir(manifest: Manifest) -> Path:
@@ -658,6 +674,8 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
                 _run_logged(["apt-get", "install", "-y", "--no-install-recommends", *missing_debs], contestant.dir,
                             log, "apt-get install", env)
     record["debian"] = {p: _dpkg_version(p) for p in manifest.install.debian}
+    if quick_jit(manifest):
+        record["quick_jit"] = QUICK_JIT_OPTIONS  # the report's UNOPT badge
     for exe in _required_executables(manifest, parts):
         if not shutil.which(exe):
             raise InstallError(availability(contestant, allow_apt, parts).summary or f"{exe} not installed")
@@ -942,7 +960,7 @@ def markdown_catalog(contestants: list[Contestant], not_here: list[NotHereEntry]
 
 
 __all__ = ["Contestant", "Availability", "InstallError", "Installed", "availability", "install", "install_parts",
-           "quick_build", "QUICK_BUILDS_ENV",
+           "quick_build", "quick_jit", "QUICK_BUILDS_ENV", "QUICK_JIT_OPTIONS",
            "install_current", "install_estimate_s", "install_concurrently", "next_install", "shared_build_folder",
            "default_install_jobs", "select", "load", "list_names",
            "expand", "cache_root", "default_contestants_dir", "repo_root", "tail", "scenario_note", "markdown_catalog"]

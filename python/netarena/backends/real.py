@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .. import warmup
-from ..contestants import Contestant, expand, install
+from ..contestants import QUICK_JIT_OPTIONS, Contestant, expand, install, quick_jit
 from ..fixtures import load_mongo_fixture, mongo_fixture_intact
 from ..monitor import Monitor, MonitorError
 from ..ports import free_port
@@ -102,6 +102,8 @@ class RealBackend:
         env.update(contestant.java_env())  # the JDK it asks for ([install] java): JAVA_HOME, PATH
         env.update({k: expand(v, values) for k, v in contestant.manifest.start.env.items()})
         env.update(profile_env or {})  # a profiled repeat's server: its JIT's perf map (profile.ENV_BY_RUNTIME)
+        if quick_jit(contestant.manifest):  # the tests' setting (contestants.QUICK_JIT_OPTIONS)
+            env["JAVA_TOOL_OPTIONS"] = " ".join(filter(None, [env.get("JAVA_TOOL_OPTIONS"), QUICK_JIT_OPTIONS]))
         env["PYTHONUNBUFFERED"] = "1"  # so a crashed Python contestant's last words reach the log
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ written into the contestant's folder
         env["HOME"] = str(prepare_run_dir(contestant.run_dir, self.user))

@@ -76,9 +76,10 @@ BADGES: dict[str, tuple[str, str]] = {
                                      "connection before their answers), as TechEmpower's plaintext test does at 16; "
                                      "no browser or common HTTP client pipelines, so it shows what a server's parser "
                                      "and writes can do, not what its users see; people compare frameworks on it"),
-    "UNOPT": ("unoptimized build", "the contestant was built unoptimized for the tests (NETARENA_QUICK_BUILDS: "
-                                   "cargo's release profile at opt-level 0, no LTO; its install record says so): "
-                                   "its figures are not the contestant's; compare nothing with them"),
+    "UNOPT": ("unoptimized build", "the contestant was built or run unoptimized for the tests "
+                                   "(NETARENA_QUICK_BUILDS: cargo's release profile at opt-level 0, no LTO; a JVM's "
+                                   "JIT stopped at its first tier, -XX:TieredStopAtLevel=1; its install record says "
+                                   "so): its figures are not the contestant's; compare nothing with them"),
     # On a measurement's own row only, never on a group: the group's figures come from its unprofiled repeats.
     "PROF": ("profiled", "a profiled repeat (netarena run --profile): the profiler ran during it, so it is kept out "
                          "of every figure; its throughput against its group's median is the profiling overhead "
@@ -606,8 +607,10 @@ def badge_pipelining(groups: list[Group], contestants: list[dict]) -> None:
 
 
 def badge_unoptimized(groups: list[Group], contestants: list[dict]) -> None:
-    """UNOPT on every group of a contestant whose install record says it was built unoptimized (quick_build)."""
-    quick = {c["name"] for c in contestants if (c.get("install") or {}).get("quick_build")}
+    """UNOPT on every group of a contestant whose install record says it was built unoptimized (quick_build) or
+    its JVM ran with the JIT's first tier alone (quick_jit)."""
+    quick = {c["name"] for c in contestants
+             if (c.get("install") or {}).get("quick_build") or (c.get("install") or {}).get("quick_jit")}
     for g in groups:
         if g.contestant in quick and "UNOPT" not in g.badges:
             g.badges.append("UNOPT")
