@@ -356,7 +356,8 @@ def quick_build(manifest: Manifest) -> bool:
 def quick_jit(manifest: Manifest) -> bool:
     """Whether this contestant's servers run with the JIT's first tier alone (QUICK_JIT_OPTIONS): asked for
     (QUICK_BUILDS_ENV), and it runs on the JVM."""
-    return _quick_asked() and manifest.runtime == "jvm"
+    # A service's manifest (services.py: a database, installed by the same install()) has no runtime.
+    return _quick_asked() and getattr(manifest, "runtime", None) == "jvm"
 
 
 def shared_cargo_target_dir(manifest: Manifest) -> Path:
