@@ -58,7 +58,7 @@ QUICK_CARGO_ENV = {"CARGO_PROFILE_RELEASE_OPT_LEVEL": "0", "CARGO_PROFILE_RELEAS
 # The same setting for a JVM contestant, whose optimizing build happens in its server as it runs: the server's
 # JIT stops at its first tier (C1), without C2's profiling and recompilation. C2's compiler threads were about
 # half of a Spring Boot server's CPU in a `netarena verify` (40 s of CPU against 21 s with C1 alone), and the
-# JVM servers a third of the CPU a `make test` spent on servers. What a server answers is the same with either
+# JVM servers about a fifth of all the CPU a `make test` spent (docs/testing.md). What a server answers is the same with either
 # tier; how fast is not, so the install record says so (the report's UNOPT badge). Appended to the server's
 # JAVA_TOOL_OPTIONS (after its manifest's and a profiled repeat's), where a flag on its own command line wins.
 QUICK_JIT_OPTIONS = "-XX:TieredStopAtLevel=1"

@@ -609,8 +609,7 @@ def badge_pipelining(groups: list[Group], contestants: list[dict]) -> None:
 def badge_unoptimized(groups: list[Group], contestants: list[dict]) -> None:
     """UNOPT on every group of a contestant whose install record says it was built unoptimized (quick_build) or
     its JVM ran with the JIT's first tier alone (quick_jit)."""
-    quick = {c["name"] for c in contestants
-             if (c.get("install") or {}).get("quick_build") or (c.get("install") or {}).get("quick_jit")}
+    quick = {c["name"] for c in contestants if {"quick_build", "quick_jit"} & set(c.get("install") or {})}
     for g in groups:
         if g.contestant in quick and "UNOPT" not in g.badges:
             g.badges.append("UNOPT")
