@@ -71,22 +71,55 @@ test-rust: test-packages
 # made for a busy or slower host, so two at once fill the two cores. Then the tests marked `alone` (pyproject.toml),
 # with nothing beside them, also when the others failed (every failure shows in one run).
 TEST_JOBS ?= 2
-TEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load"
-define PYTHON_TESTS
-status=0; \
-$(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone" || status=$$?; \
-$(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone || status=$$?; \
-exit $$status
-endef
+# NETARENA_QUICK_BUILDS: unoptimized contestant builds and JVMs at their first JIT tier, the tests' default
+# (tests/conftest.py sets the same for a bare pytest); NETARENA_QUICK_BUILDS=0 make test builds as a run does.
+TEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load" \
+	NETARENA_QUICK_BUILDS="$${NETARENA_QUICK_BUILDS-1}"
+PYTEST_MAIN = $(TEST_ENV) $(BIN)/python -m pytest -q --durations=15 -n $(TEST_JOBS) -m "not alone"
+PYTEST_ALONE = $(TEST_ENV) $(BIN)/python -m pytest -q --durations=5 -m alone
 test-python: test-packages setup
-	@$(PYTHON_TESTS)
+	@status=0; $(PYTEST_MAIN) || status=$$?; $(PYTEST_ALONE) || status=$$?; exit $$status
+
+# Background installs: the Rust tests mostly wait (in-process servers, fixed-length runs; about a quarter of two
+# CPUs busy), while pytest's first lane installs every bundled contestant (test_contestants_verify.py's verify
+# --build-all-parts, as below) with both CPUs busy. So the same installs start in the background with the Rust
+# tests, at the lowest CPU priority (nice 19: a Rust test's server or generator, at the default priority, takes a
+# CPU from them at once), and go on beside pytest until done, filling the CPU the tests leave idle. Each install
+# holds its contestant's lock: a verify test that comes to a contestant being installed waits for it and finds it
+# built, one that comes first installs it itself and the background one then finds it built. Their output goes
+# to BACKGROUND_INSTALLS_LOG; their status is not the tests' (a failed install fails its verify test, with its log).
+# Stopped if still running when pytest's main part ends (the tests marked `alone` run with nothing beside them), and
+# when make test is stopped (the trap: they are in a session of their own, out of the terminal's Ctrl-C): SIGTERM to
+# their whole process group, not SIGINT, which a shell without job control starts background commands ignoring.
+BACKGROUND_INSTALLS_LOG := target/background-installs.log
+define BACKGROUND_INSTALLS_START
+mkdir -p target; \
+echo "make test: installing the contestants in the background (nice 19) beside the tests: $(BACKGROUND_INSTALLS_LOG)"; \
+$(TEST_ENV) setsid nice -n 19 $(BIN)/netarena verify --install-only --build-all-parts \
+  > $(BACKGROUND_INSTALLS_LOG) 2>&1 < /dev/null & \
+installs=$$!
+endef
+define BACKGROUND_INSTALLS_END
+if [ -z "$$(ps -o stat= -p $$installs | grep -v Z)" ]; then :; else \
+  echo "make test: stopping the background installs, still running"; \
+  kill -TERM -$$installs 2>/dev/null; \
+fi; \
+wait $$installs; \
+kill -KILL -$$installs 2>/dev/null; \
+echo "make test: background installs: $$(grep -c ': ready after' $(BACKGROUND_INSTALLS_LOG)) ready," \
+  "$$(grep -c ': install failed after' $(BACKGROUND_INSTALLS_LOG)) failed ($(BACKGROUND_INSTALLS_LOG))"
+endef
 
 # The Rust tests, then pytest also when they failed: the exit status is non-zero when either failed.
 test test-rust test-python: GENERATOR_PROFILE = tests
 test: test-packages setup
 	@status=0; \
+	$(BACKGROUND_INSTALLS_START); \
+	trap 'kill -TERM -$$installs 2>/dev/null; exit 130' INT TERM; \
 	( $(RUST_TESTS) ) || status=$$?; \
-	( $(PYTHON_TESTS) ) || status=$$?; \
+	$(PYTEST_MAIN) || status=$$?; \
+	$(BACKGROUND_INSTALLS_END); \
+	$(PYTEST_ALONE) || status=$$?; \
 	exit $$status
 
 lint:

@@ -444,6 +444,26 @@ def test_verify_installs_concurrently_and_reports_a_failed_install_with_its_log(
 
 
 
+def test_verify_install_only_installs_and_starts_no_server(tmp_path, cache_dir, no_leftover_processes):
+    """--install-only: the installs as verify makes them (concurrently, each line as it ends), the failed one's log
+    tail and exit 1, and no check: no server started (no server log), no verification table. Once all are
+    installed, the same command finds them current and exits 0."""
+    contestants = _concurrent_contestants(tmp_path)
+    args = ["verify", "fx-par-a", "fx-par-b", "fx-install-fails", "--contestants-dir", contestants,
+            "--install-jobs", "3", "--install-only"]
+    result = run_cli(args, cache_dir, timeout_s=300)
+    out = result.stdout + result.stderr
+    assert result.returncode == 1, out
+    assert "fx-par-a: ready after" in out and "fx-par-b: ready after" in out, out
+    assert "fx-install-fails: install failed after" in out, out
+    assert "fixture: install step failing" in out, out  # the failed install's log tail
+    assert "│" not in out, out  # no verification table
+    assert not (cache_dir / "verify-logs").exists() or not any((cache_dir / "verify-logs").iterdir())
+    again = run_cli(args[:3] + args[4:], cache_dir, timeout_s=300)  # without fx-install-fails
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "fx-par-a: ready after" in again.stdout and "fx-par-b: ready after" in again.stdout, again.stdout
+
+
 def test_verify_builds_the_parts_of_database_scenarios_only_when_asked(tmp_path, cache_dir):
     """verify starts no database, so it leaves the mongo part unbuilt; --build-all-parts builds it too, once,
     and the mongo scenario is still shown skipped (its database is not started)."""

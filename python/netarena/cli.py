@@ -346,8 +346,11 @@ def verify_on_one_server(backend: RealBackend, contestant, scenarios: list[str],
               help="Also build every optional install part ([install.optional]: the database drivers) of the "
                    "scenarios checked, those verify skips for their database included, in one build: a later run "
                    "with a database then finds them built.")
+@click.option("--install-only", is_flag=True,
+              help="Install the contestants (and the parts asked for) as a check would, then stop: start no server, "
+                   "check nothing. Exits 1 if an install failed, with its log's last lines.")
 def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs, server_cpus, run_as_root, workers,
-           threads, build_all_parts):
+           threads, build_all_parts, install_only):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
     console = make_console()
     contestants_dir = (contestants_dir or default_contestants_dir()).absolute()
@@ -410,6 +413,16 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     install_concurrently([c for c in contestants if c.name not in cannot],
                          lambda c: install(c, allow_apt=not no_apt, user=user, parts=parts(c)),
                          install_jobs or default_install_jobs(), installed, parts)
+    if install_only:
+        for name, reason in cannot.items():
+            console.print(f"{name}: not installed: {reason}")
+        for contestant in (c for c in contestants if c.name in install_failed):
+            log_path = contestant.env_dir / "install.log"
+            lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]
+            console.print(f"--- {contestant.name}: install failed: {install_failed[contestant.name]}; "
+                          f"last {len(lines)} lines of {log_path} ---")
+            console.print("\n".join(lines) if lines else "(empty)")
+        sys.exit(EXIT_FAILED if install_failed else EXIT_OK)
     # One certificate for every server verified over TLS, removed once they are all checked; a folder of this
     # verify's own, since several may run at once on one cache.
     for folder in remove_stale_certificates(verify_log_dir=log_dir):
