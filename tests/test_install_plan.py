@@ -445,12 +445,15 @@ def test_verify_installs_concurrently_and_reports_a_failed_install_with_its_log(
 
 
 def test_verify_install_only_installs_and_starts_no_server(tmp_path, cache_dir, no_leftover_processes):
-    """--install-only: the installs as verify makes them (concurrently, each line as it ends), the failed one's log
-    tail and exit 1, and no check: no server started (no server log), no verification table. Once all are
+    """--install-only: refused with a server option; the installs as verify makes them (concurrently, each line as
+    it ends), the failed one's log tail and exit 1, and no check: no server started (no server log), no verification table. Once all are
     installed, the same command finds them current and exits 0."""
     contestants = _concurrent_contestants(tmp_path)
     args = ["verify", "fx-par-a", "fx-par-b", "fx-install-fails", "--contestants-dir", contestants,
             "--install-jobs", "3", "--install-only"]
+    refused = run_cli([*args, "--workers", "2"], cache_dir, timeout_s=60)  # a server option: refused, nothing made
+    assert refused.returncode == 2 and "--install-only starts none" in refused.stderr, refused.stdout + refused.stderr
+    assert not (cache_dir / "envs").exists() or not any((cache_dir / "envs").iterdir())
     result = run_cli(args, cache_dir, timeout_s=300)
     out = result.stdout + result.stderr
     assert result.returncode == 1, out

@@ -363,11 +363,26 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
         for name in scenario_filter or []:
             if name not in SCENARIOS:
                 raise ConfigError(f"unknown scenario '{name}'", path="--scenario", hint=did_you_mean(name, SCENARIOS))
+        if install_only:
+            server_options = [name for name, given in (("--server-cpus", server_cpus is not None),
+                                                       ("--workers", workers != 1), ("--threads", threads is not None))
+                              if given]
+            if server_options:
+                raise ConfigError(f"{' and '.join(server_options)} {'sets' if len(server_options) == 1 else 'set'} how "
+                                  "servers start, and --install-only starts none",
+                                  path=server_options[0], hint="drop them, or drop --install-only")
         cpus = parse_cpus(server_cpus, "--server-cpus") or [available_cpus()[0]]
         user = for_servers(run_as_root, contestants)
     except ConfigError as exc:
         fail_bad_input(exc)
         return
+
+    def print_log_tails(paths: list[Path]) -> None:
+        for log_path in paths:
+            lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]
+            console.print(f"--- last {len(lines)} lines of {log_path} ---")
+            console.print("\n".join(lines) if lines else "(empty)")
+
     static_dir = cache_root() / "static" / f"v{STATIC_SET_VERSION}"
     static_dir.mkdir(parents=True, exist_ok=True)
     backend = RealBackend(generator=None, user=user)
@@ -416,12 +431,9 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     if install_only:
         for name, reason in cannot.items():
             console.print(f"{name}: not installed: {reason}")
-        for contestant in (c for c in contestants if c.name in install_failed):
-            log_path = contestant.env_dir / "install.log"
-            lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]
-            console.print(f"--- {contestant.name}: install failed: {install_failed[contestant.name]}; "
-                          f"last {len(lines)} lines of {log_path} ---")
-            console.print("\n".join(lines) if lines else "(empty)")
+        for name, exc in install_failed.items():
+            console.print(f"{name}: install failed: {exc}")
+        print_log_tails([c.env_dir / "install.log" for c in contestants if c.name in install_failed])
         sys.exit(EXIT_FAILED if install_failed else EXIT_OK)
     # One certificate for every server verified over TLS, removed once they are all checked; a folder of this
     # verify's own, since several may run at once on one cache.
@@ -481,10 +493,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
         if certificate is not None:
             certificate.remove()
     console.print(table)
-    for log_path in failed_logs:
-        lines = tail(log_path).splitlines()[-VERIFY_LOG_TAIL_LINES:]
-        console.print(f"--- last {len(lines)} lines of {log_path} ---")
-        console.print("\n".join(lines) if lines else "(empty)")
+    print_log_tails(failed_logs)
     sys.exit(EXIT_FAILED if failures else EXIT_OK)
 
 
