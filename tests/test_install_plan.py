@@ -629,3 +629,21 @@ def test_cargo_contestants_share_the_crates_they_have_in_common_and_each_runs_it
     assert first.placeholders()["cargo_target_dir"] == str(cache / "cargo-target" / "optimized")
     said, log = built(first)
     assert said == "fx-share-a shared" and "Compiling fx-common" in log, log[-3000:]
+
+
+def test_install_only_with_all_parts_installs_the_services_of_the_database_scenarios(tmp_path, cache_dir):
+    """--install-only --build-all-parts installs the database a contestant's database scenarios need, beside it, as
+    a run measuring them would (a line as it ends, its folder in the cache's services folder); without
+    --build-all-parts those scenarios are not installed for, so neither is their database."""
+    contestants = tmp_path / "contestants"
+    shutil.copytree(FIXTURE_CONTESTANTS / "_fixture-shared", contestants / "_fixture-shared")
+    shutil.copytree(FIXTURE_CONTESTANTS / "fx-pg", contestants / "fx-pg")
+    args = ["verify", "fx-pg", "--contestants-dir", contestants, "--install-only"]
+    plain = run_cli(args, cache_dir, timeout_s=300)
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert "fx-pg: ready after" in plain.stdout and "postgresql" not in plain.stdout, plain.stdout
+    assert not (cache_dir / "services").exists()
+    both = run_cli([*args, "--build-all-parts"], cache_dir, timeout_s=600)
+    assert both.returncode == 0, both.stdout + both.stderr
+    assert "fx-pg: ready after" in both.stdout and "postgresql: ready after" in both.stdout, both.stdout
+    assert (cache_dir / "services" / "postgresql").is_dir()  # its folder in the cache, where runs look

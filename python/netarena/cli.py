@@ -49,7 +49,7 @@ from .scaffold import create, next_steps
 from .scenarios import STATIC_SET_VERSION, build_static_files, static_set_ready
 from .tls import is_tls, make_run_certificate, remove_stale_certificates, verify_certificate_folder
 from .server_user import RUN_AS_ROOT_ENV, SERVER_USER
-from .services import load_all, service_availability
+from .services import Service, chain, load_all, service_availability
 from .store import Store, unreadable
 from .term import console as make_console, styled
 
@@ -327,6 +327,22 @@ def verify_on_one_server(backend: RealBackend, contestant, scenarios: list[str],
     return results
 
 
+def needed_services(contestants, cannot: dict[str, str], checked, no_apt: bool) -> dict[str, Service | str]:
+    """The services the database scenarios of the installable contestants need (each with those it stores into,
+    FerretDB's PostgreSQL), by name: the Service, or why it cannot be installed here."""
+    found: dict[str, Service | str] = {}
+    everything = load_all()
+    for provides in sorted({SERVICE_SCENARIOS[s] for c in contestants if c.name not in cannot
+                            for s in checked(c) if s in SERVICE_SCENARIOS}):
+        runnable, reasons = service_availability(everything, provides, None, allow_apt=not no_apt)
+        if not runnable:  # the whole chain is reported under what it provides: one line, every reason
+            found[provides] = "; ".join(reasons)
+            continue
+        for service, _ in chain(everything, provides, None):
+            found[service.name] = service
+    return found
+
+
 @main.command()
 @click.argument("contestant_names", nargs=-1)
 @_contestants_dir_option
@@ -348,7 +364,8 @@ def verify_on_one_server(backend: RealBackend, contestant, scenarios: list[str],
                    "with a database then finds them built.")
 @click.option("--install-only", is_flag=True,
               help="Install the contestants (and the parts asked for) as a check would, then stop: start no server, "
-                   "check nothing. Exits 1 if an install failed, with its log's last lines.")
+                   "check nothing; with --build-all-parts also the services (databases) of the database scenarios. "
+                   "Exits 1 if an install failed, with its log's last lines.")
 def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs, server_cpus, run_as_root, workers,
            threads, build_all_parts, install_only):
     """Start each contestant, check every scenario it claims, stop it: pass/fail per pair with the reason."""
@@ -401,6 +418,8 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
     # verify starts no database: the scenarios that need one are not checked, so their install parts are not built,
     # unless asked for (--build-all-parts: one build with every driver instead of one more build per database later).
     def parts(contestant) -> list[str]:
+        if isinstance(contestant, Service):  # a service has no optional parts
+            return []
         return install_parts(contestant, verified_pairs(contestant.manifest, [
             s for s in checked(contestant) if build_all_parts or s not in SERVICE_SCENARIOS]))
 
@@ -425,8 +444,16 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
         else:
             console.print(f"{result.contestant.name}: ready after {minutes_seconds(result.seconds)}")
 
-    install_concurrently([c for c in contestants if c.name not in cannot],
-                         lambda c: install(c, allow_apt=not no_apt, user=user, parts=parts(c)),
+    # --install-only also installs the services (databases) of the database scenarios it builds the parts of
+    # (--build-all-parts), as a run that measures them would, beside the contestants: a run, or the tests, then
+    # find the database built too. A check starts no database, so without --install-only they stay as they are.
+    services = needed_services(contestants, cannot, checked, no_apt) if install_only and build_all_parts else {}
+    cannot.update({name: reason for name, reason in services.items() if isinstance(reason, str)})
+    to_install = [c for c in contestants if c.name not in cannot] + \
+        [s for s in services.values() if not isinstance(s, str)]
+    install_concurrently(to_install,
+                         lambda c: install(c, allow_apt=not no_apt, parts=parts(c),
+                                           user=None if isinstance(c, Service) else user),
                          install_jobs or default_install_jobs(), installed, parts)
     if install_only:
         for name, reason in cannot.items():

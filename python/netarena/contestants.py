@@ -537,7 +537,7 @@ def install_estimate_s(contestant: Contestant, parts=()) -> tuple[float, str]:
         known = {}
     base_current = _base_current(contestant)
     built = (_parts_built(contestant) or set()) if base_current else set()
-    language = contestant.manifest.language
+    language = getattr(contestant.manifest, "language", None)  # None: a service's (services.Service) manifest
     seconds, sources = 0.0, []
     replacing = any(contestant.manifest.install.optional[part].instead_of_steps for part in parts)
     if not base_current and not replacing:
@@ -546,7 +546,7 @@ def install_estimate_s(contestant: Contestant, parts=()) -> tuple[float, str]:
             sources.append("its last install here")
         else:
             seconds += DEFAULT_INSTALL_S.get(language, 60.0)
-            sources.append(f"default for {language}")
+            sources.append(f"default for {language or 'a service'}")
     for part in parts:
         if part in built:
             continue
