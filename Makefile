@@ -66,11 +66,12 @@ test-rust: test-packages
 
 # --durations: the slowest tests, after the time per test file (tests/conftest.py), so slow ones show in CI logs.
 # NETARENA_LOAD: the generator setup just built, not an older target/release/netarena-load of this checkout.
-# Two pytest-xdist workers (TEST_JOBS), each given a test file at a time (tests/conftest.py): most of a real
-# test waits (a server starting, a fixed-length measurement, a build's download), and the tests assert mechanisms
-# made for a busy or slower host, so two at once fill the two cores. Then the tests marked `alone` (pyproject.toml),
-# with nothing beside them, also when the others failed (every failure shows in one run).
-TEST_JOBS ?= 2
+# Three pytest-xdist workers (TEST_JOBS), each given a test file at a time, the longest first (tests/conftest.py):
+# most of a real test waits (a server starting, a fixed-length measurement, a build's download), and the tests
+# assert mechanisms made for a busy or slower host; with two workers, once the installs were done, a quarter of the
+# two cores stayed idle. Then the tests marked `alone` (pyproject.toml), with nothing beside them, also when the
+# others failed (every failure shows in one run).
+TEST_JOBS ?= 3
 # NETARENA_QUICK_BUILDS: unoptimized contestant builds and JVMs at their first JIT tier, the tests' default
 # (tests/conftest.py sets the same for a bare pytest); NETARENA_QUICK_BUILDS=0 make test builds as a run does.
 TEST_ENV = PATH="$(CURDIR)/$(BIN):$$PATH" NETARENA_LOAD="$(CURDIR)/$(BIN)/netarena-load" \
@@ -93,6 +94,9 @@ test-python: test-packages setup
 # and finds it built, one that comes first installs it itself and the background one then finds it built. Their
 # output goes to BACKGROUND_INSTALLS_LOG; their status is not the tests' (a failed install fails its verify test,
 # with its log).
+# When pytest starts they go back to the default priority (root only): a verify test waiting for a contestant
+# they are still installing would otherwise wait on a process that gets only the CPU pytest leaves idle (in a run
+# from empty caches, six minutes of installs went on beside pytest, and the verify tests took two minutes longer).
 # Stopped if still running when pytest's main part ends (the tests marked `alone` run with nothing beside them), and
 # when make test is stopped (the trap: they are in a session of their own, out of the terminal's Ctrl-C): SIGTERM to
 # their whole process group, not SIGINT, which a shell without job control starts background commands ignoring.
@@ -103,6 +107,13 @@ echo "make test: installing the contestants in the background (nice 19) beside t
 $(TEST_ENV) setsid sh -c 'echo 19 2>/dev/null > /proc/self/autogroup; exec nice -n 19 "$$@"' background-installs \
   $(BIN)/netarena verify --install-only --build-all-parts > $(BACKGROUND_INSTALLS_LOG) 2>&1 < /dev/null & \
 installs=$$!
+endef
+define BACKGROUND_INSTALLS_UNNICE
+if [ -n "$$(ps -o stat= -p $$installs | grep -v Z)" ]; then \
+  echo "make test: the background installs go on beside pytest, at the default priority"; \
+  echo 0 2>/dev/null > /proc/$$installs/autogroup; \
+  renice -n 0 -g $$installs > /dev/null 2>&1; \
+fi
 endef
 define BACKGROUND_INSTALLS_END
 if [ -z "$$(ps -o stat= -p $$installs | grep -v Z)" ]; then :; else \
@@ -122,6 +133,7 @@ test: test-packages setup
 	$(BACKGROUND_INSTALLS_START); \
 	trap 'kill -TERM -$$installs 2>/dev/null; exit 130' INT TERM; \
 	( $(RUST_TESTS) ) || status=$$?; \
+	$(BACKGROUND_INSTALLS_UNNICE); \
 	$(PYTEST_MAIN) || status=$$?; \
 	$(BACKGROUND_INSTALLS_END); \
 	$(PYTEST_ALONE) || status=$$?; \

@@ -58,27 +58,45 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"skipped under CI, where every test must run: {reason}"
 
 
-# `make test` runs pytest with two workers (pytest-xdist) and gives each a test file at a time: a file's module
+# `make test` runs pytest with three workers (pytest-xdist) and gives each a test file at a time: a file's module
 # fixtures are set up once, on one worker (test_contestants_verify's starts every contestant's verification).
-# These three files install every bundled contestant into the shared cache and form one unit, run in this order on
-# one worker: test_contestants_verify builds each contestant with all its parts (--build-all-parts), and the two
-# database files then find those builds instead of making their own at the same time.
-CONTESTANT_INSTALL_FILES = ("test_contestants_verify.py", "test_services_real.py",
-                            "test_techempower_contestants_real.py")
+# The files that install the bundled contestants into the shared cache (test_contestants_verify.py with every
+# optional part, the database files with theirs) may run at once: each install holds its contestant's lock, so a
+# second one waits and finds the first one's build, and make test's background installs (the Makefile) have
+# built most of them, every part included, by the time pytest starts.
+# The files are handed out longest first, so that no file of minutes starts last beside idle workers: those of
+# LONGEST_FILES in that order (by the per-file times of a `make test` from empty caches, 2026-12-01), then the
+# others with the most tests first (xdist's own order). A file's tests keep their order.
+LONGEST_FILES = ("test_contestants_verify.py", "test_run_real.py", "test_services_real.py",
+                 "test_techempower_contestants_real.py", "test_cluster_lab.py", "test_profile_real.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    tests_in_file: dict[str, int] = {}
+    for item in items:
+        tests_in_file[item.path.name] = tests_in_file.get(item.path.name, 0) + 1
+
+    def rank(item) -> tuple[int, int, str]:
+        name = item.path.name
+        return (LONGEST_FILES.index(name) if name in LONGEST_FILES else len(LONGEST_FILES), -tests_in_file[name],
+                str(item.path))
+
+    items.sort(key=rank)  # stable: the order within a file stays
 
 
 @pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: without the plugin (-p no:xdist) it is never called
 def pytest_xdist_make_scheduler(config, log):
     from xdist.scheduler import LoadScopeScheduling
 
+    config.option.loadscopereorder = False  # the collection's order (pytest_collection_modifyitems) is the one
+
     class ByTestFile(LoadScopeScheduling):
-        """xdist's scope scheduling (the units with the most tests first, each whole to one worker), with a test
-        file as the unit, the contestant-install files one unit. (xdist's own --dist loadgroup marks node ids in a
-        way pytest 9 no longer reads, and would split a file over workers.)"""
+        """xdist's scope scheduling (each unit whole to one worker, in the collection's order), with a test file
+        as the unit, where xdist's own would make one of each test class. (xdist's --dist loadgroup marks node ids
+        in a way pytest 9 no longer reads, and would split a file over workers.)"""
 
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "contestant installs" if Path(path).name in CONTESTANT_INSTALL_FILES else path
+            return nodeid.split("::", 1)[0]
 
     return ByTestFile(config, log)
 
