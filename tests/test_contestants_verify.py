@@ -8,6 +8,7 @@ A contestant whose runtime cannot be had here is skipped with the reason `netare
 
 import json
 import os
+import queue
 import re
 import socket
 import subprocess
@@ -69,10 +70,24 @@ def verifications(request, availability):
     # other's servers: made once, first.
     build_static_files(cache_root() / "static" / f"v{STATIC_SET_VERSION}")
     pool = ThreadPoolExecutor(VERIFY_AT_ONCE)
-    # --build-all-parts: the database drivers too, each contestant's in one build, which test_services_real and
-    # test_techempower_contestants_real then find in the cache instead of rebuilding it once per database.
-    futures = {name: pool.submit(_netarena, "verify", name, "--build-all-parts", timeout=VERIFY_TIMEOUT_S)
-               for name in names if availability[name]["runnable"]}
+    # Each verification's server on a CPU no other verification's server has (--server-cpus; verify's default is
+    # the first CPU, for both): the two at once share no CPU, as far as the machine has CPUs for them.
+    cpus = sorted(os.sched_getaffinity(0))
+    free_cpus: queue.SimpleQueue[int] = queue.SimpleQueue()
+    for slot in range(VERIFY_AT_ONCE):
+        free_cpus.put(cpus[slot % len(cpus)])
+
+    def verify_on_a_free_cpu(name: str) -> subprocess.CompletedProcess:
+        cpu = free_cpus.get()
+        try:
+            # --build-all-parts: the database drivers too, each contestant's in one build, which test_services_real
+            # and test_techempower_contestants_real then find in the cache instead of rebuilding it per database.
+            return _netarena("verify", name, "--build-all-parts", "--server-cpus", str(cpu),
+                             timeout=VERIFY_TIMEOUT_S)
+        finally:
+            free_cpus.put(cpu)
+
+    futures = {name: pool.submit(verify_on_a_free_cpu, name) for name in names if availability[name]["runnable"]}
     yield futures
     pool.shutdown(cancel_futures=True)
 
