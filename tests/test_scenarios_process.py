@@ -266,6 +266,24 @@ def test_nagle_check_tells_a_stall_from_pieces_written_slowly(serve, tmp_path):
     assert float(measured.group(1)) - float(measured.group(2)) >= NAGLE_MIN_STALL_MS, result.reason
 
 
+def test_a_stall_on_one_half_of_the_pairs_only_is_not_confirmed_by_the_reversed_round(serve, tmp_path):
+    """Pauses that fall on every other response (a CPU quota's, in step with the check's pairs) make the first
+    round's delayed-ACK half slow and its immediate half quick, as Nagle would; the second round, each pair in the
+    other order, puts them on the immediate half: not Nagle, and said so. A real Nagle stall is confirmed.
+    Which half the pauses fall on depends on how many requests the connection carried before the check: one server
+    pauses the odd responses, one the even ones, and the first round of one of them sees the false stall."""
+    observed = []
+    for parity in ([], ["--pace-even"]):
+        _, port = serve("--pace-alternate-ms", "60", *parity)
+        result = verify("bytes", port, tmp_path)
+        assert result.ok, result.reason
+        observed.append(result.observed)
+    assert sum("was not confirmed by a second in the other order" in o for o in observed) == 1, observed
+    _, nagle_port = serve("--nagle")
+    result = verify("bytes", nagle_port, tmp_path)
+    assert not result.ok and "TCP_NODELAY" in result.reason and "not confirmed" not in result.reason, result.reason
+
+
 def test_verify_sleep_requires_overlap_by_concurrency_model(serve, tmp_path):
     _, port = serve()  # a thread per connection: every sleep overlaps
     for model in ("event-loop", "threads"):
