@@ -84,8 +84,8 @@ test-python: test-packages setup
 # Background installs: the Rust tests mostly wait (in-process servers, fixed-length runs; about a quarter of two
 # CPUs busy), while pytest's first lane installs every bundled contestant (test_contestants_verify.py's verify
 # --build-all-parts, as below) with both CPUs busy, and the database tests build FerretDB (and apt-get PostgreSQL)
-# beside the other lane. So the same installs (--install-only installs those services too) start in the background with the Rust
-# tests, at the lowest CPU priority (nice 19: a Rust test's server or generator, at the default priority, takes a
+# beside the other lane. So the same installs (--install-only installs those services too) start in the background
+# with the Rust tests, at the lowest CPU priority (nice 19: a Rust test's server or generator, at the default priority, takes a
 # CPU from them at once), and go on beside pytest until done, filling the CPU the tests leave idle. Their session
 # (setsid, below) is also a scheduler autogroup of its own where the kernel has them (Linux's sched_autogroup): the
 # kernel shares the CPU between autogroups by the autogroup's nice, not the tasks', so that one gets nice 19 too

@@ -460,7 +460,7 @@ def verify(contestant_names, contestants_dir, scenario_opt, no_apt, install_jobs
             console.print(f"{name}: not installed: {reason}")
         for name, exc in install_failed.items():
             console.print(f"{name}: install failed: {exc}")
-        print_log_tails([c.env_dir / "install.log" for c in contestants if c.name in install_failed])
+        print_log_tails([c.env_dir / "install.log" for c in to_install if c.name in install_failed])
         sys.exit(EXIT_FAILED if install_failed else EXIT_OK)
     # One certificate for every server verified over TLS, removed once they are all checked; a folder of this
     # verify's own, since several may run at once on one cache.
