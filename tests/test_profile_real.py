@@ -70,7 +70,6 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     assert go["tool"] == "perf" and go["event"] == "cpu-clock" and go["error"] is None and go["samples"] > 0, go
     go_frames = {f for stack in parse(go["views"]["cpu"]) for f in stack}
     assert any(f.startswith("net/http.(*conn).serve (") for f in go_frames), sorted(go_frames)[:50]
-    assert go["categories"]["kernel"] > 0 and go["categories"]["runtime"] + go["categories"]["framework"] > 0, go
     # The JVM: its JIT-compiled methods named by the map jcmd wrote after sampling; Netty's event loop (4.2:
     # NioIoHandler, run by SingleThreadIoEventLoop; 4.1: NioEventLoop) or its decoder's channelRead is hot.
     java = json.loads(profiled["java-netty"]["profile_json"])
@@ -93,6 +92,12 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     assert any(f.startswith("JS:") and " node:_http_server:" in f and f.endswith(f" ({JIT_DSO})")
                for f in node_frames), sorted(node_frames)[:80]
     assert node["categories"]["runtime"] > 0, node["categories"]
+    # Every sample in one part by its leaf frame, and the kernel's time (sending, receiving, waiting in epoll)
+    # among the servers' samples. Each profile holds a few dozen samples (99 Hz over 2 s of a server's CPU share),
+    # fewer on a slow host: one server's kernel part can be 0 by chance, the three perf profiles' together not.
+    perf_profiles = [go, java, node]
+    assert all(sum(p["categories"].values()) == p["samples"] for p in perf_profiles), perf_profiles
+    assert sum(p["categories"]["kernel"] for p in perf_profiles) > 0, [p["categories"] for p in perf_profiles]
     # The maps went with their servers: nothing of the profiles is left in /tmp.
     assert node["pids"] and not [p for p in java["pids"] + node["pids"] if Path(f"/tmp/perf-{p}.map").exists()]
     # The generator (netarena-load, by perf) is profiled in every profiled repeat, whatever the server's profiler.
