@@ -89,9 +89,14 @@ def test_the_generator_is_profiled_in_the_profiled_repeat_by_perf(runs):
     stacks = parse(gen["views"]["cpu"])
     assert sum(stacks.values()) == gen["samples"]
     frames = {f for stack in stacks for f in stack}
-    # netarena-load's own functions by name, counted as its own code.
-    assert any(f.startswith(("netarena_load::", "<netarena_load::")) for f in frames), sorted(frames)[:60]
-    assert gen["categories"]["own"] > 0 and sum(gen["categories"].values()) == gen["samples"], gen["categories"]
+    # netarena-load's own functions by name, counted as its own code where they are the leaf (self time). Most of
+    # its samples are in the kernel (sending, receiving): on a slow host a few dozen samples can hold no leaf of
+    # its own, so the count is checked against the stacks, not for being above 0.
+    own = ("netarena_load::", "<netarena_load::")
+    assert any(f.startswith(own) for f in frames), sorted(frames)[:60]
+    assert gen["categories"]["own"] == sum(n for stack, n in stacks.items() if stack[-1].startswith(own)), \
+        gen["categories"]
+    assert sum(gen["categories"].values()) == gen["samples"], gen["categories"]
     # B ran with perf missing: its generator part says why, its server profile is whole.
     _, b = _profile(results, 2, OPEN)
     assert b["generator"]["error"] == f"NETARENA_PERF={tmp / 'no-perf-here'} is not an executable file", b

@@ -83,6 +83,16 @@ def generator_argv(binary: Path, mode: str, target: str, args: list[str], *, war
     return argv
 
 
+# The flags that make a netarena-load run an open loop (a rate, rate steps, a find-max search).
+OPEN_LOOP_FLAGS = frozenset({"--rate", "--conn-rate", "--steps", "--find-max"})
+
+
+def open_loop(argv: list[str]) -> bool:
+    """Whether a generator command line (as generator_argv builds it) runs an open loop: with --prepare such a
+    run opens its connections and warms up before READY, a closed loop or an echo flood after the start time."""
+    return not OPEN_LOOP_FLAGS.isdisjoint(argv)
+
+
 def check_argv(argv: list[str], *, skip_limits: bool = False) -> tuple[dict | None, str | None]:
     """netarena-load's verdict on a run's command line (as generator_argv builds it), sending nothing: (the
     check's JSON, None) when it would run, (None, its reason) when it would refuse. `skip_limits` leaves out the

@@ -26,7 +26,7 @@ from ..services import ServiceError
 from ..spread import (READY_MARGIN_S, START_LEAD_S, MergeFailed, is_loopback_host, merge_documents, plan_for,
                       read_ready, share_level)
 from ..store import STATUS_OK, file_name_part, now_iso
-from ..generator import generator_argv
+from ..generator import generator_argv, open_loop
 from ..tls import H1, PROTOCOL_ENV, TLS_ENV, RunCertificate, hand_over, tls_placeholders
 from .base import (MeasureRequest, conclude, failed, generator_time_limit_s, parse_document, timeouts, too_slow,
                    used_services, window)
@@ -332,6 +332,8 @@ class RealBackend:
                 record["warmup"] = {"mode": "split", "closed_after_s": first, "error": error}
                 req = dataclasses.replace(req, warmup_s=req.warmup_s - first)
             argv = self._argv(spec, req)
+            if req.profile is not None:
+                argv += ["--prepare"]  # the profilers' window follows the load's own start (_run_generator)
             record["generator_argv"] = argv
             profile = {} if req.profile is not None else None
             counting = count()
@@ -449,16 +451,35 @@ class RealBackend:
                        profile: dict | None = None):
         """netarena-load as `argv`, the server's tree monitored; with `profile` (a dict to fill), its profiler
         sampling the server's tree during the measured phase (netarena.profile)."""
-        gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True, open_files=req.generator_open_files)
+        gen = ManagedProcess(argv, cpus=req.generator_cpus, capture=True, open_files=req.generator_open_files,
+                             stdin_pipe=profile is not None)
         self.on_spawn(gen, "generator")
         monitor = None
         monitor_result = None
-        sampler = self._start_sampler(server_pid, req) if profile is not None else None
-        gen_sampler = self._start_generator_sampler(gen.pid, req) if profile is not None else None
+        sampler = gen_sampler = None
+        before = b""  # the generator's stderr up to READY
+        lead_s = 0.0
         try:
+            if profile is not None:
+                # A profiled repeat runs its generator with --prepare: whatever comes before its load (its first
+                # request, learning the response; a fresh JVM's first answers took 5 s in a 35% CPU quota) is
+                # over at READY, and the profilers' window is then timed from the start time given to it, not
+                # from its spawn. The closed loop warms up from the start time, an open loop did before READY.
+                ready_by = time.monotonic() + READY_MARGIN_S + req.warmup_s + req.timeout_s
+                _, before, refused = read_ready(gen, ready_by)
+                if refused is not None:
+                    profile.update({"tool": req.profile.tool, "error": f"not profiled: {refused}"})
+                    return None, None, refused
+                lead_s = START_LEAD_S
+                delay_s = lead_s + (0.0 if open_loop(argv) else req.warmup_s)
+                sampler = self._start_sampler(server_pid, req, delay_s)
+                gen_sampler = self._start_generator_sampler(gen.pid, req, delay_s)
+                gen.proc.stdin.write(f"{time.time_ns() + int(lead_s * 1e9)}\n".encode())
+                gen.proc.stdin.flush()  # communicate() closes stdin
             monitor, monitor_result = self._start_monitor(server_pid, gen.pid, req)
             stdout, stderr, timed_out = _communicate(
-                gen, generator_time_limit_s(argv, req.warmup_s, req.duration_s, req.timeout_s))
+                gen, lead_s + generator_time_limit_s(argv, req.warmup_s, req.duration_s, req.timeout_s))
+            stderr = before + stderr
             if timed_out:
                 return None, self._stop_monitor(monitor, monitor_result), too_slow(argv)
         finally:
@@ -481,19 +502,19 @@ class RealBackend:
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error
 
-    def _start_sampler(self, server_pid: int | None, req: MeasureRequest) -> Sampler:
-        """The profiler of a profiled repeat, started now and sampling from the end of the warm-up."""
+    def _start_sampler(self, server_pid: int | None, req: MeasureRequest, delay_s: float) -> Sampler:
+        """The profiler of a profiled repeat, started now and sampling from `delay_s` on (the measured phase)."""
         workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
                                                             f"r{req.repeat_index}")
-        return Sampler(req.profile, req.contestant, server_pid, delay_s=req.warmup_s, duration_s=req.duration_s,
+        return Sampler(req.profile, req.contestant, server_pid, delay_s=delay_s, duration_s=req.duration_s,
                        workdir=workdir, cpus=req.generator_cpus, on_spawn=self.on_spawn,
                        on_release=self.release).start()
 
-    def _start_generator_sampler(self, generator_pid: int, req: MeasureRequest) -> Sampler:
+    def _start_generator_sampler(self, generator_pid: int, req: MeasureRequest, delay_s: float) -> Sampler:
         """perf on the generator of a profiled repeat, over the server profiler's window (profile.generator_sampler)."""
         workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
                                                             f"r{req.repeat_index}") / "generator"
-        return generator_sampler(generator_pid, delay_s=req.warmup_s, duration_s=req.duration_s, workdir=workdir,
+        return generator_sampler(generator_pid, delay_s=delay_s, duration_s=req.duration_s, workdir=workdir,
                                  cpus=req.generator_cpus, on_spawn=self.on_spawn, on_release=self.release)
 
     def _end(self, gen: ManagedProcess) -> None:
