@@ -129,6 +129,9 @@ class Sampler:
             self._procs.append((proc, self.workdir / out_name, log))
             self.on_spawn(proc, "profiler")
         self._deadline = time.monotonic() + self.delay_s + self.duration_s + GRACE_S
+        # When the window was to begin (the profiler's own start-up, e.g. perf reading a JVM's threads and memory
+        # maps, comes after it): against the generator's measured phase (its started_at) it shows the two agree.
+        document["window_start_unix"] = round(time.time() + self.delay_s, 6)
         return self
 
     def abort(self) -> None:
