@@ -470,12 +470,16 @@ class RealBackend:
                 if refused is not None:
                     profile.update({"tool": req.profile.tool, "error": f"not profiled: {refused}"})
                     return None, None, refused
+                # The start time goes to the generator first: starting the profilers takes time of its own, which
+                # must not put it in the past. They are given the window as a Unix time, so that their start-up
+                # does not shift it either.
                 lead_s = START_LEAD_S
-                delay_s = lead_s + (0.0 if open_loop(argv) else req.warmup_s)
-                sampler = self._start_sampler(server_pid, req, delay_s)
-                gen_sampler = self._start_generator_sampler(gen.pid, req, delay_s)
-                gen.proc.stdin.write(f"{time.time_ns() + int(lead_s * 1e9)}\n".encode())
+                start_ns = time.time_ns() + int(lead_s * 1e9)
+                gen.proc.stdin.write(f"{start_ns}\n".encode())
                 gen.proc.stdin.flush()  # communicate() closes stdin
+                window_start = start_ns / 1e9 + (0.0 if open_loop(argv) else req.warmup_s)
+                sampler = self._start_sampler(server_pid, req, window_start)
+                gen_sampler = self._start_generator_sampler(gen.pid, req, window_start)
             monitor, monitor_result = self._start_monitor(server_pid, gen.pid, req)
             stdout, stderr, timed_out = _communicate(
                 gen, lead_s + generator_time_limit_s(argv, req.warmup_s, req.duration_s, req.timeout_s))
@@ -502,19 +506,19 @@ class RealBackend:
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error
 
-    def _start_sampler(self, server_pid: int | None, req: MeasureRequest, delay_s: float) -> Sampler:
-        """The profiler of a profiled repeat, started now and sampling from `delay_s` on (the measured phase)."""
+    def _start_sampler(self, server_pid: int | None, req: MeasureRequest, start_unix: float) -> Sampler:
+        """The profiler of a profiled repeat, started now and sampling from `start_unix` on (the measured phase)."""
         workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
                                                             f"r{req.repeat_index}")
-        return Sampler(req.profile, req.contestant, server_pid, delay_s=delay_s, duration_s=req.duration_s,
+        return Sampler(req.profile, req.contestant, server_pid, start_unix=start_unix, duration_s=req.duration_s,
                        workdir=workdir, cpus=req.generator_cpus, on_spawn=self.on_spawn,
                        on_release=self.release).start()
 
-    def _start_generator_sampler(self, generator_pid: int, req: MeasureRequest, delay_s: float) -> Sampler:
+    def _start_generator_sampler(self, generator_pid: int, req: MeasureRequest, start_unix: float) -> Sampler:
         """perf on the generator of a profiled repeat, over the server profiler's window (profile.generator_sampler)."""
         workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
                                                             f"r{req.repeat_index}") / "generator"
-        return generator_sampler(generator_pid, delay_s=delay_s, duration_s=req.duration_s, workdir=workdir,
+        return generator_sampler(generator_pid, start_unix=start_unix, duration_s=req.duration_s, workdir=workdir,
                                  cpus=req.generator_cpus, on_spawn=self.on_spawn, on_release=self.release)
 
     def _end(self, gen: ManagedProcess) -> None:

@@ -3,6 +3,7 @@ of its own, bounded in time; its samples as the stored document (docs/store.md, 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -23,6 +24,16 @@ IDLE_EVENTS = {"perf": "context switches: each thread's time from leaving its CP
                        "left with",
                "py-spy": "every thread sampled, less the GIL holder: threads blocked, sleeping or waiting for the GIL"}
 PERF_SCRIPT_TIMEOUT_S = 120.0
+# perf's workload, which times its window: perf starts with its events off (-D -1) and turns them on when this
+# writes "enable" to its control FIFO. perf runs its workload only once it has opened its events on every thread
+# of the tree and read their memory maps (a JVM's took 0.8 s in a 35% CPU quota), so the shell sleeps until the
+# window's start as a Unix time, not for a delay counted from its own start, and the setup is out of the window.
+# It notes when the events went on (WINDOW_STARTED in perf's log), then sleeps the window's length; perf ends
+# with it. Arguments: the start time, the FIFO, the length.
+PERF_WINDOW_SCRIPT = (
+    'left=$(awk -v start="$0" -v now="$(date +%s.%N)" \'BEGIN { d = start - now; printf "%.6f", (d > 0 ? d : 0) }\'); '
+    'sleep "$left"; echo enable > "$1"; echo "window-started-at $(date +%s.%N)" >&2; sleep "$2"')
+WINDOW_STARTED = "window-started-at "
 
 
 def _version(path: str) -> str:
@@ -51,20 +62,21 @@ def own_code(contestant) -> tuple[list[Path], tuple[str, ...]]:
 
 
 class Sampler:
-    """Samples the process tree of `server_pid` with `plan.tool` for `duration_s`, starting `delay_s` after
-    start() (the generator's warm-up). The profiler is one process started at once behind a shell's `sleep`, so
-    it is tracked (on_spawn) like every process of a run from the moment it exists; finish() waits for it,
-    bounded, and returns the document. A profiler that fails or hangs gives a document with `error`, never an
+    """Samples the process tree of `server_pid` with `plan.tool` for `duration_s` from `start_unix` on (a Unix
+    time: the generator's measured phase, its start time given at its start barrier plus its warm-up). Each profiler process is started at once, so it is tracked (on_spawn) like
+    every process of a run from the moment it exists: py-spy behind a shell's `sleep`, perf with its events off
+    until its workload turns them on (PERF_WINDOW_SCRIPT); finish() waits for it, bounded, and returns the
+    document. A profiler that fails or hangs gives a document with `error`, never an
     exception."""
 
-    def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, delay_s: float, duration_s: float,
+    def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, start_unix: float, duration_s: float,
                  workdir: Path, cpus: list[int] | None, on_spawn=lambda proc, role: None,
                  on_release=lambda proc: None, own: tuple[list[Path], tuple[str, ...]] | None = None,
                  subject: str = "server"):
         self.plan, self.contestant, self.server_pid = plan, contestant, server_pid
         self.own = own  # what counts as own code, when not the contestant's (own_code): the generator's crate
         self.subject = subject  # what is sampled, as the document's errors name it
-        self.delay_s, self.duration_s = delay_s, duration_s
+        self.start_unix, self.duration_s = start_unix, duration_s
         self.workdir, self.cpus = workdir, cpus
         self.on_spawn, self.on_release = on_spawn, on_release
         # The profiler's processes (py-spy: two, perf: one), each with the file it writes and its log.
@@ -95,6 +107,8 @@ class Sampler:
             document["error"] = f"the {self.subject}'s process is gone: {exc}"
             return self
         document["pids"] = pids
+        # When the window is to begin; perf's document has when it began (its events on) once it is read.
+        document["window_start_unix"] = round(self.start_unix, 6)
         self.workdir.mkdir(parents=True, exist_ok=True)
         if tool == "py-spy":
             # --gil: only the thread holding the GIL, the one running Python code: py-spy counts a thread blocked
@@ -112,13 +126,19 @@ class Sampler:
             # pointers: Go keeps them; code built without them gives shorter stacks, its leaf (self time) still
             # right. Off CPU: every context switch of the server's threads with the call chain it left with, and
             # --switch-events for when each came back (folded.perf_script_views).
+            # The window by perf's control FIFO (PERF_WINDOW_SCRIPT): perf starts now, its set-up before the window.
+            control = self.workdir / "perf-control.fifo"
+            control.unlink(missing_ok=True)
+            os.mkfifo(control)
             runs = [("perf.data", [self._path, "record", "-e", f"{ON_CPU_EVENT}/freq={RATE_HZ}/", "-e",
                                    f"{OFF_CPU_EVENT}/period=1/", "--switch-events", "-g", "-p",
-                                   ",".join(map(str, pids)), "-o", str(self.workdir / "perf.data"), "--",
-                                   "sleep", f"{self.duration_s:g}"])]
+                                   ",".join(map(str, pids)), "-o", str(self.workdir / "perf.data"), "-D", "-1",
+                                   "--control", f"fifo:{control}", "--", "sh", "-c", PERF_WINDOW_SCRIPT,
+                                   f"{document['window_start_unix']:.6f}", str(control), f"{self.duration_s:g}"])]
         for out_name, argv in runs:
-            # The shell sleeps through the warm-up, then becomes the profiler (exec: one process to track and stop).
-            wrapped = ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self.delay_s:g}", *argv]
+            # py-spy: the shell sleeps through the warm-up, then becomes the profiler (exec: one process to track
+            # and stop). py-spy attaches in well under a second; it has no way to start with its sampling off.
+            wrapped = argv if tool == "perf" else ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self._left_s():.6f}", *argv]
             log = self.workdir / f"{Path(out_name).stem}.log"
             try:
                 proc = ManagedProcess(wrapped, cpus=self.cpus, log_path=log)
@@ -128,11 +148,12 @@ class Sampler:
                 return self
             self._procs.append((proc, self.workdir / out_name, log))
             self.on_spawn(proc, "profiler")
-        self._deadline = time.monotonic() + self.delay_s + self.duration_s + GRACE_S
-        # When the window was to begin (the profiler's own start-up, e.g. perf reading a JVM's threads and memory
-        # maps, comes after it): against the generator's measured phase (its started_at) it shows the two agree.
-        document["window_start_unix"] = round(time.time() + self.delay_s, 6)
+        self._deadline = time.monotonic() + self._left_s() + self.duration_s + GRACE_S
         return self
+
+    def _left_s(self) -> float:
+        """The time from now to the window's start (0 once it has begun)."""
+        return max(0.0, self.start_unix - time.time())
 
     def abort(self) -> None:
         """Stop sampling now (the load ended early: no measured phase left to sample)."""
@@ -174,16 +195,24 @@ class Sampler:
                 idle = (off_cpu(py_spy_stacks(every_thread.read_text(errors="replace"), own_dirs), stacks)
                         if every_thread.is_file() and every_thread.stat().st_size else None)
             else:
+                started = [line.split()[-1] for line in log.read_text(errors="replace").splitlines()
+                           if line.startswith(WINDOW_STARTED)] if log.is_file() else []
+                if started:  # later than planned when perf's set-up outlasted the time before the window
+                    document["window_start_unix"] = round(float(started[-1]), 6)
                 document["perf_maps"] = write_perf_maps(document["pids"])  # JIT frames' names (profile.jit)
                 script = subprocess.run([self._path, "script", "-i", str(out), "-F", "pid,tid,time,event,ip,sym,dso",
                                          "--show-switch-events"],
                                         capture_output=True, text=True, timeout=PERF_SCRIPT_TIMEOUT_S)
+                if script.returncode != 0:  # e.g. a recording cut short: said, not taken for an idle server
+                    raise ValueError(f"perf script exited with code {script.returncode}: "
+                                     f"{script.stderr.strip()[-400:]}")
                 views = perf_script_views(script.stdout, set(document["pids"]), RATE_HZ)
                 stacks, idle = views.cpu, views.idle
         except (OSError, ValueError, subprocess.SubprocessError) as exc:
             document["error"] = f"reading {tool}'s samples: {exc}"
             return document
         finally:
+            (self.workdir / "perf-control.fifo").unlink(missing_ok=True)
             if out.suffix == ".data":
                 out.unlink(missing_ok=True)  # raw perf data: the folded stacks keep what the report uses
         document["samples"] = sum(stacks.values())
@@ -193,7 +222,11 @@ class Sampler:
             document["views"]["idle"] = to_text(idle)
         document.update(summarize(stacks, tool, own_dirs, own_symbols))
         if not stacks and document["error"] is None:
-            document["error"] = f"{tool} caught no samples of the {self.subject} running (idle in its window?)"
+            if code:  # the profiler failed or was killed (a negative code: by that signal), its recording kept
+                tail = log.read_text(errors="replace")[-400:].strip() if log.is_file() else ""
+                document["error"] = f"{tool} exited with code {code} and caught no samples: {tail}"
+            else:
+                document["error"] = f"{tool} caught no samples of the {self.subject} running (idle in its window?)"
         return document
 
 
@@ -201,13 +234,13 @@ class Sampler:
 GENERATOR_OWN_SYMBOLS = ("netarena_load::", "<netarena_load::")
 
 
-def generator_sampler(generator_pid: int, *, delay_s: float, duration_s: float, workdir: Path,
+def generator_sampler(generator_pid: int, *, start_unix: float, duration_s: float, workdir: Path,
                       cpus: list[int] | None, on_spawn=lambda proc, role: None,
                       on_release=lambda proc: None) -> Sampler:
     """A profiled repeat's second profile: the load generator (netarena-load, native code) profiled by perf as a
     native server is (cpu-clock on CPU, context switches off CPU) over the same window as the server, so that a
     generator-bound figure (GEN) says where the generator's time went. Started; its document is stored as the
     profile's `generator`."""
-    return Sampler(ProfilePlan("perf"), None, generator_pid, delay_s=delay_s, duration_s=duration_s,
+    return Sampler(ProfilePlan("perf"), None, generator_pid, start_unix=start_unix, duration_s=duration_s,
                    workdir=workdir, cpus=cpus, on_spawn=on_spawn, on_release=on_release,
                    own=([], GENERATOR_OWN_SYMBOLS), subject="load generator").start()
