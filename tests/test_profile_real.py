@@ -108,8 +108,8 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
             (name, generator)
     # Each window falls in the measured phase: the generator waited at its start barrier (--prepare) for the
     # start time the window was timed from, then opened its connections and warmed up; perf's window is when its
-    # events went on. Timed from the generator's launch instead, a fresh JVM's slow first answers (before the
-    # barrier) put the whole window before the phase, in a 35% CPU quota.
+    # events went on, after its set-up. (Timed by a delay from the generator's launch instead, in a 35% CPU quota,
+    # perf began sampling 0.8 s into a 2 s window, and a JVM profile once held no sample at all.)
     for name, row in profiled.items():
         assert "--prepare" in json.loads(row["generator_argv_json"]), name
         generator_document = json.loads(row["generator_json"])

@@ -461,10 +461,10 @@ class RealBackend:
         lead_s = 0.0
         try:
             if profile is not None:
-                # A profiled repeat runs its generator with --prepare: whatever comes before its load (its first
-                # request, learning the response; a fresh JVM's first answers took 5 s in a 35% CPU quota) is
-                # over at READY, and the profilers' window is then timed from the start time given to it, not
-                # from its spawn. The closed loop warms up from the start time, an open loop did before READY.
+                # A profiled repeat runs its generator with --prepare: whatever comes before its load (its start,
+                # its first request, learning the response, as long as the server takes to answer it) is over at
+                # READY, and the profilers' window is then timed from the start time given to it, not from its
+                # spawn. The closed loop warms up from the start time, an open loop did before READY.
                 ready_by = time.monotonic() + READY_MARGIN_S + req.warmup_s + req.timeout_s
                 _, before, refused = read_ready(gen, ready_by)
                 if refused is not None:
