@@ -29,8 +29,8 @@ PERF_SCRIPT_TIMEOUT_S = 120.0
 # of the tree and read their memory maps (timed by a delay, sampling began 0.8 s into a 2 s window in a 35% CPU
 # quota), so the shell sleeps until the window's start as a Unix time, not for a delay counted from its own
 # start, and the set-up is out of the window. The awk conditional is in parentheses: bare, mawk reads printf's
-# `>` as a redirection and writes a file named "0". It notes when the events went on (WINDOW_STARTED in perf's log), then sleeps the window's length; perf ends
-# with it. Arguments: the start time, the FIFO, the length.
+# `>` as a redirection and writes a file named "0". It notes when the events went on (WINDOW_STARTED in perf's
+# log), then sleeps the window's length; perf ends with it. Arguments: the start time, the FIFO, the length.
 PERF_WINDOW_SCRIPT = (
     'left=$(awk -v start="$0" -v now="$(date +%s.%N)" \'BEGIN { d = start - now; printf "%.6f", (d > 0 ? d : 0) }\'); '
     'sleep "$left"; echo enable > "$1"; echo "window-started-at $(date +%s.%N)" >&2; sleep "$2"')
