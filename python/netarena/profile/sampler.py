@@ -64,11 +64,11 @@ def own_code(contestant) -> tuple[list[Path], tuple[str, ...]]:
 
 class Sampler:
     """Samples the process tree of `server_pid` with `plan.tool` for `duration_s` from `start_unix` on (a Unix
-    time: the generator's measured phase, its start time given at its start barrier plus its warm-up). Each profiler process is started at once, so it is tracked (on_spawn) like
-    every process of a run from the moment it exists: py-spy behind a shell's `sleep`, perf with its events off
-    until its workload turns them on (PERF_WINDOW_SCRIPT); finish() waits for it, bounded, and returns the
-    document. A profiler that fails or hangs gives a document with `error`, never an
-    exception."""
+    time: the generator's measured phase, its start time given at its start barrier plus its warm-up). Each
+    profiler process is started at once, so it is tracked (on_spawn) like every process of a run from the moment
+    it exists: py-spy behind a shell's `sleep`, perf with its events off until its workload turns them on
+    (PERF_WINDOW_SCRIPT); finish() waits for it, bounded, and returns the document. A profiler that fails or
+    hangs gives a document with `error`, never an exception."""
 
     def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, start_unix: float, duration_s: float,
                  workdir: Path, cpus: list[int] | None, on_spawn=lambda proc, role: None,
