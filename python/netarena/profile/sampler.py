@@ -25,10 +25,11 @@ IDLE_EVENTS = {"perf": "context switches: each thread's time from leaving its CP
                "py-spy": "every thread sampled, less the GIL holder: threads blocked, sleeping or waiting for the GIL"}
 PERF_SCRIPT_TIMEOUT_S = 120.0
 # perf's workload, which times its window: perf starts with its events off (-D -1) and turns them on when this
-# writes "enable" to its control FIFO. perf runs its workload only once it has opened its events on every thread
-# of the tree and read their memory maps (timed by a delay, sampling began 0.8 s into a 2 s window in a 35% CPU
-# quota), so the shell sleeps until the window's start as a Unix time, not for a delay counted from its own
-# start, and the set-up is out of the window. The awk conditional is in parentheses: bare, mawk reads printf's
+# writes "enable" to its control FIFO, once perf has opened its events on every thread of the tree and read their
+# memory maps (in a 35% CPU quota sampling began 0.8 s into a 2 s window). perf is started at the window's start,
+# not before: it follows only threads started once its events are open, and a server's threads for its
+# connections, like the generator's load threads, start with the load. So the shell enables at once after the
+# set-up (it sleeps until the window's start as a Unix time, if that is still ahead), and perf's log says when. The awk conditional is in parentheses: bare, mawk reads printf's
 # `>` as a redirection and writes a file named "0". It notes when the events went on (WINDOW_STARTED in perf's
 # log), then sleeps the window's length; perf ends with it. Arguments: the start time, the FIFO, the length.
 PERF_WINDOW_SCRIPT = (
@@ -65,22 +66,16 @@ def own_code(contestant) -> tuple[list[Path], tuple[str, ...]]:
 class Sampler:
     """Samples the process tree of `server_pid` with `plan.tool` for `duration_s` from `start_unix` on (a Unix
     time: the generator's measured phase, its start time given at its start barrier plus its warm-up). Each
-    profiler process is started at once, so it is tracked (on_spawn) like every process of a run from the moment
-    it exists: py-spy behind a shell's `sleep`, perf with its events off until its workload turns them on
-    (PERF_WINDOW_SCRIPT); finish() waits for it, bounded, and returns the document. A profiler that fails or
+    profiler process is started at once behind a shell's `sleep`, so it is tracked (on_spawn) like every process
+    of a run from the moment it exists; perf then turns its events on after its set-up (PERF_WINDOW_SCRIPT);
+    finish() waits for it, bounded, and returns the document. A profiler that fails or
     hangs gives a document with `error`, never an exception."""
 
     def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, start_unix: float, duration_s: float,
                  workdir: Path, cpus: list[int] | None, on_spawn=lambda proc, role: None,
                  on_release=lambda proc: None, own: tuple[list[Path], tuple[str, ...]] | None = None,
-                 subject: str = "server", attach_at_start: bool = False):
+                 subject: str = "server"):
         self.plan, self.contestant, self.server_pid = plan, contestant, server_pid
-        # Start perf at the window's start, not at once: for a process whose threads are not all there yet. perf
-        # attaches to the threads it finds, and follows threads they start only once its events are open: the
-        # generator (run with --prepare) starts its load threads at its start time, and in a 35% CPU quota perf's
-        # set-up outlasted the 0.5 s before it, so those threads were started before perf was on the main one
-        # (no sample in 4 of 4 generator profiles). Its window then begins late by its set-up, as its log says.
-        self.attach_at_start = attach_at_start
         self.own = own  # what counts as own code, when not the contestant's (own_code): the generator's crate
         self.subject = subject  # what is sampled, as the document's errors name it
         self.start_unix, self.duration_s = start_unix, duration_s
@@ -133,7 +128,7 @@ class Sampler:
             # pointers: Go keeps them; code built without them gives shorter stacks, its leaf (self time) still
             # right. Off CPU: every context switch of the server's threads with the call chain it left with, and
             # --switch-events for when each came back (folded.perf_script_views).
-            # The window by perf's control FIFO (PERF_WINDOW_SCRIPT): perf starts now, its set-up before the window.
+            # The window by perf's control FIFO (PERF_WINDOW_SCRIPT): its events on once its set-up is done.
             control = self.workdir / "perf-control.fifo"
             control.unlink(missing_ok=True)
             os.mkfifo(control)
@@ -143,10 +138,8 @@ class Sampler:
                                    "--control", f"fifo:{control}", "--", "sh", "-c", PERF_WINDOW_SCRIPT,
                                    f"{document['window_start_unix']:.6f}", str(control), f"{self.duration_s:g}"])]
         for out_name, argv in runs:
-            # py-spy, and perf attaching at the window's start: the shell sleeps through the warm-up, then becomes
-            # the profiler (exec: one process to track and stop). py-spy has no way to start with sampling off.
-            at_once = tool == "perf" and not self.attach_at_start
-            wrapped = argv if at_once else ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self._left_s():.6f}", *argv]
+            # The shell sleeps through the warm-up, then becomes the profiler (exec: one process to track and stop).
+            wrapped = ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self._left_s():.6f}", *argv]
             log = self.workdir / f"{Path(out_name).stem}.log"
             try:
                 proc = ManagedProcess(wrapped, cpus=self.cpus, log_path=log)
@@ -205,7 +198,7 @@ class Sampler:
             else:
                 started = [line.split()[-1] for line in log.read_text(errors="replace").splitlines()
                            if line.startswith(WINDOW_STARTED)] if log.is_file() else []
-                if started:  # later than planned when perf's set-up outlasted the time before the window
+                if started:  # later than planned by perf's set-up
                     document["window_start_unix"] = round(float(started[-1]), 6)
                 document["perf_maps"] = write_perf_maps(document["pids"])  # JIT frames' names (profile.jit)
                 script = subprocess.run([self._path, "script", "-i", str(out), "-F", "pid,tid,time,event,ip,sym,dso",
@@ -251,4 +244,4 @@ def generator_sampler(generator_pid: int, *, start_unix: float, duration_s: floa
     profile's `generator`."""
     return Sampler(ProfilePlan("perf"), None, generator_pid, start_unix=start_unix, duration_s=duration_s,
                    workdir=workdir, cpus=cpus, on_spawn=on_spawn, on_release=on_release,
-                   own=([], GENERATOR_OWN_SYMBOLS), subject="load generator", attach_at_start=True).start()
+                   own=([], GENERATOR_OWN_SYMBOLS), subject="load generator").start()
