@@ -3,7 +3,6 @@ of its own, bounded in time; its samples as the stored document (docs/store.md, 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 from pathlib import Path
@@ -24,17 +23,12 @@ IDLE_EVENTS = {"perf": "context switches: each thread's time from leaving its CP
                        "left with",
                "py-spy": "every thread sampled, less the GIL holder: threads blocked, sleeping or waiting for the GIL"}
 PERF_SCRIPT_TIMEOUT_S = 120.0
-# perf's workload, which times its window: perf starts with its events off (-D -1) and turns them on when this
-# writes "enable" to its control FIFO, once perf has opened its events on every thread of the tree and read their
-# memory maps (in a 35% CPU quota sampling began 0.8 s into a 2 s window). perf is started at the window's start,
-# not before: it follows only threads started once its events are open, and a server's threads for its
-# connections, like the generator's load threads, start with the load. So the shell enables at once after the
-# set-up (it sleeps until the window's start as a Unix time, if that is still ahead), and perf's log says when. The awk conditional is in parentheses: bare, mawk reads printf's
-# `>` as a redirection and writes a file named "0". It notes when the events went on (WINDOW_STARTED in perf's
-# log), then sleeps the window's length; perf ends with it. Arguments: the start time, the FIFO, the length.
-PERF_WINDOW_SCRIPT = (
-    'left=$(awk -v start="$0" -v now="$(date +%s.%N)" \'BEGIN { d = start - now; printf "%.6f", (d > 0 ? d : 0) }\'); '
-    'sleep "$left"; echo enable > "$1"; echo "window-started-at $(date +%s.%N)" >&2; sleep "$2"')
+# perf's workload, which times its window: perf runs it once its events are open on every thread of the tree and
+# it has read their memory maps (in a 35% CPU quota that set-up took 0.8 s of a 2 s window), so it first notes
+# when sampling began (WINDOW_STARTED in perf's log), then sleeps the window's length; perf ends with it. perf is
+# started at the window's start, not before: it follows only threads started once its events are open, and a
+# server's threads for its connections, like the generator's load threads, start with the load.
+PERF_WINDOW_SCRIPT = 'echo "window-started-at $(date +%s.%N)" >&2; sleep "$0"'
 WINDOW_STARTED = "window-started-at "
 
 
@@ -67,8 +61,8 @@ class Sampler:
     """Samples the process tree of `server_pid` with `plan.tool` for `duration_s` from `start_unix` on (a Unix
     time: the generator's measured phase, its start time given at its start barrier plus its warm-up). Each
     profiler process is started at once behind a shell's `sleep`, so it is tracked (on_spawn) like every process
-    of a run from the moment it exists; perf then turns its events on after its set-up (PERF_WINDOW_SCRIPT);
-    finish() waits for it, bounded, and returns the document. A profiler that fails or
+    of a run from the moment it exists; perf's window begins after its set-up, as its log says
+    (PERF_WINDOW_SCRIPT). finish() waits for it, bounded, and returns the document. A profiler that fails or
     hangs gives a document with `error`, never an exception."""
 
     def __init__(self, plan: ProfilePlan, contestant, server_pid: int | None, *, start_unix: float, duration_s: float,
@@ -128,15 +122,10 @@ class Sampler:
             # pointers: Go keeps them; code built without them gives shorter stacks, its leaf (self time) still
             # right. Off CPU: every context switch of the server's threads with the call chain it left with, and
             # --switch-events for when each came back (folded.perf_script_views).
-            # The window by perf's control FIFO (PERF_WINDOW_SCRIPT): its events on once its set-up is done.
-            control = self.workdir / "perf-control.fifo"
-            control.unlink(missing_ok=True)
-            os.mkfifo(control)
             runs = [("perf.data", [self._path, "record", "-e", f"{ON_CPU_EVENT}/freq={RATE_HZ}/", "-e",
                                    f"{OFF_CPU_EVENT}/period=1/", "--switch-events", "-g", "-p",
-                                   ",".join(map(str, pids)), "-o", str(self.workdir / "perf.data"), "-D", "-1",
-                                   "--control", f"fifo:{control}", "--", "sh", "-c", PERF_WINDOW_SCRIPT,
-                                   f"{document['window_start_unix']:.6f}", str(control), f"{self.duration_s:g}"])]
+                                   ",".join(map(str, pids)), "-o", str(self.workdir / "perf.data"), "--", "sh", "-c",
+                                   PERF_WINDOW_SCRIPT, f"{self.duration_s:g}"])]
         for out_name, argv in runs:
             # The shell sleeps through the warm-up, then becomes the profiler (exec: one process to track and stop).
             wrapped = ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self._left_s():.6f}", *argv]
@@ -213,7 +202,6 @@ class Sampler:
             document["error"] = f"reading {tool}'s samples: {exc}"
             return document
         finally:
-            (self.workdir / "perf-control.fifo").unlink(missing_ok=True)
             if out.suffix == ".data":
                 out.unlink(missing_ok=True)  # raw perf data: the folded stacks keep what the report uses
         document["samples"] = sum(stacks.values())
