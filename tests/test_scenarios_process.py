@@ -22,6 +22,7 @@ from netarena.process import ManagedProcess, group_members, kill_group
 from netarena.scenarios import (MIN_LISTEN_BACKLOG, NAGLE_CHECK_REQUESTS, NAGLE_MIN_STALL_MS, SLEEP_OVERLAP_CONNECTIONS, STATIC_MAX_BYTES,
                                 STATIC_MEDIAN_BYTES, STATIC_MIN_BYTES, build_static_files, levels_for,
                                 listen_backlogs, load_spec, static_file_bytes, static_file_sizes, verify)
+from netarena.scenarios.socket_diag import peer_tcp_nodelay
 
 SERVER = FIXTURE_CONTESTANTS / "_fixture-shared" / "fixture_server.py"
 
@@ -282,6 +283,38 @@ def test_a_stall_on_one_half_of_the_pairs_only_is_not_confirmed_by_the_reversed_
     _, nagle_port = serve("--nagle")
     result = verify("bytes", nagle_port, tmp_path)
     assert not result.ok and "TCP_NODELAY" in result.reason and "not confirmed" not in result.reason, result.reason
+
+
+def test_a_stall_on_a_server_with_tcp_nodelay_is_not_called_nagle(serve, tmp_path):
+    """A server with TCP_NODELAY whose body comes late whenever the client delays its ACKs (a loaded host can look
+    so, in both rounds): the stall is measured, but the server's socket has TCP_NODELAY, so it is not Nagle and the
+    check passes, saying so. A server without TCP_NODELAY fails, and the check says its socket has it off."""
+    _, port = serve("--pace-unacked-ms", "60")
+    result = verify("bytes", port, tmp_path)
+    assert result.ok, result.reason
+    measured = NAGLE_MEASURED.search(result.observed)
+    assert measured and float(measured.group(1)) - float(measured.group(2)) >= NAGLE_MIN_STALL_MS, result.observed
+    assert "yet the server's socket has TCP_NODELAY on, so Nagle held nothing back" in result.observed
+    _, nagle_port = serve("--nagle")
+    result = verify("bytes", nagle_port, tmp_path)
+    assert not result.ok and "TCP_NODELAY is off on the server's socket" in result.reason, result.reason
+
+
+def test_peer_tcp_nodelay_reads_the_other_ends_socket():
+    """The server's end of a loopback connection, found by its ports and read through pidfd_getfd: its
+    TCP_NODELAY as set, over IPv4 and IPv6, and the server's connection still works after the look."""
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        for nodelay in (False, True):
+            with socket.socket(family) as listener:
+                listener.bind((host, 0))
+                listener.listen()
+                with socket.create_connection(listener.getsockname()[:2]) as client:
+                    accepted, _ = listener.accept()
+                    with accepted:
+                        accepted.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, nodelay)
+                        assert peer_tcp_nodelay(client) == (nodelay, "")
+                        accepted.sendall(b"still open")
+                        assert client.recv(64) == b"still open"
 
 
 def test_verify_sleep_requires_overlap_by_concurrency_model(serve, tmp_path):

@@ -1,10 +1,13 @@
-"""The kernel's view of a server's listening sockets (sock_diag netlink): backlogs and accept queues."""
+"""The kernel's view of a server's sockets: its listening ones' backlogs and accept queues (sock_diag netlink), and
+whether the socket at the other end of a connection of ours has TCP_NODELAY on."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import socket
 import struct
+from pathlib import Path
 
 _NETLINK_SOCK_DIAG = 4
 _SOCK_DIAG_BY_FAMILY = 20
@@ -32,12 +35,18 @@ def accept_queue(port: int) -> tuple[int, int]:
 
 def _listening_queues(port: int) -> list[tuple[int, int]]:
     """(connections waiting to be accepted, backlog) of every listening TCP socket on `port`, from sock_diag."""
+    return [(rqueue, wqueue) for sport, _, rqueue, wqueue, _ in _tcp_sockets(1 << _TCP_LISTEN) if sport == port]
+
+
+def _tcp_sockets(states: int) -> list[tuple[int, int, int, int, int]]:
+    """(source port, destination port, rqueue, wqueue, inode) of every TCP socket (IPv4 and IPv6) in `states` (a
+    bitmask of 1 << TCP state), from the kernel's sock_diag netlink interface."""
     found = []
     with socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG) as nl:
         nl.settimeout(5)
         for seq, family in enumerate((socket.AF_INET, socket.AF_INET6), start=1):
             # struct inet_diag_req_v2: family, protocol, ext, pad, states bitmask, then a zeroed sockid.
-            req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, 1 << _TCP_LISTEN) + bytes(48)
+            req = struct.pack("=BBBBI", family, socket.IPPROTO_TCP, 0, 0, states) + bytes(48)
             nl.send(struct.pack("=IHHII", 16 + len(req), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST | _NLM_F_DUMP,
                                 seq, 0) + req)
             done = False
@@ -52,11 +61,62 @@ def _listening_queues(port: int) -> list[tuple[int, int]]:
                     if kind == _NLMSG_ERROR:
                         errno_ = -struct.unpack_from("=i", data, offset + 16)[0]
                         raise OSError(errno_, f"sock_diag: {os.strerror(errno_)}")
-                    # struct inet_diag_msg: 4 bytes, sockid (source port first, big-endian; 48 bytes),
-                    # expires, rqueue (= the accept queue), wqueue (= the backlog for a listening socket), uid, inode.
-                    sport = struct.unpack_from("!H", data, offset + 20)[0]
-                    if sport == port:
-                        found.append(struct.unpack_from("=II", data, offset + 16 + 4 + 48 + 4))
+                    # struct inet_diag_msg: 4 bytes, sockid (source and destination port first, big-endian; 48
+                    # bytes), expires, rqueue (the accept queue of a listening socket), wqueue (its backlog), uid,
+                    # inode.
+                    sport, dport = struct.unpack_from("!HH", data, offset + 20)
+                    rqueue, wqueue, _, inode = struct.unpack_from("=IIII", data, offset + 16 + 4 + 48 + 4)
+                    found.append((sport, dport, rqueue, wqueue, inode))
                     offset += (length + 3) & ~3
     return found
 
+
+def peer_tcp_nodelay(sock: socket.socket) -> tuple[bool | None, str]:
+    """Whether the other end of our loopback connection `sock` (the server's accepted socket) has TCP_NODELAY on,
+    and, when that cannot be told, why (None).
+
+    The server's socket is found by its ports (sock_diag) and its inode among the processes' open files; a
+    duplicate of it is taken with pidfd_getfd, which needs the right to ptrace that process (root, or its owner
+    where Yama allows), and asked with getsockopt. Closing the duplicate leaves the server's connection open."""
+    client_port = sock.getsockname()[1]
+    server_port = sock.getpeername()[1]
+    inodes = {inode for sport, dport, _, _, inode in _tcp_sockets(1 << _TCP_ESTABLISHED)
+              if (sport, dport) == (server_port, client_port)}
+    if len(inodes) != 1:
+        return None, f"{len(inodes)} established sockets from port {server_port} to {client_port}"
+    link = f"socket:[{inodes.pop()}]"
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        try:
+            fds = list((pid_dir / "fd").iterdir())
+        except OSError:  # gone, or not ours to read
+            continue
+        for fd_path in fds:
+            try:
+                if os.readlink(fd_path) != link:
+                    continue
+            except OSError:
+                continue
+            return _nodelay_of(int(pid_dir.name), int(fd_path.name))
+    return None, "no process readable here holds the server's socket"
+
+
+def _nodelay_of(pid: int, fd: int) -> tuple[bool | None, str]:
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError as exc:
+        return None, f"pidfd_open({pid}): {exc.strerror}"
+    try:
+        copy = _libc.syscall(_SYS_PIDFD_GETFD, pidfd, fd, 0)
+        if copy < 0:
+            return None, f"pidfd_getfd(process {pid}, fd {fd}): {os.strerror(ctypes.get_errno())}"
+    finally:
+        os.close(pidfd)
+    with socket.socket(fileno=copy) as server_socket:
+        return bool(server_socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)), ""
+
+
+_TCP_ESTABLISHED = 1
+_SYS_PIDFD_GETFD = 438  # the same number on every architecture (Linux 5.6)
+_libc = ctypes.CDLL(None, use_errno=True)
