@@ -20,11 +20,14 @@ from netarena.profile import PROFILED
 from netarena.profile.folded import JIT_DSO, parse
 from netarena.profile.sampler import GRACE_S
 
+# One repeat and a profiled one after it, each 1 s of warm-up and 3 s measured: a JVM started afresh for the
+# profiled repeat has its Netty event loop compiled by then, and the window holds enough samples for each profile's
+# parts even on a slow host (with 0.5 and 2 s under a 35% CPU quota a java-netty profile held 1 sample).
 SUITE = """name = "profiled"
 contestants = {contestants}
-repeat = 2
-warmup_s = 0.5
-duration_s = 2.0
+repeat = 1
+warmup_s = 1.0
+duration_s = 3.0
 timeout_s = 5
 
 [[measure]]
@@ -54,7 +57,7 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
         [(r["contestant"], r["discarded"]) for r in found]
     for name, row in profiled.items():
         # One more repeat than the suite's, after them, and measured like them.
-        assert row["repeat_index"] == 2 and row["status"] == "ok", (name, row["error"])
+        assert row["repeat_index"] == 1 and row["status"] == "ok", (name, row["error"])
     asyncio = json.loads(profiled["python-asyncio"]["profile_json"])
     assert asyncio["tool"] == "py-spy" and asyncio["tool_version"].startswith("py-spy 0.4"), asyncio
     assert asyncio["error"] is None and asyncio["samples"] > 0, asyncio
@@ -85,7 +88,7 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     # Only the profiled repeat's server got the JIT's flags (each repeat starts its own): the JVM says so.
     picked_up = {r["repeat_index"]: "Picked up JAVA_TOOL_OPTIONS: -XX:+PreserveFramePointer" in
                  Path(r["log_path"]).read_text(errors="replace") for r in found if r["contestant"] == "java-netty"}
-    assert picked_up == {0: False, 1: False, 2: True}, picked_up
+    assert picked_up == {0: False, 1: True}, picked_up
     # Node: V8 wrote its map as it compiled (--perf-basic-prof): node:_http_server's request callback.
     node = json.loads(profiled["node-http"]["profile_json"])
     assert node["tool"] == "perf" and node["error"] is None and node["samples"] > 0, node
@@ -94,7 +97,7 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
                for f in node_frames), sorted(node_frames)[:80]
     assert node["categories"]["runtime"] > 0, node["categories"]
     # Every sample in one part by its leaf frame, and the kernel's time (sending, receiving, waiting in epoll)
-    # among the servers' samples. Each profile holds a few dozen samples (99 Hz over 2 s of a server's CPU share),
+    # among the servers' samples. Each profile holds a few dozen samples (99 Hz over 3 s of a server's CPU share),
     # fewer on a slow host: one server's kernel part can be 0 by chance, the three perf profiles' together not.
     perf_profiles = [go, java, node]
     assert all(sum(p["categories"].values()) == p["samples"] for p in perf_profiles), perf_profiles
@@ -118,11 +121,11 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
         for document in (json.loads(row["profile_json"]), json.loads(row["profile_json"])["generator"]):
             start, length = document["window_start_unix"], document["window_s"]
             assert start < measured_to and measured_from < start + length, (name, start, measured_from, length)
-    # No profile in any figure: every group's figures come from its two unprofiled repeats.
+    # No profile in any figure: every group's figures come from its unprofiled repeat.
     shown = subprocess.run([sys.executable, "-m", "netarena", "show", "--json", "--results", str(results)],
                            capture_output=True, text=True, timeout=120, env=env)
     for group in json.loads(shown.stdout)["groups"]:
-        assert group["repeats_ok"] == 2 and profiled[group["contestant"]]["id"] not in group["ok_ids"], group
+        assert group["repeats_ok"] == 1 and profiled[group["contestant"]]["id"] not in group["ok_ids"], group
 
 
 def _contestant_profiled_by(tmp_path: Path, tool: str) -> Path:
