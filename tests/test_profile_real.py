@@ -165,7 +165,7 @@ def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measu
                      timeout_s=300, NETARENA_PERF=perf)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     found = rows(results)
-    assert [r["status"] for r in found] == ["ok"] * 3, [(r["status"], r["error"]) for r in found]
+    assert [r["status"] for r in found] == ["ok"] * 2, [(r["status"], r["error"]) for r in found]
     (profiled,) = [r for r in found if r["discarded"] == PROFILED]
     document = json.loads(profiled["profile_json"])
     assert document["tool"] == "perf" and document["samples"] == 0, document
