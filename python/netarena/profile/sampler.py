@@ -25,10 +25,15 @@ IDLE_EVENTS = {"perf": "context switches: each thread's time from leaving its CP
 PERF_SCRIPT_TIMEOUT_S = 120.0
 # perf's workload, which times its window: perf runs it once its events are open on every thread of the tree and
 # it has read their memory maps (in a 35% CPU quota that set-up took 0.8 s of a 2 s window), so it first notes
-# when sampling began (WINDOW_STARTED in perf's log), then sleeps the window's length; perf ends with it. perf is
-# started at the window's start, not before: it follows only threads started once its events are open, and a
-# server's threads for its connections, like the generator's load threads, start with the load.
-PERF_WINDOW_SCRIPT = 'echo "window-started-at $(date +%s.%N)" >&2; sleep "$0"'
+# when sampling began (WINDOW_STARTED in perf's log), then sleeps until the window's planned end (its argument, a
+# Unix time); perf ends with it. A late start shortens the window rather than moving it past the measured phase,
+# whose drain it would sample (a thread-per-connection server sampled 1 s of load in a 2 s window that way, each of
+# its threads' CPU time under one sampling period, and the profile held no sample). perf is started at the window's
+# start, not before: it follows only threads started once its events are open, and a server's threads for its
+# connections, like the generator's load threads, start with the load.
+PERF_WINDOW_SCRIPT = ('now=$(date +%s.%N); echo "window-started-at $now" >&2; '
+                      'sleep "$(awk -v end="$0" -v now="$now" \'BEGIN { left = end - now; '
+                      'printf "%.6f", (left > 0 ? left : 0) }\')"')
 WINDOW_STARTED = "window-started-at "
 
 
@@ -73,6 +78,7 @@ class Sampler:
         self.own = own  # what counts as own code, when not the contestant's (own_code): the generator's crate
         self.subject = subject  # what is sampled, as the document's errors name it
         self.start_unix, self.duration_s = start_unix, duration_s
+        self._end_unix = start_unix + duration_s  # the window's planned end: perf's, however late it began
         self.workdir, self.cpus = workdir, cpus
         self.on_spawn, self.on_release = on_spawn, on_release
         # The profiler's processes (py-spy: two, perf: one), each with the file it writes and its log.
@@ -125,7 +131,7 @@ class Sampler:
             runs = [("perf.data", [self._path, "record", "-e", f"{ON_CPU_EVENT}/freq={RATE_HZ}/", "-e",
                                    f"{OFF_CPU_EVENT}/period=1/", "--switch-events", "-g", "-p",
                                    ",".join(map(str, pids)), "-o", str(self.workdir / "perf.data"), "--", "sh", "-c",
-                                   PERF_WINDOW_SCRIPT, f"{self.duration_s:g}"])]
+                                   PERF_WINDOW_SCRIPT, f"{self._end_unix:.6f}"])]
         for out_name, argv in runs:
             # The shell sleeps through the warm-up, then becomes the profiler (exec: one process to track and stop).
             wrapped = ["sh", "-c", 'sleep "$0" && exec "$@"', f"{self._left_s():.6f}", *argv]
@@ -187,8 +193,9 @@ class Sampler:
             else:
                 started = [line.split()[-1] for line in log.read_text(errors="replace").splitlines()
                            if line.startswith(WINDOW_STARTED)] if log.is_file() else []
-                if started:  # later than planned by perf's set-up
+                if started:  # later than planned by perf's set-up; the window still ends as planned
                     document["window_start_unix"] = round(float(started[-1]), 6)
+                    document["window_s"] = round(max(0.0, self._end_unix - float(started[-1])), 6)
                 document["perf_maps"] = write_perf_maps(document["pids"])  # JIT frames' names (profile.jit)
                 script = subprocess.run([self._path, "script", "-i", str(out), "-F", "pid,tid,time,event,ip,sym,dso",
                                          "--show-switch-events"],
