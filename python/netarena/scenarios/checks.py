@@ -253,10 +253,13 @@ def _get(conn: http.client.HTTPConnection, path: str, method: str = "GET", heade
             raise _Retryable(f"{type(error).__name__}: {error}")
         raise _Wrong(f"not valid {conn._http_vsn_str}: {type(error).__name__}: {error}")
     promised = resp.length or 0  # body bytes the head announced and that were not read
-    if len(body) < max_body and resp.length != 0 and (expired.is_set() or error is not None or promised):
+    # A read that timed out waited timeout_s (the socket's timeout) for its bytes, so the response did not arrive
+    # within timeout_s either: on a slow host it can end the read before the watchdog's thread has run.
+    timed_out = expired.is_set() or isinstance(error, (socket.timeout, TimeoutError))
+    if len(body) < max_body and resp.length != 0 and (timed_out or error is not None or promised):
         conn.close()
         of = f" of {len(body) + promised}" if resp.length is not None else ""
-        if expired.is_set():
+        if timed_out:
             raise _Wrong(f"status {resp.status}, then {len(body)}{of} body bytes within timeout_s={timeout_s:g} s: "
                          f"the whole response must arrive by then (received {_show(bytes(body))})")
         why = f" ({type(error).__name__}: {error})" if error is not None else ""
