@@ -13,7 +13,9 @@ _NETLINK_SOCK_DIAG = 4
 _SOCK_DIAG_BY_FAMILY = 20
 _NLM_F_REQUEST, _NLM_F_DUMP = 0x1, 0x300
 _NLMSG_ERROR, _NLMSG_DONE = 2, 3
-_TCP_LISTEN = 10
+_TCP_ESTABLISHED, _TCP_LISTEN = 1, 10
+_SYS_PIDFD_GETFD = 438  # the same number on every architecture (Linux 5.6)
+_libc = ctypes.CDLL(None, use_errno=True)
 
 
 def listen_backlogs(port: int) -> list[int]:
@@ -116,7 +118,3 @@ def _nodelay_of(pid: int, fd: int) -> tuple[bool | None, str]:
     with socket.socket(fileno=copy) as server_socket:
         return bool(server_socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)), ""
 
-
-_TCP_ESTABLISHED = 1
-_SYS_PIDFD_GETFD = 438  # the same number on every architecture (Linux 5.6)
-_libc = ctypes.CDLL(None, use_errno=True)
