@@ -113,7 +113,9 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     # start time the window was timed from, then opened its connections and warmed up; perf's window is when its
     # events went on, after its set-up, and ends with the measured phase however late it began. (Timed by a delay
     # from the generator's launch instead, in a 35% CPU quota, perf began sampling 0.8 s into a 2 s window, and a
-    # JVM profile once held no sample at all.)
+    # JVM profile once held no sample at all.) Both ends are timed from the start time the generator was given, not
+    # from when it woke up (in the quota a generator woke 74 ms late, and its phase had ended 74 ms after perf's);
+    # 0.05 s leaves room for the clock readings a busy host delays, far from a window that runs a whole phase past.
     for name, row in profiled.items():
         assert "--prepare" in json.loads(row["generator_argv_json"]), name
         generator_document = json.loads(row["generator_json"])
@@ -123,7 +125,7 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
             start, length = document["window_start_unix"], document["window_s"]
             assert start < measured_to and measured_from < start + length, (name, start, measured_from, length)
             if document["tool"] == "perf":
-                assert measured_from <= start and abs(start + length - measured_to) < 0.01, \
+                assert measured_from <= start and abs(start + length - measured_to) < 0.05, \
                     (name, start, length, measured_from, measured_to)
     # No profile in any figure: every group's figures come from its unprofiled repeat.
     shown = subprocess.run([sys.executable, "-m", "netarena", "show", "--json", "--results", str(results)],

@@ -804,6 +804,73 @@ fn prepare_in_the_closed_loop_connects_and_sends_only_from_the_start() {
 }
 
 #[test]
+fn a_closed_loop_woken_late_measures_from_the_given_start_plus_its_warm_up() {
+    // Several generators and the profilers share one start time; one that wakes late (stopped here
+    // across its start time, as a busy host's scheduler might) must still measure the window they
+    // agreed on: its warm-up is shorter, its measured phase is not shifted.
+    let _cpu = cpu_shared();
+    let s = server(Behaviour::default());
+    let url = url(&s);
+    let late_ns = 300_000_000;
+    // The stop must come after the generator read its start time (stopped before, it would find
+    // the start in the past and refuse it): it gets 400 ms for that, and a refusal is tried again.
+    let mut attempts = 0;
+    let (start_ns, out) = loop {
+        attempts += 1;
+        let (mut child, _err) = spawn_prepared_with(&url, &["--warmup", "600ms"]);
+        let pid = child.id() as libc::pid_t;
+        let start_ns = unix_ns() + 500_000_000;
+        writeln!(child.stdin.as_mut().unwrap(), "{start_ns}").unwrap();
+        child.stdin.as_mut().unwrap().flush().unwrap();
+        thread::sleep(Duration::from_millis(400));
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+        thread::sleep(Duration::from_nanos(
+            (start_ns + late_ns).saturating_sub(unix_ns()),
+        ));
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+        let out = child.wait_with_output().unwrap();
+        if out.status.code() == Some(2) && attempts < 3 {
+            continue;
+        }
+        break (start_ns, out);
+    };
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    validate_against_schema(&doc);
+    assert!(s.first_request_unix_ns.load(Ordering::Relaxed) >= start_ns + late_ns);
+    // started_at is "YYYY-MM-DDTHH:MM:SS.ffffffZ": its time of day against the start's.
+    let started = doc["started_at"].as_str().unwrap();
+    let of_day = |h: &str, m: &str, sec: &str| {
+        h.parse::<f64>().unwrap() * 3600.0
+            + m.parse::<f64>().unwrap() * 60.0
+            + sec.parse::<f64>().unwrap()
+    };
+    let started_s = of_day(&started[11..13], &started[14..16], &started[17..26]);
+    let expected_s = (start_ns as f64 / 1e9 + 0.6).rem_euclid(86_400.0);
+    let off_ms = ((started_s - expected_s + 43_200.0).rem_euclid(86_400.0) - 43_200.0) * 1e3;
+    let warmup_s = f(&doc["warmup_s"]);
+    eprintln!(
+        "woken late: measured from {off_ms:.3} ms after start + warm-up; warm-up {warmup_s} s"
+    );
+    // Timed from its wake-up instead, the phase would begin at least 300 ms late and the warm-up
+    // would be the whole 600 ms; clock readings a busy host delays take a few ms at most.
+    assert!(
+        off_ms.abs() < 150.0,
+        "measured from {off_ms} ms after start + warm-up"
+    );
+    assert!(warmup_s < 0.45, "warm-up {warmup_s} s");
+    assert!(
+        (f(&doc["duration_s"]) - 0.3).abs() < 1e-6,
+        "{}",
+        doc["duration_s"]
+    );
+}
+
+#[test]
 fn steps_and_find_max_land_near_a_known_capacity() {
     let _cpu = cpu_shared();
     const CAPACITY: f64 = 2000.0;

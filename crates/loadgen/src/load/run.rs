@@ -200,7 +200,12 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, RunErr
     }
     let run_start = Instant::now();
     let wall_start = SystemTime::now();
-    let measure_start = run_start + cfg.warmup;
+    // Given a start time, the measured phase is timed from it, not from this thread's wake-up: a
+    // generator woken late by a busy host warms up for less and measures the same window as the
+    // other generators and the profilers given that start time. Woken later than the warm-up's
+    // end, it measures from its wake-up (a measured phase without load would count as idle).
+    let measure_start = (start_at.unwrap_or(run_start) + cfg.warmup).max(run_start);
+    let warmup = measure_start - run_start;
     let measure_end = cfg.duration.map(|d| measure_start + d);
     let stop_probe = Arc::new(AtomicBool::new(false));
 
@@ -261,11 +266,9 @@ pub fn run(cfg: &Config, start_at: Option<Instant>) -> Result<RunOutcome, RunErr
     Ok(RunOutcome {
         stats,
         threads,
-        started_at: wall_start + cfg.warmup,
+        started_at: wall_start + warmup,
         duration: measured_end.saturating_duration_since(measure_start),
-        warmup: cfg
-            .warmup
-            .min(stopped_at.saturating_duration_since(run_start)),
+        warmup: warmup.min(stopped_at.saturating_duration_since(run_start)),
         probe,
         open: None,
         interrupted: signals::stop_requested(),
