@@ -98,14 +98,23 @@ def test_find_max_ranks_by_the_rate_found_and_keeps_the_steps(real_run):
         assert g["find_max"]["unit"] == "req/s"  # a rate search (a conn_rate search finds conn/s)
         assert [s["rate_per_s"] for s in g["find_max"]["steps"]] == [v["rate_per_s"] for v in doc["find_max"]["verdicts"]]
         assert [s["passed"] for s in g["find_max"]["steps"]] == [v["passed"] for v in doc["find_max"]["verdicts"]]
-        found[g["contestant"]] = (g["rank"], g["find_max"]["found_rate_per_s_median"] or 0, g["tied"])
-    (first, a, a_tied), (second, b, b_tied) = sorted(found.values())
-    # One repeat each: the intervals are single rates, which overlap only when both searches found the same
-    # rate; then they share rank 1, marked tied (the report's tie rule), else the higher rate is 1.
-    if a == b:
-        assert (first, second, a_tied, b_tied) == (1, 1, True, True)
+        found[g["contestant"]] = (g["rank"], g["find_max"]["found_rate_per_s_median"], g["tied"])
+    assert sorted(found) == ["fx-good", "fx-other"], found
+    # A search whose first step already failed found no rate and has no rank. (Under a CPU quota of 35% beside
+    # the other tests, fx-good's first 0.5 s step at 100 req/s once started 48 of its 50 requests on time: "rate
+    # not met"; a host's stall decides whether that happens, so both outcomes are checked.)
+    assert all((rank is None) == (rate is None) for rank, rate, _ in found.values()), found
+    ranked = sorted((rank, rate, tied) for rank, rate, tied in found.values() if rank is not None)
+    if len(ranked) == 2:
+        (first, a, a_tied), (second, b, b_tied) = ranked
+        # One repeat each: the intervals are single rates, which overlap only when both searches found the same
+        # rate; then they share rank 1, marked tied (the report's tie rule), else the higher rate is 1.
+        if a == b:
+            assert (first, second, a_tied, b_tied) == (1, 1, True, True)
+        else:
+            assert (first, second, a_tied, b_tied) == (1, 2, False, False) and a > b
     else:
-        assert (first, second, a_tied, b_tied) == (1, 2, False, False) and a > b
+        assert [(rank, tied) for rank, _, tied in ranked] in ([(1, False)], []), found
 
 
 def test_markdown_export_has_the_medians_of_show(real_run, tmp_path):
