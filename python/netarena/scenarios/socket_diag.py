@@ -117,4 +117,3 @@ def _nodelay_of(pid: int, fd: int) -> tuple[bool | None, str]:
         os.close(pidfd)
     with socket.socket(fileno=copy) as server_socket:
         return bool(server_socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)), ""
-
