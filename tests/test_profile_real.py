@@ -17,7 +17,7 @@ import pytest
 
 from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
 from netarena.profile import PROFILED
-from netarena.profile.folded import JIT_DSO, parse
+from netarena.profile.folded import JIT_DSO, frame_category, parse
 from netarena.profile.sampler import GRACE_S
 
 # One repeat and a profiled one after it, each 1 s of warm-up and 3 s measured: a JVM started afresh for the
@@ -64,10 +64,14 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     stacks = parse(asyncio["views"]["cpu"])
     assert sum(stacks.values()) == asyncio["samples"]
     frames = {f for stack in stacks for f in stack}
-    # The server's own protocol handler and asyncio's transport that calls it.
-    assert any(f.startswith("HttpProtocol.data_received ([own] python-asyncio/server.py:") for f in frames), frames
-    assert any("_read_ready" in f and "[stdlib] asyncio/selector_events.py" in f for f in frames), frames
-    assert asyncio["categories"]["own"] > 0 and asyncio["categories"]["runtime"] > 0
+    # The server's own protocol handler and asyncio's transport that calls it, each in its part. (The categories
+    # count leaf frames: the few samples of a slow host's window can all end in one part, so the parts are
+    # asserted of the frames found, not of the counts.)
+    handler = [f for f in frames if f.startswith("HttpProtocol.data_received ([own] python-asyncio/server.py:")]
+    transport = [f for f in frames if "_read_ready" in f and "[stdlib] asyncio/selector_events.py" in f]
+    assert handler and transport, frames
+    assert {frame_category(f, "py-spy", [], ()) for f in handler} == {"own"}
+    assert {frame_category(f, "py-spy", [], ()) for f in transport} == {"runtime"}
     assert sum(asyncio["categories"].values()) == asyncio["samples"]
     assert asyncio["top_self"] and sum(t["samples"] for t in asyncio["top_self"]) <= asyncio["samples"]
     go = json.loads(profiled["go-net"]["profile_json"])
@@ -82,9 +86,11 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     java_frames = {f for stack in parse(java["views"]["cpu"]) for f in stack}
     netty_hot = ("io.netty.channel.nio.NioIoHandler.", "io.netty.channel.nio.NioEventLoop.",
                  "io.netty.channel.SingleThreadIoEventLoop.", "io.netty.handler.codec.ByteToMessageDecoder.channelRead(")
-    assert any(f.endswith(f" ({JIT_DSO})") and any(h in f for h in netty_hot) for f in java_frames), \
-        sorted(java_frames)[:80]
-    assert java["categories"]["framework"] > 0, java["categories"]
+    netty_frames = [f for f in java_frames if f.endswith(f" ({JIT_DSO})") and any(h in f for h in netty_hot)]
+    assert netty_frames, sorted(java_frames)[:80]
+    # Netty is the framework (java-netty's own symbols, netarena.netty.*, cannot match io.netty.*). In a 35% CPU
+    # quota a profile held 5 samples, none with a Netty leaf: the part is asserted of the frames, not the counts.
+    assert {frame_category(f, "perf", [], ()) for f in netty_frames} == {"framework"}, netty_frames
     # Only the profiled repeat's server got the JIT's flags (each repeat starts its own): the JVM says so.
     picked_up = {r["repeat_index"]: "Picked up JAVA_TOOL_OPTIONS: -XX:+PreserveFramePointer" in
                  Path(r["log_path"]).read_text(errors="replace") for r in found if r["contestant"] == "java-netty"}
@@ -93,9 +99,11 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     node = json.loads(profiled["node-http"]["profile_json"])
     assert node["tool"] == "perf" and node["error"] is None and node["samples"] > 0, node
     node_frames = {f for stack in parse(node["views"]["cpu"]) for f in stack}
-    assert any(f.startswith("JS:") and " node:_http_server:" in f and f.endswith(f" ({JIT_DSO})")
-               for f in node_frames), sorted(node_frames)[:80]
-    assert node["categories"]["runtime"] > 0, node["categories"]
+    http_server = [f for f in node_frames if f.startswith("JS:") and " node:_http_server:" in f
+                   and f.endswith(f" ({JIT_DSO})")]
+    assert http_server, sorted(node_frames)[:80]
+    # Node's own library is the runtime's.
+    assert {frame_category(f, "perf", [], ()) for f in http_server} == {"runtime"}, http_server
     # Every sample in one part by its leaf frame, and the kernel's time (sending, receiving, waiting in epoll)
     # among the servers' samples. Each profile holds a few dozen samples (99 Hz over 3 s of a server's CPU share),
     # fewer on a slow host: one server's kernel part can be 0 by chance, the three perf profiles' together not.
@@ -209,8 +217,8 @@ def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_pat
     once); a context switch's call chain gets the time until its thread's next switch in, preempted ones under
     their own root; JIT frames (perf maps) get their part by file, package or module; py-spy frames are marked
     own / package / standard library by their file."""
-    from netarena.profile.folded import (PREEMPTED, frame_category, off_cpu, perf_script_views, py_spy_stacks,
-                                         summarize, to_text)
+    from netarena.profile.folded import (PREEMPTED, off_cpu, perf_script_views, py_spy_stacks, summarize,
+                                         to_text)
 
     script = ("   812/815  100.000000:          cpu-clock/freq=99/: \n"
               "\tffffffff81e327be tcp_sendmsg ([kernel.kallsyms])\n"
