@@ -27,7 +27,11 @@ import psutil
 
 import netarena
 
+from .checkout import repo_root
+
 TOOL_TIMEOUT_S = 1.5
+# git status walks the checkout: seconds on a slow host with a busy disk, where 1.5 s lost the commit once.
+GIT_TIMEOUT_S = 15
 # How long the steal sample at the start of a run watches /proc/stat: run beside the version commands, so
 # within the TOOL_TIMEOUT_S that collect() takes anyway.
 STEAL_SAMPLE_S = 1.0
@@ -263,31 +267,30 @@ def tool_version(executable: str, args: list[str], lines: int = 1, ok_exit_codes
     return _first_lines(stdout, lines) or _first_lines(stderr, lines)
 
 
-def _repo_root() -> Path | None:
-    """The checkout this package runs from, if it runs from one (not from site-packages)."""
-    package_dir = Path(netarena.__file__).resolve().parent
-    root = package_dir.parent.parent
-    if (root / ".git").exists() and (root / "pyproject.toml").is_file():
-        return root
-    return None
+def _git_checkout() -> Path | None:
+    """The checkout this package runs from, if it runs from a git clone of it (not from site-packages)."""
+    root = repo_root()
+    return root if root is not None and (root / ".git").exists() else None
 
 
 def git_revision() -> dict[str, Any] | None:
-    root = _repo_root()
+    """The checkout's commit and whether its files differ from it (None: not known, e.g. git took too long)."""
+    root = _git_checkout()
     if root is None or shutil.which("git") is None:
         return None
-    try:
-        sha = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=True,
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain"],
-            capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=True,
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
+
+    def git(*args: str) -> str | None:
+        try:
+            return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True,
+                                  timeout=GIT_TIMEOUT_S, check=True).stdout
+        except (OSError, subprocess.SubprocessError):
+            return None
+
+    sha = (git("rev-parse", "HEAD") or "").strip()
+    if not sha:
         return None
-    return {"sha": sha or None, "dirty": bool(status.strip())}
+    status = git("status", "--porcelain")
+    return {"sha": sha, "dirty": None if status is None else bool(status.strip())}
 
 
 def load_generator_path() -> str | None:
@@ -295,7 +298,7 @@ def load_generator_path() -> str | None:
     found = shutil.which("netarena-load")
     if found:
         return found
-    root = _repo_root()
+    root = repo_root()
     if root is not None:
         built = root / "target" / "release" / "netarena-load"
         if built.is_file() and os.access(built, os.X_OK):

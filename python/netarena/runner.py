@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import time
 import traceback
 from pathlib import Path
@@ -18,7 +17,7 @@ from .backends.base import MeasureRequest, StopRun
 from .calibration import calibrate
 from .config import SERVICE_SCENARIOS
 from .contestants import (Contestant, Installed, InstallError, availability, cache_root, install_concurrently,
-                          install_current, repo_root)
+                          install_current)
 from .envinfo import collect_environment
 from .errors import ConfigError
 from .plan.suite import Item, Plan, minutes_seconds
@@ -65,17 +64,6 @@ def resolve_cpus(server: list[int] | None, generator: list[int] | None) -> tuple
         raise ConfigError(f"--server-cpus {server} and --generator-cpus {generator} overlap; disjoint sets keep "
                           "the generator from measuring itself")
     return list(server), list(generator), None
-
-
-def git_sha() -> str | None:
-    root = repo_root()
-    if root is None:
-        return None
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def orchestrator_alive(run) -> bool:
@@ -518,5 +506,6 @@ def new_run(store: Store, plan: Plan, *, suite_path: str | None, args: dict, bac
     return store.create_run(
         suite_name=plan.suite.name, suite_path=suite_path, suite=plan.suite.model_dump(mode="json"), args=args,
         backend=backend_name, server_cpus=server_cpus, generator_cpus=generator_cpus, environment=environment,
-        planned=plan.total, netarena_version=__version__, git_sha=git_sha(),
+        planned=plan.total, netarena_version=__version__,
+        git_sha=(environment.get("netarena", {}).get("git") or {}).get("sha"),
         orchestrator_start_time=psutil.Process().create_time())
