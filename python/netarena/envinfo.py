@@ -289,7 +289,9 @@ def git_revision() -> dict[str, Any] | None:
     sha = (git("rev-parse", "HEAD") or "").strip()
     if not sha:
         return None
-    status = git("status", "--porcelain")
+    # Read-only: a plain status refreshes the index under .git/index.lock, and one stopped by the timeout leaves
+    # that lock behind, failing the user's next commit.
+    status = git("--no-optional-locks", "status", "--porcelain")
     return {"sha": sha, "dirty": None if status is None else bool(status.strip())}
 
 
