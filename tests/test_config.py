@@ -547,7 +547,7 @@ def test_profile_table_tool_unsupported_and_env(tmp_path):
                                                                                   'language = "java"'))
     plan = plan_for(load_manifest(path))
     assert plan.tool == "perf" and plan.env == ENV_BY_RUNTIME["jvm"] == {
-        "JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer"}
+        "JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer -XX:-UseDynamicNumberOfCompilerThreads"}
     path.write_text(path.read_text() + '\n[profile]\nenv = { JAVA_TOOL_OPTIONS = "-XX:+PreserveFramePointer -Xss2m", '
                                        'EXTRA = "1" }\n')
     plan = plan_for(load_manifest(path))

@@ -19,6 +19,7 @@ from netarena import contestants as ct
 from netarena import jdk as jdk_module
 from netarena.backends.real import RealBackend
 from netarena.ports import free_port
+from netarena.profile import ENV_BY_RUNTIME
 from netarena.process import available_cpus
 
 MANIFEST = """
@@ -233,8 +234,9 @@ def test_quick_builds_run_a_jvm_server_with_the_first_jit_tier_alone_and_say_so(
     assert flags["TieredStopAtLevel"] == "1" and flags["ThreadStackSize"] == "2048", flags
     assert "Picked up JAVA_TOOL_OPTIONS: -Xss2m -XX:TieredStopAtLevel=1" in flags["stderr"], flags["stderr"]
     # A profiled repeat's environment replaces the manifest's variable; the first tier still comes after it.
-    flags = _server_flags(contestant, java_env, {"JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer"})
+    flags = _server_flags(contestant, java_env, ENV_BY_RUNTIME["jvm"])
     assert flags["TieredStopAtLevel"] == "1" and flags["PreserveFramePointer"] == "true", flags
+    assert flags["UseDynamicNumberOfCompilerThreads"] == "false", flags
 
 
 def test_quick_builds_leave_servers_of_other_runtimes_alone(java_env, monkeypatch):

@@ -18,7 +18,7 @@ import pytest
 from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
 from netarena.profile import PROFILED
 from netarena.profile.folded import JIT_DSO, frame_category, parse
-from netarena.profile.sampler import GRACE_S
+from netarena.profile.sampler import GRACE_S, PERF_READY_S
 
 # One repeat and a profiled one after it, each 1 s of warm-up and 3 s measured: a JVM started afresh for the
 # profiled repeat has its Netty event loop compiled by then, and the window holds enough samples for each profile's
@@ -117,13 +117,11 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
         generator = json.loads(row["profile_json"])["generator"]
         assert generator["tool"] == "perf" and generator["error"] is None and generator["samples"] > 0, \
             (name, generator)
-    # Each window falls in the measured phase: the generator waited at its start barrier (--prepare) for the
-    # start time the window was timed from, then opened its connections and warmed up; perf's window is when its
-    # events went on, after its set-up, and ends with the measured phase however late it began. (Timed by a delay
-    # from the generator's launch instead, in a 35% CPU quota, perf began sampling 0.8 s into a 2 s window, and a
-    # JVM profile once held no sample at all.) Both ends are timed from the start time the generator was given, not
-    # from when it woke up (in the quota a generator woke 74 ms late, and its phase had ended 74 ms after perf's);
-    # 0.05 s leaves room for the clock readings a busy host delays, far from a window that runs a whole phase past.
+    # Each window is the measured phase: the generator waited at its start barrier (--prepare) until the profilers
+    # were ready (perf's events open on every thread), and the start time it was then given times the window;
+    # perf's samples outside it are dropped. (A perf started at the window's start instead was still setting up
+    # 1.9 s into a 2 s phase in a 35% CPU quota, and sampled 0.1 s.) Both ends are timed from the start time the
+    # generator was given, not from when it woke up; 0.05 s leaves room for the clock readings a busy host delays.
     for name, row in profiled.items():
         assert "--prepare" in json.loads(row["generator_argv_json"]), name
         generator_document = json.loads(row["generator_json"])
@@ -133,7 +131,7 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
             start, length = document["window_start_unix"], document["window_s"]
             assert start < measured_to and measured_from < start + length, (name, start, measured_from, length)
             if document["tool"] == "perf":
-                assert measured_from <= start and abs(start + length - measured_to) < 0.05, \
+                assert abs(start - measured_from) < 0.05 and abs(start + length - measured_to) < 0.05, \
                     (name, start, length, measured_from, measured_to)
     # No profile in any figure: every group's figures come from its unprofiled repeat.
     shown = subprocess.run([sys.executable, "-m", "netarena", "show", "--json", "--results", str(results)],
@@ -160,19 +158,30 @@ def _fake_tool(tmp_path: Path, script: str) -> str:
     return str(fake)
 
 
-@pytest.mark.parametrize("case", ["missing", "dies", "hangs"])
+# A stand-in perf that answers every command on its control FIFO and never stops: it is ready, takes its window, and
+# hangs past it.
+ANSWERS_AND_HANGS = """[ "$1" = --version ] && { echo "perf version fake"; exit 0; }
+for arg; do [ "$previous" = --control ] && spec="${arg#fifo:}"; previous="$arg"; done
+exec 3<"${spec%,*}" 4>"${spec#*,}"
+while read -r command <&3; do echo "$command" >> "$0.commands.$$"; echo ack >&4; done
+"""
+
+
+@pytest.mark.parametrize("case", ["missing", "dies", "never-ready", "hangs"])
 def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measurement(tmp_path, cache_dir,
                                                                                         generator_binary, case):
     folder = _contestant_profiled_by(tmp_path, "perf")
-    # The hanging profiler's sleep, told apart from any other test's (tests of other checkouts may run at once).
+    # The never-ready profiler's sleep, told apart from any other test's (tests of other checkouts may run at once).
     hanging = f"1000.{os.getpid()}"
     if case == "missing":
         perf = str(tmp_path / "no-perf-here")
     elif case == "dies":
         perf = _fake_tool(tmp_path, 'echo "perf: cannot attach" >&2; exit 3\n')
-    else:
+    elif case == "never-ready":
         perf = _fake_tool(tmp_path, '[ "$1" = --version ] && { echo "perf version fake"; exit 0; }\n'
                                     f'exec sleep {hanging}\n')
+    else:
+        perf = _fake_tool(tmp_path, ANSWERS_AND_HANGS)
     path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants='["fx-good"]'))
     results = tmp_path / "results"
     result = run_cli(["run", path, "--profile", "--results", results, "--contestants-dir", folder], cache_dir,
@@ -186,10 +195,16 @@ def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measu
     if case == "missing":
         assert document["error"] == f"NETARENA_PERF={perf} is not an executable file", document
     elif case == "dies":
-        assert document["error"].startswith("perf exited with code 3 and wrote no samples"), document
+        assert document["error"].startswith("perf exited with code 3 before it was ready to sample"), document
         assert "cannot attach" in document["error"]
+    elif case == "never-ready":  # the load waits for it a bounded time, then goes on unprofiled
+        assert document["error"].startswith(f"perf was not ready to sample within {PERF_READY_S:g} s"), document
     else:
         assert document["error"] == f"perf was stopped: still running {GRACE_S:g} s after its window", document
+        # Both perfs (the server's, the generator's) were asked if ready before the load began, and told to stop
+        # once it had ended.
+        each = [log.read_text().splitlines() for log in tmp_path.glob("fake-perf.commands.*")]
+        assert each == [["ping", "stop"]] * 2, each
     # The generator's profile (perf too) fails the same way, on its own, and says so.
     generator = document["generator"]
     assert generator["tool"] == "perf" and generator["samples"] == 0, generator
@@ -198,7 +213,7 @@ def test_a_missing_failing_or_hanging_profiler_costs_the_profile_never_the_measu
     assert json.loads(profiled["generator_json"])["totals"]["requests"] > 0
     # No profiler is left behind.
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert f"sleep {hanging}" not in ps
+    assert perf not in ps and f"sleep {hanging}" not in ps
 
 
 def test_profile_is_refused_with_cluster_and_url(tmp_path, cache_dir):
@@ -254,6 +269,12 @@ def test_folded_stacks_from_perf_script_and_py_spy_name_each_frames_part(tmp_pat
                           (PREEMPTED, "main.hello (server)", "schedule_[k]"): 10}
     assert summarize(views.cpu, "perf", [], ("main.",))["categories"] == {
         "own": 0, "framework": 0, "runtime": 1, "kernel": 1, "unknown": 0}
+    # A window (perf samples from before the load to after it): the on-CPU samples inside it, and the part of each
+    # time away inside it (0.15 s of the sleep, 0.05 s of the preemption).
+    windowed = perf_script_views(script, pids={812, 123456}, rate_hz=100, window=(100.05, 101.15))
+    assert windowed.cpu == {("runtime.goexit.abi0 (server)",): 1}
+    assert windowed.idle == {("clock_nanosleep@GLIBC_2.2.5 (libc.so.6)", "do_nanosleep_[k]", "schedule_[k]"): 15,
+                             (PREEMPTED, "main.hello (server)", "schedule_[k]"): 5}
     # py-spy's off-CPU view: every thread's samples less the GIL holder's, stack by stack, never below zero.
     assert off_cpu(Counter({("a", "recv"): 7, ("a", "run"): 3, ("b",): 1}), Counter({("a", "run"): 4, ("c",): 2})) \
         == {("a", "recv"): 7, ("b",): 1}

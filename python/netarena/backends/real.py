@@ -19,7 +19,7 @@ from ..monitor import Monitor, MonitorError
 from ..ports import free_port
 from ..process import ManagedProcess, group_members, wait_until_idle
 from ..profile.jit import remove_perf_maps
-from ..profile.sampler import Sampler, generator_sampler
+from ..profile.sampler import PERF_READY_S, Sampler, generator_sampler
 from ..scenarios import accept_queue, load_spec, registry, verify
 from ..server_user import SERVER_LOG_MAX_BYTES, prepare_run_dir
 from ..services import ServiceError
@@ -470,16 +470,21 @@ class RealBackend:
                 if refused is not None:
                     profile.update({"tool": req.profile.tool, "error": f"not profiled: {refused}"})
                     return None, None, refused
-                # The start time goes to the generator first: starting the profilers takes time of its own, which
-                # must not put it in the past. They are given the window as a Unix time, so that their start-up
-                # does not shift it either.
+                # The profilers are started first and the start time is chosen once they are ready
+                # (sampler.PERF_READY_S): their set-up never eats the window. It goes to the generator before the
+                # window is opened; the window is a Unix time, so that opening it shifts nothing.
+                sampler = self._start_sampler(server_pid, req)
+                gen_sampler = self._start_generator_sampler(gen.pid, req)
+                profilers_ready_by = time.monotonic() + PERF_READY_S
+                sampler.wait_ready(profilers_ready_by)
+                gen_sampler.wait_ready(profilers_ready_by)
                 lead_s = START_LEAD_S
                 start_ns = time.time_ns() + int(lead_s * 1e9)
                 gen.proc.stdin.write(f"{start_ns}\n".encode())
                 gen.proc.stdin.flush()  # communicate() closes stdin
                 window_start = start_ns / 1e9 + (0.0 if open_loop(argv) else req.warmup_s)
-                sampler = self._start_sampler(server_pid, req, window_start)
-                gen_sampler = self._start_generator_sampler(gen.pid, req, window_start)
+                sampler.open_window(window_start)
+                gen_sampler.open_window(window_start)
             monitor, monitor_result = self._start_monitor(server_pid, gen.pid, req)
             stdout, stderr, timed_out = _communicate(
                 gen, lead_s + generator_time_limit_s(argv, req.warmup_s, req.duration_s, req.timeout_s))
@@ -506,19 +511,19 @@ class RealBackend:
         generator_result, error = parse_document(gen.proc.returncode, stdout, stderr)
         return generator_result, window(monitor_result, generator_result), error
 
-    def _start_sampler(self, server_pid: int | None, req: MeasureRequest, start_unix: float) -> Sampler:
-        """The profiler of a profiled repeat, started now and sampling from `start_unix` on (the measured phase)."""
+    def _start_sampler(self, server_pid: int | None, req: MeasureRequest) -> Sampler:
+        """The profiler of a profiled repeat, started now, its window opened later (Sampler)."""
         workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
                                                             f"r{req.repeat_index}")
-        return Sampler(req.profile, req.contestant, server_pid, start_unix=start_unix, duration_s=req.duration_s,
+        return Sampler(req.profile, req.contestant, server_pid, duration_s=req.duration_s,
                        workdir=workdir, cpus=req.generator_cpus, on_spawn=self.on_spawn,
                        on_release=self.release).start()
 
-    def _start_generator_sampler(self, generator_pid: int, req: MeasureRequest, start_unix: float) -> Sampler:
+    def _start_generator_sampler(self, generator_pid: int, req: MeasureRequest) -> Sampler:
         """perf on the generator of a profiled repeat, over the server profiler's window (profile.generator_sampler)."""
         workdir = req.log_dir / "profiles" / file_name_part(f"{req.contestant.name}.{req.scenario}.{req.level.key}."
                                                             f"r{req.repeat_index}") / "generator"
-        return generator_sampler(generator_pid, start_unix=start_unix, duration_s=req.duration_s, workdir=workdir,
+        return generator_sampler(generator_pid, duration_s=req.duration_s, workdir=workdir,
                                  cpus=req.generator_cpus, on_spawn=self.on_spawn, on_release=self.release)
 
     def _end(self, gen: ManagedProcess) -> None:

@@ -35,8 +35,11 @@ DEFAULT_BY_RUNTIME = {"cpython": "py-spy", "go": "perf", "native": "perf", "jvm"
 # [profile] env overrides a variable. The JIT writes /tmp/perf-<pid>.map (the JVM when asked: profile.jit), and
 # frame pointers give perf whole call chains through JIT code.
 ENV_BY_RUNTIME = {
-    # Frame pointers in JIT-compiled code (C1, C2); the map is written by jcmd after sampling (profile.jit).
-    "jvm": {"JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer"},
+    # Frame pointers in JIT-compiled code (C1, C2); the map is written by jcmd after sampling (profile.jit). A fixed
+    # number of compiler threads: the JVM ends the extra ones it started when compiling calms down, and perf 6.1
+    # (record -p) spins on a CPU once a thread it attached to has exited (129,680 wake-ups in a 5 s recording of
+    # java-netty, against 4 with this flag), on the CPUs the generator shares with it.
+    "jvm": {"JAVA_TOOL_OPTIONS": "-XX:+PreserveFramePointer -XX:-UseDynamicNumberOfCompilerThreads"},
     # V8 writes each compiled function, builtin and stub to the map as it makes it; with
     # --interpreted-frames-native-stack an interpreted function has a frame of its own, not the interpreter's.
     "node": {"NODE_OPTIONS": "--perf-basic-prof --interpreted-frames-native-stack"},

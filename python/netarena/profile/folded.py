@@ -71,13 +71,16 @@ class Views:
     idle: Counter | None
 
 
-def perf_script_views(text: str, pids: set[int] | None = None, rate_hz: int = 99) -> Views:
+def perf_script_views(text: str, pids: set[int] | None = None, rate_hz: int = 99,
+                      window: tuple[float, float] | None = None) -> Views:
     """`perf script -F pid,tid,time,event,ip,sym,dso --show-switch-events` output as the two views. An
     ON_CPU_EVENT sample is one count of its call chain (leaf first, one "ADDRESS SYMBOL (DSO)" line a frame) in
     `cpu`. An OFF_CPU_EVENT sample is a thread leaving its CPU: its call chain gets the time until that thread's
     next "PERF_RECORD_SWITCH IN" in `idle` (converted to counts of 1/rate_hz s per stack, rounded); a switch
     out marked "preempt" puts PREEMPTED under it. Kernel frames get KERNEL_SUFFIX; a frame without a symbol is
-    its DSO's name in brackets. Only records of `pids`, when given."""
+    its DSO's name in brackets. Only records of `pids`, when given; with `window` (from, to: seconds on the
+    recording's clock), only on-CPU samples inside it and the part of each time away that falls inside it."""
+    begin, end = window if window is not None else (float("-inf"), float("inf"))
     cpu: Counter = Counter()
     idle_s: dict[tuple, float] = {}
     # Per thread: the stack it left its CPU with, when, and whether it was preempted (its switch-out record,
@@ -95,7 +98,8 @@ def perf_script_views(text: str, pids: set[int] | None = None, rate_hz: int = 99
         stack = tuple(f for i, f in enumerate(reversed(frames))
                       if not (f == UNKNOWN_FRAME and i and frames[len(frames) - i] == UNKNOWN_FRAME))
         if event == ON_CPU_EVENT:
-            cpu[stack] += 1
+            if begin <= time < end:
+                cpu[stack] += 1
         elif event == OFF_CPU_EVENT:
             away[tid] = [stack, time, False]
 
@@ -117,7 +121,9 @@ def perf_script_views(text: str, pids: set[int] | None = None, rate_hz: int = 99
             elif len(words) > 1 and words[1] == "IN" and tid in away:
                 stack, left, preempted = away.pop(tid)
                 stack = (PREEMPTED, *stack) if preempted else stack
-                idle_s[stack] = idle_s.get(stack, 0.0) + max(0.0, time - left)
+                away_s = min(time, end) - max(left, begin)
+                if away_s > 0:
+                    idle_s[stack] = idle_s.get(stack, 0.0) + away_s
             continue
         event = what.rstrip(":").split("/", 1)[0].split(":", 1)[0].strip()
         sample = (event, tid, time)
