@@ -35,6 +35,7 @@ PERF_SCRIPT_TIMEOUT_S = 120.0
 # window named a JVM's JIT-compiled frames [unknown]. Threads and processes the tree starts after perf attached (a
 # server's threads for its connections, the generator's load threads) are followed: perf's events are inherited.
 PERF_READY_S = 30.0
+PERF_FIFOS = ("perf.control", "perf.answers")  # in the profile's folder: commands in, answers out
 
 
 def _version(path: str) -> str:
@@ -90,7 +91,7 @@ class Sampler:
         self._procs: list[tuple[ManagedProcess, Path, Path]] = []
         self._aborted = False
         self._deadline = 0.0
-        self._control: tuple[int, int] | None = None  # perf's control FIFOs, held open: commands in, answers out
+        self._control: tuple[int, ...] | list[int] | None = None  # perf's FIFOs, held open: commands in, answers out
         self._monotonic_window = (0.0, 0.0)
         self._py_spy_runs: list[tuple[str, list[str]]] = []
         tool = plan.tool
@@ -136,13 +137,17 @@ class Sampler:
         # right. Off CPU: every context switch of the server's threads with the call chain it left with, and
         # --switch-events for when each came back (folded.perf_script_views). The FIFOs (PERF_READY_S) are opened
         # read-write here first, so that neither side's open() waits for the other.
-        fifos = [self.workdir / "perf.control", self.workdir / "perf.answers"]
+        fifos = [self.workdir / name for name in PERF_FIFOS]
+        opened: list[int] = []
+        self._control = opened  # closed by _close_control whatever was opened, if the second one fails
         try:
             for fifo in fifos:
                 fifo.unlink(missing_ok=True)
                 os.mkfifo(fifo, 0o600)
-            self._control = tuple(os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC) for fifo in fifos)
+                opened.append(os.open(fifo, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC))
+            self._control = tuple(opened)
         except OSError as exc:
+            self._close_control()
             document["error"] = f"cannot make perf's control FIFOs in {self.workdir}: {exc}"
             return self
         argv = [self._path, "record", "-e", f"{ON_CPU_EVENT}/freq={RATE_HZ}/", "-e", f"{OFF_CPU_EVENT}/period=1/",
@@ -220,6 +225,14 @@ class Sampler:
                     return
                 raise ProfilerNotAnswering(f"perf answered {command!r} with {answer!r}")
 
+    def _close_control(self) -> None:
+        """Close and remove perf's control FIFOs, whichever of them exist."""
+        for fd in self._control or ():
+            os.close(fd)
+        self._control = None
+        for name in PERF_FIFOS:
+            (self.workdir / name).unlink(missing_ok=True)
+
     def _left_s(self) -> float:
         """The time from now to the window's start (0 once it has begun)."""
         return max(0.0, self.start_unix - time.time())
@@ -236,6 +249,7 @@ class Sampler:
         past its window."""
         document, tool = self.document, self.plan.tool
         if not self._procs:
+            self._close_control()
             return document
         codes = []
         try:
@@ -258,11 +272,7 @@ class Sampler:
             if self._aborted and document["error"] is None:
                 document["error"] = f"{tool} was stopped: the load ended before its measured phase did"
         finally:
-            if self._control is not None:
-                for fd in self._control:
-                    os.close(fd)
-                for fifo in ("perf.control", "perf.answers"):
-                    (self.workdir / fifo).unlink(missing_ok=True)
+            self._close_control()
             for proc, _, _ in self._procs:
                 proc.close()
                 self.on_release(proc)
