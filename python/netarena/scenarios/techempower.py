@@ -34,6 +34,11 @@ COUNTED_QUERIES = 20
 # How long the count waits for the server's last statements to be recorded (PostgreSQL stores a statement's
 # statistics when its transaction ends, which a server may answer HTTP before, with pipelined drivers).
 COUNT_SETTLE_S = 1.0
+# How many counts a request's queries get at most: a count above the expected one is taken again, since a
+# statement of an earlier request can land after the reset on a slow host (its query still waiting in the server,
+# or in the database connection's socket, while pg_stat_activity calls that connection idle; a 35% CPU quota did
+# it to deno-serve: "2 queries on world for 1 row"). A server that makes more queries makes them every time.
+COUNT_TRIES = 3
 
 
 class TechEmpowerScenario(Scenario):
@@ -252,10 +257,15 @@ def counted(http, path: str, fn, expected_bytes: int, table: Tables, expected_se
     # after the reset. CI saw it: rust-axum's whole-table read of world counted as a second query of GET /db.
     # (With several worker processes, one answer is one worker's: cached-queries leaves the others' fills out.)
     http.run(path, fn, expected_bytes)
+    above: list[int] = []  # the earlier counts, each above expected_selects (COUNT_TRIES)
     with _connect(http.service_url) as conn:
-        reset_when_quiet(conn)
-        http.run(path, count_then_check, expected_bytes)
-    count = found[0].without_fills() if cached else found[0]
+        while True:
+            reset_when_quiet(conn)
+            http.run(path, count_then_check, expected_bytes)
+            count = found[0].without_fills() if cached else found[0]
+            if count.calls <= expected_selects or len(above) + 1 == COUNT_TRIES:
+                break
+            above.append(count.calls)
     calls, rows = count.calls, count.rows
     fills = (f"; {found[0].fills} whole-table {'read' if found[0].fills == 1 else 'reads'} (a cache fill at "
              "start) not counted" if cached and found[0].fills else "")
@@ -263,7 +273,9 @@ def counted(http, path: str, fn, expected_bytes: int, table: Tables, expected_se
     name = f"queries of GET {http.prefix}{path} (pg_stat_statements)"
     unit = "rows" if expected_selects > 1 else "row"
     if calls == expected_selects:
-        http.checks.append(Check(name, True, f"{calls} SELECT on {table}, {rows} rows{fills}"))
+        unconfirmed = (f"; counted again after {', '.join(map(str, above))}, not confirmed (a late statement of an "
+                       "earlier request counts once, a server's own queries every time)" if above else "")
+        http.checks.append(Check(name, True, f"{calls} SELECT on {table}, {rows} rows{fills}{unconfirmed}"))
         return
     if cached:
         why = (f"{calls} {'query' if calls == 1 else 'queries'} on {table} for {rows_asked} rows: cached rows "
@@ -276,6 +288,8 @@ def counted(http, path: str, fn, expected_bytes: int, table: Tables, expected_se
                f"the rows were read in {'one query' if calls == 1 else 'fewer queries'}, each must be its own")
     else:
         why = f"{calls} queries on {table} for {expected_selects} {unit}, expected {expected_selects}"
+    if above:
+        why += f" (its counts, one request each: {', '.join(map(str, above + [calls]))})"
     http.checks.append(Check(name, False, why))
     raise _Wrong(why)
 
