@@ -44,6 +44,13 @@ if signal.getsignal(signal.SIGQUIT) == signal.SIG_IGN:
 # The same setting runs the JVM contestants' servers with the JIT's first tier alone (contestants.QUICK_JIT_OPTIONS).
 os.environ.setdefault("NETARENA_QUICK_BUILDS", "1")
 
+# The runs the tests start take no calibration (netarena run --no-calibration, as its environment variable): each
+# takes about 3 s and 5 CPU seconds (a CPU loop and the reference pair under load; docs/testing.md), and the suite
+# starts about ninety real runs of which only test_fingerprint.py's read it; that one asks for it
+# (NETARENA_CALIBRATION=1).
+# NETARENA_CALIBRATION=1 make test calibrates every run, as a user's runs do.
+os.environ.setdefault("NETARENA_CALIBRATION", "0")
+
 def under_ci() -> bool:
     return bool(os.environ.get("CI"))
 

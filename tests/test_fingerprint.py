@@ -45,7 +45,9 @@ def calibrated_store(tmp_path_factory, generator_binary) -> Path:
     cache.mkdir()
     results = tmp / "results"
     suite = write_suite(tmp / "suite.toml", SUITE)
-    done = run_cli(["run", suite, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--quiet"], cache)
+    # The tests leave the calibration out (tests/conftest.py); this run is the one that takes it.
+    done = run_cli(["run", suite, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS, "--quiet"], cache,
+                   NETARENA_CALIBRATION="1")
     assert done.returncode == 0, done.stderr
     return results
 
@@ -195,3 +197,35 @@ def test_compare_html_has_a_relative_table_across_machines(calibrated_store, tmp
     relative = re.findall(r'<tr class="relative" data-contestant="([^"]+)".*?class="num rel-rps">([0-9.]+) ', html)
     assert sorted(c for c, _ in relative) == ["fx-good", "fx-other"]
     assert all(float(ratio) == pytest.approx(2.0, abs=0.001) for _, ratio in relative)
+
+
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_a_run_without_calibration_says_so_and_starts_no_reference_server(tmp_path, cache_dir, how):
+    """--no-calibration (or NETARENA_CALIBRATION=0) leaves the yardsticks out: no reference server or CPU loop is
+    started, the run's environment says why there is no calibration, and its report has no relative figures."""
+    results = tmp_path / "results"
+    suite = write_suite(tmp_path / "suite.toml", SUITE.replace("repeat = 2", "repeat = 1"))
+    args = ["run", suite, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS]
+    if how == "flag":
+        done = run_cli([*args, "--no-calibration"], cache_dir, NETARENA_CALIBRATION="1")
+    else:
+        done = run_cli(args, cache_dir, NETARENA_CALIBRATION="0")
+    assert done.returncode == 0, done.stderr
+    assert "calibrating" not in done.stdout + done.stderr
+    env = stored_environment(results)
+    assert env["calibration"] == {"skipped": "not taken: --no-calibration (NETARENA_CALIBRATION=0)"}, env
+    validate(env)
+    shown = run_cli(["show", "1", "--results", results], tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "calibration: none: not taken: --no-calibration" in " ".join(shown.stdout.split())
+    assert "relative to the reference pair" not in shown.stdout
+
+
+def test_a_calibration_setting_that_is_not_a_boolean_is_refused_before_anything_starts(tmp_path, cache_dir):
+    results = tmp_path / "results"
+    suite = write_suite(tmp_path / "suite.toml", SUITE)
+    done = run_cli(["run", suite, "--results", results, "--contestants-dir", FIXTURE_CONTESTANTS], cache_dir,
+                   NETARENA_CALIBRATION="sometimes")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "'sometimes' is not a valid boolean" in done.stderr and "NETARENA_CALIBRATION" in done.stderr, done.stderr
+    assert not results.exists()

@@ -20,6 +20,7 @@ from rich.table import Table
 from . import __version__
 from .backends import RealBackend
 from .backends.cluster import ClusterBackend
+from .calibration import CALIBRATION_ENV
 from .cli_common import (exit_interrupted, fail_bad_input, ignore_stop_signals, parse_cpus, set_as_program,
                          split_list)
 from .cli_report import register as register_report_commands
@@ -117,6 +118,10 @@ def _contestants_dir_option(f):
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
 @click.option("--install-jobs", type=click.IntRange(1, 64), default=None,
               help="Contestants installed at once (default: one per CPU, at least 2, at most 4).")
+@click.option("--calibration/--no-calibration", default=True, envvar=CALIBRATION_ENV, show_envvar=True,
+              help="Take the run's calibration before its first measurement: a fixed CPU loop and the reference "
+                   "pair, about 3 s of both CPUs (docs/reports.md, Calibration). --no-calibration leaves it out: "
+                   "the report then has no figures relative to the reference.")
 @_run_as_root_option
 @_contestants_dir_option
 @click.option("--quiet", "-q", is_flag=True, help="Only warnings and errors.")
@@ -152,8 +157,9 @@ def _contestants_dir_option(f):
               help="Run across hosts: the server on one, the load on the others (docs/many-machines.md).")
 @click.option("--backend", "backend_opt", type=click.Choice(["real", "mock"]), hidden=True)
 def run(suite, only, scenario_opt, repeat, precision_opt, profile, duration, warmup, results_dir, resume, server_cpus, generator_cpus,
-        no_apt, install_jobs, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
-        allow_target, request_file, method, headers, body, expect_status, expect_body, backend_opt, cacert, insecure):
+        no_apt, install_jobs, calibration, run_as_root, contestants_dir, quiet, json_mode, cluster_file, thresholds, url, pid,
+        process_name, server_name, connections, allow_target, request_file, method, headers, body, expect_status,
+        expect_body, backend_opt, cacert, insecure):
     """Run a suite (default: quick), or measure your own server (--url), and store every measurement in
     RESULTS/netarena.sqlite.
 
@@ -191,7 +197,7 @@ def run(suite, only, scenario_opt, repeat, precision_opt, profile, duration, war
                          server_cpus, generator_cpus, no_apt, install_jobs, run_as_root, contestants_dir, quiet,
                          json_mode, cluster_file, thresholds, url, pid, process_name, server_name, connections,
                          allow_target, request_file, method, headers, body, expect_status, expect_body, backend_kind,
-                         cacert, insecure)
+                         cacert, insecure, calibration)
     # ---- one function per run mode (netarena.run_modes)
     if url is not None:
         mode = url_mode

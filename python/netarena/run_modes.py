@@ -88,6 +88,7 @@ class RunOptions:
     backend_kind: str
     cacert: Path | None = None  # --url https://: whom to trust (--cacert FILE, or any with --insecure)
     insecure: bool = False
+    calibration: bool = True  # --calibration/--no-calibration (NETARENA_CALIBRATION): take the run's calibration
 
 
 @dataclass
@@ -482,7 +483,8 @@ def _execute(setup: Setup, o: RunOptions, ui: UI) -> None:
             ui.info(f"skip {contestant}{' ' + scenario if scenario else ''}"
                     f"{' ' + level_key if level_key else ''}: {reason}")
 
-    runner = Runner(store, None, ui, allow_apt=setup.allow_apt, install_jobs=o.install_jobs)
+    runner = Runner(store, None, ui, allow_apt=setup.allow_apt, install_jobs=o.install_jobs,
+                    calibration=o.calibration)
     if cluster_backend is not None:
         backend = cluster_backend
     elif backend_kind == "real":

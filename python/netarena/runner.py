@@ -14,7 +14,7 @@ import psutil
 
 from . import __version__, precision, stats
 from .backends.base import MeasureRequest, StopRun
-from .calibration import calibrate
+from .calibration import CALIBRATION_ENV, calibrate
 from .config import SERVICE_SCENARIOS
 from .contestants import (Contestant, Installed, InstallError, availability, cache_root, install_concurrently,
                           install_current)
@@ -98,8 +98,10 @@ def run_log_dir(results_dir: Path, run_id: int) -> Path:
 
 
 class Runner:
-    def __init__(self, store: Store, backend, ui, *, allow_apt: bool = True, install_jobs: int = 1):
+    def __init__(self, store: Store, backend, ui, *, allow_apt: bool = True, install_jobs: int = 1,
+                 calibration: bool = True):
         self.store = store
+        self.calibration = calibration  # False: --no-calibration (calibration.CALIBRATION_ENV)
         self.backend = backend
         self.ui = ui
         self.allow_apt = allow_apt
@@ -199,6 +201,10 @@ class Runner:
         why there is none."""
         run = self.store.run(run_id)
         if run is not None and "calibration" in json.loads(run["environment_json"] or "{}"):
+            return
+        if not self.calibration:
+            self.store.add_to_run_environment(run_id, "calibration", {
+                "skipped": f"not taken: --no-calibration ({CALIBRATION_ENV}=0)"})
             return
         generator = getattr(self.backend, "generator", None)
         if self.backend.name != "real" or generator is None:
