@@ -27,8 +27,8 @@ from .ports import free_port
 from .process import ManagedProcess, tree_cpu_s
 
 # `netarena run --no-calibration` as an environment variable (0 leaves the calibration out, 1 takes it): the tests
-# set 0 (tests/conftest.py), where hundreds of short runs would each spend about 3 s of both CPUs on a yardstick
-# that only the tests of the calibration read; those set 1.
+# set 0 (tests/conftest.py), where about ninety short runs would each spend about 3 s and 5 CPU seconds
+# (bench/calibration_cost.py) on a yardstick that only the tests of the calibration read; those set 1.
 CALIBRATION_ENV = "NETARENA_CALIBRATION"
 # Units of the fixed CPU loop (netarena-load's default; the median is the figure).
 CPU_UNITS = 25
