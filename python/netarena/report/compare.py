@@ -456,7 +456,7 @@ class _Null:
 def render_html(c: Comparison) -> bytes:
     import plotly.graph_objects as go
 
-    from .html import CSS, _plotly_js, e
+    from .html import CSS, _plotly_js, chart_div, e
 
     def verdict_html(m: Metric, better: str) -> str:
         if not m.significant:
@@ -509,12 +509,11 @@ def render_html(c: Comparison) -> bytes:
                                         for m in ms]}))
         if fig.data and scenario_rows:
             fig.add_hline(y=1.0, line_dash="dot", line_color="#57606a")
-            fig.update_layout(barmode="group", height=420, template="plotly_white", margin={"t": 60},
+            fig.update_layout(barmode="group", height=420, margin={"t": 60},
                               title={"text": f"{scenario}: B/A (1 = no change; bars to the bootstrap interval)"})
             fig.update_yaxes(title="B / A")
-            parts.append('<div class="chart">' + fig.to_html(full_html=False, include_plotlyjs=False,
-                                                             div_id=f"compare-{len(parts)}",
-                                                             config={"displaylogo": False}) + "</div>")
+            parts.append('<div class="chart">' + chart_div(fig, f"compare-{len(parts)}", {"displaylogo": False})
+                         + "</div>")
     extras = []
     if machines_line(c):
         extras.append(f'<p class="machines" data-different="1"><b>{e(machines_line(c))}</b></p>')
