@@ -15,17 +15,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-# One line of `cargo tree --prefix none -f '{p} {f}'`: name, version, the rest of {p} (a path crate's folder, "(proc-macro)"),
-# then the features, comma-separated (none: nothing after the space).
+# One line of `cargo tree --prefix none -f '{p} {f}'`: name, version, the rest of {p} (a path crate's folder,
+# "(proc-macro)"), then the features, comma-separated (none: nothing after the space).
 TREE_LINE = re.compile(r"(?P<name>\S+) v(?P<version>\S+)(?: \([^)]*\))* ?(?P<features>\S*)$")
 
 
-def compiled_units(edges: str) -> dict[tuple[str, str], set[str]]:
+def host_triple() -> str:
+    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("host: "))
+
+
+def compiled_units(edges: str, host: str) -> dict[tuple[str, str], set[str]]:
     """(crate, version) -> the sets of features it is compiled with (more than one where the host's build and
-    the target's differ), in netarena-load's build with these dependency edges."""
-    host = next(line.split(": ", 1)[1] for line in
-                subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout.splitlines()
-                if line.startswith("host: "))
+    the target's differ), in netarena-load's build with these dependency edges, for the host's triple."""
     cmd = ["cargo", "tree", "--locked", "-p", "netarena-load", "-e", edges, "--target", host, "--prefix", "none",
            "-f", "{p} {f}"]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -42,7 +44,8 @@ def compiled_units(edges: str) -> dict[tuple[str, str], set[str]]:
 def builds():
     if not shutil.which("cargo"):
         pytest.fail("these tests need cargo on PATH (make test builds the generator with it)")
-    return compiled_units("normal,build"), compiled_units("normal,build,dev")
+    host = host_triple()
+    return compiled_units("normal,build", host), compiled_units("normal,build,dev", host)
 
 
 def test_every_crate_of_the_generator_has_its_test_build_features(builds):
