@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
+import threading
+import tomllib
 import zipfile
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -41,16 +46,33 @@ def test_pip_settings_follow_pips_own_precedence_and_a_uv_variable_already_set_w
     assert settings["index-url"] == "http://127.0.0.1:9/install"  # [install] over [global]
     assert settings["timeout"] == "33"
     variables = python_env.uv_variables(settings, environ={})
-    assert variables["UV_DEFAULT_INDEX"] == "http://127.0.0.1:9/install"
     assert variables["UV_FIND_LINKS"] == f"{tmp_path}/one,{tmp_path}/two"
     assert variables["UV_INSECURE_HOST"] == "a.test b.test"
     assert variables["UV_HTTP_TIMEOUT"] == "33"
     # Set by the user for uv: left alone.
-    assert "UV_DEFAULT_INDEX" not in python_env.uv_variables(settings, environ={"UV_DEFAULT_INDEX": "x"})
+    assert "UV_HTTP_TIMEOUT" not in python_env.uv_variables(settings, environ={"UV_HTTP_TIMEOUT": "9"})
+    # The indexes go into uv's configuration file (uv reading it: the test below, whose index is pip's).
+    settings["extra-index-url"] = "http://127.0.0.1:9/extra-one http://127.0.0.1:9/extra-two"
+    config = tomllib.loads(python_env.uv_config(settings))
+    assert [(index["url"], index.get("default", False)) for index in config["index"]] == [
+        ("http://127.0.0.1:9/extra-one", False), ("http://127.0.0.1:9/extra-two", False),
+        ("http://127.0.0.1:9/install", True)]
+    assert {index["cache-control"]["files"] for index in config["index"]} == {python_env.IMMUTABLE_FILES}
+    del settings["index-url"], settings["extra-index-url"]
+    assert tomllib.loads(python_env.uv_config(settings))["index"] == [
+        {"url": python_env.PYPI, "default": True, "cache-control": {"files": python_env.IMMUTABLE_FILES}}]
 
 
 def _wheel(folder: Path, name: str, version: str, module_text: str) -> Path:
     """A pure-Python wheel written by hand: one module and the metadata an installer reads."""
+    module = name.replace("-", "_")
+    path = folder / f"{module}-{version}-py3-none-any.whl"
+    folder.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(_wheel_bytes(name, version, module_text))
+    return path
+
+
+def _wheel_bytes(name: str, version: str, module_text: str) -> bytes:
     module = name.replace("-", "_")
     info = f"{module}-{version}.dist-info"
     files = {f"{module}/__init__.py": module_text,
@@ -59,12 +81,11 @@ def _wheel(folder: Path, name: str, version: str, module_text: str) -> Path:
     record = [f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b'=').decode()},"
               f"{len(text.encode())}" for path, text in files.items()]
     files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
-    path = folder / f"{module}-{version}-py3-none-any.whl"
-    folder.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w") as archive:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
         for name_in_archive, text in files.items():
             archive.writestr(name_in_archive, text)
-    return path
+    return buffer.getvalue()
 
 
 def test_a_contestants_venv_finds_a_package_only_pips_configuration_knows_of(cache, tmp_path, monkeypatch):
@@ -89,5 +110,119 @@ def test_a_contestants_venv_finds_a_package_only_pips_configuration_knows_of(cac
     assert imported.stdout.strip() == "from the folder pip was told of", imported
     log = (contestant.env_dir / "install.log").read_text()
     assert "uv pip install --compile-bytecode" in log, log[-2000:]
-    caches = list((cache / "uv").iterdir())
+    caches = [path for path in (cache / "uv").iterdir() if path.is_dir()]  # beside them: uv.toml files, locks
     assert len(caches) == 1 and any(caches[0].rglob("fx_local_only*")), caches
+
+
+# The build backend of the source distribution below, in the archive itself (backend-path): it notes each build
+# in FX_BUILD_LOG and takes FX_BUILD_SECONDS, as a compiler would, so that two installs started together overlap.
+_BACKEND = """
+import base64, hashlib, io, os, time, zipfile
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    with open(os.environ["FX_BUILD_LOG"], "a") as log:
+        log.write(f"built by {os.getpid()}\\n")
+    time.sleep(float(os.environ["FX_BUILD_SECONDS"]))
+    name = "fx_built-1.0-py3-none-any.whl"
+    with open(os.path.join(wheel_directory, name), "wb") as out:
+        out.write(base64.b64decode(WHEEL))
+    return name
+"""
+
+
+def _source_distribution() -> bytes:
+    """fx-built 1.0 as a source distribution only (no wheel: installing it means building it), with static
+    metadata (so resolving it needs no build) and its own build backend."""
+    wheel = base64.b64encode(_wheel_bytes("fx-built", "1.0", 'VALUE = "built from its source"\n')).decode()
+    files = {"PKG-INFO": "Metadata-Version: 2.2\nName: fx-built\nVersion: 1.0\n",
+             "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "fx_backend"\nbackend-path = ["."]\n'
+                               '\n[project]\nname = "fx-built"\nversion = "1.0"\n',
+             "fx_backend.py": _BACKEND + f"\nWHEEL = {wheel!r}\n"}
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            member = tarfile.TarInfo(f"fx_built-1.0/{name}")
+            member.size = len(data)
+            archive.addfile(member, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+class _Index(BaseHTTPRequestHandler):
+    """A package index (PEP 503's simple API) on loopback holding fx-built's source distribution, sending no
+    Cache-Control, ETag or Last-Modified, as the proxy in front of PyPI on the machine this was written on did.
+    uv alone then fetches the archive again for every install and builds it again each time."""
+
+    archive = b""
+
+    def do_GET(self):
+        digest = hashlib.sha256(self.archive).hexdigest()
+        pages = {"/simple/fx-built/": (f'<a href="/files/fx_built-1.0.tar.gz#sha256={digest}">fx_built-1.0.tar.gz'
+                                       "</a>\n").encode(),
+                 "/files/fx_built-1.0.tar.gz": self.archive}
+        body = pages.get(self.path)
+        if body is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html" if self.path.startswith("/simple/") else "application/x-gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_two_contestants_needing_the_same_source_build_get_it_built_once(cache, tmp_path, monkeypatch):
+    """Two contestants install at once, each requiring a package the index (pip's index-url) has only as a source
+    distribution: it is built once (the source-builds lock of the interpreter's uv cache, and uv told that the
+    index's files are immutable), and both venvs have it."""
+    _Index.archive = _source_distribution()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    builds = tmp_path / "builds.log"
+    builds.touch()
+    monkeypatch.setenv("PIP_INDEX_URL", f"http://127.0.0.1:{server.server_address[1]}/simple/")
+    monkeypatch.setenv("FX_BUILD_LOG", str(builds))
+    monkeypatch.setenv("FX_BUILD_SECONDS", "3")
+    python_env._pip_config_list.cache_clear()
+    folder = tmp_path / "contestants"
+    for name in ("fx-source-a", "fx-source-b"):
+        shutil.copytree(FIXTURE_CONTESTANTS / "fx-pip", folder / name)
+        manifest = folder / name / "contestant.toml"
+        manifest.write_text(manifest.read_text().replace('name = "fx-pip"', f'name = "{name}"'))
+        (folder / name / "requirements.txt").write_text("fx-built==1.0\n")
+    both = ct.load(folder, ["fx-source-a", "fx-source-b"])
+    records: dict[str, dict] = {}
+    errors: list[BaseException] = []
+
+    def install(contestant):
+        try:
+            records[contestant.name] = ct.install(contestant, allow_apt=False)
+        except BaseException as exc:  # reported below, with the install's log
+            errors.append(exc)
+
+    threads = [threading.Thread(target=install, args=(contestant,)) for contestant in both]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+    finally:
+        server.shutdown()
+        python_env._pip_config_list.cache_clear()
+    assert not errors, errors
+    assert builds.read_text().count("built by") == 1, builds.read_text()
+    for contestant in both:
+        assert records[contestant.name]["pip_freeze"] == ["fx-built==1.0"]
+        imported = subprocess.run([str(contestant.venv_dir / "bin" / "python"), "-c",
+                                   "import fx_built; print(fx_built.VALUE)"],
+                                  capture_output=True, text=True, timeout=60)
+        assert imported.stdout.strip() == "built from its source", imported
+        # Tried from wheels alone first, which fails without installing anything, then with the build allowed.
+        log = (contestant.env_dir / "install.log").read_text()
+        assert "--no-build" in log and "installing with source builds" in log, log[-3000:]

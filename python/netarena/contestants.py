@@ -559,7 +559,10 @@ def install_estimate_s(contestant: Contestant, parts=()) -> tuple[float, str]:
     return seconds, ", ".join(sources)
 
 
-def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None) -> None:
+def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None, check: bool = True) -> int:
+    """Run `argv` with its output appended to `log`; its exit code. A non-zero one raises InstallError with the
+    log's tail unless `check` is false (a command whose failure the caller handles); a missing program or one
+    still running after INSTALL_TIMEOUT_S always raises."""
     with log.open("ab") as out:
         out.write(f"\n$ {' '.join(argv)}\n".encode())
         out.flush()
@@ -570,8 +573,9 @@ def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | No
             raise InstallError(f"{what}: {argv[0]} not found") from None
         except subprocess.TimeoutExpired:
             raise InstallError(f"{what}: still running after {INSTALL_TIMEOUT_S} s", tail(log)) from None
-    if result.returncode != 0:
+    if result.returncode != 0 and check:
         raise InstallError(f"{what} failed with exit code {result.returncode}: {' '.join(argv)}", tail(log))
+    return result.returncode
 
 
 def tail(path: Path, limit_bytes: int = 4000) -> str:
@@ -694,14 +698,7 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
             runtime = "pypy3" if manifest.install.python_runtime == "pypy" else "python3"
             runtime = reachable_executable(runtime, user) or runtime  # the first on PATH the servers' user can run
             interpreter = shutil.which(runtime) or runtime
-            try:
-                commands = python_env.venv_commands(interpreter, contestant.venv_dir,
-                                                    contestant.dir / manifest.install.python_requirements)
-            except python_env.PythonEnvError as exc:
-                raise InstallError(str(exc)) from exc
-            venv_env = python_env.venv_environment(cache_root(), interpreter)
-            for argv, what in commands:
-                _run_logged(argv, contestant.dir, log, what, venv_env)
+            _make_venv(contestant, interpreter, log, say)
             (contestant.env_dir / "venv.stamp").write_text(_venv_stamp(contestant))
         try:  # also for a venv made earlier, while uv may have gone since
             record["pip_freeze"] = python_env.installed_packages(contestant.venv_dir)
@@ -773,6 +770,30 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
                                time.monotonic() - started - sum(parts_s.values()), parts_s)
     record.update(_build_versions(contestant))
     return record
+
+
+def _make_venv(contestant: Contestant, interpreter: str, log: Path, say) -> None:
+    """Make the contestant's venv with `interpreter` and install its requirements: from wheels alone when they all
+    have one, else (a requirement built from its source, uWSGI) under the interpreter's source-builds lock, so
+    that two contestants needing the same build get it built once (python_env.requirements_install_command)."""
+    requirements = contestant.dir / contestant.manifest.install.python_requirements
+    venv_env = python_env.venv_environment(cache_root(), interpreter)
+    try:
+        _run_logged(python_env.venv_creation_command(interpreter, contestant.venv_dir), contestant.dir, log,
+                    "venv creation", venv_env)
+        wheels_only = python_env.requirements_install_command(contestant.venv_dir, requirements, source_builds=False)
+        if _run_logged(wheels_only, contestant.dir, log, "pip install (uv, wheels only)", venv_env, check=False) == 0:
+            return
+        with log.open("a") as out:
+            out.write("# not every requirement has a wheel for this interpreter (above): installing with source "
+                      "builds, one such install per interpreter at a time\n")
+        with _exclusive(python_env.source_builds_lock(Path(venv_env["UV_CACHE_DIR"])),
+                        f"{contestant.name}: waiting for another install building from source with {interpreter}",
+                        say):
+            _run_logged(python_env.requirements_install_command(contestant.venv_dir, requirements, source_builds=True),
+                        contestant.dir, log, "pip install (uv)", venv_env)
+    except python_env.PythonEnvError as exc:
+        raise InstallError(str(exc)) from exc
 
 
 def default_install_jobs() -> int:

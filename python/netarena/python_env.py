@@ -7,8 +7,15 @@ Python contestants made half of a first run's installs. uWSGI's compilation (abo
 way.
 
 uv does not read pip's configuration. A machine set up for pip (a private index, a proxy's certificate, a folder
-of wheels) keeps working: pip's settings, from its files and PIP_* variables (`pip config list`), are handed to uv
-as uv's own variables (PIP_SETTINGS_FOR_UV). A UV_* variable or SSL_CERT_FILE already set is left as it is.
+of wheels) keeps working: pip's settings, from its files and PIP_* variables (`pip config list`), are handed to uv:
+its indexes in a uv configuration file (uv_config), the others as uv's own variables (PIP_SETTINGS_FOR_UV). A UV_*
+variable or SSL_CERT_FILE already set is left as it is.
+
+That configuration file declares every index's files immutable (uv's index `cache-control`), as PyPI's are: a
+file name on an index names one content for good. An index that sends its files without caching headers (as the
+proxy of the machine this was written on did for PyPI's) otherwise left uv unable to tell that the source archive
+it had cached was current: it fetched it again for every venv and built uWSGI again each time (45 CPU seconds on
+2 cores), warm cache or not. The index pages stay as the index sends them (checked again at each install).
 
 Each interpreter gets a uv cache of its own: a wheel built from source is keyed by its tags (cp311-linux_x86_64),
 not by the interpreter that built it, so a package that embeds Python (uWSGI) built for one CPython 3.11 (a pyenv
@@ -21,15 +28,15 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 # pip's setting -> uv's variable, and how pip's value (several values are separated by whitespace) becomes uv's.
+# pip's indexes (index-url, extra-index-url) go into uv_config instead.
 PIP_SETTINGS_FOR_UV = {
-    "index-url": ("UV_DEFAULT_INDEX", lambda value: value),
-    "extra-index-url": ("UV_INDEX", lambda value: " ".join(value.split())),
     "find-links": ("UV_FIND_LINKS", lambda value: ",".join(value.split())),
     "cert": ("SSL_CERT_FILE", lambda value: value),
     "trusted-host": ("UV_INSECURE_HOST", lambda value: " ".join(value.split())),
@@ -82,6 +89,34 @@ def uv_variables(settings: dict[str, str], environ=os.environ) -> dict[str, str]
     return variables
 
 
+PYPI = "https://pypi.org/simple"
+# How long uv may take a file of an index as current without asking again: for good (the module docstring says why).
+IMMUTABLE_FILES = "max-age=365000000, immutable"
+
+
+def uv_config(settings: dict[str, str]) -> str:
+    """uv's configuration (uv.toml) for pip's index settings: the extra indexes (extra-index-url) first, then the
+    default one (index-url, else PyPI), each with its files immutable. uv asks them in that order and takes a
+    package from the first that has it, as UV_INDEX and UV_DEFAULT_INDEX would."""
+    urls = [(url, False) for url in str(settings.get("extra-index-url", "")).split()]
+    urls.append((str(settings.get("index-url", "")).strip() or PYPI, True))
+    # JSON's string syntax is TOML's basic string's for every character JSON escapes.
+    return "".join(f"[[index]]\nurl = {json.dumps(url)}\n" + ("default = true\n" if default else "") +
+                   f"cache-control = {{ files = {json.dumps(IMMUTABLE_FILES)} }}\n\n" for url, default in urls)
+
+
+def uv_config_file(cache_root: Path, text: str) -> Path:
+    """The file holding `text` under the cache, named by its content: written once, never changed under an
+    install reading it."""
+    path = cache_root / "uv" / f"config-{hashlib.sha256(text.encode()).hexdigest()[:16]}.toml"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
+        partial.write_text(text)
+        os.replace(partial, path)
+    return path
+
+
 @functools.cache
 def _pip_config_list() -> str:
     """`pip config list` of netarena's own interpreter: pip's files and variables are the machine's, whichever
@@ -106,16 +141,30 @@ def uv_cache_dir(cache_root: Path, interpreter: str) -> Path:
     return cache_root / "uv" / key
 
 
-def venv_commands(interpreter: str, venv_dir: Path, requirements: Path) -> list[tuple[list[str], str]]:
-    """The commands that make the venv and install the requirements into it, each with what it does. The venv
-    holds the requirements and nothing else (no pip, setuptools or wheel: what a server imports is what its
-    requirements pin). --compile-bytecode: the .pyc files pip writes too, so a server run by a user who cannot
-    write into the venv does not compile every module at each start."""
-    uv = uv_binary()
-    python = str(venv_dir / "bin" / "python")
-    return [([uv, "venv", "--python", interpreter, str(venv_dir)], "venv creation"),
-            ([uv, "pip", "install", "--compile-bytecode", "--python", python, "-r", str(requirements)],
-             "pip install (uv)")]
+def venv_creation_command(interpreter: str, venv_dir: Path) -> list[str]:
+    """The command that makes an empty venv: no pip, setuptools or wheel (what a server imports is what its
+    requirements pin)."""
+    return [uv_binary(), "venv", "--python", interpreter, str(venv_dir)]
+
+
+def requirements_install_command(venv_dir: Path, requirements: Path, source_builds: bool) -> list[str]:
+    """The command that installs the requirements into the venv. --compile-bytecode: the .pyc files pip writes
+    too, so a server run by a user who cannot write into the venv does not compile every module at each start.
+
+    Without `source_builds` (--no-build), only wheels: it fails, before installing anything, when a requirement
+    has no wheel for the interpreter and would be built from its source distribution (uWSGI). Two such installs at
+    once would each build it (uv shares a build only once it is in the cache), so the caller installs with builds
+    allowed one at a time per interpreter (source_builds_lock), where the second finds the first one's wheel in
+    the cache."""
+    command = [uv_binary(), "pip", "install", "--compile-bytecode", "--python", str(venv_dir / "bin" / "python"),
+               "-r", str(requirements)]
+    return command if source_builds else [*command, "--no-build"]
+
+
+def source_builds_lock(uv_cache: Path) -> Path:
+    """The lock an install with source builds holds (requirements_install_command): one per interpreter's uv cache
+    (uv_cache_dir), where the built wheel is shared; beside it, not in it (uv's to manage)."""
+    return uv_cache.with_name(uv_cache.name + ".builds.lock")
 
 
 def installed_packages(venv_dir: Path) -> list[str]:
@@ -126,7 +175,11 @@ def installed_packages(venv_dir: Path) -> list[str]:
 
 
 def venv_environment(cache_root: Path, interpreter: str) -> dict[str, str]:
-    """The environment of those commands: this interpreter's uv cache, pip's index settings, never a download of
-    a Python (the interpreter is given)."""
-    return {**os.environ, **uv_variables(pip_settings(_pip_config_list())),
-            "UV_CACHE_DIR": str(uv_cache_dir(cache_root, interpreter)), "UV_PYTHON_DOWNLOADS": "never"}
+    """The environment of those commands: this interpreter's uv cache, pip's index settings (uv's configuration
+    file, unless UV_CONFIG_FILE is set already, and variables), never a download of a Python (the interpreter is
+    given)."""
+    settings = pip_settings(_pip_config_list())
+    environment = {**os.environ, **uv_variables(settings),
+                   "UV_CACHE_DIR": str(uv_cache_dir(cache_root, interpreter)), "UV_PYTHON_DOWNLOADS": "never"}
+    environment.setdefault("UV_CONFIG_FILE", str(uv_config_file(cache_root, uv_config(settings))))
+    return environment
