@@ -46,11 +46,12 @@ def test_pip_settings_follow_pips_own_precedence_and_a_uv_variable_already_set_w
     assert settings["index-url"] == "http://127.0.0.1:9/install"  # [install] over [global]
     assert settings["timeout"] == "33"
     variables = python_env.uv_variables(settings, environ={})
+    assert variables["UV_DEFAULT_INDEX"] == "http://127.0.0.1:9/install"
     assert variables["UV_FIND_LINKS"] == f"{tmp_path}/one,{tmp_path}/two"
     assert variables["UV_INSECURE_HOST"] == "a.test b.test"
     assert variables["UV_HTTP_TIMEOUT"] == "33"
     # Set by the user for uv: left alone.
-    assert "UV_HTTP_TIMEOUT" not in python_env.uv_variables(settings, environ={"UV_HTTP_TIMEOUT": "9"})
+    assert "UV_DEFAULT_INDEX" not in python_env.uv_variables(settings, environ={"UV_DEFAULT_INDEX": "x"})
     # The indexes go into uv's configuration file (uv reading it: the test below, whose index is pip's).
     settings["extra-index-url"] = "http://127.0.0.1:9/extra-one http://127.0.0.1:9/extra-two"
     config = tomllib.loads(python_env.uv_config(settings))
@@ -61,6 +62,36 @@ def test_pip_settings_follow_pips_own_precedence_and_a_uv_variable_already_set_w
     del settings["index-url"], settings["extra-index-url"]
     assert tomllib.loads(python_env.uv_config(settings))["index"] == [
         {"url": python_env.PYPI, "default": True, "cache-control": {"files": python_env.IMMUTABLE_FILES}}]
+
+
+def test_the_venvs_uv_gets_netarenas_configuration_unless_the_machine_has_its_own(tmp_path, monkeypatch):
+    """pip's index in netarena's uv configuration file; with a user's uv.toml (which a configuration file given to
+    uv would replace) or UV_CONFIG_FILE, no file of netarena's, and pip's index as a variable."""
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/pips")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_CONFIG_DIRS", str(tmp_path / "system"))
+    monkeypatch.delenv("UV_CONFIG_FILE", raising=False)
+    monkeypatch.delenv("UV_DEFAULT_INDEX", raising=False)
+    python_env._pip_config_list.cache_clear()
+    try:
+        if python_env.machine_uv_config() is not None:
+            pytest.fail(f"this machine has a uv configuration of its own ({python_env.machine_uv_config()}): "
+                        "the test needs a machine without one")
+        own = python_env.venv_environment(tmp_path / "cache", sys.executable)
+        assert "UV_DEFAULT_INDEX" not in own
+        config = tomllib.loads(Path(own["UV_CONFIG_FILE"]).read_text())
+        assert config["index"][-1]["url"] == "http://127.0.0.1:9/pips", config
+        (tmp_path / "config" / "uv").mkdir(parents=True)
+        (tmp_path / "config" / "uv" / "uv.toml").write_text('[[index]]\nurl = "http://127.0.0.1:9/users"\n')
+        users = python_env.venv_environment(tmp_path / "cache", sys.executable)
+        assert "UV_CONFIG_FILE" not in users and users["UV_DEFAULT_INDEX"] == "http://127.0.0.1:9/pips"
+        (tmp_path / "config" / "uv" / "uv.toml").unlink()
+        monkeypatch.setenv("UV_CONFIG_FILE", str(tmp_path / "given.toml"))
+        given = python_env.venv_environment(tmp_path / "cache", sys.executable)
+        assert given["UV_CONFIG_FILE"] == str(tmp_path / "given.toml")
+        assert given["UV_DEFAULT_INDEX"] == "http://127.0.0.1:9/pips"
+    finally:
+        python_env._pip_config_list.cache_clear()
 
 
 def _wheel(folder: Path, name: str, version: str, module_text: str) -> Path:

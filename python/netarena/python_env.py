@@ -8,8 +8,9 @@ way.
 
 uv does not read pip's configuration. A machine set up for pip (a private index, a proxy's certificate, a folder
 of wheels) keeps working: pip's settings, from its files and PIP_* variables (`pip config list`), are handed to uv:
-its indexes in a uv configuration file (uv_config), the others as uv's own variables (PIP_SETTINGS_FOR_UV). A UV_*
-variable or SSL_CERT_FILE already set is left as it is.
+its indexes in a uv configuration file (uv_config; as variables where uv has a configuration of its own on the
+machine, venv_environment), the others as uv's own variables (PIP_SETTINGS_FOR_UV). A UV_* variable or
+SSL_CERT_FILE already set is left as it is.
 
 That configuration file declares every index's files immutable (uv's index `cache-control`), as PyPI's are: a
 file name on an index names one content for good. An index that sends its files without caching headers (as the
@@ -35,8 +36,11 @@ import sys
 from pathlib import Path
 
 # pip's setting -> uv's variable, and how pip's value (several values are separated by whitespace) becomes uv's.
-# pip's indexes (index-url, extra-index-url) go into uv_config instead.
+# pip's indexes go into uv_config instead, unless the machine has a uv configuration of its own (venv_environment).
+PIP_INDEX_SETTINGS = ("index-url", "extra-index-url")
 PIP_SETTINGS_FOR_UV = {
+    "index-url": ("UV_DEFAULT_INDEX", lambda value: value),
+    "extra-index-url": ("UV_INDEX", lambda value: " ".join(value.split())),
     "find-links": ("UV_FIND_LINKS", lambda value: ",".join(value.split())),
     "cert": ("SSL_CERT_FILE", lambda value: value),
     "trusted-host": ("UV_INSECURE_HOST", lambda value: " ".join(value.split())),
@@ -174,12 +178,28 @@ def installed_packages(venv_dir: Path) -> list[str]:
     return listed.stdout.split()
 
 
+def machine_uv_config(environ=os.environ) -> Path | None:
+    """The user's or the system's uv configuration file, found where uv looks for one, or None."""
+    user = Path(environ.get("XDG_CONFIG_HOME") or Path(environ.get("HOME") or Path.home()) / ".config")
+    system = [Path(folder) for folder in (environ.get("XDG_CONFIG_DIRS") or "/etc/xdg").split(":") if folder]
+    candidates = [user / "uv" / "uv.toml", *(folder / "uv" / "uv.toml" for folder in system),
+                  Path("/etc/uv/uv.toml")]
+    return next((path for path in candidates if path.is_file()), None)
+
+
 def venv_environment(cache_root: Path, interpreter: str) -> dict[str, str]:
-    """The environment of those commands: this interpreter's uv cache, pip's index settings (uv's configuration
-    file, unless UV_CONFIG_FILE is set already, and variables), never a download of a Python (the interpreter is
-    given)."""
+    """The environment of those commands: this interpreter's uv cache, pip's settings, never a download of a
+    Python (the interpreter is given).
+
+    pip's indexes go into netarena's uv configuration file (uv_config), with their files immutable, unless uv is
+    configured on this machine already (UV_CONFIG_FILE, or a user's or system uv.toml): a configuration file
+    given to uv replaces the ones it finds, so those stay in charge, and pip's indexes are then uv variables."""
     settings = pip_settings(_pip_config_list())
-    environment = {**os.environ, **uv_variables(settings),
-                   "UV_CACHE_DIR": str(uv_cache_dir(cache_root, interpreter)), "UV_PYTHON_DOWNLOADS": "never"}
-    environment.setdefault("UV_CONFIG_FILE", str(uv_config_file(cache_root, uv_config(settings))))
-    return environment
+    variables = uv_variables(settings)
+    own_config = "UV_CONFIG_FILE" not in os.environ and machine_uv_config() is None
+    if own_config:
+        variables = {key: value for key, value in variables.items()
+                     if key not in (PIP_SETTINGS_FOR_UV[setting][0] for setting in PIP_INDEX_SETTINGS)}
+        variables["UV_CONFIG_FILE"] = str(uv_config_file(cache_root, uv_config(settings)))
+    return {**os.environ, **variables,
+            "UV_CACHE_DIR": str(uv_cache_dir(cache_root, interpreter)), "UV_PYTHON_DOWNLOADS": "never"}
