@@ -243,6 +243,7 @@ def test_two_contestants_needing_the_same_source_build_get_it_built_once(cache, 
             thread.start()
         for thread in threads:
             thread.join(timeout=300)
+            assert not thread.is_alive(), "an install still running after 300 s"
     finally:
         server.shutdown()
         python_env._pip_config_list.cache_clear()
@@ -257,3 +258,26 @@ def test_two_contestants_needing_the_same_source_build_get_it_built_once(cache, 
         # Tried from wheels alone first, which fails without installing anything, then with the build allowed.
         log = (contestant.env_dir / "install.log").read_text()
         assert "--no-build" in log and "installing with source builds" in log, log[-3000:]
+
+
+def test_the_uv_configuration_written_by_many_installs_at_once_is_one_whole_file(tmp_path):
+    """Installs run in threads of one process: each writer has a partial file of its own, so every one of them
+    gets the file, whole, and none is left half-written."""
+    paths: list[Path] = []
+    errors: list[BaseException] = []
+
+    def write():
+        try:
+            paths.append(python_env.uv_config_file(tmp_path, python_env.uv_config({})))
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=write) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    assert len(set(paths)) == 1 and len(paths) == 16, paths
+    assert tomllib.loads(paths[0].read_text())["index"][0]["url"] == python_env.PYPI
+    assert [path.name for path in (tmp_path / "uv").iterdir()] == [paths[0].name]  # no partial file left

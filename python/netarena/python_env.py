@@ -33,6 +33,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 # pip's setting -> uv's variable, and how pip's value (several values are separated by whitespace) becomes uv's.
@@ -115,8 +116,10 @@ def uv_config_file(cache_root: Path, text: str) -> Path:
     path = cache_root / "uv" / f"config-{hashlib.sha256(text.encode()).hexdigest()[:16]}.toml"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.partial")
-        partial.write_text(text)
+        # A partial file of its own for each writer: installs run in threads of one process too.
+        handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f"{path.name}.", suffix=".partial")
+        with os.fdopen(handle, "w") as out:
+            out.write(text)
         os.replace(partial, path)
     return path
 
