@@ -176,6 +176,13 @@ def cli_env(cache_dir: Path, **extra) -> dict:
     return env
 
 
+def default_cache_env() -> dict:
+    """The environment of a netarena process using the default cache and server user, as `netarena verify`
+    installs the bundled contestants there (test_contestants_verify, make test's background installs)."""
+    return {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT",
+                                                              "NETARENA_BACKEND")}
+
+
 def run_cli(args: list[str], cache_dir: Path, timeout_s: float = CLI_TIMEOUT_S, **env) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "netarena", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout_s, env=cli_env(cache_dir, **env), cwd=REPO)

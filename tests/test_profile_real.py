@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURE_CONTESTANTS, db_rows, run_cli, write_suite
+from conftest import FIXTURE_CONTESTANTS, db_rows, default_cache_env, run_cli, write_suite
 from netarena.profile import PROFILED
 from netarena.profile.folded import JIT_DSO, frame_category, parse
 from netarena.profile.sampler import GRACE_S, PERF_READY_S
@@ -47,9 +47,8 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(
         ["python-asyncio", "go-net", "java-netty", "node-http"])))
     results = tmp_path / "results"
-    env = {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT", "NETARENA_BACKEND")}
     proc = subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--profile", "--results", str(results),
-                           "--json"], capture_output=True, text=True, timeout=1800, env=dict(env, COLUMNS="200"))
+                           "--json"], capture_output=True, text=True, timeout=1800, env=dict(default_cache_env(), COLUMNS="200"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = rows(results)
     profiled = {r["contestant"]: r for r in found if r["discarded"] == PROFILED}

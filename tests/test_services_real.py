@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import FIXTURE_CONTESTANTS, REPO, cli_env, db_rows, processes_with_cache, run_cli, start_cli, write_suite
+from conftest import FIXTURE_CONTESTANTS, REPO, cli_env, db_rows, default_cache_env, processes_with_cache, run_cli, start_cli, write_suite
 
 # python3 of the fixture contestants must import pymongo: netarena's own venv first on PATH, as `make test` does.
 VENV_PATH = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
@@ -54,12 +54,17 @@ BUILD_FERRETDB = "from netarena.contestants import install; from netarena.servic
 
 @pytest.fixture(scope="module")
 def service_cache(tmp_path_factory) -> Path:
-    """One cache for the module, FerretDB built into it first, once (the runs then find it current)."""
+    """One cache for the module, FerretDB built into it first, once (the runs then find it current).
+    Built into the default cache before: make test's background installs build it there at the same time, and
+    two Go builds of one module at once each compile everything. Its install lock there makes this one wait for
+    theirs (or theirs for this one); the module's own build then finds every package in Go's build cache."""
     cache = tmp_path_factory.mktemp("service-cache")
-    built = subprocess.run([sys.executable, "-c", BUILD_FERRETDB], capture_output=True, text=True,
-                           timeout=FERRETDB_BUILD_TIMEOUT_S, env=cli_env(cache), cwd=REPO)
-    if built.returncode != 0:
-        pytest.fail(f"FerretDB's build failed (exit {built.returncode}):\n{built.stderr[-3000:]}")
+    for env in (default_cache_env(), cli_env(cache)):
+        built = subprocess.run([sys.executable, "-c", BUILD_FERRETDB], capture_output=True, text=True,
+                               timeout=FERRETDB_BUILD_TIMEOUT_S, env=env, cwd=REPO)
+        if built.returncode != 0:
+            pytest.fail(f"FerretDB's build failed (exit {built.returncode}, NETARENA_CACHE "
+                        f"{env.get('NETARENA_CACHE', 'default')}):\n{built.stderr[-3000:]}")
     return cache
 
 
@@ -324,9 +329,8 @@ MONGO_RUNS_AT_ONCE = 3
 def run_bundled(path: Path, results: Path) -> subprocess.CompletedProcess:
     """`netarena run` of a suite of bundled contestants in the default cache and server user, as `netarena
     verify` installed them (test_contestants_verify)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("NETARENA_CACHE", "NETARENA_RUN_AS_ROOT", "NETARENA_BACKEND")}
     return subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--results", str(results), "--json"],
-                          capture_output=True, text=True, timeout=1800, env=dict(env, COLUMNS="200"))
+                          capture_output=True, text=True, timeout=1800, env=dict(default_cache_env(), COLUMNS="200"))
 
 
 def test_every_bundled_contestant_claiming_mongo_serves_the_fixture(tmp_path, generator_binary):
