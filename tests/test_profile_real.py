@@ -47,8 +47,9 @@ def test_profiles_of_real_servers_name_their_hot_functions_and_stay_out_of_the_f
     path = write_suite(tmp_path / "suite.toml", SUITE.format(contestants=json.dumps(
         ["python-asyncio", "go-net", "java-netty", "node-http"])))
     results = tmp_path / "results"
+    env = default_cache_env()
     proc = subprocess.run([sys.executable, "-m", "netarena", "run", str(path), "--profile", "--results", str(results),
-                           "--json"], capture_output=True, text=True, timeout=1800, env=dict(default_cache_env(), COLUMNS="200"))
+                           "--json"], capture_output=True, text=True, timeout=1800, env=dict(env, COLUMNS="200"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     found = rows(results)
     profiled = {r["contestant"]: r for r in found if r["discarded"] == PROFILED}
