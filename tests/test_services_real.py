@@ -19,7 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import FIXTURE_CONTESTANTS, REPO, cli_env, db_rows, default_cache_env, processes_with_cache, run_cli, start_cli, write_suite
+from conftest import (FIXTURE_CONTESTANTS, REPO, cli_env, db_rows, default_cache_env, processes_with_cache, run_cli,
+                      start_cli, write_suite)
 
 # python3 of the fixture contestants must import pymongo: netarena's own venv first on PATH, as `make test` does.
 VENV_PATH = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"
