@@ -358,6 +358,102 @@ def test_installs_sharing_a_build_folder_take_turns_while_another_runs_beside(ca
     assert ended[-1][0] == "fx-share-b"
 
 
+def _one_step_contestants(tmp_path: Path, steps: dict[str, list[str]]) -> list[ct.Contestant]:
+    """Fixture contestants named as `steps`' keys, each with its one install step."""
+    return [_contestant(tmp_path / "contestants", PARTS_MANIFEST.replace('name = "fx-parts"', f'name = "{name}"').replace(
+        'steps = [["sh", "-c", "echo base >> {env_dir}/runs"]]', f"steps = [{json.dumps(step)}]"), name)
+        for name, step in steps.items()]
+
+
+def test_builds_sharing_a_cache_are_known_by_their_steps(cache, tmp_path):
+    """Go builds share Go's build cache and Maven builds on ~/.m2 its repository (they take turns, as cargo's do);
+    a Maven build with a repository of its own shares nothing."""
+    go_a, go_b, mvn_a, mvn_b, own, plain = _one_step_contestants(tmp_path, {
+        "fx-go-a": ["go", "build", "-o", "{build_dir}/server", "."], "fx-go-b": ["go", "build", "."],
+        "fx-mvn-a": ["mvn", "-q", "package"], "fx-mvn-b": ["mvn", "-B", "package"],
+        "fx-mvn-own": ["mvn", "-Dmaven.repo.local={env_dir}/maven-repository", "package"],
+        "fx-plain": ["sh", "-c", "true"]})
+    assert ct.shared_build_folder(go_a) == ct.shared_build_folder(go_b) == ct.go_build_cache()
+    assert ct.shared_build_folder(mvn_a) == ct.shared_build_folder(mvn_b) == ct.MAVEN_SHARED_REPOSITORY
+    assert ct.shared_build_folder(own) is None and ct.shared_build_folder(plain) is None
+    assert len({ct.go_build_cache(), ct.MAVEN_SHARED_REPOSITORY, ct.shared_cargo_target_dir(plain.manifest)}) == 3
+
+
+def test_the_bundled_maven_builds_each_have_a_repository_of_their_own():
+    """No bundled contestant waits for another's Maven build: each mvn step names a repository in its own env."""
+    names = sorted(p.parent.name for p in (REPO / "contestants").glob("*/contestant.toml"))
+    maven = [c for c in ct.load(REPO / "contestants", names)
+             if any(os.path.basename(step[0]) == "mvn" for step in c.manifest.install.steps)]
+    assert len(maven) >= 6, [c.name for c in maven]
+    for contestant in maven:
+        for step in contestant.manifest.install.steps:
+            if os.path.basename(step[0]) == "mvn":
+                assert "-Dmaven.repo.local={env_dir}/maven-repository" in step, (contestant.name, step)
+        assert ct.shared_build_folder(contestant) is None, contestant.name
+
+
+# A stand-in for Maven: runs its last argument as a shell script, so a step proves what ran beside what.
+FAKE_MVN = '#!/bin/sh\nfor last; do :; done\nexec sh -c "$last"\n'
+
+
+def _fake_mvn_on_path(tmp_path: Path, monkeypatch) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "mvn").write_text(FAKE_MVN)
+    (bin_dir / "mvn").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+
+def _install_both(contestants: list[ct.Contestant], say) -> list:
+    """ct.install of each at once, in threads (not install_concurrently, whose turns would keep them apart):
+    their errors, None for a success."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(contestant):
+        try:
+            ct.install(contestant, allow_apt=False, say=lambda message: say(contestant, message))
+        except Exception as exc:  # the test's assertion shows it
+            return exc
+        return None
+
+    with ThreadPoolExecutor(max_workers=len(contestants)) as pool:
+        return list(pool.map(one, contestants))
+
+
+def test_maven_builds_with_repositories_of_their_own_run_side_by_side(cache, tmp_path, monkeypatch):
+    """Each step waits (30 s at most) for the other's to have started: both succeed only when they run at once."""
+    _fake_mvn_on_path(tmp_path, monkeypatch)
+    contestants = _one_step_contestants(tmp_path, {
+        name: ["mvn", "-Dmaven.repo.local={env_dir}/maven-repository", WAITS_FOR_OTHER.replace("OTHER", other)]
+        for name, other in (("fx-mvn-a", "fx-mvn-b"), ("fx-mvn-b", "fx-mvn-a"))})
+    said = []
+    assert _install_both(contestants, lambda c, message: said.append(message)) == [None, None], said
+    assert not any("waiting for another Maven build" in message for message in said), said
+
+
+def test_maven_builds_on_the_shared_repository_take_turns(cache, tmp_path, monkeypatch):
+    """The first Maven build on ~/.m2 holds it until the second has said it waits (its `say` leaves a file the
+    first one's step waits for, 30 s at most): without the lock the second would not wait, and the first's step
+    would fail. Each holds a folder for its turn, which the other's mkdir would refuse."""
+    _fake_mvn_on_path(tmp_path, monkeypatch)
+    # Both beside the contestants' envs: steps name no path outside their folders.
+    hold = ("mkdir {env_dir}/../turn && touch {env_dir}/started && i=0; while [ ! -e {env_dir}/../waited ] && "
+            "[ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; test -e {env_dir}/../waited && rmdir {env_dir}/../turn")
+    contestants = _one_step_contestants(tmp_path, {name: ["mvn", "-q", hold] for name in ("fx-mvn-a", "fx-mvn-b")})
+    waited = contestants[0].env_dir.parent / "waited"
+    said = []
+
+    def say(contestant, message):
+        said.append((contestant.name, message))
+        if "waiting for another Maven build" in message:
+            waited.touch()
+
+    assert _install_both(contestants, say) == [None, None], said
+    waiting = [name for name, message in said if "waiting for another Maven build on the shared repository" in message]
+    assert len(waiting) == 1, said
+    assert all((c.env_dir / "started").exists() for c in contestants)
+
+
 def test_installs_start_longest_first_by_their_estimates(cache, tmp_path):
     """install_concurrently starts the installs in the order install_phase_s assumes: the longest estimate first
     (this cache's last install times here), whatever order it is given them in."""

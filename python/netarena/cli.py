@@ -89,6 +89,11 @@ def _run_as_root_option(f):
                              f"'{SERVER_USER}'; also {RUN_AS_ROOT_ENV}=1).")(f)
 
 
+def _install_jobs_option(f):
+    return click.option("--install-jobs", type=click.IntRange(1, 64), default=None,
+                        help="Contestants installed at once (default: two per CPU, at most 4).")(f)
+
+
 def _contestants_dir_option(f):
     return click.option("--contestants-dir", type=click.Path(path_type=Path, file_okay=False),
                         default=None, help="Folder of contestants (default: the checkout's contestants/).")(f)
@@ -116,8 +121,7 @@ def _contestants_dir_option(f):
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
 @click.option("--generator-cpus", help="CPUs for netarena-load (default: the second available CPU).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
-@click.option("--install-jobs", type=click.IntRange(1, 64), default=None,
-              help="Contestants installed at once (default: one per CPU, at least 2, at most 4).")
+@_install_jobs_option
 @click.option("--calibration/--no-calibration", default=True, envvar=CALIBRATION_ENV, show_envvar=True,
               help="Take the run's calibration before its first measurement: a fixed CPU loop and the reference "
                    "pair, about 3 s of both CPUs (docs/reports.md, Calibration). --no-calibration leaves it out: "
@@ -354,8 +358,7 @@ def needed_services(contestants, cannot: dict[str, str], checked, no_apt: bool) 
 @_contestants_dir_option
 @click.option("--scenario", "scenario_opt", help="Comma-separated scenarios (default: every one it claims).")
 @click.option("--no-apt", is_flag=True, help="Never apt-get install a contestant's Debian packages.")
-@click.option("--install-jobs", type=click.IntRange(1, 64), default=None,
-              help="Contestants installed at once (default: one per CPU, at least 2, at most 4).")
+@_install_jobs_option
 @click.option("--server-cpus", help="CPUs for the contestant (default: the first available CPU).")
 @_run_as_root_option
 @click.option("--workers", type=click.IntRange(1, 1024), default=1, show_default=True,

@@ -42,10 +42,14 @@ INSTALL_MARKER = ".netarena-installed"
 DEFAULT_INSTALL_S = {"rust": 120.0, "python": 8.0, "scala": 65.0, "java": 20.0, "go": 60.0, "javascript": 5.0,
                      "erlang": 5.0, "ruby": 10.0, "c": 5.0}
 DEFAULT_INSTALL_PART_S = 120.0  # an optional part (a database driver) without a time of its own
-# Build tools whose shared cache two builds must not write at once: their steps hold a lock named after the
-# tool while they run, also when installs run concurrently. Cargo, Go, npm and pip lock (or do not share)
-# theirs themselves.
-SHARED_CACHE_TOOLS = {"mvn": "Maven's local repository (~/.m2) is not safe for two builds writing at once"}
+# Maven's default local repository (~/.m2/repository) is not safe for two builds writing at once (the resolver of
+# Debian's Maven 3.8 locks nothing), so mvn steps on it take turns (_maven_repository_lock). A step naming a
+# repository of its own (-Dmaven.repo.local=...) does not: the bundled Java contestants each keep theirs under
+# {env_dir}, and install side by side. Their installs are mostly downloads: the five Java builds from empty
+# repositories took 79 s side by side (54 s of CPU), against about 5 min in turns on ~/.m2. Cargo, Go, npm and pip
+# lock (or do not share) their caches themselves.
+MAVEN_OWN_REPOSITORY_ARG = "-Dmaven.repo.local="
+MAVEN_SHARED_REPOSITORY = Path.home() / ".m2" / "repository"
 # NETARENA_QUICK_BUILDS=1 (the tests set it, tests/conftest.py): the cargo steps of contestants build unoptimized,
 # cargo's release profile at opt-level 0 without LTO. The same source in about a tenth of the time (rust-hyper with
 # both database drivers: 73 s of wall time on 2 cores against about 10 min), for checks of behaviour, never for
@@ -603,16 +607,22 @@ def _apt_update_once(contestant: Contestant, log: Path, env: dict, say) -> None:
     _apt_updated = True
 
 
+def on_shared_maven_repository(step: list[str]) -> bool:
+    """Whether an install step runs Maven on its shared default repository (MAVEN_SHARED_REPOSITORY): mvn without
+    a -Dmaven.repo.local of its own."""
+    return os.path.basename(step[0]) == "mvn" and not any(arg.startswith(MAVEN_OWN_REPOSITORY_ARG) for arg in step)
+
+
 @contextmanager
-def _tool_lock(tool: str, contestant: Contestant, say):
-    """Hold the tool's lock while a step runs it when that tool's shared cache is not safe for two builds at
-    once (SHARED_CACHE_TOOLS); nothing otherwise."""
-    name = os.path.basename(tool)
-    if name not in SHARED_CACHE_TOOLS:
+def _maven_repository_lock(step: list[str], contestant: Contestant, say):
+    """Hold the lock of Maven's shared repository while a step runs Maven on it (on_shared_maven_repository), also
+    across netarena processes; nothing for any other step."""
+    if not on_shared_maven_repository(step):
         yield
         return
-    with _exclusive(cache_root() / f"tool-{name}.lock", f"{contestant.name}: waiting for another {name} build "
-                    f"({SHARED_CACHE_TOOLS[name]})", say):
+    with _exclusive(cache_root() / "tool-mvn.lock", f"{contestant.name}: waiting for another Maven build on the "
+                    f"shared repository {MAVEN_SHARED_REPOSITORY} (not safe for two builds writing at once; a step "
+                    f"with {MAVEN_OWN_REPOSITORY_ARG}PATH of its own does not wait)", say):
         yield
 
 
@@ -752,7 +762,7 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
                     index += 1
                     argv = [expand(w, values) for w in step]
                     say(f"{contestant.name}: step {index}/{count}{label}: {' '.join(argv)}")
-                    with _tool_lock(argv[0], contestant, say):
+                    with _maven_repository_lock(argv, contestant, say):
                         _run_logged(argv, contestant.dir, log, f"install step {index}{label}", step_env)
                 if part is not None:
                     parts_s[part] = time.monotonic() - part_started
@@ -797,12 +807,13 @@ def _make_venv(contestant: Contestant, interpreter: str, log: Path, say) -> None
 
 
 def default_install_jobs() -> int:
-    """How many contestants install at once by default: one per CPU this process may use, at least 2 (a
-    download or a linker waiting on the disk leaves a CPU to another build) and at most 4 (every build tool
-    runs its own jobs on every CPU already)."""
+    """How many contestants install at once by default: two per CPU this process may use, at most 4. Much of an
+    install's time is downloads (Maven's artifacts, npm and pip packages, Go modules), which leave the CPUs to the
+    builds beside them: the quick suite's first installs on 2 CPUs took 5 min 54 s 4 at a time against 7 min 39 s
+    2 at a time. More than 4 gains nothing: every build tool runs its own jobs on every CPU already."""
     from .process import available_cpus
 
-    return min(4, max(2, len(available_cpus())))
+    return min(4, 2 * len(available_cpus()))
 
 
 @dataclass
@@ -816,12 +827,30 @@ class Installed:
 
 
 def shared_build_folder(contestant: Contestant) -> Path | None:
-    """The build folder this contestant's install shares with other contestants' ({cargo_target_dir} in a step,
-    shared_cargo_target_dir), or None. Two installs building into one folder take turns (cargo locks it): started
-    together, the second holds an install job while it waits."""
-    if any("{cargo_target_dir}" in arg for step in _every_step(contestant.manifest) for arg in step):
+    """The build folder or cache this contestant's install shares with other contestants' installs, such that two
+    of them had better take turns (next_install), or None:
+    - {cargo_target_dir} in a step (shared_cargo_target_dir): cargo locks it, so the second would hold an install
+      job while it waits;
+    - a `go build` step, Go's build cache: safe for builds at once, but two started together each compile every
+      package neither finds there (the standard library, on a first build: go-fasthttp's and go-gin's builds took
+      180 s of CPU side by side against 136 s one after the other);
+    - an mvn step on Maven's shared repository (on_shared_maven_repository), which such steps hold a lock on."""
+    steps = _every_step(contestant.manifest)
+    if any("{cargo_target_dir}" in arg for step in steps for arg in step):
         return shared_cargo_target_dir(contestant.manifest)
+    if any(os.path.basename(step[0]) == "go" and step[1:2] == ["build"] for step in steps):
+        return go_build_cache()
+    if any(on_shared_maven_repository(step) for step in steps):
+        return MAVEN_SHARED_REPOSITORY
     return None
+
+
+def go_build_cache() -> Path:
+    """Where Go keeps its build cache for the install steps (`go env GOCACHE`, without running Go): $GOCACHE, else
+    go-build in the user's cache folder ($XDG_CACHE_HOME or ~/.cache)."""
+    if os.environ.get("GOCACHE"):
+        return Path(os.environ["GOCACHE"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "go-build"
 
 
 def next_install(pending: list, running: list, folder) -> object | None:
