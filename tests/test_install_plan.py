@@ -454,6 +454,35 @@ def test_maven_builds_on_the_shared_repository_take_turns(cache, tmp_path, monke
     assert all((c.env_dir / "started").exists() for c in contestants)
 
 
+# The nice value of the step's own shell, written to {env_dir}/nice.
+NICE_OF_SHELL = "ps -o ni= -p $$ | tr -d ' '"
+WRITE_NICE = NICE_OF_SHELL + " > {env_dir}/nice"
+
+
+def test_installs_beside_the_longest_chain_run_at_a_lower_cpu_priority(cache, tmp_path):
+    """Two installs sharing the cargo folder (300 + 200 s by their estimates) are the longest chain: theirs run at
+    netarena's priority; the one beside them (5 s) at BESIDE_THE_LONGEST_NICENESS more. fx-beside waits (30 s at
+    most) for its renice before writing its value, the chain's first install for fx-beside's value before writing
+    its own: a renice of the chain's would have come by then."""
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    beside = ("i=0; while [ \"$(NICE)\" = BASE ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; "
+              "WRITE").replace("NICE", NICE_OF_SHELL).replace("BASE", str(base)).replace("WRITE", WRITE_NICE)
+    after_beside = ("mkdir -p {cargo_target_dir} && i=0; while [ ! -e {env_dir}/../fx-beside/nice ] && [ $i -lt 600 ]; "
+                    "do sleep 0.05; i=$((i+1)); done; " + WRITE_NICE)
+    contestants = _timed_contestants(tmp_path, (("fx-chain-a", 300.0, after_beside),
+                                                ("fx-chain-b", 200.0, after_beside),
+                                                ("fx-beside", 5.0, beside)))
+    estimates = {c.name: ct.install_estimate_s(c, ())[0] for c in contestants}
+    assert [c.name for c in ct.longest_chain(contestants, estimates)] == ["fx-chain-a", "fx-chain-b"]
+    ended = []
+    ct.install_concurrently(contestants, lambda c: ct.install(c, allow_apt=False), 2,
+                            lambda done: ended.append((done.contestant.name, done.error)))
+    assert sorted(ended) == [("fx-beside", None), ("fx-chain-a", None), ("fx-chain-b", None)], ended
+    nice = {c.name: int((c.env_dir / "nice").read_text()) for c in contestants}
+    assert nice == {"fx-chain-a": base, "fx-chain-b": base,
+                    "fx-beside": min(19, base + ct.BESIDE_THE_LONGEST_NICENESS)}, nice
+
+
 def test_installs_start_longest_first_by_their_estimates(cache, tmp_path):
     """install_concurrently starts the installs in the order install_phase_s assumes: the longest estimate first
     (this cache's last install times here), whatever order it is given them in."""

@@ -12,6 +12,7 @@ import shutil
 import stat
 import subprocess
 import time
+from contextvars import ContextVar
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -50,6 +51,14 @@ DEFAULT_INSTALL_PART_S = 120.0  # an optional part (a database driver) without a
 # lock (or do not share) their caches themselves.
 MAVEN_OWN_REPOSITORY_ARG = "-Dmaven.repo.local="
 MAVEN_SHARED_REPOSITORY = Path.home() / ".m2" / "repository"
+# The CPU priority (nice) of the commands of installs beside the longest chain of installs (install_concurrently):
+# on 2 CPUs four installs at once shared them evenly, and the Rust builds, one after another in their shared cargo
+# folder, got a quarter of them: rust-actix's build alone took 5 min 43 s, and the chain was the phase. At nice 10
+# (a tenth of the CPU weight of nice 0) the others take what it leaves, mostly while they wait on downloads.
+BESIDE_THE_LONGEST_NICENESS = 10
+# The niceness added to the commands an install runs (_run_logged), set in the thread of each install of
+# install_concurrently: each thread has its own.
+_install_niceness: ContextVar[int] = ContextVar("install_niceness", default=0)
 # NETARENA_QUICK_BUILDS=1 (the tests set it, tests/conftest.py): the cargo steps of contestants build unoptimized,
 # cargo's release profile at opt-level 0 without LTO. The same source in about a tenth of the time (rust-hyper with
 # both database drivers: 73 s of wall time on 2 cores against about 10 min), for checks of behaviour, never for
@@ -566,20 +575,37 @@ def install_estimate_s(contestant: Contestant, parts=()) -> tuple[float, str]:
 def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None, check: bool = True) -> int:
     """Run `argv` with its output appended to `log`; its exit code. A non-zero one raises InstallError with the
     log's tail unless `check` is false (a command whose failure the caller handles); a missing program or one
-    still running after INSTALL_TIMEOUT_S always raises."""
+    still running after INSTALL_TIMEOUT_S always raises. It runs at this thread's install niceness more than
+    netarena's priority (_install_niceness, install_concurrently)."""
+    niceness = _install_niceness.get()
     with log.open("ab") as out:
         out.write(f"\n$ {' '.join(argv)}\n".encode())
         out.flush()
         try:
-            result = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    timeout=INSTALL_TIMEOUT_S, env=env)
+            process = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                       env=env)
         except FileNotFoundError:
             raise InstallError(f"{what}: {argv[0]} not found") from None
-        except subprocess.TimeoutExpired:
-            raise InstallError(f"{what}: still running after {INSTALL_TIMEOUT_S} s", tail(log)) from None
-    if result.returncode != 0 and check:
-        raise InstallError(f"{what} failed with exit code {result.returncode}: {' '.join(argv)}", tail(log))
-    return result.returncode
+        with process:
+            if niceness:
+                # Right after the start: the processes the build tool starts inherit it (one started in the very
+                # first instants would not, and would run at the default priority).
+                try:
+                    os.setpriority(os.PRIO_PROCESS, process.pid, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
+                except OSError:  # already ended, or nice at its limit: it runs as it is
+                    pass
+            try:
+                returncode = process.wait(timeout=INSTALL_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                raise InstallError(f"{what}: still running after {INSTALL_TIMEOUT_S} s", tail(log)) from None
+            except BaseException:  # Ctrl-C: killed, as subprocess.run does (leaving `with` waits for it)
+                process.kill()
+                raise
+    if returncode != 0 and check:
+        raise InstallError(f"{what} failed with exit code {returncode}: {' '.join(argv)}", tail(log))
+    return returncode
 
 
 def tail(path: Path, limit_bytes: int = 4000) -> str:
@@ -862,6 +888,15 @@ def next_install(pending: list, running: list, folder) -> object | None:
     return next((one for one in pending if folder(one) is None or folder(one) not in busy), None)
 
 
+def longest_chain(contestants: list[Contestant], estimate: dict[str, float]) -> list[Contestant]:
+    """The installs that follow one another the longest by their estimates (seconds by name): those sharing a
+    build folder take turns (shared_build_folder), so theirs add up; an install sharing none is a chain alone."""
+    chains: dict = {}
+    for contestant in contestants:
+        chains.setdefault(shared_build_folder(contestant) or contestant.name, []).append(contestant)
+    return max(chains.values(), key=lambda chain: sum(estimate[c.name] for c in chain), default=[])
+
+
 def install_concurrently(contestants: list[Contestant], install_one, jobs: int, on_done, parts=lambda c: ()) -> None:
     """Run install_one(contestant) for every contestant, at most `jobs` at once (threads: the work is in the
     build tools' processes). on_done(Installed) is called in this thread as each one ends, in the order they
@@ -873,17 +908,25 @@ def install_concurrently(contestants: list[Contestant], install_one, jobs: int, 
     with no download or short install left to fill the other CPU. An install whose shared build folder another
     running install builds into waits for it, and the next one that can work starts instead (next_install).
 
+    With more than one job, the installs of the longest chain (longest_chain) run at the default CPU priority and
+    the others' commands at BESIDE_THE_LONGEST_NICENESS: with more jobs than CPUs an even share would stretch the
+    chain, which no other install can shorten.
+
     Ctrl-C: the installs not started yet are dropped, those running end (their build tools got the signal
     too), and the KeyboardInterrupt goes on."""
+    estimate = {c.name: install_estimate_s(c, parts(c))[0] for c in contestants}
+    chain = {c.name for c in longest_chain(contestants, estimate)} if jobs > 1 else {c.name for c in contestants}
+
     def timed(contestant: Contestant) -> Installed:
         started = time.monotonic()
+        _install_niceness.set(0 if contestant.name in chain else BESIDE_THE_LONGEST_NICENESS)
         try:
             record, error = install_one(contestant), None
         except Exception as exc:
             record, error = None, exc
         return Installed(contestant, record, error, time.monotonic() - started)
 
-    pending = sorted(contestants, key=lambda c: install_estimate_s(c, parts(c))[0], reverse=True)
+    pending = sorted(contestants, key=lambda c: estimate[c.name], reverse=True)
     running: dict = {}  # future -> contestant
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="install")
     try:
