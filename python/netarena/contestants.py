@@ -12,7 +12,6 @@ import shutil
 import stat
 import subprocess
 import time
-from contextvars import ContextVar
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -43,22 +42,10 @@ INSTALL_MARKER = ".netarena-installed"
 DEFAULT_INSTALL_S = {"rust": 120.0, "python": 8.0, "scala": 65.0, "java": 20.0, "go": 60.0, "javascript": 5.0,
                      "erlang": 5.0, "ruby": 10.0, "c": 5.0}
 DEFAULT_INSTALL_PART_S = 120.0  # an optional part (a database driver) without a time of its own
-# Maven's default local repository (~/.m2/repository) is not safe for two builds writing at once (the resolver of
-# Debian's Maven 3.8 locks nothing), so mvn steps on it take turns (_maven_repository_lock). A step naming a
-# repository of its own (-Dmaven.repo.local=...) does not: the bundled Java contestants each keep theirs under
-# {env_dir}, and install side by side. Their installs are mostly downloads: the five Java builds from empty
-# repositories took 79 s side by side (54 s of CPU), against about 5 min in turns on ~/.m2. Cargo, Go, npm and pip
-# lock (or do not share) their caches themselves.
-MAVEN_OWN_REPOSITORY_ARG = "-Dmaven.repo.local="
-MAVEN_SHARED_REPOSITORY = Path.home() / ".m2" / "repository"
-# The CPU priority (nice) of the commands of installs beside the longest chain of installs (install_concurrently):
-# on 2 CPUs four installs at once shared them evenly, and the Rust builds, one after another in their shared cargo
-# folder, got a quarter of them: rust-actix's build alone took 5 min 43 s, and the chain was the phase. At nice 10
-# (a tenth of the CPU weight of nice 0) the others take what it leaves, mostly while they wait on downloads.
-BESIDE_THE_LONGEST_NICENESS = 10
-# The niceness added to the commands an install runs (_run_logged), set in the thread of each install of
-# install_concurrently: each thread has its own.
-_install_niceness: ContextVar[int] = ContextVar("install_niceness", default=0)
+# Build tools whose shared cache two builds must not write at once: their steps hold a lock named after the
+# tool while they run, also when installs run concurrently. Cargo, Go, npm and pip lock (or do not share)
+# theirs themselves.
+SHARED_CACHE_TOOLS = {"mvn": "Maven's local repository (~/.m2) is not safe for two builds writing at once"}
 # NETARENA_QUICK_BUILDS=1 (the tests set it, tests/conftest.py): the cargo steps of contestants build unoptimized,
 # cargo's release profile at opt-level 0 without LTO. The same source in about a tenth of the time (rust-hyper with
 # both database drivers: 73 s of wall time on 2 cores against about 10 min), for checks of behaviour, never for
@@ -575,37 +562,20 @@ def install_estimate_s(contestant: Contestant, parts=()) -> tuple[float, str]:
 def _run_logged(argv: list[str], cwd: Path, log: Path, what: str, env: dict | None = None, check: bool = True) -> int:
     """Run `argv` with its output appended to `log`; its exit code. A non-zero one raises InstallError with the
     log's tail unless `check` is false (a command whose failure the caller handles); a missing program or one
-    still running after INSTALL_TIMEOUT_S always raises. It runs at this thread's install niceness more than
-    netarena's priority (_install_niceness, install_concurrently)."""
-    niceness = _install_niceness.get()
+    still running after INSTALL_TIMEOUT_S always raises."""
     with log.open("ab") as out:
         out.write(f"\n$ {' '.join(argv)}\n".encode())
         out.flush()
         try:
-            process = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                       env=env)
+            result = subprocess.run(argv, cwd=cwd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    timeout=INSTALL_TIMEOUT_S, env=env)
         except FileNotFoundError:
             raise InstallError(f"{what}: {argv[0]} not found") from None
-        with process:
-            if niceness:
-                # Right after the start: the processes the build tool starts inherit it (one started in the very
-                # first instants would not, and would run at the default priority).
-                try:
-                    os.setpriority(os.PRIO_PROCESS, process.pid, os.getpriority(os.PRIO_PROCESS, 0) + niceness)
-                except OSError:  # already ended, or nice at its limit: it runs as it is
-                    pass
-            try:
-                returncode = process.wait(timeout=INSTALL_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                raise InstallError(f"{what}: still running after {INSTALL_TIMEOUT_S} s", tail(log)) from None
-            except BaseException:  # Ctrl-C: killed, as subprocess.run does (leaving `with` waits for it)
-                process.kill()
-                raise
-    if returncode != 0 and check:
-        raise InstallError(f"{what} failed with exit code {returncode}: {' '.join(argv)}", tail(log))
-    return returncode
+        except subprocess.TimeoutExpired:
+            raise InstallError(f"{what}: still running after {INSTALL_TIMEOUT_S} s", tail(log)) from None
+    if result.returncode != 0 and check:
+        raise InstallError(f"{what} failed with exit code {result.returncode}: {' '.join(argv)}", tail(log))
+    return result.returncode
 
 
 def tail(path: Path, limit_bytes: int = 4000) -> str:
@@ -633,22 +603,16 @@ def _apt_update_once(contestant: Contestant, log: Path, env: dict, say) -> None:
     _apt_updated = True
 
 
-def on_shared_maven_repository(step: list[str]) -> bool:
-    """Whether an install step runs Maven on its shared default repository (MAVEN_SHARED_REPOSITORY): mvn without
-    a -Dmaven.repo.local of its own."""
-    return os.path.basename(step[0]) == "mvn" and not any(arg.startswith(MAVEN_OWN_REPOSITORY_ARG) for arg in step)
-
-
 @contextmanager
-def _maven_repository_lock(step: list[str], contestant: Contestant, say):
-    """Hold the lock of Maven's shared repository while a step runs Maven on it (on_shared_maven_repository), also
-    across netarena processes; nothing for any other step."""
-    if not on_shared_maven_repository(step):
+def _tool_lock(tool: str, contestant: Contestant, say):
+    """Hold the tool's lock while a step runs it when that tool's shared cache is not safe for two builds at
+    once (SHARED_CACHE_TOOLS); nothing otherwise."""
+    name = os.path.basename(tool)
+    if name not in SHARED_CACHE_TOOLS:
         yield
         return
-    with _exclusive(cache_root() / "tool-mvn.lock", f"{contestant.name}: waiting for another Maven build on the "
-                    f"shared repository {MAVEN_SHARED_REPOSITORY} (not safe for two builds writing at once; a step "
-                    f"with {MAVEN_OWN_REPOSITORY_ARG}PATH of its own does not wait)", say):
+    with _exclusive(cache_root() / f"tool-{name}.lock", f"{contestant.name}: waiting for another {name} build "
+                    f"({SHARED_CACHE_TOOLS[name]})", say):
         yield
 
 
@@ -788,7 +752,7 @@ def _install_locked(contestant: Contestant, allow_apt: bool, say, user, parts: t
                     index += 1
                     argv = [expand(w, values) for w in step]
                     say(f"{contestant.name}: step {index}/{count}{label}: {' '.join(argv)}")
-                    with _maven_repository_lock(argv, contestant, say):
+                    with _tool_lock(argv[0], contestant, say):
                         _run_logged(argv, contestant.dir, log, f"install step {index}{label}", step_env)
                 if part is not None:
                     parts_s[part] = time.monotonic() - part_started
@@ -834,9 +798,10 @@ def _make_venv(contestant: Contestant, interpreter: str, log: Path, say) -> None
 
 def default_install_jobs() -> int:
     """How many contestants install at once by default: two per CPU this process may use, at most 4. Much of an
-    install's time is downloads (Maven's artifacts, npm and pip packages, Go modules), which leave the CPUs to the
-    builds beside them: the quick suite's first installs on 2 CPUs took 5 min 54 s 4 at a time against 7 min 39 s
-    2 at a time. More than 4 gains nothing: every build tool runs its own jobs on every CPU already."""
+    install's time is downloads (Maven's artifacts, one build at a time on ~/.m2; npm and pip packages, Go modules),
+    which leave the CPUs to the builds beside them: the quick suite's first installs on 2 CPUs took 5 min 54 s 4 at
+    a time against 7 min 39 s to 8 min 42 s 2 at a time. More than 4 gains nothing: every build tool runs its own
+    jobs on every CPU already, and builds sharing 2 CPUs with three others took a quarter more CPU time each."""
     from .process import available_cpus
 
     return min(4, 2 * len(available_cpus()))
@@ -853,30 +818,12 @@ class Installed:
 
 
 def shared_build_folder(contestant: Contestant) -> Path | None:
-    """The build folder or cache this contestant's install shares with other contestants' installs, such that two
-    of them had better take turns (next_install), or None:
-    - {cargo_target_dir} in a step (shared_cargo_target_dir): cargo locks it, so the second would hold an install
-      job while it waits;
-    - a `go build` step, Go's build cache: safe for builds at once, but two started together each compile every
-      package neither finds there (the standard library, on a first build: go-fasthttp's and go-gin's builds took
-      180 s of CPU side by side against 136 s one after the other);
-    - an mvn step on Maven's shared repository (on_shared_maven_repository), which such steps hold a lock on."""
-    steps = _every_step(contestant.manifest)
-    if any("{cargo_target_dir}" in arg for step in steps for arg in step):
+    """The build folder this contestant's install shares with other contestants' ({cargo_target_dir} in a step,
+    shared_cargo_target_dir), or None. Two installs building into one folder take turns (cargo locks it): started
+    together, the second holds an install job while it waits."""
+    if any("{cargo_target_dir}" in arg for step in _every_step(contestant.manifest) for arg in step):
         return shared_cargo_target_dir(contestant.manifest)
-    if any(os.path.basename(step[0]) == "go" and step[1:2] == ["build"] for step in steps):
-        return go_build_cache()
-    if any(on_shared_maven_repository(step) for step in steps):
-        return MAVEN_SHARED_REPOSITORY
     return None
-
-
-def go_build_cache() -> Path:
-    """Where Go keeps its build cache for the install steps (`go env GOCACHE`, without running Go): $GOCACHE, else
-    go-build in the user's cache folder ($XDG_CACHE_HOME or ~/.cache)."""
-    if os.environ.get("GOCACHE"):
-        return Path(os.environ["GOCACHE"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "go-build"
 
 
 def next_install(pending: list, running: list, folder) -> object | None:
@@ -886,15 +833,6 @@ def next_install(pending: list, running: list, folder) -> object | None:
     folder. A job is then given to an install that can work instead of one that would wait for cargo's lock."""
     busy = {folder(one) for one in running} - {None}
     return next((one for one in pending if folder(one) is None or folder(one) not in busy), None)
-
-
-def longest_chain(contestants: list[Contestant], estimate: dict[str, float]) -> list[Contestant]:
-    """The installs that follow one another the longest by their estimates (seconds by name): those sharing a
-    build folder take turns (shared_build_folder), so theirs add up; an install sharing none is a chain alone."""
-    chains: dict = {}
-    for contestant in contestants:
-        chains.setdefault(shared_build_folder(contestant) or contestant.name, []).append(contestant)
-    return max(chains.values(), key=lambda chain: sum(estimate[c.name] for c in chain), default=[])
 
 
 def install_concurrently(contestants: list[Contestant], install_one, jobs: int, on_done, parts=lambda c: ()) -> None:
@@ -908,25 +846,17 @@ def install_concurrently(contestants: list[Contestant], install_one, jobs: int, 
     with no download or short install left to fill the other CPU. An install whose shared build folder another
     running install builds into waits for it, and the next one that can work starts instead (next_install).
 
-    With more than one job, the installs of the longest chain (longest_chain) run at the default CPU priority and
-    the others' commands at BESIDE_THE_LONGEST_NICENESS: with more jobs than CPUs an even share would stretch the
-    chain, which no other install can shorten.
-
     Ctrl-C: the installs not started yet are dropped, those running end (their build tools got the signal
     too), and the KeyboardInterrupt goes on."""
-    estimate = {c.name: install_estimate_s(c, parts(c))[0] for c in contestants}
-    chain = {c.name for c in longest_chain(contestants, estimate)} if jobs > 1 else {c.name for c in contestants}
-
     def timed(contestant: Contestant) -> Installed:
         started = time.monotonic()
-        _install_niceness.set(0 if contestant.name in chain else BESIDE_THE_LONGEST_NICENESS)
         try:
             record, error = install_one(contestant), None
         except Exception as exc:
             record, error = None, exc
         return Installed(contestant, record, error, time.monotonic() - started)
 
-    pending = sorted(contestants, key=lambda c: estimate[c.name], reverse=True)
+    pending = sorted(contestants, key=lambda c: install_estimate_s(c, parts(c))[0], reverse=True)
     running: dict = {}  # future -> contestant
     pool = ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="install")
     try:
