@@ -90,6 +90,9 @@ test-python: test-packages setup
 # (setsid, below) is also a scheduler autogroup of its own where the kernel has them (Linux's sched_autogroup): the
 # kernel shares the CPU between autogroups by the autogroup's nice, not the tasks', so that one gets nice 19 too
 # (/proc/self/autogroup); without it the installs had half the CPU and the Rust tests' build took 3.5 min, not 1.5.
+# Two installs at a time, not the default's two per CPU (meant for netarena run, with nothing beside it): here the
+# tests share the CPUs with them. The first make test with four at once, on a 2-CPU host throttled to a third of
+# its speed, failed a verify test whose server answered too late; the runs before it, with two, had passed.
 # Each install holds its contestant's lock: a verify test that comes to a contestant being installed waits for it
 # and finds it built, one that comes first installs it itself and the background one then finds it built. Their
 # output goes to BACKGROUND_INSTALLS_LOG; their status is not the tests' (a failed install fails its verify test,
@@ -105,7 +108,7 @@ define BACKGROUND_INSTALLS_START
 mkdir -p target; \
 echo "make test: installing the contestants in the background (nice 19) beside the tests: $(BACKGROUND_INSTALLS_LOG)"; \
 $(TEST_ENV) setsid sh -c 'echo 19 2>/dev/null > /proc/self/autogroup; exec nice -n 19 "$$@"' background-installs \
-  $(BIN)/netarena verify --install-only --build-all-parts > $(BACKGROUND_INSTALLS_LOG) 2>&1 < /dev/null & \
+  $(BIN)/netarena verify --install-only --build-all-parts --install-jobs 2 > $(BACKGROUND_INSTALLS_LOG) 2>&1 < /dev/null & \
 installs=$$!
 endef
 define BACKGROUND_INSTALLS_UNNICE
