@@ -327,14 +327,21 @@ class ManagedProcess:
         leftover = [describe(p) for p in group_members(self.pgid)]
         if leftover:
             kill_group(self.pgid, self.start_time, self.token)
+        # A descendant in a session of its own may end by itself once the server has gone, a moment later (the
+        # Erlang VM's erl_child_setup does when the VM exits), and a slow host makes the moment longer: under a CPU
+        # quota of 35% one was still there when the VM had been reaped. Each gets until the stop's deadline, and
+        # KILL_SETTLE_S at least, before it counts as escaped and is killed.
+        settle_until = max(started + timeout_s, time.monotonic() + KILL_SETTLE_S)
+        while any(_running(proc) for proc in snapshot) and time.monotonic() < settle_until:
+            time.sleep(0.02)
         escaped = []
         for proc in snapshot:
-            try:
-                if proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE:
+            if _running(proc):
+                try:
                     escaped.append(describe(proc))
                     proc.kill()
-            except psutil.Error:
-                pass
+                except psutil.Error:
+                    pass
         self.close()
         return StopOutcome(sig_name, self.proc.returncode, round(time.monotonic() - started, 3), killed,
                            leftover, escaped)
@@ -366,6 +373,14 @@ class ManagedProcess:
         if self._log is not None:
             self._log.close()
             self._log = None
+
+
+def _running(proc: psutil.Process) -> bool:
+    """Whether the process is there and not a zombie (an ended one its parent has not reaped yet)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _pgid(pid: int) -> int | None:
