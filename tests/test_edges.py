@@ -399,34 +399,44 @@ HELPER_SERVER = ('server=$$; setsid sh -c "touch \\$0; AFTER" "$1" & '
                  'exec sleep 60')
 
 
-def _server_with_helper(tmp_path: Path, after: str) -> tuple[ManagedProcess, Path]:
+def _server_with_helper(tmp_path: Path, after: str) -> ManagedProcess:
     started = tmp_path / "helper-started"
     proc = ManagedProcess(["sh", "-c", HELPER_SERVER.replace("AFTER", after), "server", str(started)])
     deadline = time.monotonic() + 30
     while not started.exists() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert started.exists(), "the helper did not start"
-    return proc, started
+    return proc
+
+
+def _any_running(processes: list[psutil.Process]) -> bool:
+    """Whether any of them is there and not a zombie."""
+    def running(proc):
+        try:
+            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+    return any(running(proc) for proc in processes)
 
 
 def test_a_helper_in_its_own_session_that_ends_after_the_server_is_not_escaped(tmp_path):
     """The helper polls for the server and ends a second after it: stop waits for it instead of calling it
     escaped, and nothing is left."""
-    proc, _ = _server_with_helper(tmp_path, "while kill -0 $server 2>/dev/null; do sleep 0.05; done; sleep 1")
+    proc = _server_with_helper(tmp_path, "while kill -0 $server 2>/dev/null; do sleep 0.05; done; sleep 1")
     helper = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.name() == "sh"]
     assert helper, "no helper process"
     outcome = proc.stop("SIGTERM", timeout_s=10).to_dict()
     assert outcome["escaped"] == [] and outcome["leftover"] == [] and not outcome["killed"], outcome
-    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helper)
+    assert not _any_running(helper)
 
 
 def test_a_helper_in_its_own_session_that_stays_is_escaped_and_killed(tmp_path):
     """A helper still there at the stop's deadline is escaped, and stop kills it."""
-    proc, _ = _server_with_helper(tmp_path, "sleep 60")
+    proc = _server_with_helper(tmp_path, "sleep 60")
     helper = [p for p in psutil.Process(proc.pid).children(recursive=True) if p.pid != proc.pid]
     outcome = proc.stop("SIGTERM", timeout_s=1).to_dict()
     assert [e["name"] for e in outcome["escaped"]] and outcome["leftover"] == [], outcome
     deadline = time.monotonic() + 10
-    while any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helper) and time.monotonic() < deadline:
+    while _any_running(helper) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in helper), "the helper was not killed"
+    assert not _any_running(helper), "the helper was not killed"
