@@ -330,6 +330,12 @@ def test_the_install_phase_is_the_longest_job_of_the_pool():
     shared = [(30, "cargo"), (20, "cargo"), (20, None), (10, None)]
     assert install_phase_s(shared, 2) == 50  # cargo 30 + cargo 20 | 20 + 10
     assert install_phase_s(shared, 4) == 50  # a free job does not start the second build early
+    # The longest chain first: the two 40-s builds sharing a folder (80 s in all) before the single 50-s ones. By
+    # the single figures (50, 50, then the chain) the chain's second build would run alone at the end: 130 s.
+    chain = [(50, None), (50, None), (40, "cargo"), (40, "cargo")]
+    assert install_phase_s(chain, 2) == 100  # cargo 40 + cargo 40 | 50 + 50
+    assert [s for s, _ in ct.longest_chains_first(chain, seconds=lambda one: one[0], folder=lambda one: one[1])] \
+        == [40, 40, 50, 50]
 
 
 # Three contestants whose steps prove what ran beside what: fx-share-a and fx-share-b build into the shared cargo
@@ -356,6 +362,41 @@ def test_installs_sharing_a_build_folder_take_turns_while_another_runs_beside(ca
     # Longest first would have started fx-share-b beside fx-share-a, both in the folder: fx-beside went instead.
     assert sorted(ended) == [("fx-beside", None), ("fx-share-a", None), ("fx-share-b", None)], ended
     assert ended[-1][0] == "fx-share-b"
+
+
+def test_installs_sharing_a_folder_start_first_when_their_chain_is_the_longest(cache, tmp_path):
+    """Two installs building into the shared cargo folder, 200 s each by their estimates, run one after the other:
+    their chain (400 s) starts before a single 300-s install, which longest-first by single figures would start
+    first (the chain's last build then running alone at the end)."""
+    order = tmp_path / "contestants" / "order"
+    contestants = _timed_contestants(tmp_path, [
+        ("fx-alone", 300.0, "echo fx-alone >> {dir}/../order"),
+        *((name, 200.0, f"mkdir -p {{cargo_target_dir}} && echo {name} >> {{dir}}/../order")
+          for name in ("fx-chain-a", "fx-chain-b"))])
+    assert ct.shared_build_folder(contestants[1]) == ct.shared_build_folder(contestants[2]) is not None
+    assert ct.shared_build_folder(contestants[0]) is None
+    ended = []
+    ct.install_concurrently(contestants, lambda c: ct.install(c, allow_apt=False), 1,
+                            lambda done: ended.append((done.contestant.name, done.error)))
+    assert order.read_text().split() == ["fx-chain-a", "fx-chain-b", "fx-alone"]
+    assert ended == [("fx-chain-a", None), ("fx-chain-b", None), ("fx-alone", None)]
+
+
+def test_go_builds_share_gos_build_cache_and_take_turns():
+    """Every contestant whose install runs `go build` shares Go's build cache (`go env GOCACHE`): two at once would
+    each compile the standard library, so they take turns like builds into the shared cargo folder, while a
+    contestant building with anything else runs beside them."""
+    if shutil.which("go") is None:
+        pytest.skip("no go here")
+    cache_dir = subprocess.run(["go", "env", "GOCACHE"], capture_output=True, text=True, check=True).stdout.strip()
+    go = ct.load(REPO / "contestants", ["go-fasthttp", "go-gin", "go-net"])
+    assert {ct.shared_build_folder(c) for c in go} == {Path(cache_dir)}
+    [other] = ct.load(REPO / "contestants", ["node-http"])
+    assert ct.shared_build_folder(other) is None
+    folder = ct.shared_build_folder
+    assert ct.next_install(go[1:] + [other], running=[go[0]], folder=folder) is other
+    assert ct.next_install(go[1:], running=[go[0]], folder=folder) is None
+    assert ct.next_install(go[1:], running=[other], folder=folder) is go[1]
 
 
 def test_installs_start_longest_first_by_their_estimates(cache, tmp_path):

@@ -58,7 +58,8 @@ def test_the_builds_are_those_of_every_contestant_sharing_the_cargo_folder():
     from netarena import contestants as ct
 
     names = sorted(p.parent.name for p in CONTESTANTS.glob("*/contestant.toml"))
-    sharing = [c for c in ct.load(CONTESTANTS, names) if ct.shared_build_folder(c)]
+    sharing = [c for c in ct.load(CONTESTANTS, names)
+               if ct.shared_build_folder(c) == ct.shared_cargo_target_dir(c.manifest)]
     assert sorted(c.name for c in sharing) == sorted(unify_deps.CONTESTANTS)
     for contestant in sharing:
         parts = contestant.manifest.install.optional

@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..config import SERVICE_SCENARIOS, Suite
-from ..contestants import (INSTALLED, Contestant, entry_measures, install_estimate_s, install_parts, next_install,
-                           scenario_note, shared_build_folder)
+from ..contestants import (INSTALLED, Contestant, entry_measures, install_estimate_s, install_parts,
+                           longest_chains_first, next_install, scenario_note, shared_build_folder)
 from ..doctor import FD_SPARE
 from ..generator import sweep_rates
 from ..scenarios import Level, levels_for, registry
@@ -82,9 +82,10 @@ class Estimate:
 
 def install_phase_s(installs: list[tuple[float, object]], jobs: int) -> float:
     """How long installs of these (seconds, shared build folder or None) take `jobs` at a time, as
-    contestants.install_concurrently runs them: the longest first, each to the job that frees up first, except that
-    an install waits while another builds into its shared folder (contestants.next_install)."""
-    pending = sorted(installs, key=lambda one: -one[0])
+    contestants.install_concurrently runs them: the longest chain first (contestants.longest_chains_first), each
+    to the job that frees up first, except that an install waits while another builds into its shared folder
+    (contestants.next_install)."""
+    pending = longest_chains_first(installs, seconds=lambda one: one[0], folder=lambda one: one[1])
     running: list[tuple[float, tuple[float, object]]] = []  # (when it ends, the install)
     now = 0.0
     while pending or running:
