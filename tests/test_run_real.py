@@ -616,10 +616,11 @@ def test_generator_spin_us_reaches_the_generator(tmp_path, cache_dir, generator_
     row, doc = measure_one_entry(tmp_path, cache_dir, "rate = [500]\ngenerator_spin_us = 3000\n", 1.0)
     assert "spin=3000us" in row["level_key"]
     ol = doc["open_loop"]
-    # 3000 µs is longer than the 2 ms between sends: the thread polls whenever it runs, so most of the CPU time it
-    # got went to polling (not a share of the wall: on a slower or quota-bound host it runs less of the second).
-    generator_cpu_s = doc["generator"]["cpu_user_s"] + doc["generator"]["cpu_sys_s"]
-    assert ol["spin_us"] == 3000 and ol["spin_wait_s"] >= 0.5 * generator_cpu_s > 0, (ol, doc["generator"])
+    # 3000 µs is longer than the 2 ms between sends: the thread polls whenever it runs between sends, and those
+    # turns are counted (spin_wait_s), whatever share of its CPU time they are. Not "most of its CPU time": on a
+    # host whose other work leaves the generator's CPU a few percent of the second (34 ms of CPU in a fresh
+    # `make test`), the 500 sends and answers were half of what it got.
+    assert ol["spin_us"] == 3000 and ol["spin_wait_s"] > 0, (ol, doc["generator"])
     # Not rate_not_met: sharing its CPU with other work (CI's builds), a spinning thread is preempted for
     # whole scheduler slices and says so; that is the documented price, not what this test is about.
     assert doc["totals"]["requests"] >= 450 and doc["errors"]["total"] == 0, doc["totals"]
