@@ -850,13 +850,13 @@ def longest_chains_first(installs: list, seconds, folder) -> list:
     chain's (the sum of its installs' seconds(one)) come first, each chain's longest first; an install sharing
     nothing is a chain of its own. Started last, a long chain would run alone at the end, with nothing left to
     fill the other CPUs."""
+    keyed = [(one, seconds(one), folder(one)) for one in installs]  # each estimate and folder asked once
     chains: dict = {}
-    for one in installs:
-        key = folder(one)
+    for _, own_s, key in keyed:
         if key is not None:
-            chains[key] = chains.get(key, 0.0) + seconds(one)
-    return sorted(installs, key=lambda one: (-(chains[folder(one)] if folder(one) is not None else seconds(one)),
-                                             -seconds(one)))
+            chains[key] = chains.get(key, 0.0) + own_s
+    keyed.sort(key=lambda entry: (-(chains[entry[2]] if entry[2] is not None else entry[1]), -entry[1]))
+    return [one for one, _, _ in keyed]
 
 
 def next_install(pending: list, running: list, folder) -> object | None:
