@@ -440,3 +440,32 @@ def test_a_helper_in_its_own_session_that_stays_is_escaped_and_killed(tmp_path):
     while _any_running(helper) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _any_running(helper), "the helper was not killed"
+
+
+# ----------------------------------------------------------------------------- a server slower than one attempt
+
+
+def test_a_server_slower_than_one_readiness_attempt_is_waited_for(tmp_path):
+    """A server that answers, but each new connection later than one readiness attempt's timeout (as a first TLS
+    handshake loading its code on a starved host does), is ready within ready_timeout_s: an attempt after one that
+    waited out its whole timeout waits twice as long. With a fixed timeout every attempt failed alike."""
+    from netarena.backends.real import RealBackend
+    from netarena.config import load_manifest
+    from netarena.contestants import Contestant
+    from netarena.ports import free_port
+    from netarena.process import available_cpus
+
+    root = FIXTURE_CONTESTANTS / "fx-slow-connections"
+    contestant = Contestant(load_manifest(root / "contestant.toml"), root)
+    delay_s = 1.0  # its manifest's --connection-delay-ms
+    first_attempt_s = delay_s / 2  # the least an attempt is given (check_running's floor)
+    backend = RealBackend(generator=None)
+    port = free_port()
+    proc = backend.start_server(contestant, "hello", port, 1, tmp_path, available_cpus()[:1], tmp_path / "server.log")
+    try:
+        kind, error, verification = backend.wait_ready(proc, contestant, "hello", port, tmp_path, first_attempt_s)
+    finally:
+        stop = backend.stop_server(contestant, proc)
+    assert kind is None, f"{kind}: {error}"
+    assert verification["ok"] is True, verification
+    assert not stop["leftover"] and not stop["escaped"], stop

@@ -32,6 +32,8 @@ CONNECT_TIMEOUT_S = 20.0
 START_LEAD_S = 1.0
 CLOCK_PROBES = 5
 POLL_S = 0.25
+# How long a worker may take to report its facts (a second on an idle host: versions, CPUs, the environment).
+FACTS_TIMEOUT_S = 120.0
 
 
 class HostLost(Exception):
@@ -122,7 +124,26 @@ class ClusterBackend:
         return {str(w.get("name")): addr for addr, w in info.items()}
 
     def _run_on(self, name: str, fn, *args):
-        return self.client.run(fn, *args, workers=[self.addresses[name]])[self.addresses[name]]
+        """fn(*args) on the worker's event loop (Client.run): only for what takes no time (a clock reading), as
+        the worker sends no heartbeat while it runs."""
+        try:
+            return self.client.run(fn, *args, workers=[self.addresses[name]])[self.addresses[name]]
+        except OSError as exc:  # distributed's CommClosedError among them: the worker left or was dropped
+            raise ClusterError(f"worker {name} did not answer ({type(exc).__name__}: {exc}): is it still "
+                               f"connected to {self.spec.scheduler}?") from None
+
+    def _facts(self, name: str) -> dict:
+        """worker_facts on one of the worker's threads, not on its event loop: run there (Client.run) its second
+        or more of work stopped the worker's heartbeats, and on a starved host the scheduler dropped the worker
+        for it."""
+        future = self._submit(tasks.worker_facts, name)
+        try:
+            return future.result(timeout=FACTS_TIMEOUT_S)
+        except OSError as exc:  # TimeoutError and distributed's CommClosedError among them
+            future.cancel()
+            raise ClusterError(f"worker {name} did not report its facts within {FACTS_TIMEOUT_S:g} s "
+                               f"({type(exc).__name__}: {exc}): is it still connected to {self.spec.scheduler}?") \
+                from None
 
     def check(self, wait_s: float = 30.0) -> dict:
         """Every named worker present, the same netarena on each, the clocks' offsets. Returns what is recorded
@@ -141,7 +162,7 @@ class ClusterBackend:
         self.addresses = {n: present[n] for n in wanted}
         hosts = []
         for name in wanted:
-            facts = self._run_on(name, tasks.worker_facts)
+            facts = self._facts(name)
             if facts["netarena_version"] != __version__:
                 raise ClusterError(f"worker {name} runs netarena {facts['netarena_version']}, this orchestrator "
                                    f"runs netarena {__version__}: install the same version on every host")

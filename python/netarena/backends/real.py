@@ -158,13 +158,16 @@ class RealBackend:
                       deadline: float | None = None,
                       protocol: str = H1) -> tuple[str | None, str | None, dict | None]:
         """wait_ready's verification, of a server whose port is open: retried while the failure is one a server
-        still starting gives, until `deadline` (time.monotonic(); default ready_timeout_s from now).
+        still starting gives, until `deadline` (time.monotonic(); default ready_timeout_s from now). Each attempt
+        waits `timeout_s`, and twice as long as the one before once an attempt waited out its whole timeout.
         `netarena verify` also calls it for each further scenario of a server it started for several."""
         ready_timeout_s = contestant.manifest.start.ready_timeout_s
         if deadline is None:
             deadline = time.monotonic() + ready_timeout_s
+        attempt_s = timeout_s
         while True:
-            result = verify(scenario, port, static_dir, timeout_s=min(timeout_s, max(0.5, deadline - time.monotonic())),
+            attempt_started = time.monotonic()
+            result = verify(scenario, port, static_dir, timeout_s=min(attempt_s, max(0.5, deadline - attempt_started)),
                             concurrency_model=contestant.manifest.concurrency_model,
                             nagle_stall=contestant.manifest.nagle_stall.get(scenario),
                             pool=contestant.pool(workers, threads),
@@ -185,6 +188,11 @@ class RealBackend:
             if time.monotonic() >= deadline:
                 return "not_ready", (f"no valid response within ready_timeout_s={ready_timeout_s:g} s: "
                                      f"{result.reason}"), result.to_dict()
+            if time.monotonic() - attempt_started >= attempt_s:
+                # The attempt waited out a whole timeout: the server is there but slow (a first TLS handshake
+                # loading its code on a starved host), not absent. Each later attempt waits twice as long, up to
+                # the deadline, or one needing more than timeout_s would fail the same way until ready_timeout_s.
+                attempt_s *= 2
             time.sleep(0.1)
 
     def measure(self, req: MeasureRequest, progress=lambda text: None) -> dict:

@@ -212,9 +212,12 @@ def up(folder: Path, hosts: int, name: str = DEFAULT_NAME, say=lambda text: None
 
 
 def worker_argv(scheduler: str, name: str, address: str, certs: Path, workdir: Path) -> list[str]:
-    """A worker as the lab starts it (docs/many-machines.md shows the same command for real hosts)."""
+    """A worker as the lab starts it (docs/many-machines.md shows the same command for real hosts). It imports
+    netarena's tasks before it registers (--preload): imported by the first task instead, on the worker's event
+    loop, they held its heartbeats back for as long as the import took."""
     return [sys.executable, "-m", "distributed.cli.dask_worker", scheduler, "--name", name, "--nthreads", "4",
-            "--no-nanny", "--host", address, "--death-timeout", "60", "--local-directory", str(workdir),
+            "--no-nanny", "--preload", "netarena.backends.cluster_tasks",
+            "--host", address, "--death-timeout", "60", "--local-directory", str(workdir),
             "--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / "worker.pem"),
             "--tls-key", str(certs / "worker.key")]
 
